@@ -1,0 +1,25 @@
+"""GPU tests: real TensorRT 8.6 on the GPU machine (see ../shared/gpu/README.md).
+
+Every test here carries the ``gpu`` marker; without an importable TensorRT they skip.
+Run there with: ``$PY39 -m pytest tests/gpu -m gpu``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "tests/gpu/" in str(item.fspath).replace("\\", "/"):
+            item.add_marker(pytest.mark.gpu)
+
+
+@pytest.fixture(scope="session")
+def trt():
+    """The real tensorrt module, or skip."""
+    try:
+        import tensorrt
+    except Exception as exc:  # noqa: BLE001 - ImportError or a missing shared library
+        pytest.skip(f"TensorRT is not importable here: {exc}")
+    return tensorrt

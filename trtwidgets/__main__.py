@@ -1,0 +1,5 @@
+import sys
+
+from trtwidgets.cli import main
+
+sys.exit(main())

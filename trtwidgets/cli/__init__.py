@@ -1,0 +1,70 @@
+"""``trtwidgets`` command line.
+
+Each sub-command is a module of this package that defines ``NAME`` (the command
+word), ``HELP`` (one line), ``add_arguments(parser)`` and ``run(args) -> int``.
+Modules are discovered, so a new command is one new file. Only the chosen
+command's module is imported, keeping ``trtwidgets lint`` free of pandas,
+plotly and TensorRT start-up costs.
+
+Exit codes: 0 success, 1 the command found problems (e.g. lint errors), 2 bad
+input (the explanation goes to stderr, never a traceback), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from typing import List, Optional
+
+from ..core.errors import UserError
+
+EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def _command_modules():
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        if not info.name.startswith("_"):
+            yield info.name
+
+
+class _Parser(argparse.ArgumentParser):
+    # argparse exits with 2 on bad arguments already; keep its message but no usage dump noise.
+    pass
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser with one sub-parser per command module."""
+    from .. import __version__
+
+    parser = _Parser(prog="trtwidgets", description="Exploratory TensorRT quantization, headless.")
+    parser.add_argument("--version", action="version", version=f"trtwidgets {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for modname in _command_modules():
+        mod = importlib.import_module(f"{__name__}.{modname}")
+        p = sub.add_parser(mod.NAME, help=mod.HELP, description=getattr(mod, "DESCRIPTION", mod.HELP))
+        mod.add_arguments(p)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Entry point of the ``trtwidgets`` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help(sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        return int(args._run(args) or 0)
+    except UserError as err:
+        print(f"trtwidgets {args.command}: {err.message}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print(f"trtwidgets {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
