@@ -1,0 +1,116 @@
+"""A real browser runs the quickstart notebook in JupyterLab.
+
+`.ci/run` installs Debian's Chromium; Playwright drives it (no browser download).
+The test starts JupyterLab on localhost, opens notebooks/01_quickstart.ipynb, runs
+all cells, and checks what a person would see: rows of the layer table, a Plotly
+figure, and no widget error. A screenshot is kept under artifacts/.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, require_or_skip
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+CHROMIUM = "/usr/bin/chromium"
+NOTEBOOK = "notebooks/01_quickstart.ipynb"
+# Chromium's background services try to reach Google; the network here is closed.
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def jupyterlab(tmp_path_factory):
+    if not Path(CHROMIUM).exists():
+        require_or_skip("TRTWIDGETS_REQUIRE_BROWSER", f"{CHROMIUM} is not installed (apt-get install chromium)")
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        require_or_skip("TRTWIDGETS_REQUIRE_BROWSER", "playwright is not installed (pip install playwright)")
+    if shutil.which("jupyter", path=str(Path(sys.executable).parent)) is None:
+        require_or_skip("TRTWIDGETS_REQUIRE_BROWSER", "JupyterLab is not installed (pip install '.[lab]')")
+    port = _free_port()
+    token = "trtwidgets-browser-test"
+    workdir = tmp_path_factory.mktemp("lab")
+    # Work on a copy so the committed notebook never gets outputs written into it.
+    shutil.copytree(ROOT / "notebooks", workdir / "notebooks")
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(workdir / "cfg"), JUPYTER_RUNTIME_DIR=str(workdir / "rt"))
+    log = open(workdir / "lab.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
+         f"--IdentityProvider.token={token}", "--ServerApp.disable_check_xsrf=True",
+         "--LabApp.expose_app_in_browser=True", "--allow-root", f"--ServerApp.root_dir={workdir}"],
+        cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2)
+            break
+        except OSError:
+            if proc.poll() is not None:
+                raise RuntimeError(f"JupyterLab exited: {(workdir / 'lab.log').read_text()[-2000:]}")
+            time.sleep(1)
+    else:
+        proc.terminate()
+        raise RuntimeError(f"JupyterLab did not start: {(workdir / 'lab.log').read_text()[-2000:]}")
+    yield base, token
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+def test_quickstart_runs_in_jupyterlab(jupyterlab):
+    from playwright.sync_api import sync_playwright
+
+    base, token = jupyterlab
+    shots = ROOT / "artifacts"
+    shots.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(f"{base}/lab/tree/{NOTEBOOK}?token={token}", timeout=120_000)
+        page.wait_for_selector(".jp-Notebook", timeout=120_000)
+        # Wait for the kernel, then run everything through JupyterLab's own command.
+        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands.hasCommand('notebook:run-all-cells')",
+                               timeout=120_000)
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000)
+        page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        # Done when no cell shows "[*]" and the kernel is idle again.
+        page.wait_for_function(
+            """() => {
+                const prompts = [...document.querySelectorAll('.jp-InputArea-prompt')].map(e => e.textContent);
+                const ind = document.querySelector('.jp-Notebook-ExecutionIndicator');
+                return prompts.length > 0 && prompts.every(t => !t.includes('*')) && ind && ind.dataset.status === 'idle';
+            }""", timeout=300_000, polling=1000)
+        page.wait_for_timeout(3000)  # let widget views and Plotly finish drawing
+        page.screenshot(path=str(shots / "quickstart_browser.png"), full_page=True)
+
+        outputs = page.inner_text(".jp-Notebook")
+        assert "Error displaying widget" not in outputs, "a widget failed to render"
+        assert "Traceback" not in outputs, "a cell raised"
+        rows = page.locator(".jp-OutputArea-output table tbody tr").count()
+        assert rows > 0, "no table rows rendered"
+        assert page.locator(".js-plotly-plot").count() > 0, "no Plotly figure rendered"
+        browser.close()
