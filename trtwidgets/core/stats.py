@@ -1,0 +1,298 @@
+"""Activation statistics: immutable per-tensor summaries that merge exactly.
+
+A :class:`TensorStats` holds what the range algorithms need about one tensor:
+element counts, NaN/Inf counts (never folded into the range), the finite
+minimum and maximum, and a histogram of ``|x|`` over ``[0, hist_max)``.
+
+``hist_max`` is always a power of two (or 0 while every value seen was zero) so
+that two histograms over different ranges line up bin for bin after merging
+pairs of bins: merging statistics of two halves of the data gives the same
+histogram as one pass over all of it.  See :mod:`trtwidgets.core.histogram`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, Mapping, Tuple, Union
+
+import numpy as np
+
+from .errors import StatsError
+
+#: Format tag written into statistics files.
+STATS_FORMAT = "trtwidgets-activation-stats"
+STATS_VERSION = 1
+
+
+def rebin_to(hist: np.ndarray, hist_max: float, new_max: float) -> np.ndarray:
+    """Re-bin a power-of-two ``|x|`` histogram to the wider power-of-two range ``new_max``.
+
+    Each doubling of the range merges neighbouring bin pairs, which is exact:
+    ``floor(|x| * n / 2m) == floor(floor(|x| * n / m) / 2)``.
+    """
+    hist = np.asarray(hist)
+    if new_max == hist_max:
+        return hist
+    n = len(hist)
+    if hist_max == 0:
+        # Every value counted so far was exactly zero: it stays in bin 0.
+        out = np.zeros_like(hist)
+        out[0] = hist.sum()
+        return out
+    if new_max < hist_max:
+        raise ValueError("a histogram can only be widened")
+    ratio = new_max / hist_max
+    k = int(round(np.log2(ratio)))
+    if 2.0 ** k != ratio:
+        raise ValueError(f"ranges {hist_max} and {new_max} are not a power of two apart")
+    out = hist
+    for _ in range(k):
+        merged = out.reshape(n // 2, 2).sum(axis=1)
+        out = np.zeros_like(hist)
+        out[: n // 2] = merged
+        if not merged.any():
+            break
+    return out
+
+
+@dataclass(frozen=True)
+class TensorStats:
+    """Statistics of one activation tensor.
+
+    Attributes
+    ----------
+    name : str
+        The tensor name in the ONNX graph (= TensorRT's tensor name).
+    count : int
+        Finite elements counted.
+    nan_count, inf_count : int
+        Elements that were NaN or +-Inf; they are in neither the range nor the histogram.
+    min, max : float
+        Smallest and largest finite value seen (``nan`` when ``count == 0``).
+    hist : numpy.ndarray
+        int64 counts of ``|x|`` in ``len(hist)`` equal bins over ``[0, hist_max)``.
+    hist_max : float
+        Upper edge of the histogram: a power of two strictly above ``max(|min|, |max|)``,
+        or 0 when all finite values were 0 (then every count is in bin 0).
+    """
+
+    name: str
+    count: int
+    nan_count: int
+    inf_count: int
+    min: float
+    max: float
+    hist: np.ndarray = field(repr=False, compare=False)
+    hist_max: float = 0.0
+
+    @property
+    def absmax(self) -> float:
+        """``max(|min|, |max|)``; 0 for an empty tensor."""
+        if self.count == 0:
+            return 0.0
+        return float(max(abs(self.min), abs(self.max)))
+
+    @property
+    def bins(self) -> int:
+        return int(len(self.hist))
+
+    @property
+    def bin_width(self) -> float:
+        return self.hist_max / self.bins if self.bins else 0.0
+
+    @property
+    def bin_edges(self) -> np.ndarray:
+        """``bins + 1`` edges from 0 to ``hist_max``."""
+        return np.linspace(0.0, self.hist_max, self.bins + 1)
+
+    def merge(self, other: "TensorStats") -> "TensorStats":
+        """Statistics of both tensors' samples together (exact for min/max and counts)."""
+        if other.name != self.name:
+            raise StatsError(f"Cannot merge statistics of tensor {other.name!r} into {self.name!r}.",
+                             "Only statistics of the same tensor can be merged.")
+        if self.bins != other.bins:
+            raise StatsError(f"Cannot merge histograms of tensor {self.name!r} with {self.bins} and {other.bins} bins.",
+                             "Both collections must use the same number of bins.",
+                             "Collect again with the same num_bins.")
+        new_max = max(self.hist_max, other.hist_max)
+        hist = rebin_to(self.hist, self.hist_max, new_max).astype(np.int64) + \
+            rebin_to(other.hist, other.hist_max, new_max).astype(np.int64)
+        mins = [v for v, c in ((self.min, self.count), (other.min, other.count)) if c]
+        maxs = [v for v, c in ((self.max, self.count), (other.max, other.count)) if c]
+        return TensorStats(
+            name=self.name, count=self.count + other.count,
+            nan_count=self.nan_count + other.nan_count, inf_count=self.inf_count + other.inf_count,
+            min=float(min(mins)) if mins else float("nan"), max=float(max(maxs)) if maxs else float("nan"),
+            hist=hist, hist_max=float(new_max))
+
+    def to_dict(self) -> dict:
+        """JSON-friendly summary (without the histogram)."""
+        return {"name": self.name, "count": self.count, "nan_count": self.nan_count, "inf_count": self.inf_count,
+                "min": self.min, "max": self.max, "absmax": self.absmax, "bins": self.bins, "hist_max": self.hist_max}
+
+
+def _merge_shapes(a: Mapping[str, tuple], b: Mapping[str, tuple]) -> Dict[str, tuple]:
+    out = dict(a)
+    for name, shape in b.items():
+        if name not in out:
+            out[name] = tuple(shape)
+        elif tuple(out[name]) != tuple(shape):
+            old = tuple(out[name])
+            if len(old) != len(shape):
+                out[name] = tuple(-1 for _ in shape)
+            else:
+                # A dimension that differed between samples is reported as -1 (dynamic).
+                out[name] = tuple(x if x == y else -1 for x, y in zip(old, shape))
+    return out
+
+
+@dataclass(frozen=True)
+class ActivationStats:
+    """Statistics of every collected tensor of one model over some samples.
+
+    Attributes
+    ----------
+    tensors : dict
+        Tensor name -> :class:`TensorStats`, in graph order.
+    samples : int
+        Number of samples (batch items) seen.
+    model_sha256 : str
+        SHA-256 of the model the statistics belong to.
+    input_shapes : dict
+        Input name -> shape the model was run at (-1 where it varied).
+    interrupted : bool
+        True when collection was stopped early (Ctrl-C) and holds only the samples seen so far.
+    batches : int
+        Number of model runs.
+    """
+
+    tensors: Dict[str, TensorStats]
+    samples: int
+    model_sha256: str
+    input_shapes: Dict[str, tuple] = field(default_factory=dict)
+    interrupted: bool = False
+    batches: int = 0
+
+    def __len__(self) -> int:
+        return len(self.tensors)
+
+    def __getitem__(self, name: str) -> TensorStats:
+        return self.tensors[name]
+
+    def merge(self, other: "ActivationStats") -> "ActivationStats":
+        """Statistics over both collections' samples.
+
+        Raises
+        ------
+        StatsError
+            When the two collections are of different models.
+        """
+        if self.model_sha256 and other.model_sha256 and self.model_sha256 != other.model_sha256:
+            raise StatsError("Cannot merge activation statistics of two different models.",
+                             f"One is of model {self.model_sha256[:12]}..., the other of {other.model_sha256[:12]}....",
+                             "Merge only statistics collected on the same ONNX file.")
+        tensors = dict(self.tensors)
+        for name, t in other.tensors.items():
+            tensors[name] = tensors[name].merge(t) if name in tensors else t
+        return ActivationStats(tensors=tensors, samples=self.samples + other.samples,
+                               model_sha256=self.model_sha256 or other.model_sha256,
+                               input_shapes=_merge_shapes(self.input_shapes, other.input_shapes),
+                               interrupted=self.interrupted or other.interrupted,
+                               batches=self.batches + other.batches)
+
+    def nonfinite(self) -> Dict[str, Tuple[int, int]]:
+        """Tensor name -> (nan_count, inf_count) for tensors that had any."""
+        return {n: (t.nan_count, t.inf_count) for n, t in self.tensors.items() if t.nan_count or t.inf_count}
+
+
+def _atomic_write(path: Path, write) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def save_stats(stats: ActivationStats, path: Union[str, os.PathLike]) -> Path:
+    """Write statistics to an ``.npz`` file (atomically, no pickles).
+
+    Returns the path written.
+    """
+    path = Path(path).expanduser()
+    names = list(stats.tensors)
+    meta = {
+        "format": STATS_FORMAT, "version": STATS_VERSION, "samples": int(stats.samples),
+        "batches": int(stats.batches), "model_sha256": stats.model_sha256, "interrupted": bool(stats.interrupted),
+        "input_shapes": {k: [int(d) for d in v] for k, v in stats.input_shapes.items()},
+        "tensors": [{"name": n, "count": int(t.count), "nan_count": int(t.nan_count), "inf_count": int(t.inf_count),
+                     "min": float(t.min), "max": float(t.max), "hist_max": float(t.hist_max)}
+                    for n, t in ((n, stats.tensors[n]) for n in names)],
+    }
+    bins = {stats.tensors[n].bins for n in names}
+    if len(bins) <= 1:
+        hists = np.stack([np.asarray(stats.tensors[n].hist, dtype=np.int64) for n in names]) if names \
+            else np.zeros((0, 0), np.int64)
+        arrays = {"hists": hists}
+    else:
+        arrays = {f"hist_{i}": np.asarray(stats.tensors[n].hist, dtype=np.int64) for i, n in enumerate(names)}
+    arrays["meta"] = np.frombuffer(json.dumps(meta, allow_nan=True).encode("utf-8"), dtype=np.uint8)
+    _atomic_write(path, lambda f: np.savez_compressed(f, **arrays))
+    return path
+
+
+def load_stats(path: Union[str, os.PathLike]) -> ActivationStats:
+    """Read statistics written by :func:`save_stats` (never unpickles).
+
+    Raises
+    ------
+    StatsError
+        When the file is missing, not an npz, or not a statistics file.
+    """
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise StatsError(f"No statistics file at {path}.", "The path does not exist or is a directory.",
+                         "Give the .npz written by `trtwidgets calibrate --stats` or save_stats().")
+    try:
+        with np.load(str(path), allow_pickle=False) as f:
+            meta = json.loads(bytes(f["meta"].astype(np.uint8)).decode("utf-8"))
+            if meta.get("format") != STATS_FORMAT:
+                raise ValueError(f"format tag is {meta.get('format')!r}")
+            entries = meta["tensors"]
+            if "hists" in f.files:
+                hists = f["hists"]
+                hist_list = [hists[i] for i in range(len(entries))]
+            else:
+                hist_list = [f[f"hist_{i}"] for i in range(len(entries))]
+    except StatsError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - zip, json and key errors all mean "not ours"
+        raise StatsError(f"{path} is not a trtwidgets statistics file.", f"{type(exc).__name__}: {exc}",
+                         "Collect the statistics again and save them with save_stats().") from None
+    tensors = {}
+    for e, h in zip(entries, hist_list):
+        tensors[e["name"]] = TensorStats(name=e["name"], count=int(e["count"]), nan_count=int(e["nan_count"]),
+                                         inf_count=int(e["inf_count"]), min=float(e["min"]), max=float(e["max"]),
+                                         hist=np.asarray(h, dtype=np.int64), hist_max=float(e["hist_max"]))
+    return ActivationStats(tensors=tensors, samples=int(meta["samples"]), model_sha256=str(meta["model_sha256"]),
+                           input_shapes={k: tuple(v) for k, v in meta.get("input_shapes", {}).items()},
+                           interrupted=bool(meta.get("interrupted", False)), batches=int(meta.get("batches", 0)))
+
+
+def empty_tensor_stats(name: str, bins: int) -> TensorStats:
+    """Statistics of a tensor that has seen nothing yet."""
+    return TensorStats(name=name, count=0, nan_count=0, inf_count=0, min=float("nan"), max=float("nan"),
+                       hist=np.zeros(bins, np.int64), hist_max=0.0)
+
+
+__all__ = ["TensorStats", "ActivationStats", "save_stats", "load_stats", "rebin_to", "empty_tensor_stats"]
