@@ -1,0 +1,555 @@
+"""Where accuracy is lost: per-layer error and its growth, and the sensitivity sweep.
+
+Both sides expose the same intermediate tensors: ONNX Runtime runs the model with
+every float intermediate added as a graph output (:func:`with_intermediate_outputs`,
+:func:`run_reference`), and TensorRT builds a debug engine with the same names
+marked as network outputs (``trtwidgets.trt.debug_build``). :func:`layer_errors`
+compares them tensor by tensor and ranks the layers by error *growth*: a layer
+that only passes on the error of its inputs is not where accuracy is lost; the
+one whose output is much worse than its inputs is.
+
+Error is measured as the noise-to-signal ratio in dB (``-SNR``), floored at
+:data:`NSR_FLOOR_DB` so that bit-exact tensors (``-inf``) still subtract.
+Growth of a node's output = its error minus the largest error among the nearest
+compared tensors upstream of its inputs (graph inputs and constants are exact).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import onnx
+
+from .errors import UserError
+from .metrics import OutputMetrics, compare_tensor
+from .onnx_graph import GraphIndex
+
+__all__ = [
+    "NSR_FLOOR_DB",
+    "LayerError",
+    "ErrorReport",
+    "SweepStep",
+    "SweepStepResult",
+    "SweepResult",
+    "float_intermediates",
+    "with_intermediate_outputs",
+    "run_reference",
+    "layer_errors",
+    "plan_sweep",
+    "run_sweep",
+]
+
+#: Error floor in dB: float32 rounding of an exact computation sits near -140 dB.
+NSR_FLOOR_DB = -160.0
+
+_FLOAT_TYPES = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE, onnx.TensorProto.BFLOAT16)
+
+
+def _node_label(node: onnx.NodeProto) -> str:
+    # TensorRT's ONNX parser names a layer after its node, or after its first output.
+    return node.name or (node.output[0] if node.output else node.op_type)
+
+
+def float_intermediates(proto: onnx.ModelProto) -> List[str]:
+    """Names of the float tensors produced by nodes, in topological (node) order.
+
+    Graph outputs are included; constants (``Constant`` nodes, initializers) and
+    tensors whose type shape inference cannot tell are float are left out.
+    """
+    try:
+        inferred = onnx.shape_inference.infer_shapes(proto)
+    except Exception:  # noqa: BLE001 - an uninferable model still has its declared types
+        inferred = proto
+    types: Dict[str, int] = {}
+    for vi in list(inferred.graph.value_info) + list(inferred.graph.output) + list(inferred.graph.input):
+        if vi.type.HasField("tensor_type"):
+            types[vi.name] = vi.type.tensor_type.elem_type
+    names: List[str] = []
+    seen = set()
+    for node in proto.graph.node:
+        if node.op_type == "Constant":
+            continue
+        for out in node.output:
+            if out and out not in seen and types.get(out) in _FLOAT_TYPES:
+                seen.add(out)
+                names.append(out)
+    return names
+
+
+def with_intermediate_outputs(proto: onnx.ModelProto, names: Optional[Sequence[str]] = None) -> onnx.ModelProto:
+    """A copy of ``proto`` whose graph outputs also include ``names``.
+
+    Parameters
+    ----------
+    proto : onnx.ModelProto
+        Not modified.
+    names : sequence of str, optional
+        Tensors to expose; default :func:`float_intermediates`.
+
+    Raises
+    ------
+    UserError
+        A name is not produced by any node.
+    """
+    names = float_intermediates(proto) if names is None else list(names)
+    index = GraphIndex(proto.graph)
+    unknown = [n for n in names if n not in index.producer]
+    if unknown:
+        raise UserError(
+            f"No node produces {', '.join(repr(n) for n in unknown[:5])}" + (" ..." if len(unknown) > 5 else "") + ".",
+            "Only node outputs can be exposed as intermediate outputs.",
+            "Pick names from float_intermediates(model).",
+        )
+    out = onnx.ModelProto()
+    out.CopyFrom(proto)
+    existing = {o.name for o in out.graph.output}
+    try:
+        inferred = onnx.shape_inference.infer_shapes(proto)
+        infos = {vi.name: vi for vi in inferred.graph.value_info}
+    except Exception:  # noqa: BLE001
+        infos = {}
+    for n in names:
+        if n in existing:
+            continue
+        vi = infos.get(n)
+        if vi is not None:
+            # Keep only the element type: a stale static shape would make ORT warn at other input sizes.
+            out.graph.output.append(onnx.helper.make_tensor_value_info(n, vi.type.tensor_type.elem_type, None))
+        else:
+            out.graph.output.append(onnx.helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, None))
+        existing.add(n)
+    return out
+
+
+def run_reference(
+    model,
+    feeds: Mapping[str, np.ndarray],
+    names: Optional[Sequence[str]] = None,
+    providers: Optional[Sequence[str]] = None,
+) -> Dict[str, np.ndarray]:
+    """Run a model in ONNX Runtime (CPU by default) and return the named tensors.
+
+    Parameters
+    ----------
+    model : str, path, onnx.ModelProto or LoadedModel
+    feeds : mapping
+        Input name -> array.
+    names : sequence of str, optional
+        Intermediate tensors to return besides the graph outputs; ``"all"`` is not
+        accepted, pass ``float_intermediates(proto)``.
+    providers : sequence of str, optional
+        ORT execution providers; default CPU only (the FP32 reference).
+    """
+    import onnxruntime as ort
+
+    proto = _as_proto(model)
+    if names:
+        proto = with_intermediate_outputs(proto, names)
+    opts = ort.SessionOptions()
+    # No graph fusions: the reference must compute each exposed tensor as written.
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    opts.log_severity_level = 3
+    sess = ort.InferenceSession(proto.SerializeToString(), opts, providers=list(providers or ["CPUExecutionProvider"]))
+    out_names = [o.name for o in sess.get_outputs()]
+    values = sess.run(out_names, {k: np.asarray(v) for k, v in feeds.items()})
+    return dict(zip(out_names, values))
+
+
+def _as_proto(model) -> onnx.ModelProto:
+    if isinstance(model, onnx.ModelProto):
+        return model
+    proto = getattr(model, "proto", None)
+    if isinstance(proto, onnx.ModelProto):
+        return proto
+    from .model import load_model
+
+    return load_model(model).proto
+
+
+def _nsr_db(m: OutputMetrics) -> float:
+    if not m.ok:
+        return math.inf
+    if m.snr_db == math.inf:
+        return NSR_FLOOR_DB
+    return max(NSR_FLOOR_DB, -m.snr_db)
+
+
+@dataclass(frozen=True)
+class LayerError:
+    """Error of one node output against the reference.
+
+    Attributes
+    ----------
+    layer : str
+        Node name (TensorRT's layer name for it), or its first output if unnamed.
+    op_type : str
+    tensor : str
+        The compared output tensor.
+    order : int
+        Position of the node in topological order.
+    metrics : OutputMetrics
+    error_db : float
+        Noise-to-signal ratio in dB (``-SNR``, floored); ``inf`` for a NaN/inf mismatch.
+    input_error_db : float
+        Largest error among the nearest compared tensors upstream.
+    growth_db : float
+        ``error_db - input_error_db`` (0 when both are infinite).
+    """
+
+    layer: str
+    op_type: str
+    tensor: str
+    order: int
+    metrics: OutputMetrics
+    error_db: float
+    input_error_db: float
+    growth_db: float
+
+    def to_dict(self) -> dict:
+        return {
+            "layer": self.layer, "op_type": self.op_type, "tensor": self.tensor, "order": self.order,
+            "metrics": self.metrics.to_dict(), "error_db": _jf(self.error_db),
+            "input_error_db": _jf(self.input_error_db), "growth_db": _jf(self.growth_db),
+        }
+
+
+def _jf(v: float):
+    if math.isfinite(v):
+        return float(v)
+    return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+
+
+@dataclass(frozen=True)
+class ErrorReport:
+    """Per-layer errors in topological order, with a ranking by growth.
+
+    Attributes
+    ----------
+    layers : tuple of LayerError
+        Topological order.
+    missing : tuple of str
+        Tensors asked for that a side did not provide (not compared).
+    """
+
+    layers: Tuple[LayerError, ...]
+    missing: Tuple[str, ...] = ()
+
+    def ranked(self) -> Tuple[LayerError, ...]:
+        """Tensors by error growth, largest first (ties: earlier layer first)."""
+        return tuple(sorted(self.layers, key=lambda e: (-_finite_key(e.growth_db), e.order)))
+
+    def ranked_layers(self, n: Optional[int] = None) -> Tuple[str, ...]:
+        """Distinct layer names by their largest output growth, most sensitive first."""
+        names: List[str] = []
+        for e in self.ranked():
+            if e.layer not in names:
+                names.append(e.layer)
+        return tuple(names if n is None else names[:n])
+
+    def growth_by_layer(self) -> Dict[str, float]:
+        """Layer name -> its largest output growth in dB (for tables and plots)."""
+        out: Dict[str, float] = {}
+        for e in self.layers:
+            out[e.layer] = max(out.get(e.layer, -math.inf), e.growth_db)
+        return out
+
+    def to_rows(self) -> List[dict]:
+        """One flat dict per compared tensor, ranked (for pandas / HTML tables)."""
+        rows = []
+        for rank, e in enumerate(self.ranked(), 1):
+            m = e.metrics
+            rows.append({
+                "rank": rank, "layer": e.layer, "op_type": e.op_type, "tensor": e.tensor,
+                "growth_db": e.growth_db, "error_db": e.error_db, "input_error_db": e.input_error_db,
+                "cosine": m.cosine, "snr_db": m.snr_db, "max_abs": m.max_abs, "mean_abs": m.mean_abs,
+                "nonfinite_mismatch": m.nonfinite_mismatch,
+            })
+        return rows
+
+    def to_dict(self) -> dict:
+        return {"layers": [e.to_dict() for e in self.layers], "missing": list(self.missing),
+                "ranked_layers": list(self.ranked_layers())}
+
+
+def _finite_key(v: float) -> float:
+    if math.isnan(v):
+        return -math.inf
+    return v
+
+
+def layer_errors(
+    model,
+    reference: Mapping[str, np.ndarray],
+    candidate: Mapping[str, np.ndarray],
+    names: Optional[Sequence[str]] = None,
+) -> ErrorReport:
+    """Compare intermediate tensors of two runs of the same model and rank by growth.
+
+    Parameters
+    ----------
+    model : path, onnx.ModelProto or LoadedModel
+        The model whose graph defines producers and topological order.
+    reference, candidate : mapping
+        Tensor name -> array, e.g. :func:`run_reference` and an engine debug build.
+        Several runs can be concatenated along the batch axis first.
+    names : sequence of str, optional
+        Tensors to compare; default all float intermediates present on both sides.
+
+    Returns
+    -------
+    ErrorReport
+    """
+    proto = _as_proto(model)
+    graph = proto.graph
+    wanted = float_intermediates(proto) if names is None else list(names)
+    missing = tuple(n for n in wanted if n not in reference or n not in candidate)
+    compared = [n for n in wanted if n in reference and n in candidate]
+    metrics = {n: compare_tensor(reference[n], candidate[n], topk=(), name=n) for n in compared}
+    err = {n: _nsr_db(m) for n, m in metrics.items()}
+
+    upstream: Dict[str, float] = {}
+
+    def up_error(t: str) -> float:
+        # Nodes are in topological order, so an uncompared tensor's upstream error
+        # was filled in when its producer was visited; graph inputs, constants and
+        # anything else unknown are exact (both sides get the same values).
+        if t in err:
+            return err[t]
+        return upstream.get(t, NSR_FLOOR_DB)
+
+    layers: List[LayerError] = []
+    for position, node in enumerate(graph.node):
+        ins = [up_error(t) for t in node.input if t]
+        in_err = max(ins) if ins else NSR_FLOOR_DB
+        for out in node.output:
+            if not out:
+                continue
+            if out in err:
+                e = err[out]
+                if math.isinf(e) and math.isinf(in_err):
+                    growth = 0.0
+                else:
+                    growth = e - in_err
+                layers.append(LayerError(
+                    layer=_node_label(node), op_type=node.op_type, tensor=out, order=position,
+                    metrics=metrics[out], error_db=e, input_error_db=in_err, growth_db=growth,
+                ))
+            else:
+                upstream[out] = in_err
+    return ErrorReport(layers=tuple(layers), missing=missing)
+
+
+# ----------------------------------------------------------------------------- sweep
+
+
+@dataclass(frozen=True)
+class SweepStep:
+    """One step of a sensitivity sweep: keep ``layers`` out of INT8.
+
+    Attributes
+    ----------
+    n : int
+        How many of the most sensitive layers are kept out of INT8.
+    layers : tuple of str
+        Their names (ONNX node names = TensorRT layer names).
+    mode : str
+        ``"layer_precision"``: the recipe pins them to FP16 (TensorRT <= 10, implicit
+        INT8); ``"qdq_exclude"``: the Q/DQ exporter leaves them unquantized (explicit).
+    recipe : object, optional
+        The step's Recipe in ``layer_precision`` mode.
+    exclude : tuple of str
+        Node names for ``export_qdq(..., exclude=...)`` in ``qdq_exclude`` mode.
+    """
+
+    n: int
+    layers: Tuple[str, ...]
+    mode: str
+    recipe: object = None
+    exclude: Tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        d = {"n": self.n, "layers": list(self.layers), "mode": self.mode, "exclude": list(self.exclude)}
+        if self.recipe is not None and hasattr(self.recipe, "to_json"):
+            import json
+
+            d["recipe"] = json.loads(self.recipe.to_json())
+        return d
+
+
+_MODES = ("auto", "layer_precision", "qdq_exclude")
+
+
+def plan_sweep(
+    ranked_layers: Union[ErrorReport, Sequence[str]],
+    steps: Sequence[int] = (0, 1, 2, 4, 8),
+    recipe=None,
+    mode: str = "auto",
+    trt_major: Optional[int] = None,
+    keep_precision: str = "fp16",
+) -> Tuple[SweepStep, ...]:
+    """Plan the sweep: step N keeps the N most sensitive layers out of INT8.
+
+    Parameters
+    ----------
+    ranked_layers : ErrorReport or sequence of str
+        Layers, most sensitive first.
+    steps : sequence of int
+        Values of N; values above the number of layers are clipped, duplicates dropped.
+    recipe : Recipe, optional
+        Base recipe for ``layer_precision`` mode (needed there).
+    mode : str
+        ``"auto"`` picks ``layer_precision`` when ``trt_major`` <= 10 and a recipe is
+        given, else ``qdq_exclude``; TensorRT 11 has no layer precisions.
+    trt_major : int, optional
+        Installed TensorRT major version, for ``auto``.
+    keep_precision : str
+        Precision the kept layers get in ``layer_precision`` mode.
+
+    Raises
+    ------
+    UserError
+        Unknown mode, or ``layer_precision`` without a recipe or on TensorRT 11.
+    """
+    if mode not in _MODES:
+        raise UserError(f"Unknown sweep mode {mode!r}.", f"Modes: {', '.join(_MODES)}.", "Pass one of them.")
+    layers = list(ranked_layers.ranked_layers() if isinstance(ranked_layers, ErrorReport) else ranked_layers)
+    if mode == "auto":
+        mode = "layer_precision" if (recipe is not None and (trt_major is None or trt_major <= 10)) else "qdq_exclude"
+    if mode == "layer_precision":
+        if recipe is None:
+            raise UserError("A layer-precision sweep needs a base recipe.", None, "Pass recipe=your INT8 recipe.")
+        if trt_major is not None and trt_major >= 11:
+            raise UserError(
+                f"TensorRT {trt_major} has no per-layer precisions.",
+                "TensorRT 11 removed layer.precision; strong typing decides precisions from the model.",
+                "Use mode='qdq_exclude' with an explicitly quantized (Q/DQ) model.",
+            )
+    plan: List[SweepStep] = []
+    seen = set()
+    for n in steps:
+        n = max(0, min(int(n), len(layers)))
+        if n in seen:
+            continue
+        seen.add(n)
+        chosen = tuple(layers[:n])
+        if mode == "layer_precision":
+            plan.append(SweepStep(n=n, layers=chosen, mode=mode, recipe=_keep_layers(recipe, chosen, keep_precision)))
+        else:
+            plan.append(SweepStep(n=n, layers=chosen, mode=mode, exclude=chosen))
+    return tuple(plan)
+
+
+def _keep_layers(recipe, layers: Sequence[str], precision: str):
+    from .recipe import LayerPrecision
+
+    if not layers:
+        return recipe
+    kept = tuple(LayerPrecision(pattern=name, precision=precision, regex=False) for name in layers)
+    flags = tuple(recipe.flags)
+    if precision not in flags:
+        flags = flags + (precision,)
+    # Without a constraint TensorRT may still choose INT8 for a pinned layer.
+    constraints = recipe.precision_constraints if recipe.precision_constraints != "none" else "prefer"
+    return recipe.replace(layer_precisions=tuple(recipe.layer_precisions) + kept, flags=flags,
+                          precision_constraints=constraints)
+
+
+@dataclass(frozen=True)
+class SweepStepResult:
+    """Accuracy and latency of one sweep step.
+
+    Attributes
+    ----------
+    step : SweepStep
+    metrics : dict
+        Output name -> OutputMetrics against the FP32 reference (empty on error).
+    median_ms : float, optional
+        Benchmark median latency.
+    error : str, optional
+        Why the step failed (build or run), as the user should read it.
+    """
+
+    step: SweepStep
+    metrics: Dict[str, OutputMetrics] = field(default_factory=dict)
+    median_ms: Optional[float] = None
+    error: Optional[str] = None
+
+    @property
+    def worst_snr_db(self) -> float:
+        """The lowest output SNR (``nan`` without metrics)."""
+        return min((m.snr_db for m in self.metrics.values()), default=math.nan)
+
+    @property
+    def worst_cosine(self) -> float:
+        return min((m.cosine for m in self.metrics.values()), default=math.nan)
+
+    def to_dict(self) -> dict:
+        return {"step": self.step.to_dict(), "metrics": {k: v.to_dict() for k, v in self.metrics.items()},
+                "median_ms": self.median_ms, "error": self.error,
+                "worst_snr_db": _jf(self.worst_snr_db), "worst_cosine": _jf(self.worst_cosine)}
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """All steps of a sweep, in the planned order."""
+
+    steps: Tuple[SweepStepResult, ...]
+
+    def to_rows(self) -> List[dict]:
+        return [{"n": r.step.n, "layers": ", ".join(r.step.layers), "worst_snr_db": r.worst_snr_db,
+                 "worst_cosine": r.worst_cosine, "median_ms": r.median_ms, "error": r.error} for r in self.steps]
+
+    def to_dict(self) -> dict:
+        return {"steps": [r.to_dict() for r in self.steps]}
+
+
+def run_sweep(
+    plan: Sequence[SweepStep],
+    build: Callable[[SweepStep], object],
+    evaluate: Callable[[object], Mapping[str, OutputMetrics]],
+    benchmark: Optional[Callable[[object], object]] = None,
+    on_step: Optional[Callable[[SweepStepResult], None]] = None,
+) -> SweepResult:
+    """Build, evaluate and time each step; a failing step is recorded, not fatal.
+
+    Parameters
+    ----------
+    plan : sequence of SweepStep
+        From :func:`plan_sweep`.
+    build : callable
+        ``build(step) -> artifact`` (e.g. a BuildResult, or an engine path).
+    evaluate : callable
+        ``evaluate(artifact) -> {output: OutputMetrics}`` against the FP32 reference.
+    benchmark : callable, optional
+        ``benchmark(artifact)`` returning a median latency in ms, or an object with
+        ``median_ms`` (a BenchResult).
+    on_step : callable, optional
+        Called with each finished step (progress display).
+
+    Returns
+    -------
+    SweepResult
+        Completed steps; on Ctrl-C, those finished so far.
+    """
+    results: List[SweepStepResult] = []
+    try:
+        for step in plan:
+            try:
+                artifact = build(step)
+                metrics = dict(evaluate(artifact))
+                median = None
+                if benchmark is not None:
+                    b = benchmark(artifact)
+                    median = float(getattr(b, "median_ms", b))
+                res = SweepStepResult(step=step, metrics=metrics, median_ms=median)
+            except UserError as exc:
+                res = SweepStepResult(step=step, error=exc.message)
+            results.append(res)
+            if on_step is not None:
+                on_step(res)
+    except KeyboardInterrupt:
+        pass
+    return SweepResult(steps=tuple(results))
