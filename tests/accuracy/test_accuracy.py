@@ -141,24 +141,17 @@ def test_run_sweep_records_failures_and_latency():
 
 
 def test_layer_precision_plan_uses_recipe():
-    recipe_mod = pytest.importorskip("trtwidgets.core.recipe")
-    if not hasattr(recipe_mod, "Recipe"):
-        pytest.skip("recipe module not there yet")
-    from trtwidgets.core.model import load_model as lm
+    from trtwidgets.core.recipe import Recipe
 
-    loaded = lm(demo.MODEL_PATH)
-    try:
-        base = recipe_mod.Recipe.from_model(loaded) if hasattr(recipe_mod.Recipe, "from_model") else None
-    except Exception:  # noqa: BLE001
-        base = None
-    if base is None:
-        pytest.skip("no simple Recipe constructor to test with")
-    base = base.replace(flags=("int8",))
+    base = Recipe.for_model(load_model(demo.MODEL_PATH)).replace(flags=("int8",))
     plan = plan_sweep(["conv_a", "conv_b"], steps=(0, 2), recipe=base, trt_major=8)
-    assert plan[0].recipe == base
+    assert plan[0].recipe == base and plan[0].mode == "layer_precision"
     r2 = plan[1].recipe
-    assert "fp16" in r2.flags and r2.precision_constraints in ("prefer", "obey")
-    assert [lp.pattern for lp in r2.layer_precisions][-2:] == ["conv_a", "conv_b"]
+    assert "fp16" in r2.flags and "int8" in r2.flags and r2.precision_constraints == "prefer"
+    assert [(lp.pattern, lp.precision) for lp in r2.layer_precisions] == [("conv_a", "fp16"), ("conv_b", "fp16")]
+    assert plan[1].to_dict()["recipe"]["flags"]
+    with pytest.raises(UserError, match="TensorRT 11"):
+        plan_sweep(["conv_a"], recipe=base, mode="layer_precision", trt_major=11)
 
 
 def test_error_report_is_json():
