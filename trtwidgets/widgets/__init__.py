@@ -1,0 +1,12 @@
+"""Thin ipywidgets layer: one module per notebook step, sharing a :class:`Session`.
+
+Widgets render what :mod:`trtwidgets.core` computes and never compute
+themselves; model-provided names are escaped by :mod:`trtwidgets.widgets.html`.
+"""
+
+from __future__ import annotations
+
+from .model_loader import ModelLoader
+from .session import Session
+
+__all__ = ["ModelLoader", "Session"]
