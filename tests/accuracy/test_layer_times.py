@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from trtwidgets.core.layer_times import aggregate_layer_times
+
+
+def test_aggregate_means_and_trtexec_profile(tmp_path):
+    records = [("conv1", 1.0), ("relu", 0.2), ("conv1", 3.0), ("relu", 0.4), ("conv1", 2.0), ("relu", 0.3)]
+    t = aggregate_layer_times(records, runs=3)
+    assert [x.name for x in t.layers] == ["conv1", "relu"]
+    assert t.as_mapping() == pytest.approx({"conv1": 2.0, "relu": 0.3})
+    assert t.layers[0].median_ms == 2.0 and t.layers[0].total_ms == 6.0
+    assert t.total_ms == pytest.approx(2.3)
+    assert t.top(1)[0].name == "conv1"
+    path = t.write_trt_profile(tmp_path / "profile.json")
+    data = json.loads(open(path).read())
+    assert data[0] == {"count": 3}
+    assert data[1]["name"] == "conv1" and data[1]["averageMs"] == pytest.approx(2.0)
+    assert sum(r["percentage"] for r in data[1:]) == pytest.approx(100.0)
+
+
+def test_profile_is_read_by_the_layer_table_reader():
+    layer_table = pytest.importorskip("trtwidgets.core.layer_table")
+    t = aggregate_layer_times([("a", 1.0), ("b", 3.0)], runs=2)
+    assert layer_table.read_profile(t.to_trt_profile()) == pytest.approx({"a": 0.5, "b": 1.5})
+    assert layer_table.read_profile(json.dumps(t.to_trt_profile())) == pytest.approx(t.as_mapping())
+
+
+def test_layer_reported_twice_per_run_adds_up():
+    t = aggregate_layer_times([("r", 1.0), ("r", 1.0), ("r", 1.0), ("r", 1.0)], runs=2)
+    assert t.as_mapping() == {"r": 2.0}
