@@ -1,0 +1,181 @@
+"""Look at a network before it is built, and at an engine after.
+
+:func:`engine_inspector_json` returns TensorRT's engine-inspector JSON with an
+execution context attached at concrete input shapes: for an engine with
+dynamic shapes the inspector otherwise reports every tensor's format and type
+as ``N/A due to dynamic shapes``. By default the shapes are the opt shapes of
+the chosen profile, the shapes the engine was tuned (and calibrated) for.
+
+:func:`network_layers` lists the parsed network's layers with their types and
+precisions before the build: the names that per-layer precision overrides match.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+Shape = Tuple[int, ...]
+
+
+def _trt(trt_module):
+    if trt_module is not None:
+        return trt_module
+    from . import tensorrt
+
+    return tensorrt()
+
+
+def _enum_name(value) -> str:
+    return getattr(value, "name", None) or str(value).rsplit(".", 1)[-1]
+
+
+def network_layers(network, trt_module=None) -> List[dict]:
+    """The layers of a parsed ``INetworkDefinition`` as plain dicts.
+
+    Each dict has ``index``, ``name``, ``type``, ``precision``, ``precision_is_set``,
+    ``inputs`` (tensor names) and ``outputs`` (``name``, ``dtype``, ``shape``,
+    ``type_is_set``); attributes this TensorRT lacks (TensorRT 11 has no layer
+    precision) are left out.
+    """
+    layers = []
+    for i in range(network.num_layers):
+        layer = network.get_layer(i)
+        d = {"index": i, "name": layer.name, "type": _enum_name(layer.type)}
+        if hasattr(layer, "precision"):
+            d["precision"] = _enum_name(layer.precision)
+            d["precision_is_set"] = bool(getattr(layer, "precision_is_set", False))
+        d["inputs"] = [layer.get_input(j).name if layer.get_input(j) is not None else None
+                       for j in range(layer.num_inputs)]
+        outs = []
+        for j in range(layer.num_outputs):
+            t = layer.get_output(j)
+            o = {"name": t.name, "dtype": _enum_name(t.dtype), "shape": [int(x) for x in t.shape]}
+            if hasattr(layer, "output_type_is_set"):
+                o["type_is_set"] = bool(layer.output_type_is_set(j))
+            outs.append(o)
+        d["outputs"] = outs
+        layers.append(d)
+    return layers
+
+
+def input_names(engine, trt_module=None) -> List[str]:
+    """Names of an engine's input tensors, in binding order."""
+    trt = _trt(trt_module)
+    if hasattr(engine, "num_io_tensors"):
+        names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
+        return [n for n in names if engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT]
+    return [engine.get_binding_name(i) for i in range(engine.num_bindings) if engine.binding_is_input(i)]
+
+
+def profile_shapes(engine, profile: int = 0, trt_module=None) -> Dict[str, Tuple[Shape, Shape, Shape]]:
+    """Input name -> (min, opt, max) of one optimization profile (static inputs: their shape three times)."""
+    trt = _trt(trt_module)
+    out = {}
+    for name in input_names(engine, trt):
+        if hasattr(engine, "get_tensor_profile_shape"):
+            shape = tuple(engine.get_tensor_shape(name))
+            if any(d < 0 for d in shape):
+                lo, opt, hi = engine.get_tensor_profile_shape(name, profile)
+            else:
+                lo = opt = hi = shape
+        else:
+            idx = engine.get_binding_index(name)
+            shape = tuple(engine.get_binding_shape(idx))
+            if any(d < 0 for d in shape):
+                lo, opt, hi = engine.get_profile_shape(profile, idx)
+            else:
+                lo = opt = hi = shape
+        out[name] = (tuple(int(d) for d in lo), tuple(int(d) for d in opt), tuple(int(d) for d in hi))
+    return out
+
+
+def execution_context_at(engine, shapes: Optional[Mapping[str, Sequence[int]]] = None, profile: int = 0,
+                         trt_module=None):
+    """An execution context with concrete input shapes (default: ``profile``'s opt shapes)."""
+    from ..core.errors import BuildError
+
+    trt = _trt(trt_module)
+    if shapes is None:
+        shapes = {name: opt for name, (_, opt, _) in profile_shapes(engine, profile, trt).items()}
+    ctx = engine.create_execution_context()
+    if ctx is None:
+        raise BuildError("TensorRT could not create an execution context for the engine.",
+                         "Usually the GPU is out of memory.", "Free GPU memory and try again.")
+    if profile:
+        from . import cuda
+
+        with cuda.Stream() as stream:
+            ctx.set_optimization_profile_async(profile, stream.handle)
+            stream.synchronize()
+    for name, shape in shapes.items():
+        shape = tuple(int(d) for d in shape)
+        if hasattr(ctx, "set_input_shape"):
+            ok = ctx.set_input_shape(name, shape)
+        else:
+            ok = ctx.set_binding_shape(engine.get_binding_index(name), shape)
+        if ok is False:
+            raise BuildError(f"The engine does not accept shape {list(shape)} for input {name!r} in profile {profile}.",
+                             "The shape is outside the profile's [min, max] range.",
+                             "Inspect at a shape inside the profile, e.g. its opt shape (the default).")
+    return ctx
+
+
+def inspector_json_for(engine, shapes: Optional[Mapping[str, Sequence[int]]] = None, profile: int = 0,
+                       trt_module=None) -> str:
+    """Engine-inspector JSON of a deserialized engine (see :func:`engine_inspector_json`)."""
+    trt = _trt(trt_module)
+    inspector = engine.create_engine_inspector()
+    ctx = execution_context_at(engine, shapes, profile, trt)
+    # The inspector reads formats from the context; keep ctx referenced until the JSON is out.
+    inspector.execution_context = ctx
+    text = inspector.get_engine_information(trt.LayerInformationFormat.JSON)
+    del inspector
+    del ctx
+    return text
+
+
+def engine_inspector_json(engine_path_or_bytes: Union[str, bytes, object], shapes: Optional[Mapping[str, Sequence[int]]] = None,
+                          profile: int = 0, trt_module=None) -> str:
+    """TensorRT's engine-inspector JSON for an engine, with an execution context attached.
+
+    Parameters
+    ----------
+    engine_path_or_bytes : str, path-like, bytes or ICudaEngine
+        A serialized engine file, its bytes, or a deserialized engine.
+    shapes : mapping, optional
+        Input name -> concrete shape. Default: ``profile``'s opt shapes.
+    profile : int
+        Optimization profile to inspect.
+
+    Returns
+    -------
+    str
+        JSON text. It may hold raw control characters in ``Metadata``:
+        parse with ``json.loads(text, strict=False)``.
+        Per-layer detail needs an engine built with ``ProfilingVerbosity.DETAILED``
+        (every trtwidgets build is).
+    """
+    import os
+
+    trt = _trt(trt_module)
+    if hasattr(engine_path_or_bytes, "create_engine_inspector"):
+        return inspector_json_for(engine_path_or_bytes, shapes, profile, trt)
+    if isinstance(engine_path_or_bytes, (bytes, bytearray, memoryview)):
+        data = bytes(engine_path_or_bytes)
+    else:
+        with open(os.fspath(engine_path_or_bytes), "rb") as f:
+            data = f.read()
+    from .logger import LogCollector, trt_logger
+
+    collector = LogCollector(keep="WARNING")
+    logger = trt_logger(collector, trt)
+    runtime = trt.Runtime(logger)
+    engine = runtime.deserialize_cuda_engine(data)
+    if engine is None:
+        from ..core.errors import InspectorError
+        from .logger import decisive_lines
+
+        raise InspectorError("TensorRT could not deserialize the engine.",
+                             " / ".join(decisive_lines(collector.lines)) or "The file is not an engine of this TensorRT version.",
+                             "Engines only load in the TensorRT version (and usually the GPU) that built them.")
+    return inspector_json_for(engine, shapes, profile, trt)
