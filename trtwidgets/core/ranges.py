@@ -1,0 +1,273 @@
+"""Range (amax) algorithms on ``|x|`` histograms, and the int8 error at a range.
+
+Methods
+-------
+``max``
+    ``max(|min|, |max|)``: TensorRT's MinMaxCalibration.
+``entropy``
+    TensorRT's EntropyCalibration2 semantics as published in NVIDIA's
+    pytorch-quantization (``_compute_amax_entropy``): a 2048-bin histogram of
+    ``|x|`` over ``[0, absmax]``, the zero bin replaced by its neighbour, every
+    candidate threshold from bin 128 up, reference distribution P with the
+    outliers folded into its last bin, candidate Q quantized to 128 levels and
+    spread back over P's non-empty bins, KL(P || Q) minimised (the last minimum
+    wins), amax = the candidate bin's upper edge.  The candidate loop is
+    vectorised with cumulative sums (same result, ~100x faster).
+``percentile``
+    The ``p``-th percentile of ``|x|``, interpolated within its bin.
+``mse``
+    The amax that minimises the int8 mean squared error on the histogram.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Dict, Iterable, Mapping, Optional
+
+import numpy as np
+
+from .errors import StatsError
+from .stats import ActivationStats, TensorStats
+
+METHODS = ("max", "entropy", "percentile", "mse")
+ENTROPY_BINS = 2048
+ENTROPY_START_BIN = 128
+
+
+@dataclass(frozen=True)
+class RangeQuality:
+    """The int8 quantization error of one tensor at one amax (computed on the histogram).
+
+    Attributes
+    ----------
+    mse : float
+        Mean squared error of symmetric int8 quantize-dequantize.
+    sqnr_db : float
+        Signal-to-quantization-noise ratio, ``10 log10(E[x^2] / mse)``; ``inf`` without error.
+    clipped_fraction : float
+        Fraction of values with ``|x| > amax``.
+    """
+
+    mse: float
+    sqnr_db: float
+    clipped_fraction: float
+
+
+@dataclass(frozen=True)
+class RangeResult:
+    """One method's range for one tensor, with its error."""
+
+    method: str
+    amax: float
+    mse: float
+    sqnr_db: float
+    clipped_fraction: float
+
+    @property
+    def scale(self) -> float:
+        """TensorRT's per-tensor scale, ``amax / 127``."""
+        return self.amax / 127.0
+
+    def to_dict(self) -> dict:
+        return {"method": self.method, "amax": self.amax, "scale": self.scale, "mse": self.mse,
+                "sqnr_db": self.sqnr_db, "clipped_fraction": self.clipped_fraction}
+
+
+def _check_method(method: str) -> None:
+    if method not in METHODS:
+        raise StatsError(f"Unknown range method {method!r}.", f"Known methods: {', '.join(METHODS)}.",
+                         "Use one of them.")
+
+
+def _cdf_at(t: TensorStats, x: np.ndarray) -> np.ndarray:
+    """Counts of ``|x| <= x`` assuming values spread evenly within each bin."""
+    hist = np.asarray(t.hist, dtype=np.float64)
+    if t.hist_max == 0:
+        return np.full(np.shape(x), hist.sum())
+    cum = np.concatenate(([0.0], np.cumsum(hist)))
+    pos = np.clip(np.asarray(x, dtype=np.float64) / t.bin_width, 0, len(hist))
+    k = np.minimum(np.floor(pos).astype(np.int64), len(hist) - 1)
+    return cum[k] + (pos - k) * hist[k]
+
+
+def resample(t: TensorStats, bins: int = ENTROPY_BINS, upper: Optional[float] = None) -> np.ndarray:
+    """The histogram re-binned to ``bins`` equal bins over ``[0, upper]`` (default ``absmax``).
+
+    Collection keeps a finer power-of-two range; this gives the ``[0, absmax]`` histogram that
+    TensorRT's entropy calibration works on, to the precision of the collected bins.
+    """
+    upper = t.absmax if upper is None else upper
+    edges = np.linspace(0.0, upper, bins + 1)
+    out = np.diff(_cdf_at(t, edges))
+    out[-1] += max(0.0, float(np.sum(t.hist)) - float(_cdf_at(t, np.array([upper]))[0]))
+    return np.maximum(out, 0.0)
+
+
+def entropy_bin(bins: np.ndarray, num_quantized_bins: int = 128, start_bin: int = ENTROPY_START_BIN) -> int:
+    """The number of bins ``i`` that minimises KL(P || Q) (amax = ``i`` bin widths).
+
+    Vectorised form of pytorch-quantization's ``_compute_amax_entropy`` loop: for a candidate
+    ``i``, Q's group ``j`` holds the bins ``ceil(i*j/128) <= k < ceil(i*(j+1)/128)``; group sums
+    and non-empty counts come from cumulative sums, so each candidate costs O(128).
+    """
+    bins = np.array(bins, dtype=np.float64)
+    n = len(bins)
+    if n < 2 or bins.sum() <= 0:
+        return n
+    bins[0] = bins[1]
+    total = bins.sum()
+    nz = (bins != 0).astype(np.float64)
+    cum = np.concatenate(([0.0], np.cumsum(bins)))
+    cnz = np.concatenate(([0.0], np.cumsum(nz)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        blogb = np.where(bins > 0, bins * np.log(np.where(bins > 0, bins, 1.0)), 0.0)
+    cblogb = np.concatenate(([0.0], np.cumsum(blogb)))
+    cands = np.arange(start_bin, n + 1)
+    # Group boundaries exactly as np.digitize(range(i), np.linspace(0, i, 129)) draws them.
+    edges = np.linspace(0.0, cands.astype(np.float64), num_quantized_bins + 1, axis=1)
+    b = np.ceil(edges).astype(np.int64)
+    b[:, -1] = cands
+    s = cum[b[:, 1:]] - cum[b[:, :-1]]            # group sums, shape (C, 128)
+    c = cnz[b[:, 1:]] - cnz[b[:, :-1]]            # non-empty bins per group
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = np.where(c > 0, s / np.where(c > 0, c, 1.0), 0.0)   # Q value on each non-empty bin of the group
+        logq = np.where(q > 0, np.log(np.where(q > 0, q, 1.0)), 0.0)
+    outliers = total - cum[cands]
+    last = bins[cands - 1]
+    p_last = last + outliers
+    # sum_k P_k log P_k over the candidate's bins, with the outliers folded into the last bin.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        plogp = cblogb[cands - 1] + np.where(p_last > 0, p_last * np.log(np.where(p_last > 0, p_last, 1.0)), 0.0)
+    # sum_k P_k log Q_k: every group contributes s_j log q_j; the last group also carries the outliers.
+    plogq = np.sum(s * logq, axis=1) + outliers * logq[:, -1]
+    q_total = cum[cands]  # Q's mass equals the mass of the candidate's bins
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kl = (plogp - plogq) / total - math.log(total) + np.log(q_total)
+    # Outliers landing on an empty last bin make Q zero where P is not: infinite divergence.
+    kl = np.where((last == 0) & (outliers > 0), np.inf, kl)
+    kl = np.where(q_total > 0, kl, np.inf)
+    if not np.isfinite(kl).any():
+        return n
+    best = np.nanmin(kl)
+    idx = np.nonzero(kl == best)[0][-1]
+    return int(cands[idx])
+
+
+def _entropy_amax(t: TensorStats, num_bins: int = ENTROPY_BINS, start_bin: int = ENTROPY_START_BIN) -> float:
+    absmax = t.absmax
+    if absmax == 0:
+        return 0.0
+    hist = resample(t, num_bins, absmax)
+    i = entropy_bin(hist, 128, start_bin)
+    return float(absmax * i / num_bins)
+
+
+def _percentile_amax(t: TensorStats, percentile: float) -> float:
+    if not 0 < percentile <= 100:
+        raise StatsError(f"Percentile {percentile} is out of range.", "It must be in (0, 100].", "Use e.g. 99.99.")
+    if t.absmax == 0:
+        return 0.0
+    hist = np.asarray(t.hist, dtype=np.float64)
+    cum = np.cumsum(hist)
+    target = cum[-1] * percentile / 100.0
+    k = int(np.searchsorted(cum, target, side="left"))
+    k = min(k, len(hist) - 1)
+    before = cum[k - 1] if k else 0.0
+    frac = (target - before) / hist[k] if hist[k] else 1.0
+    return float(min((k + frac) * t.bin_width, t.absmax))
+
+
+def _centers(t: TensorStats):
+    hist = np.asarray(t.hist, dtype=np.float64)
+    keep = np.nonzero(hist)[0]
+    if t.hist_max == 0:
+        return np.zeros(1), np.array([hist.sum()])
+    return (keep + 0.5) * t.bin_width, hist[keep]
+
+
+def _qdq_error(values: np.ndarray, amax, num_bits: int = 8):
+    """Squared error of symmetric quantize-dequantize of ``values`` at each amax (broadcast)."""
+    qmax = 2 ** (num_bits - 1) - 1
+    scale = np.asarray(amax, dtype=np.float64) / qmax
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = np.clip(np.round(values / scale), -qmax, qmax) * scale
+    q = np.where(scale > 0, q, 0.0)
+    return (values - q) ** 2
+
+
+def _mse_amax(t: TensorStats, num_bits: int = 8) -> float:
+    absmax = t.absmax
+    if absmax == 0:
+        return 0.0
+    hist = resample(t, ENTROPY_BINS, absmax)
+    width = absmax / ENTROPY_BINS
+    keep = np.nonzero(hist)[0]
+    v, c = (keep + 0.5) * width, hist[keep]
+    cands = np.arange(ENTROPY_START_BIN, ENTROPY_BINS + 1) * width
+    best, best_err = absmax, np.inf
+    # Chunks keep the (candidates x bins) matrix small.
+    for lo in range(0, len(cands), 256):
+        cc = cands[lo:lo + 256]
+        err = _qdq_error(v[None, :], cc[:, None], num_bits) @ c
+        j = int(np.argmin(err))
+        if err[j] < best_err:
+            best_err, best = err[j], cc[j]
+    return float(best)
+
+
+def compute_amax(t: TensorStats, method: str, percentile: float = 99.99) -> float:
+    """The amax of one tensor by one method (0 for a tensor that was all zeros or never seen)."""
+    _check_method(method)
+    if t.count == 0:
+        return 0.0
+    if method == "max":
+        return t.absmax
+    if method == "entropy":
+        return _entropy_amax(t)
+    if method == "percentile":
+        return _percentile_amax(t, percentile)
+    return _mse_amax(t)
+
+
+def evaluate_amax(t: TensorStats, amax: float, num_bits: int = 8) -> RangeQuality:
+    """The int8 error at ``amax``: MSE and SQNR on the histogram, and the clipped fraction."""
+    total = float(np.sum(t.hist))
+    if total == 0:
+        return RangeQuality(0.0, float("inf"), 0.0)
+    v, c = _centers(t)
+    err = float(_qdq_error(v, amax, num_bits) @ c / total)
+    power = float((v ** 2) @ c / total)
+    if err <= 0:
+        sqnr = float("inf")
+    elif power <= 0:
+        sqnr = float("-inf")
+    else:
+        sqnr = 10.0 * math.log10(power / err)
+    clipped = 0.0 if amax >= t.absmax else max(0.0, 1.0 - float(_cdf_at(t, np.array([amax]))[0]) / total)
+    return RangeQuality(mse=err, sqnr_db=sqnr, clipped_fraction=clipped)
+
+
+def range_result(t: TensorStats, method: str, percentile: float = 99.99, num_bits: int = 8) -> RangeResult:
+    amax = compute_amax(t, method, percentile)
+    q = evaluate_amax(t, amax, num_bits)
+    return RangeResult(method=method, amax=amax, mse=q.mse, sqnr_db=q.sqnr_db, clipped_fraction=q.clipped_fraction)
+
+
+def compute_ranges(stats: ActivationStats, methods: Iterable[str] = METHODS, percentile: float = 99.99
+                   ) -> Dict[str, Dict[str, RangeResult]]:
+    """Tensor -> method -> :class:`RangeResult` for every tensor that saw finite values."""
+    methods = tuple(methods)
+    for m in methods:
+        _check_method(m)
+    out: Dict[str, Dict[str, RangeResult]] = {}
+    for name, t in stats.tensors.items():
+        if t.count == 0:
+            continue
+        out[name] = {m: range_result(t, m, percentile) for m in methods}
+    return out
+
+
+def amax_table(ranges: Mapping[str, Mapping[str, RangeResult]], method: str) -> Dict[str, float]:
+    """Tensor -> amax of one method (what a calibration cache is written from)."""
+    return {name: r[method].amax for name, r in ranges.items() if method in r}
