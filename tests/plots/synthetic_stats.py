@@ -57,3 +57,13 @@ def activation_stats(n_tensors: int = 20, seed: int = 0, n: int = 20_000, bins: 
             x[:k * 3] = rng.uniform(5, 10, k * 3) * (1 + i % 5) * rng.choice([-1, 1], k * 3)
         tensors[name] = tensor_stats(name, x, bins)
     return ActivationStats(tensors=tensors, samples=8, model_sha256="0" * 64, input_shapes={"x": (1, 3, 48, 192)})
+
+
+def arr(v) -> np.ndarray:
+    """An array from ``fig.to_dict()``: plotly >= 6 writes numpy data as base64 ``{"dtype", "bdata"}``."""
+    import base64
+
+    if isinstance(v, dict) and "bdata" in v:
+        out = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
+        return out.reshape(v["shape"]) if "shape" in v and isinstance(v["shape"], (list, tuple)) else out
+    return np.asarray(v)
