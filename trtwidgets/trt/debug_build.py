@@ -1,0 +1,273 @@
+"""Debug builds: intermediate tensors marked as network outputs.
+
+To find the layer where an INT8 engine loses accuracy, both sides must expose
+the same intermediate tensors: ONNX Runtime through extra graph outputs
+(:func:`trtwidgets.core.accuracy.with_intermediate_outputs`), TensorRT through
+``network.mark_output`` on the parsed network's ITensors, which this module does
+before building. The ONNX parser names each ITensor after its ONNX tensor, so
+the names are the same on both sides.
+
+Marking a tensor as an output stops TensorRT from fusing across it, so a debug
+engine is slower and can be slightly more accurate than the release engine:
+use it to localise error, not to measure it.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union
+
+from ..core.errors import BuildError, UserError
+
+__all__ = ["DebugBuild", "mark_outputs", "build_debug_engine", "network_tensors", "restricted_tactic_sources"]
+
+#: Tactic sources left out of builds by default: the GPU machine's cuBLAS/cuDNN are stubs,
+#: and TensorRT 10+ dropped them anyway.
+EXCLUDED_TACTIC_SOURCES = ("CUBLAS", "CUBLAS_LT", "CUDNN")
+
+ShapeSpec = Union[Sequence[int], Tuple[Sequence[int], Sequence[int], Sequence[int]]]
+
+
+@dataclass(frozen=True)
+class DebugBuild:
+    """An engine built with extra outputs.
+
+    Attributes
+    ----------
+    engine : bytes
+        The serialized engine.
+    marked : tuple of str
+        Tensors marked as outputs (besides the model's own outputs).
+    not_found : tuple of str
+        Names asked for that the parsed network does not have (folded constants,
+        tensors the parser renamed or removed).
+    build_seconds : float
+    log : tuple of str
+        TensorRT warnings and errors, as text.
+    """
+
+    engine: bytes
+    marked: Tuple[str, ...]
+    not_found: Tuple[str, ...]
+    build_seconds: float
+    log: Tuple[str, ...] = ()
+
+
+def network_tensors(network) -> Dict[str, object]:
+    """Name -> ITensor for every layer output and network input of a parsed network."""
+    tensors: Dict[str, object] = {}
+    for i in range(network.num_inputs):
+        t = network.get_input(i)
+        tensors[t.name] = t
+    for li in range(network.num_layers):
+        layer = network.get_layer(li)
+        for oi in range(layer.num_outputs):
+            t = layer.get_output(oi)
+            if t is not None:
+                tensors.setdefault(t.name, t)
+    return tensors
+
+
+def mark_outputs(network, names: Iterable[str], trt_module=None) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+    """Mark the named tensors of ``network`` as outputs.
+
+    Network inputs, tensors already marked, and non-float tensors (shape and
+    index tensors cannot be compared with the reference) are skipped.
+
+    Returns
+    -------
+    (marked, not_found) : tuple of str, tuple of str
+    """
+    tensors = network_tensors(network)
+    inputs = {network.get_input(i).name for i in range(network.num_inputs)}
+    already = {network.get_output(i).name for i in range(network.num_outputs)}
+    float_types = set()
+    if trt_module is not None:
+        float_types = {getattr(trt_module.DataType, n) for n in ("FLOAT", "HALF", "BF16") if hasattr(trt_module.DataType, n)}
+    marked, not_found = [], []
+    for name in names:
+        t = tensors.get(name)
+        if t is None:
+            not_found.append(name)
+            continue
+        if name in inputs or name in already:
+            continue
+        if float_types and t.dtype not in float_types:
+            continue
+        if getattr(t, "is_shape_tensor", False):
+            continue
+        network.mark_output(t)
+        # Keep the comparison in float32 whatever precision the layer runs in.
+        if trt_module is not None:
+            t.dtype = trt_module.DataType.FLOAT
+        marked.append(name)
+        already.add(name)
+    return tuple(marked), tuple(not_found)
+
+
+def restricted_tactic_sources(trt_module, excluded: Sequence[str] = EXCLUDED_TACTIC_SOURCES) -> Optional[int]:
+    """The tactic-source bit mask of every source this TensorRT knows except ``excluded`` (None if no enum)."""
+    enum = getattr(trt_module, "TacticSource", None)
+    if enum is None:
+        return None
+    mask = 0
+    for name, member in enum.__members__.items():
+        if name not in excluded:
+            mask |= 1 << int(member)
+    return mask
+
+
+def _profile_triplet(shape: ShapeSpec) -> Tuple[Tuple[int, ...], Tuple[int, ...], Tuple[int, ...]]:
+    if len(shape) == 3 and all(isinstance(s, (list, tuple)) for s in shape):
+        mn, opt, mx = shape  # type: ignore[misc]
+        return tuple(int(d) for d in mn), tuple(int(d) for d in opt), tuple(int(d) for d in mx)
+    s = tuple(int(d) for d in shape)  # type: ignore[arg-type]
+    return s, s, s
+
+
+def _write_atomic(path: str, data: bytes) -> None:
+    d = os.path.dirname(os.path.abspath(path))
+    os.makedirs(d, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=d)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def build_debug_engine(
+    model_path: Union[str, os.PathLike],
+    mark: Union[Iterable[str], str] = (),
+    shapes: Optional[Mapping[str, ShapeSpec]] = None,
+    flags: Sequence[str] = (),
+    calibration_cache: Optional[Union[str, os.PathLike]] = None,
+    calibrator=None,
+    builder_optimization_level: Optional[int] = 1,
+    timing_cache: Optional[Union[str, os.PathLike]] = None,
+    workspace_mib: Optional[int] = None,
+    trt_module=None,
+    on_log: Optional[Callable[[str], None]] = None,
+) -> DebugBuild:
+    """Parse an ONNX model, mark intermediates as outputs, and build an engine.
+
+    Parameters
+    ----------
+    model_path : path
+        The ONNX model (the same file the reference side runs).
+    mark : iterable of str, or "all"
+        Tensors to mark as outputs; ``"all"`` marks every float layer output.
+    shapes : mapping, optional
+        Input name -> shape, or ``(min, opt, max)``; needed for dynamic inputs.
+    flags : sequence of str
+        Precision flags, lower-case (``"fp16"``, ``"int8"``, ...).
+    calibration_cache : path, optional
+        An INT8 calibration cache (TensorRT's, or the toolkit's ``write_cache``);
+        used through a cache-only Entropy2 calibrator.
+    calibrator : tensorrt.IInt8Calibrator, optional
+        A calibrator to use instead (calibrates at the build).
+    builder_optimization_level : int, optional
+        Low levels (0-1) build much faster; the engine is for error localisation.
+    timing_cache : path, optional
+        Read if it exists, written back after the build (shared between builds).
+    workspace_mib : int, optional
+
+    Raises
+    ------
+    BuildError
+        The model does not parse or the build fails (with TensorRT's decisive lines).
+    """
+    if trt_module is None:
+        from . import tensorrt
+
+        trt_module = tensorrt()
+    trt = trt_module
+    from .logger import LogCollector, decisive_lines, trt_logger
+
+    collector = LogCollector(on_line=(lambda ln: on_log(ln.format())) if on_log else None)
+    logger = trt_logger(collector, trt)
+    builder = trt.Builder(logger)
+    flag_bits = 0
+    explicit = getattr(trt.NetworkDefinitionCreationFlag, "EXPLICIT_BATCH", None)
+    if explicit is not None and int(trt.__version__.split(".")[0]) < 10:
+        flag_bits |= 1 << int(explicit)
+    network = builder.create_network(flag_bits)
+    parser = trt.OnnxParser(network, logger)
+    path = os.fspath(model_path)
+    if not parser.parse_from_file(path):
+        errs = [str(parser.get_error(i)) for i in range(parser.num_errors)]
+        raise BuildError(f"TensorRT could not parse {path}.", "The ONNX parser rejected the model.",
+                         "Run `trtwidgets lint` on the model for known causes.", log_lines=errs[:8])
+    if mark == "all":
+        names = [n for n in network_tensors(network)]
+    else:
+        names = list(mark)
+    marked, not_found = mark_outputs(network, names, trt)
+
+    config = builder.create_builder_config()
+    for f in flags:
+        attr = {"fp16": "FP16", "int8": "INT8", "bf16": "BF16", "fp8": "FP8", "tf32": "TF32"}.get(f.lower())
+        if attr is None or not hasattr(trt.BuilderFlag, attr):
+            raise UserError(f"TensorRT {trt.__version__} has no precision flag {f!r}.", None,
+                            "Use the flags trtwidgets.trt.features() lists.")
+        config.set_flag(getattr(trt.BuilderFlag, attr))
+    if hasattr(trt, "ProfilingVerbosity"):
+        config.profiling_verbosity = trt.ProfilingVerbosity.DETAILED
+    mask = restricted_tactic_sources(trt)
+    if mask is not None:
+        config.set_tactic_sources(mask)
+    if builder_optimization_level is not None and hasattr(config, "builder_optimization_level"):
+        config.builder_optimization_level = int(builder_optimization_level)
+    if workspace_mib is not None:
+        config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, int(workspace_mib) << 20)
+    cache_obj = None
+    if timing_cache is not None:
+        tc = os.fspath(timing_cache)
+        blob = open(tc, "rb").read() if os.path.exists(tc) else b""
+        cache_obj = config.create_timing_cache(blob)
+        config.set_timing_cache(cache_obj, False)
+
+    dynamic = False
+    profile = builder.create_optimization_profile()
+    for i in range(network.num_inputs):
+        t = network.get_input(i)
+        if any(d < 0 for d in t.shape):
+            dynamic = True
+            if not shapes or t.name not in shapes:
+                raise UserError(f"Input {t.name!r} has dynamic shape {list(t.shape)}.",
+                                "A build needs a shape range for every dynamic input.",
+                                f"Pass shapes={{{t.name!r}: (1, 3, 48, 192)}} or a (min, opt, max) triple.")
+            mn, opt, mx = _profile_triplet(shapes[t.name])
+            profile.set_shape(t.name, mn, opt, mx)
+    if dynamic:
+        config.add_optimization_profile(profile)
+        if "int8" in [f.lower() for f in flags] and hasattr(config, "set_calibration_profile"):
+            config.set_calibration_profile(profile)
+
+    if "int8" in [f.lower() for f in flags]:
+        if calibrator is None and calibration_cache is not None:
+            from .calibrators import make_calibrator
+
+            data = open(os.fspath(calibration_cache), "rb").read()
+            specs = {}
+            for i in range(network.num_inputs):
+                t = network.get_input(i)
+                shape = _profile_triplet(shapes[t.name])[1] if shapes and t.name in shapes else tuple(t.shape)
+                specs[t.name] = (shape, "float32")
+            calibrator = make_calibrator("entropy2", [], specs, trt, cache_in=data)
+        if calibrator is not None:
+            config.int8_calibrator = calibrator
+
+    start = time.perf_counter()
+    serialized = builder.build_serialized_network(network, config)
+    seconds = time.perf_counter() - start
+    if serialized is None:
+        raise BuildError("The TensorRT debug build failed.", "TensorRT returned no engine.",
+                         "Read TensorRT's lines below; try fewer marked tensors or another precision.",
+                         log_lines=decisive_lines(collector.lines))
+    if cache_obj is not None:
+        _write_atomic(os.fspath(timing_cache), bytes(cache_obj.serialize()))
+    log = tuple(ln.format() for ln in collector.lines if ln.severity in ("WARNING", "ERROR", "INTERNAL_ERROR"))
+    return DebugBuild(engine=bytes(serialized), marked=marked, not_found=tuple(not_found),
+                      build_seconds=seconds, log=log)
