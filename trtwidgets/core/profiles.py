@@ -240,7 +240,7 @@ def default_profiles(summary, data_shapes: Optional[Mapping[str, object]] = None
         Upper bound for a dynamic first (batch) dimension; its ``min`` is 1 so
         that single samples run. Without it, ``max`` is the largest batch seen.
     fallback_dim : int
-        Value for a dynamic dimension that no data tells about.
+        Value for a dynamic dimension (other than the batch) that no data tells about.
 
     Returns
     -------
@@ -265,7 +265,7 @@ def default_profiles(summary, data_shapes: Optional[Mapping[str, object]] = None
                 lo.append(declared), opt.append(declared), hi.append(declared)
                 continue
             values = [s[i] for s in seen]
-            o = opt_seen[i] if opt_seen else fallback_dim
+            o = opt_seen[i] if opt_seen else (1 if i == 0 else fallback_dim)
             a, b = (min(values), max(values)) if values else (o, o)
             if i == 0:
                 # The batch dimension: accept single samples and the largest batch asked for.

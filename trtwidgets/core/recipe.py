@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Tuple, Union
 
 from .errors import RecipeError
-from .profiles import Profile, ShapeRange, default_profiles, profile_problems
+from .profiles import Profile, ShapeRange, _fmt, default_profiles, profile_problems
 
 #: Version of the JSON layout written by :meth:`Recipe.to_json`.
 SCHEMA_VERSION = 1
@@ -367,7 +367,7 @@ class Recipe:
         cal = d.get("calibrator", {})
         if not isinstance(cal, Mapping):
             raise _bad(f"The recipe's calibrator must be an object, got {type(cal).__name__}.")
-        _keys(cal, {f.name for f in dataclasses.fields(CalibratorSpec)}, required={"kind"}, where="calibrator")
+        _keys(cal, {f.name for f in dataclasses.fields(CalibratorSpec)}, where="calibrator")
         kw["calibrator"] = CalibratorSpec(**cal)
         data = d.get("calibration_data")
         if data is not None:
@@ -529,6 +529,13 @@ def recipe_problems(recipe: Recipe, summary=None, features=None) -> List[str]:
             problems.append(f"the model file has changed since the recipe was made (recipe: sha256 {recipe.model_sha256[:12]}..., "
                             f"model: {summary.sha256[:12]}...).")
         problems.extend(profile_problems(recipe.profiles, summary))
+    data = recipe.calibration_data
+    if data is not None and getattr(data, "opt_shapes", None) and recipe.profiles:
+        for name, shape in data.opt_shapes.items():
+            want = recipe.calibration_shapes.get(name)
+            if want is not None and tuple(shape) != tuple(want):
+                problems.append(f"input {name!r}: the calibration data is prepared at {_fmt(shape)}, but calibration "
+                                f"profile {recipe.calibration_profile} has opt {_fmt(want)} (calibration runs at opt).")
     flags = set(recipe.flags)
     for lp in recipe.layer_precisions:
         need = _PRECISION_FLAG.get(lp.precision)
