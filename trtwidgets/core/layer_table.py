@@ -1,0 +1,296 @@
+"""Per-layer precision table (pandas) from an engine graph.
+
+One row per engine layer, in execution order: what it fused, which precision
+and memory layout its inputs and outputs use, its weights, its kernel, its time
+when a profile is attached, and why it is not INT8. pandas is imported inside
+the functions, so that ``trtwidgets.core`` imports without it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Iterable, List, Mapping, Optional, Sequence, Union
+
+from .errors import InspectorError
+from .inspector import PRECISIONS, EngineGraph, parse_inspector_json
+
+__all__ = ["COLUMNS", "PRECISION_COLORS", "layer_table", "precision_summary", "styled", "read_profile",
+           "prebuild_table", "filter_table"]
+
+#: Columns of :func:`layer_table`, in order.
+COLUMNS = ("name", "type", "layer_type", "onnx_nodes", "precision", "input_precision", "output_precision",
+           "input_format", "output_format", "weights_type", "bias_type", "tactic", "latency_ms",
+           "why_not_int8", "why_not_int8_reason")
+
+#: One colour per precision, used by the Styler and the bar chart alike.
+PRECISION_COLORS = {
+    "INT8": "#2ca02c", "FP8": "#17becf", "INT4": "#8c564b", "FP4": "#bcbd22",
+    "FP16": "#1f77b4", "BF16": "#9467bd", "FP32": "#ff7f0e", "FP64": "#d62728",
+    "INT32": "#7f7f7f", "INT64": "#7f7f7f", "UINT8": "#7f7f7f", "BOOL": "#7f7f7f",
+    "N/A": "#c7c7c7", "UNKNOWN": "#c7c7c7",
+}
+# Light backgrounds for table cells (same hues).
+_CELL_COLORS = {
+    "INT8": "#d4f4d4", "FP8": "#d2f4f7", "INT4": "#eadbd5", "FP4": "#f1f1c9",
+    "FP16": "#d6e6f5", "BF16": "#e6dcf0", "FP32": "#ffe3c8", "FP64": "#f6d0d0",
+    "N/A": "#eeeeee", "UNKNOWN": "#eeeeee",
+}
+
+
+def _join_unique(values: Iterable[str]) -> str:
+    out: List[str] = []
+    for v in values:
+        if v and v not in out:
+            out.append(v)
+    return ", ".join(out)
+
+
+def read_profile(profile: Any) -> dict:
+    """Per-layer average time in ms from a profile.
+
+    Parameters
+    ----------
+    profile : mapping, list, str or path
+        ``{layer name: ms}``; or TensorRT's profile JSON (``trtexec
+        --exportProfile``): ``[{"count": N}, {"name", "timeMs", "averageMs",
+        "percentage"}, ...]``, as a list or as a JSON file / text.
+
+    Returns
+    -------
+    dict
+        Layer name -> average ms per inference.
+    """
+    if isinstance(profile, Mapping):
+        return {str(k): float(v) for k, v in profile.items()}
+    if isinstance(profile, (str, bytes, os.PathLike)):
+        text = profile.decode("utf-8", "replace") if isinstance(profile, bytes) else str(profile)
+        if not isinstance(profile, os.PathLike) and text.lstrip()[:1] in ("[", "{"):
+            source = "<profile text>"
+        else:
+            source = str(profile)
+            try:
+                text = Path(profile).read_text(encoding="utf-8", errors="replace")
+            except OSError as exc:
+                raise InspectorError(f"Could not read the profile {source}.", str(exc), "Check the path.") from None
+        try:
+            profile = json.loads(text, strict=False)
+        except json.JSONDecodeError as exc:
+            raise InspectorError(f"The profile {source} is not JSON ({exc.msg}).",
+                                 "A TensorRT profile is the JSON list trtexec --exportProfile writes.",
+                                 "Export it again, or pass a {layer name: ms} mapping.") from None
+        if isinstance(profile, Mapping):
+            return read_profile(profile)
+    out = {}
+    for rec in profile:
+        if not isinstance(rec, Mapping) or "name" not in rec:
+            continue  # the leading {"count": N} record
+        if "averageMs" in rec:
+            ms = rec["averageMs"]
+        elif "timeMs" in rec:
+            count = next((r.get("count") for r in profile if isinstance(r, Mapping) and "count" in r), None)
+            ms = rec["timeMs"] / count if count else rec["timeMs"]
+        else:
+            continue
+        out[str(rec["name"])] = float(ms)
+    if not out:
+        raise InspectorError("The profile has no per-layer times.",
+                             "Expected records with 'name' and 'averageMs' (trtexec --exportProfile).",
+                             "Pass the profile JSON or a {layer name: ms} mapping.")
+    return out
+
+
+def layer_table(graph: Union[EngineGraph, str, os.PathLike], profile: Any = None, recipe: Any = None,
+                calibration: Any = None, qdq_tensors: Optional[Iterable[str]] = None, explain: bool = True):
+    """The per-layer precision table of an engine.
+
+    Parameters
+    ----------
+    graph : EngineGraph, or inspector JSON text/path
+    profile : optional
+        Per-layer timings (see :func:`read_profile`); fills ``latency_ms``.
+    recipe, calibration, qdq_tensors : optional
+        Passed to :func:`~trtwidgets.core.why_not_int8.why_not_int8`.
+    explain : bool, default True
+        Fill ``why_not_int8`` (a code) and ``why_not_int8_reason`` (a sentence).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`COLUMNS`, one row per layer in execution order. List-like
+        values (ONNX nodes, per-tensor precisions) are ``", "``-joined strings,
+        so the table filters with vectorised string operations and writes to CSV.
+    """
+    import pandas as pd
+
+    from .why_not_int8 import why_not_int8
+
+    if not isinstance(graph, EngineGraph):
+        graph = parse_inspector_json(graph)
+    times = read_profile(profile) if profile is not None else {}
+    reasons = why_not_int8(graph, recipe, calibration, qdq_tensors) if explain else (None,) * len(graph.layers)
+    rows = []
+    for layer, reason in zip(graph.layers, reasons):
+        rows.append((
+            layer.name,
+            layer.type,
+            layer.layer_type,
+            ", ".join(layer.onnx_nodes),
+            layer.precision,
+            _join_unique(t.precision for t in layer.inputs),
+            _join_unique(t.precision for t in layer.outputs),
+            _join_unique(t.layout for t in layer.inputs),
+            _join_unique(t.layout for t in layer.outputs),
+            layer.weights.precision if layer.weights else "",
+            layer.bias.precision if layer.bias else "",
+            layer.tactic,
+            times.get(layer.name, math.nan),
+            reason.code if reason else "",
+            reason.sentence if reason else "",
+        ))
+    table = pd.DataFrame.from_records(rows, columns=list(COLUMNS))
+    table["latency_ms"] = table["latency_ms"].astype("float64")
+    table.attrs["warnings"] = [w.message for w in graph.warnings]
+    table.attrs["source"] = graph.source
+    return table
+
+
+def precision_summary(table):
+    """Count and share of layers per precision, and share of time where latency is known.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        From :func:`layer_table`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``precision`` (in :data:`~trtwidgets.core.inspector.PRECISIONS`
+        order); columns ``layers``, ``share`` (0-1), ``time_ms`` and
+        ``time_share`` (NaN where no layer of that precision has a latency).
+    """
+    import pandas as pd
+
+    counts = table["precision"].value_counts()
+    order = [p for p in PRECISIONS if p in counts.index] + sorted(p for p in counts.index if p not in PRECISIONS)
+    out = pd.DataFrame({"layers": counts.reindex(order).astype("int64")})
+    out.index.name = "precision"
+    out["share"] = out["layers"] / max(int(out["layers"].sum()), 1)
+    timed = table.dropna(subset=["latency_ms"])
+    time = timed.groupby("precision")["latency_ms"].sum().reindex(order)
+    total = float(timed["latency_ms"].sum())
+    out["time_ms"] = time.astype("float64")
+    out["time_share"] = time / total if total > 0 else math.nan
+    return out
+
+
+def summary_dict(table) -> dict:
+    """:func:`precision_summary` as plain JSON-ready data (the CLI's ``--json``)."""
+    summary = precision_summary(table)
+    per = {}
+    for precision, row in summary.iterrows():
+        per[precision] = {
+            "layers": int(row["layers"]),
+            "share": round(float(row["share"]), 6),
+            "time_ms": None if math.isnan(row["time_ms"]) else round(float(row["time_ms"]), 6),
+            "time_share": None if math.isnan(row["time_share"]) else round(float(row["time_share"]), 6),
+        }
+    why = table.loc[table["why_not_int8"] != "", "why_not_int8"].value_counts()
+    return {"layers": int(len(table)), "precisions": per,
+            "why_not_int8": {str(k): int(v) for k, v in why.items()},
+            "warnings": list(table.attrs.get("warnings", []))}
+
+
+def filter_table(table, text: str = "", precision: Optional[str] = None, layer_type: Optional[str] = None,
+                 sort_by: Optional[str] = None, ascending: bool = True):
+    """Rows matching a text (in name or ONNX nodes), a precision and a type, optionally sorted.
+
+    Vectorised (pandas string operations), so it stays fast on thousands of layers.
+    """
+    mask = None
+    if text:
+        needle = text.lower()
+        mask = (table["name"].str.lower().str.contains(needle, regex=False)
+                | table["onnx_nodes"].str.lower().str.contains(needle, regex=False))
+    if precision:
+        m = table["precision"] == precision
+        mask = m if mask is None else mask & m
+    if layer_type:
+        m = table["type"] == layer_type
+        mask = m if mask is None else mask & m
+    out = table if mask is None else table[mask]
+    if sort_by:
+        out = out.sort_values(sort_by, ascending=ascending, kind="stable", na_position="last")
+    return out
+
+
+def styled(table, max_rows: Optional[int] = None):
+    """The table as a pandas Styler: a colour per precision, names HTML-escaped.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+    max_rows : int, optional
+        Render only the first rows (the widget shows "showing N of M").
+    """
+    shown = table if max_rows is None else table.head(max_rows)
+    columns = [c for c in ("precision", "input_precision", "output_precision", "weights_type", "bias_type")
+               if c in shown.columns]
+
+    def colour(value):
+        first = str(value).split(",")[0].strip()
+        bg = _CELL_COLORS.get(first)
+        return f"background-color: {bg}" if bg else ""
+
+    styler = shown.style.format(escape="html", na_rep="", precision=4)
+    if columns:
+        styler = styler.map(colour, subset=columns) if hasattr(styler, "map") else styler.applymap(colour, subset=columns)
+    return styler
+
+
+def prebuild_table(rows: Sequence[Any]):
+    """The network's layers before the build: requested precision and output types.
+
+    Parameters
+    ----------
+    rows : sequence of mapping
+        From ``trtwidgets.trt.inspect.network_layers(network)``: each with
+        ``index``, ``name``, ``type``, where the TensorRT version has them
+        ``precision`` and ``precision_is_set``, ``inputs`` (names) and
+        ``outputs`` (``name``, ``dtype``, ``shape``, ``type_is_set``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``index, name, type, requested_precision, precision_is_set,
+        output_types, output_type_is_set, inputs, outputs``. TensorRT 11 has no
+        layer precision: those cells are empty.
+    """
+    import pandas as pd
+
+    def enum(value) -> str:
+        s = "" if value is None else str(value)
+        return s.rsplit(".", 1)[-1] if s.startswith(("DataType.", "LayerType.")) else s
+
+    records = []
+    for i, row in enumerate(rows):
+        outs = list(row.get("outputs") or ())
+        out_dicts = [o if isinstance(o, Mapping) else {"name": str(o)} for o in outs]
+        set_flags = [o.get("type_is_set") for o in out_dicts]
+        records.append({
+            "index": int(row.get("index", i)),
+            "name": str(row.get("name", "")),
+            "type": enum(row.get("type")),
+            "requested_precision": enum(row.get("precision")) if "precision" in row else "",
+            "precision_is_set": bool(row.get("precision_is_set", False)),
+            "output_types": ", ".join(enum(o.get("dtype")) for o in out_dicts if o.get("dtype") is not None),
+            "output_type_is_set": any(bool(f) for f in set_flags if f is not None),
+            "inputs": ", ".join(str(n) for n in (row.get("inputs") or ()) if n is not None),
+            "outputs": ", ".join(str(o.get("name", "")) for o in out_dicts),
+        })
+    columns = ["index", "name", "type", "requested_precision", "precision_is_set", "output_types",
+               "output_type_is_set", "inputs", "outputs"]
+    return pd.DataFrame.from_records(records, columns=columns)
