@@ -1,0 +1,161 @@
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from trtwidgets.core.calib_cache import read_cache
+from trtwidgets.core.ranges import compute_amax, compute_ranges
+from trtwidgets.core.recipe import CalibratorSpec, Recipe
+from trtwidgets.widgets.calib_explorer import CalibrationExplorer
+from tests.plots.synthetic_stats import activation_stats
+
+
+class _Points:
+    """What plotly passes to an on_click callback (the edge of the browser)."""
+
+    def __init__(self, inds):
+        self.point_inds = inds
+
+
+@pytest.fixture(scope="module")
+def stats():
+    return activation_stats(15)
+
+
+@pytest.fixture(scope="module")
+def ranges(stats):
+    return compute_ranges(stats)
+
+
+def _recipe(**cal):
+    return Recipe(model_path="m.onnx", model_sha256="", flags=("int8",),
+                  calibrator=CalibratorSpec(kind="toolkit", method="entropy", **cal))
+
+
+def _lines(fig):
+    return {s.legendgroup: s.x0 for s in fig.layout.shapes if s.type == "line"}
+
+
+def test_picking_a_tensor_updates_the_same_figure(stats, ranges):
+    ex = CalibrationExplorer(stats, ranges=ranges)
+    fig, bar = ex.hist_fig, ex.hist_fig.data[0]
+    name = list(stats.tensors)[9]
+    ex.tensor_list.value = name
+    assert ex.tensor == name and ex.hist_fig is fig and fig.data[0] is bar
+    assert np.array_equal(np.asarray(fig.data[0].y), stats.tensors[name].hist)
+    assert _lines(fig)["max"] == pytest.approx(compute_amax(stats.tensors[name], "max"))
+    # the overview highlights it
+    assert tuple(ex.overview_fig.data[1].y) in ((name,), ())
+
+
+def test_search_narrows_the_list_and_picks_a_unique_match(stats, ranges):
+    ex = CalibrationExplorer(stats, ranges=ranges)
+    ex.search.value = "layer01"
+    assert set(ex.tensor_list.options) == {n for n in stats.tensors if "layer01" in n}
+    ex.search.value = "layer013"
+    assert ex.tensor == "layer013/out"
+
+
+def test_overview_click_selects(stats, ranges):
+    ex = CalibrationExplorer(stats, ranges=ranges)
+    trace = ex.overview_fig.data[0]
+    ex._on_overview_click(trace, _Points([2]), None)
+    assert ex.tensor == trace.customdata[2]
+    assert tuple(ex.overview_fig.data[1].y) == (ex.tensor,)
+
+
+def test_toggling_a_method_removes_its_line(stats, ranges):
+    ex = CalibrationExplorer(stats, ranges=ranges)
+    assert set(_lines(ex.hist_fig)) == {"max", "entropy", "percentile", "mse"}
+    ex.method_toggles["mse"].value = False
+    assert set(_lines(ex.hist_fig)) == {"max", "entropy", "percentile"}
+    ex.method_toggles["mse"].value = True
+    assert "mse" in _lines(ex.hist_fig)
+
+
+def test_percentile_slider_moves_the_percentile_line(stats, ranges):
+    ex = CalibrationExplorer(stats, ranges=ranges)
+    t = stats.tensors[ex.tensor]
+    before = _lines(ex.hist_fig)["percentile"]
+    ex.percentile_slider.value = 99.0
+    after = _lines(ex.hist_fig)["percentile"]
+    assert after == pytest.approx(compute_amax(t, "percentile", percentile=99.0))
+    assert after < before
+    assert ex.ranges[ex.tensor]["percentile"].amax == pytest.approx(after)
+
+
+def test_override_writes_cache_and_recipe(stats, ranges, tmp_path):
+    cache = tmp_path / "calib.cache"
+    ex = CalibrationExplorer(stats, ranges=ranges, recipe=_recipe(), cache_path=str(cache))
+    name = ex.tensor
+    ex.override_text.value = 1.75
+    ex.apply_button.click()
+    assert read_cache(cache).amax[name] == pytest.approx(1.75, rel=1e-6)
+    assert ex.recipe.calibrator.amax_overrides == {name: 1.75}
+    # other tensors carry the export method's amax
+    other = next(n for n in stats.tensors if n != name)
+    assert read_cache(cache).amax[other] == pytest.approx(compute_amax(stats.tensors[other], "entropy"), rel=1e-6)
+    # the override line is drawn and its clipped region is the shaded one
+    assert _lines(ex.hist_fig)["override"] == 1.75
+    rect = [s for s in ex.hist_fig.layout.shapes if s.type == "rect"][0]
+    assert rect.x0 == 1.75
+    ex.clear_button.click()
+    assert ex.recipe.calibrator.amax_overrides == {}
+    assert name not in read_cache(cache).amax or read_cache(cache).amax[name] != pytest.approx(1.75)
+    assert "override" not in _lines(ex.hist_fig)
+
+
+@pytest.mark.parametrize("bad", [-2.0, 0.0, float("nan")])
+def test_bad_override_shows_error_and_keeps_state(stats, ranges, tmp_path, bad):
+    cache = tmp_path / "calib.cache"
+    ex = CalibrationExplorer(stats, ranges=ranges, recipe=_recipe(amax_overrides={"layer000/out": 3.0}),
+                             cache_path=str(cache))
+    recipe_before = ex.recipe
+    ex.apply_override(bad)
+    assert "cannot override" in ex.error_message
+    assert ex.error.layout.display != "none"
+    assert ex.overrides == {"layer000/out": 3.0} and ex.recipe is recipe_before
+    assert not cache.exists()
+    # the next good action clears the panel
+    assert ex.apply_override(2.0)
+    assert ex.error_message == ""
+
+
+def test_unwritable_cache_keeps_previous_overrides(stats, ranges, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    ex = CalibrationExplorer(stats, ranges=ranges, recipe=_recipe(), cache_path=str(blocker / "sub" / "c.cache"))
+    assert not ex.apply_override(2.0)
+    assert ex.overrides == {} and ex.recipe.calibrator.amax_overrides == {}
+    assert "calibration cache" in ex.error_message
+
+
+def test_session_recipe_is_updated(stats, ranges, tmp_path):
+    from trtwidgets.widgets.session import Session
+
+    s = Session(recipe=_recipe(), stats=stats)
+    ex = CalibrationExplorer(session=s, ranges=ranges, cache_path=str(tmp_path / "c.cache"))
+    ex.apply_override(4.5)
+    assert s.recipe.calibrator.amax_overrides == {ex.tensor: 4.5}
+
+
+def test_int8_grid_tab_follows_the_export_amax(stats, ranges):
+    ex = CalibrationExplorer(stats, ranges=ranges)
+    ex.figure_tabs.selected_index = 1
+    t = stats.tensors[ex.tensor]
+    grid = [s.x0 for s in ex.grid_fig.layout.shapes if s.type == "line"]
+    assert grid[-1] == pytest.approx(compute_amax(t, "entropy"))
+    ex.export_method.value = "max"
+    grid = [s.x0 for s in ex.grid_fig.layout.shapes if s.type == "line"]
+    assert grid[-1] == pytest.approx(compute_amax(t, "max"))
+
+
+def test_rank_by_error_reorders(stats, ranges):
+    ex = CalibrationExplorer(stats, ranges=ranges, top=None)
+    ex.rank_by.value = "error"
+    x = list(ex.overview_fig.data[0].x)
+    assert x == sorted(x)
+    assert ex.tensor_list.options[0] == ex.overview.ranking.names[0]
+    assert not any(math.isnan(v) for v in x if v is not None)

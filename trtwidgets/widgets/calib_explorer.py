@@ -1,0 +1,415 @@
+"""The calibration explorer: every tensor's distribution behind its int8 scale.
+
+A thin ipywidgets layer over :mod:`trtwidgets.core.ranges` (the numbers),
+:mod:`trtwidgets.core.explorer_data` (rankings, overrides) and
+:mod:`trtwidgets.plots` (the figures). It holds three ``go.FigureWidget``
+objects for its whole life and redraws them in place with ``batch_update``;
+recreating a FigureWidget on every click would re-send the whole figure and
+lose the user's zoom.
+
+What the user can do:
+
+- pick a tensor by typing part of its name, from the ranked list, or by
+  clicking it in the overview;
+- toggle range methods and move the percentile slider;
+- set a per-tensor amax override. It is validated (a bad value shows an error
+  and changes nothing), written to the recipe
+  (``recipe.calibrator.amax_overrides``, and to the session's recipe when the
+  explorer belongs to a Session), and re-exports the calibration cache (and
+  the Q/DQ model when a model and an output path are given).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+from typing import Dict, Mapping, Optional, Sequence
+
+import ipywidgets as widgets
+
+from ..core.errors import UserError
+from ..core.explorer_data import (clear_override, effective_amax, rank_tensors, search_tensors,
+                                  set_override)
+from ..plots.histogram import TensorHistogramDisplay
+from ..plots.int8_grid import Int8GridDisplay
+from ..plots.overview import TensorOverviewDisplay
+
+#: Rows of the tensor list.
+_LIST_ROWS = 10
+
+
+class CalibrationExplorer(widgets.VBox):
+    """Explore activation histograms and range methods, and override amax per tensor.
+
+    Parameters
+    ----------
+    stats : ActivationStats or path, optional
+        Collected statistics (a path is read with :func:`~trtwidgets.core.stats.load_stats`);
+        default: the session's.
+    recipe : Recipe, optional
+        Its calibrator's ``method``, ``percentile``, ``cache_path`` and
+        ``amax_overrides`` are the starting point; overrides are written back
+        with ``recipe.replace``. The current recipe is :attr:`recipe`.
+    session : Session, optional
+        When given, its ``recipe``, ``stats`` and ``model`` are used unless
+        passed, and its ``recipe`` is replaced on every override change.
+    methods : sequence of str, optional
+        Methods shown at the start (default: all).
+    percentile : float, optional
+        Starting percentile (default: the recipe's, else 99.99).
+    cache_path : str, optional
+        Where the calibration cache is (re-)written on override changes
+        (default: the recipe's ``calibrator.cache_path``; nothing is written without one).
+    model : path or LoadedModel, optional
+        The float ONNX model; with ``qdq_path`` the Q/DQ model is re-exported too.
+    qdq_path : str, optional
+        Where the Q/DQ model is written.
+    trt_cache : CalibrationCache, mapping or path, optional
+        A cache written by TensorRT's own calibrator: its amax is drawn as a line.
+    ranges : mapping, optional
+        ``compute_ranges`` output at ``percentile`` for all methods (computed when absent).
+    overview_kind : {"bar", "scatter"}
+    top : int
+        Bars shown in the bar overview.
+    """
+
+    def __init__(self, stats=None, recipe=None, session=None, methods: Optional[Sequence[str]] = None,
+                 percentile: Optional[float] = None, cache_path: Optional[str] = None, model=None,
+                 qdq_path: Optional[str] = None, trt_cache=None, ranges: Optional[Mapping] = None,
+                 overview_kind: str = "bar", top: int = 40, export_method: Optional[str] = None):
+        from ..core.ranges import METHODS, compute_ranges
+        from ..core.stats import load_stats
+
+        super().__init__()
+        self._compute_ranges = compute_ranges
+        if stats is None and session is not None:
+            stats = getattr(session, "stats", None)
+        if model is None and session is not None:
+            model = getattr(session, "model", None)
+        if stats is None:
+            raise UserError("no activation statistics to explore", "neither stats nor a session with stats was given",
+                            "collect them first (trtwidgets.core.collect.collect_stats) and pass them as stats=")
+        self.stats = stats if hasattr(stats, "tensors") else load_stats(stats)
+        self.session = session
+        if recipe is None and session is not None:
+            recipe = getattr(session, "recipe", None)
+        self.recipe = recipe
+        cal = getattr(recipe, "calibrator", None)
+        self._all_methods = tuple(METHODS)
+        self.percentile = float(percentile if percentile is not None else getattr(cal, "percentile", 99.99))
+        self.cache_path = cache_path if cache_path is not None else getattr(cal, "cache_path", None)
+        self.model = model
+        self.qdq_path = qdq_path
+        self.trt_cache = trt_cache
+        self.overrides: Dict[str, float] = dict(getattr(cal, "amax_overrides", None) or {})
+        self.last_export: Dict[str, str] = {}
+        self.ranges = dict(ranges) if ranges is not None else compute_ranges(self.stats, self._all_methods,
+                                                                             percentile=self.percentile)
+        self.tensor: Optional[str] = None
+        self._syncing = False
+
+        start = tuple(methods) if methods is not None else self._all_methods
+        default_export = export_method or getattr(cal, "method", None) or "entropy"
+
+        # ---- controls
+        self.search = widgets.Text(placeholder="search tensors (words, any order)", description="Find",
+                                   continuous_update=True, layout=widgets.Layout(width="100%"))
+        self.rank_by = widgets.ToggleButtons(options=[("by disagreement", "disagreement"), ("by error", "error")],
+                                             value="disagreement", style={"button_width": "120px"})
+        self.tensor_list = widgets.Select(options=[], rows=_LIST_ROWS, layout=widgets.Layout(width="100%"))
+        self.method_toggles = {m: widgets.ToggleButton(value=m in start, description=m,
+                                                       layout=widgets.Layout(width="90px"))
+                               for m in self._all_methods}
+        self.percentile_slider = widgets.FloatSlider(value=self.percentile, min=99.0, max=99.999, step=0.001,
+                                                     readout_format=".3f", description="percentile",
+                                                     continuous_update=False)
+        self.export_method = widgets.Dropdown(options=list(self._all_methods), value=default_export,
+                                              description="export", layout=widgets.Layout(width="200px"))
+        self.override_text = widgets.FloatText(description="amax", layout=widgets.Layout(width="200px"))
+        self.apply_button = widgets.Button(description="Apply override", button_style="warning")
+        self.clear_button = widgets.Button(description="Clear override")
+        self.qdq_button = widgets.Button(description="Export Q/DQ model", disabled=not self._qdq_possible())
+        self.status = widgets.HTML()
+        self.error = widgets.HTML(layout=widgets.Layout(display="none"))
+
+        # ---- figures (created once, updated in place)
+        first = next(iter(self.stats.tensors), None)
+        if first is None:
+            raise UserError("the statistics hold no tensors", "collection saw no float activations",
+                            "collect statistics on a model with float outputs first")
+        self.overview = TensorOverviewDisplay.from_ranges(self.ranges, by="disagreement", kind=overview_kind,
+                                                          top=top, methods=self.methods)
+        self.overview_fig = self.overview.figure(widget=True)
+        self.hist_fig = self._hist_display(first).figure(widget=True)
+        self.grid_fig = Int8GridDisplay.from_stats(self.stats, self._active_amax(first) or 1.0,
+                                                   tensor=first).figure(widget=True)
+        self.figure_tabs = widgets.Tab(children=[self.hist_fig, self.grid_fig])
+        for i, title in enumerate(("histogram and ranges", "int8 grid at the export amax")):
+            self.figure_tabs.set_title(i, title)
+
+        # ---- wiring
+        self.search.observe(self._on_search, "value")
+        self.rank_by.observe(self._on_rank_by, "value")
+        self.tensor_list.observe(self._on_list, "value")
+        for b in self.method_toggles.values():
+            b.observe(self._on_methods, "value")
+        self.percentile_slider.observe(self._on_percentile, "value")
+        self.export_method.observe(self._on_export_method, "value")
+        self.apply_button.on_click(lambda _b: self.apply_override())
+        self.clear_button.on_click(lambda _b: self.clear_override())
+        self.qdq_button.on_click(lambda _b: self.export_qdq())
+        self.overview_fig.data[0].on_click(self._on_overview_click)
+        self.figure_tabs.observe(lambda _c: self._refresh_grid(), "selected_index")
+
+        self._refresh_list()
+        self.children = [
+            widgets.HTML(f"<b>Calibration explorer</b> — {len(self.stats.tensors)} tensors, "
+                         f"{int(self.stats.samples)} samples"),
+            widgets.HBox([widgets.VBox([self.search, self.rank_by, self.tensor_list],
+                                       layout=widgets.Layout(width="38%")),
+                          widgets.VBox([self.overview_fig], layout=widgets.Layout(width="62%"))]),
+            widgets.HBox(list(self.method_toggles.values()) + [self.percentile_slider]),
+            self.figure_tabs,
+            widgets.HBox([self.export_method, self.override_text, self.apply_button, self.clear_button,
+                          self.qdq_button]),
+            self.error, self.status,
+        ]
+        self.select(self.overview.ranking.names[0] if len(self.overview.ranking) else first)
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def methods(self) -> tuple:
+        """Methods currently toggled on, in canonical order."""
+        return tuple(m for m in self._all_methods if self.method_toggles[m].value)
+
+    def _active_amax(self, name: str) -> Optional[float]:
+        if name in self.overrides:
+            return self.overrides[name]
+        r = self.ranges.get(name, {}).get(self.export_method.value)
+        return float(r.amax) if r is not None and r.amax > 0 else None
+
+    def _hist_display(self, name: str) -> TensorHistogramDisplay:
+        methods = self.methods
+        active = "override" if name in self.overrides else (
+            self.export_method.value if self.export_method.value in methods else None)
+        return TensorHistogramDisplay.from_stats(self.stats, name, methods=methods, percentile=self.percentile,
+                                                 trt_cache=self.trt_cache, override=self.overrides.get(name),
+                                                 active=active, results=self.ranges.get(name))
+
+    # ------------------------------------------------------------------ actions (public, used by handlers)
+
+    def select(self, name: str) -> None:
+        """Show tensor ``name`` in every figure and control."""
+        if name not in self.stats.tensors:
+            self._show_error(UserError(f"no statistics for tensor {name!r}", None, "pick one from the list"))
+            return
+        self.tensor = name
+        self._hide_error()
+        self._refresh_tensor()
+        with self._sync():
+            if name in self.tensor_list.options:
+                self.tensor_list.value = name
+        self.overview = self.overview.with_selected(name)
+        self.overview.update(self.overview_fig)
+
+    def set_percentile(self, percentile: float) -> None:
+        """Recompute the percentile method for every tensor and redraw."""
+        self.percentile = float(percentile)
+        fresh = self._compute_ranges(self.stats, ("percentile",), percentile=self.percentile)
+        self.ranges = {n: dict(per, **fresh.get(n, {})) for n, per in self.ranges.items()}
+        self._refresh_overview()
+        self._refresh_tensor()
+
+    def apply_override(self, value=None) -> bool:
+        """Override the current tensor's amax (default: the amax box); False (and an error panel) when refused."""
+        value = self.override_text.value if value is None else value
+        try:
+            new = set_override(self.overrides, self.tensor, value, known=self.stats.tensors)
+        except UserError as e:
+            self._show_error(e)
+            return False
+        return self._commit_overrides(new, f"amax of {self.tensor} set to {new[self.tensor]:.6g}")
+
+    def clear_override(self) -> bool:
+        """Drop the current tensor's override."""
+        if self.tensor not in self.overrides:
+            self.status.value = f"{html.escape(str(self.tensor))} has no override."
+            return True
+        return self._commit_overrides(clear_override(self.overrides, self.tensor),
+                                      f"override of {self.tensor} cleared")
+
+    def export_cache(self) -> Optional[str]:
+        """Write the calibration cache for the export method plus overrides (atomic); its path, or None."""
+        if not self.cache_path:
+            return None
+        from ..core.calib_cache import write_cache
+
+        write_cache(self.export_amax(), self.cache_path)
+        self.last_export["cache"] = str(self.cache_path)
+        return str(self.cache_path)
+
+    def export_qdq(self) -> Optional[str]:
+        """Write the Q/DQ model for the export method plus overrides; its path, or None when not configured."""
+        if not self._qdq_possible():
+            return None
+        try:
+            from ..core.qdq_export import export_qdq, save_qdq_model
+
+            save_qdq_model(export_qdq(self.model, self.export_amax()), self.qdq_path)
+        except UserError as e:
+            self._show_error(e)
+            return None
+        self.last_export["qdq"] = str(self.qdq_path)
+        self.status.value = f"Q/DQ model written to <code>{html.escape(str(self.qdq_path))}</code>."
+        return str(self.qdq_path)
+
+    def export_amax(self) -> Dict[str, float]:
+        """tensor -> amax that the exports use: overrides, else the export method's amax."""
+        return effective_amax(self.ranges, self.export_method.value, self.overrides)
+
+    # ------------------------------------------------------------------ internals
+
+    def _qdq_possible(self) -> bool:
+        if self.model is None or not self.qdq_path:
+            return False
+        try:
+            from ..core import qdq_export  # noqa: F401 - only to know whether Q/DQ export exists yet
+        except ImportError:
+            return False
+        return True
+
+    def _commit_overrides(self, new: Dict[str, float], message: str) -> bool:
+        old_overrides, old_recipe = self.overrides, self.recipe
+        try:
+            recipe = self._recipe_with(new)
+            self.overrides = new
+            written = self.export_cache()
+        except (UserError, OSError) as e:
+            # nothing half-done: the previous overrides and recipe stay in force
+            self.overrides, self.recipe = old_overrides, old_recipe
+            self._show_error(e if isinstance(e, UserError) else UserError(
+                f"could not write the calibration cache {self.cache_path}", str(e),
+                "choose a writable cache path"))
+            self._refresh_tensor()
+            return False
+        self.recipe = recipe
+        if self.session is not None and recipe is not None:
+            self.session.recipe = recipe
+        if self._qdq_possible():
+            self.export_qdq()
+        self._hide_error()
+        where = f"; cache written to <code>{html.escape(written)}</code>" if written else \
+            "; no cache path set, nothing written"
+        self.status.value = html.escape(message) + where
+        self._refresh_tensor()
+        return True
+
+    def _recipe_with(self, overrides: Dict[str, float]):
+        if self.recipe is None:
+            return None
+        cal = dataclasses.replace(self.recipe.calibrator, amax_overrides=dict(overrides))
+        return self.recipe.replace(calibrator=cal)
+
+    def _refresh_tensor(self) -> None:
+        name = self.tensor
+        if name is None:
+            return
+        self._hist_display(name).update(self.hist_fig)
+        amax = self._active_amax(name)
+        with self._sync():
+            self.override_text.value = float(amax) if amax is not None else 0.0
+        self._refresh_grid()
+
+    def _refresh_grid(self) -> None:
+        # the grid has 128 shapes: only redraw it when its tab is showing
+        if self.tensor is None or self.figure_tabs.selected_index != 1:
+            return
+        amax = self._active_amax(self.tensor)
+        if amax is None:
+            return
+        label = "override" if self.tensor in self.overrides else self.export_method.value
+        Int8GridDisplay.from_stats(self.stats, amax, tensor=self.tensor, label=label).update(self.grid_fig)
+
+    def _refresh_overview(self) -> None:
+        by = self.rank_by.value
+        method = self.export_method.value if by == "error" else None
+        try:
+            ranking = rank_tensors(self.ranges, by=by, method=method, methods=self.methods or None)
+        except UserError as e:
+            self._show_error(e)
+            return
+        self.overview = TensorOverviewDisplay(ranking, self.overview.kind, self.overview.top, self.tensor)
+        self.overview.update(self.overview_fig)
+        self._refresh_list()
+
+    def _refresh_list(self) -> None:
+        names = search_tensors(self.overview.ranking.names, self.search.value)
+        with self._sync():
+            self.tensor_list.options = names
+            self.tensor_list.value = self.tensor if self.tensor in names else None
+
+    def _show_error(self, e: UserError) -> None:
+        parts = [f"<b>{html.escape(e.what)}</b>"]
+        if e.why:
+            parts.append(f"Why: {html.escape(e.why)}")
+        if e.fix:
+            parts.append(f"Fix: {html.escape(e.fix)}")
+        self.error.value = ("<div style='border-left:4px solid #d62728;padding:4px 8px;background:#fdecea'>"
+                            + "<br>".join(parts) + "</div>")
+        self.error.layout.display = None
+
+    def _hide_error(self) -> None:
+        self.error.value = ""
+        self.error.layout.display = "none"
+
+    @property
+    def error_message(self) -> str:
+        """The error panel's text ('' when no error is shown)."""
+        return self.error.value
+
+    def _sync(self):
+        explorer = self
+
+        class _Guard:
+            def __enter__(self):
+                self.prev = explorer._syncing
+                explorer._syncing = True
+
+            def __exit__(self, *exc):
+                explorer._syncing = self.prev
+
+        return _Guard()
+
+    # ------------------------------------------------------------------ handlers
+
+    def _on_search(self, change) -> None:
+        self._refresh_list()
+        if len(self.tensor_list.options) == 1:
+            self.select(self.tensor_list.options[0])
+
+    def _on_rank_by(self, change) -> None:
+        self._refresh_overview()
+
+    def _on_list(self, change) -> None:
+        if not self._syncing and change["new"]:
+            self.select(change["new"])
+
+    def _on_methods(self, change) -> None:
+        self._refresh_overview()
+        self._refresh_tensor()
+
+    def _on_percentile(self, change) -> None:
+        self.set_percentile(change["new"])
+
+    def _on_export_method(self, change) -> None:
+        if self.rank_by.value == "error":
+            self._refresh_overview()
+        self._refresh_tensor()
+
+    def _on_overview_click(self, trace, points, selector) -> None:
+        if points.point_inds:
+            self.select(trace.customdata[points.point_inds[0]])
+
+
+__all__ = ["CalibrationExplorer"]
