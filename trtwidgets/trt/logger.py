@@ -24,7 +24,7 @@ _RANK = {s: i for i, s in enumerate(SEVERITIES)}
 _TELLING_WARNINGS = re.compile(
     r"missing scale and zero-point|calibration failure|no implementation|could not find any implementation|"
     r"int8 is not configured|unsupported|not supported|out of memory|insufficient|skipping tactic|"
-    r"cublas|cudnn|plugin|failed|invalid|mismatch|dynamic",
+    r"cublas|cudnn|plugin|fail|error|invalid|mismatch|dynamic",
     re.IGNORECASE,
 )
 # Harmless on the GPU machine (see shared/gpu/README.md); never decisive.
