@@ -142,3 +142,19 @@ def quantize_dynamic_model(tmp_path: Path, source: Optional[onnx.ModelProto] = N
     out = tmp_path / "dynamic_quant.onnx"
     quantize_dynamic(str(src), str(out), weight_type=QuantType.QInt8)
     return out
+
+
+def dynamic_quant_matmul_model() -> onnx.ModelProto:
+    """What quantize_dynamic makes of a MatMul, built by hand (for places without onnxruntime, e.g. the GPU tests)."""
+    rng = np.random.default_rng(3)
+    inits = [numpy_helper.from_array(rng.integers(-127, 128, (16, 8)).astype(np.int8), "W_q"),
+             numpy_helper.from_array(np.array(0.01, np.float32), "W_scale"),
+             numpy_helper.from_array(np.array(0, np.int8), "W_zp")]
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["x_q", "x_scale", "x_zp"], name="x_dyn_quant"),
+             helper.make_node("MatMulInteger", ["x_q", "W_q", "x_zp", "W_zp"], ["mm"], name="matmul_int"),
+             helper.make_node("Cast", ["mm"], ["mm_f"], name="cast", to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["x_scale", "W_scale"], ["s"], name="scale_mul"),
+             helper.make_node("Mul", ["mm_f", "s"], ["y"], name="out_mul")]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])
+    return _model(nodes, [x], [y], inits, opset=13)
