@@ -43,6 +43,7 @@ __all__ = [
     "EngineGraph",
     "InspectorWarning",
     "parse_inspector_json",
+    "as_graph",
     "precision_from_format",
     "layout_from_format",
     "NA_DYNAMIC",
@@ -580,3 +581,22 @@ def iter_tensors(graph: EngineGraph) -> Iterable[TensorDesc]:
     for layer in graph.layers:
         yield from layer.inputs
         yield from layer.outputs
+
+
+def as_graph(source: Any) -> EngineGraph:
+    """An :class:`EngineGraph` from a graph, a build result, inspector JSON text, a path or a mapping.
+
+    A build result is anything with an ``inspector_json`` (text) or
+    ``inspector_json_path`` attribute, such as ``trtwidgets.trt.build.BuildResult``.
+    """
+    if isinstance(source, EngineGraph):
+        return source
+    text = getattr(source, "inspector_json", None)
+    if text:
+        graph = parse_inspector_json(text)
+        path = getattr(source, "inspector_json_path", None)
+        return EngineGraph(graph.layers, graph.io_tensors, graph.trt_major, graph.warnings, str(path or graph.source))
+    path = getattr(source, "inspector_json_path", None)
+    if path:
+        return parse_inspector_json(Path(path))
+    return parse_inspector_json(source)
