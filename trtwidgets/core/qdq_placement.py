@@ -494,6 +494,8 @@ def _const_rank(index: GraphIndex, name: str) -> int:
 
 def _fused_conv(index: GraphIndex, tensor: str, excluded: Dict[int, str], pos: Dict[int, int]) -> Optional[onnx.NodeProto]:
     """The Conv whose output reaches ``tensor`` through fusible epilogue ops only, and nothing else."""
+    if len(index.consumers.get(tensor, [])) != 1:
+        return None  # the branch output is needed elsewhere too: it cannot live only in the conv's epilogue
     t = tensor
     for _ in range(5):
         prod = index.producer.get(t)

@@ -1,0 +1,186 @@
+"""Tiny float ONNX models for the Q/DQ placement and export tests (onnx.helper only)."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+RNG = np.random.default_rng(7)
+
+
+def _w(name: str, *shape: int, scale: float = 0.3) -> onnx.TensorProto:
+    return numpy_helper.from_array((RNG.standard_normal(shape) * scale).astype(np.float32), name)
+
+
+def _c(name: str, value) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.asarray(value, dtype=np.float32), name)
+
+
+def _model(nodes, inputs, outputs, inits, opset: int = 13) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "g", inputs, outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
+def _vi(name: str, shape) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def residual_cnn(kernel_shape: bool = True, opset: int = 13) -> onnx.ModelProto:
+    """x -> ConvA -> Relu = t; t -> ConvB -> BN -> Add(t, .) -> Relu -> MaxPool -> ConvC -> GAP -> out.
+
+    The residual Add's skip input is ``t``; ConvB+BN is the fused branch.
+    """
+    c = 4
+    ks = {"kernel_shape": [3, 3]} if kernel_shape else {}
+    nodes = [
+        helper.make_node("Conv", ["x", "wA", "bA"], ["convA"], name="convA", pads=[1, 1, 1, 1], **ks),
+        helper.make_node("Relu", ["convA"], ["t"], name="reluA"),
+        helper.make_node("Conv", ["t", "wB"], ["convB"], name="convB", pads=[1, 1, 1, 1], **ks),
+        helper.make_node("BatchNormalization", ["convB", "g", "b", "m", "v"], ["bnB"], name="bnB"),
+        helper.make_node("Add", ["t", "bnB"], ["sum"], name="residual"),
+        helper.make_node("Relu", ["sum"], ["r"], name="reluR"),
+        helper.make_node("MaxPool", ["r"], ["pool"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Conv", ["pool", "wC"], ["convC"], name="convC", **({"kernel_shape": [1, 1]} if kernel_shape else {})),
+        helper.make_node("GlobalAveragePool", ["convC"], ["out"], name="gap"),
+    ]
+    inits = [_w("wA", c, 3, 3, 3), _c("bA", np.zeros(c)), _w("wB", c, c, 3, 3), _c("g", np.ones(c) * 1.1),
+             _c("b", np.full(c, 0.1)), _c("m", np.zeros(c)), _c("v", np.ones(c)), _w("wC", 8, c, 1, 1)]
+    return _model(nodes, [_vi("x", [1, 3, 8, 8])], [_vi("out", [1, 8, 1, 1])], inits, opset)
+
+
+def two_conv_residual() -> onnx.ModelProto:
+    """ResNet downsampling block: Add(BN(conv_short(x)), BN(conv_main2(relu(conv_main1(x)))))."""
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c1"], name="main1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("Conv", ["r1", "w2"], ["c2"], name="main2", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["x", "ws"], ["cs"], name="shortcut", kernel_shape=[1, 1]),
+        helper.make_node("Add", ["cs", "c2"], ["out"], name="add"),
+    ]
+    inits = [_w("w1", 4, 4, 3, 3), _w("w2", 4, 4, 3, 3), _w("ws", 4, 4, 1, 1)]
+    return _model(nodes, [_vi("x", [1, 4, 6, 6])], [_vi("out", [1, 4, 6, 6])], inits)
+
+
+def transformer_block() -> onnx.ModelProto:
+    """MatMul -> decomposed LayerNorm -> MatMul -> Erf GELU -> MatMul -> Tanh GELU -> MatMul -> decomposed softmax."""
+    d = 8
+    nodes: List[onnx.NodeProto] = [helper.make_node("MatMul", ["x", "w0"], ["h0"], name="fc0")]
+    # LayerNorm over the last axis (opset 13: ReduceMean has an axes attribute).
+    nodes += [
+        helper.make_node("ReduceMean", ["h0"], ["ln_mean"], name="ln_mean", axes=[-1]),
+        helper.make_node("Sub", ["h0", "ln_mean"], ["ln_d"], name="ln_sub"),
+        helper.make_node("Pow", ["ln_d", "two"], ["ln_sq"], name="ln_pow"),
+        helper.make_node("ReduceMean", ["ln_sq"], ["ln_var"], name="ln_var", axes=[-1]),
+        helper.make_node("Add", ["ln_var", "eps"], ["ln_ve"], name="ln_add_eps"),
+        helper.make_node("Sqrt", ["ln_ve"], ["ln_std"], name="ln_sqrt"),
+        helper.make_node("Div", ["ln_d", "ln_std"], ["ln_n"], name="ln_div"),
+        helper.make_node("Mul", ["ln_n", "gamma"], ["ln_g"], name="ln_gamma"),
+        helper.make_node("Add", ["ln_g", "beta"], ["ln_out"], name="ln_beta"),
+        helper.make_node("MatMul", ["ln_out", "w1"], ["h1"], name="fc1"),
+    ]
+    # Erf GELU: x * 0.5 * (1 + erf(x / sqrt2)).
+    nodes += [
+        helper.make_node("Div", ["h1", "sqrt2"], ["ge_div"], name="ge_div"),
+        helper.make_node("Erf", ["ge_div"], ["ge_erf"], name="ge_erf"),
+        helper.make_node("Add", ["ge_erf", "one"], ["ge_add"], name="ge_add"),
+        helper.make_node("Mul", ["h1", "ge_add"], ["ge_mul"], name="ge_mul"),
+        helper.make_node("Mul", ["ge_mul", "half"], ["ge_out"], name="ge_half"),
+        helper.make_node("MatMul", ["ge_out", "w2"], ["h2"], name="fc2"),
+    ]
+    # Tanh GELU: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+    nodes += [
+        helper.make_node("Pow", ["h2", "three"], ["gt_cube"], name="gt_pow"),
+        helper.make_node("Mul", ["gt_cube", "c044"], ["gt_k"], name="gt_mulk"),
+        helper.make_node("Add", ["h2", "gt_k"], ["gt_inner"], name="gt_add_inner"),
+        helper.make_node("Mul", ["gt_inner", "s2pi"], ["gt_s"], name="gt_muls"),
+        helper.make_node("Tanh", ["gt_s"], ["gt_tanh"], name="gt_tanh"),
+        helper.make_node("Add", ["gt_tanh", "one"], ["gt_add1"], name="gt_add1"),
+        helper.make_node("Mul", ["h2", "half"], ["gt_halfx"], name="gt_halfx"),
+        helper.make_node("Mul", ["gt_halfx", "gt_add1"], ["gt_out"], name="gt_join"),
+        helper.make_node("MatMul", ["gt_out", "w3"], ["h3"], name="fc3"),
+    ]
+    # Decomposed softmax.
+    nodes += [
+        helper.make_node("ReduceMax", ["h3"], ["sm_max"], name="sm_max", axes=[-1]),
+        helper.make_node("Sub", ["h3", "sm_max"], ["sm_sub"], name="sm_sub"),
+        helper.make_node("Exp", ["sm_sub"], ["sm_exp"], name="sm_exp"),
+        helper.make_node("ReduceSum", ["sm_exp", "axes"], ["sm_sum"], name="sm_sum"),
+        helper.make_node("Div", ["sm_exp", "sm_sum"], ["out"], name="sm_div"),
+    ]
+    inits = [_w("w0", d, d), _w("w1", d, d), _w("w2", d, d), _w("w3", d, d), _c("two", 2.0), _c("three", 3.0),
+             _c("eps", 1e-5), _c("gamma", np.ones(d)), _c("beta", np.zeros(d)), _c("sqrt2", np.sqrt(2.0)),
+             _c("one", 1.0), _c("half", 0.5), _c("c044", 0.044715), _c("s2pi", np.sqrt(2 / np.pi)),
+             numpy_helper.from_array(np.array([-1], np.int64), "axes")]
+    return _model(nodes, [_vi("x", [2, 5, d])], [_vi("out", [2, 5, d])], inits)
+
+
+def weighted_ops() -> onnx.ModelProto:
+    """Gemm (transB=1), Gemm (transB=0), MatMul with a [K, N] weight and ConvTranspose, channel counts all distinct."""
+    nodes = [
+        helper.make_node("Gemm", ["x", "wg1", "bg1"], ["g1"], name="gemm_tb", transB=1),   # wg1 [6, 5]
+        helper.make_node("Gemm", ["g1", "wg2"], ["g2"], name="gemm_nt"),                  # wg2 [6, 7]
+        helper.make_node("MatMul", ["g2", "wm"], ["m"], name="matmul"),                   # wm [7, 12]
+        helper.make_node("Reshape", ["m", "shape"], ["m4"], name="reshape"),              # [1, 3, 2, 2]
+        helper.make_node("ConvTranspose", ["m4", "wt"], ["out"], name="deconv", kernel_shape=[2, 2],
+                         strides=[2, 2]),                                                 # wt [3, 9, 2, 2]
+    ]
+    inits = [_w("wg1", 6, 5), _c("bg1", np.zeros(6)), _w("wg2", 6, 7), _w("wm", 7, 12),
+             numpy_helper.from_array(np.array([1, 3, 2, 2], np.int64), "shape"), _w("wt", 3, 9, 2, 2)]
+    return _model(nodes, [_vi("x", [1, 5])], [_vi("out", [1, 9, 4, 4])], inits)
+
+
+def constant_weight_conv(kernel_shape: bool = False) -> onnx.ModelProto:
+    """A Conv whose weight is a Constant node (as in Paddle exports) and has no kernel_shape."""
+    w = (RNG.standard_normal((5, 2, 3, 3)) * 0.2).astype(np.float32)
+    nodes = [helper.make_node("Constant", [], ["w_const"], name="wconst", value=numpy_helper.from_array(w, "w")),
+             helper.make_node("Conv", ["x", "w_const"], ["out"], name="conv",
+                              **({"kernel_shape": [3, 3]} if kernel_shape else {}))]
+    return _model(nodes, [_vi("x", [1, 2, 5, 5])], [_vi("out", [1, 5, 3, 3])], [])
+
+
+def max_amax(model: onnx.ModelProto, feeds: List[Dict[str, np.ndarray]]) -> Dict[str, float]:
+    """Plain max |x| of every float tensor over ``feeds``, with ONNX Runtime."""
+    import onnxruntime as ort
+
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    names = [o for n in m.graph.node if n.op_type != "Constant" for o in n.output]
+    have = {o.name for o in m.graph.output}
+    for n in names:
+        if n not in have:
+            m.graph.output.append(onnx.ValueInfoProto(name=n))
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    out_names = [o.name for o in sess.get_outputs()]
+    amax: Dict[str, float] = {}
+    for feed in feeds:
+        for k, v in feed.items():
+            amax[k] = max(amax.get(k, 0.0), float(np.abs(v).max()))
+        for n, v in zip(out_names, sess.run(out_names, feed)):
+            if v.dtype == np.float32 and v.size:
+                amax[n] = max(amax.get(n, 0.0), float(np.abs(v).max()))
+    return amax
+
+
+def random_feeds(model: onnx.ModelProto, n: int = 4, seed: int = 0) -> List[Dict[str, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    feeds = []
+    for _ in range(n):
+        feed = {}
+        for vi in model.graph.input:
+            shape = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+            feed[vi.name] = rng.standard_normal(shape).astype(np.float32)
+        feeds.append(feed)
+    return feeds
+
+
+def run(model: onnx.ModelProto, feed: Dict[str, np.ndarray], output: Optional[str] = None) -> np.ndarray:
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run([output] if output else None, feed)[0]

@@ -1,0 +1,92 @@
+"""``trtwidgets export-qdq MODEL --stats STATS.npz --out OUT.onnx``: explicit quantization.
+
+Writes a Q/DQ ONNX model from collected activation statistics (or a TensorRT
+calibration cache), prints what was quantized and what was left in high
+precision and why, and, with ``--data``, how close the Q/DQ model stays to the
+float model on held-back data (ONNX Runtime) plus lint for the target TensorRT.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+NAME = "export-qdq"
+HELP = "write an explicitly quantized (Q/DQ) ONNX model from activation statistics"
+DESCRIPTION = __doc__
+
+
+def add_arguments(parser):
+    parser.add_argument("model", help="path of the float .onnx model")
+    src = parser.add_mutually_exclusive_group(required=True)
+    src.add_argument("--stats", help="activation statistics .npz (from `trtwidgets calibrate` / save_stats)")
+    src.add_argument("--cache", help="a TensorRT calibration cache to take the ranges from instead")
+    parser.add_argument("--method", default="entropy", help="range method for --stats: entropy (default), max, "
+                        "percentile, mse")
+    parser.add_argument("--percentile", type=float, default=99.99, help="percentile for --method percentile")
+    parser.add_argument("--exclude", nargs="+", default=[], metavar="PATTERN",
+                        help="keep these nodes in high precision: node or output names, or regular expressions")
+    parser.add_argument("--exclude-op-type", nargs="+", default=[], metavar="OP", dest="exclude_op_types",
+                        help="keep every node of these op types in high precision (e.g. MatMul)")
+    parser.add_argument("--fp8", action="store_true", help="FP8 E4M3 Q/DQ (opset 19, TensorRT 10+, Hopper/Ada)")
+    parser.add_argument("--per-tensor-weights", action="store_true", help="one scale per weight tensor "
+                        "instead of per output channel")
+    parser.add_argument("--out", required=True, help="where to write the Q/DQ model (atomically)")
+    parser.add_argument("--data", help="held-back data to validate on: 'demo' (fresh scikit-image crops) or a "
+                        "folder of .npy/.npz/images")
+    parser.add_argument("--samples", type=int, default=64, help="held-back samples to validate on (default 64)")
+    parser.add_argument("--trt-version", default="8.6", help="TensorRT version to lint for (default 8.6)")
+    parser.add_argument("--json", action="store_true", help="print the report (and validation) as JSON")
+
+
+def _amax(args):
+    from ..core.qdq_export import amax_from_stats
+
+    if args.cache:
+        from ..core.calib_cache import read_cache
+
+        return dict(read_cache(args.cache).amax)
+    from ..core.stats import load_stats
+
+    return amax_from_stats(load_stats(args.stats), args.method, args.percentile)
+
+
+def _held_back(args, loaded):
+    if args.data == "demo":
+        from .. import demo
+
+        return list(demo.iter_skimage_inputs(args.samples, batch_size=1, seed=12345))
+    from ..core.calib_data import iter_feeds
+
+    return list(iter_feeds(args.data, loaded.summary, max_samples=args.samples))
+
+
+def run(args) -> int:
+    from ..core.model import load_model
+    from ..core.qdq_export import build_qdq, save_qdq_model
+
+    loaded = load_model(args.model)
+    amax = _amax(args)
+    result = build_qdq(loaded, amax, exclude=args.exclude, exclude_op_types=args.exclude_op_types,
+                       precision="fp8" if args.fp8 else "int8", weights_per_channel=not args.per_tensor_weights)
+    path = save_qdq_model(result.model, args.out)
+    validation = None
+    if args.data:
+        from ..core.qdq_validate import validate_qdq
+
+        validation = validate_qdq(loaded, result.model, _held_back(args, loaded), trt_version=args.trt_version,
+                                  precision=result.report.precision)
+    if args.json:
+        out = {"out": str(path), "report": result.report.to_dict()}
+        if validation is not None:
+            out["validation"] = validation.to_dict()
+        print(json.dumps(out, indent=2))
+    else:
+        print(result.report.summary())
+        print(f"wrote {path}")
+        if validation is not None:
+            print(validation.summary())
+    if not result.report.quantized_layers:
+        print("warning: no layer was quantized (no ranges matched the model's tensors?)", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,256 @@
+"""Check an exported Q/DQ model before spending GPU time on it.
+
+Three questions, answered on the CPU with ONNX Runtime:
+
+1. Does it run? (ORT executes Q/DQ models with int8 kernels where it can, a
+   reasonable stand-in for TensorRT's INT8 arithmetic.)
+2. How far are its outputs from the float model's on held-back data (data *not*
+   used for calibration)? Cosine similarity, max / mean abs error and SNR per
+   output (:mod:`.metrics`), top-1 agreement for classifier outputs, and a task
+   metric when the caller gives one (computed on both models, so the drop is
+   visible, e.g. accuracy against labels).
+3. What will TensorRT say? :func:`~trtwidgets.core.lint.lint` must find no
+   unsupported (dynamic / QOperator) quantization op, and, for TensorRT <= 10,
+   must report ``QDQ_REQUIRES_INT8`` when the INT8 flag is missing.
+
+onnxruntime is imported inside the functions that need it (core stays numpy +
+onnx at import time).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+import onnx
+
+from .errors import UserError
+from .metrics import OutputMetrics, compare_outputs
+
+__all__ = ["QdqValidation", "QdqLint", "run_model", "lint_qdq", "validate_qdq"]
+
+TaskMetric = Callable[[Dict[str, np.ndarray]], float]
+
+
+@dataclass(frozen=True)
+class QdqLint:
+    """Lint of a Q/DQ model with and without the INT8 flag.
+
+    Attributes
+    ----------
+    trt_version : str or None
+    codes : tuple of str
+        Finding codes with the intended flags (``fp16,int8`` for INT8 Q/DQ).
+    codes_without_int8 : tuple of str
+        Finding codes with ``fp16`` only.
+    errors : tuple of str
+        Messages of error findings with the intended flags.
+    """
+
+    trt_version: Optional[str]
+    flags: Tuple[str, ...]
+    codes: Tuple[str, ...]
+    codes_without_int8: Tuple[str, ...]
+    errors: Tuple[str, ...] = ()
+
+    @property
+    def unsupported_ops(self) -> bool:
+        return any(c in ("UNSUPPORTED_DYNAMIC_QUANTIZE", "UNSUPPORTED_OP") for c in self.codes)
+
+    @property
+    def requires_int8_reported(self) -> bool:
+        return "QDQ_REQUIRES_INT8" in self.codes_without_int8
+
+    def to_dict(self) -> dict:
+        return {"trt_version": self.trt_version, "flags": list(self.flags), "codes": list(self.codes),
+                "codes_without_int8": list(self.codes_without_int8), "errors": list(self.errors)}
+
+
+@dataclass(frozen=True)
+class QdqValidation:
+    """Accuracy of a Q/DQ model against its float model, and its lint.
+
+    Attributes
+    ----------
+    samples : int
+        Batch items compared.
+    outputs : dict
+        Output name -> :class:`~trtwidgets.core.metrics.OutputMetrics`.
+    cosine : float
+        Lowest cosine similarity over the outputs.
+    max_abs : float
+        Largest absolute error over the outputs.
+    top1_agreement : float or None
+        Fraction of rows whose arg-max agrees (classifier outputs only).
+    task_metric_name : str
+    task_metric_reference, task_metric_qdq : float or None
+        The caller's task metric on the float and on the Q/DQ model.
+    lint : QdqLint or None
+    """
+
+    samples: int
+    outputs: Dict[str, OutputMetrics]
+    cosine: float
+    max_abs: float
+    top1_agreement: Optional[float]
+    task_metric_name: str = ""
+    task_metric_reference: Optional[float] = None
+    task_metric_qdq: Optional[float] = None
+    lint: Optional[QdqLint] = None
+    thresholds: Dict[str, float] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        """True when every threshold holds and lint found no unsupported op."""
+        t = self.thresholds
+        if "min_cosine" in t and not self.cosine >= t["min_cosine"]:
+            return False
+        if "min_top1" in t and self.top1_agreement is not None and not self.top1_agreement >= t["min_top1"]:
+            return False
+        if self.lint is not None and (self.lint.unsupported_ops or self.lint.errors):
+            return False
+        return all(m.ok for m in self.outputs.values())
+
+    def summary(self) -> str:
+        lines = [f"Validation on {self.samples} held-back samples (ONNX Runtime, Q/DQ vs FP32):"]
+        for name, m in self.outputs.items():
+            top = f"  top-1 agreement {m.topk_agreement[1]:.4f}" if 1 in m.topk_agreement else ""
+            lines.append(f"  {name}: cosine {m.cosine:.6f}  max abs {m.max_abs:.4g}  mean abs {m.mean_abs:.4g}  "
+                         f"SNR {m.snr_db:.1f} dB{top}")
+        if self.task_metric_name:
+            lines.append(f"  {self.task_metric_name}: FP32 {self.task_metric_reference:.4f}  "
+                         f"Q/DQ {self.task_metric_qdq:.4f}")
+        if self.lint is not None:
+            lines.append(f"  lint ({','.join(self.lint.flags)}, TensorRT {self.lint.trt_version or 'any'}): "
+                         + (", ".join(self.lint.codes) or "no findings"))
+            if self.lint.requires_int8_reported:
+                lines.append("  lint without the INT8 flag: QDQ_REQUIRES_INT8 (TensorRT <= 10 needs --int8)")
+        if self.thresholds:
+            lines.append(f"  {'PASSED' if self.passed else 'FAILED'} "
+                         + ", ".join(f"{k} {v}" for k, v in self.thresholds.items()))
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        return {"samples": self.samples, "outputs": {k: v.to_dict() for k, v in self.outputs.items()},
+                "cosine": self.cosine, "max_abs": self.max_abs, "top1_agreement": self.top1_agreement,
+                "task_metric_name": self.task_metric_name, "task_metric_reference": self.task_metric_reference,
+                "task_metric_qdq": self.task_metric_qdq, "lint": self.lint.to_dict() if self.lint else None,
+                "thresholds": dict(self.thresholds), "passed": self.passed}
+
+
+def _proto(model) -> onnx.ModelProto:
+    if isinstance(model, onnx.ModelProto):
+        return model
+    proto = getattr(model, "proto", None)
+    if isinstance(proto, onnx.ModelProto):
+        return proto
+    from .model import load_model
+
+    return load_model(model).proto
+
+
+def run_model(model, feeds: Iterable[Mapping[str, np.ndarray]], providers: Optional[Sequence] = None
+              ) -> Tuple[Dict[str, np.ndarray], int]:
+    """Run a model on every feed with ONNX Runtime; outputs concatenated on axis 0.
+
+    Returns
+    -------
+    (dict, int)
+        Output name -> array, and the number of batch items.
+    """
+    import onnxruntime as ort
+
+    proto = _proto(model)
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 3
+    try:
+        sess = ort.InferenceSession(proto.SerializeToString(), opts,
+                                    providers=list(providers or ["CPUExecutionProvider"]))
+    except Exception as exc:  # noqa: BLE001 - ORT raises its own exception types
+        raise UserError("ONNX Runtime cannot load the model.", f"{type(exc).__name__}: {exc}",
+                        "Check the model with `trtwidgets lint`; re-export it if it came from an older toolkit.") from None
+    names = [o.name for o in sess.get_outputs()]
+    parts: Dict[str, List[np.ndarray]] = {n: [] for n in names}
+    samples = 0
+    for feed in feeds:
+        outs = sess.run(names, dict(feed))
+        for n, v in zip(names, outs):
+            parts[n].append(np.asarray(v))
+        first = next(iter(feed.values()))
+        samples += int(np.shape(first)[0]) if np.ndim(first) else 1
+    if samples == 0:
+        raise UserError("No data to validate on.", "The data source yielded no feed.",
+                        "Give held-back samples (not the calibration samples), e.g. demo.iter_skimage_inputs(64).")
+    return {n: np.concatenate(v, axis=0) if v[0].ndim else np.stack(v) for n, v in parts.items()}, samples
+
+
+def lint_qdq(model, trt_version: Optional[str] = "8.6", precision: str = "int8") -> QdqLint:
+    """Lint a Q/DQ model with the flags it needs, and once without INT8.
+
+    ``trt_version`` None lints without a version (version checks skipped).
+    """
+    from .lint import lint
+
+    proto = _proto(model)
+    flags = ("fp16", "int8") if precision == "int8" else ("fp16", "fp8")
+    found = lint(proto, flags=flags, trt_version=trt_version)
+    without = lint(proto, flags=("fp16",), trt_version=trt_version)
+    return QdqLint(trt_version=trt_version, flags=flags, codes=tuple(f.code for f in found),
+                   codes_without_int8=tuple(f.code for f in without),
+                   errors=tuple(f.message for f in found if f.is_error))
+
+
+def validate_qdq(reference, qdq, data: Iterable[Mapping[str, np.ndarray]], *,
+                 task_metric: Optional[TaskMetric] = None, task_metric_name: str = "task metric",
+                 providers: Optional[Sequence] = None, trt_version: Optional[str] = "8.6",
+                 precision: str = "int8", min_cosine: Optional[float] = 0.99,
+                 min_top1: Optional[float] = None, run_lint: bool = True) -> QdqValidation:
+    """Compare a Q/DQ model with its float model on held-back data and lint it.
+
+    Parameters
+    ----------
+    reference, qdq : onnx.ModelProto, LoadedModel or path
+        The float model and the exported Q/DQ model.
+    data : iterable of dict
+        Held-back feeds ``{input_name: array}`` (not the calibration samples). It is
+        read once, so a generator works.
+    task_metric : callable, optional
+        ``f(outputs) -> float`` over the concatenated outputs (e.g. accuracy
+        against labels); computed for both models.
+    providers : sequence, optional
+        ONNX Runtime providers (default CPU).
+    trt_version : str or None
+        The TensorRT version to lint for (None: no version checks; False-y
+        ``run_lint`` skips lint).
+    min_cosine, min_top1 : float, optional
+        Thresholds :attr:`QdqValidation.passed` checks.
+
+    Returns
+    -------
+    QdqValidation
+    """
+    feeds = list(data)
+    ref_out, samples = run_model(reference, feeds, providers)
+    qdq_out, _ = run_model(qdq, feeds, providers)
+    metrics = compare_outputs(ref_out, qdq_out, topk=(1,))
+    tops = [m.topk_agreement[1] for m in metrics.values() if 1 in m.topk_agreement]
+    task_ref = task_q = None
+    if task_metric is not None:
+        task_ref = float(task_metric(ref_out))
+        task_q = float(task_metric(qdq_out))
+    thresholds: Dict[str, float] = {}
+    if min_cosine is not None:
+        thresholds["min_cosine"] = float(min_cosine)
+    if min_top1 is not None:
+        thresholds["min_top1"] = float(min_top1)
+    return QdqValidation(
+        samples=samples, outputs=metrics,
+        cosine=min((m.cosine for m in metrics.values()), default=math.nan),
+        max_abs=max((m.max_abs for m in metrics.values()), default=math.nan),
+        top1_agreement=min(tops) if tops else None,
+        task_metric_name=task_metric_name if task_metric is not None else "",
+        task_metric_reference=task_ref, task_metric_qdq=task_q,
+        lint=lint_qdq(qdq, trt_version, precision) if run_lint else None,
+        thresholds=thresholds)
