@@ -86,20 +86,32 @@ def test_error_panel_escapes_path(tmp_path):
     _assert_inert(w.error.value, EVIL)
 
 
-def test_session_lints_against_recipe(tmp_path):
-    class Recipe:  # only the attributes Session reads; the real Recipe has them too
-        flags = ("fp16",)
-        trt_version = "8.6"
-        calibrator = None
-        profiles = ()
+def test_session_lints_against_recipe(tmp_path, cls_model_path):
+    from trtwidgets.core.recipe import Recipe
 
     session = Session()
     path = save(qdq_conv_model(), tmp_path / "q.onnx")
     assert session.load(path)
     assert "QDQ_REQUIRES_INT8" not in {f.code for f in session.findings}
-    session.recipe = Recipe()
+    session.recipe = Recipe.for_model(session.model).replace(flags=("fp16",), trt_version="8.6")
     session.relint()
     assert "QDQ_REQUIRES_INT8" in {f.code for f in session.findings}
+    # The real model with the recipe's default profiles: the profile finding is gone.
+    assert session.load(cls_model_path)
+    session.recipe = Recipe.for_model(session.model)
+    session.relint()
+    assert "DYNAMIC_INPUT_NEEDS_PROFILE" not in {f.code for f in session.findings}
+
+
+def test_session_keeps_model_when_recipe_settings_are_bad(cls_model_path):
+    class OddRecipe:  # a recipe-like object with a flag TensorRT does not have
+        flags = ("fp17",)
+
+    session = Session()
+    session.recipe = OddRecipe()
+    assert session.load(cls_model_path)
+    assert session.model is not None and session.findings == ()
+    assert "Unknown precision flag" in session.error
 
 
 def test_session_notifies_once_per_load(cls_model_path):

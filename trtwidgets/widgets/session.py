@@ -54,14 +54,18 @@ class Session(traitlets.HasTraits):
         """
         try:
             model = load_model(path)
-            findings = self._lint(model)
         except UserError as err:
             self.error = err.message
             return False
+        try:
+            findings, error = self._lint(model), ""
+        except UserError as err:
+            # The model itself is fine; only the recipe's settings are not (e.g. an unknown flag).
+            findings, error = (), err.message
         with self.hold_trait_notifications():
             self.model = model
             self.findings = findings
-            self.error = ""
+            self.error = error
         return True
 
     def relint(self) -> None:
