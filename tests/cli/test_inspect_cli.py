@@ -1,0 +1,79 @@
+"""``trtwidgets inspect``: CSV, JSON summary, recipe and cache, and bad input (exit 2)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+
+import pytest
+
+from trtwidgets.cli import main
+from trtwidgets.core.calib_cache import write_cache
+
+from ..core import inspector_samples as s
+
+
+@pytest.fixture()
+def int8_graph_path(tmp_path):
+    path = tmp_path / "int8.graph.json"
+    path.write_text(s.trt_text(s.synthetic_int8_implicit()), encoding="utf-8")
+    return path
+
+
+def test_csv_has_one_row_per_layer(int8_graph_path, tmp_path, capsys):
+    out = tmp_path / "layers.csv"
+    assert main(["inspect", str(int8_graph_path), "--csv", str(out)]) == 0
+    with open(out, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 9
+    assert {"name", "type", "input_precision", "output_precision", "why_not_int8"} <= set(rows[0])
+    conv = next(r for r in rows if r["name"] == "conv1 + relu1")
+    assert conv["input_precision"] == "INT8" and conv["why_not_int8"] == "BIAS_FLOAT"
+    text = capsys.readouterr().out
+    assert "INT8" in text and "why not INT8" in text
+
+
+def test_json_summary_with_recipe_and_cache(int8_graph_path, tmp_path, capsys):
+    recipe = tmp_path / "recipe.json"
+    recipe.write_text(json.dumps({"flags": ["fp16", "int8"], "calibrator": {"kind": "toolkit"}}))
+    cache = tmp_path / "calibration.cache"
+    write_cache({n: 1.0 for n in s.SYNTHETIC_CACHE}, cache)
+    assert main(["inspect", str(int8_graph_path), "--json", "--recipe", str(recipe), "--cache", str(cache)]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["layers"] == 9
+    assert summary["precisions"]["INT8"]["layers"] == 5
+    assert summary["precisions"]["FP16"]["share"] == pytest.approx(4 / 9, abs=1e-6)
+    assert summary["why_not_int8"]["NO_SCALE"] == 1  # fc_out is not in the cache
+
+
+def test_dynamic_without_context_warns(tmp_path, capsys):
+    path = tmp_path / "dyn.graph.json"
+    path.write_text(s.trt_text(s.synthetic_dynamic_na()))
+    assert main(["inspect", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "warning:" in out and "execution context" in out
+
+
+@pytest.mark.parametrize("content, expected", [
+    ("this is not json", "is not JSON"),
+    (json.dumps({"Layers": ["conv1 + relu1", "softmax"]}), "ProfilingVerbosity.DETAILED"),
+    (json.dumps({"weights": [1, 2]}), "not TensorRT engine-inspector output"),
+    (s.trt_text(s.synthetic_fp16())[:300], "truncated"),
+])
+def test_bad_input_exits_2_with_message(tmp_path, capsys, content, expected):
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    out_csv = tmp_path / "out.csv"
+    assert main(["inspect", str(path), "--csv", str(out_csv)]) == 2
+    err = capsys.readouterr().err
+    assert expected in err and "Traceback" not in err
+    assert not out_csv.exists()
+
+
+def test_console_entry_point(int8_graph_path):
+    proc = subprocess.run([sys.executable, "-m", "trtwidgets", "inspect", str(int8_graph_path), "--json"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["layers"] == 9
