@@ -12,7 +12,7 @@ import json
 import os
 import tempfile
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Mapping, Sequence, Tuple, Union
+from typing import Dict, Iterable, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -43,10 +43,14 @@ class LayerTimings:
     layers : tuple of LayerTime
     runs : int
         Profiled runs.
+    run_ms : float, optional
+        Median time of a whole profiled run (CUDA events around it), which
+        includes the profiler's own per-layer overhead.
     """
 
     layers: Tuple[LayerTime, ...]
     runs: int
+    run_ms: Optional[float] = None
 
     @property
     def total_ms(self) -> float:
@@ -86,10 +90,11 @@ class LayerTimings:
         return path
 
     def to_dict(self) -> dict:
-        return {"runs": self.runs, "total_ms": self.total_ms, "layers": [t.to_dict() for t in self.layers]}
+        return {"runs": self.runs, "total_ms": self.total_ms, "run_ms": self.run_ms, "layers": [t.to_dict() for t in self.layers]}
 
 
-def aggregate_layer_times(records: Iterable[Tuple[str, float]], runs: int) -> LayerTimings:
+def aggregate_layer_times(records: Iterable[Tuple[str, float]], runs: int,
+                          run_ms: Optional[float] = None) -> LayerTimings:
     """Aggregate ``(layer name, ms)`` reports in the order TensorRT made them.
 
     Parameters
@@ -112,4 +117,4 @@ def aggregate_layer_times(records: Iterable[Tuple[str, float]], runs: int) -> La
             name=name, count=len(times), total_ms=float(arr.sum()), mean_ms=float(arr.sum() / runs),
             median_ms=float(np.median(per_run)) if per_run is not None else float(arr.sum() / runs),
         ))
-    return LayerTimings(layers=tuple(layers), runs=runs)
+    return LayerTimings(layers=tuple(layers), runs=runs, run_ms=run_ms)

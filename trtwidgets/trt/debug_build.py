@@ -183,6 +183,9 @@ def build_debug_engine(
 
         trt_module = tensorrt()
     trt = trt_module
+    from . import cuda
+
+    cuda.require_gpu()
     from .logger import LogCollector, decisive_lines, trt_logger
 
     collector = LogCollector(on_line=(lambda ln: on_log(ln.format())) if on_log else None)
@@ -212,6 +215,9 @@ def build_debug_engine(
             raise UserError(f"TensorRT {trt.__version__} has no precision flag {f!r}.", None,
                             "Use the flags trtwidgets.trt.features() lists.")
         config.set_flag(getattr(trt.BuilderFlag, attr))
+    if "tf32" not in [f.lower() for f in flags] and hasattr(trt.BuilderFlag, "TF32"):
+        # TensorRT enables TF32 by default; a debug build compares against FP32 and must not add its own error.
+        config.clear_flag(trt.BuilderFlag.TF32)
     if hasattr(trt, "ProfilingVerbosity"):
         config.profiling_verbosity = trt.ProfilingVerbosity.DETAILED
     mask = restricted_tactic_sources(trt)

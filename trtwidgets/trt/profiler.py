@@ -58,14 +58,23 @@ def profile_layers(runner, feeds: Mapping[str, np.ndarray], runs: int = 20, warm
     for _ in range(max(0, warmup)):
         runner.execute()
     runner.stream.synchronize()
+    from . import cuda
+
     prof = LayerProfiler(runner.trt)
     runner.context.profiler = prof
+    start, end = cuda.Event(), cuda.Event()
+    wall: List[float] = []
     try:
         for _ in range(runs):
+            start.record(runner.stream)
             runner.execute()
+            end.record(runner.stream)
             # The profiler reports once the run's work is done; sync per run so
             # reports never mix between runs.
             runner.stream.synchronize()
+            wall.append(start.elapsed_ms(end))
     finally:
         runner.context.profiler = None
-    return aggregate_layer_times(prof.records, runs)
+        start.destroy()
+        end.destroy()
+    return aggregate_layer_times(prof.records, runs, run_ms=float(np.median(wall)) if wall else None)

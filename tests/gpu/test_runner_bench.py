@@ -1,0 +1,163 @@
+"""Runner, benchmark, profiler and debug build on real TensorRT (Python 3.9, numpy + onnx + tensorrt).
+
+Run on the GPU machine: ``$PY39 -m pytest tests/gpu/test_runner_bench.py -q``.
+Artifacts (bench and profile JSON) go to ``$TRTWIDGETS_ARTIFACTS/runner_bench/`` when set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import onnx
+import pytest
+
+from trtwidgets.core.accuracy import NSR_FLOOR_DB, layer_errors
+from trtwidgets.core.metrics import compare_outputs
+
+from .accuracy_models import INTERMEDIATES, SHAPE, reference, tiny_cnn
+
+
+def _artifacts():
+    root = os.environ.get("TRTWIDGETS_ARTIFACTS")
+    if not root:
+        return None
+    d = os.path.join(root, "runner_bench")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _gpu(trt):
+    from trtwidgets.trt import cuda
+
+    try:
+        n = cuda.device_count()
+    except Exception as exc:  # noqa: BLE001 - no libcudart here
+        pytest.skip(f"no CUDA runtime: {exc}")
+    if n == 0:
+        pytest.skip("no CUDA device visible")
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory):
+    p = tmp_path_factory.mktemp("models") / "tiny_cnn.onnx"
+    onnx.save(tiny_cnn(), str(p))
+    return p
+
+
+@pytest.fixture(scope="module")
+def timing_cache(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("cache") / "timing.cache")
+
+
+@pytest.fixture(scope="module")
+def fp32_build(trt, model_path, timing_cache, tmp_path_factory):
+    """FP32 engine built by trtwidgets' own build() from a recipe."""
+    from trtwidgets.core.model import load_model
+    from trtwidgets.core.recipe import Recipe
+    from trtwidgets.trt.build import build
+
+    recipe = Recipe.for_model(load_model(model_path), builder_optimization_level=0, timing_cache=timing_cache)
+    # cuBLAS/cuDNN are stubs on the GPU machine.
+    sources = [n for n in trt.TacticSource.__members__ if n not in ("CUBLAS", "CUBLAS_LT", "CUDNN")]
+    return build(recipe, out_dir=tmp_path_factory.mktemp("builds") / "fp32", progress=False, tactic_sources=sources)
+
+
+@pytest.fixture(scope="module")
+def x():
+    return np.random.default_rng(0).standard_normal(SHAPE).astype(np.float32)
+
+
+def test_runner_matches_numpy(fp32_build, x):
+    from trtwidgets.trt.runner import EngineRunner
+
+    with EngineRunner(fp32_build.engine_path) as r:
+        assert r.input_names == ["x"] and r.output_names == ["y"]
+        out = r.infer({"x": x})
+        again = r.infer({"x": x[::-1].copy()})
+    ref = reference(x)
+    m = compare_outputs({"y": ref["y"]}, out, topk=(1,))["y"]
+    # FP32 builds may run convolutions in TF32 (TensorRT's default): ~1e-3 relative.
+    assert m.cosine > 0.9999 and m.relative_max_abs < 1e-2, m
+    assert out["y"].shape == (2, 4, 1, 1) and out["y"].dtype == np.float32
+    np.testing.assert_allclose(again["y"], out["y"][::-1], rtol=1e-5, atol=1e-6)
+
+
+def test_runner_from_bytes_and_build_dir(fp32_build, x):
+    from trtwidgets.trt.runner import EngineRunner, run_engine
+
+    data = open(fp32_build.engine_path, "rb").read()
+    a = run_engine(data, {"x": x})
+    b = run_engine(str(fp32_build.out_dir), {"x": x})
+    np.testing.assert_array_equal(a["y"], b["y"])
+    with EngineRunner(data) as r:
+        from trtwidgets.core.errors import UserError
+
+        with pytest.raises(UserError, match="cannot take shape"):
+            r.infer({"x": np.zeros((1, 3, 32, 32), np.float32)})
+        with pytest.raises(UserError, match="No data"):
+            r.infer({})
+
+
+def test_benchmark_200_runs(fp32_build):
+    from trtwidgets.trt.bench import benchmark
+
+    res = benchmark(fp32_build.engine_path, runs=200, warmup=20)
+    assert res.runs == 200 and res.batch == 2 and res.shapes == {"x": SHAPE}
+    assert 0 < res.min_ms <= res.median_ms <= res.p90_ms <= res.p99_ms <= res.max_ms
+    assert res.median_ms < 50
+    assert res.throughput == pytest.approx(2 / (res.median_ms / 1000))
+    d = _artifacts()
+    if d:
+        with open(os.path.join(d, "bench_fp32.json"), "w") as f:
+            json.dump(res.to_dict(), f, indent=1)
+
+
+def test_profiler_layer_sum_close_to_run_time(fp32_build, x):
+    from trtwidgets.trt.profiler import profile_layers
+    from trtwidgets.trt.runner import EngineRunner
+
+    with EngineRunner(fp32_build.engine_path) as r:
+        t = profile_layers(r, {"x": x}, runs=30)
+    assert t.runs == 30 and len(t.layers) >= 1
+    assert all(lt.count >= 30 and lt.mean_ms > 0 for lt in t.layers)
+    # Layer times are a part of the run, and most of it (the rest is the profiler's own event overhead).
+    assert t.total_ms <= t.run_ms * 1.05, (t.total_ms, t.run_ms)
+    assert t.total_ms >= 0.3 * t.run_ms, (t.total_ms, t.run_ms)
+    d = _artifacts()
+    if d:
+        t.write_trt_profile(os.path.join(d, "profile_fp32.json"))
+
+
+def test_debug_build_marks_intermediates(trt, model_path, timing_cache, x):
+    from trtwidgets.trt.debug_build import build_debug_engine
+    from trtwidgets.trt.runner import EngineRunner
+
+    dbg = build_debug_engine(model_path, mark=list(INTERMEDIATES) + ["not_there"], builder_optimization_level=0,
+                             timing_cache=timing_cache)
+    assert set(dbg.marked) == set(INTERMEDIATES) and dbg.not_found == ("not_there",)
+    assert os.path.exists(timing_cache)
+    with EngineRunner(dbg.engine) as r:
+        assert set(r.output_names) == set(INTERMEDIATES) | {"y"}
+        out = r.infer({"x": x})
+    ref = reference(x)
+    report = layer_errors(tiny_cnn(), ref, out, names=list(INTERMEDIATES))
+    assert not report.missing
+    # TF32 is off in debug builds: every intermediate is FP32-exact up to rounding.
+    for e in report.layers:
+        assert e.error_db < -80, (e.tensor, e.error_db)
+    # FP16 debug build: larger but bounded error, and the ranking still covers every tensor.
+    dbg16 = build_debug_engine(model_path, mark=list(INTERMEDIATES), flags=("fp16",), builder_optimization_level=0,
+                               timing_cache=timing_cache)
+    with EngineRunner(dbg16.engine) as r:
+        out16 = r.infer({"x": x})
+    rep16 = layer_errors(tiny_cnn(), ref, out16, names=list(INTERMEDIATES))
+    assert any(e.error_db > -80 for e in rep16.layers)
+    assert all(e.metrics.cosine > 0.999 for e in rep16.layers)
+    assert all(e.error_db > NSR_FLOOR_DB for e in rep16.layers)
+    d = _artifacts()
+    if d:
+        with open(os.path.join(d, "debug_fp16_layer_errors.json"), "w") as f:
+            json.dump(rep16.to_dict(), f, indent=1)
