@@ -158,6 +158,9 @@ def test_fp8_needs_hardware_and_flag():
     assert "FP8_NEEDS_HARDWARE" not in codes(lint(model, flags="fp8", trt_version="10.3", gpu_compute_capability="9.0"))
     assert "FP8_NEEDS_HARDWARE" not in codes(lint(model, flags="fp8", trt_version="10.3"))
     assert "QDQ_TYPE_NEEDS_NEWER_TRT" in codes(lint(model, flags="fp8", trt_version="8.6"))
+    # The flag alone, on an FP32 model, needs the hardware too.
+    f = only(lint(conv_model(batch=1), flags="fp16,fp8", gpu_compute_capability="8.6"), "FP8_NEEDS_HARDWARE")
+    assert f.message.startswith("The FP8 flag") and f.nodes == ()
 
 
 def test_fp8_per_channel():

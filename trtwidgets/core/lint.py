@@ -320,6 +320,7 @@ class _Linter:
         self.check_ops()
         self.check_qdq()
         self.check_flags()
+        self.check_fp8_hardware()
         self.check_calibrator()
         self.check_profiles()
         self.check_dtypes()
@@ -438,12 +439,6 @@ class _Linter:
                          f"Use TensorRT {since.short} or newer, or quantize to int8.", names)
         self._check_scales_and_zero_points()
         self._check_conv_kernel_shape()
-        fp8 = types.get("float8e4m3fn", []) + types.get("float8e5m2", [])
-        if fp8 and self.cc is not None and self.cc < (8, 9):
-            self.add("FP8_NEEDS_HARDWARE", f"{len(fp8)} FP8 Q/DQ node(s) need a GPU of compute capability 8.9 or newer "
-                     f"(Ada, Hopper, Blackwell); this GPU is {self.cc[0]}.{self.cc[1]}.",
-                     "FP8 tensor cores exist from compute capability 8.9; TensorRT has no FP8 kernels below it and the "
-                     "build fails.", "Build on an 8.9+ GPU, or quantize to INT8 instead of FP8.", fp8)
         if self.cc is not None and self.cc < (6, 1) and types.get("int8"):
             self.add("INT8_NEEDS_HARDWARE", f"INT8 Q/DQ on compute capability {self.cc[0]}.{self.cc[1]}: TensorRT has "
                      "no fast INT8 kernels below 6.1.", "INT8 dot-product instructions arrived with compute capability 6.1.",
@@ -514,6 +509,16 @@ class _Linter:
                      "relies on the optional kernel_shape attribute.",
                      "Add kernel_shape to each Conv (onnx.helper.make_attribute('kernel_shape', list(W.shape[2:]))); "
                      "trtwidgets' Q/DQ export does this.", bad, severity=None if old else "warning")
+
+    def check_fp8_hardware(self):
+        fp8 = [n for n, t in self.qtypes.items() if t in ("float8e4m3fn", "float8e5m2")]
+        fp8_flag = bool(self.flags and "fp8" in self.flags and not self.trt11)
+        if (fp8 or fp8_flag) and self.cc is not None and self.cc < (8, 9):
+            what = f"{len(fp8)} FP8 Q/DQ node(s)" if fp8 else "The FP8 flag"
+            self.add("FP8_NEEDS_HARDWARE", f"{what} need(s) a GPU of compute capability 8.9 or newer "
+                     f"(Ada, Hopper, Blackwell); this GPU is {self.cc[0]}.{self.cc[1]}.",
+                     "FP8 tensor cores exist from compute capability 8.9; TensorRT has no FP8 kernels below it and the "
+                     "build fails.", "Build on an 8.9+ GPU, or quantize to INT8 instead of FP8.", fp8)
 
     def check_flags(self):
         flags = self.flags
