@@ -128,11 +128,13 @@ def entropy_bin(bins: np.ndarray, num_quantized_bins: int = 128, start_bin: int 
     edges = np.linspace(0.0, cands.astype(np.float64), num_quantized_bins + 1, axis=1)
     b = np.ceil(edges).astype(np.int64)
     b[:, -1] = cands
-    s = cum[b[:, 1:]] - cum[b[:, :-1]]            # group sums, shape (C, 128)
-    c = cnz[b[:, 1:]] - cnz[b[:, :-1]]            # non-empty bins per group
-    with np.errstate(divide="ignore", invalid="ignore"):
-        q = np.where(c > 0, s / np.where(c > 0, c, 1.0), 0.0)   # Q value on each non-empty bin of the group
-        logq = np.where(q > 0, np.log(np.where(q > 0, q, 1.0)), 0.0)
+    s = np.diff(cum[b], axis=1)                   # group sums, shape (C, 128)
+    c = np.diff(cnz[b], axis=1)                   # non-empty bins per group
+    # Q's value on each non-empty bin of a group is s/c; empty groups (s == 0) contribute nothing.
+    np.maximum(c, 1.0, out=c)
+    np.maximum(s, 1e-300, out=s)
+    logq = np.log(s / c)
+    s[s <= 1e-300] = 0.0
     outliers = total - cum[cands]
     last = bins[cands - 1]
     p_last = last + outliers
@@ -204,15 +206,16 @@ def _mse_amax(t: TensorStats, num_bits: int = 8) -> float:
     width = absmax / ENTROPY_BINS
     keep = np.nonzero(hist)[0]
     v, c = (keep + 0.5) * width, hist[keep]
-    cands = np.arange(ENTROPY_START_BIN, ENTROPY_BINS + 1) * width
-    best, best_err = absmax, np.inf
-    # Chunks keep the (candidates x bins) matrix small.
-    for lo in range(0, len(cands), 256):
-        cc = cands[lo:lo + 256]
-        err = _qdq_error(v[None, :], cc[:, None], num_bits) @ c
-        j = int(np.argmin(err))
-        if err[j] < best_err:
-            best_err, best = err[j], cc[j]
+    def errors(bins_):
+        cc = bins_ * width
+        return cc, _qdq_error(v[None, :], cc[:, None], num_bits) @ c
+
+    # Coarse pass every 8 bins, then every bin around the best: the error is smooth in amax.
+    cc, err = errors(np.arange(ENTROPY_START_BIN, ENTROPY_BINS + 1, 8))
+    j = int(np.argmin(err))
+    centre = ENTROPY_START_BIN + 8 * j
+    cc, err = errors(np.arange(max(ENTROPY_START_BIN, centre - 8), min(ENTROPY_BINS, centre + 8) + 1))
+    best = cc[int(np.argmin(err))]
     return float(best)
 
 

@@ -1,0 +1,129 @@
+"""``trtwidgets calibrate MODEL --data DIR``: activation statistics, ranges and a TensorRT cache."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+import time
+
+NAME = "calibrate"
+HELP = "collect activation statistics with ONNX Runtime, compute int8 ranges, write a TensorRT calibration cache"
+DESCRIPTION = (HELP + ". DATA is a folder of .npy/.npz samples (one array per input), or 'demo' for the bundled crops. "
+               "Every method's amax is computed; --method picks the one written to the cache.")
+
+
+def add_arguments(parser):
+    from ..core.ranges import METHODS
+
+    parser.add_argument("model", help="path of the .onnx file")
+    parser.add_argument("--data", required=True, help="folder of .npy/.npz samples, or 'demo'")
+    parser.add_argument("--method", choices=METHODS, default="entropy", help="range method for the cache (default: entropy)")
+    parser.add_argument("--percentile", type=float, default=99.99, help="percentile for --method percentile (default 99.99)")
+    parser.add_argument("--shape", action="append", default=[], metavar="INPUT:1x3x48x192",
+                        help="calibration (opt) shape of an input; repeat per input")
+    parser.add_argument("--adapt", action="append", default=[], metavar="INPUT:pad|truncate|resize",
+                        help="how samples of another shape are brought to --shape")
+    parser.add_argument("--batch-size", type=int, default=None, help="samples per ORT run")
+    parser.add_argument("--max-samples", type=int, default=None, help="use at most this many samples")
+    parser.add_argument("--providers", default=None, help="comma-separated ORT providers (default CPUExecutionProvider)")
+    parser.add_argument("--cache", metavar="OUT.cache", help="write a TensorRT calibration cache")
+    parser.add_argument("--trt-version", default="8600", help="version tag of the cache header (default 8600)")
+    parser.add_argument("--stats", metavar="OUT.npz", help="write the activation statistics")
+    parser.add_argument("--resume", metavar="STATS.npz", help="continue from earlier statistics of the same model")
+    parser.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def parse_shapes(items):
+    """``["x:1x3x48x192"]`` -> ``{"x": [1, 3, 48, 192]}``."""
+    from ..core.errors import CalibrationDataError
+
+    out = {}
+    for item in items:
+        name, sep, dims = item.rpartition(":")
+        if not sep or not name or not re.fullmatch(r"\d+(x\d+)*", dims):
+            raise CalibrationDataError(f"--shape {item!r} is not INPUT:DIMS.", "Dims are positive integers joined by 'x'.",
+                                       "Write e.g. --shape x:1x3x48x192.")
+        out[name] = [int(d) for d in dims.split("x")]
+    return out
+
+
+def parse_adapt(items):
+    from ..core.calib_data import ADAPT_MODES
+    from ..core.errors import CalibrationDataError
+
+    out = {}
+    for item in items:
+        name, sep, mode = item.rpartition(":")
+        if not sep or mode not in ADAPT_MODES:
+            raise CalibrationDataError(f"--adapt {item!r} is not INPUT:MODE.", f"MODE is one of {', '.join(ADAPT_MODES)}.",
+                                       "Write e.g. --adapt x:resize.")
+        out[name] = mode
+    return out
+
+
+def _num(v):
+    return None if v is None or (isinstance(v, float) and not math.isfinite(v)) else v
+
+
+def report(stats, ranges, seconds: float, method: str) -> dict:
+    """The ``--json`` object: tensors (name -> amax/sqnr_db/clipped per method), samples, seconds."""
+    tensors = {}
+    for name, per in ranges.items():
+        t = stats.tensors[name]
+        tensors[name] = {
+            "amax": {m: r.amax for m, r in per.items()},
+            "sqnr_db": {m: _num(r.sqnr_db) for m, r in per.items()},
+            "clipped": {m: r.clipped_fraction for m, r in per.items()},
+            "min": t.min, "max": t.max, "nan": t.nan_count, "inf": t.inf_count,
+        }
+    return {"tensors": tensors, "samples": stats.samples, "seconds": round(seconds, 3), "method": method,
+            "interrupted": stats.interrupted, "nonfinite": {k: {"nan": a, "inf": b} for k, (a, b) in stats.nonfinite().items()}}
+
+
+def run(args) -> int:
+    from ..core.calib_cache import METHOD_ALGORITHM, write_cache
+    from ..core.calib_data import spec_for
+    from ..core.collect import collect_stats
+    from ..core.model import load_model
+    from ..core.ranges import METHODS, amax_table, compute_ranges
+    from ..core.stats import load_stats, save_stats
+
+    t0 = time.perf_counter()
+    model = load_model(args.model)
+    opt_shapes = parse_shapes(args.shape)
+    adapt = parse_adapt(args.adapt)
+    spec = spec_for(args.data)
+    earlier = load_stats(args.resume) if args.resume else None
+    providers = [p.strip() for p in args.providers.split(",")] if args.providers else None
+    stats = collect_stats(model, spec, providers=providers, stats=earlier, progress=not args.no_progress and not args.json,
+                          batch_size=args.batch_size, max_samples=args.max_samples, adapt=adapt or None,
+                          opt_shapes=opt_shapes or None)
+    if args.stats:
+        # Saved first: the statistics are the expensive part, and survive an error below.
+        save_stats(stats, args.stats)
+    ranges = compute_ranges(stats, METHODS, args.percentile)
+    if args.cache:
+        write_cache(amax_table(ranges, args.method), args.cache, version=args.trt_version,
+                    algorithm=METHOD_ALGORITHM[args.method])
+    seconds = time.perf_counter() - t0
+    if args.json:
+        print(json.dumps(report(stats, ranges, seconds, args.method), allow_nan=False))
+    else:
+        print(f"{stats.samples} samples, {len(ranges)} tensors, {seconds:.2f} s"
+              + (" (interrupted: statistics of the samples seen so far)" if stats.interrupted else ""))
+        width = min(48, max([len(n) for n in ranges] + [6]))
+        print(f"{'tensor':<{width}}  " + "  ".join(f"{m:>10}" for m in METHODS) + f"  {'sqnr dB':>8}  {'clipped':>8}")
+        for name, per in ranges.items():
+            r = per[args.method]
+            print(f"{name[:width]:<{width}}  " + "  ".join(f"{per[m].amax:>10.4g}" for m in METHODS)
+                  + f"  {r.sqnr_db:>8.2f}  {r.clipped_fraction:>8.2e}")
+        for name, (nan, inf) in stats.nonfinite().items():
+            print(f"warning: {name}: {nan} NaN and {inf} Inf values (left out of the range)", file=sys.stderr)
+        if args.cache:
+            print(f"cache ({args.method}) -> {args.cache}")
+        if args.stats:
+            print(f"statistics -> {args.stats}")
+    return 130 if stats.interrupted else 0
