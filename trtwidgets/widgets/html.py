@@ -125,5 +125,7 @@ def summary_html(summary: Any) -> str:
     return ('<div class="trtw-summary">'
             + html_table(overview, ("", "value"), caption="Model")
             + html_table(io_rows, ("", "name", "dtype", "shape", "dynamic dims"), caption="Inputs and outputs")
-            + html_table(ops, ("op", "count"), caption="Operators")
+            # Real models have dozens of op types; folded so the findings stay in view.
+            + f"<details><summary>Operators ({len(ops)} types, {s.node_count} nodes)</summary>"
+            + html_table(ops, ("op", "count")) + "</details>"
             + "</div>")
