@@ -182,5 +182,9 @@ def random_feeds(model: onnx.ModelProto, n: int = 4, seed: int = 0) -> List[Dict
 def run(model: onnx.ModelProto, feed: Dict[str, np.ndarray], output: Optional[str] = None) -> np.ndarray:
     import onnxruntime as ort
 
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    opts = ort.SessionOptions()
+    if any(t.data_type == TensorProto.FLOAT8E4M3FN for t in model.graph.initializer):
+        # ORT's QDQ fusion turns FP8 Q/DQ + Conv into QLinearConv, which has no FP8 kernel.
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
     return sess.run([output] if output else None, feed)[0]
