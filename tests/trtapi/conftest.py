@@ -51,23 +51,16 @@ def bindings11() -> stubs.Bindings:
     return _bindings("11")
 
 
-_features_cache = {}
-
-
 @pytest.fixture(scope="session")
 def features10(bindings10):
     """``features()`` of the real 10.16 module, read in its own process, as a dict."""
-    if "10" not in _features_cache:
-        _features_cache["10"] = bindings10.run_json(stubs.FEATURES_CODE)
-    return _features_cache["10"]
+    return stubs.real_features("10")
 
 
 @pytest.fixture(scope="session")
 def features11(bindings11):
     """``features()`` of the real 11.4 module, read in its own process, as a dict."""
-    if "11" not in _features_cache:
-        _features_cache["11"] = bindings11.run_json(stubs.FEATURES_CODE)
-    return _features_cache["11"]
+    return stubs.real_features("11")
 
 
 @pytest.fixture(scope="session")

@@ -313,3 +313,26 @@ def local_trt86() -> Optional[Tuple[List[str], Dict[str, str]]]:
         return None
     env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH", ""), str(REPO)) if p)
     return [py], env
+
+
+_FEATURES: Dict[str, object] = {}
+
+
+def real_features(key: str) -> dict:
+    """``features().to_dict()`` of the real bindings ``WHEELS[key]``, read in a subprocess (cached per session).
+
+    Skips the calling test when the wheel cannot be prepared, or fails it where
+    ``TRTWIDGETS_REQUIRE_TRT_BINDINGS`` is set (CI).
+    """
+    from tests.conftest import require_or_skip
+
+    if key not in _FEATURES:
+        try:
+            _FEATURES[key] = prepare(key).run_json(FEATURES_CODE)
+        except Exception as exc:  # noqa: BLE001 - no network, no gcc, no wheel for this Python
+            _FEATURES[key] = exc
+    result = _FEATURES[key]
+    if isinstance(result, Exception):
+        dist, version = WHEELS[key]
+        require_or_skip("TRTWIDGETS_REQUIRE_TRT_BINDINGS", f"{dist}=={version} could not be prepared: {result}")
+    return result

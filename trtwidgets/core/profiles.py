@@ -12,6 +12,7 @@ not fit a model, naming the input and the dimension.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,6 +122,33 @@ class Profile:
 
 def _fmt(shape: Sequence) -> str:
     return "x".join(str(d) for d in shape)
+
+
+def format_shape(shape: Sequence) -> str:
+    """``(1, 3, 48, 192)`` -> ``"1x3x48x192"`` (the text the profile editor shows)."""
+    return _fmt(shape)
+
+
+def parse_shape(text: str, what: str = "shape") -> Shape:
+    """Read a shape typed as ``1x3x48x192``, ``1, 3, 48, 192`` or ``[1, 3, 48, 192]``.
+
+    Raises
+    ------
+    RecipeError
+        Naming ``what`` (e.g. ``"input 'x' opt"``) and the part that is not a positive integer.
+    """
+    body = str(text).strip().strip("[]()").strip()
+    parts = [p for p in re.split(r"\s*[x×,\s]\s*", body) if p != ""]
+    if not parts:
+        raise RecipeError(f"The {what} is empty.", fix="Type the shape like 1x3x48x192.")
+    dims = []
+    for i, part in enumerate(parts):
+        if not part.isdigit() or int(part) < 1:
+            raise RecipeError(f"The {what} {text!r}: dimension {i} is {part!r}, not a positive integer.",
+                              "Profile shapes are concrete; every dimension is a whole number of at least 1.",
+                              "Type the shape like 1x3x48x192.")
+        dims.append(int(part))
+    return tuple(dims)
 
 
 def range_problems(name: str, rng: ShapeRange, model_shape: Sequence, where: str = "") -> List[str]:
