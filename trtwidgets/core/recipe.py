@@ -546,23 +546,23 @@ def recipe_problems(recipe: Recipe, summary=None, features=None) -> List[str]:
                         "(set 'prefer' or 'obey').")
     cal = recipe.calibrator
     if cal.kind != "none" and "int8" not in flags:
-        problems.append(f"the calibrator is {cal.kind!r}, but the int8 flag is off, so nothing is calibrated.")
+        problems.append(f"the calibrator is {cal.kind!r}, but the int8 flag is off, so nothing is calibrated [CALIBRATOR_WITHOUT_INT8].")
     if cal.uses_trt_calibrator and recipe.calibration_data is None and not (cal.cache_path and Path(cal.cache_path).is_file()):
         problems.append(f"TensorRT's calibrator {cal.kind!r} needs calibration data (or an existing cache_path).")
     if cal.kind == "toolkit" and recipe.calibration_data is None and not (cal.cache_path and Path(cal.cache_path).is_file()):
         problems.append("the toolkit calibrator needs calibration data to compute ranges, or an existing calibration cache.")
     if "int8" in flags and cal.kind == "none" and summary is not None and summary.qdq.count == 0:
         problems.append("the int8 flag is on, but the model has no Q/DQ nodes and no calibrator is chosen, so TensorRT has no "
-                        "INT8 ranges (choose a calibrator, or export a Q/DQ model).")
+                        "INT8 ranges (choose a calibrator, or export a Q/DQ model) [INT8_WITHOUT_CALIBRATION].")
     major = features.major if features is not None else _major(recipe.trt_version)
     if summary is not None and summary.qdq.count and major is not None and major <= 10:
         qtypes = set(summary.qdq.dtypes)
         if qtypes & {"int8", "uint8"} and "int8" not in flags:
             problems.append("the model has INT8 Q/DQ nodes but the int8 flag is off: TensorRT <= 10 then fails with "
                             "'Int8 precision has been set for a layer or layer output, but int8 is not configured in the "
-                            "builder' (turn int8 on beside fp16).")
+                            "builder' (turn int8 on beside fp16) [QDQ_REQUIRES_INT8].")
         if any(t.startswith("float8") for t in qtypes) and "fp8" not in flags:
-            problems.append("the model has FP8 Q/DQ nodes but the fp8 flag is off (turn fp8 on).")
+            problems.append("the model has FP8 Q/DQ nodes but the fp8 flag is off (turn fp8 on) [QDQ_REQUIRES_FP8].")
     view = _feature_view(recipe, features)
     if view is not None:
         where = f"TensorRT {view['version']}"
