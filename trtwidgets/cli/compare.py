@@ -1,0 +1,133 @@
+"""``trtwidgets compare ENGINE_DIR --data DIR [--json]``: engine outputs vs ONNX Runtime FP32.
+
+The reference runs in ONNX Runtime on the CPU. Where ONNX Runtime and TensorRT
+are not in the same Python (TensorRT 8.6 needs Python <= 3.10), compute the
+reference once with ``--save-reference FILE`` (no TensorRT needed) and compare
+with ``--reference FILE`` where the engine runs (no ONNX Runtime needed).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+NAME = "compare"
+HELP = "compare an engine's outputs with ONNX Runtime FP32 (cosine, abs error, SNR, top-k)"
+
+
+def add_arguments(parser):
+    parser.add_argument("engine_dir", help="build directory written by `trtwidgets build`, or an engine file")
+    parser.add_argument("--data", metavar="DIR", help="inputs: a folder of .npy/.npz files or images, or 'demo'")
+    parser.add_argument("--reference", metavar="NPZ", help="inputs and FP32 outputs saved with --save-reference")
+    parser.add_argument("--save-reference", metavar="NPZ", help="write the ORT reference (inputs + outputs) here")
+    parser.add_argument("--model", help="the ONNX model (default: the one in the build's recipe.json)")
+    parser.add_argument("--max-samples", type=int, default=None, help="use at most this many samples")
+    parser.add_argument("--batch", type=int, default=None, help="samples per engine run (default: the engine's largest)")
+    parser.add_argument("--topk", type=int, action="append", default=None, help="k for top-k agreement (default 1 and 5)")
+    parser.add_argument("--json", action="store_true", help="print results as JSON")
+
+
+def _fmt(v: float, spec: str) -> str:
+    return format(v, spec) if math.isfinite(v) else str(v)
+
+
+def format_metrics(metrics) -> str:
+    lines = [f"{'output':<32} {'cosine':>10} {'SNR dB':>8} {'max abs':>10} {'mean abs':>10}  top-k"]
+    for name, m in metrics.items():
+        topk = "  ".join(f"top{k} {v:.4f}" for k, v in sorted(m.topk_agreement.items())) or "-"
+        flag = "" if m.ok else f"   !! {m.nonfinite_mismatch} NaN/inf where the reference has none"
+        lines.append(f"{name:<32} {_fmt(m.cosine, '10.6f')} {_fmt(m.snr_db, '8.2f')} {_fmt(m.max_abs, '10.3g')} "
+                     f"{_fmt(m.mean_abs, '10.3g')}  {topk}{flag}")
+    return "\n".join(lines)
+
+
+def _engine_batch(runner, name: str, requested):
+    spec = next(s for s in runner.specs if s.name == name)
+    if spec.shape and spec.shape[0] > 0:
+        return int(spec.shape[0]), True
+    rng = runner.profile_shapes(name)
+    top = int(rng[2][0]) if rng else 1
+    return (min(top, requested) if requested else top), False
+
+
+def run(args) -> int:
+    from ..core.errors import UserError
+    from ..core.metrics import compare_outputs
+    from ..core.reference import load_reference, make_reference, save_reference, split_batches
+    from ._engine_dir import resolve
+
+    if not args.data and not args.reference:
+        raise UserError("compare needs inputs.", "Neither --data nor --reference was given.",
+                        "Pass --data DIR (with ONNX Runtime installed) or --reference FILE.npz.")
+    engine_path, model_path = resolve(args.engine_dir)
+    model_path = args.model or model_path
+    trt_ok = True
+    if not args.save_reference:
+        from ..trt import tensorrt
+
+        tensorrt()  # TensorRTUnavailable (exit 2) before the reference is computed
+    else:
+        from ..trt import available
+
+        trt_ok = available()
+
+    if args.reference:
+        ref = load_reference(args.reference)
+    else:
+        try:
+            import onnxruntime  # noqa: F401
+        except ImportError:
+            raise UserError("ONNX Runtime is not installed, so the FP32 reference cannot be computed here.",
+                            "compare --data runs the model in ONNX Runtime on the CPU.",
+                            "pip install onnxruntime, or compute the reference elsewhere with --save-reference "
+                            "and pass it here with --reference.") from None
+        if not model_path:
+            raise UserError("The build directory names no model.", "Its recipe.json is missing or has no model_path.",
+                            "Pass --model MODEL.onnx.")
+        from ..core.calib_data import iter_feeds
+        from ..core.model import load_model
+
+        model = load_model(model_path)
+        feeds = iter_feeds("demo" if args.data == "demo" else args.data, model.summary, max_samples=args.max_samples)
+        ref = make_reference(model, feeds)
+    if args.save_reference:
+        save_reference(args.save_reference, ref.inputs, ref.outputs, dict(ref.meta, model=str(model_path)))
+        if not trt_ok:
+            print(f"reference ({ref.samples} samples) written to {args.save_reference}; "
+                  "TensorRT is not available here, so no engine was run.")
+            return 0
+        from ..trt import tensorrt
+
+        tensorrt()
+
+    inputs = ref.inputs
+    if args.max_samples:
+        inputs = {k: v[:args.max_samples] for k, v in inputs.items()}
+    n = int(next(iter(inputs.values())).shape[0])
+    from ..trt.runner import EngineRunner
+
+    with EngineRunner(engine_path) as runner:
+        first = runner.input_names[0]
+        batch, static = _engine_batch(runner, first, args.batch)
+        usable = (n // batch) * batch if static else n
+        if usable == 0:
+            raise UserError(f"The engine runs batches of {batch} but only {n} sample(s) were given.", None,
+                            "Give more samples, or build the engine with a smaller or dynamic batch.")
+        outs = {}
+        for feed in split_batches({k: v[:usable] for k, v in inputs.items()}, batch):
+            for k, v in runner.infer(feed).items():
+                outs.setdefault(k, []).append(v)
+    import numpy as np
+
+    cand = {k: np.concatenate(v) for k, v in outs.items()}
+    reference = {k: v[:usable] for k, v in ref.outputs.items()}
+    metrics = compare_outputs(reference, cand, topk=tuple(args.topk or (1, 5)))
+    if args.json:
+        print(json.dumps({"engine": engine_path, "samples": usable,
+                          "outputs": {k: m.to_dict() for k, m in metrics.items()}}, indent=2))
+    else:
+        print(f"engine {engine_path}  vs ONNX Runtime FP32  ({usable} samples)")
+        if usable < n:
+            print(f"note: {n - usable} sample(s) left out (the engine's batch is {batch})")
+        print(format_metrics(metrics))
+    return 0 if all(m.ok for m in metrics.values()) else 1
