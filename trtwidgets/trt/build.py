@@ -686,6 +686,14 @@ def build(recipe, out_dir: Union[str, os.PathLike, None] = None, progress=True,
     return result
 
 
+def _get_batch_calls(cal) -> Optional[int]:
+    # Our feed calibrators count get_batch_calls; the cache bridge's calibrator counts batches_requested.
+    if cal is None:
+        return None
+    n = getattr(cal, "get_batch_calls", getattr(cal, "batches_requested", None))
+    return None if n is None else int(n)
+
+
 def _write(b: _Build, final: Path, recipe, recipe_json: str, inspector_json: str) -> BuildResult:
     trt = b.trt
     st = b.staging
@@ -710,7 +718,7 @@ def _write(b: _Build, final: Path, recipe, recipe_json: str, inspector_json: str
         "phases": b.progress.timings_dict(), "lint": [f.to_dict() for f in b.lint_findings],
         "calibration": None if cal is None else {
             "kind": recipe.calibrator.kind, "batches": getattr(cal, "batches_fed", 0),
-            "get_batch_calls": getattr(cal, "get_batch_calls", None),
+            "get_batch_calls": _get_batch_calls(cal),
             "shapes": [{k: list(v) for k, v in s.items()} for s in getattr(cal, "batch_shapes", [])],
             "skipped": list(getattr(cal, "skipped", [])), "cache": cache_name},
         "log_counts": dict(b.collector.counts),
@@ -728,7 +736,7 @@ def _write(b: _Build, final: Path, recipe, recipe_json: str, inspector_json: str
         log_path=str(p / LOG_FILE), compute_capability=b.cc, engine_bytes=len(b.plan),
         phases=tuple(b.progress.timings_dict()),
         calibration_batches=int(getattr(cal, "batches_fed", 0) or 0) if cal is not None else 0,
-        calibration_get_batch_calls=getattr(cal, "get_batch_calls", None) if cal is not None else None,
+        calibration_get_batch_calls=_get_batch_calls(cal),
         calibration_shapes=tuple(dict(s) for s in getattr(cal, "batch_shapes", [])) if cal is not None else (),
         lint_codes=tuple(f.code for f in b.lint_findings),
     )

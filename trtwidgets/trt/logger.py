@@ -155,7 +155,7 @@ def decisive_lines(lines: Iterable[LogLine], limit: int = 12) -> Tuple[str, ...]
 
 def _dedupe_key(message: str) -> str:
     # Lines that differ only in a layer name or number are one finding.
-    return re.sub(r"\d+", "#", re.sub(r"\(.*?\)|'.*?'|\".*?\"", "", message))[:200]
+    return re.sub(r"\d+", "#", re.sub(r"'[^']*'|\"[^\"]*\"", "''", message))[:300]
 
 
 def read_jsonl(text: str) -> Tuple[LogLine, ...]:

@@ -1,0 +1,230 @@
+"""Real TensorRT builds through ``trtwidgets.trt.build.build`` (GPU machine, TensorRT 8.6, Python 3.9).
+
+Run there with::
+
+    source /tmp/trtb/env.sh && EXTRA_PYTHONPATH=$PWD $PY39 -m pytest tests/gpu/test_build.py -v -s
+
+Every build prints its summary and, on failure, its whole log. Builds land under
+``$TRTWIDGETS_ARTIFACTS/test_build/`` when that is set (else pytest's tmp dir), and
+share one timing cache. cuBLAS/cuDNN tactic sources are off (stubs on that machine).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.gpu import models
+from trtwidgets.core.errors import BuildError, UserError
+from trtwidgets.core.model import load_model
+from trtwidgets.core.profiles import Profile, ShapeRange
+from trtwidgets.core.recipe import CalibratorSpec, LayerPrecision, Recipe
+
+STATIC = (1, 3, 16, 16)
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory) -> Path:
+    root = os.environ.get("TRTWIDGETS_ARTIFACTS")
+    base = Path(root) / "test_build" if root else tmp_path_factory.mktemp("test_build")
+    base.mkdir(parents=True, exist_ok=True)
+    return base
+
+
+@pytest.fixture(autouse=True)
+def _no_cublas(monkeypatch, trt):
+    monkeypatch.setenv("TRTWIDGETS_NO_CUBLAS_CUDNN", "1")
+
+
+def _fresh(work: Path, name: str) -> Path:
+    """A build folder that does not exist yet (runs may repeat in one artifacts dir)."""
+    k, p = 0, work / name
+    while p.exists():
+        k += 1
+        p = work / f"{name}-{k}"
+    return p
+
+
+def _recipe(work: Path, model, **kw) -> Recipe:
+    kw.setdefault("builder_optimization_level", 0)
+    kw.setdefault("timing_cache", str(work / "timing.cache"))
+    return Recipe.for_model(load_model(models.save(model, work / "models" / f"{model.graph.name}.onnx")), **kw)
+
+
+def _build(recipe, out_dir, **kw):
+    from trtwidgets.trt.build import build
+
+    try:
+        result = build(recipe, out_dir=out_dir, progress=True, **kw)
+    except UserError as err:
+        print("BUILD FAILED:\n" + err.message, file=sys.stderr)
+        for line in getattr(err, "log", ()):
+            print(line.format(), file=sys.stderr)
+        raise
+    print(result.summary())
+    return result
+
+
+def _graph(result) -> dict:
+    return json.loads(Path(result.inspector_json_path).read_text(), strict=False)
+
+
+def _precisions(graph: dict) -> str:
+    # The inspector spells tensor types inside "Format/Datatype" strings ("Row major linear FP32", "Int8 ...").
+    return json.dumps(graph.get("Layers", []))
+
+
+def _check_files(result):
+    out = Path(result.out_dir)
+    for name in ("engine.plan", "engine.graph.json", "recipe.json", "build.log.jsonl", "build.json"):
+        assert (out / name).is_file(), f"{name} missing in {out}: {sorted(p.name for p in out.iterdir())}"
+    assert not [p for p in out.parent.iterdir() if p.name.endswith(".partial")], "a staging folder was left behind"
+    assert result.engine_bytes == (out / "engine.plan").stat().st_size > 0
+    assert result.gpu_name, "the GPU name was not read"
+    assert result.trt_version.split(".")[0].isdigit()
+    graph = _graph(result)
+    assert graph.get("Layers"), f"inspector JSON has no layers (DETAILED verbosity?): {result.inspector_json[:300]}"
+    assert "N/A due to dynamic shapes" not in result.inspector_json
+    return graph
+
+
+def _run(result, x):
+    from trtwidgets.trt.runner import run_engine
+
+    return run_engine(result.engine_path, {"x": x})["y"]
+
+
+def test_fp32_build_computes_the_model(work):
+    r = _build(_recipe(work, models.conv_relu()), _fresh(work, "fp32"))
+    _check_files(r)
+    x = models.feeds(STATIC, 1, seed=5)[0]["x"]
+    y = _run(r, x)
+    ref = models.conv_relu_reference(x)
+    assert np.abs(y - ref).max() < 1e-3 * max(1.0, np.abs(ref).max()), np.abs(y - ref).max()
+    assert Path(work / "timing.cache").stat().st_size > 0, "the timing cache was not saved"
+    recipe_back = json.loads(Path(r.recipe_path).read_text())
+    assert recipe_back["flags"] == []
+
+
+def test_fp16_build_has_half_layers(work):
+    r = _build(_recipe(work, models.conv_relu(), flags=("fp16",)), _fresh(work, "fp16"))
+    graph = _check_files(r)
+    assert re.search(r"Half|FP16", _precisions(graph)), _precisions(graph)[:2000]
+    x = models.feeds(STATIC, 1, seed=5)[0]["x"]
+    ref = models.conv_relu_reference(x)
+    assert np.abs(_run(r, x) - ref).max() < 0.05 * max(1.0, np.abs(ref).max())
+
+
+def test_int8_fp16_with_tensorrt_entropy2(work):
+    recipe = _recipe(work, models.conv_relu(), flags=("fp16", "int8"), calibrator=CalibratorSpec(kind="trt_entropy2"))
+    data = models.feeds(STATIC, 6, seed=2)
+    r = _build(recipe, _fresh(work, "int8_entropy2"), calibration_data=data)
+    graph = _check_files(r)
+    assert r.calibration_batches == 6, r.calibration_batches
+    assert all(s == {"x": STATIC} for s in r.calibration_shapes), r.calibration_shapes
+    cache = Path(r.calibration_cache_path).read_bytes()
+    assert cache.startswith(b"TRT-") and b"EntropyCalibration2" in cache.splitlines()[0], cache[:80]
+    assert re.search(r"Int8|INT8", _precisions(graph)), _precisions(graph)[:2000]
+    x = models.feeds(STATIC, 1, seed=5)[0]["x"]
+    ref = models.conv_relu_reference(x)
+    err = np.abs(_run(r, x) - ref).max()
+    assert err < 0.25 * np.abs(ref).max(), err  # INT8, but still the same function
+
+
+def test_int8_from_toolkit_cache_requests_no_batches(work):
+    from trtwidgets.core.calib_cache import write_cache
+
+    cache_path = work / "toolkit_conv_relu.cache"
+    write_cache(models.amax_for(models.CONV_RELU_TENSORS, 6.0), cache_path)
+    recipe = _recipe(work, models.conv_relu(), flags=("fp16", "int8"),
+                     calibrator=CalibratorSpec(kind="toolkit", cache_path=str(cache_path)))
+    r = _build(recipe, _fresh(work, "int8_toolkit_cache"))
+    graph = _check_files(r)
+    assert r.calibration_get_batch_calls == 0, f"TensorRT asked for {r.calibration_get_batch_calls} batch(es)"
+    assert r.calibration_batches == 0
+    assert Path(r.calibration_cache_path).read_bytes() == cache_path.read_bytes()
+    assert re.search(r"Int8|INT8", _precisions(graph)), _precisions(graph)[:2000]
+
+
+def test_dynamic_model_calibrates_at_the_profiles_opt_shape(work):
+    opt = (1, 3, 16, 24)
+    profile = Profile({"x": ShapeRange((1, 3, 16, 8), opt, (1, 3, 16, 32))})
+    recipe = _recipe(work, models.conv_relu((1, 3, 16, "W")), flags=("fp16", "int8"), profiles=(profile,),
+                     calibrator=CalibratorSpec(kind="trt_entropy2"))
+    r = _build(recipe, _fresh(work, "dynamic_int8"), calibration_data=models.feeds(opt, 4, seed=3))
+    _check_files(r)  # also: the inspector saw concrete shapes (an execution context at opt)
+    assert r.calibration_batches == 4
+    assert r.calibration_shapes and all(s == {"x": opt} for s in r.calibration_shapes), r.calibration_shapes
+    assert any("calibrating at profile 0's opt shapes" in line.message for line in r.log)
+    meta = json.loads((Path(r.out_dir) / "build.json").read_text())
+    assert meta["calibration"]["shapes"] == [{"x": list(opt)}] * 4
+
+
+def test_qdq_model_with_fp16_only_fails_clearly(work):
+    recipe = _recipe(work, models.qdq_conv(), flags=("fp16",))
+    out = _fresh(work, "qdq_fp16_only")
+    from trtwidgets.trt.build import build
+
+    with pytest.raises(BuildError) as info:
+        build(recipe, out_dir=out, progress=False)
+    err = info.value
+    print(err.message)
+    assert "QDQ_REQUIRES_INT8" in err.codes, err.codes
+    assert any("int8 is not configured in the builder" in line for line in err.log_lines), err.log_lines
+    assert err.log_lines[0].startswith(("[E]", "[F]")), "errors must come first"
+    # Lint said it before TensorRT ran.
+    assert any(line.source == "trtwidgets" and "QDQ_REQUIRES_INT8" in line.message for line in err.log)
+    assert not out.exists(), "a failed build must not leave a build folder"
+
+
+def test_qdq_model_with_int8_builds(work):
+    r = _build(_recipe(work, models.qdq_conv(), flags=("fp16", "int8")), _fresh(work, "qdq_int8"))
+    graph = _check_files(r)
+    assert re.search(r"Int8|INT8", _precisions(graph))
+
+
+def test_layer_precision_override_obeyed(work):
+    recipe = _recipe(work, models.conv_relu(), flags=("fp16",), precision_constraints="obey",
+                     layer_precisions=(LayerPrecision("conv2", "fp32"),))
+    r = _build(recipe, _fresh(work, "fp16_conv2_fp32"))
+    graph = _check_files(r)
+    layers = {layer.get("Name", ""): json.dumps(layer) for layer in graph["Layers"]}
+    conv2 = [v for k, v in layers.items() if "conv2" in k]
+    assert conv2, sorted(layers)
+    assert not re.search(r"Half|FP16", conv2[0].split('"Outputs"')[-1]), conv2[0][:1500]
+
+
+def test_existing_out_dir_is_never_overwritten(work):
+    out = _fresh(work, "taken")
+    out.mkdir()
+    (out / "keep.txt").write_text("earlier build")
+    recipe = _recipe(work, models.conv_relu())
+    from trtwidgets.trt.build import build
+
+    with pytest.raises(BuildError, match="already exists"):
+        build(recipe, out_dir=out, progress=False)
+    assert (out / "keep.txt").read_text() == "earlier build"
+
+
+@pytest.mark.slow
+def test_demo_cls_model_fp16_static(work, cls_model_path):
+    from trtwidgets import demo
+
+    model = load_model(cls_model_path)
+    shape = tuple(demo.INPUT_SHAPE)
+    recipe = Recipe.for_model(model, flags=("fp16",), profiles=(Profile({"x": ShapeRange.fixed(shape)}),),
+                              builder_optimization_level=0, timing_cache=str(work / "timing.cache"))
+    r = _build(recipe, _fresh(work, "demo_cls_fp16"))
+    _check_files(r)
+    x = demo.sample_inputs(1)[0]["x"]
+    from trtwidgets.trt.runner import run_engine
+
+    out = run_engine(r.engine_path, {"x": x})
+    probs = next(iter(out.values()))
+    assert probs.shape == (1, 2) and abs(float(probs.sum()) - 1.0) < 1e-2, probs

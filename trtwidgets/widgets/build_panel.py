@@ -1,0 +1,206 @@
+"""Step 4 of the notebook: build the engine, watch it progress, read the result.
+
+The panel only wires :func:`trtwidgets.trt.build.build` to widgets: a Build
+button, a progress bar with the current phase (TensorRT >= 10 reports phases and
+steps; 8.6 phases come from its log, so the bar counts steps without a total),
+the log as it arrives, and the result or the error (what, why, fix and
+TensorRT's decisive lines). The build runs in a thread so the notebook stays
+responsive. Without TensorRT the button is disabled and the panel says what to
+install; every other step of the notebook keeps working.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable, List, Optional
+
+import ipywidgets as widgets
+
+from ..core.errors import UserError
+from .html import error_html, esc, html_table
+
+_MAX_LOG_LINES = 400
+_SEVERITY_COLORS = {"INTERNAL_ERROR": "#d93025", "ERROR": "#d93025", "WARNING": "#e37400", "INFO": "#444",
+                    "VERBOSE": "#888"}
+
+
+def log_html(lines, limit: int = _MAX_LOG_LINES) -> str:
+    """Log lines as escaped, severity-coloured HTML (the last ``limit`` lines)."""
+    lines = list(lines)[-limit:]
+    rows = "".join(f'<div style="color:{_SEVERITY_COLORS.get(line.severity, "#444")}">{esc(line.format())}</div>'
+                   for line in lines)
+    return f'<div style="font-family:monospace;font-size:11px;white-space:pre-wrap">{rows}</div>'
+
+
+def result_html(result) -> str:
+    """A finished build as a small escaped table."""
+    rows = [("engine", f"{result.engine_path} ({result.engine_bytes / 1e6:.2f} MB)"),
+            ("build time", f"{result.build_seconds:.1f} s"),
+            ("TensorRT", result.trt_version),
+            ("GPU", result.gpu_name or "unknown"),
+            ("inspector JSON", result.inspector_json_path),
+            ("calibration cache", result.calibration_cache_path or "-"),
+            ("log", f"{result.log_path} ({len(result.log)} lines, "
+                    f"{sum(1 for x in result.log if x.severity == 'WARNING')} warnings)")]
+    return html_table(rows, caption=f"Build in {result.out_dir}")
+
+
+def build_error_html(err) -> str:
+    """An error panel; a BuildError adds its lint codes and TensorRT's decisive lines."""
+    out = error_html(err)
+    codes = getattr(err, "codes", ())
+    if codes:
+        out += f"<div><b>Cause:</b> {esc(', '.join(codes))}</div>"
+    lines = getattr(err, "log_lines", ())
+    if lines:
+        out += ('<div><b>TensorRT said:</b></div><pre style="font-size:11px;white-space:pre-wrap">'
+                + esc("\n".join(lines)) + "</pre>")
+    return out
+
+
+class BuildPanel(widgets.VBox):
+    """Build button, progress, log and result.
+
+    Parameters
+    ----------
+    session : Session, optional
+        The build uses ``session.recipe`` and appends its result to ``session.builds``.
+    recipe : Recipe, optional
+        Used when there is no session.
+    out_dir : str, optional
+        Passed to ``build``; by default each build gets ``builds/<time>-<hash>/``.
+    build_fn : callable, optional
+        ``build(recipe, out_dir=..., progress=..., on_log=..., cancel=...)``; default
+        :func:`trtwidgets.trt.build.build`.
+
+    Attributes
+    ----------
+    button, cancel_button : ipywidgets.Button
+    bar : ipywidgets.IntProgress
+    phase : ipywidgets.Label
+    log : ipywidgets.HTML
+    result : ipywidgets.HTML
+    last_result, last_error
+        The last build's result or error.
+    """
+
+    def __init__(self, session=None, recipe=None, out_dir: Optional[str] = None,
+                 build_fn: Optional[Callable] = None, **kwargs):
+        from .. import trt
+
+        self.session = session
+        self._recipe = recipe
+        self.out_dir = out_dir
+        self._build_fn = build_fn
+        self.button = widgets.Button(description="Build", button_style="primary", icon="cogs")
+        self.cancel_button = widgets.Button(description="Cancel", disabled=True, icon="stop")
+        self.bar = widgets.IntProgress(value=0, min=0, max=1, layout=widgets.Layout(width="50%"))
+        self.phase = widgets.Label("")
+        self.log = widgets.HTML("")
+        self.log_box = widgets.Accordion(children=[self.log])
+        self.log_box.set_title(0, "Build log")
+        self.result = widgets.HTML("")
+        self.last_result = None
+        self.last_error = None
+        self._lines: List = []
+        self._cancel = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self.available = trt.available() or build_fn is not None
+        if not self.available:
+            self.button.disabled = True
+            self.result.value = error_html(UserError(
+                "TensorRT is not installed here, so this step cannot build engines.",
+                "Every other step (model, lint, recipe, calibration, Q/DQ export, inspecting saved builds) works.",
+                trt.INSTALL_ADVICE))
+        self.button.on_click(lambda _: self.start())
+        self.cancel_button.on_click(lambda _: self._cancel.set())
+        super().__init__([widgets.HBox([self.button, self.cancel_button, self.bar, self.phase]),
+                          self.result, self.log_box], **kwargs)
+
+    @property
+    def recipe(self):
+        return self.session.recipe if self.session is not None else self._recipe
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    # -- callbacks from the build (any thread) ------------------------------------------------------
+
+    def on_progress(self, event) -> None:
+        """Show a :class:`~trtwidgets.trt.progress.ProgressEvent`."""
+        if event.parent is not None and event.kind != "step":
+            return
+        if event.kind == "start":
+            self.bar.max = max(int(event.total or 0), 1)
+            self.bar.value = 0
+            self.bar.bar_style = "info" if event.total else ""
+        elif event.kind == "step":
+            if event.total:
+                self.bar.max = max(int(event.total), 1)
+                self.bar.value = min(int(event.step), self.bar.max)
+            else:
+                # No total (TensorRT 8.6): the bar cycles so that it visibly moves.
+                self.bar.value = int(event.step) % (self.bar.max + 1) if self.bar.max > 1 else 0
+        detail = f" - {event.detail}" if event.detail else ""
+        steps = f" {event.step}/{event.total}" if event.total else (f" {event.step}" if event.step else "")
+        self.phase.value = f"{event.phase}{steps}{detail}" if event.kind != "finish" else f"{event.phase} done"
+
+    def on_log(self, line) -> None:
+        """Append one :class:`~trtwidgets.trt.logger.LogLine` to the log pane."""
+        self._lines.append(line)
+        if line.severity in ("INTERNAL_ERROR", "ERROR", "WARNING") or len(self._lines) % 20 == 0:
+            self.log.value = log_html(self._lines)
+
+    # -- running ---------------------------------------------------------------------------------
+
+    def start(self, wait: bool = False) -> None:
+        """Start a build of the current recipe (in a thread; ``wait=True`` joins it)."""
+        if self.running:
+            return
+        recipe = self.recipe
+        if recipe is None:
+            self.result.value = error_html(UserError("There is no recipe to build.",
+                                                     "The build step builds the session's recipe.",
+                                                     "Load a model and choose flags first."))
+            return
+        self._lines = []
+        self._cancel.clear()
+        self.log.value = ""
+        self.result.value = ""
+        self.button.disabled = True
+        self.cancel_button.disabled = False
+        self._thread = threading.Thread(target=self._run, args=(recipe,), daemon=True)
+        self._thread.start()
+        if wait:
+            self._thread.join()
+
+    def _run(self, recipe) -> None:
+        fn = self._build_fn
+        if fn is None:
+            from ..trt.build import build as fn
+        try:
+            result = fn(recipe, out_dir=self.out_dir, progress=self.on_progress, on_log=self.on_log,
+                        cancel=self._cancel)
+        except UserError as err:
+            self.last_error, self.last_result = err, None
+            self.result.value = build_error_html(err)
+            self.phase.value = "failed"
+            self.bar.bar_style = "danger"
+        except Exception as err:  # noqa: BLE001 - shown in the panel, never lost as a thread traceback
+            self.last_error, self.last_result = err, None
+            self.result.value = error_html(f"Unexpected {type(err).__name__}: {err}")
+            self.phase.value = "failed"
+            self.bar.bar_style = "danger"
+        else:
+            self.last_error, self.last_result = None, result
+            self.result.value = result_html(result)
+            self.phase.value = "done"
+            self.bar.bar_style = "success"
+            self.bar.value = self.bar.max
+            if self.session is not None:
+                self.session.builds = tuple(self.session.builds) + (result,)
+        finally:
+            self.log.value = log_html(self._lines)
+            self.button.disabled = False
+            self.cancel_button.disabled = True
