@@ -1,0 +1,61 @@
+"""``trtwidgets calibrate`` end to end on the bundled model."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from trtwidgets import demo
+from trtwidgets.cli import main
+from trtwidgets.core.calib_cache import read_cache
+from trtwidgets.core.ranges import METHODS
+from trtwidgets.core.stats import load_stats
+
+
+def test_json_report_cache_and_stats(tmp_path, capsys, cls_model_path):
+    cache, stats = tmp_path / "cls.cache", tmp_path / "cls.npz"
+    rc = main(["calibrate", str(cls_model_path), "--data", "demo", "--method", "max", "--cache", str(cache),
+               "--stats", str(stats), "--json"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["samples"] == 32 and out["seconds"] > 0
+    x = out["tensors"]["x"]
+    assert set(x["amax"]) == set(METHODS) and x["amax"]["max"] == pytest.approx(1.0, abs=0.01)
+    assert set(x["sqnr_db"]) == set(METHODS) and set(x["clipped"]) == set(METHODS)
+    c = read_cache(cache)
+    assert c.header == "TRT-8600-MinMaxCalibration"
+    assert set(c.amax) == set(out["tensors"])
+    for name, t in out["tensors"].items():
+        assert c.amax[name] == pytest.approx(t["amax"]["max"], rel=1e-6)
+    assert load_stats(stats).samples == 32
+
+
+def test_npy_folder_with_shape_and_adapt(tmp_path, capsys, cls_model_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    for i, feed in enumerate(demo.sample_inputs(1)[:3]):
+        np.save(data / f"{i}.npy", feed["x"][:, :, :40, :150])
+    rc = main(["calibrate", str(cls_model_path), "--data", str(data), "--shape", "x:1x3x48x192", "--adapt", "x:pad",
+               "--cache", str(tmp_path / "c.cache"), "--no-progress"])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert text.startswith("3 samples") and "cache (entropy)" in text
+    assert read_cache(tmp_path / "c.cache").algorithm == "EntropyCalibration2"
+    rc = main(["calibrate", str(cls_model_path), "--data", str(data), "--shape", "x:1x3x48x192", "--no-progress"])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "opt shape 1x3x48x192" in err and "adapt" in err
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--data", "{tmp}/missing"], "No calibration data"),
+    (["--data", "demo", "--shape", "x=1x3"], "is not INPUT:DIMS"),
+    (["--data", "demo", "--adapt", "x:stretch"], "is not INPUT:MODE"),
+    (["--data", "{tmp}"], "holds no"),
+])
+def test_bad_input_exits_2_with_an_explanation(tmp_path, capsys, cls_model_path, args, message):
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    assert main(["calibrate", str(cls_model_path), *args, "--no-progress"]) == 2
+    assert message in capsys.readouterr().err
