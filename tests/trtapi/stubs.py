@@ -35,6 +35,9 @@ WHEELS = {
     "11": ("tensorrt-cu13-bindings", "11.4.0.106"),
 }
 
+#: Bump when the generated stubs change, so that cached ones are rebuilt.
+STUB_FORMAT = 1
+
 #: TensorRT libraries the bindings link against, by soname prefix.
 TRT_LIBS = ("libnvinfer", "libnvinfer_plugin", "libnvonnxparser")
 
@@ -140,10 +143,17 @@ def _version_owners(so: Path) -> Dict[str, str]:
 
 
 def _system_library_path(name: str) -> Optional[str]:
-    out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout
+    try:
+        out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout
+    except OSError:
+        out = ""
     m = re.search(rf"^\s*{re.escape(name)} \([^)]*x86-64[^)]*\) => (\S+)", out, re.M) or \
         re.search(rf"^\s*{re.escape(name)} \(.*\) => (\S+)", out, re.M)
-    return m.group(1) if m else None
+    if m:
+        return m.group(1)
+    # No ldconfig cache (some containers): ask the compiler where it would link from.
+    path = subprocess.run(["gcc", f"-print-file-name={name}"], capture_output=True, text=True).stdout.strip()
+    return path if os.path.isabs(path) and os.path.exists(path) else None
 
 
 def _defined_in(paths: List[str]) -> set:
@@ -282,7 +292,7 @@ def prepare(key: str) -> Bindings:
     so_files = sorted((site / "tensorrt_bindings").glob("tensorrt*.so"))
     if not so_files:
         raise RuntimeError(f"{wheel.name} has no tensorrt_bindings/tensorrt*.so")
-    lib_dir = build_stubs(so_files[0], root / "stubs" / wheel.stem)
+    lib_dir = build_stubs(so_files[0], root / f"stubs-v{STUB_FORMAT}" / wheel.stem)
     return Bindings(key=key, dist=dist, version=version, site=site, lib_dir=lib_dir)
 
 

@@ -28,10 +28,13 @@ import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Tuple, Union
 
 from .errors import RecipeError
 from .profiles import Profile, ShapeRange, _fmt, default_profiles, profile_problems
+
+if TYPE_CHECKING:  # only for annotations: calib_data is imported when a recipe holds a spec
+    from .calib_data import CalibrationDataSpec
 
 #: Version of the JSON layout written by :meth:`Recipe.to_json`.
 SCHEMA_VERSION = 1
@@ -213,6 +216,35 @@ class Recipe:
     Create one with :meth:`for_model`, change it with :meth:`replace`, check it
     against a model with :func:`validate_recipe`, store it with
     :func:`save_recipe` / :func:`load_recipe`.
+
+    Attributes
+    ----------
+    model_path : str
+        The ONNX model.
+    model_sha256 : str
+        SHA-256 of the model file (and its external data), to notice a changed model.
+    flags : tuple of str
+        Precision builder flags, lower case, in :data:`FLAGS` order.
+    precision_constraints : str
+        ``"none"``, ``"obey"`` or ``"prefer"``.
+    layer_precisions : tuple of LayerPrecision
+        Per-layer precision overrides (need constraints to take effect).
+    calibrator : CalibratorSpec
+    calibration_data : CalibrationDataSpec, optional
+    profiles : tuple of Profile
+        Optimization profiles; every dynamic input must be in each.
+    calibration_profile : int
+        Index of the profile whose opt shapes calibration runs at.
+    builder_optimization_level : int, optional
+        0-5; None for TensorRT's default.
+    workspace_mib : int, optional
+        Workspace memory-pool limit; None for TensorRT's default.
+    timing_cache : str, optional
+        Timing-cache file read before and written after the build.
+    trt_version : str, optional
+        The TensorRT version the recipe was made with (``"8.6.0"``).
+    schema_version : int
+        :data:`SCHEMA_VERSION`.
     """
 
     model_path: str
@@ -221,7 +253,7 @@ class Recipe:
     precision_constraints: str = "none"
     layer_precisions: Tuple[LayerPrecision, ...] = ()
     calibrator: CalibratorSpec = field(default_factory=CalibratorSpec)
-    calibration_data: Optional[object] = None  # CalibrationDataSpec
+    calibration_data: Optional[CalibrationDataSpec] = None
     profiles: Tuple[Profile, ...] = ()
     calibration_profile: int = 0
     builder_optimization_level: Optional[int] = None
