@@ -227,7 +227,7 @@ def filter_table(table, text: str = "", precision: Optional[str] = None, layer_t
     return out
 
 
-def styled(table, max_rows: Optional[int] = None):
+def styled(table, max_rows: Optional[int] = None, precision_columns: Optional[Sequence[str]] = None):
     """The table as a pandas Styler: a colour per precision, names HTML-escaped.
 
     Parameters
@@ -235,10 +235,13 @@ def styled(table, max_rows: Optional[int] = None):
     table : pandas.DataFrame
     max_rows : int, optional
         Render only the first rows (the widget shows "showing N of M").
+    precision_columns : sequence of str, optional
+        Columns to colour by precision (default: the precision and type columns
+        of :func:`layer_table`; a comparison table passes its ``<build> precision`` columns).
     """
     shown = table if max_rows is None else table.head(max_rows)
-    columns = [c for c in ("precision", "input_precision", "output_precision", "weights_type", "bias_type")
-               if c in shown.columns]
+    wanted = precision_columns or ("precision", "input_precision", "output_precision", "weights_type", "bias_type")
+    columns = [c for c in wanted if c in shown.columns]
 
     def colour(value):
         first = str(value).split(",")[0].strip()
@@ -294,3 +297,54 @@ def prebuild_table(rows: Sequence[Any]):
     columns = ["index", "name", "type", "requested_precision", "precision_is_set", "output_types",
                "output_type_is_set", "inputs", "outputs"]
     return pd.DataFrame.from_records(records, columns=columns)
+
+
+_HTML_STYLE = (
+    "<style>.trtw-layers{border-collapse:collapse;font-size:12px}"
+    ".trtw-layers th,.trtw-layers td{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top;"
+    "max-width:360px;overflow-wrap:anywhere}"
+    ".trtw-layers th{position:sticky;top:0;background:#f5f5f5}"
+    + "".join(f".trtw-p-{p.replace('/', '')}{{background:{c}}}" for p, c in _CELL_COLORS.items())
+    + "</style>"
+)
+
+
+def table_html(table, max_rows: Optional[int] = 200, columns: Optional[Sequence[str]] = None,
+               precision_columns: Optional[Sequence[str]] = None) -> str:
+    """A compact, escaped HTML table with a colour per precision (faster than the Styler).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+    max_rows : int or None
+        Render only the first rows.
+    columns : sequence of str, optional
+        Columns to show (default: all).
+    precision_columns : sequence of str, optional
+        Columns whose cells are coloured by precision (as in :func:`styled`).
+    """
+    import html as _html
+
+    cols = [c for c in (columns or table.columns) if c in table.columns]
+    coloured = set(precision_columns or ("precision", "input_precision", "output_precision", "weights_type",
+                                         "bias_type"))
+    shown = table if max_rows is None else table.head(max_rows)
+    parts = [_HTML_STYLE, '<table class="trtw-layers"><thead><tr>',
+             "".join(f"<th>{_html.escape(str(c))}</th>" for c in cols), "</tr></thead><tbody>"]
+    values = [shown[c].tolist() for c in cols]
+    for i in range(len(shown)):
+        cells = []
+        for c, vals in zip(cols, values):
+            v = vals[i]
+            if isinstance(v, float):
+                text = "" if math.isnan(v) else f"{v:.4g}"
+            else:
+                text = _html.escape(str(v))
+            if c in coloured and text:
+                first = text.split(",")[0].strip().replace("/", "")
+                cells.append(f'<td class="trtw-p-{first}">{text}</td>' if first.isalnum() else f"<td>{text}</td>")
+            else:
+                cells.append(f"<td>{text}</td>")
+        parts.append("<tr>" + "".join(cells) + "</tr>")
+    parts.append("</tbody></table>")
+    return "".join(parts)

@@ -6,7 +6,9 @@ themselves; model-provided names are escaped by :mod:`trtwidgets.widgets.html`.
 
 from __future__ import annotations
 
+from .compare import CompareView
+from .inspector import Inspector
 from .model_loader import ModelLoader
 from .session import Session
 
-__all__ = ["ModelLoader", "Session"]
+__all__ = ["CompareView", "Inspector", "ModelLoader", "Session"]

@@ -1,0 +1,163 @@
+"""Inspector and compare widgets, checked through their state (no browser)."""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+
+import pytest
+
+from trtwidgets.core.inspector import parse_inspector_json
+from trtwidgets.widgets.compare import CompareView
+from trtwidgets.widgets.inspector import ALL, Inspector
+
+from ..core import inspector_samples as s
+
+
+class _Rows(HTMLParser):
+    """Tags and the text of each table row, as a browser would parse them."""
+
+    def __init__(self, text):
+        super().__init__()
+        self.tags, self.rows, self._row = [], [], None
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        if tag == "tr":
+            self._row = []
+        elif tag in ("td", "th") and self._row is not None:
+            self._row.append("")  # one entry per cell, empty ones included
+
+    def handle_endtag(self, tag):
+        if tag == "tr" and self._row is not None:
+            self.rows.append(self._row)
+            self._row = None
+
+    def handle_data(self, data):
+        if self._row:
+            self._row[-1] += data
+
+
+def _body_rows(widget):
+    return _Rows(widget.table_view.value).rows[1:]  # without the header
+
+
+@pytest.fixture()
+def int8_path(tmp_path):
+    path = tmp_path / "int8.graph.json"
+    path.write_text(s.trt_text(s.synthetic_int8_implicit()))
+    return path
+
+
+def test_from_path_renders_table_chart_and_filters(int8_path):
+    w = Inspector(int8_path, recipe={"flags": ["fp16", "int8"]}, calibration=s.SYNTHETIC_CACHE)
+    assert w.message.value == ""
+    assert len(_body_rows(w)) == 9
+    assert "showing 9 of 9" in w.count.value
+    assert list(w.precision.options) == [ALL, "INT8", "FP16"]
+    assert "Convolution" in w.layer_type.options
+    bar = w.chart.data[0]
+    assert list(bar.x) == ["INT8", "FP16"] and list(bar.y) == [5, 4]
+    assert "NO_SCALE" in w.causes.value
+
+    w.precision.value = "FP16"
+    assert {r[3] for r in _body_rows(w)} == {"FP16"}  # the precision column
+    w.precision.value = ALL
+    w.search.value = "hswish"  # an ONNX node of the pointwise layer
+    rows = _body_rows(w)
+    assert len(rows) == 1 and rows[0][0].startswith("PWN(")
+    w.search.value = ""
+    w.layer_type.value = "Reformat"
+    assert "showing 2 of 2 matching" in w.count.value
+    w.layer_type.value = ALL
+    w.sort.value = "name"
+    w.descending.value = True
+    names = [r[0] for r in _body_rows(w)]
+    assert names == sorted(names, reverse=True)
+
+
+def test_from_graph_and_from_a_build_result(int8_path):
+    graph = parse_inspector_json(int8_path)
+    assert len(Inspector(graph).table) == 9
+
+    class BuildResult:  # the fields of trtwidgets.trt.build.BuildResult the inspector reads
+        inspector_json = int8_path.read_text()
+        inspector_json_path = str(int8_path)
+
+    w = Inspector(BuildResult())
+    assert w.graph.source == str(int8_path) and len(w.table) == 9
+
+
+def test_max_rows_and_showing_note():
+    w = Inspector(json.dumps(s.synthetic_large(300)), max_rows=50)
+    assert len(_body_rows(w)) == 50
+    assert "showing 50 of 300 matching layers" in w.count.value
+    w.search.value = "relu_29"  # relu_29, relu_290..299
+    assert "showing 11 of 11" in w.count.value
+
+
+def test_bad_input_shows_message_and_keeps_the_table(int8_path, tmp_path):
+    w = Inspector(int8_path)
+    before = w.table_view.value
+    bad = tmp_path / "names.json"
+    bad.write_text(json.dumps(s.synthetic_names_only()))
+    assert w.load(bad) is False
+    assert "ProfilingVerbosity.DETAILED" in w.message.value
+    assert w.table_view.value == before and len(w.table) == 9
+    assert w.load(int8_path) is True and w.message.value == ""
+
+
+def test_error_panel_on_first_load(tmp_path):
+    path = tmp_path / "cut.json"
+    path.write_text(s.trt_text(s.synthetic_fp16())[:500])
+    w = Inspector(path)
+    assert "truncated" in w.message.value and w.table is None
+    assert w.table_view.value == ""
+
+
+def test_dynamic_warning_panel():
+    w = Inspector(s.trt_text(s.synthetic_dynamic_na()))
+    assert "N/A due to dynamic shapes" in w.warnings.value
+    assert "execution context" in w.warnings.value
+
+
+def test_names_are_escaped():
+    doc = s.synthetic_fp16()
+    evil = '<img src=x onerror="alert(1)">'
+    doc["Layers"][1]["Name"] = evil
+    doc["Layers"][1]["Metadata"] = s.metadata(evil)
+    w = Inspector(json.dumps(doc))
+    parsed = _Rows(w.table_view.value)
+    assert "img" not in parsed.tags
+    assert any(evil in "".join(r) for r in parsed.rows)
+
+
+def test_session_latest_build(int8_path):
+    from trtwidgets.widgets.session import Session
+
+    session = Session()
+    w = Inspector(session=session)
+    assert w.table is None
+
+    class BuildResult:
+        inspector_json = int8_path.read_text()
+        inspector_json_path = str(int8_path)
+
+    session.builds = (BuildResult(),)
+    assert len(w.table) == 9
+
+
+def test_compare_view():
+    v = CompareView({"fp16": s.trt_text(s.synthetic_fp16()), "int8": s.trt_text(s.synthetic_int8_implicit())})
+    assert [t.name for t in v.chart.data] == ["fp16 layers", "int8 layers"]
+    rows = _Rows(v.table_view.value).rows
+    header, body = rows[0], rows[1:]
+    assert "fp16 precision" in header and "int8 precision" in header
+    assert any(r[0] == "conv1 + relu1" for r in body)
+    assert not any(r[0] == "softmax" for r in body)
+    v.only_differences.value = False
+    assert any(r[0] == "softmax" for r in _Rows(v.table_view.value).rows[1:])
+    assert v.load([s.trt_text(s.synthetic_fp16())]) is False
+    assert "two or more builds" in v.message.value
+    assert v.comparison is not None

@@ -1,0 +1,171 @@
+"""Step 5 widget: which layers run in INT8, and why not the others.
+
+Thin: parsing, the table, why-not-INT8 and filtering are in :mod:`trtwidgets.core`
+(:func:`~trtwidgets.core.layer_table.layer_table`,
+:func:`~trtwidgets.core.layer_table.filter_table`), the chart in
+:mod:`trtwidgets.plots.precision`. Filtering is vectorised and only the first
+``max_rows`` matching rows are rendered, with a "showing N of M" note, so that
+typing in the search box stays fast on engines with thousands of layers.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any, Optional
+
+import ipywidgets as widgets
+
+from ..core.errors import UserError
+from ..core.layer_table import COLUMNS, filter_table, layer_table, summary_dict, table_html
+from .html import error_html
+
+ALL = "(all)"
+#: Columns shown in the table (the full table stays in :attr:`Inspector.table`).
+SHOWN = ("name", "type", "onnx_nodes", "precision", "input_precision", "output_precision", "input_format",
+         "output_format", "weights_type", "bias_type", "tactic", "latency_ms", "why_not_int8", "why_not_int8_reason")
+
+
+def _warning_html(messages) -> str:
+    return "".join(
+        '<div class="trtw-warning" style="background:#fff4e5;border-left:4px solid #e37400;padding:4px 8px;'
+        f'margin:4px 0">{html.escape(m)}</div>' for m in messages)
+
+
+class Inspector(widgets.VBox):
+    """Per-layer precision table, precision bar chart and filters for one engine.
+
+    Parameters
+    ----------
+    source : EngineGraph, build result, inspector JSON path or text, optional
+        What to show; see :meth:`load`.
+    recipe, calibration, qdq_tensors, profile : optional
+        Passed to :func:`~trtwidgets.core.layer_table.layer_table` (why-not-INT8 and latency).
+    max_rows : int, default 200
+        Rows rendered at most.
+    session : Session, optional
+        When given (and no source), the inspector shows the session's latest build.
+    """
+
+    def __init__(self, source: Any = None, recipe: Any = None, calibration: Any = None, qdq_tensors: Any = None,
+                 profile: Any = None, max_rows: int = 200, session: Any = None, **kwargs):
+        self.max_rows = int(max_rows)
+        self.options = dict(recipe=recipe, calibration=calibration, qdq_tensors=qdq_tensors, profile=profile)
+        self.graph = None
+        self.table = None
+        self.session = session
+        self.message = widgets.HTML()
+        self.warnings = widgets.HTML()
+        self.search = widgets.Text(placeholder="layer or ONNX node name", description="Search",
+                                   continuous_update=True, layout=widgets.Layout(width="320px"))
+        self.precision = widgets.Dropdown(options=[ALL], value=ALL, description="Precision",
+                                          layout=widgets.Layout(width="200px"))
+        self.layer_type = widgets.Dropdown(options=[ALL], value=ALL, description="Type",
+                                           layout=widgets.Layout(width="240px"))
+        self.sort = widgets.Dropdown(options=["(engine order)"] + list(COLUMNS), value="(engine order)",
+                                     description="Sort", layout=widgets.Layout(width="240px"))
+        self.descending = widgets.ToggleButton(value=False, description="desc", icon="sort-amount-desc",
+                                               layout=widgets.Layout(width="80px"))
+        self.count = widgets.HTML()
+        self.causes = widgets.HTML()
+        self.table_view = widgets.HTML(layout=widgets.Layout(max_height="480px", overflow="auto"))
+        self.chart = None
+        self.chart_box = widgets.Box()
+        super().__init__([self.message, self.warnings, self.chart_box, self.causes,
+                          widgets.HBox([self.search, self.precision, self.layer_type, self.sort, self.descending]),
+                          self.count, self.table_view], **kwargs)
+        for w in (self.search, self.precision, self.layer_type, self.sort, self.descending):
+            w.observe(lambda _: self.refresh(), names="value")
+        if session is not None and source is None:
+            session.observe(self._on_builds, names=["builds"])
+            if getattr(session, "builds", ()):
+                self.load(session.builds[-1])
+        if source is not None:
+            self.load(source)
+
+    # ------------------------------------------------------------------ loading
+
+    def load(self, source: Any) -> bool:
+        """Show a new engine: an EngineGraph, a build result, or inspector JSON (path or text).
+
+        On bad input the message panel explains it and the previous table stays.
+
+        Returns
+        -------
+        bool
+            True when the engine was loaded.
+        """
+        from ..core.inspector import as_graph
+
+        try:
+            graph = as_graph(source)
+            table = layer_table(graph, **self.options)
+        except UserError as err:
+            self.message.value = error_html(err)
+            return False
+        self.graph, self.table = graph, table
+        self.message.value = ""
+        self._update_chart()
+        with self.hold_sync():
+            self.warnings.value = _warning_html(w.message for w in graph.warnings)
+            precisions = [p for p in table["precision"].value_counts().index]
+            types = sorted(table["type"].unique())
+            self.precision.options = [ALL] + precisions
+            self.precision.value = ALL
+            self.layer_type.options = [ALL] + types
+            self.layer_type.value = ALL
+            self.causes.value = self._causes_html()
+        self.refresh()
+        return True
+
+    def _on_builds(self, change):
+        if change["new"]:
+            self.load(change["new"][-1])
+
+    def _update_chart(self):
+        from ..plots.precision import PrecisionBarDisplay
+
+        display = PrecisionBarDisplay.from_table(self.table)
+        if self.chart is None:
+            self.chart = display.figure(widget=True)
+            self.chart_box.children = [self.chart]
+        else:
+            fresh = display.figure()
+            with self.chart.batch_update():
+                self.chart.data = ()
+                for trace in fresh.data:
+                    self.chart.add_trace(trace)
+                self.chart.layout = fresh.layout
+
+    def _causes_html(self) -> str:
+        d = summary_dict(self.table)["why_not_int8"]
+        if not d:
+            return ""
+        from ..core.why_not_int8 import CODES
+
+        items = "".join(f"<li><code>{html.escape(code)}</code> {html.escape(CODES.get(code, ''))}: {n}</li>"
+                        for code, n in d.items())
+        return f'<div class="trtw-causes"><b>Why not INT8</b><ul style="margin:2px 0">{items}</ul></div>'
+
+    # ------------------------------------------------------------------ filtering
+
+    @property
+    def filtered(self):
+        """The table rows matching the current filters, in the current order (pandas.DataFrame)."""
+        if self.table is None:
+            return None
+        return filter_table(self.table, text=self.search.value.strip(),
+                            precision=None if self.precision.value == ALL else self.precision.value,
+                            layer_type=None if self.layer_type.value == ALL else self.layer_type.value,
+                            sort_by=None if self.sort.value == "(engine order)" else self.sort.value,
+                            ascending=not self.descending.value)
+
+    def refresh(self) -> None:
+        """Re-render the table for the current filters."""
+        rows = self.filtered
+        if rows is None:
+            return
+        shown = min(len(rows), self.max_rows)
+        with self.hold_sync():
+            self.count.value = (f'<div class="trtw-count">showing {shown} of {len(rows)} matching layers '
+                                f'({len(self.table)} in the engine)</div>')
+            self.table_view.value = table_html(rows, self.max_rows, SHOWN)
