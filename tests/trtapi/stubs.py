@@ -346,3 +346,16 @@ def real_features(key: str) -> dict:
         dist, version = WHEELS[key]
         require_or_skip("TRTWIDGETS_REQUIRE_TRT_BINDINGS", f"{dist}=={version} could not be prepared: {result}")
     return result
+
+
+def local_features86() -> Optional[dict]:
+    """``features().to_dict()`` of the local TensorRT 8.6 (Python 3.9 bundle), or None when there is none."""
+    if "8.6" not in _FEATURES:
+        local = local_trt86()
+        if local is None:
+            _FEATURES["8.6"] = None
+        else:
+            cmd, env = local
+            code = FEATURES_CODE.replace("import tensorrt_bindings.tensorrt as trt", "import tensorrt as trt")
+            _FEATURES["8.6"] = run_json(cmd + ["-c", code], env)
+    return _FEATURES["8.6"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.trtapi.stubs import real_features
+from tests.trtapi.stubs import local_features86, real_features
 from trtwidgets.core.recipe import CalibratorSpec, Recipe, validate_recipe
 from trtwidgets.trt.features import TrtFeatures, features_unavailable
 from trtwidgets.widgets.calibrator import CalibratorPicker
@@ -109,3 +109,16 @@ def test_round_trip_recipe_through_pickers():
                calibrator=CalibratorSpec(kind="toolkit", method="mse", cache_path="c.cache", amax_overrides={"t": 2.0}))
     out = CalibratorPicker(f, recipe=r).to_recipe(FlagsPicker(f, recipe=r).to_recipe(recipe()))
     assert out == r
+
+
+@pytest.mark.trtapi
+def test_pickers_on_local_tensorrt_8_6():
+    d = local_features86()
+    if d is None:
+        pytest.skip("no local Python 3.9 + TensorRT 8.6 bundle")
+    f = TrtFeatures.from_dict(d)
+    flags = FlagsPicker(f)
+    assert "bf16" not in flags.offered_flags and {"fp16", "int8", "tf32"} <= set(flags.offered_flags)
+    assert "TensorRT 9" in flags.note.value and "Deprecated" not in flags.note.value
+    cal = CalibratorPicker(f)
+    assert "(deprecated)" not in cal.choice.options[1][0] and "trt_legacy" in cal.offered
