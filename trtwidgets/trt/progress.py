@@ -98,9 +98,10 @@ class BuildProgress:
         self._emit(ProgressEvent("start", phase, parent, 0, total, "", source, self.now()))
 
     def step(self, phase: str, step: Optional[int] = None, detail: str = "", source: str = "trtwidgets") -> None:
+        if phase not in self._open:
+            # A step of a phase nobody announced (log parsing): announce it, so sinks open a bar.
+            self.start(phase, source=source)
         with self._lock:
-            if phase not in self._open:
-                self._open[phase] = (self.now(), None, None)
             self._steps[phase] = self._steps.get(phase, 0) + 1 if step is None else step
             _, parent, total = self._open[phase]
             done = self._steps[phase]

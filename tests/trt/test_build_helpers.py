@@ -1,0 +1,75 @@
+"""Parts of the build that need no GPU: tactic-source choice, layer-precision matching, recipe checks."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.gpu import models
+from trtwidgets.core.errors import RecipeError
+from trtwidgets.core.recipe import LayerPrecision
+from trtwidgets.trt.build import _unmatched_error, match_layer_precisions, tactic_source_names
+
+
+def test_env_var_drops_cublas_and_cudnn():
+    assert tactic_source_names(env={}) == (None, ())
+    assert tactic_source_names(env={"TRTWIDGETS_NO_CUBLAS_CUDNN": "1"}) == (None, ("CUBLAS", "CUBLAS_LT", "CUDNN"))
+    assert tactic_source_names(env={"TRTWIDGETS_NO_CUBLAS_CUDNN": "0"}) == (None, ())
+
+
+def test_caller_chooses_exact_sources_and_the_env_var_still_wins():
+    exact, drop = tactic_source_names(requested=["cublas", "edge_mask_convolutions"], env={})
+    assert exact == ("CUBLAS", "EDGE_MASK_CONVOLUTIONS") and drop == ()
+    exact, drop = tactic_source_names(requested=["cublas", "edge_mask_convolutions"],
+                                      env={"TRTWIDGETS_NO_CUBLAS_CUDNN": "yes"})
+    assert exact == ("EDGE_MASK_CONVOLUTIONS",)
+
+
+def test_layer_precisions_by_name_and_regex_last_wins():
+    names = ["conv1", "relu1", "conv2", "relu2"]
+    chosen, unmatched = match_layer_precisions(names, (LayerPrecision("conv.*", "fp16", regex=True),
+                                                       LayerPrecision("conv2", "fp32")))
+    assert chosen == {"conv1": "fp16", "conv2": "fp32"} and unmatched == []
+    chosen, unmatched = match_layer_precisions(names, (LayerPrecision("cnv2", "fp32"),))
+    assert chosen == {} and unmatched == ["cnv2"]
+    err = _unmatched_error(unmatched, names)
+    assert isinstance(err, RecipeError) and "'conv2'" in err.why
+
+
+def test_calibrators_subclass_tensorrt_and_check_shapes():
+    trt = pytest.importorskip("tensorrt")
+    import numpy as np
+
+    from trtwidgets.core.errors import CalibrationDataError
+    from trtwidgets.trt.calibrators import CALIBRATOR_CLASSES, make_calibrator
+
+    for kind, cls_name in CALIBRATOR_CLASSES.items():
+        if not hasattr(trt, cls_name):
+            continue
+        c = make_calibrator(kind, [], {"x": ((1, 3, 16, 16), np.float32)}, trt)
+        assert isinstance(c, getattr(trt, cls_name)) and c.get_batch_size() == 1
+        assert c.get_batch(["x"]) is None and c.get_batch_calls == 1 and c.error is None
+    wrong = make_calibrator("entropy2", models.feeds((1, 3, 16, 8), 1), {"x": ((1, 3, 16, 16), np.float32)}, trt)
+    assert wrong.get_batch(["x"]) is None
+    assert isinstance(wrong.error, CalibrationDataError) and "opt shape" in wrong.error.what
+    short = make_calibrator("entropy2", models.feeds((1, 3, 16, 16), 1), {"x": ((2, 3, 16, 16), np.float32)}, trt)
+    assert short.get_batch(["x"]) is None and short.error is None and "short batch" in short.skipped[0]
+    cached = make_calibrator("minmax", [], {"x": ((1, 3, 16, 16), np.float32)}, trt, cache_in=b"TRT-8600-MinMaxCalibration\n")
+    assert cached.read_calibration_cache() == b"TRT-8600-MinMaxCalibration\n" and cached.cache_read
+
+
+def test_build_refuses_an_unusable_recipe_before_the_gpu(tmp_path):
+    trt = pytest.importorskip("tensorrt")
+    from trtwidgets.core.model import load_model
+    from trtwidgets.core.recipe import Recipe
+    from trtwidgets.trt.build import build
+
+    path = models.save(models.conv_relu((1, 3, 16, "W")), tmp_path / "dyn.onnx")
+    recipe = Recipe.for_model(load_model(path), profiles=())
+    with pytest.raises(RecipeError, match="no optimization profile"):
+        build(recipe, out_dir=tmp_path / "out", progress=False)
+    recipe = Recipe.for_model(load_model(models.save(models.conv_relu(), tmp_path / "m.onnx")))
+    models.save(models.conv_relu(channels=4), tmp_path / "m.onnx")  # the model changes after the recipe
+    with pytest.raises(RecipeError, match="has changed since the recipe"):
+        build(recipe, out_dir=tmp_path / "out2", progress=False)
+    assert not (tmp_path / "out").exists() and not (tmp_path / "out2").exists()
+    del trt

@@ -1,0 +1,54 @@
+"""Failed builds explained in lint-code words."""
+
+from __future__ import annotations
+
+from tests.gpu import models
+from trtwidgets.core.lint import CODES, lint
+from trtwidgets.trt.diagnose import _RULES, BUILD_CODES, diagnose, match_causes, summarize_causes
+
+QDQ = ("2: [network.cpp::validate::2925] Error Code 4: Internal Error (Int8 precision has been set for a layer or "
+       "layer output, but int8 is not configured in the builder)")
+
+
+def test_every_rule_code_is_a_lint_or_build_code():
+    for _, code, why, fix in _RULES:
+        assert code in CODES or code in BUILD_CODES, code
+        assert why and fix
+
+
+def test_qdq_fp16_only_error_maps_to_qdq_requires_int8():
+    causes = match_causes(["Some info", QDQ])
+    assert [c.code for c in causes] == ["QDQ_REQUIRES_INT8"]
+    assert causes[0].evidence == QDQ and "int8" in causes[0].fix.lower()
+
+
+def test_known_texts_map_to_their_codes():
+    cases = {
+        "Error Code 4: Internal Error (Network has dynamic or shape inputs, but no optimization profile has been defined.)":
+            "DYNAMIC_INPUT_NEEDS_PROFILE",
+        "ModelImporter.cpp:773: ERROR: builtin_op_importers.cpp:4890 In function importFallbackPluginImporter: "
+        "Assertion failed: creator && \"Plugin not found, are the plugin name, version, and namespace correct?\"":
+            "UNSUPPORTED_OP",
+        "checkSpatialDims: The input tensor shape misaligns with the input kernel shape": "CONV_DQ_WEIGHTS_NO_KERNEL_SHAPE",
+        "Calibration failure occurred with no scaling factors detected.": "CALIBRATION_FAILED",
+        "Requested amount of GPU memory (1073741824 bytes) could not be allocated.": "OUT_OF_MEMORY",
+        "Could not find any implementation for node conv1.": "NO_IMPLEMENTATION",
+    }
+    for text, code in cases.items():
+        assert [c.code for c in match_causes([text])] == [code], text
+
+
+def test_unknown_text_has_no_cause():
+    assert match_causes(["Error Code 1: Cuda Runtime (something new)"]) == []
+    assert summarize_causes([]) == (None, None)
+
+
+def test_lint_findings_fill_in_what_the_log_does_not_say():
+    findings = lint(models.qdq_conv(), flags=("fp16",), trt_version="8.6")
+    causes = diagnose(["Error Code 2: Internal Error (Assertion engine != nullptr failed.)"], findings)
+    assert [c.code for c in causes] == ["QDQ_REQUIRES_INT8"]
+    # When the log names it too, it is listed once, with TensorRT's line as evidence.
+    causes = diagnose([QDQ], findings)
+    assert [c.code for c in causes] == ["QDQ_REQUIRES_INT8"] and causes[0].evidence == QDQ
+    why, fix = summarize_causes(causes)
+    assert why.startswith("[QDQ_REQUIRES_INT8]") and fix
