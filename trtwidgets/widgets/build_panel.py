@@ -78,7 +78,7 @@ class BuildPanel(widgets.VBox):
     button, cancel_button : ipywidgets.Button
     bar : ipywidgets.IntProgress
     phase : ipywidgets.Label
-    log : ipywidgets.HTML
+    log_view : ipywidgets.HTML
     result : ipywidgets.HTML
     last_result, last_error
         The last build's result or error.
@@ -96,8 +96,8 @@ class BuildPanel(widgets.VBox):
         self.cancel_button = widgets.Button(description="Cancel", disabled=True, icon="stop")
         self.bar = widgets.IntProgress(value=0, min=0, max=1, layout=widgets.Layout(width="50%"))
         self.phase = widgets.Label("")
-        self.log = widgets.HTML("")
-        self.log_box = widgets.Accordion(children=[self.log])
+        self.log_view = widgets.HTML("")
+        self.log_box = widgets.Accordion(children=[self.log_view])
         self.log_box.set_title(0, "Build log")
         self.result = widgets.HTML("")
         self.last_result = None
@@ -150,7 +150,7 @@ class BuildPanel(widgets.VBox):
         """Append one :class:`~trtwidgets.trt.logger.LogLine` to the log pane."""
         self._lines.append(line)
         if line.severity in ("INTERNAL_ERROR", "ERROR", "WARNING") or len(self._lines) % 20 == 0:
-            self.log.value = log_html(self._lines)
+            self.log_view.value = log_html(self._lines)
 
     # -- running ---------------------------------------------------------------------------------
 
@@ -166,7 +166,7 @@ class BuildPanel(widgets.VBox):
             return
         self._lines = []
         self._cancel.clear()
-        self.log.value = ""
+        self.log_view.value = ""
         self.result.value = ""
         self.button.disabled = True
         self.cancel_button.disabled = False
@@ -201,6 +201,6 @@ class BuildPanel(widgets.VBox):
             if self.session is not None:
                 self.session.builds = tuple(self.session.builds) + (result,)
         finally:
-            self.log.value = log_html(self._lines)
-            self.button.disabled = False
+            self.log_view.value = log_html(self._lines)
+            self.button.disabled = not self.available
             self.cancel_button.disabled = True
