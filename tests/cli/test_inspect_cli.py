@@ -77,3 +77,18 @@ def test_console_entry_point(int8_graph_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["layers"] == 9
+
+
+def test_build_folder_siblings_are_picked_up(tmp_path, capsys):
+    folder = tmp_path / "build"
+    folder.mkdir()
+    graph = folder / "engine.graph.json"
+    graph.write_text(s.trt_text(s.synthetic_fp16()))
+    (folder / "recipe.json").write_text(json.dumps({"flags": ["fp16"]}))
+    assert main(["inspect", str(graph), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "recipe.json" in captured.err
+    summary = json.loads(captured.out)
+    assert summary["why_not_int8"] == {"INT8_NOT_ENABLED": 8}
+    assert main(["inspect", str(graph), "--json", "--no-siblings"]) == 0
+    assert "recipe.json" not in capsys.readouterr().err

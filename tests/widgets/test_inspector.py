@@ -161,3 +161,18 @@ def test_compare_view():
     assert v.load([s.trt_text(s.synthetic_fp16())]) is False
     assert "two or more builds" in v.message.value
     assert v.comparison is not None
+
+
+def test_build_folder_recipe_and_cache_are_used(tmp_path):
+    from trtwidgets.core.calib_cache import write_cache
+
+    folder = tmp_path / "int8_build"
+    folder.mkdir()
+    (folder / "engine.graph.json").write_text(s.trt_text(s.synthetic_int8_implicit()))
+    (folder / "recipe.json").write_text(json.dumps({"flags": ["fp16", "int8"], "calibrator": {"kind": "toolkit"}}))
+    write_cache({n: 1.0 for n in s.SYNTHETIC_CACHE}, folder / "calibration.cache")
+    w = Inspector(str(folder / "engine.graph.json"))
+    reasons = dict(zip(w.table["name"], w.table["why_not_int8"]))
+    assert reasons["fc_weight + fc"] == "NO_SCALE"  # needs the cache: fc_out is missing from it
+    plain = Inspector(folder / "engine.graph.json", use_siblings=False)
+    assert dict(zip(plain.table["name"], plain.table["why_not_int8"]))["fc_weight + fc"] == "HIGHER_PRECISION_FASTER"

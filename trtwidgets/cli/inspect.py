@@ -25,19 +25,8 @@ def add_arguments(parser):
     parser.add_argument("--profile", metavar="PROFILE.json",
                         help="per-layer timings (trtexec --exportProfile) to add latency")
     parser.add_argument("--qdq-model", metavar="MODEL.onnx", help="the Q/DQ ONNX model (explicit quantization)")
-
-
-def _read_recipe(path: str) -> dict:
-    from ..core.errors import RecipeError
-
-    try:
-        with open(path, "r", encoding="utf-8") as f:
-            return json.load(f)
-    except OSError as exc:
-        raise RecipeError(f"Could not read the recipe {path}.", str(exc), "Check the path.") from None
-    except json.JSONDecodeError as exc:
-        raise RecipeError(f"The recipe {path} is not JSON ({exc.msg}, line {exc.lineno}).", None,
-                          "Give the recipe.json saved with the build.") from None
+    parser.add_argument("--no-siblings", action="store_true",
+                        help="do not pick up recipe.json / calibration.cache / profile.json beside GRAPH.json")
 
 
 def _write_csv_atomic(table, path: str) -> None:
@@ -77,15 +66,23 @@ def run(args) -> int:
     from ..core.inspector import parse_inspector_json
     from ..core.layer_table import layer_table, summary_dict
 
+    from ..core.inspector import find_build_artifacts
+
     graph = parse_inspector_json(args.graph)
-    recipe = _read_recipe(args.recipe) if args.recipe else None
+    found = {} if args.no_siblings else find_build_artifacts(args.graph)
+    recipe = args.recipe or found.get("recipe")
+    cache = args.cache or found.get("calibration")
+    profile = args.profile or found.get("profile")
+    used = [p for p, given in ((recipe, args.recipe), (cache, args.cache), (profile, args.profile)) if p and not given]
+    if used:
+        print(f"using {', '.join(used)} from the build folder", file=sys.stderr)
     qdq = None
     if args.qdq_model:
         from ..core.model import load_model
         from ..core.why_not_int8 import qdq_tensor_names
 
         qdq = qdq_tensor_names(load_model(args.qdq_model))
-    table = layer_table(graph, profile=args.profile, recipe=recipe, calibration=args.cache, qdq_tensors=qdq)
+    table = layer_table(graph, profile=profile, recipe=recipe, calibration=cache, qdq_tensors=qdq)
     summary = summary_dict(table)
     if args.csv:
         _write_csv_atomic(table, args.csv)

@@ -600,3 +600,31 @@ def as_graph(source: Any) -> EngineGraph:
     if path:
         return parse_inspector_json(Path(path))
     return parse_inspector_json(source)
+
+
+#: Files a trtwidgets build folder holds beside the inspector JSON, by role.
+BUILD_ARTIFACTS = {"recipe": ("recipe.json",), "calibration": ("calibration.cache",),
+                   "profile": ("engine.profile.json", "profile.json")}
+
+
+def find_build_artifacts(graph_path: Union[str, os.PathLike]) -> dict:
+    """The recipe, calibration cache and profile saved beside an inspector JSON file, where present.
+
+    Parameters
+    ----------
+    graph_path : path
+        ``<build folder>/engine.graph.json`` (or any ``*.graph.json``).
+
+    Returns
+    -------
+    dict
+        Role (``"recipe"``, ``"calibration"``, ``"profile"``) -> path, for the files that exist.
+    """
+    folder = Path(graph_path).parent
+    found = {}
+    for role, names in BUILD_ARTIFACTS.items():
+        for name in names:
+            if (folder / name).is_file():
+                found[role] = str(folder / name)
+                break
+    return found

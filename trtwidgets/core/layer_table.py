@@ -53,8 +53,8 @@ def read_profile(profile: Any) -> dict:
 
     Parameters
     ----------
-    profile : mapping, list, str or path
-        ``{layer name: ms}``; or TensorRT's profile JSON (``trtexec
+    profile : LayerTimings, mapping, list, str or path
+        ``LayerTimings`` (``trtwidgets.trt.profiler``), ``{layer name: ms}``; or TensorRT's profile JSON (``trtexec
         --exportProfile``): ``[{"count": N}, {"name", "timeMs", "averageMs",
         "percentage"}, ...]``, as a list or as a JSON file / text.
 
@@ -63,6 +63,8 @@ def read_profile(profile: Any) -> dict:
     dict
         Layer name -> average ms per inference.
     """
+    if hasattr(profile, "as_mapping"):  # trtwidgets.core.layer_times.LayerTimings
+        profile = profile.as_mapping()
     if isinstance(profile, Mapping):
         return {str(k): float(v) for k, v in profile.items()}
     if isinstance(profile, (str, bytes, os.PathLike)):

@@ -28,7 +28,6 @@ and the names of the model's Q/DQ tensors (:func:`qdq_tensor_names`).
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
 from dataclasses import dataclass
@@ -122,9 +121,26 @@ def _get(obj: Any, key: str, default=None):
     return getattr(obj, key, default)
 
 
+def _read_recipe(path) -> dict:
+    import json
+
+    from .errors import RecipeError
+
+    try:
+        with open(os.fspath(path), "r", encoding="utf-8") as f:
+            return json.load(f)
+    except OSError as exc:
+        raise RecipeError(f"Could not read the recipe {path}.", str(exc), "Check the path.") from None
+    except json.JSONDecodeError as exc:
+        raise RecipeError(f"The recipe {path} is not JSON ({exc.msg}, line {exc.lineno}).", None,
+                          "Give the recipe.json saved with the build.") from None
+
+
 def _recipe_view(recipe: Any) -> Optional[_RecipeView]:
     if recipe is None:
         return None
+    if isinstance(recipe, (str, os.PathLike)):
+        recipe = _read_recipe(recipe)
     if isinstance(recipe, Mapping) and "recipe" in recipe and "flags" not in recipe:
         recipe = recipe["recipe"]
     flags = _get(recipe, "flags")
@@ -217,7 +233,8 @@ def _matching_override(layer: EngineLayer, view: _RecipeView) -> Optional[Tuple[
     candidates = list(layer.onnx_nodes) + [layer.name]
     for pattern, precision, regex in reversed(view.overrides):  # later overrides win, as in the build
         for cand in candidates:
-            hit = re.search(pattern, cand) if regex else (cand == pattern or fnmatch.fnmatchcase(cand, pattern))
+            # The same rule as the build's LayerPrecision.matches: re.search, or the exact name.
+            hit = re.search(pattern, cand) if regex else cand == pattern
             if hit:
                 return pattern, precision, regex, cand
     return None
@@ -245,7 +262,7 @@ def why_not_int8(graph: EngineGraph, recipe: Any = None, calibration: Any = None
     Parameters
     ----------
     graph : EngineGraph
-    recipe : Recipe or dict, optional
+    recipe : Recipe, dict or path of a recipe.json, optional
         Gives the precision flags, the precision constraints and overrides.
     calibration : CalibrationCache, path, mapping or iterable of str, optional
         The calibration cache the build used (implicit quantization).

@@ -11,6 +11,7 @@ typing in the search box stays fast on engines with thousands of layers.
 from __future__ import annotations
 
 import html
+import os
 from typing import Any, Optional
 
 import ipywidgets as widgets
@@ -44,11 +45,16 @@ class Inspector(widgets.VBox):
         Rows rendered at most.
     session : Session, optional
         When given (and no source), the inspector shows the session's latest build.
+    use_siblings : bool, default True
+        For a saved build folder, read ``recipe.json``, ``calibration.cache`` and
+        ``profile.json`` found beside the inspector JSON unless given explicitly.
     """
 
     def __init__(self, source: Any = None, recipe: Any = None, calibration: Any = None, qdq_tensors: Any = None,
-                 profile: Any = None, max_rows: int = 200, session: Any = None, **kwargs):
+                 profile: Any = None, max_rows: int = 200, session: Any = None, use_siblings: bool = True,
+                 **kwargs):
         self.max_rows = int(max_rows)
+        self.use_siblings = bool(use_siblings)
         self.options = dict(recipe=recipe, calibration=calibration, qdq_tensors=qdq_tensors, profile=profile)
         self.graph = None
         self.table = None
@@ -94,11 +100,23 @@ class Inspector(widgets.VBox):
         bool
             True when the engine was loaded.
         """
-        from ..core.inspector import as_graph
+        from ..core.inspector import as_graph, find_build_artifacts
 
+        options = dict(self.options)
+        folder_path = source if isinstance(source, os.PathLike) else None
+        if isinstance(source, str) and source.strip()[:1] not in ("{", "[") and os.path.isfile(source):
+            folder_path = source
+        if folder_path is None and getattr(source, "inspector_json_path", None):
+            folder_path = source.inspector_json_path
+        if folder_path is not None and self.use_siblings:
+            # A saved build folder carries its recipe and calibration cache: use them for why-not-INT8.
+            found = find_build_artifacts(folder_path)
+            for key, role in (("recipe", "recipe"), ("calibration", "calibration"), ("profile", "profile")):
+                if options.get(key) is None and role in found:
+                    options[key] = found[role]
         try:
             graph = as_graph(source)
-            table = layer_table(graph, **self.options)
+            table = layer_table(graph, **options)
         except UserError as err:
             self.message.value = error_html(err)
             return False
