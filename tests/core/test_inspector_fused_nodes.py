@@ -62,6 +62,8 @@ def test_metadata_raw_and_trex_sanitised():
     raw = "[ONNX Layer: Conv_0]\x1e[ONNX Layer: Relu_1]\x1f[ONNX Layer: Relu_1]"
     assert nodes_from_metadata(raw) == ("Conv_0", "Relu_1")
     assert nodes_from_metadata("[ONNX Layer: /a/Conv]+[ONNX Layer: /a/Relu]") == ("/a/Conv", "/a/Relu")
+    assert nodes_from_metadata("[ONNX Layer: qk_to_float][ONNX Layer: softmax]") == ("qk_to_float", "softmax")
+    assert nodes_from_metadata("[ONNX Layer: odd]name]\x1e[ONNX Layer: b]") == ("odd]name", "b")
     assert nodes_from_metadata("") == ()
     assert nodes_from_metadata(None) == ()
 

@@ -45,10 +45,9 @@ _UNNAMED = re.compile(r"^\(Unnamed Layer\* ?\d+\) \[[^\]]*\]")
 _REFORMAT = re.compile(r"^Reformatting CopyNode for (Input|Output) Tensor (\d+) to (.*)$", re.S)
 _PROFILE = re.compile(r" ?\[profile \d+\]$")
 _FOREIGN = re.compile(r"^\{?ForeignNode\[(.*)\]\}?$", re.S)
-_METADATA_ITEM = re.compile(r"\[ONNX Layer: (.*)\]$", re.S)
-# The metadata delimiters TensorRT 8.6-10 write (record and unit separators);
-# TREx rewrites them to "+", so a "+" directly before "[ONNX Layer:" counts too.
-_METADATA_SPLIT = re.compile(r"[\x1e\x1f]|\+(?=\[ONNX Layer: )")
+# One "[ONNX Layer: name]" item, ended by a delimiter TensorRT 8.6-10 writes (the record and unit
+# separators \x1e, \x1f), by "+" (TREx rewrites the separators to it), by the next item, or by the end.
+_METADATA_ITEM = re.compile(r"\[ONNX Layer: (.*?)\](?=\s*(?:[\x1e\x1f+]|\[ONNX Layer: |$))", re.S)
 
 
 @dataclass(frozen=True)
@@ -200,10 +199,9 @@ def nodes_from_metadata(metadata: Optional[str]) -> Tuple[str, ...]:
     if not metadata:
         return ()
     out: List[str] = []
-    for item in _METADATA_SPLIT.split(str(metadata)):
-        m = _METADATA_ITEM.match(item.strip())
-        if m and m.group(1) not in out:
-            out.append(m.group(1))
+    for name in _METADATA_ITEM.findall(str(metadata)):
+        if name not in out:
+            out.append(name)
     return tuple(out)
 
 
