@@ -92,3 +92,21 @@ def test_build_folder_siblings_are_picked_up(tmp_path, capsys):
     assert summary["why_not_int8"] == {"INT8_NOT_ENABLED": 8}
     assert main(["inspect", str(graph), "--json", "--no-siblings"]) == 0
     assert "recipe.json" not in capsys.readouterr().err
+
+
+def test_compare_builds(tmp_path, capsys):
+    paths = []
+    for name, doc in (("fp16", s.synthetic_fp16()), ("int8", s.synthetic_int8_implicit())):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "engine.graph.json").write_text(s.trt_text(doc))
+        paths.append(str(folder / "engine.graph.json"))
+    assert main(["inspect", paths[0], "--compare", paths[1]]) == 0
+    out = capsys.readouterr().out
+    assert "fp16" in out and "int8" in out
+    assert "conv1 + relu1" in out and "FP16 -> INT8" in out
+    assert main(["inspect", paths[0], "--compare", paths[1], "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["compare"]["builds"] == ["fp16", "int8"]
+    assert summary["compare"]["precision_counts"]["int8"]["INT8"] == 5
+    assert summary["compare"]["differing_layers"] >= 5

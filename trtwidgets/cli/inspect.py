@@ -25,6 +25,9 @@ def add_arguments(parser):
     parser.add_argument("--profile", metavar="PROFILE.json",
                         help="per-layer timings (trtexec --exportProfile) to add latency")
     parser.add_argument("--qdq-model", metavar="MODEL.onnx", help="the Q/DQ ONNX model (explicit quantization)")
+    parser.add_argument("--compare", metavar="OTHER.json", nargs="+",
+                        help="other builds' inspector JSON: print precision counts side by side and the layers "
+                             "whose precision or tactic differ")
     parser.add_argument("--no-siblings", action="store_true",
                         help="do not pick up recipe.json / calibration.cache / profile.json beside GRAPH.json")
 
@@ -62,6 +65,27 @@ def format_report(table, summary: dict) -> str:
     return "\n".join(lines)
 
 
+def format_comparison(cmp, limit: int = 30) -> str:
+    """Precision counts per build, total times, and the layers that differ."""
+    counts = cmp.precision_counts()
+    width = max(8, *(len(label) for label in cmp.labels))
+    lines = ["precision " + " ".join(f"{label:>{width}}" for label in cmp.labels)]
+    for precision, row in counts.iterrows():
+        lines.append(f"{precision:<9} " + " ".join(f"{int(v):>{width}}" for v in row))
+    totals = cmp.total_latency_ms()
+    if any(v is not None for v in totals.values()):
+        lines.append("time ms   " + " ".join(f"{v:>{width}.4f}" if v is not None else f"{'-':>{width}}"
+                                            for v in totals.values()))
+    diffs = [r for r in cmp.rows if r.precision_differs or r.tactic_differs]
+    lines.append(f"{len(diffs)} of {len(cmp.rows)} matched layers differ in precision or tactic")
+    for r in diffs[:limit]:
+        what = " -> ".join(p or "absent" for p in r.precisions)
+        lines.append(f"  {r.key[:60]:<60} {what}{'' if r.precision_differs else '  (tactic only)'}")
+    if len(diffs) > limit:
+        lines.append(f"  ... {len(diffs) - limit} more")
+    return "\n".join(lines)
+
+
 def run(args) -> int:
     from ..core.inspector import parse_inspector_json
     from ..core.layer_table import layer_table, summary_dict
@@ -86,10 +110,28 @@ def run(args) -> int:
     summary = summary_dict(table)
     if args.csv:
         _write_csv_atomic(table, args.csv)
+    cmp = None
+    if args.compare:
+        from ..core.build_compare import compare_builds
+
+        sources = [graph] + [parse_inspector_json(p) for p in args.compare]
+        labels = [os.path.basename(os.path.dirname(os.path.abspath(p))) or p for p in [args.graph] + args.compare]
+        if len(set(labels)) < len(labels):
+            labels = [str(p) for p in [args.graph] + args.compare]
+        cmp = compare_builds(sources, labels=labels)
     if args.json:
+        if cmp is not None:
+            counts = cmp.precision_counts()
+            summary["compare"] = {
+                "builds": list(cmp.labels),
+                "precision_counts": {label: {p: int(v) for p, v in counts[label].items()} for label in cmp.labels},
+                "differing_layers": sum(1 for r in cmp.rows if r.precision_differs or r.tactic_differs),
+            }
         print(json.dumps(summary, indent=2))
     else:
         print(format_report(table, summary))
+        if cmp is not None:
+            print(format_comparison(cmp))
         if args.csv:
             print(f"wrote {len(table)} rows to {args.csv}", file=sys.stderr)
     return 0
