@@ -121,18 +121,37 @@ def transformer_block() -> onnx.ModelProto:
 
 
 def weighted_ops() -> onnx.ModelProto:
-    """Gemm (transB=1), Gemm (transB=0), MatMul with a [K, N] weight and ConvTranspose, channel counts all distinct."""
+    """Gemm (transB=1), Gemm (transB=0), MatMul with a [K, N] weight and ConvTranspose, channel counts all distinct.
+
+    Batch 2, so that no layer is a matrix-vector product.
+    """
     nodes = [
         helper.make_node("Gemm", ["x", "wg1", "bg1"], ["g1"], name="gemm_tb", transB=1),   # wg1 [6, 5]
         helper.make_node("Gemm", ["g1", "wg2"], ["g2"], name="gemm_nt"),                  # wg2 [6, 7]
         helper.make_node("MatMul", ["g2", "wm"], ["m"], name="matmul"),                   # wm [7, 12]
-        helper.make_node("Reshape", ["m", "shape"], ["m4"], name="reshape"),              # [1, 3, 2, 2]
+        helper.make_node("Reshape", ["m", "shape"], ["m4"], name="reshape"),              # [2, 3, 2, 2]
         helper.make_node("ConvTranspose", ["m4", "wt"], ["out"], name="deconv", kernel_shape=[2, 2],
                          strides=[2, 2]),                                                 # wt [3, 9, 2, 2]
     ]
     inits = [_w("wg1", 6, 5), _c("bg1", np.zeros(6)), _w("wg2", 6, 7), _w("wm", 7, 12),
-             numpy_helper.from_array(np.array([1, 3, 2, 2], np.int64), "shape"), _w("wt", 3, 9, 2, 2)]
-    return _model(nodes, [_vi("x", [1, 5])], [_vi("out", [1, 9, 4, 4])], inits)
+             numpy_helper.from_array(np.array([2, 3, 2, 2], np.int64), "shape"), _w("wt", 3, 9, 2, 2)]
+    return _model(nodes, [_vi("x", [2, 5])], [_vi("out", [2, 9, 4, 4])], inits)
+
+
+def squeeze_excite() -> onnx.ModelProto:
+    """x -> ConvA -> GAP -> ConvSE (1x1 spatial) -> Sigmoid -> Mul(x', .) -> Flatten... -> MatMul to one output."""
+    nodes = [
+        helper.make_node("Conv", ["x", "wA"], ["a"], name="convA", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("GlobalAveragePool", ["a"], ["p"], name="gap"),
+        helper.make_node("Conv", ["p", "wS"], ["s"], name="convSE", kernel_shape=[1, 1]),
+        helper.make_node("Sigmoid", ["s"], ["g"], name="sigmoid"),
+        helper.make_node("Mul", ["a", "g"], ["y"], name="scale"),
+        helper.make_node("Conv", ["y", "wB"], ["b"], name="convB", kernel_shape=[1, 1]),
+        helper.make_node("Flatten", ["b"], ["f"], name="flatten", axis=1),
+        helper.make_node("MatMul", ["f", "wM"], ["out"], name="score"),
+    ]
+    inits = [_w("wA", 4, 3, 3, 3), _w("wS", 4, 4, 1, 1), _w("wB", 2, 4, 1, 1), _w("wM", 32, 1)]
+    return _model(nodes, [_vi("x", [3, 3, 4, 4])], [_vi("out", [3, 1])], inits)
 
 
 def constant_weight_conv(kernel_shape: bool = False) -> onnx.ModelProto:

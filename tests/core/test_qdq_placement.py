@@ -134,12 +134,30 @@ def test_weight_axes_follow_each_layout():
     assert "bg1" not in axes
 
 
+def test_matrix_vector_layers_stay_float():
+    model = qm.squeeze_excite()
+    plan = plan_qdq(model)
+    assert {e.node_label for e in plan.edges if e.rule == "weighted-op input"} == {"convA", "convB"}
+    reasons = {s.node_label: s.reason for s in plan.skipped}
+    assert "1x1 spatially" in reasons["convSE"]
+    assert "dimension of 1" in reasons["score"]
+    # The pool then feeds a float layer: no INT8 pooling.
+    assert "not read quantized" in reasons["gap"]
+    plan = plan_qdq(model, skip_matrix_vector=False)
+    assert {e.node_label for e in plan.edges} == {"convA", "convB", "convSE", "score", "gap"}
+
+
 def test_demo_model_placement():
     import onnx
 
     from trtwidgets import demo
 
-    plan = plan_qdq(onnx.load(str(demo.MODEL_PATH)))
+    model = onnx.load(str(demo.MODEL_PATH))
+    plan = plan_qdq(model)
+    # The 18 squeeze-excite 1x1 convolutions (two per SE block) are matrix-vector products.
+    se = [s for s in plan.skipped if s.op_type == "Conv" and "1x1 spatially" in s.reason]
+    assert len(se) == 18
+    plan = plan_qdq(model, skip_matrix_vector=False)
     ops = [e.op_type for e in plan.edges]
     assert ops.count("Conv") == 53 and ops.count("MatMul") == 1
     # 7 residual blocks, each quantizing the skip input.

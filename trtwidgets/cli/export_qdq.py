@@ -36,6 +36,8 @@ def add_arguments(parser):
                         "folder of .npy/.npz/images")
     parser.add_argument("--samples", type=int, default=64, help="held-back samples to validate on (default 64)")
     parser.add_argument("--trt-version", default="8.6", help="TensorRT version to lint for (default 8.6)")
+    parser.add_argument("--min-cosine", type=float, default=0.99, help="validation threshold: exit 1 below it "
+                        "(default 0.99)")
     parser.add_argument("--json", action="store_true", help="print the report (and validation) as JSON")
 
 
@@ -75,7 +77,7 @@ def run(args) -> int:
         from ..core.qdq_validate import validate_qdq
 
         validation = validate_qdq(loaded, result.model, _held_back(args, loaded), trt_version=args.trt_version,
-                                  precision=result.report.precision)
+                                  precision=result.report.precision, min_cosine=args.min_cosine)
     if args.json:
         out = {"out": str(path), "report": result.report.to_dict()}
         if validation is not None:
@@ -89,4 +91,5 @@ def run(args) -> int:
     if not result.report.quantized_layers:
         print("warning: no layer was quantized (no ranges matched the model's tensors?)", file=sys.stderr)
         return 1
-    return 0
+    # Exit 1 (findings) when the held-back accuracy misses the thresholds, so scripts can gate on it.
+    return 1 if validation is not None and not validation.passed else 0

@@ -271,7 +271,7 @@ class _Names:
 
 def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
               exclude_op_types: Iterable[str] = (), precision: str = "int8", weights_per_channel: bool = True,
-              opset: Optional[int] = None) -> QdqExport:
+              opset: Optional[int] = None, skip_matrix_vector: bool = True) -> QdqExport:
     """Insert Q/DQ nodes into a copy of ``model``; return it with a report.
 
     Parameters
@@ -290,6 +290,8 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
         Per-output-channel weight scales (recommended); False uses one scale per weight.
     opset : int, optional
         Target opset; default: the model's, raised to the minimum the precision needs.
+    skip_matrix_vector : bool
+        Keep matrix-vector layers in high precision (see :func:`~.qdq_placement.plan_qdq`).
 
     Returns
     -------
@@ -329,7 +331,8 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
         proto = _upgrade(proto, target)
 
     graph = proto.graph
-    plan: QdqPlan = plan_qdq(proto, exclude=exclude, exclude_op_types=exclude_op_types)
+    plan: QdqPlan = plan_qdq(proto, exclude=exclude, exclude_op_types=exclude_op_types,
+                             skip_matrix_vector=skip_matrix_vector)
     index = GraphIndex(graph)
     produced_at = {o: i for i, n in enumerate(graph.node) for o in n.output if o}
     names = _Names(graph)
@@ -465,10 +468,11 @@ def _rebuild(graph: onnx.GraphProto, prefix: List[onnx.NodeProto], after: Dict[i
 
 def export_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
                exclude_op_types: Iterable[str] = (), precision: str = "int8", weights_per_channel: bool = True,
-               opset: Optional[int] = None) -> onnx.ModelProto:
+               opset: Optional[int] = None, skip_matrix_vector: bool = True) -> onnx.ModelProto:
     """The Q/DQ model only (see :func:`build_qdq` for parameters and the report)."""
     return build_qdq(model, amax, exclude=exclude, exclude_op_types=exclude_op_types, precision=precision,
-                     weights_per_channel=weights_per_channel, opset=opset).model
+                     weights_per_channel=weights_per_channel, opset=opset,
+                     skip_matrix_vector=skip_matrix_vector).model
 
 
 def save_qdq_model(model: onnx.ModelProto, path: Union[str, os.PathLike]) -> Path:

@@ -31,7 +31,13 @@ and pytorch-quantization:
    LayerNorm; ReduceMax/Sub/Exp/ReduceSum/Div softmax; Erf- and Tanh-based
    GELU). No rule places a Q/DQ on a tensor inside them; their nodes are not
    considered for the residual rule.
-5. **User exclusions** keep nodes in high precision: by node name, by output
+5. **Matrix-vector layers stay float.** A Conv on a 1x1 spatial input (the
+   squeeze-excite convolutions after a global pool) or a MatMul/Gemm with an
+   output dimension of 1 is memory bound: INT8 gains no speed there and costs
+   accuracy (modelopt leaves GEMV MatMuls unquantized for the same reason).
+   Shapes come from static ONNX shape inference; ``skip_matrix_vector=False``
+   turns the rule off.
+6. **User exclusions** keep nodes in high precision: by node name, by output
    tensor name, by regular expression (``re.fullmatch``) over either, or by op
    type. An excluded weighted layer gets no Q/DQ on any input; an excluded Add or
    pool is left out of rules 2 and 3.
@@ -49,7 +55,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 import onnx
 
@@ -540,7 +546,36 @@ def _longer_branch(index: GraphIndex, a: str, b: str) -> int:
     return 0 if da[lca] > db[lca] else 1
 
 
-def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[str] = ()) -> QdqPlan:
+def _static_shapes(model) -> Dict[str, Tuple[Optional[int], ...]]:
+    if not isinstance(model, onnx.ModelProto):
+        return {}
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # noqa: BLE001 - shape inference is a hint here, never required
+        return {}
+    shapes: Dict[str, Tuple[Optional[int], ...]] = {}
+    for vi in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):
+        tt = vi.type.tensor_type
+        if tt.HasField("shape"):
+            shapes[vi.name] = tuple(d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim)
+    return shapes
+
+
+def _matrix_vector(node: onnx.NodeProto, shapes: Mapping[str, Tuple[Optional[int], ...]]) -> Optional[str]:
+    """Why a weighted layer is a matrix-vector product (no INT8 speed-up), or None."""
+    if node.op_type in ("Conv", "ConvTranspose"):
+        shape = shapes.get(node.input[0])
+        if shape and len(shape) > 2 and all(d == 1 for d in shape[2:]):
+            return "its input is 1x1 spatially (e.g. squeeze-excite after a global pool): a matrix-vector product"
+    elif node.op_type in ("MatMul", "Gemm"):
+        shape = shapes.get(node.output[0])
+        if shape and len(shape) >= 2 and (shape[-1] == 1 or shape[-2] == 1):
+            return "its output has a dimension of 1: a matrix-vector product"
+    return None
+
+
+def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[str] = (),
+             skip_matrix_vector: bool = True) -> QdqPlan:
     """Decide where Q/DQ go (see the module docstring for the rules).
 
     Parameters
@@ -550,6 +585,11 @@ def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[s
         Node names, output tensor names or regular expressions to keep in high precision.
     exclude_op_types : iterable of str
         Op types to keep in high precision (e.g. ``"MatMul"``).
+    skip_matrix_vector : bool
+        Leave layers that are matrix-vector products (a Conv on a 1x1 spatial
+        input, a MatMul/Gemm with an output dimension of 1, as far as static shape
+        inference tells) in high precision: they are memory bound, INT8 gives no
+        speed-up, and they cost accuracy (modelopt excludes GEMV MatMuls alike).
 
     Returns
     -------
@@ -560,6 +600,7 @@ def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[s
     pos = {id(n): i for i, n in enumerate(graph.node)}
     excluded, warnings = match_exclusions(graph, list(exclude), list(exclude_op_types))
     patterns = find_protected_patterns(graph, index)
+    shapes = _static_shapes(model) if skip_matrix_vector else {}
     protected_nodes = {i for p in patterns for i in p.nodes}
     internal = {t: p.kind for p in patterns for t in p.internal_tensors}
 
@@ -583,6 +624,10 @@ def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[s
         label = node_label(node)
         if i in excluded:
             skipped.append(Skip(label, node.op_type, excluded[i]))
+            continue
+        gemv = _matrix_vector(node, shapes) if skip_matrix_vector else None
+        if gemv:
+            skipped.append(Skip(label, node.op_type, f"kept in high precision: {gemv}"))
             continue
         data = [k for k in _DATA_INPUTS[node.op_type] if k < len(node.input) and node.input[k]]
         consts = [k for k in data if index.is_constant(node.input[k])]

@@ -1,0 +1,86 @@
+"""``trtwidgets export-qdq``: from saved statistics (or a calibration cache) to a Q/DQ model."""
+
+from __future__ import annotations
+
+import json
+
+import onnx
+import pytest
+
+from trtwidgets import demo
+from trtwidgets.cli import main
+
+
+@pytest.fixture(scope="module")
+def stats_path(tmp_path_factory):
+    from trtwidgets.core.collect import collect_stats
+    from trtwidgets.core.stats import save_stats
+
+    stats = collect_stats(demo.MODEL_PATH, demo.sample_inputs(8), progress=False)
+    return save_stats(stats, tmp_path_factory.mktemp("stats") / "demo_stats.npz")
+
+
+def run_cli(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_export_with_report_and_validation(capsys, tmp_path, stats_path):
+    out = tmp_path / "demo.qdq.onnx"
+    code, text, err = run_cli(capsys, "export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--method", "percentile",
+                              "--out", out, "--data", "demo", "--samples", "32")
+    # Exit 1 when the validation thresholds fail, 0 when they hold.
+    assert code == (0 if "PASSED" in text else 1), err
+    assert "PASSED" in text or "FAILED" in text
+    assert out.is_file()
+    assert "quantized layers    36" in text and "opset 11 -> 13" in text
+    assert "Validation on 32 held-back samples" in text and "cosine" in text
+    assert "QDQ_REQUIRES_INT8" in text  # lint without the INT8 flag, TensorRT 8.6
+    model = onnx.load(str(out))
+    ops = [n.op_type for n in model.graph.node]
+    assert ops.count("DequantizeLinear") == ops.count("QuantizeLinear") + 36  # + one per quantized weight
+
+
+def test_exclusions_fp8_and_json(capsys, tmp_path, stats_path):
+    out = tmp_path / "fp8.onnx"
+    code, text, err = run_cli(capsys, "export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--method", "percentile",
+                              "--percentile", "99.9", "--exclude", "Conv@[0-4]", "--exclude-op-type", "MatMul",
+                              "--fp8", "--out", out, "--json")
+    assert code == 0, err
+    report = json.loads(text)["report"]
+    assert report["precision"] == "fp8" and report["opset_to"] == 19
+    assert set(report["excluded"]) == {"Conv@0", "Conv@1", "Conv@2", "Conv@3", "Conv@4", "MatMul@0"}
+    # Conv@3 and Conv@4 are squeeze-excite convs (already float): 36 - 3 convs - the MatMul.
+    assert len(report["quantized_layers"]) == 36 - 4
+    assert any(s["node"] == "MatMul@0" and "op type MatMul" in s["reason"] for s in report["skipped"])
+
+
+def test_ranges_from_a_calibration_cache(capsys, tmp_path, stats_path):
+    from trtwidgets.core.calib_cache import write_cache
+    from trtwidgets.core.qdq_export import amax_from_stats
+    from trtwidgets.core.stats import load_stats
+
+    amax = amax_from_stats(load_stats(stats_path), "max")
+    cache = tmp_path / "calib.cache"
+    write_cache(amax, cache)
+    out = tmp_path / "from_cache.onnx"
+    code, text, err = run_cli(capsys, "export-qdq", demo.MODEL_PATH, "--cache", cache, "--out", out, "--json")
+    assert code == 0, err
+    acts = {a["tensor"]: a["amax"] for a in json.loads(text)["report"]["activations"]}
+    # The cache stores scales as float32 hex: amax survives to float32 precision.
+    assert acts["x"] == pytest.approx(amax["x"], rel=1e-6)
+
+
+def test_bad_inputs_exit_2_and_keep_the_old_output(capsys, tmp_path, stats_path):
+    out = tmp_path / "keep.onnx"
+    out.write_bytes(b"previous")
+    code, _, err = run_cli(capsys, "export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--exclude", "nope",
+                           "--out", out)
+    assert code == 2 and "matches no node" in err
+    code, _, err = run_cli(capsys, "export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--method", "kl",
+                           "--out", out)
+    assert code == 2 and "Unknown range method" in err
+    code, _, err = run_cli(capsys, "export-qdq", demo.MODEL_PATH, "--stats", tmp_path / "missing.npz", "--out", out)
+    assert code == 2 and "No statistics file" in err
+    assert out.read_bytes() == b"previous"
