@@ -28,7 +28,7 @@ def _model(nodes, inputs, outputs, inits, name="g") -> onnx.ModelProto:
     return model
 
 
-def conv_relu_weights(channels: int = 8, seed: int = 0) -> Dict[str, np.ndarray]:
+def conv_relu_weights(channels: int = 32, seed: int = 0) -> Dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     return {
         "w1": (rng.standard_normal((channels, 3, 3, 3)) * 0.3).astype(np.float32),
@@ -38,8 +38,11 @@ def conv_relu_weights(channels: int = 8, seed: int = 0) -> Dict[str, np.ndarray]
     }
 
 
-def conv_relu(shape: Sequence[Union[int, str]] = (1, 3, 16, 16), channels: int = 8, seed: int = 0) -> onnx.ModelProto:
-    """Conv3x3+Relu, Conv3x3+Relu (node names conv1, relu1, conv2, relu2). A str dim is dynamic."""
+def conv_relu(shape: Sequence[Union[int, str]] = (1, 3, 16, 16), channels: int = 32, seed: int = 0) -> onnx.ModelProto:
+    """Conv3x3+Relu, Conv3x3+Relu (node names conv1, relu1, conv2, relu2). A str dim is dynamic.
+
+    conv2 (32 -> 32 channels) is wide enough that TensorRT has INT8 and FP16 kernels for it.
+    """
     w = conv_relu_weights(channels, seed)
     inits = [numpy_helper.from_array(v, k) for k, v in w.items()]
     nodes = [
@@ -69,21 +72,21 @@ def _conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out + b[None, :, None, None]
 
 
-def conv_relu_reference(x: np.ndarray, channels: int = 8, seed: int = 0) -> np.ndarray:
+def conv_relu_reference(x: np.ndarray, channels: int = 32, seed: int = 0) -> np.ndarray:
     """What :func:`conv_relu` computes, in float64 numpy."""
     w = conv_relu_weights(channels, seed)
     r1 = np.maximum(_conv2d(x.astype(np.float64), w["w1"], w["b1"]), 0)
     return np.maximum(_conv2d(r1, w["w2"], w["b2"]), 0)
 
 
-def qdq_conv(shape: Tuple[int, ...] = (1, 3, 16, 16), channels: int = 8, seed: int = 0) -> onnx.ModelProto:
+def qdq_conv(shape: Tuple[int, ...] = (1, 16, 16, 16), channels: int = 32, seed: int = 0) -> onnx.ModelProto:
     """An explicitly quantized Conv+Relu: symmetric INT8 Q/DQ on the input and per-channel weights.
 
     TensorRT 8.6 builds it with FP16+INT8 and fails with FP16 alone ("Int8 precision
     has been set for a layer or layer output, but int8 is not configured in the builder").
     """
     rng = np.random.default_rng(seed)
-    w = (rng.standard_normal((channels, 3, 3, 3)) * 0.3).astype(np.float32)
+    w = (rng.standard_normal((channels, shape[1], 3, 3)) * 0.3).astype(np.float32)
     w_scale = (np.abs(w).reshape(channels, -1).max(axis=1) / 127.0).astype(np.float32)
     w_q = np.clip(np.round(w / w_scale[:, None, None, None]), -127, 127).astype(np.int8)
     inits = [

@@ -112,17 +112,18 @@ def test_fp32_build_computes_the_model(work):
     assert recipe_back["flags"] == []
 
 
-def test_fp16_build_has_half_layers(work):
+def test_fp16_build_is_close_to_fp32(work):
     r = _build(_recipe(work, models.conv_relu(), flags=("fp16",)), _fresh(work, "fp16"))
-    graph = _check_files(r)
-    assert re.search(r"Half|FP16", _precisions(graph)), _precisions(graph)[:2000]
+    _check_files(r)
     x = models.feeds(STATIC, 1, seed=5)[0]["x"]
     ref = models.conv_relu_reference(x)
     assert np.abs(_run(r, x) - ref).max() < 0.05 * max(1.0, np.abs(ref).max())
 
 
 def test_int8_fp16_with_tensorrt_entropy2(work):
-    recipe = _recipe(work, models.conv_relu(), flags=("fp16", "int8"), calibrator=CalibratorSpec(kind="trt_entropy2"))
+    # conv2 preferred in INT8: TensorRT then runs it in INT8 if it has ranges, so the check below can fail.
+    recipe = _recipe(work, models.conv_relu(), flags=("fp16", "int8"), calibrator=CalibratorSpec(kind="trt_entropy2"),
+                     precision_constraints="prefer", layer_precisions=(LayerPrecision("conv2", "int8"),))
     data = models.feeds(STATIC, 6, seed=2)
     r = _build(recipe, _fresh(work, "int8_entropy2"), calibration_data=data)
     graph = _check_files(r)
@@ -143,7 +144,8 @@ def test_int8_from_toolkit_cache_requests_no_batches(work):
     cache_path = work / "toolkit_conv_relu.cache"
     write_cache(models.amax_for(models.CONV_RELU_TENSORS, 6.0), cache_path)
     recipe = _recipe(work, models.conv_relu(), flags=("fp16", "int8"),
-                     calibrator=CalibratorSpec(kind="toolkit", cache_path=str(cache_path)))
+                     calibrator=CalibratorSpec(kind="toolkit", cache_path=str(cache_path)),
+                     precision_constraints="prefer", layer_precisions=(LayerPrecision("conv2", "int8"),))
     r = _build(recipe, _fresh(work, "int8_toolkit_cache"))
     graph = _check_files(r)
     assert r.calibration_get_batch_calls == 0, f"TensorRT asked for {r.calibration_get_batch_calls} batch(es)"
@@ -189,15 +191,22 @@ def test_qdq_model_with_int8_builds(work):
     assert re.search(r"Int8|INT8", _precisions(graph))
 
 
-def test_layer_precision_override_obeyed(work):
+def _layer(graph: dict, name: str) -> str:
+    hits = [json.dumps(layer) for layer in graph["Layers"] if name in str(layer.get("Name", ""))]
+    assert hits, sorted(str(layer.get("Name")) for layer in graph["Layers"])
+    return hits[0]
+
+
+def test_layer_precision_overrides_are_applied(work):
     recipe = _recipe(work, models.conv_relu(), flags=("fp16",), precision_constraints="obey",
-                     layer_precisions=(LayerPrecision("conv2", "fp32"),))
-    r = _build(recipe, _fresh(work, "fp16_conv2_fp32"))
+                     layer_precisions=(LayerPrecision("conv1", "fp32"), LayerPrecision("conv2", "fp16")))
+    r = _build(recipe, _fresh(work, "fp16_conv1_fp32_conv2_fp16"))
     graph = _check_files(r)
-    layers = {layer.get("Name", ""): json.dumps(layer) for layer in graph["Layers"]}
-    conv2 = [v for k, v in layers.items() if "conv2" in k]
-    assert conv2, sorted(layers)
-    assert not re.search(r"Half|FP16", conv2[0].split('"Outputs"')[-1]), conv2[0][:1500]
+    conv1_out = _layer(graph, "conv1").split('"Outputs"')[-1]
+    conv2_out = _layer(graph, "conv2").split('"Outputs"')[-1]
+    assert re.search(r"FP32|Float", conv1_out) and not re.search(r"Half|FP16", conv1_out), conv1_out[:800]
+    assert re.search(r"Half|FP16", conv2_out), conv2_out[:800]
+    assert any("pinned the precision of 2 layer(s)" in line.message for line in r.log)
 
 
 def test_existing_out_dir_is_never_overwritten(work):
