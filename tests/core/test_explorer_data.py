@@ -140,3 +140,10 @@ def test_effective_amax():
     assert amax == {"a": 1.0, "b": 5.0, "c": 1.0}
     assert "z" not in ed.effective_amax(ranges, "max")
     assert not math.isnan(sum(amax.values()))
+
+
+def test_amax_log2_ratio():
+    before = {"a": {"max": _r("max", 2.0, 1)}, "b": {"max": _r("max", 1.0, 1)}, "z": {"max": _r("max", 0.0, 1)}}
+    after = {"a": {"max": _r("max", 4.0, 1)}, "b": {"max": _r("max", 1.0, 1)}, "z": {"max": _r("max", 1.0, 1)}}
+    assert ed.amax_log2_ratio(before, after, "max") == {"a": 1.0, "b": 0.0}
+    assert ed.amax_log2_ratio(before, after, "entropy") == {}

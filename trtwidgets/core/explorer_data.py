@@ -324,3 +324,23 @@ def effective_amax(ranges: Mapping[str, Mapping[str, object]], method: str,
     for name, value in (overrides or {}).items():
         out[name] = float(value)
     return out
+
+
+def amax_log2_ratio(before: Mapping[str, Mapping[str, object]], after: Mapping[str, Mapping[str, object]],
+                    method: str) -> Dict[str, float]:
+    """tensor -> log2(amax after / amax before) at ``method``, for tensors usable in both.
+
+    0 means unchanged, +1 means the range doubled. Used to show how much a
+    change of calibration data (order, batch, sample count, input shape) moves
+    the ranges.
+    """
+    out: Dict[str, float] = {}
+    for name, per in before.items():
+        a = per.get(method)
+        b = after.get(name, {}).get(method)
+        if a is None or b is None:
+            continue
+        x, y = float(a.amax), float(b.amax)
+        if math.isfinite(x) and math.isfinite(y) and x > 0 and y > 0:
+            out[name] = math.log2(y / x)
+    return out
