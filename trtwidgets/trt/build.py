@@ -418,7 +418,11 @@ class _Build:
             if any(getattr(o.dtype, "name", "") not in _PINNABLE for o in outs):
                 self.note("INFO", f"layer {layer.name!r} is not pinned to {prec}: it computes integer/bool tensors.")
                 continue
-            dt = getattr(trt.DataType, _LAYER_DTYPES[prec])
+            dt = getattr(trt.DataType, _LAYER_DTYPES[prec], None)
+            if dt is None:
+                raise TensorRTUnavailable(f"TensorRT {trt.__version__} has no {prec.upper()} data type for layer {layer.name!r}.",
+                                          f"Its data types are {', '.join(trt.DataType.__members__)}.",
+                                          "Pin the layer to another precision (BF16 needs TensorRT 9 or later).")
             layer.precision = dt
             for j in range(layer.num_outputs):
                 layer.set_output_type(j, dt)
