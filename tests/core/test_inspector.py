@@ -200,3 +200,27 @@ def test_layer_that_is_not_an_object():
     doc = s.synthetic_fp16()
     doc["Layers"].append(42)
     assert "layer 8" in _error(json.dumps(doc)).what
+
+
+def test_build_context_from_a_folder_and_from_a_build_object(tmp_path):
+    from trtwidgets.core.inspector import build_context
+
+    graph = tmp_path / "engine.graph.json"
+    graph.write_text(s.trt_text(s.synthetic_fp16()))
+    (tmp_path / "recipe.json").write_text("{}")
+    (tmp_path / "calibration.cache").write_text("TRT-8600-EntropyCalibration2\n")
+    assert build_context(graph) == {"recipe": str(tmp_path / "recipe.json"),
+                                    "calibration": str(tmp_path / "calibration.cache")}
+    assert build_context(str(graph)) == build_context(graph)
+    assert build_context(s.trt_text(s.synthetic_fp16())) == {}
+
+    class Saved:  # the attributes of core.saved_build.SavedBuild / trt.build.BuildResult
+        inspector_json_path = str(graph)
+        recipe = {"flags": ["fp16"]}
+        calibration_cache_path = None
+        timings_path = "t.json"
+
+    ctx = build_context(Saved())
+    assert ctx["recipe"] == {"flags": ["fp16"]}  # the object's own recipe wins over the file
+    assert ctx["profile"] == "t.json"
+    assert ctx["calibration"] == str(tmp_path / "calibration.cache")

@@ -90,10 +90,10 @@ def run(args) -> int:
     from ..core.inspector import parse_inspector_json
     from ..core.layer_table import layer_table, summary_dict
 
-    from ..core.inspector import find_build_artifacts
+    from ..core.inspector import build_context
 
     graph = parse_inspector_json(args.graph)
-    found = {} if args.no_siblings else find_build_artifacts(args.graph)
+    found = {} if args.no_siblings else build_context(args.graph)
     recipe = args.recipe or found.get("recipe")
     cache = args.cache or found.get("calibration")
     profile = args.profile or found.get("profile")

@@ -604,7 +604,7 @@ def as_graph(source: Any) -> EngineGraph:
 
 #: Files a trtwidgets build folder holds beside the inspector JSON, by role.
 BUILD_ARTIFACTS = {"recipe": ("recipe.json",), "calibration": ("calibration.cache",),
-                   "profile": ("engine.profile.json", "profile.json")}
+                   "profile": ("engine.profile.json", "profile.json", "timings.json", "layer_times.json")}
 
 
 def find_build_artifacts(graph_path: Union[str, os.PathLike]) -> dict:
@@ -627,4 +627,45 @@ def find_build_artifacts(graph_path: Union[str, os.PathLike]) -> dict:
             if (folder / name).is_file():
                 found[role] = str(folder / name)
                 break
+    return found
+
+
+def build_context(source: Any) -> dict:
+    """What a build source says about how it was built: recipe, calibration cache, per-layer timings.
+
+    Parameters
+    ----------
+    source : build result, saved build, path of an inspector JSON file, or anything else
+        Build results and saved builds give their ``recipe`` (or ``recipe_path``),
+        ``calibration_cache_path`` and ``timings_path`` attributes; a path gives the
+        files found beside it (:func:`find_build_artifacts`). Other sources give nothing.
+
+    Returns
+    -------
+    dict
+        Keys among ``"recipe"``, ``"calibration"``, ``"profile"`` (the arguments of
+        ``layer_table``), for what is known.
+    """
+    found: dict = {}
+    path = None
+    if isinstance(source, os.PathLike):
+        path = source
+    elif isinstance(source, str) and source.strip()[:1] not in ("{", "[") and len(source) < 4096:
+        path = source
+    else:
+        path = getattr(source, "inspector_json_path", None)
+        for key, attrs in (("recipe", ("recipe", "recipe_path")), ("calibration", ("calibration_cache_path",)),
+                           ("profile", ("timings", "timings_path"))):
+            for attr in attrs:
+                value = getattr(source, attr, None)
+                if value is not None:
+                    found[key] = value
+                    break
+    if path is not None:
+        try:
+            if Path(path).is_file():
+                for key, value in find_build_artifacts(path).items():
+                    found.setdefault(key, value)
+        except OSError:
+            pass
     return found

@@ -11,7 +11,6 @@ typing in the search box stays fast on engines with thousands of layers.
 from __future__ import annotations
 
 import html
-import os
 from typing import Any, Optional
 
 import ipywidgets as widgets
@@ -46,8 +45,10 @@ class Inspector(widgets.VBox):
     session : Session, optional
         When given (and no source), the inspector shows the session's latest build.
     use_siblings : bool, default True
-        For a saved build folder, read ``recipe.json``, ``calibration.cache`` and
-        ``profile.json`` found beside the inspector JSON unless given explicitly.
+        Use what the source says about its build unless given explicitly: a build
+        result's recipe, calibration cache and timings, or the ``recipe.json``,
+        ``calibration.cache`` and ``profile.json`` beside a saved inspector JSON
+        (see :func:`trtwidgets.core.inspector.build_context`).
     """
 
     def __init__(self, source: Any = None, recipe: Any = None, calibration: Any = None, qdq_tensors: Any = None,
@@ -100,20 +101,14 @@ class Inspector(widgets.VBox):
         bool
             True when the engine was loaded.
         """
-        from ..core.inspector import as_graph, find_build_artifacts
+        from ..core.inspector import as_graph, build_context
 
         options = dict(self.options)
-        folder_path = source if isinstance(source, os.PathLike) else None
-        if isinstance(source, str) and source.strip()[:1] not in ("{", "[") and os.path.isfile(source):
-            folder_path = source
-        if folder_path is None and getattr(source, "inspector_json_path", None):
-            folder_path = source.inspector_json_path
-        if folder_path is not None and self.use_siblings:
-            # A saved build folder carries its recipe and calibration cache: use them for why-not-INT8.
-            found = find_build_artifacts(folder_path)
-            for key, role in (("recipe", "recipe"), ("calibration", "calibration"), ("profile", "profile")):
-                if options.get(key) is None and role in found:
-                    options[key] = found[role]
+        if self.use_siblings:
+            # A build (or a saved build folder) carries its recipe and calibration cache: use them for why-not-INT8.
+            for key, value in build_context(source).items():
+                if options.get(key) is None:
+                    options[key] = value
         try:
             graph = as_graph(source)
             table = layer_table(graph, **options)
