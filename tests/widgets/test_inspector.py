@@ -71,6 +71,10 @@ def test_from_path_renders_table_chart_and_filters(int8_path):
     w.layer_type.value = "Reformat"
     assert "showing 2 of 2 matching" in w.count.value
     w.layer_type.value = ALL
+    assert "NO_SCALE" in w.why.options
+    w.why.value = "NO_SCALE"
+    assert [r[0] for r in _body_rows(w)] == ["fc_weight + fc"]
+    w.why.value = ALL
     w.sort.value = "name"
     w.descending.value = True
     names = [r[0] for r in _body_rows(w)]

@@ -207,8 +207,8 @@ def summary_dict(table) -> dict:
 
 
 def filter_table(table, text: str = "", precision: Optional[str] = None, layer_type: Optional[str] = None,
-                 sort_by: Optional[str] = None, ascending: bool = True):
-    """Rows matching a text (in name or ONNX nodes), a precision and a type, optionally sorted.
+                 sort_by: Optional[str] = None, ascending: bool = True, why: Optional[str] = None):
+    """Rows matching a text (in name or ONNX nodes), a precision, a type and a why-not-INT8 code, optionally sorted.
 
     Vectorised (pandas string operations), so it stays fast on thousands of layers.
     """
@@ -222,6 +222,9 @@ def filter_table(table, text: str = "", precision: Optional[str] = None, layer_t
         mask = m if mask is None else mask & m
     if layer_type:
         m = table["type"] == layer_type
+        mask = m if mask is None else mask & m
+    if why:
+        m = table["why_not_int8"] == why
         mask = m if mask is None else mask & m
     out = table if mask is None else table[mask]
     if sort_by:

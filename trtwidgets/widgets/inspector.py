@@ -68,6 +68,8 @@ class Inspector(widgets.VBox):
                                           layout=widgets.Layout(width="200px"))
         self.layer_type = widgets.Dropdown(options=[ALL], value=ALL, description="Type",
                                            layout=widgets.Layout(width="240px"))
+        self.why = widgets.Dropdown(options=[ALL], value=ALL, description="Why not INT8",
+                                    style={"description_width": "initial"}, layout=widgets.Layout(width="280px"))
         self.sort = widgets.Dropdown(options=["(engine order)"] + list(COLUMNS), value="(engine order)",
                                      description="Sort", layout=widgets.Layout(width="240px"))
         self.descending = widgets.ToggleButton(value=False, description="desc", icon="sort-amount-desc",
@@ -78,9 +80,10 @@ class Inspector(widgets.VBox):
         self.chart = None
         self.chart_box = widgets.Box()
         super().__init__([self.message, self.warnings, self.chart_box, self.causes,
-                          widgets.HBox([self.search, self.precision, self.layer_type, self.sort, self.descending]),
+                          widgets.HBox([self.search, self.precision, self.layer_type, self.why, self.sort, self.descending],
+                                       layout=widgets.Layout(flex_flow="row wrap")),
                           self.count, self.table_view], **kwargs)
-        for w in (self.search, self.precision, self.layer_type, self.sort, self.descending):
+        for w in (self.search, self.precision, self.layer_type, self.why, self.sort, self.descending):
             w.observe(lambda _: self.refresh(), names="value")
         if session is not None and source is None:
             session.observe(self._on_builds, names=["builds"])
@@ -126,6 +129,8 @@ class Inspector(widgets.VBox):
             self.precision.value = ALL
             self.layer_type.options = [ALL] + types
             self.layer_type.value = ALL
+            self.why.options = [ALL] + [c for c in table["why_not_int8"].value_counts().index if c]
+            self.why.value = ALL
             self.causes.value = self._causes_html()
         self.refresh()
         return True
@@ -170,7 +175,8 @@ class Inspector(widgets.VBox):
                             precision=None if self.precision.value == ALL else self.precision.value,
                             layer_type=None if self.layer_type.value == ALL else self.layer_type.value,
                             sort_by=None if self.sort.value == "(engine order)" else self.sort.value,
-                            ascending=not self.descending.value)
+                            ascending=not self.descending.value,
+                            why=None if self.why.value == ALL else self.why.value)
 
     def refresh(self) -> None:
         """Re-render the table for the current filters."""
