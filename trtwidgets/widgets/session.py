@@ -1,21 +1,56 @@
 """The Session: the one object that every step of the notebook shares.
 
 It holds the loaded model, its lint findings, the recipe, the activation
-statistics and the builds, as traitlets so that widgets observe it instead of
-each other. Every value in it is immutable and replaced as a whole; a failed
-step sets :attr:`Session.error` and keeps whatever the session had.
+statistics, the ranges and the builds (each with its inspected engine graph),
+as traitlets so that widgets observe it instead of each other. Every value in
+it is immutable and replaced as a whole; a failed step sets
+:attr:`Session.error` and keeps whatever the session had.
+
+Every result remembers what it was made from (its fingerprint, see
+:mod:`trtwidgets.core.staleness`). When an earlier step changes (the model,
+the flags, the profiles, the calibrator, the data), :attr:`Session.stale`
+names the later results that no longer match and why. Stale results are kept,
+not deleted: the user decides when to redo them, and can still compare.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Union
+from pathlib import Path
+from typing import Any, Dict, Optional, Union
 
 import traitlets
 
+from ..core import staleness
 from ..core.errors import UserError
 from ..core.lint import lint
 from ..core.model import LoadedModel, load_model
+
+
+def build_label(build: Any) -> str:
+    """A short name for a build: a saved build's name, else its directory's name."""
+    name = getattr(build, "name", None)
+    if name:
+        return str(name)
+    out_dir = getattr(build, "out_dir", None) or os.path.dirname(str(getattr(build, "inspector_json_path", "") or ""))
+    return Path(str(out_dir)).name or "build"
+
+
+def _build_recipe(build: Any, fallback: Any) -> Any:
+    """The recipe a build was made from: its own (saved ``recipe.json``), else ``fallback``."""
+    own = getattr(build, "recipe", None)
+    if own is not None:
+        return own
+    path = getattr(build, "recipe_path", None)
+    if path and os.path.isfile(path):
+        import json
+
+        try:
+            with open(path, encoding="utf-8") as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            pass
+    return fallback
 
 
 class Session(traitlets.HasTraits):
@@ -31,8 +66,19 @@ class Session(traitlets.HasTraits):
         The build recipe (``trtwidgets.core.recipe.Recipe``).
     stats : ActivationStats or None
         Collected activation statistics.
+    ranges : dict or None
+        Tensor -> method -> RangeResult, computed from :attr:`stats`.
+    calibration : Calibration or None
+        The last calibration (stats, ranges, exported amax), see :mod:`trtwidgets.core.analysis`.
     builds : tuple
-        Build results, oldest first.
+        Build results (``BuildResult`` or ``SavedBuild``), oldest first.
+    graphs : dict
+        Build label -> its parsed ``EngineGraph`` (see :func:`build_label`).
+    stale : dict
+        Result key (``"stats"``, ``"ranges"``, ``"build:<label>"``) -> why it is out of date.
+        Stale results stay in the session.
+    problems : tuple of str
+        What is wrong with the recipe as it stands (see :func:`~trtwidgets.core.recipe.recipe_problems`).
     error : str
         The last user-facing error message, '' when the last action succeeded.
     """
@@ -41,8 +87,24 @@ class Session(traitlets.HasTraits):
     findings = traitlets.Tuple()
     recipe = traitlets.Any(default_value=None, allow_none=True)
     stats = traitlets.Any(default_value=None, allow_none=True)
+    ranges = traitlets.Any(default_value=None, allow_none=True)
+    calibration = traitlets.Any(default_value=None, allow_none=True)
     builds = traitlets.Tuple()
+    graphs = traitlets.Dict()
+    stale = traitlets.Dict()
+    problems = traitlets.Tuple()
     error = traitlets.Unicode("")
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        #: result key -> fingerprint of what it was made from
+        self.made_with: Dict[str, dict] = {}
+        self._known_builds: Dict[int, str] = {}
+        self.observe(self._on_recipe, names=["recipe"])
+        self.observe(self._on_builds, names=["builds"])
+        self.observe(self._on_results, names=["stats", "ranges"])
+
+    # ------------------------------------------------------------------ model
 
     def load(self, path: Union[str, os.PathLike]) -> bool:
         """Load a model and lint it; on bad input set :attr:`error` and keep the previous model.
@@ -66,6 +128,7 @@ class Session(traitlets.HasTraits):
             self.model = model
             self.findings = findings
             self.error = error
+        self.update_stale()
         return True
 
     def relint(self) -> None:
@@ -84,3 +147,262 @@ class Session(traitlets.HasTraits):
         return lint(model, flags=getattr(r, "flags", None), trt_version=getattr(r, "trt_version", None),
                     calibrator=getattr(calibrator, "kind", calibrator),
                     profiles=getattr(r, "profiles", None) or None)
+
+    # ------------------------------------------------------------------ recipe
+
+    def default_recipe(self, **changes):
+        """A recipe for the current model: default profiles, plus ``changes``.
+
+        Raises
+        ------
+        UserError
+            No model is loaded, or a change is invalid.
+        """
+        from ..core.recipe import Recipe
+
+        if self.model is None:
+            raise UserError("There is no model to make a recipe for.", "A recipe describes how one model is built.",
+                            "Load a model first.")
+        return Recipe.for_model(self.model, **changes)
+
+    def set_recipe(self, recipe=None, **changes) -> bool:
+        """Replace the recipe (``recipe``, or the current one with ``changes``); a bad one sets :attr:`error`.
+
+        A recipe whose profiles do not fit the model's inputs is refused (the previous
+        recipe stays). Other problems (say, INT8 without a calibrator yet, while the
+        user is still choosing) are accepted and listed in :attr:`problems`.
+
+        Returns
+        -------
+        bool
+            True when the recipe was replaced.
+        """
+        from ..core.profiles import profile_problems
+        from ..core.recipe import recipe_problems
+
+        try:
+            base = recipe if recipe is not None else (self.recipe or self.default_recipe())
+            new = base.replace(**changes) if changes else base
+            summary = self.model.summary if self.model is not None else None
+            blocking = profile_problems(new.profiles, summary) if summary is not None else []
+            if blocking:
+                raise UserError(f"The profiles do not fit the model: {blocking[0]}",
+                                "\n".join(blocking) if len(blocking) > 1 else
+                                "TensorRT refuses a profile whose shapes the model's inputs cannot take.",
+                                "Give every dynamic input min <= opt <= max shapes of the model's rank.")
+            problems = tuple(recipe_problems(new, summary))
+        except UserError as err:
+            self.error = err.message
+            return False
+        with self.hold_trait_notifications():
+            self.error = ""
+            self.problems = problems
+            self.recipe = new
+        return True
+
+    def save_recipe(self, path: Union[str, os.PathLike]) -> Optional[str]:
+        """Write the recipe as JSON (atomically); returns the path, or None (and :attr:`error`)."""
+        from ..core.recipe import save_recipe
+
+        if self.recipe is None:
+            self.error = "There is no recipe to save. Why: no model or settings were chosen yet. Fix: load a model first."
+            return None
+        try:
+            return str(save_recipe(self.recipe, path))
+        except (UserError, OSError) as err:
+            self.error = getattr(err, "message", None) or f"Could not write {path}: {err}"
+            return None
+
+    def load_recipe(self, path: Union[str, os.PathLike]) -> bool:
+        """Read a recipe JSON and load its model; on any problem keep everything and set :attr:`error`."""
+        from ..core.recipe import load_recipe
+
+        try:
+            recipe = load_recipe(path)
+        except UserError as err:
+            self.error = err.message
+            return False
+        if self.model is None or str(self.model.path) != str(Path(recipe.model_path)):
+            previous = self.model
+            if not self.load(recipe.model_path):
+                return False
+            if previous is not None and self.model is not previous:
+                self.update_stale()
+        return self.set_recipe(recipe)
+
+    def _on_recipe(self, change) -> None:
+        self.relint()
+        self.update_stale()
+
+    # ------------------------------------------------------------------ calibration
+
+    def calibrate(self, data: Any = None, progress: bool = True, max_samples: Optional[int] = None) -> bool:
+        """Collect activation statistics and compute ranges as the recipe says.
+
+        On any problem (bad data, shapes that do not fit) :attr:`error` says what,
+        and the previous statistics and ranges stay.
+
+        Parameters
+        ----------
+        data : optional
+            Overrides the recipe's calibration data (see
+            :func:`~trtwidgets.core.analysis.calibrate_recipe`); the bundled demo model
+            calibrates on its bundled crops by default.
+        progress : bool or callable
+            Show a progress bar.
+        max_samples : int, optional
+
+        Returns
+        -------
+        bool
+            True when new statistics were collected.
+        """
+        from ..core.analysis import calibrate_recipe
+
+        if self.model is None:
+            self.error = "There is no model to calibrate. Why: calibration runs the model. Fix: load a model first."
+            return False
+        recipe = self.recipe if hasattr(self.recipe, "calibration_shapes") else None
+        if recipe is None:
+            try:
+                recipe = self.default_recipe()
+            except UserError as err:
+                self.error = err.message
+                return False
+            self.recipe = recipe
+        try:
+            result = calibrate_recipe(recipe, self.model, data=data, progress=progress, max_samples=max_samples)
+        except UserError as err:
+            self.error = err.message
+            return False
+        self._set_calibration(result, recipe)
+        return True
+
+    def recompute_ranges(self, percentile: Optional[float] = None) -> bool:
+        """Ranges of the current statistics at another percentile (statistics unchanged)."""
+        from ..core.ranges import METHODS, compute_ranges
+
+        if self.stats is None:
+            self.error = "There are no statistics yet. Fix: run the calibration step first."
+            return False
+        pct = float(percentile if percentile is not None else getattr(getattr(self.recipe, "calibrator", None),
+                                                                       "percentile", 99.99))
+        try:
+            ranges = compute_ranges(self.stats, METHODS, pct)
+        except UserError as err:
+            self.error = err.message
+            return False
+        recipe = self.recipe
+        if percentile is not None and hasattr(recipe, "calibrator"):
+            import dataclasses
+
+            recipe = recipe.replace(calibrator=dataclasses.replace(recipe.calibrator, percentile=pct))
+        self.made_with["ranges"] = staleness.fingerprint("ranges", self._sha(), recipe)
+        self.ranges = ranges
+        if recipe is not self.recipe:
+            self.recipe = recipe
+        self.update_stale()
+        return True
+
+    def _set_calibration(self, result, recipe) -> None:
+        sha = self._sha()
+        self.made_with["stats"] = staleness.fingerprint("stats", sha, recipe)
+        self.made_with["ranges"] = staleness.fingerprint("ranges", sha, recipe)
+        with self.hold_trait_notifications():
+            self.calibration = result
+            self.stats = result.stats
+            self.ranges = result.ranges
+            self.error = ""
+        self.update_stale()
+
+    def _on_results(self, change) -> None:
+        # Statistics set from outside (e.g. loaded from a file) count as made with the current recipe.
+        key = change["name"]
+        if change["new"] is not None and key not in self.made_with:
+            self.made_with[key] = staleness.fingerprint(key, self._sha(), self.recipe)
+            self.update_stale()
+
+    # ------------------------------------------------------------------ builds
+
+    def add_build(self, build: Any) -> bool:
+        """Add a build (a ``BuildResult``, a ``SavedBuild``, or a build directory / inspector JSON path).
+
+        Its engine graph is parsed into :attr:`graphs`. On bad input :attr:`error` says
+        what and nothing changes.
+        """
+        if isinstance(build, (str, os.PathLike)):
+            from ..core.saved_build import load_saved_build
+
+            try:
+                build = load_saved_build(build)
+            except UserError as err:
+                self.error = err.message
+                return False
+        try:
+            self._register(build)
+        except UserError as err:
+            self.error = err.message
+            return False
+        self.error = ""
+        self.builds = tuple(self.builds) + (build,)
+        return True
+
+    def build_named(self, label: str):
+        """The build with this label (see :func:`build_label`), or None."""
+        for b in self.builds:
+            if self._known_builds.get(id(b)) == label:
+                return b
+        return None
+
+    def _register(self, build: Any) -> str:
+        from ..core.inspector import as_graph
+
+        graph = as_graph(build)
+        label = build_label(build)
+        taken = set(self.graphs) - {self._known_builds.get(id(build))}
+        base, n = label, 2
+        while label in taken:
+            label, n = f"{base}-{n}", n + 1
+        self._known_builds[id(build)] = label
+        recipe = _build_recipe(build, self.recipe)
+        rd = staleness.recipe_dict(recipe) or {}
+        sha = rd.get("model_sha256") or self._sha()
+        self.made_with[f"build:{label}"] = staleness.fingerprint("build", sha, recipe)
+        graphs = dict(self.graphs)
+        graphs[label] = graph
+        self.graphs = graphs
+        return label
+
+    def _on_builds(self, change) -> None:
+        # Builds appended by other widgets (the build panel) are registered here.
+        for b in change["new"]:
+            if id(b) not in self._known_builds:
+                try:
+                    self._register(b)
+                except UserError as err:
+                    self.error = err.message
+        self.update_stale()
+
+    # ------------------------------------------------------------------ staleness
+
+    def _sha(self) -> str:
+        return self.model.sha256 if self.model is not None else ""
+
+    def update_stale(self) -> None:
+        """Recompute :attr:`stale` from what each result was made with and the current model and recipe."""
+        sha = self._sha()
+        out = {}
+        for key, made in self.made_with.items():
+            kind = "build" if key.startswith("build:") else key
+            if kind == "build" and key[len("build:"):] not in self.graphs:
+                continue
+            now = staleness.fingerprint(kind, sha, self.recipe if hasattr(self.recipe, "to_dict") else None)
+            reason = staleness.stale_reason(made, now)
+            if reason:
+                out[key] = reason
+        if out != self.stale:
+            self.stale = out
+
+    def is_stale(self, key: str) -> bool:
+        """Whether the result ``key`` (``"stats"``, ``"ranges"``, ``"build:<label>"``) is out of date."""
+        return key in self.stale

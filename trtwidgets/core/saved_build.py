@@ -1,0 +1,164 @@
+"""Builds saved to disk: a build directory read back without TensorRT.
+
+A build directory (written by :func:`trtwidgets.trt.build.build`, or committed
+from a GPU run under ``tests/fixtures/trt86/<name>/``) holds the engine
+inspector's JSON (``*.graph.json``), the ``recipe.json`` it was built from, the
+calibration cache, the build log (``build.log.jsonl``) and optionally per-layer
+timings. Reading one needs no GPU and no TensorRT, so notebooks, the app and
+``trtwidgets run`` inspect real builds on a laptop or on Binder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, Optional, Tuple, Union
+
+from .errors import InspectorError
+
+#: Environment variable naming a folder of saved build directories.
+ENV_VAR = "TRTWIDGETS_SAVED_BUILDS"
+#: Where the repository keeps the real TensorRT 8.6 builds of the demo model.
+REPO_SUBDIR = Path("tests") / "fixtures" / "trt86"
+_TIMING_NAMES = ("timings.json", "profile.json", "layer_times.json", "engine.profile.json")
+
+
+@dataclass(frozen=True)
+class SavedBuild:
+    """One build directory, read back.
+
+    Attributes
+    ----------
+    name : str
+        The directory's name (``int8_implicit``, ...).
+    out_dir : str
+    inspector_json_path : str
+    inspector_json : str
+        The engine inspector's JSON text.
+    recipe : dict, optional
+        ``recipe.json`` as plain JSON (kept as a dict: a recipe written by another
+        release still inspects).
+    calibration_cache_path : str, optional
+    log : tuple of (severity, message)
+        ``build.log.jsonl``'s lines.
+    timings_path : str, optional
+        Per-layer timings (``trtexec --exportProfile`` JSON or a ``{layer: ms}`` mapping).
+    meta : dict
+        ``build.json`` (TensorRT version, GPU, build seconds) when present.
+    """
+
+    name: str
+    out_dir: str
+    inspector_json_path: str
+    inspector_json: str = field(repr=False)
+    recipe: Optional[dict] = field(default=None, repr=False)
+    calibration_cache_path: Optional[str] = None
+    log: Tuple[Tuple[str, str], ...] = field(default=(), repr=False)
+    timings_path: Optional[str] = None
+    meta: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def trt_version(self) -> str:
+        return str(self.meta.get("trt_version") or (self.recipe or {}).get("trt_version") or "")
+
+    @property
+    def flags(self) -> Tuple[str, ...]:
+        return tuple((self.recipe or {}).get("flags") or ())
+
+    def error_lines(self) -> Tuple[str, ...]:
+        """The log's ERROR lines (e.g. why TensorRT refused to build)."""
+        return tuple(m for s, m in self.log if s in ("ERROR", "INTERNAL_ERROR"))
+
+
+def _read_json(path: Path, what: str):
+    try:
+        return json.loads(path.read_text(encoding="utf-8", errors="replace"), strict=False)
+    except (OSError, ValueError) as exc:
+        raise InspectorError(f"Could not read {what} {path}.", str(exc),
+                             "Copy the build directory again, or delete the broken file.") from None
+
+
+def _read_log(path: Path) -> Tuple[Tuple[str, str], ...]:
+    out = []
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ()
+    for line in lines:
+        try:
+            rec = json.loads(line, strict=False)
+        except ValueError:
+            continue
+        if isinstance(rec, dict) and "message" in rec:
+            out.append((str(rec.get("severity", "INFO")), str(rec["message"])))
+    return tuple(out)
+
+
+def load_saved_build(path: Union[str, os.PathLike]) -> SavedBuild:
+    """Read a build directory (or one ``*.graph.json`` file inside one).
+
+    Raises
+    ------
+    InspectorError
+        The path does not exist or holds no inspector JSON.
+    """
+    p = Path(path)
+    if p.is_file():
+        graph_path, folder = p, p.parent
+    elif p.is_dir():
+        folder = p
+        cands = sorted(p.glob("*.graph.json")) or sorted(p.glob("*graph*.json"))
+        if not cands:
+            raise InspectorError(f"The build directory {p} holds no engine-inspector JSON (*.graph.json).",
+                                 "A saved build is read through its inspector JSON; the engine itself needs a GPU.",
+                                 "Pass a directory written by `trtwidgets build`, or the .graph.json file itself.")
+        graph_path = cands[0]
+    else:
+        raise InspectorError(f"{p} does not exist.", None,
+                             "Pass a build directory (with a *.graph.json) or an engine-inspector JSON file.")
+    text = graph_path.read_text(encoding="utf-8", errors="replace")
+    recipe = _read_json(folder / "recipe.json", "the build's recipe") if (folder / "recipe.json").is_file() else None
+    meta = _read_json(folder / "build.json", "the build's metadata") if (folder / "build.json").is_file() else {}
+    cache = folder / "calibration.cache"
+    timings = next((folder / n for n in _TIMING_NAMES if (folder / n).is_file()), None)
+    if timings is None:
+        timings = next(iter(sorted(folder.glob("*timing*.json")) + sorted(folder.glob("*profile*.json"))), None)
+    return SavedBuild(name=folder.name if p.is_dir() or graph_path.name.startswith("engine") else graph_path.stem,
+                      out_dir=str(folder), inspector_json_path=str(graph_path), inspector_json=text,
+                      recipe=recipe if isinstance(recipe, dict) else None,
+                      calibration_cache_path=str(cache) if cache.is_file() else None,
+                      log=_read_log(folder / "build.log.jsonl"), timings_path=str(timings) if timings else None,
+                      meta=meta if isinstance(meta, dict) else {})
+
+
+def saved_builds_root(start: Union[str, os.PathLike, None] = None) -> Optional[Path]:
+    """The folder of saved builds: ``$TRTWIDGETS_SAVED_BUILDS``, else the repository's ``tests/fixtures/trt86``.
+
+    The repository is found next to the package (an editable install) or above
+    ``start`` (default: the working directory; a notebook on Binder runs in
+    ``notebooks/``). None when there is none.
+    """
+    env = os.environ.get(ENV_VAR)
+    if env:
+        return Path(env) if Path(env).is_dir() else None
+    cands = [Path(__file__).resolve().parents[2]]
+    here = Path(start or os.getcwd()).resolve()
+    cands += [here, *here.parents]
+    for base in cands:
+        if (base / REPO_SUBDIR).is_dir():
+            return base / REPO_SUBDIR
+    return None
+
+
+def find_saved_builds(root: Union[str, os.PathLike, None] = None) -> Dict[str, Path]:
+    """Build name -> directory, for every directory under ``root`` holding a ``*.graph.json``."""
+    base = Path(root) if root is not None else saved_builds_root()
+    if base is None or not base.is_dir():
+        return {}
+    out = {}
+    for d in sorted(base.iterdir()):
+        if d.is_dir() and any(d.glob("*.graph.json")):
+            out[d.name] = d
+    return out
