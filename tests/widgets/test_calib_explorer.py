@@ -159,3 +159,57 @@ def test_rank_by_error_reorders(stats, ranges):
     assert x == sorted(x)
     assert ex.tensor_list.options[0] == ex.overview.ranking.names[0]
     assert not any(math.isnan(v) for v in x if v is not None)
+
+
+def test_tensorrt_cache_is_read_once_and_drawn(stats, ranges, tmp_path):
+    from trtwidgets.core.calib_cache import write_cache
+
+    name = list(stats.tensors)[0]
+    path = write_cache({name: 2.25}, tmp_path / "trt.cache")
+    ex = CalibrationExplorer(stats, ranges=ranges, trt_cache=str(path))
+    ex.select(name)
+    assert _lines(ex.hist_fig)["tensorrt"] == pytest.approx(2.25, rel=1e-6)
+    ex.select(list(stats.tensors)[1])
+    assert "tensorrt" not in _lines(ex.hist_fig)
+
+
+def test_write_cache_button_uses_export_method(stats, ranges, tmp_path):
+    cache = tmp_path / "c.cache"
+    ex = CalibrationExplorer(stats, ranges=ranges, cache_path=str(cache))
+    ex.export_method.value = "max"
+    ex.cache_button.click()
+    got = read_cache(cache).amax
+    assert got[ex.tensor] == pytest.approx(compute_amax(stats.tensors[ex.tensor], "max"), rel=1e-6)
+    assert "cache written" in ex.status.value
+
+
+@pytest.fixture(scope="module")
+def demo_stats():
+    from trtwidgets import demo
+    from trtwidgets.core.collect import collect_stats
+
+    return collect_stats(demo.MODEL_PATH, demo.sample_inputs(1)[:4], progress=False)
+
+
+def test_override_re_exports_the_qdq_model(demo_stats, tmp_path):
+    import onnx
+    from onnx import numpy_helper
+
+    from trtwidgets import demo
+
+    qdq = tmp_path / "m.qdq.onnx"
+    ex = CalibrationExplorer(demo_stats, model=demo.MODEL_PATH, qdq_path=str(qdq), cache_path=str(tmp_path / "c"))
+    assert not ex.qdq_button.disabled
+    assert ex.export_qdq() == str(qdq)
+
+    def scales(path):
+        m = onnx.load(str(path))
+        inits = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
+        return {n.input[0]: float(inits[n.input[1]]) for n in m.graph.node
+                if n.op_type == "QuantizeLinear" and n.input[0] in demo_stats.tensors}
+
+    target = sorted(scales(qdq))[0]
+    ex.select(target)
+    assert ex.apply_override(3.0)
+    assert scales(qdq)[target] == pytest.approx(3.0 / 127, rel=1e-6)
+    assert "Q/DQ model written" in ex.status.value

@@ -76,7 +76,7 @@ class CalibrationExplorer(widgets.VBox):
     def __init__(self, stats=None, recipe=None, session=None, methods: Optional[Sequence[str]] = None,
                  percentile: Optional[float] = None, cache_path: Optional[str] = None, model=None,
                  qdq_path: Optional[str] = None, trt_cache=None, ranges: Optional[Mapping] = None,
-                 overview_kind: str = "bar", top: int = 40, export_method: Optional[str] = None):
+                 overview_kind: str = "bar", top: int = 30, export_method: Optional[str] = None):
         from ..core.ranges import METHODS, compute_ranges
         from ..core.stats import load_stats
 
@@ -100,7 +100,8 @@ class CalibrationExplorer(widgets.VBox):
         self.cache_path = cache_path if cache_path is not None else getattr(cal, "cache_path", None)
         self.model = model
         self.qdq_path = qdq_path
-        self.trt_cache = trt_cache
+        # read a cache path once: the histogram is redrawn on every switch
+        self.trt_cache = _load_cache(trt_cache)
         self.overrides: Dict[str, float] = dict(getattr(cal, "amax_overrides", None) or {})
         self.last_export: Dict[str, str] = {}
         self.ranges = dict(ranges) if ranges is not None else compute_ranges(self.stats, self._all_methods,
@@ -128,6 +129,8 @@ class CalibrationExplorer(widgets.VBox):
         self.override_text = widgets.FloatText(description="amax", layout=widgets.Layout(width="200px"))
         self.apply_button = widgets.Button(description="Apply override", button_style="warning")
         self.clear_button = widgets.Button(description="Clear override")
+        self.cache_button = widgets.Button(description="Write cache", disabled=not self.cache_path,
+                                           tooltip="write the calibration cache for the export method plus overrides")
         self.qdq_button = widgets.Button(description="Export Q/DQ model", disabled=not self._qdq_possible())
         self.status = widgets.HTML()
         self.error = widgets.HTML(layout=widgets.Layout(display="none"))
@@ -157,6 +160,7 @@ class CalibrationExplorer(widgets.VBox):
         self.export_method.observe(self._on_export_method, "value")
         self.apply_button.on_click(lambda _b: self.apply_override())
         self.clear_button.on_click(lambda _b: self.clear_override())
+        self.cache_button.on_click(lambda _b: self._write_cache_clicked())
         self.qdq_button.on_click(lambda _b: self.export_qdq())
         self.overview_fig.data[0].on_click(self._on_overview_click)
         self.figure_tabs.observe(lambda _c: self._refresh_grid(), "selected_index")
@@ -171,7 +175,7 @@ class CalibrationExplorer(widgets.VBox):
             widgets.HBox(list(self.method_toggles.values()) + [self.percentile_slider]),
             self.figure_tabs,
             widgets.HBox([self.export_method, self.override_text, self.apply_button, self.clear_button,
-                          self.qdq_button]),
+                          self.cache_button, self.qdq_button]),
             self.error, self.status,
         ]
         self.select(self.overview.ranking.names[0] if len(self.overview.ranking) else first)
@@ -254,21 +258,39 @@ class CalibrationExplorer(widgets.VBox):
         if not self._qdq_possible():
             return None
         try:
-            from ..core.qdq_export import export_qdq, save_qdq_model
-
-            save_qdq_model(export_qdq(self.model, self.export_amax()), self.qdq_path)
-        except UserError as e:
-            self._show_error(e)
+            path = self._write_qdq()
+        except (UserError, OSError) as e:
+            self._show_error(_as_user_error(e, f"could not write the Q/DQ model {self.qdq_path}",
+                                            "choose a writable path for the Q/DQ model"))
             return None
-        self.last_export["qdq"] = str(self.qdq_path)
-        self.status.value = f"Q/DQ model written to <code>{html.escape(str(self.qdq_path))}</code>."
-        return str(self.qdq_path)
+        self._hide_error()
+        self.status.value = f"Q/DQ model written to <code>{html.escape(path)}</code>."
+        return path
 
     def export_amax(self) -> Dict[str, float]:
         """tensor -> amax that the exports use: overrides, else the export method's amax."""
         return effective_amax(self.ranges, self.export_method.value, self.overrides)
 
     # ------------------------------------------------------------------ internals
+
+    def _write_qdq(self) -> str:
+        from ..core.qdq_export import export_qdq, save_qdq_model
+
+        save_qdq_model(export_qdq(self.model, self.export_amax()), self.qdq_path)
+        self.last_export["qdq"] = str(self.qdq_path)
+        return str(self.qdq_path)
+
+    def _write_cache_clicked(self) -> None:
+        try:
+            path = self.export_cache()
+        except (UserError, OSError) as e:
+            self._show_error(_as_user_error(e, f"could not write the calibration cache {self.cache_path}",
+                                            "choose a writable cache path"))
+            return
+        self._hide_error()
+        if path:
+            self.status.value = (f"cache written to <code>{html.escape(path)}</code> "
+                                 f"({html.escape(self.export_method.value)} ranges, {len(self.overrides)} override(s)).")
 
     def _qdq_possible(self) -> bool:
         if self.model is None or not self.qdq_path:
@@ -280,28 +302,33 @@ class CalibrationExplorer(widgets.VBox):
         return True
 
     def _commit_overrides(self, new: Dict[str, float], message: str) -> bool:
-        old_overrides, old_recipe = self.overrides, self.recipe
+        old_overrides = self.overrides
         try:
             recipe = self._recipe_with(new)
             self.overrides = new
             written = self.export_cache()
         except (UserError, OSError) as e:
             # nothing half-done: the previous overrides and recipe stay in force
-            self.overrides, self.recipe = old_overrides, old_recipe
-            self._show_error(e if isinstance(e, UserError) else UserError(
-                f"could not write the calibration cache {self.cache_path}", str(e),
-                "choose a writable cache path"))
+            self.overrides = old_overrides
+            self._show_error(_as_user_error(e, f"could not write the calibration cache {self.cache_path}",
+                                            "choose a writable cache path"))
             self._refresh_tensor()
             return False
         self.recipe = recipe
         if self.session is not None and recipe is not None:
             self.session.recipe = recipe
-        if self._qdq_possible():
-            self.export_qdq()
         self._hide_error()
-        where = f"; cache written to <code>{html.escape(written)}</code>" if written else \
-            "; no cache path set, nothing written"
-        self.status.value = html.escape(message) + where
+        parts = [html.escape(message)]
+        parts.append(f"cache written to <code>{html.escape(written)}</code>" if written
+                     else "no cache path set, no cache written")
+        if self._qdq_possible():
+            try:
+                parts.append(f"Q/DQ model written to <code>{html.escape(self._write_qdq())}</code>")
+            except (UserError, OSError) as e:
+                # the override itself is valid and kept; only this export failed, and the panel says so
+                self._show_error(_as_user_error(e, f"could not write the Q/DQ model {self.qdq_path}",
+                                                "choose a writable path for the Q/DQ model"))
+        self.status.value = "; ".join(parts) + "."
         self._refresh_tensor()
         return True
 
@@ -410,6 +437,18 @@ class CalibrationExplorer(widgets.VBox):
     def _on_overview_click(self, trace, points, selector) -> None:
         if points.point_inds:
             self.select(trace.customdata[points.point_inds[0]])
+
+
+def _as_user_error(e: Exception, what: str, fix: str) -> UserError:
+    return e if isinstance(e, UserError) else UserError(what, f"{type(e).__name__}: {e}", fix)
+
+
+def _load_cache(trt_cache):
+    if trt_cache is None or isinstance(trt_cache, Mapping) or hasattr(trt_cache, "amax"):
+        return trt_cache
+    from ..core.calib_cache import read_cache
+
+    return read_cache(trt_cache)
 
 
 __all__ = ["CalibrationExplorer"]
