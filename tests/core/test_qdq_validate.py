@@ -75,16 +75,22 @@ def test_demo_accuracy_on_held_back_crops(demo_stats, demo_proto, held_back):
 
 
 def test_demo_task_metric_is_computed_on_both_models(demo_stats, demo_proto, held_back):
-    # Task: rotation detection. The crops of skimage_crops are upright, so the
-    # "accuracy" is the fraction classified as 0 degrees (label 0).
-    result = build_qdq(demo_proto, amax_from_stats(demo_stats, "mse"))
-    acc = lambda outs: float(np.mean(next(iter(outs.values())).argmax(-1) == 0))  # noqa: E731
-    v = validate_qdq(demo_proto, result.model, held_back, task_metric=acc, task_metric_name="upright accuracy",
+    # The task: rotation. demo.skimage_crops turns every odd crop by 180 degrees,
+    # so the true label of crop i is i % 2 (LABELS = ("0", "180")).
+    labels = np.arange(128) % 2
+
+    def accuracy(outs):
+        return float(np.mean(next(iter(outs.values())).argmax(-1) == labels))
+
+    result = build_qdq(demo_proto, amax_from_stats(demo_stats, "percentile"))
+    v = validate_qdq(demo_proto, result.model, held_back, task_metric=accuracy, task_metric_name="rotation accuracy",
                      run_lint=False)
     ref, _ = run_model(demo_proto, held_back)
-    assert v.task_metric_reference == pytest.approx(acc(ref))
-    assert abs(v.task_metric_qdq - v.task_metric_reference) <= 0.06
-    assert "upright accuracy" in v.summary()
+    assert v.task_metric_reference == pytest.approx(accuracy(ref))
+    # (The float model itself is near chance on these natural-image crops: most are not text.)
+    # INT8 may cost a few points on this sensitive model, not more.
+    assert v.task_metric_qdq >= v.task_metric_reference - 0.05, v.summary()
+    assert "rotation accuracy: FP32" in v.summary()
 
 
 def test_demo_export_is_at_least_as_accurate_as_onnxruntime_quantize_static(demo_stats, demo_proto, held_back,
