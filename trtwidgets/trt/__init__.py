@@ -66,6 +66,17 @@ def tensorrt():
     return mod
 
 
+def version_of(trt_module) -> str:
+    """The version of a tensorrt module (the bare ``tensorrt_bindings.tensorrt`` extension keeps it in its package)."""
+    import sys
+
+    v = getattr(trt_module, "__version__", None)
+    if v is None:
+        parent = sys.modules.get(getattr(trt_module, "__name__", "").rpartition(".")[0])
+        v = getattr(parent, "__version__", None)
+    return "unknown" if v is None else str(v)
+
+
 def version() -> Optional[str]:
     """The installed TensorRT's version string, or None without TensorRT."""
     mod = _import()

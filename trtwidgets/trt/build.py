@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..core.errors import BuildError, CalibrationDataError, RecipeError, TensorRTUnavailable, UserError
+from . import version_of
 from .build_dir import check_out_dir, default_build_dir, discard, publish, staging_dir, write_bytes_atomic
 from .logger import LogCollector, LogLine, decisive_lines
 
@@ -180,9 +181,27 @@ def _features(trt):
 
 def _major(trt) -> int:
     try:
-        return int(str(trt.__version__).split(".")[0])
+        return int(version_of(trt).split(".")[0])
     except ValueError:
         return 0
+
+
+_NP_TYPES = {"FLOAT": "float32", "HALF": "float16", "INT8": "int8", "INT32": "int32", "INT64": "int64",
+             "BOOL": "bool", "UINT8": "uint8"}
+
+
+def _nptype(trt, dtype):
+    """numpy dtype of a TensorRT DataType (``tensorrt.nptype`` lives in the package, not the bare bindings)."""
+    import numpy as np
+
+    name = getattr(dtype, "name", str(dtype).rsplit(".", 1)[-1])
+    if name in _NP_TYPES:
+        return np.dtype(_NP_TYPES[name])
+    fn = getattr(trt, "nptype", None)
+    if fn is None:
+        raise TensorRTUnavailable(f"Network input type {name} has no numpy equivalent for calibration.",
+                                  fix="Calibrate a model whose inputs are float32/float16/int8/int32.")
+    return np.dtype(fn(dtype))
 
 
 def _lint(model, recipe, trt) -> tuple:
@@ -192,7 +211,7 @@ def _lint(model, recipe, trt) -> tuple:
         return ()
     cal = recipe.calibrator.kind
     try:
-        return tuple(lint(model, flags=recipe.flags, trt_version=str(trt.__version__),
+        return tuple(lint(model, flags=recipe.flags, trt_version=str(version_of(trt)),
                           calibrator=None if cal == "none" else cal, profiles=list(recipe.profiles) or None))
     except UserError:
         return ()
@@ -356,7 +375,7 @@ class _Build:
         expl = dict(feats.explanations) if feats is not None else {}
         for flag in recipe.flags:
             if flag not in available or not hasattr(trt.BuilderFlag, flag.upper()):
-                raise TensorRTUnavailable(f"TensorRT {trt.__version__} has no {flag.upper()} builder flag.",
+                raise TensorRTUnavailable(f"TensorRT {version_of(trt)} has no {flag.upper()} builder flag.",
                                           expl.get(flag, "This TensorRT does not offer it."),
                                           "Remove the flag from the recipe" + (
                                               "; on TensorRT 11 the model's types decide precision (export a Q/DQ or "
@@ -368,7 +387,7 @@ class _Build:
         if recipe.precision_constraints != "none":
             name = {"obey": "OBEY_PRECISION_CONSTRAINTS", "prefer": "PREFER_PRECISION_CONSTRAINTS"}[recipe.precision_constraints]
             if not hasattr(trt.BuilderFlag, name):
-                raise TensorRTUnavailable(f"TensorRT {trt.__version__} has no precision constraints.",
+                raise TensorRTUnavailable(f"TensorRT {version_of(trt)} has no precision constraints.",
                                           expl.get("precision_constraints", "They were removed with strong typing."),
                                           "Set precision_constraints to 'none'.")
             config.set_flag(getattr(trt.BuilderFlag, name))
@@ -378,7 +397,7 @@ class _Build:
             config.profiling_verbosity = trt.ProfilingVerbosity.DETAILED
         if recipe.builder_optimization_level is not None:
             if not hasattr(config, "builder_optimization_level"):
-                raise TensorRTUnavailable(f"TensorRT {trt.__version__} has no builder optimization level.",
+                raise TensorRTUnavailable(f"TensorRT {version_of(trt)} has no builder optimization level.",
                                           fix="Set builder_optimization_level to null.")
             config.builder_optimization_level = int(recipe.builder_optimization_level)
         if recipe.workspace_mib is not None:
@@ -411,7 +430,7 @@ class _Build:
             if prec is None:
                 continue
             if not hasattr(layer, "precision"):
-                raise TensorRTUnavailable(f"TensorRT {trt.__version__} cannot pin layer precisions.",
+                raise TensorRTUnavailable(f"TensorRT {version_of(trt)} cannot pin layer precisions.",
                                           "Layer precision was removed with strong typing (TensorRT 11).",
                                           "Cast the ONNX model instead, or export Q/DQ for INT8.")
             outs = [layer.get_output(j) for j in range(layer.num_outputs)]
@@ -420,7 +439,7 @@ class _Build:
                 continue
             dt = getattr(trt.DataType, _LAYER_DTYPES[prec], None)
             if dt is None:
-                raise TensorRTUnavailable(f"TensorRT {trt.__version__} has no {prec.upper()} data type for layer {layer.name!r}.",
+                raise TensorRTUnavailable(f"TensorRT {version_of(trt)} has no {prec.upper()} data type for layer {layer.name!r}.",
                                           f"Its data types are {', '.join(trt.DataType.__members__)}.",
                                           "Pin the layer to another precision (BF16 needs TensorRT 9 or later).")
             layer.precision = dt
@@ -438,7 +457,7 @@ class _Build:
         if exact is not None:
             unknown = [s for s in exact if s not in members]
             if unknown:
-                raise TensorRTUnavailable(f"TensorRT {trt.__version__} has no tactic source(s) {', '.join(unknown)}.",
+                raise TensorRTUnavailable(f"TensorRT {version_of(trt)} has no tactic source(s) {', '.join(unknown)}.",
                                           f"It has {', '.join(members)}.", "Choose among those.")
             mask = 0
             for s in exact:
@@ -494,7 +513,7 @@ class _Build:
             shape = tuple(int(d) for d in t.shape)
             if any(d < 0 for d in shape):
                 shape = tuple(opt[t.name])
-            specs[t.name] = (shape, trt.nptype(t.dtype))
+            specs[t.name] = (shape, _nptype(trt, t.dtype))
         return specs
 
     def _calibrator(self):
@@ -506,7 +525,7 @@ class _Build:
             self.note("WARNING", f"calibrator {cal.kind!r} is not used: the int8 flag is off.")
             return
         if not hasattr(config, "int8_calibrator"):
-            raise TensorRTUnavailable(f"TensorRT {trt.__version__} has no calibrators.",
+            raise TensorRTUnavailable(f"TensorRT {version_of(trt)} has no calibrators.",
                                       "TensorRT's calibrators were removed in TensorRT 11 (strong typing).",
                                       "Export a Q/DQ ONNX model from the toolkit's calibration and build that.")
         if cal.kind == "toolkit":
@@ -716,7 +735,7 @@ def _write(b: _Build, final: Path, recipe, recipe_json: str, inspector_json: str
             cache_name = CACHE_FILE
     cal = b.calibrator
     meta = {
-        "trt_version": str(trt.__version__), "gpu_name": b.gpu_name,
+        "trt_version": str(version_of(trt)), "gpu_name": b.gpu_name,
         "compute_capability": list(b.cc) if b.cc else None, "build_seconds": round(b.build_seconds, 3),
         "engine_bytes": len(b.plan), "python": platform.python_version(),
         "phases": b.progress.timings_dict(), "lint": [f.to_dict() for f in b.lint_findings],
@@ -735,7 +754,7 @@ def _write(b: _Build, final: Path, recipe, recipe_json: str, inspector_json: str
     return BuildResult(
         engine_path=str(p / ENGINE_FILE), inspector_json_path=str(p / GRAPH_FILE), inspector_json=inspector_json,
         recipe_path=str(p / RECIPE_FILE), log=b.collector.lines, build_seconds=b.build_seconds,
-        trt_version=str(trt.__version__), gpu_name=b.gpu_name,
+        trt_version=str(version_of(trt)), gpu_name=b.gpu_name,
         calibration_cache_path=str(p / cache_name) if cache_name else None, out_dir=str(p),
         log_path=str(p / LOG_FILE), compute_capability=b.cc, engine_bytes=len(b.plan),
         phases=tuple(b.progress.timings_dict()),

@@ -172,6 +172,7 @@ def calibrator_class(kind: str, trt_module):
         This TensorRT has no such calibrator (TensorRT 11 has none).
     """
     from ..core.errors import TensorRTUnavailable
+    from . import version_of
 
     kind = kind[4:] if kind.startswith("trt_") else kind
     if kind not in CALIBRATOR_CLASSES:
@@ -179,7 +180,7 @@ def calibrator_class(kind: str, trt_module):
     base = getattr(trt_module, CALIBRATOR_CLASSES[kind], None)
     if base is None:
         raise TensorRTUnavailable(
-            f"TensorRT {trt_module.__version__} has no {CALIBRATOR_CLASSES[kind]}.",
+            f"TensorRT {version_of(trt_module)} has no {CALIBRATOR_CLASSES[kind]}.",
             "TensorRT's calibrators were deprecated in 10.1 and removed in 11.",
             "Use the toolkit's calibration and export a Q/DQ ONNX model, or build with TensorRT 8.6-10.x.")
     key = (id(trt_module), kind)
