@@ -56,8 +56,9 @@ def _node_label(node: onnx.NodeProto) -> str:
 def float_intermediates(proto: onnx.ModelProto) -> List[str]:
     """Names of the float tensors produced by nodes, in topological (node) order.
 
-    Graph outputs are included; constants (``Constant`` nodes, initializers) and
-    tensors whose type shape inference cannot tell are float are left out.
+    Graph outputs are included; constants, shape arithmetic (anything computed
+    from ``Shape``/``Size`` and constants only) and tensors whose type shape
+    inference cannot tell are float are left out.
     """
     try:
         inferred = onnx.shape_inference.infer_shapes(proto)
@@ -67,13 +68,22 @@ def float_intermediates(proto: onnx.ModelProto) -> List[str]:
     for vi in list(inferred.graph.value_info) + list(inferred.graph.output) + list(inferred.graph.input):
         if vi.type.HasField("tensor_type"):
             types[vi.name] = vi.type.tensor_type.elem_type
+    # Only tensors that carry data derived from the inputs: shape arithmetic (Shape ->
+    # Cast -> Div ...) is float in ONNX but a shape tensor in TensorRT, which cannot
+    # be marked as an output and says nothing about accuracy.
+    data = {i.name for i in proto.graph.input}
     names: List[str] = []
     seen = set()
     for node in proto.graph.node:
-        if node.op_type == "Constant":
+        if node.op_type in ("Constant", "Shape", "Size"):
+            continue
+        if not any(i in data for i in node.input if i):
             continue
         for out in node.output:
-            if out and out not in seen and types.get(out) in _FLOAT_TYPES:
+            if not out:
+                continue
+            data.add(out)
+            if out not in seen and types.get(out) in _FLOAT_TYPES:
                 seen.add(out)
                 names.append(out)
     return names

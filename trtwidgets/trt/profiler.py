@@ -74,7 +74,11 @@ def profile_layers(runner, feeds: Mapping[str, np.ndarray], runs: int = 20, warm
             runner.stream.synchronize()
             wall.append(start.elapsed_ms(end))
     finally:
-        runner.context.profiler = None
+        try:
+            runner.context.profiler = None
+        except TypeError:
+            # Bindings that refuse None: leave the finished profiler attached (it only appends records).
+            pass
         start.destroy()
         end.destroy()
     return aggregate_layer_times(prof.records, runs, run_ms=float(np.median(wall)) if wall else None)
