@@ -21,6 +21,7 @@ Methods
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Dict, Iterable, Mapping, Optional
@@ -104,6 +105,19 @@ def resample(t: TensorStats, bins: int = ENTROPY_BINS, upper: Optional[float] = 
     return np.maximum(out, 0.0)
 
 
+@functools.lru_cache(maxsize=8)
+def _group_bounds(n: int, num_quantized_bins: int, start_bin: int):
+    """Candidates ``i`` and, per candidate, the first bin of each of Q's groups (the same for every tensor)."""
+    cands = np.arange(start_bin, n + 1)
+    # Exactly as np.digitize(range(i), np.linspace(0, i, 129)) draws the groups.
+    edges = np.linspace(0.0, cands.astype(np.float64), num_quantized_bins + 1, axis=1)
+    b = np.ceil(edges).astype(np.intp)
+    b[:, -1] = cands
+    cands.setflags(write=False)
+    b.setflags(write=False)
+    return cands, b
+
+
 def entropy_bin(bins: np.ndarray, num_quantized_bins: int = 128, start_bin: int = ENTROPY_START_BIN) -> int:
     """The number of bins ``i`` that minimises KL(P || Q) (amax = ``i`` bin widths).
 
@@ -123,11 +137,7 @@ def entropy_bin(bins: np.ndarray, num_quantized_bins: int = 128, start_bin: int 
     with np.errstate(divide="ignore", invalid="ignore"):
         blogb = np.where(bins > 0, bins * np.log(np.where(bins > 0, bins, 1.0)), 0.0)
     cblogb = np.concatenate(([0.0], np.cumsum(blogb)))
-    cands = np.arange(start_bin, n + 1)
-    # Group boundaries exactly as np.digitize(range(i), np.linspace(0, i, 129)) draws them.
-    edges = np.linspace(0.0, cands.astype(np.float64), num_quantized_bins + 1, axis=1)
-    b = np.ceil(edges).astype(np.int64)
-    b[:, -1] = cands
+    cands, b = _group_bounds(n, num_quantized_bins, start_bin)
     s = np.diff(cum[b], axis=1)                   # group sums, shape (C, 128)
     c = np.diff(cnz[b], axis=1)                   # non-empty bins per group
     # Q's value on each non-empty bin of a group is s/c; empty groups (s == 0) contribute nothing.
