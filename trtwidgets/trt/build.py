@@ -19,8 +19,8 @@ exist are refused with the explanation from :func:`trtwidgets.trt.features.featu
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
+import itertools
 import json
 import os
 import platform
@@ -578,10 +578,20 @@ class _Build:
                               "Choose calibration data (e.g. CalibrationDataSpec(kind='demo')) or give an existing cache_path.")
         opt = {k: list(v) for k, v in specs.items()}
         feeds = iter(()) if source is None else iter_feeds(source, self.model.summary, opt_shapes=opt)
+        if cache_in is None:
+            # Read the first batch now: bad data should fail in a second, not after TensorRT has built
+            # its calibration engine.
+            first = next(feeds, None)
+            if first is None:
+                raise CalibrationDataError("The calibration data yielded no batch.", fix="Give at least one sample.")
+            feeds = itertools.chain([first], feeds)
         self.cache_out = str(self.staging / CACHE_FILE)
-        return make_calibrator(cal.kind, feeds, specs, self.trt, cache_out=self.cache_out, cache_in=cache_in,
-                               max_batches=self.max_calibration_batches,
-                               on_batch=lambda n: self.progress.step("Calibration", n, f"batch {n}"))
+        calibrator = make_calibrator(cal.kind, feeds, specs, self.trt, cache_out=self.cache_out, cache_in=cache_in,
+                                     max_batches=self.max_calibration_batches,
+                                     on_batch=lambda n: self.progress.step("Calibration", n, f"batch {n}"))
+        if cache_in is None:
+            calibrator._check(first, list(specs))  # raises CalibrationDataError for a wrong shape or input
+        return calibrator
 
     def run(self):
         trt = self.trt
