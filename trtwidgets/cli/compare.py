@@ -41,19 +41,10 @@ def format_metrics(metrics) -> str:
     return "\n".join(lines)
 
 
-def _engine_batch(runner, name: str, requested):
-    spec = next(s for s in runner.specs if s.name == name)
-    if spec.shape and spec.shape[0] > 0:
-        return int(spec.shape[0]), True
-    rng = runner.profile_shapes(name)
-    top = int(rng[2][0]) if rng else 1
-    return (min(top, requested) if requested else top), False
-
-
 def run(args) -> int:
     from ..core.errors import UserError
     from ..core.metrics import compare_outputs
-    from ..core.reference import load_reference, make_reference, save_reference, split_batches
+    from ..core.reference import load_reference, make_reference, save_reference
     from ._engine_dir import resolve
 
     if not args.data and not args.reference:
@@ -104,22 +95,10 @@ def run(args) -> int:
     if args.max_samples:
         inputs = {k: v[:args.max_samples] for k, v in inputs.items()}
     n = int(next(iter(inputs.values())).shape[0])
-    from ..trt.runner import EngineRunner
+    from ..trt.runner import EngineRunner, run_samples
 
     with EngineRunner(engine_path) as runner:
-        first = runner.input_names[0]
-        batch, static = _engine_batch(runner, first, args.batch)
-        usable = (n // batch) * batch if static else n
-        if usable == 0:
-            raise UserError(f"The engine runs batches of {batch} but only {n} sample(s) were given.", None,
-                            "Give more samples, or build the engine with a smaller or dynamic batch.")
-        outs = {}
-        for feed in split_batches({k: v[:usable] for k, v in inputs.items()}, batch):
-            for k, v in runner.infer(feed).items():
-                outs.setdefault(k, []).append(v)
-    import numpy as np
-
-    cand = {k: np.concatenate(v) for k, v in outs.items()}
+        cand, usable = run_samples(runner, inputs, args.batch)
     reference = {k: v[:usable] for k, v in ref.outputs.items()}
     metrics = compare_outputs(reference, cand, topk=tuple(args.topk or (1, 5)))
     if args.json:
@@ -128,6 +107,6 @@ def run(args) -> int:
     else:
         print(f"engine {engine_path}  vs ONNX Runtime FP32  ({usable} samples)")
         if usable < n:
-            print(f"note: {n - usable} sample(s) left out (the engine's batch is {batch})")
+            print(f"note: {n - usable} sample(s) left out (they do not fill the engine's static batch)")
         print(format_metrics(metrics))
     return 0 if all(m.ok for m in metrics.values()) else 1

@@ -18,7 +18,7 @@ import numpy as np
 from ..core.errors import UserError
 from . import cuda
 
-__all__ = ["EngineRunner", "TensorSpec", "load_engine", "run_engine"]
+__all__ = ["EngineRunner", "TensorSpec", "load_engine", "run_engine", "run_samples"]
 
 
 class TensorSpec:
@@ -338,13 +338,43 @@ def run_engine(engine, feeds: Mapping[str, np.ndarray], profile: int = 0) -> Dic
         return r.infer(feeds)
 
 
-def run_batches(runner: EngineRunner, feeds: Sequence[Mapping[str, np.ndarray]]) -> Dict[str, np.ndarray]:
-    """Run several feeds and concatenate each output along axis 0 (for comparisons)."""
+def run_samples(runner: EngineRunner, inputs: Mapping[str, np.ndarray], batch: Optional[int] = None
+                ) -> Tuple[Dict[str, np.ndarray], int]:
+    """Run all samples (axis 0 of ``inputs``) through the engine, ``batch`` at a time.
+
+    The batch is the engine's static batch, or for a dynamic batch ``batch``
+    (default: the profile's largest). With a static batch, samples that do not
+    fill a last batch are left out.
+
+    Returns
+    -------
+    (outputs, used) : dict, int
+        Outputs concatenated along axis 0, and how many samples they cover.
+
+    Raises
+    ------
+    UserError
+        Fewer samples than one static batch.
+    """
+    first = runner.input_names[0]
+    spec = next(s for s in runner.specs if s.name == first)
+    n = int(np.shape(inputs[first])[0])
+    if spec.shape and spec.shape[0] > 0:
+        b, static = int(spec.shape[0]), True
+    else:
+        rng = runner.profile_shapes(first)
+        top = int(rng[2][0]) if rng else n
+        b, static = (min(top, batch) if batch else top), False
+    used = (n // b) * b if static else n
+    if used == 0:
+        raise UserError(f"The engine runs batches of {b} but only {n} sample(s) were given.", None,
+                        "Give more samples, or build the engine with a smaller or dynamic batch.")
     parts: Dict[str, List[np.ndarray]] = {}
-    for f in feeds:
-        for k, v in runner.infer(f).items():
+    for i in range(0, used, b):
+        feed = {k: np.asarray(v)[i:i + b] for k, v in inputs.items()}
+        for k, v in runner.infer(feed).items():
             parts.setdefault(k, []).append(v)
-    return {k: np.concatenate(v) if v[0].ndim else np.stack(v) for k, v in parts.items()}
+    return {k: np.concatenate(v) for k, v in parts.items()}, used
 
 
 # Re-exported for callers that type-annotate engine arguments.
