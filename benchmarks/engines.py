@@ -185,23 +185,16 @@ def export_qdq_model(setup: dict, art: Path) -> Path:
 def measure(setup: dict, precision: str, build_res, args, results: Results, art: Path):
     from trtwidgets.core.metrics import compare_outputs
     from trtwidgets.core.opcount import count_macs
-    from trtwidgets.core.reference import split_batches
     from trtwidgets.trt.bench import benchmark_runner
     from trtwidgets.trt.profiler import profile_layers
-    from trtwidgets.trt.runner import EngineRunner
+    from trtwidgets.trt.runner import EngineRunner, run_samples
 
     with EngineRunner(build_res.engine_path) as runner:
         for batch in setup["batches"]:
             feeds = {k: v[:batch] for k, v in setup["inputs"].items()}
             bench = benchmark_runner(runner, feeds, runs=args.runs, warmup=args.warmup)
             # Accuracy over every sample, at this batch size.
-            outs: Dict[str, list] = {}
-            for f in split_batches(setup["inputs"], batch):
-                if next(iter(f.values())).shape[0] != batch:
-                    continue
-                for k, v in runner.infer(f).items():
-                    outs.setdefault(k, []).append(v)
-            cand = {k: np.concatenate(v) for k, v in outs.items()}
+            cand, used = run_samples(runner, setup["inputs"], batch)
             if setup["reference"] is not None:
                 reference, ref_label = setup["reference"], "onnxruntime fp32 (cpu)"
             else:
@@ -219,7 +212,7 @@ def measure(setup: dict, precision: str, build_res, args, results: Results, art:
                 "latency": bench.to_dict(), "macs": macs.total, "ops": macs.ops,
                 "tops": macs.tops(seconds), "reference": ref_label,
                 "accuracy": {k: m.to_dict() for k, m in metrics.items()},
-                "samples": int(next(iter(cand.values())).shape[0]),
+                "samples": used,
                 "trt_version": build_res.trt_version, "gpu": build_res.gpu_name,
             }
             if batch == max(setup["batches"]):
