@@ -31,12 +31,13 @@ def _vi(name: str, shape) -> onnx.ValueInfoProto:
     return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
 
 
-def residual_cnn(kernel_shape: bool = True, opset: int = 13) -> onnx.ModelProto:
+def residual_cnn(kernel_shape: bool = True, opset: int = 13, channels: int = 4, size: int = 8) -> onnx.ModelProto:
     """x -> ConvA -> Relu = t; t -> ConvB -> BN -> Add(t, .) -> Relu -> MaxPool -> ConvC -> GAP -> out.
 
-    The residual Add's skip input is ``t``; ConvB+BN is the fused branch.
+    The residual Add's skip input is ``t``; ConvB+BN is the fused branch. The GPU
+    test uses it wider (``channels=32``) so that TensorRT has INT8 kernels for it.
     """
-    c = 4
+    c = channels
     ks = {"kernel_shape": [3, 3]} if kernel_shape else {}
     nodes = [
         helper.make_node("Conv", ["x", "wA", "bA"], ["convA"], name="convA", pads=[1, 1, 1, 1], **ks),
@@ -50,8 +51,8 @@ def residual_cnn(kernel_shape: bool = True, opset: int = 13) -> onnx.ModelProto:
         helper.make_node("GlobalAveragePool", ["convC"], ["out"], name="gap"),
     ]
     inits = [_w("wA", c, 3, 3, 3), _c("bA", np.zeros(c)), _w("wB", c, c, 3, 3), _c("g", np.ones(c) * 1.1),
-             _c("b", np.full(c, 0.1)), _c("m", np.zeros(c)), _c("v", np.ones(c)), _w("wC", 8, c, 1, 1)]
-    return _model(nodes, [_vi("x", [1, 3, 8, 8])], [_vi("out", [1, 8, 1, 1])], inits, opset)
+             _c("b", np.full(c, 0.1)), _c("m", np.zeros(c)), _c("v", np.ones(c)), _w("wC", 2 * c, c, 1, 1)]
+    return _model(nodes, [_vi("x", [1, 3, size, size])], [_vi("out", [1, 2 * c, 1, 1])], inits, opset)
 
 
 def two_conv_residual() -> onnx.ModelProto:
