@@ -443,8 +443,11 @@ class _Build:
                                           f"Its data types are {', '.join(trt.DataType.__members__)}.",
                                           "Pin the layer to another precision (BF16 needs TensorRT 9 or later).")
             layer.precision = dt
-            for j in range(layer.num_outputs):
-                layer.set_output_type(j, dt)
+            if prec not in ("int8", "fp8"):
+                # Float pins fix the output type too, so that the next layer reads what this one computed.
+                # Quantized pins leave outputs to TensorRT: an INT8 output would force quantization downstream.
+                for j in range(layer.num_outputs):
+                    layer.set_output_type(j, dt)
             pinned += 1
         self.note("INFO", f"pinned the precision of {pinned} layer(s).")
 
