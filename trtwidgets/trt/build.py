@@ -640,7 +640,12 @@ class _Build:
             raise self.fail("TensorRT could not load the engine it just built.")
         profile = self.recipe.calibration_profile if self.recipe.profiles else 0
         shapes = {name: tuple(s) for name, s in _opt_shapes(self.recipe).items()} or None
-        text = inspector_json_for(engine, shapes, profile, trt)
+        try:
+            text = inspector_json_for(engine, shapes, profile, trt)
+        finally:
+            # TensorRT wants the engine destroyed before the runtime that made it.
+            del engine
+            del runtime
         self.progress.finish("Inspecting engine")
         return text
 

@@ -178,4 +178,9 @@ def engine_inspector_json(engine_path_or_bytes: Union[str, bytes, object], shape
         raise InspectorError("TensorRT could not deserialize the engine.",
                              " / ".join(decisive_lines(collector.lines)) or "The file is not an engine of this TensorRT version.",
                              "Engines only load in the TensorRT version (and usually the GPU) that built them.")
-    return inspector_json_for(engine, shapes, profile, trt)
+    try:
+        return inspector_json_for(engine, shapes, profile, trt)
+    finally:
+        # TensorRT wants the engine destroyed before the runtime that made it.
+        del engine
+        del runtime
