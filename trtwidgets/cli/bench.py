@@ -23,6 +23,8 @@ def add_arguments(parser):
     parser.add_argument("--warmup", type=int, default=20, help="untimed runs first (default 20)")
     parser.add_argument("--profile", type=int, action="append", default=None,
                         help="optimization profile index (repeatable; default: every profile)")
+    parser.add_argument("--all-shapes", action="store_true",
+                        help="benchmark each profile at its min, opt and max shapes (default: opt only)")
     parser.add_argument("--layers", action="store_true", help="also time each layer with TensorRT's profiler")
     parser.add_argument("--save-profile", metavar="FILE", help="write per-layer times as trtexec-style profile JSON")
     parser.add_argument("--json", action="store_true", help="print results as JSON")
@@ -34,6 +36,22 @@ def format_result(r) -> str:
             f"  median {r.median_ms:.4f} ms   p90 {r.p90_ms:.4f} ms   p99 {r.p99_ms:.4f} ms   "
             f"mean {r.mean_ms:.4f} ms   min {r.min_ms:.4f} ms\n"
             f"  throughput {r.throughput:,.1f} samples/s  (batch {r.batch}, {r.runs} runs after {r.warmup} warm-up)")
+
+
+def _shape_sets(runner, shapes, all_shapes: bool):
+    """The input-shape sets to time in the runner's profile: ``--shape`` values, else opt (and min, max)."""
+    if shapes or not all_shapes:
+        return [dict(shapes)]
+    sets = []
+    for k in range(3):  # min, opt, max
+        s = {}
+        for name in runner.input_names:
+            rng = runner.profile_shapes(name)
+            if rng is not None:
+                s[name] = tuple(rng[k])
+        if s not in sets:
+            sets.append(s)
+    return sets
 
 
 def run(args) -> int:
@@ -60,15 +78,19 @@ def run(args) -> int:
     for p in profiles:
         with EngineRunner(engine, profile=p) as runner:
             runner._runtime, runner._logger = runtime, logger
-            feeds = random_feeds(runner, shapes)
-            res = benchmark_runner(runner, feeds, runs=args.runs, warmup=args.warmup)
-            results.append(res)
-            if args.layers or args.save_profile:
-                t = profile_layers(runner, feeds, runs=min(args.runs, 50))
-                layer_results.append(t)
-                if args.save_profile:
-                    base, ext = os.path.splitext(args.save_profile)
-                    t.write_trt_profile(args.save_profile if len(profiles) == 1 else f"{base}.profile{p}{ext or '.json'}")
+            for shape_set in _shape_sets(runner, shapes, args.all_shapes):
+                feeds = random_feeds(runner, shape_set)
+                res = benchmark_runner(runner, feeds, runs=args.runs, warmup=args.warmup)
+                results.append(res)
+                if args.layers or args.save_profile:
+                    t = profile_layers(runner, feeds, runs=min(args.runs, 50))
+                    layer_results.append(t)
+                    if args.save_profile:
+                        base, ext = os.path.splitext(args.save_profile)
+                        single = len(profiles) == 1 and not args.all_shapes
+                        tag = "-".join("x".join(map(str, v)) for v in shape_set.values()) if shape_set else "opt"
+                        t.write_trt_profile(args.save_profile if single
+                                            else f"{base}.profile{p}.{tag}{ext or '.json'}")
     if args.json:
         doc = {"engine": engine_path, "results": [r.to_dict() for r in results]}
         if layer_results:
