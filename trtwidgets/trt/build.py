@@ -253,6 +253,14 @@ class _Build:
         self.cache_bytes_used: Optional[bytes] = None
         self.lint_findings: tuple = ()
 
+    def close(self) -> None:
+        """Release TensorRT objects, each before the one it came from (config, parser, network, builder)."""
+        if self.calibrator is not None and hasattr(self.calibrator, "free"):
+            self.calibrator.free()
+        for name in ("monitor", "config", "parser", "network", "builder"):
+            if name in self.__dict__:
+                delattr(self, name)
+
     # -- notes and failures -------------------------------------------------------------------
 
     def note(self, severity: str, message: str) -> None:
@@ -715,15 +723,12 @@ def build(recipe, out_dir: Union[str, os.PathLike, None] = None, progress=True,
         result = _write(b, final, recipe, recipe_json, inspector_json)
     except BaseException:
         b.progress.finish_all()
-        if b.calibrator is not None and hasattr(b.calibrator, "free"):
-            b.calibrator.free()
         discard(b.staging)
         raise
     finally:
+        b.close()
         if hasattr(b.sink, "close"):
             b.sink.close()
-    if b.calibrator is not None and hasattr(b.calibrator, "free"):
-        b.calibrator.free()
     return result
 
 
