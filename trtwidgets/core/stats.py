@@ -209,12 +209,21 @@ class ActivationStats:
         return {n: (t.nan_count, t.inf_count) for n, t in self.tensors.items() if t.nan_count or t.inf_count}
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def _atomic_write(path: Path, write) -> None:
+    """Write through a temporary file in the same folder, then rename: readers never see half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)
+        # mkstemp makes the file private (0600); give it the permissions a normal write would.
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         try:
