@@ -173,12 +173,14 @@ class EngineRunner:
                             None, "Keep the engine's inputs and outputs in float32/float16/int32 (cast in the model).") from None
 
     def profile_shapes(self, name: str) -> Optional[Tuple[Tuple[int, ...], Tuple[int, ...], Tuple[int, ...]]]:
-        """``(min, opt, max)`` of an input in the active profile, or None if unknown."""
+        """``(min, opt, max)`` of an input in the active profile; None if static or unknown."""
+        spec = next((s for s in self.specs if s.name == name), None)
+        if spec is None or not any(d < 0 for d in spec.shape):
+            return None
         try:
             if hasattr(self.engine, "get_tensor_profile_shape"):
                 mn, opt, mx = self.engine.get_tensor_profile_shape(name, self.profile)
             else:
-                spec = next(s for s in self.specs if s.name == name)
                 mn, opt, mx = self.engine.get_profile_shape(self.profile, spec.index)
             return tuple(mn), tuple(opt), tuple(mx)
         except Exception:  # noqa: BLE001 - shape tensors and static engines
@@ -189,7 +191,7 @@ class EngineRunner:
         out = {}
         for s in self.specs:
             if s.is_input:
-                ps = self.profile_shapes(s.name) if any(d < 0 for d in s.shape) else None
+                ps = self.profile_shapes(s.name)
                 out[s.name] = ps[1] if ps else tuple(s.shape)
         return out
 
