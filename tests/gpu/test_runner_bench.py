@@ -161,3 +161,22 @@ def test_debug_build_marks_intermediates(trt, model_path, timing_cache, x):
     if d:
         with open(os.path.join(d, "debug_fp16_layer_errors.json"), "w") as f:
             json.dump(rep16.to_dict(), f, indent=1)
+
+
+def test_cli_bench_and_compare(fp32_build, x, tmp_path, capsys):
+    from trtwidgets.cli import main
+    from trtwidgets.core.reference import save_reference
+
+    ref = save_reference(tmp_path / "ref.npz", {"x": x}, {"y": reference(x)["y"]})
+    assert main(["compare", str(fp32_build.out_dir), "--reference", ref, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["samples"] == 2 and float(doc["outputs"]["y"]["cosine"]) > 0.9999
+    assert main(["bench", str(fp32_build.out_dir), "--json", "--layers"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (res,) = doc["results"]
+    assert res["runs"] == 200 and res["shapes"] == {"x": list(SHAPE)}
+    assert doc["layers"][0]["layers"]
+    d = _artifacts()
+    if d:
+        with open(os.path.join(d, "cli_bench.json"), "w") as f:
+            json.dump(doc, f, indent=1)
