@@ -272,8 +272,11 @@ class _Build:
 
         lines = self.collector.lines
         decisive = list(extra_messages) + [d for d in decisive_lines(lines) if d not in extra_messages]
-        texts = list(extra_messages) + [line.message for line in lines if line.severity in ("INTERNAL_ERROR", "ERROR")] \
-            + [line.message for line in lines if line.severity == "WARNING"]
+        # TensorRT's own words only: lint's notes quote TensorRT texts and would match causes that did not occur
+        # (lint's error findings are passed to diagnose() separately).
+        trt_lines = [line for line in lines if line.source != "trtwidgets"]
+        texts = list(extra_messages) + [line.message for line in trt_lines if line.is_error] \
+            + [line.message for line in trt_lines if line.severity == "WARNING"]
         causes = diagnose(texts, self.lint_findings)
         why, cause_fix = summarize_causes(causes)
         if why is None:
