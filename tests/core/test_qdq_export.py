@@ -141,6 +141,12 @@ def test_fp8_export_uses_e4m3_types_opset19_and_runs():
             assert float(idx.constant(n.input[1])) == pytest.approx(amax[n.input[0]] / 448, rel=1e-6)
     dq = _dq_of(q, "convA", 1)
     assert idx.constant_dtype(dq.input[0]) == onnx.TensorProto.FLOAT8E4M3FN
+    # FP8 weights default to one scale per tensor: TensorRT's FP8 kernels take per-tensor scales.
+    assert attribute(dq, "axis") is None and idx.constant(dq.input[1]).shape == ()
+    from trtwidgets.core.lint import lint
+
+    codes = {f.code for f in lint(q, flags=("fp16", "fp8"), trt_version="10.8")}
+    assert "FP8_PER_CHANNEL" not in codes and "QDQ_MODEL" in codes
     for feed in held_back:
         # E4M3 keeps 3 mantissa bits: ~30 dB per tensor, so a looser bound than INT8.
         assert cosine_similarity(qm.run(model, feed), qm.run(q, feed)) > 0.99

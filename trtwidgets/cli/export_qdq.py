@@ -30,7 +30,7 @@ def add_arguments(parser):
                         help="keep every node of these op types in high precision (e.g. MatMul)")
     parser.add_argument("--fp8", action="store_true", help="FP8 E4M3 Q/DQ (opset 19, TensorRT 10+, Hopper/Ada)")
     parser.add_argument("--per-tensor-weights", action="store_true", help="one scale per weight tensor "
-                        "instead of per output channel")
+                        "instead of per output channel (FP8 always uses per-tensor scales)")
     parser.add_argument("--out", required=True, help="where to write the Q/DQ model (atomically)")
     parser.add_argument("--data", help="held-back data to validate on: 'demo' (fresh scikit-image crops) or a "
                         "folder of .npy/.npz/images")
@@ -70,7 +70,8 @@ def run(args) -> int:
     loaded = load_model(args.model)
     amax = _amax(args)
     result = build_qdq(loaded, amax, exclude=args.exclude, exclude_op_types=args.exclude_op_types,
-                       precision="fp8" if args.fp8 else "int8", weights_per_channel=not args.per_tensor_weights)
+                       precision="fp8" if args.fp8 else "int8",
+                       weights_per_channel=False if args.per_tensor_weights else None)
     path = save_qdq_model(result.model, args.out)
     validation = None
     if args.data:

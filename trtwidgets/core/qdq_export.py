@@ -11,7 +11,8 @@ tensor (from :mod:`.ranges`, a calibration cache, or anything else) and writes:
 * **weights**: per-channel symmetric, stored already quantized (an int8 / fp8
   initializer followed by ``DequantizeLinear`` with ``axis``): Conv axis 0,
   ConvTranspose axis 1, Gemm axis 0 if ``transB`` else 1, MatMul the last axis;
-  ``scale_c = max|W_c| / 127`` (or ``/ 448``). Weights may be initializers or
+  ``scale_c = max|W_c| / 127``; FP8 weights default to one scale per tensor
+  (``max|W| / 448``), which is what TensorRT's FP8 kernels take. Weights may be initializers or
   ``Constant`` nodes (Paddle exports, like the demo model, use Constants).
 
 Placement (which tensors) is :mod:`.qdq_placement`. Details TensorRT needs:
@@ -270,8 +271,9 @@ class _Names:
 
 
 def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
-              exclude_op_types: Iterable[str] = (), precision: str = "int8", weights_per_channel: bool = True,
-              opset: Optional[int] = None, skip_matrix_vector: bool = True) -> QdqExport:
+              exclude_op_types: Iterable[str] = (), precision: str = "int8",
+              weights_per_channel: Optional[bool] = None, opset: Optional[int] = None,
+              skip_matrix_vector: bool = True) -> QdqExport:
     """Insert Q/DQ nodes into a copy of ``model``; return it with a report.
 
     Parameters
@@ -286,8 +288,10 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
         Keep nodes in high precision (see :func:`~.qdq_placement.plan_qdq`).
     precision : {"int8", "fp8"}
         FP8 (E4M3) needs opset 19 and TensorRT 10 or later on Hopper/Ada GPUs.
-    weights_per_channel : bool
-        Per-output-channel weight scales (recommended); False uses one scale per weight.
+    weights_per_channel : bool, optional
+        Per-output-channel weight scales; False uses one scale per weight. Default:
+        per channel for INT8, per tensor for FP8 (TensorRT's FP8 kernels take
+        per-tensor scales; per-channel FP8 weights are rejected by older releases).
     opset : int, optional
         Target opset; default: the model's, raised to the minimum the precision needs.
     skip_matrix_vector : bool
@@ -309,6 +313,8 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
         raise QdqExportError(f"Unknown precision {precision!r}.", f"Choose one of {', '.join(PRECISIONS)}.",
                              "Use precision='int8' (TensorRT 8.6+) or 'fp8' (TensorRT 10+, Hopper/Ada).")
     qmax, min_opset = PRECISIONS[precision]
+    if weights_per_channel is None:
+        weights_per_channel = precision == "int8"
     source = _proto_of(model)
     existing = [n for n in source.graph.node if n.op_type in ("QuantizeLinear", "DequantizeLinear")]
     if existing:
@@ -467,8 +473,9 @@ def _rebuild(graph: onnx.GraphProto, prefix: List[onnx.NodeProto], after: Dict[i
 
 
 def export_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
-               exclude_op_types: Iterable[str] = (), precision: str = "int8", weights_per_channel: bool = True,
-               opset: Optional[int] = None, skip_matrix_vector: bool = True) -> onnx.ModelProto:
+               exclude_op_types: Iterable[str] = (), precision: str = "int8",
+               weights_per_channel: Optional[bool] = None, opset: Optional[int] = None,
+               skip_matrix_vector: bool = True) -> onnx.ModelProto:
     """The Q/DQ model only (see :func:`build_qdq` for parameters and the report)."""
     return build_qdq(model, amax, exclude=exclude, exclude_op_types=exclude_op_types, precision=precision,
                      weights_per_channel=weights_per_channel, opset=opset,
