@@ -76,3 +76,24 @@ def reference(x: np.ndarray, seed: int = 0) -> Dict[str, np.ndarray]:
     c3 = _conv(r2, w["w3"], w["b3"], 0)
     y = c3.mean(axis=(2, 3), keepdims=True)
     return {k: v.astype(np.float32) for k, v in dict(c1=c1, r1=r1, c2=c2, r2=r2, c3=c3, y=y).items()}
+
+
+def conv_stack(layers: int = 8, batch: int = 16, channels: int = 64, size: int = 56, seed: int = 0) -> onnx.ModelProto:
+    """``layers`` 3x3 Conv+Relu at batch x channels x size x size: each conv ~1.8 GMAC, so kernels (not launch
+    gaps) make up the run time, which is what a per-layer timing check needs."""
+    rng = np.random.default_rng(seed)
+    nodes, inits = [], []
+    x = "x"
+    for i in range(layers):
+        w = (rng.standard_normal((channels, channels, 3, 3)) * np.sqrt(2.0 / (9 * channels))).astype(np.float32)
+        inits.append(numpy_helper.from_array(w, f"w{i}"))
+        nodes.append(helper.make_node("Conv", [x, f"w{i}"], [f"c{i}"], name=f"conv{i}", pads=[1, 1, 1, 1],
+                                      kernel_shape=[3, 3]))
+        nodes.append(helper.make_node("Relu", [f"c{i}"], [f"r{i}"], name=f"relu{i}"))
+        x = f"r{i}"
+    shape = [batch, channels, size, size]
+    g = helper.make_graph(nodes, "conv_stack", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info(x, onnx.TensorProto.FLOAT, shape)], inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model
