@@ -73,3 +73,39 @@ def test_build_refuses_an_unusable_recipe_before_the_gpu(tmp_path):
         build(recipe, out_dir=tmp_path / "out2", progress=False)
     assert not (tmp_path / "out").exists() and not (tmp_path / "out2").exists()
     del trt
+
+
+QDQ_LINE = ("2: [network.cpp::validate::2925] Error Code 4: Internal Error (Int8 precision has been set for a layer or "
+            "layer output, but int8 is not configured in the builder)")
+
+
+def test_build_failure_names_the_cause_and_puts_errors_first():
+    from trtwidgets.core.lint import lint
+    from trtwidgets.trt.build import build_failure
+    from trtwidgets.trt.logger import LogCollector
+
+    findings = lint(models.qdq_conv(), flags=("fp16",), trt_version="8.6")
+    c = LogCollector()
+    c.add("INFO", "[MemUsageChange] Init CUDA: CPU +2, GPU +0, now: CPU 18, GPU 1009 (MiB)")
+    c.add("WARNING", "lint QDQ_REQUIRES_INT8: " + findings[0].message, source="trtwidgets")
+    c.add("WARNING", "Unable to determine GPU memory usage")
+    c.add("ERROR", QDQ_LINE)
+    c.add("ERROR", "2: [builder.cpp::buildSerializedNetwork::751] Error Code 2: Internal Error (Assertion engine != nullptr failed. )")
+    err = build_failure("TensorRT could not build qdq_conv.onnx.", c.lines, findings, codes=("BUILD_FAILED",))
+    assert err.codes == ("BUILD_FAILED", "QDQ_REQUIRES_INT8")
+    assert err.log_lines[0] == "[E] " + QDQ_LINE
+    assert "[QDQ_REQUIRES_INT8]" in err.why and "int8" in err.fix.lower()
+    assert "TensorRT said:" in err.message and err.log == c.lines
+    assert err.to_dict()["codes"] == ["BUILD_FAILED", "QDQ_REQUIRES_INT8"]
+
+
+def test_build_failure_ignores_lint_notes_that_merely_quote_tensorrt():
+    from trtwidgets.trt.build import build_failure
+    from trtwidgets.trt.logger import LogCollector
+
+    c = LogCollector()
+    c.add("WARNING", "lint INT8_WITHOUT_CALIBRATION: ... 'Calibrator is not being used' ...", source="trtwidgets")
+    c.add("ERROR", "Error Code 1: Cuda Runtime (an illegal memory access was encountered)")
+    err = build_failure("TensorRT could not build m.onnx.", c.lines)
+    assert err.codes == () and "TensorRT's messages below" in err.why
+    assert err.log_lines[0].startswith("[E] Error Code 1")

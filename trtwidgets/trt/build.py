@@ -223,6 +223,45 @@ def _opt_shapes(recipe) -> Dict[str, Tuple[int, ...]]:
     return {k: tuple(v) for k, v in recipe.profiles[recipe.calibration_profile].opt_shapes().items()}
 
 
+def build_failure(what: str, lines: Sequence[LogLine], lint_findings: Sequence = (), extra_messages: Sequence[str] = (),
+                  fix: Optional[str] = None, codes: Sequence[str] = ()) -> BuildError:
+    """The BuildError for a failed build: decisive lines (errors first), causes as lint codes, what to do.
+
+    Parameters
+    ----------
+    what : str
+        One line: what failed.
+    lines : sequence of LogLine
+        The build's log; ``err.log`` keeps all of it.
+    lint_findings : sequence of Finding
+        Lint's findings before the build; its errors count as causes.
+    extra_messages : sequence of str
+        Messages from outside the log (e.g. an exception in the calibrator), shown first.
+    fix : str, optional
+        Overrides the fix derived from the causes.
+    codes : sequence of str
+        Codes known beforehand (e.g. ``PARSE_FAILED``), listed first.
+    """
+    from .diagnose import diagnose, summarize_causes
+
+    lines = tuple(lines)
+    decisive = list(extra_messages) + [d for d in decisive_lines(lines) if d not in extra_messages]
+    # TensorRT's own words only: lint's notes quote TensorRT texts and would match causes that did not occur
+    # (lint's error findings are passed to diagnose() separately).
+    trt_lines = [line for line in lines if line.source != "trtwidgets"]
+    texts = list(extra_messages) + [line.message for line in trt_lines if line.is_error] \
+        + [line.message for line in trt_lines if line.severity == "WARNING"]
+    causes = diagnose(texts, lint_findings)
+    why, cause_fix = summarize_causes(causes)
+    if why is None:
+        why = "TensorRT's messages below say what it stopped at." if decisive else \
+            "TensorRT logged no error; run again with verbose_log=True for its full log."
+    err = BuildError(what, why, fix or cause_fix, log_lines=decisive[:12],
+                     codes=tuple(dict.fromkeys(list(codes) + [c.code for c in causes])))
+    err.log = lines  # the whole log, for the panel's "show log"
+    return err
+
+
 class _Build:
     """One build's state; :func:`build` is the public entry point."""
 
@@ -268,24 +307,7 @@ class _Build:
 
     def fail(self, what: str, extra_messages: Sequence[str] = (), fix: Optional[str] = None,
              codes: Sequence[str] = ()) -> BuildError:
-        from .diagnose import diagnose, summarize_causes
-
-        lines = self.collector.lines
-        decisive = list(extra_messages) + [d for d in decisive_lines(lines) if d not in extra_messages]
-        # TensorRT's own words only: lint's notes quote TensorRT texts and would match causes that did not occur
-        # (lint's error findings are passed to diagnose() separately).
-        trt_lines = [line for line in lines if line.source != "trtwidgets"]
-        texts = list(extra_messages) + [line.message for line in trt_lines if line.is_error] \
-            + [line.message for line in trt_lines if line.severity == "WARNING"]
-        causes = diagnose(texts, self.lint_findings)
-        why, cause_fix = summarize_causes(causes)
-        if why is None:
-            why = "TensorRT's messages below say what it stopped at." if decisive else \
-                "TensorRT logged no error; run again with verbose_log=True for its full log."
-        err = BuildError(what, why, fix or cause_fix, log_lines=decisive[:12],
-                         codes=tuple(dict.fromkeys(list(codes) + [c.code for c in causes])))
-        err.log = lines  # the whole log, for the panel's "show log"
-        return err
+        return build_failure(what, self.collector.lines, self.lint_findings, extra_messages, fix, codes)
 
     # -- steps ------------------------------------------------------------------------------------
 
@@ -791,4 +813,4 @@ def _write(b: _Build, final: Path, recipe, recipe_json: str, inspector_json: str
     )
 
 
-__all__ = ["BuildResult", "build", "match_layer_precisions", "tactic_source_names"]
+__all__ = ["BuildResult", "build", "build_failure", "match_layer_precisions", "tactic_source_names"]
