@@ -223,3 +223,26 @@ def test_save_is_atomic_and_replaces(tmp_path):
     assert [p.name for p in out.parent.iterdir()] == ["m.qdq.onnx"]  # no temporary file left
     with pytest.raises(QdqExportError, match="is a directory"):
         save_qdq_model(q, tmp_path)
+
+
+def test_constants_read_only_inside_a_subgraph_survive():
+    from onnx import TensorProto, helper
+
+    model = qm.residual_cnn()
+    # An If whose branches read a Constant of the outer graph; nothing at the top level reads it.
+    then_g = helper.make_graph([helper.make_node("Identity", ["k_outer"], ["k_then"])], "then", [],
+                               [helper.make_tensor_value_info("k_then", TensorProto.FLOAT, [1])])
+    else_g = helper.make_graph([helper.make_node("Identity", ["k_outer"], ["k_else"])], "else", [],
+                               [helper.make_tensor_value_info("k_else", TensorProto.FLOAT, [1])])
+    g = model.graph
+    g.node.extend([
+        helper.make_node("Constant", [], ["k_outer"], name="k", value=numpy_helper.from_array(np.ones(1, np.float32))),
+        helper.make_node("Constant", [], ["cond"], name="c", value=numpy_helper.from_array(np.array(True))),
+        helper.make_node("If", ["cond"], ["k_out"], name="if", then_branch=then_g, else_branch=else_g),
+    ])
+    g.output.append(helper.make_tensor_value_info("k_out", TensorProto.FLOAT, [1]))
+    amax, held_back = _calibrated(qm.residual_cnn())
+    q = export_qdq(model, amax)
+    assert "k_outer" in {o for n in q.graph.node for o in n.output}
+    sess_out = qm.run(q, held_back[0], output="k_out")
+    assert sess_out.tolist() == [1.0]

@@ -448,6 +448,18 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
     return QdqExport(model=proto, report=report)
 
 
+def _subgraph_reads(nodes: Iterable[onnx.NodeProto]) -> set:
+    """Names read inside If/Loop/Scan bodies (outer-scope values they use must survive)."""
+    read: set = set()
+    for node in nodes:
+        for attr in node.attribute:
+            graphs = list(attr.graphs) + ([attr.g] if attr.HasField("g") else [])
+            for g in graphs:
+                read.update(i for n in g.node for i in n.input)
+                read.update(_subgraph_reads(g.node))
+    return read
+
+
 def _rebuild(graph: onnx.GraphProto, prefix: List[onnx.NodeProto], after: Dict[int, List[onnx.NodeProto]],
              new_inits: List[onnx.TensorProto]) -> None:
     """Reorder nodes (Q/DQ right after their producers) and drop weights no longer read."""
@@ -457,7 +469,7 @@ def _rebuild(graph: onnx.GraphProto, prefix: List[onnx.NodeProto], after: Dict[i
         ordered.append(n)
         ordered.extend(after.get(i, []))
     graph.initializer.extend(new_inits)
-    read = {i for n in ordered for i in n.input} | {o.name for o in graph.output}
+    read = {i for n in ordered for i in n.input} | {o.name for o in graph.output} | _subgraph_reads(ordered)
     keep = [n for n in ordered if n.op_type != "Constant" or any(o in read for o in n.output)]
     del graph.node[:]
     graph.node.extend(keep)
