@@ -10,7 +10,7 @@ inspector JSON, execution context at the profile's opt shape), ``build.log.jsonl
 ``build.json`` (version, GPU, build time, phases, calibration), ``recipe.json``,
 ``network_layers.json``, ``calibration.cache`` where one was made or used, and
 ``timings.json`` (per-layer IProfiler times and CUDA-event latency at opt). The
-dynamic build also writes ``engine.graph.nocontext.json``: the same engine inspected
+dynamic build also writes ``inspector.nocontext.json``: the same engine inspected
 without a context (TensorRT then says ``N/A due to dynamic shapes``). Engines are not
 kept (GPU-specific and large). Builds that already have a folder are skipped, so
 the script can be run again, a few builds per command, within a time limit.
@@ -135,9 +135,9 @@ def make(name: str, art: Path, work: Path) -> None:
         trt = tensorrt()
         runtime = trt.Runtime(trt.Logger(trt.Logger.WARNING))
         engine = runtime.deserialize_cuda_engine(Path(result.engine_path).read_bytes())
-        (tmp / "engine.graph.nocontext.json").write_text(
+        (tmp / "inspector.nocontext.json").write_text(
             engine.create_engine_inspector().get_engine_information(trt.LayerInformationFormat.JSON), encoding="utf-8")
-        (tmp / "engine.graph.max.json").write_text(
+        (tmp / "inspector.max_shape.json").write_text(
             engine_inspector_json(engine, {demo.INPUT_NAME: DYNAMIC[2]}), encoding="utf-8")
     try:
         timings = _timings(result.engine_path, opt)

@@ -199,7 +199,10 @@ class BuildPanel(widgets.VBox):
             self.bar.bar_style = "success"
             self.bar.value = self.bar.max
             if self.session is not None:
-                self.session.builds = tuple(self.session.builds) + (result,)
+                if hasattr(self.session, "add_build"):
+                    self.session.add_build(result)
+                else:
+                    self.session.builds = tuple(self.session.builds) + (result,)
         finally:
             self.log_view.value = log_html(self._lines)
             self.button.disabled = not self.available
