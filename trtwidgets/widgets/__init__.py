@@ -6,9 +6,10 @@ themselves; model-provided names are escaped by :mod:`trtwidgets.widgets.html`.
 
 from __future__ import annotations
 
+from .app import App, quickstart
 from .compare import CompareView
 from .inspector import Inspector
 from .model_loader import ModelLoader
 from .session import Session
 
-__all__ = ["CompareView", "Inspector", "ModelLoader", "Session"]
+__all__ = ["App", "quickstart", "CompareView", "Inspector", "ModelLoader", "Session"]

@@ -339,12 +339,17 @@ class Session(traitlets.HasTraits):
                 self.error = err.message
                 return False
         try:
-            self._register(build)
+            label, graph = self._register(build)
         except UserError as err:
             self.error = err.message
             return False
-        self.error = ""
-        self.builds = tuple(self.builds) + (build,)
+        graphs = dict(self.graphs)
+        graphs[label] = graph
+        # Together, so that an observer of either sees the build and its graph.
+        with self.hold_trait_notifications():
+            self.error = ""
+            self.builds = tuple(self.builds) + (build,)
+            self.graphs = graphs
         return True
 
     def build_named(self, label: str):
@@ -354,7 +359,7 @@ class Session(traitlets.HasTraits):
                 return b
         return None
 
-    def _register(self, build: Any) -> str:
+    def _register(self, build: Any):
         from ..core.inspector import as_graph
 
         graph = as_graph(build)
@@ -368,19 +373,20 @@ class Session(traitlets.HasTraits):
         rd = staleness.recipe_dict(recipe) or {}
         sha = rd.get("model_sha256") or self._sha()
         self.made_with[f"build:{label}"] = staleness.fingerprint("build", sha, recipe)
-        graphs = dict(self.graphs)
-        graphs[label] = graph
-        self.graphs = graphs
-        return label
+        return label, graph
 
     def _on_builds(self, change) -> None:
         # Builds appended by other widgets (the build panel) are registered here.
         for b in change["new"]:
             if id(b) not in self._known_builds:
                 try:
-                    self._register(b)
+                    label, graph = self._register(b)
                 except UserError as err:
                     self.error = err.message
+                    continue
+                graphs = dict(self.graphs)
+                graphs[label] = graph
+                self.graphs = graphs
         self.update_stale()
 
     # ------------------------------------------------------------------ staleness

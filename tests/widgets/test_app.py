@@ -1,0 +1,117 @@
+"""The App, state-based (no browser): the default path through the steps on the bundled demo."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.core.inspector_samples import synthetic_fp16, synthetic_int8_implicit, trt_text
+from tests.widgets.test_model_loader import _assert_inert
+from trtwidgets import demo, trt
+from trtwidgets.widgets.app import CALIBRATE, EXPLORE, INSPECT, STEPS, App
+
+
+def _saved(tmp_path, name, doc, recipe):
+    d = tmp_path / name
+    d.mkdir()
+    (d / "engine.graph.json").write_text(trt_text(doc), encoding="utf-8")
+    (d / "recipe.json").write_text(recipe.to_json(), encoding="utf-8")
+    return d
+
+
+@pytest.fixture
+def app(tmp_path):
+    return App(model_path=demo.MODEL_PATH, out_dir=str(tmp_path / "out"))
+
+
+def test_defaults_need_no_choices(app):
+    s = app.session
+    assert s.model is not None and s.error == ""
+    r = s.recipe
+    assert r.flags == ("fp16", "int8") and r.calibrator.kind == "toolkit" and r.calibrator.method == "entropy"
+    assert r.calibration_data.kind == "demo" and r.calibration_shapes == {"x": (1, 3, 48, 192)}
+    assert s.problems == ()
+    # The pickers show the recipe.
+    assert app.flags.value["flags"] == ("fp16", "int8")
+    assert app.calibrator.choice.value == "toolkit:entropy"
+    assert app.data_path.value == "demo"
+    assert app.profiles is not None and app.profiles.value["profiles"] == r.profiles
+
+
+def test_load_calibrate_inspect_explore(app, tmp_path):
+    s = app.session
+    assert app.calibrate(max_samples=4, progress=False)
+    assert s.stats.samples == 4 and s.ranges
+    assert "4 samples" in app.calibration_view.value and app.calibration_view.value.count("<tr>") == 11
+    worst = min(s.ranges, key=lambda n: s.ranges[n]["entropy"].sqnr_db)
+    assert worst in app.calibration_view.value
+    assert app.load_saved_build(str(_saved(tmp_path, "int8_implicit", synthetic_int8_implicit(), s.recipe)))
+    assert app.inspect_choice.value == "int8_implicit"
+    table = app.inspector.table
+    assert len(table) > 3 and "INT8" in set(table["precision"])
+    assert "<tbody>" in app.inspector.table_view.value or "<tr>" in app.inspector.table_view.value
+    assert app.inspector.chart is not None and len(app.inspector.chart.data) > 0
+    explorer = app.explore()
+    assert explorer is not None and app.tabs.selected_index == EXPLORE
+    assert len(explorer.hist_fig.data) > 0 and explorer.tensor in s.stats.tensors
+
+
+def test_stale_banner_follows_changes(app, tmp_path):
+    s = app.session
+    assert app.calibrate(max_samples=2, progress=False)
+    app.load_saved_build(str(_saved(tmp_path, "int8", synthetic_int8_implicit(), s.recipe)))
+    assert app.banner.value == "" and all("(stale)" not in app.tabs.get_title(i) for i in range(len(STEPS)))
+    app.flags.checkboxes["int8"].value = False
+    assert s.recipe.flags == ("fp16",)
+    assert "build:int8" in app.banner.value and "precision flags" in app.banner.value
+    assert app.tabs.get_title(INSPECT).endswith("(stale)") and not app.tabs.get_title(CALIBRATE).endswith("(stale)")
+    assert "precision flags" in app.inspect_stale.value
+    # The recipe problem (a calibrator without INT8) is shown, not refused.
+    assert "CALIBRATOR_WITHOUT_INT8" in app.problems.value
+    app.flags.checkboxes["int8"].value = True
+    assert app.banner.value == "" and app.problems.value == ""
+    # A new calibration (opt) shape makes the statistics stale too.
+    app.profiles.fields[0]["x"]["opt"].value = "1x3x48x256"
+    app.profiles.fields[0]["x"]["max"].value = "1x3x48x256"
+    assert s.recipe.calibration_shapes == {"x": (1, 3, 48, 256)}
+    assert {"stats", "ranges", "build:int8"} <= set(s.stale)
+    assert app.tabs.get_title(CALIBRATE).endswith("(stale)") and app.tabs.get_title(EXPLORE).endswith("(stale)")
+
+
+def test_bad_inputs_keep_everything(app, tmp_path):
+    s = app.session
+    assert app.calibrate(max_samples=2, progress=False)
+    stats, recipe = s.stats, s.recipe
+    app.data_path.value = str(tmp_path / "no-such-folder")
+    assert app.calibrate(progress=False) is False
+    assert "trtw-error" in app.error.value and s.stats is stats and s.recipe is recipe
+    app.data_path.value = "demo"
+    assert app.load_saved_build(str(tmp_path / "missing")) is False
+    assert "trtw-error" in app.error.value and s.builds == ()
+    # A profile the model cannot take is refused; the recipe stays.
+    app.profiles.fields[0]["x"]["opt"].value = "1x3x48"
+    assert s.recipe is recipe and app.error.value
+
+
+def test_names_from_builds_are_escaped(app, tmp_path):
+    s = app.session
+    evil = "<img src=x onerror=alert(1)>"
+    app.load_saved_build(str(_saved(tmp_path, evil, synthetic_fp16(), s.recipe.replace(flags=("fp16",)))))
+    assert f"build:{evil}" in s.stale
+    _assert_inert(app.banner.value, f"build:{evil}")
+    _assert_inert(app.builds_view.value, evil)
+
+
+def test_recipe_save_and_load(app, tmp_path):
+    path = app.save_recipe(str(tmp_path / "r.json"))
+    assert path and "trtwidgets run" in app.recipe_status.value
+    other = App(out_dir=str(tmp_path))
+    assert other.session.model is None
+    assert other.load_recipe(path)
+    assert other.session.recipe == app.session.recipe and other.flags.value["flags"] == ("fp16", "int8")
+
+
+def test_build_step_without_tensorrt_says_what_to_install(app):
+    if trt.available():
+        pytest.skip("TensorRT is installed here")
+    assert app.build_panel.button.disabled
+    assert "TensorRT is not installed" in app.build_panel.result.value
