@@ -191,3 +191,13 @@ def test_cli_bench_and_compare(fp32_build, x, tmp_path, capsys):
     if d:
         with open(os.path.join(d, "cli_bench.json"), "w") as f:
             json.dump(doc, f, indent=1)
+
+
+def test_engine_intermediates_default_names(trt, model_path, timing_cache, x):
+    from trtwidgets.trt.debug_build import engine_intermediates
+
+    outs, dbg = engine_intermediates(model_path, {"x": x}, builder_optimization_level=0, timing_cache=timing_cache)
+    # float_intermediates of the tiny CNN: every node output, the model output included.
+    assert set(INTERMEDIATES) <= set(outs) and "y" in outs
+    report = layer_errors(tiny_cnn(), reference(x), outs)
+    assert not report.missing and max(e.error_db for e in report.layers) < -80

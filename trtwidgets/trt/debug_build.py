@@ -22,7 +22,8 @@ from typing import Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple,
 
 from ..core.errors import BuildError, UserError
 
-__all__ = ["DebugBuild", "mark_outputs", "build_debug_engine", "network_tensors", "restricted_tactic_sources"]
+__all__ = ["DebugBuild", "mark_outputs", "build_debug_engine", "engine_intermediates", "network_tensors",
+           "restricted_tactic_sources"]
 
 #: Tactic sources left out of builds by default: the GPU machine's cuBLAS/cuDNN are stubs,
 #: and TensorRT 10+ dropped them anyway.
@@ -277,3 +278,40 @@ def build_debug_engine(
     log = tuple(ln.format() for ln in collector.lines if ln.severity in ("WARNING", "ERROR", "INTERNAL_ERROR"))
     return DebugBuild(engine=bytes(serialized), marked=marked, not_found=tuple(not_found),
                       build_seconds=seconds, log=log)
+
+
+def engine_intermediates(model_path: Union[str, os.PathLike], feeds: Mapping[str, "object"],
+                         names: Optional[Sequence[str]] = None, **build_kwargs):
+    """Build a debug engine that exposes ``names`` and run ``feeds`` through it.
+
+    Parameters
+    ----------
+    model_path : path
+    feeds : mapping
+        Input name -> array (their shapes are the build's static shapes unless
+        ``shapes=`` is given).
+    names : sequence of str, optional
+        Tensors to expose; default every float intermediate
+        (:func:`trtwidgets.core.accuracy.float_intermediates`).
+    **build_kwargs
+        Passed to :func:`build_debug_engine` (``flags``, ``calibration_cache``, ...).
+
+    Returns
+    -------
+    (outputs, build) : dict, DebugBuild
+        Every engine output (the model's and the marked ones), and the build.
+    """
+    import numpy as np
+    import onnx
+
+    from .runner import EngineRunner
+
+    if names is None:
+        from ..core.accuracy import float_intermediates
+
+        names = float_intermediates(onnx.load(os.fspath(model_path), load_external_data=False))
+    build_kwargs.setdefault("shapes", {k: tuple(np.shape(v)) for k, v in feeds.items()})
+    dbg = build_debug_engine(model_path, mark=list(names), **build_kwargs)
+    with EngineRunner(dbg.engine) as runner:
+        outputs = runner.infer(feeds)
+    return outputs, dbg
