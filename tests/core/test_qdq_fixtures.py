@@ -26,10 +26,15 @@ def amax(fixtures_dir):
 def test_committed_qdq_model_is_what_the_exporter_writes_today(fixtures_dir, amax):
     committed = onnx.load(str(fixtures_dir / QDQ / "cls_qdq_int8.onnx"))
     result = build_qdq(str(demo.MODEL_PATH), amax)
-    assert [(n.op_type, list(n.input), list(n.output)) for n in committed.graph.node] == \
-        [(n.op_type, list(n.input), list(n.output)) for n in result.model.graph.node]
-    assert {t.name: t.SerializeToString() for t in committed.graph.initializer} == \
-        {t.name: t.SerializeToString() for t in result.model.graph.initializer}
+
+    # Compare what the exporter decides (Q/DQ nodes, their scales and quantized weights), not
+    # the bytes onnx.version_converter writes for the rest, which may change between onnx releases.
+    def qdq(model):
+        inits = {t.name: t.SerializeToString() for t in model.graph.initializer}
+        return sorted((n.op_type, tuple(n.input), tuple(n.output), tuple(inits.get(i, b"") for i in n.input))
+                      for n in model.graph.node if n.op_type in ("QuantizeLinear", "DequantizeLinear"))
+
+    assert qdq(committed) == qdq(result.model)
     report = json.loads((fixtures_dir / QDQ / "cls_qdq_int8.report.json").read_text())
     assert report == json.loads(json.dumps(result.report.to_dict()))
 
