@@ -624,7 +624,7 @@ class _Build:
         self.cache_out = str(self.staging / CACHE_FILE)
         calibrator = make_calibrator(cal.kind, feeds, specs, self.trt, cache_out=self.cache_out, cache_in=cache_in,
                                      max_batches=self.max_calibration_batches,
-                                     on_batch=lambda n: self.progress.step("Calibration", n, f"batch {n}"))
+                                     on_batch=lambda n: self.progress.step("Calibration", n, f"batch {n}", source="calibrator"))
         if cache_in is None:
             calibrator._check(first, list(specs))  # raises CalibrationDataError for a wrong shape or input
         return calibrator

@@ -138,7 +138,7 @@ class BuildProgress:
 # (pattern, phase, action) in the order TensorRT 8.6 logs them. "step" lines carry a detail group.
 _LOG_RULES = (
     (re.compile(r"Starting Calibration"), "Calibration", "start"),
-    (re.compile(r"Calibrated batch (\d+)"), "Calibration", "step"),
+    (re.compile(r"Calibrated batch (\d+)"), "Calibration", "batch"),
     (re.compile(r"Calibration completed in"), "Calibration", "finish"),
     (re.compile(r"Graph optimization time"), "Graph optimization", "finish"),
     (re.compile(r"Original: \d+ layers|Applying generic optimizations"), "Graph optimization", "start"),
@@ -164,6 +164,10 @@ class LogPhaseParser:
             if action == "start":
                 if phase not in self.progress.open_phases:
                     self.progress.start(phase, source="log")
+            elif action == "batch":
+                # An absolute count, so that it agrees with the calibrator's own per-batch steps.
+                n = int(m.group(1)) + 1
+                self.progress.step(phase, step=n, detail=f"batch {n}", source="log")
             elif action == "step":
                 detail = m.group(1).strip() if m.groups() else ""
                 self.progress.step(phase, detail=detail[:80], source="log")
