@@ -14,7 +14,7 @@ import pytest
 
 from tests.core.calib_fixture import FIXTURE, collect
 from trtwidgets.core.calib_cache import read_cache
-from trtwidgets.core.ranges import compute_amax
+from trtwidgets.core.ranges import compute_amax, entropy_amax
 from trtwidgets.core.stats import load_stats
 
 
@@ -73,4 +73,8 @@ def test_entropy_matches_tensorrt_entropy2(stats, fixtures_dir):
     cache = _trt_cache(fixtures_dir, "cls_entropy2.cache")
     ratios = _ratios(stats, cache, "entropy")
     assert len(ratios) >= 100
+    # Variants, printed to show which choices TensorRT's results support.
+    for label, kw in (("[0, absmax] range", {"trt_range": False}), ("zero bin kept", {"replace_zero_bin": False})):
+        variant = {n: entropy_amax(stats.tensors[n], **kw) / cache.amax[n] for n in ratios}
+        _report(f"entropy ({label}) vs EntropyCalibration2", variant, 0.05)
     assert _report("entropy vs EntropyCalibration2", ratios, 0.05) >= 0.90

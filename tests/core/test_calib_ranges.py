@@ -10,7 +10,8 @@ import pytest
 from tests.core.calib_reference import entropy_bin_reference
 from trtwidgets.core.errors import StatsError
 from trtwidgets.core.histogram import HistogramAccumulator
-from trtwidgets.core.ranges import (METHODS, compute_amax, compute_ranges, entropy_bin, evaluate_amax, resample)
+from trtwidgets.core.ranges import (METHODS, compute_amax, compute_ranges, entropy_amax, entropy_bin, evaluate_amax,
+                                    resample, trt_histogram_range)
 from trtwidgets.core.stats import ActivationStats
 
 
@@ -101,3 +102,32 @@ def test_compute_ranges_for_every_tensor_and_method():
         assert per["max"].clipped_fraction == 0 and per["max"].amax >= per["entropy"].amax
         assert all(r.sqnr_db > 20 for r in per.values())
     assert ranges["b"]["max"].amax > 4 * ranges["a"]["max"].amax
+
+
+def test_tensorrt_histogram_range_doubles_from_the_first_batch():
+    acc = HistogramAccumulator("t", 8192)
+    acc.update(np.array([0.5, -0.3], np.float32))   # TensorRT's histogram starts at [0, 0.5]
+    acc.update(np.array([1.7], np.float32))         # ... and doubles to 1.0, then 2.0
+    t = acc.to_stats()
+    assert t.first_absmax == 0.5 and t.absmax == pytest.approx(1.7)
+    assert trt_histogram_range(t) == 2.0
+    acc.update(np.array([2.0], np.float32))         # not larger than 2.0: no doubling
+    assert trt_histogram_range(acc.to_stats()) == 2.0
+    # The same values in another order give another TensorRT range (the order dependence TensorRT documents).
+    other = HistogramAccumulator("t", 8192)
+    other.update(np.array([1.7, 2.0], np.float32))
+    other.update(np.array([0.5, -0.3], np.float32))
+    assert trt_histogram_range(other.to_stats()) == 2.0 and other.to_stats().first_absmax == 2.0
+
+
+def test_entropy_on_the_tensorrt_range_differs_only_by_resolution():
+    rng = np.random.default_rng(6)
+    acc = HistogramAccumulator("t", 8192)
+    acc.update(rng.normal(0, 1, 20000).astype(np.float32) * 0.6)
+    for _ in range(9):
+        acc.update(rng.normal(0, 1, 20000).astype(np.float32))
+    t = acc.to_stats()
+    assert trt_histogram_range(t) > t.absmax
+    a, b = entropy_amax(t, trt_range=True), entropy_amax(t, trt_range=False)
+    assert a == compute_amax(t, "entropy")
+    assert a == pytest.approx(b, rel=0.15)

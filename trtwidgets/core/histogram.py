@@ -38,7 +38,7 @@ class HistogramAccumulator:
         A power of two.
     """
 
-    __slots__ = ("name", "num_bins", "count", "nan_count", "inf_count", "min", "max", "hist", "hist_max")
+    __slots__ = ("name", "num_bins", "count", "nan_count", "inf_count", "min", "max", "hist", "hist_max", "first_absmax")
 
     def __init__(self, name: str, num_bins: int = DEFAULT_BINS):
         if num_bins < 2 or num_bins & (num_bins - 1):
@@ -52,6 +52,7 @@ class HistogramAccumulator:
         self.max = -math.inf
         self.hist = np.zeros(self.num_bins, np.int64)
         self.hist_max = 0.0
+        self.first_absmax = math.nan
 
     @classmethod
     def from_stats(cls, t: TensorStats) -> "HistogramAccumulator":
@@ -61,6 +62,7 @@ class HistogramAccumulator:
             acc.min, acc.max = float(t.min), float(t.max)
         acc.hist = np.array(t.hist, dtype=np.int64, copy=True)
         acc.hist_max = float(t.hist_max)
+        acc.first_absmax = float(t.first_absmax)
         return acc
 
     def to_stats(self) -> TensorStats:
@@ -68,7 +70,7 @@ class HistogramAccumulator:
         return TensorStats(name=self.name, count=int(self.count), nan_count=int(self.nan_count),
                            inf_count=int(self.inf_count), min=float("nan") if empty else float(self.min),
                            max=float("nan") if empty else float(self.max), hist=self.hist.copy(),
-                           hist_max=float(self.hist_max))
+                           hist_max=float(self.hist_max), first_absmax=float(self.first_absmax))
 
     def batch_update(self, arr: np.ndarray):
         """Compute this batch's contribution without touching the accumulator.
@@ -121,6 +123,8 @@ class HistogramAccumulator:
         self.inf_count += inf
         if n == 0:
             return
+        if self.count == 0:
+            self.first_absmax = max(-mn, mx)
         self.count += n
         self.min = min(self.min, mn)
         self.max = max(self.max, mx)

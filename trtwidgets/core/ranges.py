@@ -118,7 +118,8 @@ def _group_bounds(n: int, num_quantized_bins: int, start_bin: int):
     return cands, b
 
 
-def entropy_bin(bins: np.ndarray, num_quantized_bins: int = 128, start_bin: int = ENTROPY_START_BIN) -> int:
+def entropy_bin(bins: np.ndarray, num_quantized_bins: int = 128, start_bin: int = ENTROPY_START_BIN,
+                replace_zero_bin: bool = True) -> int:
     """The number of bins ``i`` that minimises KL(P || Q) (amax = ``i`` bin widths).
 
     Vectorised form of pytorch-quantization's ``_compute_amax_entropy`` loop: for a candidate
@@ -129,7 +130,9 @@ def entropy_bin(bins: np.ndarray, num_quantized_bins: int = 128, start_bin: int 
     n = len(bins)
     if n < 2 or bins.sum() <= 0:
         return n
-    bins[0] = bins[1]
+    if replace_zero_bin:
+        # As pytorch-quantization does: the spike of exact zeros (ReLU) would dominate the divergence.
+        bins[0] = bins[1]
     total = bins.sum()
     nz = (bins != 0).astype(np.float64)
     cum = np.concatenate(([0.0], np.cumsum(bins)))
@@ -166,13 +169,43 @@ def entropy_bin(bins: np.ndarray, num_quantized_bins: int = 128, start_bin: int 
     return int(cands[idx])
 
 
-def _entropy_amax(t: TensorStats, num_bins: int = ENTROPY_BINS, start_bin: int = ENTROPY_START_BIN) -> float:
+def trt_histogram_range(t: TensorStats) -> float:
+    """The upper edge of TensorRT's entropy histogram for this tensor.
+
+    TensorRT starts the histogram at the first calibration batch's ``max |x|`` and doubles its
+    range whenever a later batch exceeds it (TensorRT developer guide, "INT8 calibration"), so
+    the range is ``first_absmax * 2**k`` and may leave up to half of the 2048 bins empty.
+    Without a known first batch, the range is ``[0, absmax]``.
+    """
     absmax = t.absmax
-    if absmax == 0:
+    first = t.first_absmax
+    if not (first > 0) or not math.isfinite(first) or first > absmax:
+        return absmax
+    upper = first
+    while upper < absmax:
+        upper *= 2.0
+    return upper
+
+
+def entropy_amax(t: TensorStats, num_bins: int = ENTROPY_BINS, start_bin: int = ENTROPY_START_BIN,
+                 trt_range: bool = True, replace_zero_bin: bool = True) -> float:
+    """EntropyCalibration2's amax for one tensor.
+
+    Parameters
+    ----------
+    trt_range : bool
+        Lay the 2048 bins over TensorRT's range (see :func:`trt_histogram_range`) rather than
+        ``[0, absmax]``.
+    replace_zero_bin : bool
+        Replace the count of bin 0 by bin 1's before the search (pytorch-quantization does).
+    """
+    absmax = t.absmax
+    if absmax == 0 or t.count == 0:
         return 0.0
-    hist = resample(t, num_bins, absmax)
-    i = entropy_bin(hist, 128, start_bin)
-    return float(absmax * i / num_bins)
+    upper = trt_histogram_range(t) if trt_range else absmax
+    hist = resample(t, num_bins, upper)
+    i = entropy_bin(hist, 128, start_bin, replace_zero_bin)
+    return float(upper * i / num_bins)
 
 
 def _percentile_amax(t: TensorStats, percentile: float) -> float:
@@ -237,7 +270,7 @@ def compute_amax(t: TensorStats, method: str, percentile: float = 99.99) -> floa
     if method == "max":
         return t.absmax
     if method == "entropy":
-        return _entropy_amax(t)
+        return entropy_amax(t)
     if method == "percentile":
         return _percentile_amax(t, percentile)
     return _mse_amax(t)

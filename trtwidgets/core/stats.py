@@ -78,6 +78,10 @@ class TensorStats:
     hist_max : float
         Upper edge of the histogram: a power of two strictly above ``max(|min|, |max|)``,
         or 0 when all finite values were 0 (then every count is in bin 0).
+    first_absmax : float
+        ``max |x|`` of the first batch (``nan`` if unknown).  TensorRT's entropy calibrators start
+        their histogram at this range and double it when a later batch exceeds it, so their
+        ranges depend on it; :func:`~trtwidgets.core.ranges.compute_amax` uses it to match them.
     """
 
     name: str
@@ -88,6 +92,7 @@ class TensorStats:
     max: float
     hist: np.ndarray = field(repr=False, compare=False)
     hist_max: float = 0.0
+    first_absmax: float = float("nan")
 
     @property
     def absmax(self) -> float:
@@ -127,12 +132,14 @@ class TensorStats:
             name=self.name, count=self.count + other.count,
             nan_count=self.nan_count + other.nan_count, inf_count=self.inf_count + other.inf_count,
             min=float(min(mins)) if mins else float("nan"), max=float(max(maxs)) if maxs else float("nan"),
-            hist=hist, hist_max=float(new_max))
+            hist=hist, hist_max=float(new_max),
+            first_absmax=self.first_absmax if self.count else other.first_absmax)
 
     def to_dict(self) -> dict:
         """JSON-friendly summary (without the histogram)."""
         return {"name": self.name, "count": self.count, "nan_count": self.nan_count, "inf_count": self.inf_count,
-                "min": self.min, "max": self.max, "absmax": self.absmax, "bins": self.bins, "hist_max": self.hist_max}
+                "min": self.min, "max": self.max, "absmax": self.absmax, "bins": self.bins, "hist_max": self.hist_max,
+                "first_absmax": self.first_absmax}
 
 
 def _merge_shapes(a: Mapping[str, tuple], b: Mapping[str, tuple]) -> Dict[str, tuple]:
@@ -245,7 +252,8 @@ def save_stats(stats: ActivationStats, path: Union[str, os.PathLike]) -> Path:
         "batches": int(stats.batches), "model_sha256": stats.model_sha256, "interrupted": bool(stats.interrupted),
         "input_shapes": {k: [int(d) for d in v] for k, v in stats.input_shapes.items()},
         "tensors": [{"name": n, "count": int(t.count), "nan_count": int(t.nan_count), "inf_count": int(t.inf_count),
-                     "min": float(t.min), "max": float(t.max), "hist_max": float(t.hist_max)}
+                     "min": float(t.min), "max": float(t.max), "hist_max": float(t.hist_max),
+                     "first_absmax": float(t.first_absmax)}
                     for n, t in ((n, stats.tensors[n]) for n in names)],
     }
     bins = {stats.tensors[n].bins for n in names}
@@ -292,7 +300,8 @@ def load_stats(path: Union[str, os.PathLike]) -> ActivationStats:
     for e, h in zip(entries, hist_list):
         tensors[e["name"]] = TensorStats(name=e["name"], count=int(e["count"]), nan_count=int(e["nan_count"]),
                                          inf_count=int(e["inf_count"]), min=float(e["min"]), max=float(e["max"]),
-                                         hist=np.asarray(h, dtype=np.int64), hist_max=float(e["hist_max"]))
+                                         hist=np.asarray(h, dtype=np.int64), hist_max=float(e["hist_max"]),
+                                         first_absmax=float(e.get("first_absmax", float("nan"))))
     return ActivationStats(tensors=tensors, samples=int(meta["samples"]), model_sha256=str(meta["model_sha256"]),
                            input_shapes={k: tuple(v) for k, v in meta.get("input_shapes", {}).items()},
                            interrupted=bool(meta.get("interrupted", False)), batches=int(meta.get("batches", 0)))
