@@ -234,6 +234,12 @@ class _ConstIndex(GraphIndex):
         return super().is_constant(name)
 
 
+def _key(node: onnx.NodeProto) -> tuple:
+    # A content key, not id(): protobuf may hand out a new wrapper object on each access.
+    # Outputs are unique in a valid (SSA) graph, so this identifies the node.
+    return (node.op_type, node.name, tuple(node.output), tuple(node.input))
+
+
 def _nonconst_inputs(node: onnx.NodeProto, index: GraphIndex) -> List[str]:
     return [i for i in node.input if i and not index.is_constant(i)]
 
@@ -344,7 +350,7 @@ def _match_gelu(anchor: onnx.NodeProto, index: GraphIndex) -> Optional[List[onnx
         return None
     # Backward from the anchor: every path must reach a root candidate through elementwise ops.
     back: List[onnx.NodeProto] = []
-    seen: Set[int] = set()
+    seen: Set[tuple] = set()
     reached = None
     todo = deque((i, 0) for i in _nonconst_inputs(anchor, index))
     allowed = ("Div", "Mul", "Add", "Pow", "Sqrt")
@@ -358,9 +364,9 @@ def _match_gelu(anchor: onnx.NodeProto, index: GraphIndex) -> Optional[List[onnx
         prod = index.producer.get(t)
         if prod is None or prod.op_type not in allowed or depth > 5:
             return None
-        if id(prod) in seen:
+        if _key(prod) in seen:
             continue
-        seen.add(id(prod))
+        seen.add(_key(prod))
         back.append(prod)
         todo.extend((i, depth + 1) for i in _nonconst_inputs(prod, index))
     if reached is None:
@@ -386,12 +392,12 @@ def find_protected_patterns(graph: onnx.GraphProto, index: Optional[GraphIndex] 
     """LayerNorm, Softmax and GELU subgraphs (single ops and decomposed patterns)."""
     if not isinstance(index, _ConstIndex):
         index = _ConstIndex(graph)
-    pos = {id(n): i for i, n in enumerate(graph.node)}
+    pos = {_key(n): i for i, n in enumerate(graph.node)}
     found: List[PatternMatch] = []
     taken: Set[int] = set()
 
     def add(kind: str, nodes: List[onnx.NodeProto]) -> None:
-        ids = sorted({pos[id(n)] for n in nodes})
+        ids = sorted({pos[_key(n)] for n in nodes})
         if taken.intersection(ids):
             return
         taken.update(ids)
@@ -498,7 +504,8 @@ def _const_rank(index: GraphIndex, name: str) -> int:
     return 0 if arr is None else arr.ndim
 
 
-def _fused_conv(index: GraphIndex, tensor: str, excluded: Dict[int, str], pos: Dict[int, int]) -> Optional[onnx.NodeProto]:
+def _fused_conv(index: GraphIndex, tensor: str, excluded: Dict[int, str], pos: Dict[tuple, int]
+                ) -> Optional[onnx.NodeProto]:
     """The Conv whose output reaches ``tensor`` through fusible epilogue ops only, and nothing else."""
     if len(index.consumers.get(tensor, [])) != 1:
         return None  # the branch output is needed elsewhere too: it cannot live only in the conv's epilogue
@@ -508,7 +515,7 @@ def _fused_conv(index: GraphIndex, tensor: str, excluded: Dict[int, str], pos: D
         if prod is None:
             return None
         if prod.op_type in ("Conv", "ConvTranspose"):
-            return None if pos[id(prod)] in excluded else prod
+            return None if pos[_key(prod)] in excluded else prod
         fusible = prod.op_type in _FUSIBLE_EPILOGUE or (
             prod.op_type in ("Add", "Mul") and len(_nonconst_inputs(prod, index)) == 1)
         if not fusible:
@@ -597,7 +604,7 @@ def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[s
     """
     graph = model.graph if isinstance(model, onnx.ModelProto) else model
     index = _ConstIndex(graph)
-    pos = {id(n): i for i, n in enumerate(graph.node)}
+    pos = {_key(n): i for i, n in enumerate(graph.node)}
     excluded, warnings = match_exclusions(graph, list(exclude), list(exclude_op_types))
     patterns = find_protected_patterns(graph, index)
     shapes = _static_shapes(model) if skip_matrix_vector else {}
@@ -675,7 +682,7 @@ def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[s
         else:
             fused = 0 if convs[0] is not None else 1
         skip = 1 - fused
-        if not any(e.node == pos[id(convs[fused])] for e in edges):
+        if not any(e.node == pos[_key(convs[fused])] for e in edges):
             skipped.append(Skip(label, "Add", f"the fused convolution {node_label(convs[fused])} is not quantized"))
             continue
         edge(i, skip, f"residual add: skip input (fuses into {node_label(convs[fused])})")
@@ -692,7 +699,7 @@ def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[s
         for c in cons:
             if c.op_type in ("Shape", "Size"):
                 continue  # reads only the shape, not the values
-            ci = pos[id(c)]
+            ci = pos[_key(c)]
             ks = [k for k, t in enumerate(c.input) if t == tensor]
             if all((ci, k) in quantized_reads for k in ks):
                 continue
