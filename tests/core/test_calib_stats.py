@@ -148,3 +148,9 @@ def test_merging_other_models_stats_is_refused(tmp_path, cls_model_path):
         conv.merge(cls)
     with pytest.raises(StatsError, match="another model"):
         collect_stats(path, [{"x": x}], stats=cls, progress=False)
+
+
+def test_progress_bar_counts_samples(cls_model_path, capsys):
+    collect_stats(cls_model_path, demo.sample_inputs(2)[:2], progress=True)
+    err = capsys.readouterr().err
+    assert "4/4" in err and "sample/s" in err
