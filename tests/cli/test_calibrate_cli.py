@@ -59,3 +59,12 @@ def test_bad_input_exits_2_with_an_explanation(tmp_path, capsys, cls_model_path,
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     assert main(["calibrate", str(cls_model_path), *args, "--no-progress"]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_resume_adds_to_earlier_statistics(tmp_path, capsys, cls_model_path):
+    first = tmp_path / "first.npz"
+    assert main(["calibrate", str(cls_model_path), "--data", "demo", "--max-samples", "8", "--stats", str(first),
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["samples"] == 8
+    assert main(["calibrate", str(cls_model_path), "--data", "demo", "--resume", str(first), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["samples"] == 40
