@@ -163,3 +163,11 @@ def test_error_report_is_json():
     d = json.loads(json.dumps(report.to_dict(), allow_nan=False))
     assert d["ranked_layers"][0] == "mul"
     assert isinstance(ErrorReport(layers=()).ranked(), tuple)
+
+
+def test_incomparable_sizes_are_listed_not_fatal():
+    proto = tiny_chain()
+    a = np.ones((2, 4), np.float32)
+    report = layer_errors(proto, {"a": a, "b": a, "y": a}, {"a": a, "b": np.ones((2, 8), np.float32), "y": a})
+    assert report.incomparable == ("b",) and [e.tensor for e in report.layers] == ["a", "y"]
+    assert report.to_dict()["incomparable"] == ["b"]

@@ -24,7 +24,7 @@ import numpy as np
 import onnx
 
 from .errors import UserError
-from .metrics import OutputMetrics, compare_tensor
+from .metrics import ComparisonError, OutputMetrics, compare_tensor
 from .onnx_graph import GraphIndex
 
 __all__ = [
@@ -242,10 +242,13 @@ class ErrorReport:
         Topological order.
     missing : tuple of str
         Tensors asked for that a side did not provide (not compared).
+    incomparable : tuple of str
+        Tensors both sides provided with different sizes (not compared).
     """
 
     layers: Tuple[LayerError, ...]
     missing: Tuple[str, ...] = ()
+    incomparable: Tuple[str, ...] = ()
 
     def ranked(self) -> Tuple[LayerError, ...]:
         """Tensors by error growth, largest first (ties: earlier layer first)."""
@@ -281,6 +284,7 @@ class ErrorReport:
 
     def to_dict(self) -> dict:
         return {"layers": [e.to_dict() for e in self.layers], "missing": list(self.missing),
+                "incomparable": list(self.incomparable),
                 "ranked_layers": list(self.ranked_layers())}
 
 
@@ -317,7 +321,14 @@ def layer_errors(
     wanted = float_intermediates(proto) if names is None else list(names)
     missing = tuple(n for n in wanted if n not in reference or n not in candidate)
     compared = [n for n in wanted if n in reference and n in candidate]
-    metrics = {n: compare_tensor(reference[n], candidate[n], topk=(), name=n) for n in compared}
+    metrics: Dict[str, OutputMetrics] = {}
+    incomparable: List[str] = []
+    for n in compared:
+        try:
+            metrics[n] = compare_tensor(reference[n], candidate[n], topk=(), name=n)
+        except ComparisonError:
+            # e.g. a tensor TensorRT computes at another size (padded channels): not comparable, not fatal.
+            incomparable.append(n)
     err = {n: _nsr_db(m) for n, m in metrics.items()}
 
     upstream: Dict[str, float] = {}
@@ -349,7 +360,7 @@ def layer_errors(
                 ))
             else:
                 upstream[out] = in_err
-    return ErrorReport(layers=tuple(layers), missing=missing)
+    return ErrorReport(layers=tuple(layers), missing=missing, incomparable=tuple(incomparable))
 
 
 # ----------------------------------------------------------------------------- sweep
