@@ -113,25 +113,9 @@ def with_intermediate_outputs(proto: onnx.ModelProto, names: Optional[Sequence[s
             "Only node outputs can be exposed as intermediate outputs.",
             "Pick names from float_intermediates(model).",
         )
-    out = onnx.ModelProto()
-    out.CopyFrom(proto)
-    existing = {o.name for o in out.graph.output}
-    try:
-        inferred = onnx.shape_inference.infer_shapes(proto)
-        infos = {vi.name: vi for vi in inferred.graph.value_info}
-    except Exception:  # noqa: BLE001
-        infos = {}
-    for n in names:
-        if n in existing:
-            continue
-        vi = infos.get(n)
-        if vi is not None:
-            # Keep only the element type: a stale static shape would make ORT warn at other input sizes.
-            out.graph.output.append(onnx.helper.make_tensor_value_info(n, vi.type.tensor_type.elem_type, None))
-        else:
-            out.graph.output.append(onnx.helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, None))
-        existing.add(n)
-    return out
+    from .collect import instrumented_model
+
+    return instrumented_model(proto, names)
 
 
 def run_reference(
