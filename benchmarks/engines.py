@@ -17,12 +17,14 @@ The explicit Q/DQ model is exported by the toolkit's ``export_qdq`` with the ran
 of the INT8 build's calibration cache, so implicit and explicit INT8 differ only in
 where quantization happens, not in the ranges.
 
-Every finished measurement is merged into ``$TRTWIDGETS_ARTIFACTS/engines.json``
-at once, so the run can be split over several commands, e.g.::
+Every finished measurement is merged into ``engines.json`` in the work folder
+(``--out``, default ``$TRTWIDGETS_ARTIFACTS``) at once, so the run can be split
+over several commands; with ``--out`` elsewhere the JSON files are also copied to
+``$TRTWIDGETS_ARTIFACTS/engines/`` after each command, e.g.::
 
-    $PY39 benchmarks/engines.py --models cls --precisions fp32,fp16
-    $PY39 benchmarks/engines.py --models cls --precisions int8,qdq --layer-errors
-    $PY39 benchmarks/engines.py --models resnet --precisions fp16,int8,qdq
+    $PY39 benchmarks/engines.py --out /tmp/eb --models cls --precisions fp32,fp16
+    $PY39 benchmarks/engines.py --out /tmp/eb --models cls --precisions int8,qdq --layer-errors
+    $PY39 benchmarks/engines.py --out /tmp/eb --models resnet --precisions fp16,int8,qdq
 
 Builds use builder optimization level 0 (``--opt-level``), one shared timing
 cache, and leave the cuBLAS/cuBLASLt/cuDNN tactic sources off (stubs on that machine).
@@ -362,7 +364,27 @@ def main(argv=None) -> int:
                 log(f"  layer errors FAILED: {exc}")
                 traceback.print_exc()
     summary(results)
+    copy_results(art)
     return 1 if failures else 0
+
+
+def copy_results(art: Path) -> None:
+    """With ``--out`` elsewhere, copy the JSON results into ``$TRTWIDGETS_ARTIFACTS`` too.
+
+    Keeping the work folder (engines, timing cache, INT8 cache for the Q/DQ step) out of
+    the artifacts folder lets a fresh, empty artifacts folder per command still
+    accumulate results across commands.
+    """
+    dest = os.environ.get("TRTWIDGETS_ARTIFACTS")
+    if not dest or Path(dest).resolve() == art.resolve():
+        return
+    import shutil
+
+    d = Path(dest) / "engines"
+    d.mkdir(parents=True, exist_ok=True)
+    for f in art.glob("*.json"):
+        shutil.copy2(f, d / f.name)
+    log(f"copied {len(list(art.glob('*.json')))} JSON file(s) to {d}")
 
 
 if __name__ == "__main__":
