@@ -152,7 +152,7 @@ def squeeze_excite() -> onnx.ModelProto:
         helper.make_node("MatMul", ["f", "wM"], ["out"], name="score"),
     ]
     inits = [_w("wA", 4, 3, 3, 3), _w("wS", 4, 4, 1, 1), _w("wB", 2, 4, 1, 1), _w("wM", 32, 1)]
-    return _model(nodes, [_vi("x", [3, 3, 4, 4])], [_vi("out", [3, 1])], inits)
+    return _model(nodes, [_vi("x", ["N", 3, 4, 4])], [_vi("out", ["N", 1])], inits)  # dynamic batch
 
 
 def constant_weight_conv(kernel_shape: bool = False) -> onnx.ModelProto:

@@ -147,6 +147,25 @@ def test_matrix_vector_layers_stay_float():
     assert {e.node_label for e in plan.edges} == {"convA", "convB", "convSE", "score", "gap"}
 
 
+def test_conv_on_1x1_input_with_a_static_batch_is_a_matrix_product():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from resnet50 import resnet50
+
+    # The classifier is a 1x1 conv after the global pool: a GEMV at batch 1, a GEMM at batch 32.
+    assert any("1x1 spatially" in s.reason for s in plan_qdq(resnet50(batch=1)).skipped if s.node_label == "conv54")
+    plan = plan_qdq(resnet50(batch=32))
+    assert any(e.node_label == "conv54" for e in plan.edges)
+    # Every bottleneck's add quantizes its skip input; downsampling blocks fuse the main branch's
+    # last conv and quantize the (shorter) shortcut conv's output.
+    adds = {e.node_label: e for e in plan.edges if e.op_type == "Add"}
+    assert len(adds) == 16
+    assert adds["block1_1_add"].tensor == "conv5.out" and "conv4" in adds["block1_1_add"].rule
+    assert adds["block1_2_add"].tensor == "block1_1.out"
+
+
 def test_demo_model_placement():
     import onnx
 

@@ -31,8 +31,9 @@ and pytorch-quantization:
    LayerNorm; ReduceMax/Sub/Exp/ReduceSum/Div softmax; Erf- and Tanh-based
    GELU). No rule places a Q/DQ on a tensor inside them; their nodes are not
    considered for the residual rule.
-5. **Matrix-vector layers stay float.** A Conv on a 1x1 spatial input (the
-   squeeze-excite convolutions after a global pool) or a MatMul/Gemm with an
+5. **Matrix-vector layers stay float.** A Conv on a 1x1 spatial input with a
+   batch of 1 or a dynamic batch (the squeeze-excite convolutions after a global
+   pool) or a MatMul/Gemm with an
    output dimension of 1 is memory bound: INT8 gains no speed there and costs
    accuracy (modelopt leaves GEMV MatMuls unquantized for the same reason).
    Shapes come from static ONNX shape inference; ``skip_matrix_vector=False``
@@ -564,7 +565,9 @@ def _static_shapes(model) -> Dict[str, Tuple[Optional[int], ...]]:
     for vi in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):
         tt = vi.type.tensor_type
         if tt.HasField("shape"):
-            shapes[vi.name] = tuple(d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim)
+            # Unknown dims are None (exports write them as dim_param, unset, or a -1 dim_value).
+            shapes[vi.name] = tuple(d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None
+                                    for d in tt.shape.dim)
     return shapes
 
 
@@ -572,7 +575,8 @@ def _matrix_vector(node: onnx.NodeProto, shapes: Mapping[str, Tuple[Optional[int
     """Why a weighted layer is a matrix-vector product (no INT8 speed-up), or None."""
     if node.op_type in ("Conv", "ConvTranspose"):
         shape = shapes.get(node.input[0])
-        if shape and len(shape) > 2 and all(d == 1 for d in shape[2:]):
+        # With a static batch > 1 it is a real matrix product; a dynamic batch is usually 1 at inference.
+        if shape and len(shape) > 2 and all(d == 1 for d in shape[2:]) and shape[0] in (None, 1):
             return "its input is 1x1 spatially (e.g. squeeze-excite after a global pool): a matrix-vector product"
     elif node.op_type in ("MatMul", "Gemm"):
         shape = shapes.get(node.output[0])
