@@ -156,3 +156,16 @@ def test_export_from_stats_file_for_the_explorer_button(demo_stats, tmp_path):
     assert x.amax == 1.0 and x.scale == pytest.approx(1.0 / 127)
     saved = onnx.load(str(out))
     assert sum(n.op_type == "QuantizeLinear" for n in saved.graph.node) == len(result.report.activations)
+
+
+def test_demo_opset_upgrade_keeps_the_float_model_exact(demo_proto, held_back):
+    # The demo is opset 11; per-channel DequantizeLinear needs 13. The converted float
+    # model must compute the same thing before any Q/DQ goes in.
+    from trtwidgets.core.qdq_export import _upgrade
+
+    upgraded = _upgrade(demo_proto, 13)
+    assert [o.version for o in upgraded.opset_import if o.domain in ("", "ai.onnx")] == [13]
+    a, _ = run_model(demo_proto, held_back[:1])
+    b, _ = run_model(upgraded, held_back[:1])
+    for name in a:
+        np.testing.assert_allclose(a[name], b[name], rtol=0, atol=1e-6)
