@@ -201,3 +201,25 @@ def test_engine_intermediates_default_names(trt, model_path, timing_cache, x):
     assert set(INTERMEDIATES) <= set(outs) and "y" in outs
     report = layer_errors(tiny_cnn(), reference(x), outs)
     assert not report.missing and max(e.error_db for e in report.layers) < -80
+
+
+def test_int8_debug_build_ranking_finds_the_badly_calibrated_layer(trt, model_path, timing_cache, x, tmp_path):
+    """A calibration cache that clips conv2's output to 1/50 of its range: the ranking must point there."""
+    from trtwidgets.core.calib_cache import write_cache
+    from trtwidgets.trt.debug_build import engine_intermediates
+
+    ref = reference(x)
+    amax = {"x": float(np.abs(x).max())}
+    amax.update({n: float(np.abs(ref[n]).max()) for n in INTERMEDIATES + ("y",)})
+    amax["c2"] /= 50.0
+    amax["r2"] /= 50.0
+    cache = tmp_path / "bad.cache"
+    write_cache(amax, cache)
+    outs, dbg = engine_intermediates(model_path, {"x": x}, flags=("fp16", "int8"), calibration_cache=cache,
+                                     builder_optimization_level=0, timing_cache=timing_cache)
+    report = layer_errors(tiny_cnn(), ref, outs)
+    assert report.ranked_layers(1)[0] in ("conv2", "relu2"), report.to_rows()
+    d = _artifacts()
+    if d:
+        with open(os.path.join(d, "int8_bad_cache_layer_errors.json"), "w") as f:
+            json.dump(report.to_dict(), f, indent=1)
