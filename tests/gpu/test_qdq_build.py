@@ -96,13 +96,19 @@ def cls_build(work, trt):
     return result
 
 
-def test_demo_qdq_model_builds_with_int8_where_quantized(cls_build):
+def test_demo_qdq_model_builds_with_int8_where_quantized(cls_build, work):
     report = json.loads((FIX / "cls_qdq_int8.report.json").read_text())
     layers = _layers(cls_build)
     by_node = {}
     for layer in layers:
         for node in layer.onnx_nodes:
             by_node.setdefault(node, []).append(layer)
+    # Written before asserting, so a failure still leaves the whole picture behind.
+    (work / "cls_qdq_int8.precisions.json").write_text(json.dumps({
+        "layers": [{"name": l.name, "type": l.type, "precision": l.precision, "onnx_nodes": list(l.onnx_nodes)}
+                   for l in layers],
+        "quantized_by_exporter": {n: sorted({l.precision for l in by_node.get(n, [])})
+                                  for n in report["quantized_layers"]}}, indent=1))
     missing = [n for n in report["quantized_layers"] if n not in by_node]
     assert not missing, f"no engine layer for {missing}:\n{_table(layers)}"
     not_int8 = [n for n in report["quantized_layers"] if not any(l.precision == "INT8" for l in by_node[n])]
