@@ -75,24 +75,55 @@ class QuantizedTensor:
 
 @dataclass(frozen=True)
 class QuantizedWeight:
-    """A weight stored quantized with a DequantizeLinear."""
+    """A weight stored quantized with a DequantizeLinear.
+
+    Attributes
+    ----------
+    tensor, node_label, op_type : str
+        The float weight and the layer reading it.
+    axis : int or None
+        Per-channel axis, None for one scale.
+    channels : int
+        Number of scales.
+    max_rel_error : float
+        Largest ``|W - dequant(quant(W))|`` relative to ``max|W|`` (rounding error).
+    """
 
     tensor: str
     node_label: str
     op_type: str
     axis: Optional[int]
     channels: int
-    max_abs_error: float
-    """Largest ``|W - dequant(quant(W))|`` relative to ``max|W|`` (rounding error)."""
+    max_rel_error: float
 
     def to_dict(self) -> dict:
         return {"tensor": self.tensor, "node": self.node_label, "op_type": self.op_type, "axis": self.axis,
-                "channels": self.channels, "max_rel_error": self.max_abs_error}
+                "channels": self.channels, "max_rel_error": self.max_rel_error}
 
 
 @dataclass(frozen=True)
 class QdqReport:
-    """What :func:`build_qdq` quantized, what it left in high precision, and why."""
+    """What :func:`build_qdq` quantized, what it left in high precision, and why.
+
+    Attributes
+    ----------
+    precision : str
+        ``"int8"`` or ``"fp8"``.
+    opset_from, opset_to : int
+        The model's opset before and after export.
+    activations : tuple of QuantizedTensor
+    weights : tuple of QuantizedWeight
+    skipped : tuple of Skip
+        Everything a rule looked at and left in high precision, with the reason.
+    patterns : tuple of PatternMatch
+        LayerNorm / Softmax / GELU kept free of Q/DQ.
+    excluded : tuple of str
+        Nodes the user excluded.
+    quantized_layers : tuple of str
+        Weighted layers (Conv, Gemm, ...) whose inputs and weights are all quantized:
+        the layers TensorRT will run in INT8/FP8.
+    warnings : tuple of str
+    """
 
     precision: str
     opset_from: int
@@ -103,7 +134,6 @@ class QdqReport:
     patterns: Tuple[PatternMatch, ...]
     excluded: Tuple[str, ...]
     quantized_layers: Tuple[str, ...]
-    """Weighted layers (Conv, Gemm, ...) whose inputs and weights are all quantized."""
     warnings: Tuple[str, ...] = field(default=())
 
     def to_dict(self) -> dict:
