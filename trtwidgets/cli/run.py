@@ -1,0 +1,223 @@
+"""``trtwidgets run RECIPE.json --report OUT.html``: re-run a saved analysis headless.
+
+Steps, in the notebook's order: load the recipe and its model, lint, calibrate
+(the toolkit's statistics, every range method, a TensorRT calibration cache),
+build when TensorRT is installed (otherwise the report says it was skipped and
+why), inspect the build and any saved builds (``--graph``, or the build folder
+the recipe sits in), and write one self-contained HTML report (plotly.js
+embedded, so it opens offline).
+
+Exit codes: 0 done, 1 a build failed (the report says why), 2 bad input (a bad
+recipe, a missing model or data), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+NAME = "run"
+HELP = "re-run a saved recipe headless (calibrate, build if TensorRT is present, inspect) and write an HTML report"
+DESCRIPTION = (HELP + ". The report holds the model summary, lint findings, ranges per tensor, histograms of the "
+               "most disputed tensors, the layer table and precision chart of each build; it works offline.")
+
+#: Layer-table columns shown in the report.
+LAYER_COLUMNS = ("name", "type", "onnx_nodes", "precision", "input_precision", "output_precision", "weights_type",
+                 "tactic", "latency_ms", "why_not_int8", "why_not_int8_reason")
+
+
+def add_arguments(parser):
+    parser.add_argument("recipe", help="recipe JSON (saved from the app, or `trtwidgets build`'s recipe.json)")
+    parser.add_argument("--report", required=True, metavar="OUT.html", help="where to write the HTML report")
+    parser.add_argument("--data", metavar="DIR", help="calibration data (folder of .npy/.npz or images, or 'demo'); "
+                                                      "default: the recipe's")
+    parser.add_argument("--build-dir", metavar="DIR", help="where the build and the calibration cache go "
+                                                           "(default: OUT-build/ beside the report)")
+    parser.add_argument("--graph", action="append", default=[], metavar="JSON_OR_DIR",
+                        help="a saved build (folder or *.graph.json) to inspect; repeatable")
+    parser.add_argument("--no-build", action="store_true", help="do not build even if TensorRT is installed")
+    parser.add_argument("--no-calibrate", action="store_true", help="skip calibration")
+    parser.add_argument("--max-samples", type=int, default=None, help="calibrate on at most this many samples")
+    parser.add_argument("--top", type=int, default=6, help="histograms of this many most disputed tensors (default 6)")
+    parser.add_argument("--title", default=None, help="report title")
+
+
+def _log(msg: str) -> None:
+    print(f"trtwidgets run: {msg}", file=sys.stderr)
+
+
+def _resolve_model(recipe, recipe_path: Path):
+    """The recipe's model path, also relative to the recipe's folder (a recipe moved with its model)."""
+    p = Path(recipe.model_path)
+    if p.exists() or p.is_absolute() and not (recipe_path.parent / p.name).exists():
+        return recipe
+    for cand in (recipe_path.parent / p, recipe_path.parent / p.name):
+        if cand.exists():
+            return recipe.replace(model_path=str(cand))
+    return recipe
+
+
+def _saved_sources(args, recipe_path: Path):
+    from ..core.saved_build import load_saved_build
+
+    out = [load_saved_build(g) for g in args.graph]
+    if not args.graph and any(recipe_path.parent.glob("*.graph.json")):
+        out.append(load_saved_build(recipe_path.parent))
+    return out
+
+
+def _calibrate(args, recipe, model, steps, build_dir: Path):
+    from ..core.analysis import calibrate_recipe
+    from ..core.calib_cache import METHOD_ALGORITHM, write_cache
+    from ..core.errors import CalibrationDataError
+
+    cal = recipe.calibrator
+    wanted = args.data or recipe.calibration_data is not None or cal.kind != "none"
+    if args.no_calibrate or not wanted:
+        why = "--no-calibrate" if args.no_calibrate else "the recipe has no calibrator and no calibration data"
+        steps.append({"step": "calibrate", "status": "skipped", "detail": why})
+        return None, None
+    t0 = time.perf_counter()
+    try:
+        result = calibrate_recipe(recipe, model, data=args.data, progress=sys.stderr.isatty(),
+                                  max_samples=args.max_samples)
+    except CalibrationDataError as err:
+        if "no calibration data" in err.what.lower() and cal.kind == "none":
+            steps.append({"step": "calibrate", "status": "skipped", "detail": err.what})
+            return None, None
+        raise
+    cache = build_dir / "calibration.cache"
+    build_dir.mkdir(parents=True, exist_ok=True)
+    write_cache(result.amax, cache, algorithm=METHOD_ALGORITHM.get(result.method, "EntropyCalibration2"))
+    steps.append({"step": "calibrate", "status": "done",
+                  "detail": f"{result.stats.samples} samples from {result.data}, {len(result.ranges)} tensors, "
+                            f"{result.method} ranges ({len(result.overrides)} overrides) in "
+                            f"{time.perf_counter() - t0:.1f} s; cache {cache}"})
+    _log(f"calibrated on {result.stats.samples} samples; cache -> {cache}")
+    return result, str(cache)
+
+
+def _build(args, recipe, cache_path, steps, build_dir: Path):
+    import dataclasses
+
+    from .. import trt
+    from ..core.errors import UserError
+
+    if args.no_build:
+        steps.append({"step": "build", "status": "skipped", "detail": "--no-build"})
+        return None, None
+    if not trt.available():
+        steps.append({"step": "build", "status": "skipped",
+                      "detail": "TensorRT is not installed here. " + trt.INSTALL_ADVICE})
+        _log("build skipped: TensorRT is not installed")
+        return None, None
+    from ..trt.build import build
+
+    r = recipe
+    if r.calibrator.kind == "toolkit" and cache_path:
+        r = r.replace(calibrator=dataclasses.replace(r.calibrator, cache_path=cache_path))
+    try:
+        result = build(r, out_dir=str(build_dir / "engine"), progress=False)
+    except UserError as err:
+        steps.append({"step": "build", "status": "failed", "detail": err.message})
+        _log(f"build failed: {err.what}")
+        return None, err
+    steps.append({"step": "build", "status": "done",
+                  "detail": f"TensorRT {result.trt_version} on {result.gpu_name or 'GPU'} in {result.build_seconds:.1f} s "
+                            f"-> {result.engine_path}"})
+    return result, None
+
+
+def run(args) -> int:
+    from ..core import report as rep
+    from ..core import staleness
+    from ..core.errors import RecipeError
+    from ..core.inspector import as_graph, build_context
+    from ..core.layer_table import layer_table, summary_dict
+    from ..core.lint import lint
+    from ..core.model import load_model
+    from ..core.recipe import load_recipe
+    from ..plots import report_html as figs
+
+    recipe_path = Path(args.recipe)
+    report_path = Path(args.report)
+    if report_path.suffix.lower() not in (".html", ".htm"):
+        raise RecipeError(f"--report {args.report} is not an .html file.", None, "Write e.g. --report report.html.")
+    recipe = _resolve_model(load_recipe(recipe_path), recipe_path)
+    model = load_model(recipe.model_path)
+    build_dir = Path(args.build_dir) if args.build_dir else report_path.with_name(report_path.stem + "-build")
+    saved = _saved_sources(args, recipe_path)  # read first: a bad --graph fails before any long work
+    steps = [{"step": "load", "status": "done", "detail": f"{recipe_path} -> {model.path}"}]
+
+    findings = lint(model, flags=recipe.flags, trt_version=recipe.trt_version, calibrator=recipe.calibrator.kind,
+                    profiles=recipe.profiles or None)
+    n_err = sum(1 for f in findings if f.severity == "error")
+    steps.append({"step": "lint", "status": "done", "detail": f"{len(findings)} findings ({n_err} errors)"})
+
+    calibration, cache_path = _calibrate(args, recipe, model, steps, build_dir)
+    built, build_error = _build(args, recipe, cache_path, steps, build_dir)
+
+    sections = []
+    tables, summaries = {}, {}
+    now = staleness.fingerprint("build", model.sha256, recipe)
+    for source in ([built] if built is not None else []) + saved:
+        label = getattr(source, "name", None) or Path(source.out_dir).name
+        graph = as_graph(source)
+        table = layer_table(graph, **build_context(source))
+        tables[label], summaries[label] = table, summary_dict(table)
+        own = staleness.recipe_dict(getattr(source, "recipe", None))
+        stale = ""
+        if source is not built and own is not None:
+            made = staleness.fingerprint("build", own.get("model_sha256") or model.sha256, own)
+            stale = staleness.stale_reason(made, now)
+        rows = table.to_dict("records")
+        sections.append(rep.layer_table_section(f"Layer table: {label}", rows, LAYER_COLUMNS,
+                                                warnings=table.attrs.get("warnings", []), stale=stale))
+        steps.append({"step": f"inspect {label}", "status": "done",
+                      "detail": f"{len(table)} layers; " + ", ".join(
+                          f"{p} {d['layers']}" for p, d in summaries[label]["precisions"].items())})
+    if not tables:
+        steps.append({"step": "inspect", "status": "skipped",
+                      "detail": "no build to inspect: build with TensorRT, or pass a saved build with --graph DIR"})
+
+    head_sections = [rep.steps_section(steps),
+                     rep.summary_section(model.summary, recipe, {"recipe": str(recipe_path)}),
+                     rep.findings_section(findings)]
+    if build_error is not None:
+        lines = list(getattr(build_error, "log_lines", ()) or ())
+        head_sections.append(rep.section("Build failed", rep.note(build_error.message, "error"),
+                                         f"<pre>{rep.esc(chr(10).join(lines))}</pre>" if lines else ""))
+    for s in saved:
+        errors = s.error_lines()
+        if errors:
+            head_sections.append(rep.section(f"TensorRT errors in {s.name}",
+                                             f"<pre>{rep.esc(chr(10).join(errors))}</pre>"))
+    body = []
+    if calibration is not None:
+        body.append(rep.ranges_section(calibration.ranges, calibration.method, calibration.stats,
+                                       description=f"{calibration.stats.samples} samples from {calibration.data}, "
+                                                   f"percentile {calibration.percentile:g}."))
+        top = figs.overview_figure(calibration.ranges)
+        from ..core.explorer_data import rank_tensors
+
+        names = list(rank_tensors(calibration.ranges, by="disagreement").names)[:max(args.top, 0)]
+        body.append(figs.figures_section(
+            "Calibration figures", [top] + figs.histogram_figures(calibration.stats, calibration.ranges, names,
+                                                                  calibration.percentile, calibration.method,
+                                                                  calibration.overrides),
+            ["Tensors ranked by how much the range methods disagree (log2 of largest / smallest amax)."]
+            + [f"|x| histogram of {n} with each method's amax" for n in names]))
+    if tables:
+        body.append(rep.precision_summary_section(summaries))
+        body.append(figs.figures_section("Precision chart", [figs.precision_figure(tables)]))
+    doc = rep.render_document(args.title or f"trtwidgets report: {Path(recipe.model_path).name}",
+                              head_sections + body + sections, head=figs.plotly_js_head(),
+                              subtitle=f"recipe {recipe_path}, {time.strftime('%Y-%m-%d %H:%M:%S')}")
+    rep.write_text_atomic(doc, report_path)
+    print(f"report -> {report_path} ({os.path.getsize(report_path) / 1e6:.1f} MB)")
+    for s in steps:
+        print(f"  {s['step']:<24} {s['status']:<8} {s['detail'][:110]}")
+    return 1 if build_error is not None else 0
+
