@@ -29,7 +29,8 @@ def test_layer_error_bars_ranked_and_coloured_by_op():
     assert set(names) == {"Relu", "Mul", "Add"}
     mul = next(t for t in fig["data"] if t["name"] == "Mul")
     assert list(mul["y"]) == ["1. mul"]
-    assert mul["x"][0] == report.ranked()[0].growth_db
+    assert mul["base"] + mul["x"][0] == report.ranked()[0].growth_db
+    assert all(x >= 0 for t in fig["data"] for x in t["x"])  # longer bar = more growth
     assert fig["layout"]["yaxis"]["categoryarray"][-1] == "1. mul"  # top of the chart
 
 
@@ -42,8 +43,8 @@ def test_infinite_growth_is_capped_and_names_escaped():
     d = LayerErrorDisplay.from_report(report)
     assert math.isinf(d.growth_db[0])
     fig = d.figure().to_dict()
-    xs = [x for t in fig["data"] for x in t["x"]]
-    assert max(xs) == GROWTH_CAP_DB
+    ends = [t["base"] + x for t in fig["data"] for x in t["x"]]
+    assert max(ends) == GROWTH_CAP_DB
 
 
 def test_sweep_two_axes_and_failed_step():

@@ -8,10 +8,14 @@ compares them tensor by tensor and ranks the layers by error *growth*: a layer
 that only passes on the error of its inputs is not where accuracy is lost; the
 one whose output is much worse than its inputs is.
 
-Error is measured as the noise-to-signal ratio in dB (``-SNR``), floored at
-:data:`NSR_FLOOR_DB` so that bit-exact tensors (``-inf``) still subtract.
-Growth of a node's output = its error minus the largest error among the nearest
-compared tensors upstream of its inputs (graph inputs and constants are exact).
+Error is the noise-to-signal power ratio ``NSR = sum((x - ref)^2) / sum(ref^2)``
+of a tensor, shown in dB (``error_db = -SNR``, floored at :data:`NSR_FLOOR_DB`
+so that bit-exact tensors stay finite). A node's *growth* is the noise it adds:
+``NSR(output) - max NSR(nearest compared tensors upstream of its inputs)`` in
+linear power, shown in dB (the floor when it adds none). Graph inputs and
+constants are exact. Growth is a difference of powers, not of decibels, so that
+the first lossy layer of a network does not outrank a much worse layer after it
+merely because its inputs were exact.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from .onnx_graph import GraphIndex
 
 __all__ = [
     "NSR_FLOOR_DB",
+    "GROWTH_MODES",
     "LayerError",
     "ErrorReport",
     "SweepStep",
@@ -163,6 +168,27 @@ def _as_proto(model) -> onnx.ModelProto:
     return load_model(model).proto
 
 
+GROWTH_MODES = ("added", "ratio")
+
+
+def _ratio_growth_db(error_db: float, input_error_db: float) -> float:
+    """Output error minus input error, in dB (0 when both are infinite)."""
+    if math.isinf(error_db) and math.isinf(input_error_db):
+        return 0.0 if error_db == input_error_db else error_db
+    return error_db - input_error_db
+
+
+def _growth_db(error_db: float, input_error_db: float) -> float:
+    """Noise power a node adds, relative to its output's signal, in dB (floored)."""
+    if math.isinf(error_db) and error_db > 0:
+        # A NaN/inf mismatch: new if the inputs had none, else passed on.
+        return math.inf if not (math.isinf(input_error_db) and input_error_db > 0) else NSR_FLOOR_DB
+    added = 10.0 ** (error_db / 10.0) - 10.0 ** (input_error_db / 10.0)
+    if added <= 0.0:
+        return NSR_FLOOR_DB
+    return max(NSR_FLOOR_DB, 10.0 * math.log10(added))
+
+
 def _nsr_db(m: OutputMetrics) -> float:
     if not m.ok:
         return math.inf
@@ -190,7 +216,8 @@ class LayerError:
     input_error_db : float
         Largest error among the nearest compared tensors upstream.
     growth_db : float
-        ``error_db - input_error_db`` (0 when both are infinite).
+        Noise power added by this node, ``NSR(out) - NSR(inputs)`` in dB; the floor
+        when it adds none; ``inf`` for a new NaN/inf mismatch.
     """
 
     layer: str
@@ -283,6 +310,7 @@ def layer_errors(
     reference: Mapping[str, np.ndarray],
     candidate: Mapping[str, np.ndarray],
     names: Optional[Sequence[str]] = None,
+    growth: str = "added",
 ) -> ErrorReport:
     """Compare intermediate tensors of two runs of the same model and rank by growth.
 
@@ -295,11 +323,21 @@ def layer_errors(
         Several runs can be concatenated along the batch axis first.
     names : sequence of str, optional
         Tensors to compare; default all float intermediates present on both sides.
+    growth : {"added", "ratio"}
+        ``"added"`` (default): noise power a node adds (see the module docstring);
+        ranks the layers that contribute most to the final error, the right view
+        when every layer is quantized (INT8 engines). ``"ratio"``: output error minus
+        input error in dB; ranks the layer where error *first appears* highest (an
+        exact input makes any loss a huge ratio), the right view when a single
+        layer is suspect.
 
     Returns
     -------
     ErrorReport
     """
+    if growth not in GROWTH_MODES:
+        raise UserError(f"Unknown growth measure {growth!r}.", f"Choose one of {', '.join(GROWTH_MODES)}.", None)
+    grow = _growth_db if growth == "added" else _ratio_growth_db
     proto = _as_proto(model)
     graph = proto.graph
     wanted = float_intermediates(proto) if names is None else list(names)
@@ -334,13 +372,9 @@ def layer_errors(
                 continue
             if out in err:
                 e = err[out]
-                if math.isinf(e) and math.isinf(in_err):
-                    growth = 0.0
-                else:
-                    growth = e - in_err
                 layers.append(LayerError(
                     layer=_node_label(node), op_type=node.op_type, tensor=out, order=position,
-                    metrics=metrics[out], error_db=e, input_error_db=in_err, growth_db=growth,
+                    metrics=metrics[out], error_db=e, input_error_db=in_err, growth_db=grow(e, in_err),
                 ))
             else:
                 upstream[out] = in_err

@@ -73,19 +73,22 @@ class LayerErrorDisplay:
         # Reverse so that the largest growth is at the top of a horizontal bar chart.
         order = list(range(len(self.layers)))[::-1]
         labels = [f"{i + 1}. {self.layers[i]}" for i in range(len(self.layers))]
+        # Growth in dB can be far below zero (a layer adding almost no noise): bars start
+        # at the lowest value shown, so that longer always means more growth.
+        base = min([0.0] + [_finite(g) for g in self.growth_db])
         for k, op in enumerate(ops):
             idx = [i for i in order if self.op_types[i] == op]
             fig.add_trace(go.Bar(
                 orientation="h", name=op, marker_color=_PALETTE[k % len(_PALETTE)],
-                x=[_finite(self.growth_db[i]) for i in idx], y=[labels[i] for i in idx],
-                customdata=[[html.escape(self.tensors[i]), self.error_db[i], self.input_error_db[i], self.cosine[i]]
-                            for i in idx],
-                hovertemplate=("%{y}<br>tensor %{customdata[0]}<br>growth %{x:.1f} dB"
+                x=[_finite(self.growth_db[i]) - base for i in idx], base=base, y=[labels[i] for i in idx],
+                customdata=[[html.escape(self.tensors[i]), self.error_db[i], self.input_error_db[i], self.cosine[i],
+                             _finite(self.growth_db[i])] for i in idx],
+                hovertemplate=("%{y}<br>tensor %{customdata[0]}<br>growth %{customdata[4]:.1f} dB"
                                "<br>error %{customdata[1]:.1f} dB (inputs %{customdata[2]:.1f} dB)"
                                "<br>cosine %{customdata[3]:.6f}<extra></extra>"),
             ))
         fig.update_layout(
-            title=self.title, barmode="relative", xaxis_title="error growth (dB; noise-to-signal of the output minus its inputs')",
+            title=self.title, barmode="overlay", xaxis_title="error growth (dB): noise this layer adds, relative to its output",
             yaxis=dict(categoryorder="array", categoryarray=[labels[i] for i in order], automargin=True),
             height=max(260, 22 * len(self.layers) + 120), margin=dict(l=10, r=20, t=50, b=40),
             legend=dict(title="op type"),
