@@ -217,6 +217,16 @@ def _lint(model, recipe, trt) -> tuple:
         return ()
 
 
+def feed_opt_shapes(specs: Mapping[str, Tuple[Sequence[int], object]]) -> Dict[str, List[int]]:
+    """Input name -> opt shape as a list of ints, from ``{name: (shape, numpy dtype)}`` input specs.
+
+    :func:`~trtwidgets.core.calib_data.iter_feeds` wants shapes only; the specs
+    also carry each input's dtype (handing it the pairs failed on the GPU with
+    ``int() argument must be ... not 'tuple'`` inside TensorRT's ``get_batch``).
+    """
+    return {name: [int(d) for d in shape] for name, (shape, _dtype) in specs.items()}
+
+
 def _opt_shapes(recipe) -> Dict[str, Tuple[int, ...]]:
     if not recipe.profiles:
         return {}
@@ -612,8 +622,7 @@ class _Build:
             raise RecipeError(f"TensorRT's calibrator {cal.kind!r} needs calibration data, and the recipe has none.",
                               "It runs the network on real batches to find INT8 ranges.",
                               "Choose calibration data (e.g. CalibrationDataSpec(kind='demo')) or give an existing cache_path.")
-        opt = {k: list(v) for k, v in specs.items()}
-        feeds = iter(()) if source is None else iter_feeds(source, self.model.summary, opt_shapes=opt)
+        feeds = iter(()) if source is None else iter_feeds(source, self.model.summary, opt_shapes=feed_opt_shapes(specs))
         if cache_in is None:
             # Read the first batch now: bad data should fail in a second, not after TensorRT has built
             # its calibration engine.
@@ -813,4 +822,4 @@ def _write(b: _Build, final: Path, recipe, recipe_json: str, inspector_json: str
     )
 
 
-__all__ = ["BuildResult", "build", "build_failure", "match_layer_precisions", "tactic_source_names"]
+__all__ = ["BuildResult", "build", "build_failure", "feed_opt_shapes", "match_layer_precisions", "tactic_source_names"]

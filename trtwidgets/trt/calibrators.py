@@ -30,6 +30,31 @@ CALIBRATOR_CLASSES = {
 }
 
 
+def pointer_list(names: Sequence[str], buffers: Mapping[str, object]) -> List[int]:
+    """The device addresses TensorRT's ``get_batch`` must return: plain ints, in the order of ``names``.
+
+    Parameters
+    ----------
+    names : sequence of str
+        The input names TensorRT passed to ``get_batch`` (its binding order, not the feed's).
+    buffers : mapping
+        Input name -> a device buffer (anything with an int ``ptr``) or an address.
+
+    Raises
+    ------
+    KeyError
+        TensorRT asked for an input that has no buffer.
+    """
+    out = []
+    for name in names:
+        buf = buffers[name]
+        ptr = getattr(buf, "ptr", buf)
+        if isinstance(ptr, (tuple, list)):
+            raise TypeError(f"device address of {name!r} is {ptr!r}, not an int")
+        out.append(int(ptr))
+    return out
+
+
 class _FeedCalibratorMixin:
     """The behaviour shared by all four TensorRT calibrator kinds (see :func:`make_calibrator`)."""
 
@@ -114,7 +139,6 @@ class _FeedCalibratorMixin:
             arrays = self._check(feed, names)
             if arrays is not None:
                 break
-        ptrs = []
         for name in names:
             a = arrays[name]
             buf = self._buffers.get(name)
@@ -122,7 +146,7 @@ class _FeedCalibratorMixin:
                 buf = cuda.DeviceBuffer(a.nbytes)
                 self._buffers[name] = buf
             buf.copy_from(a)
-            ptrs.append(buf.ptr)
+        ptrs = pointer_list(names, self._buffers)
         self.batches_fed += 1
         self.batch_shapes.append({k: tuple(v.shape) for k, v in arrays.items()})
         if self.on_batch is not None:
