@@ -14,7 +14,7 @@ images.  Then trtwidgets' peak RSS at 10x the samples (target: < 10 % growth).
 
 Targets: >= 10x faster than ORT's Entropy calibrator end to end; <= 1/5 of its peak RSS.
 
-    python benchmarks/calibration.py [--crops 200] [--deep-samples 8] [--skip-deep] [--json OUT]
+    python benchmarks/calibration.py [--crops 200] [--deep-samples 16] [--skip-deep] [--json OUT]
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def _table(case: str, results: dict) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--crops", type=int, default=200)
-    p.add_argument("--deep-samples", type=int, default=8)
+    p.add_argument("--deep-samples", type=int, default=16)
     p.add_argument("--growth-case", choices=("cls", "deep"), default="deep")
     p.add_argument("--skip-deep", action="store_true")
     p.add_argument("--json", help="also write all figures to this JSON file")

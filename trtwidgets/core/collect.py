@@ -218,7 +218,7 @@ def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequ
             bar.close()
     if samples == 0 and interrupted:
         raise KeyboardInterrupt
-    return ActivationStats(tensors={n: a.to_stats() for n, a in accs.items()}, samples=samples,
+    return ActivationStats(tensors={n: a.to_stats(copy=False) for n, a in accs.items()}, samples=samples,
                            model_sha256=loaded.sha256, input_shapes=shapes, interrupted=interrupted, batches=batches)
 
 

@@ -65,11 +65,12 @@ class HistogramAccumulator:
         acc.first_absmax = float(t.first_absmax)
         return acc
 
-    def to_stats(self) -> TensorStats:
+    def to_stats(self, copy: bool = True) -> TensorStats:
+        """An immutable snapshot; ``copy=False`` hands over the histogram (the accumulator must not be used again)."""
         empty = self.count == 0
         return TensorStats(name=self.name, count=int(self.count), nan_count=int(self.nan_count),
                            inf_count=int(self.inf_count), min=float("nan") if empty else float(self.min),
-                           max=float("nan") if empty else float(self.max), hist=self.hist.copy(),
+                           max=float("nan") if empty else float(self.max), hist=self.hist.copy() if copy else self.hist,
                            hist_max=float(self.hist_max), first_absmax=float(self.first_absmax))
 
     def batch_update(self, arr: np.ndarray):
