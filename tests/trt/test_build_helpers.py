@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.gpu import models
@@ -109,3 +111,18 @@ def test_build_failure_ignores_lint_notes_that_merely_quote_tensorrt():
     err = build_failure("TensorRT could not build m.onnx.", c.lines)
     assert err.codes == () and "TensorRT's messages below" in err.why
     assert err.log_lines[0].startswith("[E] Error Code 1")
+
+
+def test_timing_cache_plan_skips_level_0_and_empty_caches():
+    from trtwidgets.trt.build import timing_cache_plan
+
+    # The 203-byte cache the H200 wrote after a level-0 build (TensorRT 8.6 then refused to read it).
+    real_empty = (Path(__file__).resolve().parents[1] / "fixtures" / "trt86" / "tiny" / "empty_timing.cache")
+    empty = real_empty.read_bytes() if real_empty.is_file() else b"ptrt-empty"
+    assert timing_cache_plan(0, b"", empty)[0] == "off"
+    assert timing_cache_plan(0, b"entries", empty)[0] == "off"
+    assert timing_cache_plan(1, b"", empty)[0] == "new"
+    assert timing_cache_plan(None, empty, empty)[0] == "new"
+    action, why = timing_cache_plan(1, empty + b"more", empty)
+    assert action == "load" and str(len(empty) + 4) in why
+    assert timing_cache_plan(3, b"x", b"")[0] == "load"

@@ -90,3 +90,20 @@ def test_trt_logger_is_a_real_ilogger():
     assert c.lines[-1] == LogLine("ERROR", "from tensorrt", c.lines[-1].t, "tensorrt")
     assert severity_name(trt.ILogger.Severity.INTERNAL_ERROR) == "INTERNAL_ERROR"
     assert type(trt_logger(LogCollector(), trt)) is type(logger)  # one class per tensorrt module
+
+
+def test_errors_of_a_handled_call_are_demoted_to_warnings():
+    c = LogCollector()
+    c.add("ERROR", "before")
+    with c.demoting_errors("timing cache: ") as demoted:
+        c.add("ERROR", "1: [myelinCache.h::deserializeFromBuffer::52] Error Code 1: Myelin (Myelin error from unknown graph)")
+        c.add("ERROR", "4: The timing cache will not be used!")
+        c.add("INFO", "unchanged")
+        c.add("ERROR", "ours stays an error", source="trtwidgets")
+    c.add("ERROR", "after")
+    sev = [(x.severity, x.message[:20]) for x in c.lines]
+    assert sev == [("ERROR", "before"), ("WARNING", "timing cache: 1: [my"), ("WARNING", "timing cache: 4: The"),
+                   ("INFO", "unchanged"), ("ERROR", "ours stays an error"), ("ERROR", "after")]
+    assert [x.message for x in demoted] == [c.lines[1].message, c.lines[2].message]
+    assert c.counts["WARNING"] == 2 and c.counts["ERROR"] == 3
+    assert not any("Myelin" in d for d in decisive_lines(c.lines) if d.startswith("[E]"))

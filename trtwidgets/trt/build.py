@@ -227,6 +227,25 @@ def feed_opt_shapes(specs: Mapping[str, Tuple[Sequence[int], object]]) -> Dict[s
     return {name: [int(d) for d in shape] for name, (shape, _dtype) in specs.items()}
 
 
+def timing_cache_plan(optimization_level: Optional[int], file_bytes: bytes, empty_bytes: bytes = b"") -> Tuple[str, str]:
+    """What to do with a timing cache file: ``("off" | "new" | "load", why)``.
+
+    ``"off"``: builder optimization level 0 takes the first tactic that runs and
+    does not use a timing cache, so the file is neither read nor written (saving
+    such a build's cache wrote an empty cache that TensorRT 8.6 then refused to read:
+    ``Myelin error from unknown graph`` / ``The timing cache will not be used!``).
+    ``"new"``: no file, an empty one, or one that is byte-equal to a fresh empty
+    cache (``empty_bytes``): start a new cache. ``"load"``: read the file.
+    """
+    if optimization_level is not None and int(optimization_level) == 0:
+        return "off", "not used at builder optimization level 0 (TensorRT takes the first tactic that runs)."
+    if not file_bytes:
+        return "new", "no cache yet; a new one is written after the build."
+    if empty_bytes and file_bytes == empty_bytes:
+        return "new", "the file holds an empty cache; a new one is written after the build."
+    return "load", f"reusing {len(file_bytes)} bytes of earlier timings."
+
+
 def _opt_shapes(recipe) -> Dict[str, Tuple[int, ...]]:
     if not recipe.profiles:
         return {}
@@ -520,17 +539,36 @@ class _Build:
 
     def _timing_cache(self):
         trt, config = self.trt, self.config
-        path = self.recipe.timing_cache
         self.timing_cache = None
+        self.timing_cache_path = None
+        self.empty_timing_cache = b""
+        path = self.recipe.timing_cache
         if not path or not hasattr(config, "create_timing_cache"):
             return
         p = Path(path).expanduser()
+        empty = config.create_timing_cache(b"")
+        self.empty_timing_cache = bytes(memoryview(empty.serialize())) if empty is not None else b""
         data = p.read_bytes() if p.is_file() else b""
-        cache = config.create_timing_cache(data)
-        if cache is None and data:
-            self.note("WARNING", f"timing cache {p} could not be read (another TensorRT version?); starting a new one.")
-            cache = config.create_timing_cache(b"")
-        if not config.set_timing_cache(cache, False):
+        action, why = timing_cache_plan(self.recipe.builder_optimization_level, data, self.empty_timing_cache)
+        self.note("INFO", f"timing cache {p}: {why}")
+        if action == "off":
+            return
+        cache = None
+        if action == "load":
+            # TensorRT 8.6 logs [E] for a cache it cannot read and then builds without it: that is a
+            # warning for us, and the unreadable cache is not attached (a fresh one is, and saved after).
+            with self.collector.demoting_errors("timing cache: ") as complaints:
+                cache = config.create_timing_cache(data)
+            if cache is None or complaints:
+                self.note("WARNING", f"timing cache {p} cannot be used by TensorRT {version_of(trt)} "
+                                     f"({len(data)} bytes, written by another TensorRT/GPU or by a build that timed "
+                                     "nothing); building without it, and a new one replaces it after the build.")
+                cache = None
+        if cache is None:
+            cache = empty if empty is not None else config.create_timing_cache(b"")
+        with self.collector.demoting_errors("timing cache: ") as complaints:
+            ok = config.set_timing_cache(cache, False)
+        if not ok or complaints:
             self.note("WARNING", f"timing cache {p} does not match this TensorRT/GPU; starting a new one.")
             cache = config.create_timing_cache(b"")
             config.set_timing_cache(cache, True)
@@ -667,6 +705,10 @@ class _Build:
             return
         try:
             data = bytes(memoryview(self.timing_cache.serialize()))
+            if not data or data == self.empty_timing_cache:
+                # An empty cache is not worth a file, and TensorRT 8.6 cannot read its own empty caches back.
+                self.note("INFO", f"the timing cache has no entries; {self.timing_cache_path} is left as it was.")
+                return
             write_bytes_atomic(self.timing_cache_path, data)
         except OSError as exc:
             self.note("WARNING", f"could not save the timing cache to {self.timing_cache_path}: {exc}")
@@ -822,4 +864,5 @@ def _write(b: _Build, final: Path, recipe, recipe_json: str, inspector_json: str
     )
 
 
-__all__ = ["BuildResult", "build", "build_failure", "feed_opt_shapes", "match_layer_precisions", "tactic_source_names"]
+__all__ = ["BuildResult", "build", "build_failure", "feed_opt_shapes", "match_layer_precisions", "tactic_source_names",
+           "timing_cache_plan"]

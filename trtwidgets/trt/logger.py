@@ -9,6 +9,7 @@ TensorRT module, because the base class only exists once TensorRT is imported.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
@@ -97,14 +98,36 @@ class LogCollector:
         self._t0 = time.perf_counter()
         self.counts: Dict[str, int] = {s: 0 for s in SEVERITIES}
         self.callback_errors: List[BaseException] = []
+        self._demote: List[Tuple[str, List[LogLine]]] = []
 
     def add_listener(self, fn: Callable[[LogLine], None]) -> None:
         self._listeners.append(fn)
 
+    @contextlib.contextmanager
+    def demoting_errors(self, prefix: str = ""):
+        """While active, TensorRT's ERROR lines are recorded as WARNING (``prefix`` + message).
+
+        For calls whose failure the toolkit handles itself: TensorRT 8.6 logs
+        ``[E] The timing cache will not be used!`` for a cache it cannot read, and
+        the build goes on without it. Yields the list of lines demoted so far.
+        """
+        entry: Tuple[str, List[LogLine]] = (prefix, [])
+        self._demote.append(entry)
+        try:
+            yield entry[1]
+        finally:
+            self._demote.remove(entry)
+
     def add(self, severity, message: str, source: str = "tensorrt") -> LogLine:
         """Record one message; returns the line."""
         sev = severity_name(severity)
-        line = LogLine(sev, str(message).rstrip("\n"), time.perf_counter() - self._t0, source)
+        message = str(message).rstrip("\n")
+        demote = self._demote[-1] if self._demote and sev == "ERROR" and source == "tensorrt" else None
+        if demote is not None:
+            sev, message = "WARNING", f"{demote[0]}{message}"
+        line = LogLine(sev, message, time.perf_counter() - self._t0, source)
+        if demote is not None:
+            demote[1].append(line)
         with self._lock:
             self.counts[sev] = self.counts.get(sev, 0) + 1
             kept = _RANK.get(sev, 0) <= self._keep
