@@ -101,6 +101,11 @@ def test_ranking_finds_the_perturbed_conv_in_the_demo_model(demo_runs):
     assert top.growth_db > 40 and math.isfinite(top.metrics.snr_db)
     with pytest.raises(UserError, match="growth"):
         layer_errors(proto, ref, cand, growth="db")
+    # "local": each node re-run on the candidate's own inputs; only the perturbed conv adds noise itself.
+    local = layer_errors(proto, ref, cand, growth="local")
+    assert local.ranked_layers(1) == (target,), local.to_rows()[:3]
+    second = local.ranked()[1]
+    assert second.growth_db < local.ranked()[0].growth_db - 40, local.to_rows()[:3]
     # The final output is worse than FP32 noise but the classifier still mostly agrees.
     final = proto.graph.output[0].name
     out = compare_outputs({final: ref[final]}, cand)[final]
@@ -197,3 +202,19 @@ def test_a_small_early_loss_does_not_outrank_a_large_later_one():
     by = {e.tensor: e for e in report.layers}
     assert by["a"].error_db < by["y"].error_db
     assert report.ranked_layers()[0] == "add", report.to_rows()
+
+
+def test_local_growth_on_hand_made_errors():
+    proto = tiny_chain()
+    rng = np.random.default_rng(2)
+    a = np.abs(rng.normal(size=(2, 4))).astype(np.float32) + 0.5
+    ref = {"x": a, "a": a, "b": a * 2, "y": a * 2 + 1}
+    cand = {"a": a * 1.01}                 # relu output off by 1 % (as if its input were quantized)
+    cand["b"] = cand["a"] * 2               # mul exact on its (noisy) input
+    cand["y"] = cand["b"] + 1 + 0.05        # add introduces an offset of its own
+    report = layer_errors(proto, ref, cand, growth="local")
+    by = {e.tensor: e for e in report.layers}
+    assert by["b"].growth_db == NSR_FLOOR_DB       # mul added nothing itself
+    assert by["y"].growth_db > -40 and report.ranked_layers(1) == ("add",)
+    # relu's input is the graph input x, given only on the reference side: taken from there.
+    assert by["a"].growth_db == pytest.approx(by["a"].error_db, abs=1e-3)
