@@ -111,7 +111,8 @@ class HistogramAccumulator:
             scale = flat.dtype.type(self.num_bins / hist_max)
             buf = np.abs(flat)
             buf *= scale
-            counts = np.bincount(buf.astype(np.intp), minlength=self.num_bins)
+            # No minlength: small ranges give short count arrays, added to the front of the histogram.
+            counts = np.bincount(buf.astype(np.intp))
         return (int(flat.size), nan, inf, mn, mx, counts, hist_max, zeros)
 
     def commit(self, part) -> None:
@@ -137,8 +138,10 @@ class HistogramAccumulator:
         else:
             if hist_max < self.hist_max:
                 # Another batch widened the range since this part was computed.
-                counts = rebin_to(counts, hist_max, self.hist_max)
-            self.hist += counts
+                full = np.zeros(self.num_bins, np.int64)
+                full[:len(counts)] = counts
+                counts = rebin_to(full, hist_max, self.hist_max)
+            self.hist[:len(counts)] += counts
 
     def update(self, arr: np.ndarray) -> None:
         """Count one array."""
