@@ -7,6 +7,22 @@ folded into fixed-size per-tensor accumulators and dropped, so memory does not
 grow with the number of samples.  Ctrl-C (or a Jupyter kernel interrupt) ends
 collection early and returns what was seen, marked ``interrupted``; pass that
 back as ``stats=`` with more data to continue.
+
+Examples
+--------
+The whole toolkit calibration in a notebook, without widgets::
+
+    from trtwidgets import demo
+    from trtwidgets.core.collect import collect_stats
+    from trtwidgets.core.ranges import amax_table, compute_ranges, ranges_table
+    from trtwidgets.core.calib_cache import write_cache
+    from trtwidgets.core.stats import save_stats
+
+    stats = collect_stats(demo.MODEL_PATH, "demo")          # or a folder, or a list of {"x": array}
+    save_stats(stats, "cls_stats.npz")
+    ranges = compute_ranges(stats)                           # tensor -> method -> RangeResult
+    ranges_table(stats, ranges)                              # a pandas DataFrame
+    write_cache(amax_table(ranges, "entropy"), "cls.cache")  # for TensorRT <= 10
 """
 
 from __future__ import annotations
