@@ -271,15 +271,21 @@ def layer_errors_cls(setup: dict, art: Path, args, results: Results) -> None:
         log(f"  built in {dbg.build_seconds:.1f} s; marked {len(dbg.marked)}, not found {len(dbg.not_found)}")
         with EngineRunner(dbg.engine) as r:
             outs[label] = r.infer(feeds)
-    report = layer_errors(proto, outs["fp32"], outs["int8"], names=[n for n in names if n in outs["int8"]])
-    path = art / "cls-int8-layer-errors.json"
-    write_json_atomic(path, report.to_dict())
-    plan = plan_sweep(report, steps=(0, 1, 2, 4, 8), mode="qdq_exclude")
-    results.note("cls_layer_errors", {"path": str(path), "top": report.to_rows()[:10],
+    compared = [n for n in names if n in outs["int8"]]
+    report = layer_errors(proto, outs["fp32"], outs["int8"], names=compared)
+    # "local" re-runs every node on the INT8 engine's own inputs (onnx.reference here: no ORT on
+    # this Python), on 8 samples to keep it quick.
+    few = {k: {n: v[:8] for n, v in o.items()} for k, o in outs.items()}
+    local = layer_errors(proto, few["fp32"], few["int8"], names=compared, growth="local")
+    write_json_atomic(art / "cls-int8-layer-errors.json", report.to_dict())
+    write_json_atomic(art / "cls-int8-layer-errors-local.json", local.to_dict())
+    plan = plan_sweep(local, steps=(0, 1, 2, 4, 8), mode="qdq_exclude")
+    results.note("cls_layer_errors", {"added_top": report.to_rows()[:10], "local_top": local.to_rows()[:10],
                                       "sweep_plan": [s.to_dict() for s in plan]})
-    log("  INT8 vs FP32 per-layer error growth (top 10):")
-    for row in report.to_rows()[:10]:
-        log(f"    {row['growth_db']:7.1f} dB  err {row['error_db']:7.1f} dB  {row['op_type']:<12} {row['layer']}")
+    for label, rep in (("added noise", report), ("local (node re-run on INT8 inputs)", local)):
+        log(f"  INT8 vs FP32 per-layer error growth, {label} (top 10):")
+        for row in rep.to_rows()[:10]:
+            log(f"    {row['growth_db']:7.1f} dB  err {row['error_db']:7.1f} dB  {row['op_type']:<18} {row['layer']}")
 
 
 def summary(results: Results) -> None:
