@@ -271,6 +271,8 @@ def layer_errors_cls(setup: dict, art: Path, args, results: Results) -> None:
         log(f"  built in {dbg.build_seconds:.1f} s; marked {len(dbg.marked)}, not found {len(dbg.not_found)}")
         with EngineRunner(dbg.engine) as r:
             outs[label] = r.infer(feeds)
+    for o in outs.values():
+        o.setdefault("x", feeds["x"])  # the graph input, so that "local" can re-run the first layers
     compared = [n for n in names if n in outs["int8"]]
     report = layer_errors(proto, outs["fp32"], outs["int8"], names=compared)
     # "local" re-runs every node on the INT8 engine's own inputs (onnx.reference here: no ORT on
