@@ -85,6 +85,9 @@ class AccuracyView(widgets.VBox):
             missing = (f"<div>{len(report.missing)} tensor(s) not compared (absent on one side): "
                        f"{esc(', '.join(report.missing[:10]))}{' ...' if len(report.missing) > 10 else ''}</div>"
                        if report.missing else "")
+            if getattr(report, "incomparable", ()):
+                missing += (f"<div>{len(report.incomparable)} tensor(s) of different sizes on the two sides: "
+                            f"{esc(', '.join(report.incomparable[:10]))}</div>")
             self.layers_html.value = html_table(rows, cols, caption="Per-layer error growth") + missing
         if sweep is not None:
             from ..plots.accuracy import SweepDisplay
