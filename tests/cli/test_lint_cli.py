@@ -20,7 +20,9 @@ def test_lint_real_model_text(capsys, cls_model_path):
     code, out, err = run_cli(capsys, "lint", str(cls_model_path))
     assert code == 0, err
     assert "DYNAMIC_INPUT_NEEDS_PROFILE" in out and "fix:" in out
-    assert "0 error(s), 1 warning(s)" in out
+    # x is [-1, 3, "?", "?"]: TensorRT would tie H and W together (SHARED_DIM_NAME).
+    assert "SHARED_DIM_NAME" in out
+    assert "0 error(s), 2 warning(s)" in out
 
 
 def test_lint_json_and_exit_1(capsys, tmp_path):

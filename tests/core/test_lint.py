@@ -59,9 +59,12 @@ def test_real_cls_model_fp32_is_clean_but_needs_a_profile(cls_model_path):
     assert "opt shape" in f.why
 
 
-def test_real_cls_model_with_profile_is_clean(cls_model_path):
+def test_real_cls_model_with_profile_only_has_its_shared_dim_name(cls_model_path):
+    # x is [-1, 3, "?", "?"]: TensorRT 8.6 on the H200 refused it at 48x192 ("?: Input dimensions with this
+    # name are inconsistent"); the build renames the dims, lint warns.
     profile = {"x": ((1, 3, 48, 192), (1, 3, 48, 192), (8, 3, 48, 320))}
-    assert lint(load_model(cls_model_path), flags="fp16", trt_version="8.6", profiles=[profile]) == ()
+    found = lint(load_model(cls_model_path), flags="fp16", trt_version="8.6", profiles=[profile])
+    assert [(f.code, f.severity) for f in found] == [("SHARED_DIM_NAME", "warning")]
 
 
 def test_profile_missing_an_input_is_an_error(cls_model_path):
@@ -80,7 +83,7 @@ def test_profile_objects_with_shapes_attribute(cls_model_path):
 def test_real_cls_model_implicit_int8_calibration(cls_model_path):
     findings = lint(cls_model_path, flags="fp16,int8", trt_version="8.6", calibrator="trt_entropy2",
                     profiles=[{"x": None}])
-    assert codes(findings) == {"CALIBRATION_AT_OPT_SHAPE"}
+    assert codes(findings) == {"CALIBRATION_AT_OPT_SHAPE", "SHARED_DIM_NAME"}  # x is [-1, 3, "?", "?"]
     assert not has_errors(findings)
 
 
@@ -124,7 +127,9 @@ def test_asymmetric_zero_point():
 
 def test_uint8_qdq():
     findings = lint(qdq_conv_model(qtype=TensorProto.UINT8), flags="fp16,int8")
-    assert only(findings, "UINT8_QDQ").severity == "error"
+    f = only(findings, "UINT8_QDQ")
+    # TensorRT 8.6 builds it (H200 run, tests/fixtures/trt86/lint_vs_tensorrt.json): a warning, not an error.
+    assert f.severity == "warning" and "signed INT8" in f.message and "builds" in f.message
     assert "NONZERO_ZERO_POINT" not in codes(findings)
     # Without a zero-point input the ONNX default type is uint8.
     assert "UINT8_QDQ" in codes(lint(qdq_conv_model(zero_point_input=False), flags="fp16,int8"))

@@ -94,7 +94,7 @@ CODES: Dict[str, Tuple[str, str]] = {
     "QDQ_REQUIRES_FP8": ("error", "FP8 Q/DQ model built without the FP8 flag"),
     "QDQ_INT8_WITHOUT_FP16": ("info", "INT8 without FP16 leaves unquantized layers in FP32"),
     "QDQ_TYPE_NEEDS_NEWER_TRT": ("error", "Q/DQ type not imported by this TensorRT"),
-    "UINT8_QDQ": ("error", "UINT8 quantization"),
+    "UINT8_QDQ": ("warning", "UINT8 quantization (TensorRT quantizes to signed INT8)"),
     "NONZERO_ZERO_POINT": ("error", "asymmetric quantization (zero point not 0)"),
     "DYNAMIC_Q_SCALE": ("error", "Q/DQ scale computed at run time"),
     "PER_CHANNEL_ACTIVATION": ("error", "per-channel scale on an activation"),
@@ -112,6 +112,7 @@ CODES: Dict[str, Tuple[str, str]] = {
     "FLAGS_DEPRECATED": ("info", "precision flags are deprecated since TensorRT 10.12"),
     "FLAG_NEEDS_NEWER_TRT": ("error", "precision flag not in this TensorRT"),
     "DYNAMIC_INPUT_NEEDS_PROFILE": ("warning", "dynamic input dims need an optimization profile"),
+    "SHARED_DIM_NAME": ("warning", "one dim_param name on input axes of different sizes"),
     "INT64_CAST_TO_INT32": ("warning", "INT64 weights or inputs are cast to INT32"),
     "FLOAT64_UNSUPPORTED": ("warning", "FLOAT64 tensors are not supported by TensorRT"),
 }
@@ -133,6 +134,7 @@ TRT_TEXT = {
                    "profile has been defined.)"),
     "int64": ("Your ONNX model has been generated with INT64 weights, while TensorRT does not natively support "
               "INT64. Attempting to cast down to INT32."),
+    "shared_dim_name": "Error Code 4: Internal Error ({name}: Input dimensions with this name are inconsistent.)",
     "no_calibrator": ("Calibrator is not being used. Users must provide dynamic range for all tensors that are "
                       "not Int32 or Bool."),
 }
@@ -323,6 +325,7 @@ class _Linter:
         self.check_fp8_hardware()
         self.check_calibrator()
         self.check_profiles()
+        self.check_dim_names()
         self.check_dtypes()
         order = {s: i for i, s in enumerate(SEVERITIES)}
         return tuple(sorted(self.findings, key=lambda f: (order[f.severity], f.code)))
@@ -424,10 +427,12 @@ class _Linter:
                  "quantization); no calibration runs.", "Nothing to do; the Q/DQ placement decides which layers run in INT8.")
         uint8 = types.get("uint8", [])
         if uint8:
-            self.add("UINT8_QDQ", f"{len(uint8)} Q/DQ node(s) quantize to UINT8 ({_names(uint8)}); TensorRT's Q/DQ "
-                     "importer accepts INT8 (and FP8/INT4 on newer releases) only.",
+            self.add("UINT8_QDQ", f"{len(uint8)} Q/DQ node(s) quantize to UINT8 ({_names(uint8)}). TensorRT 8.6 "
+                     "parses and builds such a model (seen on an H200 with TensorRT 8.6.0), but TensorRT's Q/DQ layers "
+                     "quantize to signed INT8 (and FP8/INT4 on newer releases): the engine does not compute the UINT8 "
+                     "quantization the model describes, so its outputs can differ from onnxruntime's.",
                      "UINT8 is onnxruntime's default activation type (QuantType.QUInt8), and a QuantizeLinear without "
-                     "a zero point produces uint8 by the ONNX spec.",
+                     "a zero point produces uint8 by the ONNX spec; TensorRT documents INT8 as its 8-bit Q/DQ type.",
                      "Quantize to INT8: quantize_static(..., activation_type=QuantType.QInt8, "
                      "weight_type=QuantType.QInt8), and give every QuantizeLinear an int8 zero point of 0.", uint8)
         for qtype, names in types.items():
@@ -625,6 +630,20 @@ class _Linter:
                          f"input(s) {_names(missing)}; the build fails (\"{TRT_TEXT['no_profile']}\" or an "
                          "invalid-profile error).", "Every profile must set min/opt/max for every dynamic input.",
                          f"Add shapes for {', '.join(missing)} to profile {i}.", missing, severity="error")
+
+    def check_dim_names(self):
+        from .dim_names import shared_dim_names
+
+        for s in shared_dim_names(self.proto, self.profiles):
+            why = ("the exporter wrote a placeholder for 'unknown', not a claim that the axes are equal"
+                   if s.reason == "placeholder" else "the optimization profile gives these axes different sizes")
+            self.add("SHARED_DIM_NAME", f"Input dims {s.describe()} share one dim_param name: TensorRT's parser makes "
+                     f"them one symbolic dimension, and a build whose shapes differ on them fails with "
+                     f"\"{TRT_TEXT['shared_dim_name'].format(name=s.name)}\".",
+                     f"TensorRT treats every dim_param name as one dimension; here {why}.",
+                     "trtwidgets renames them for the build (" + ", ".join(f"{i}[{a}] -> {n}" for i, a, n in s.renames)
+                     + "); or re-export with distinct dim names (torch.onnx.export dynamic_axes={'x': {2: 'height', "
+                     "3: 'width'}}).", sorted({i for i, _ in s.axes}))
 
     def check_dtypes(self):
         int64_w = [t.name for t in self.proto.graph.initializer if t.data_type == onnx.TensorProto.INT64]

@@ -409,7 +409,12 @@ class _Build:
         self.network = self.builder.create_network(flags)
         self.parser = trt.OnnxParser(self.network, self.logger)
         self.progress.start("Parsing ONNX")
-        ok = self.parser.parse_from_file(str(self.model.path))
+        renamed = self._unique_dim_names()
+        if renamed is None:
+            ok = self.parser.parse_from_file(str(self.model.path))
+        else:
+            # The path lets the parser find external weights next to the user's file.
+            ok = self.parser.parse(renamed, str(self.model.path))
         self.progress.finish("Parsing ONNX")
         if not ok:
             errors = []
@@ -426,6 +431,33 @@ class _Build:
         from .inspect import network_layers
 
         self.layers = network_layers(self.network, trt)
+
+    def _unique_dim_names(self) -> Optional[bytes]:
+        """The model's bytes with shared dim names made unique, or None when the file can be parsed as it is.
+
+        TensorRT's parser makes every ``dim_param`` name one symbolic dimension: the demo
+        cls model's input ``[-1, 3, "?", "?"]`` ties H to W, and the build fails with
+        "?: Input dimensions with this name are inconsistent." (H200, TensorRT 8.6) for
+        48x192. TensorRT gets a renamed copy; the user's file is never modified.
+        """
+        import onnx
+
+        from ..core.dim_names import shared_dim_names, with_unique_dim_names
+
+        self.dim_renames = ()
+        if not shared_dim_names(self.model.proto, self.recipe.profiles):
+            return None
+        # Re-read without external data: the copy is serialized, and weights stay where they are.
+        proto = onnx.load(str(self.model.path), load_external_data=False)
+        copy, shared = with_unique_dim_names(proto, self.recipe.profiles)
+        if copy is None:
+            return None
+        self.dim_renames = tuple(r for s in shared for r in s.renames)
+        for s in shared:
+            self.note("WARNING", f"dim name {s.describe()} would be one dimension to TensorRT; building with "
+                                 + ", ".join(f"{i}[{a}] -> {n!r}" for i, a, n in s.renames)
+                                 + " (a renamed copy; the model file is unchanged).")
+        return copy.SerializeToString()
 
     def configure(self):
         trt, recipe = self.trt, self.recipe
@@ -844,6 +876,7 @@ def _write(b: _Build, final: Path, recipe, recipe_json: str, inspector_json: str
             "shapes": [{k: list(v) for k, v in s.items()} for s in getattr(cal, "batch_shapes", [])],
             "skipped": list(getattr(cal, "skipped", [])), "cache": cache_name},
         "log_counts": dict(b.collector.counts),
+        "dim_renames": [list(r) for r in getattr(b, "dim_renames", ())],
     }
     (st / META_FILE).write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
     (st / LOG_FILE).write_text(b.collector.to_jsonl(), encoding="utf-8")
