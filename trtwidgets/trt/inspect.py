@@ -89,9 +89,28 @@ def profile_shapes(engine, profile: int = 0, trt_module=None) -> Dict[str, Tuple
     return out
 
 
+def _io_names(engine, trt) -> List[str]:
+    if hasattr(engine, "num_io_tensors"):
+        return [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
+    return [engine.get_binding_name(i) for i in range(engine.num_bindings)]
+
+
+def _context_shape(engine, ctx, name: str) -> Shape:
+    if hasattr(ctx, "get_tensor_shape"):
+        return tuple(int(d) for d in ctx.get_tensor_shape(name))
+    return tuple(int(d) for d in ctx.get_binding_shape(engine.get_binding_index(name)))
+
+
 def execution_context_at(engine, shapes: Optional[Mapping[str, Sequence[int]]] = None, profile: int = 0,
                          trt_module=None):
-    """An execution context with concrete input shapes (default: ``profile``'s opt shapes)."""
+    """An execution context with concrete input shapes (default: ``profile``'s opt shapes), shapes resolved.
+
+    TensorRT >= 8.5 resolves shapes lazily after ``set_input_shape``; the engine
+    inspector reads resolved ones. So the profile is selected explicitly, every
+    input shape is set, ``infer_shapes()`` runs, and every I/O tensor's shape is
+    read back; an input left unspecified raises instead of yielding
+    ``N/A due to dynamic shapes`` silently.
+    """
     from ..core.errors import BuildError
 
     trt = _trt(trt_module)
@@ -101,12 +120,16 @@ def execution_context_at(engine, shapes: Optional[Mapping[str, Sequence[int]]] =
     if ctx is None:
         raise BuildError("TensorRT could not create an execution context for the engine.",
                          "Usually the GPU is out of memory.", "Free GPU memory and try again.")
-    if profile:
-        from . import cuda
+    nprof = int(getattr(engine, "num_optimization_profiles", 1) or 1)
+    if profile or nprof > 1:
+        if hasattr(ctx, "set_optimization_profile_async"):
+            from . import cuda
 
-        with cuda.Stream() as stream:
-            ctx.set_optimization_profile_async(profile, stream.handle)
-            stream.synchronize()
+            with cuda.Stream() as stream:
+                ctx.set_optimization_profile_async(int(profile), stream.handle)
+                stream.synchronize()
+        else:
+            ctx.active_optimization_profile = int(profile)
     for name, shape in shapes.items():
         shape = tuple(int(d) for d in shape)
         if hasattr(ctx, "set_input_shape"):
@@ -117,21 +140,86 @@ def execution_context_at(engine, shapes: Optional[Mapping[str, Sequence[int]]] =
             raise BuildError(f"The engine does not accept shape {list(shape)} for input {name!r} in profile {profile}.",
                              "The shape is outside the profile's [min, max] range.",
                              "Inspect at a shape inside the profile, e.g. its opt shape (the default).")
+    missing = list(ctx.infer_shapes()) if hasattr(ctx, "infer_shapes") else []
+    if not missing and getattr(ctx, "all_binding_shapes_specified", True) is False:
+        missing = [n for n in input_names(engine, trt) if any(d < 0 for d in _context_shape(engine, ctx, n))]
+    if missing:
+        raise BuildError(f"Input shape(s) of {', '.join(map(repr, missing))} are not specified for the inspector.",
+                         f"Shapes given: { {k: list(v) for k, v in shapes.items()} }.",
+                         "Give a concrete shape for every dynamic input (default: the profile's opt shapes).")
+    # Reading every I/O shape resolves them (outputs with data-dependent shapes stay -1; that is fine here).
+    for name in _io_names(engine, trt):
+        _context_shape(engine, ctx, name)
     return ctx
+
+
+_NA = "N/A due to dynamic shapes"
+
+
+def _run_once(engine, ctx, trt) -> list:
+    """Enqueue one run on zeros at the context's shapes; returns the device buffers (free them after)."""
+    import numpy as np
+
+    from . import cuda
+    from .build import _nptype
+
+    buffers = []
+    for name in _io_names(engine, trt):
+        shape = _context_shape(engine, ctx, name)
+        dtype = engine.get_tensor_dtype(name) if hasattr(engine, "get_tensor_dtype") else \
+            engine.get_binding_dtype(engine.get_binding_index(name))
+        nbytes = int(np.prod(shape, dtype=np.int64)) * _nptype(trt, dtype).itemsize
+        buf = cuda.DeviceBuffer(nbytes)
+        buffers.append(buf)
+        if hasattr(ctx, "set_tensor_address"):
+            ctx.set_tensor_address(name, buf.ptr)
+    with cuda.Stream() as stream:
+        if hasattr(ctx, "execute_async_v3"):
+            ctx.execute_async_v3(stream.handle)
+        else:
+            ctx.execute_async_v2([b.ptr for b in buffers], stream.handle)
+        stream.synchronize()
+    return buffers
 
 
 def inspector_json_for(engine, shapes: Optional[Mapping[str, Sequence[int]]] = None, profile: int = 0,
                        trt_module=None) -> str:
     """Engine-inspector JSON of a deserialized engine (see :func:`engine_inspector_json`)."""
     trt = _trt(trt_module)
-    inspector = engine.create_engine_inspector()
+    dynamic = any(any(d < 0 for d in _engine_shape(engine, n)) for n in input_names(engine, trt))
+    if not dynamic:
+        inspector = engine.create_engine_inspector()
+        text = inspector.get_engine_information(trt.LayerInformationFormat.JSON)
+        del inspector
+        return text
     ctx = execution_context_at(engine, shapes, profile, trt)
-    # The inspector reads formats from the context; keep ctx referenced until the JSON is out.
-    inspector.execution_context = ctx
-    text = inspector.get_engine_information(trt.LayerInformationFormat.JSON)
-    del inspector
-    del ctx
+    buffers: list = []
+    try:
+        # The inspector reads formats from the context; ctx stays referenced until the JSON is out.
+        inspector = engine.create_engine_inspector()
+        inspector.execution_context = ctx
+        text = inspector.get_engine_information(trt.LayerInformationFormat.JSON)
+        if _NA in text:
+            # Seen on TensorRT 8.6 (H200): shapes set on the context but not yet used by a run. One run
+            # on zeros makes the context's shapes those of an executed inference, as in trtexec.
+            try:
+                buffers = _run_once(engine, ctx, trt)
+                inspector.execution_context = ctx
+                text = inspector.get_engine_information(trt.LayerInformationFormat.JSON)
+            except Exception:  # noqa: BLE001 - the JSON without formats is still worth returning
+                pass
+        del inspector
+    finally:
+        for buf in buffers:
+            buf.free()
+        del ctx
     return text
+
+
+def _engine_shape(engine, name: str) -> Shape:
+    if hasattr(engine, "get_tensor_shape"):
+        return tuple(int(d) for d in engine.get_tensor_shape(name))
+    return tuple(int(d) for d in engine.get_binding_shape(engine.get_binding_index(name)))
 
 
 def engine_inspector_json(engine_path_or_bytes: Union[str, bytes, object], shapes: Optional[Mapping[str, Sequence[int]]] = None,
