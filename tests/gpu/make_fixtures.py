@@ -3,7 +3,7 @@
 Run on the GPU machine (Python 3.9, TensorRT 8.6; numpy + onnx + tensorrt only)::
 
     source /tmp/trtb/env.sh && TRTWIDGETS_ARTIFACTS=$OUT/fixtures EXTRA_PYTHONPATH=$PWD \\
-        $PY39 tests/gpu/make_fixtures.py [--only NAME,NAME] [--list]
+        $PY39 tests/gpu/make_fixtures.py [--only NAME,NAME] [--level 0|1] [--list]
 
 Each build writes ``$TRTWIDGETS_ARTIFACTS/<name>/``: ``engine.graph.json`` (DETAILED
 inspector JSON, execution context at the profile's opt shape), ``build.log.jsonl``,
@@ -15,8 +15,12 @@ without a context (TensorRT then says ``N/A due to dynamic shapes``). Engines ar
 kept (GPU-specific and large). Builds that already have a folder are skipped, so
 the script can be run again, a few builds per command, within a time limit.
 
-All builds share one timing cache and use builder optimization level 0, with the
-cuBLAS/cuBLASLt/cuDNN tactic sources off (they are stubs on the GPU machine).
+All builds share one timing cache (``$TRTWIDGETS_ARTIFACTS/_work/timing.cache``) and
+use builder optimization level 1 by default (``--level 0`` is faster, but TensorRT then
+takes the first tactic that runs, ignores the timing cache, and the precisions it picks
+say nothing about speed), with the cuBLAS/cuBLASLt/cuDNN tactic sources off (they are
+stubs on the GPU machine). The demo model's input is ``[-1, 3, "?", "?"]``: the build
+renames the two ``"?"`` dims in the copy it hands TensorRT (SHARED_DIM_NAME).
 """
 
 from __future__ import annotations
@@ -52,8 +56,11 @@ def _profile(dynamic: bool) -> Profile:
     return Profile({demo.INPUT_NAME: ShapeRange.fixed(STATIC)})
 
 
+LEVEL = 1
+
+
 def _recipe(work: Path, model_path: Path, dynamic: bool, **kw) -> Recipe:
-    return Recipe.for_model(load_model(model_path), profiles=(_profile(dynamic),), builder_optimization_level=0,
+    return Recipe.for_model(load_model(model_path), profiles=(_profile(dynamic),), builder_optimization_level=LEVEL,
                             timing_cache=str(work / "timing.cache"), **kw)
 
 
@@ -114,7 +121,7 @@ def make(name: str, art: Path, work: Path) -> None:
     if cal != "none":
         kw["calibration_data"] = CalibrationDataSpec(kind="demo")
     if qdq and "tiny" in model_path.name:
-        recipe = Recipe.for_model(load_model(model_path), builder_optimization_level=0,
+        recipe = Recipe.for_model(load_model(model_path), builder_optimization_level=LEVEL,
                                   timing_cache=str(work / "timing.cache"), **kw)
     else:
         recipe = _recipe(work, model_path, dynamic, **kw)
@@ -156,7 +163,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", default=None, help="comma-separated build names (default: all, in order)")
     ap.add_argument("--list", action="store_true", help="list the build names and exit")
+    ap.add_argument("--level", type=int, choices=(0, 1), default=1, help="builder optimization level (default 1)")
     args = ap.parse_args(argv)
+    global LEVEL
+    LEVEL = args.level
     if args.list:
         print("\n".join(BUILDS))
         return 0
