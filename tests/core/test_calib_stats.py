@@ -154,3 +154,17 @@ def test_progress_bar_counts_samples(cls_model_path, capsys):
     collect_stats(cls_model_path, demo.sample_inputs(2)[:2], progress=True)
     err = capsys.readouterr().err
     assert "4/4" in err and "sample/s" in err
+
+
+def test_large_tensors_are_counted_in_chunks_with_the_same_result(monkeypatch):
+    from trtwidgets.core import histogram
+
+    rng = np.random.default_rng(9)
+    x = rng.normal(0, 3, 10007).astype(np.float32)
+    whole = HistogramAccumulator("t", 512)
+    whole.update(x)
+    monkeypatch.setattr(histogram, "CHUNK", 1000)
+    chunked = HistogramAccumulator("t", 512)
+    chunked.update(x)
+    np.testing.assert_array_equal(whole.to_stats().hist, chunked.to_stats().hist)
+    assert chunked.to_stats().hist.sum() == x.size

@@ -20,6 +20,8 @@ from .stats import TensorStats, rebin_to
 #: Default histogram resolution.  Finer than TensorRT's 2048 because the range is
 #: rounded up to a power of two; the range algorithms re-bin to 2048 over [0, absmax].
 DEFAULT_BINS = 8192
+#: Elements per histogram step: bounds the temporaries to ~12 bytes x CHUNK for any tensor size.
+CHUNK = 1 << 22
 
 
 def pow2_above(x: float) -> float:
@@ -109,10 +111,20 @@ class HistogramAccumulator:
             zeros = 0
             # n / 2**e is a power of two, so |x| * scale is exact and |x| < 2**e gives an index < n.
             scale = flat.dtype.type(self.num_bins / hist_max)
-            buf = np.abs(flat)
-            buf *= scale
-            # No minlength: small ranges give short count arrays, added to the front of the histogram.
-            counts = np.bincount(buf.astype(np.intp))
+            counts = None
+            # Large tensors go in chunks so the temporaries (|x| and the bin indices) stay small.
+            for lo in range(0, flat.size, CHUNK):
+                buf = np.abs(flat[lo:lo + CHUNK])
+                buf *= scale
+                # No minlength: small ranges give short count arrays, added to the front of the histogram.
+                part = np.bincount(buf.astype(np.intp))
+                del buf
+                if counts is None:
+                    counts = part
+                else:
+                    if len(part) > len(counts):
+                        part, counts = counts, part
+                    counts[:len(part)] += part
         return (int(flat.size), nan, inf, mn, mx, counts, hist_max, zeros)
 
     def commit(self, part) -> None:
