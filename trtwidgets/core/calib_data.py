@@ -278,6 +278,12 @@ def check_feed(feed: Mapping[str, np.ndarray], inputs: Sequence, where: str = ""
             raise CalibrationDataError(
                 f"Input {info.name!r}{at}: expected dtype {exp.name}, found {arr.dtype.name}.",
                 f"The model takes {_NP_KIND.get(exp.kind, exp.name)} data for this input.", hint)
+        if not info.shape:
+            # The model declares no shape for this input: nothing to check it against.
+            if arr.size == 0:
+                raise CalibrationDataError(f"Input {info.name!r}{at} is empty.", fix="Remove empty samples.")
+            out[info.name] = arr
+            continue
         if arr.ndim != len(info.shape):
             raise CalibrationDataError(
                 f"Input {info.name!r}{at}: expected rank {len(info.shape)} (shape {_shape_text(info.shape)}), "
