@@ -15,6 +15,7 @@ use it to localise error, not to measure it.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import time
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from typing import Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple,
 from ..core.errors import BuildError, UserError
 
 __all__ = ["DebugBuild", "mark_outputs", "build_debug_engine", "engine_intermediates", "network_tensors",
-           "restricted_tactic_sources"]
+           "pin_layer_precisions", "restricted_tactic_sources"]
 
 #: Tactic sources left out of builds by default: the GPU machine's cuBLAS/cuDNN are stubs,
 #: and TensorRT 10+ dropped them anyway.
@@ -48,6 +49,10 @@ class DebugBuild:
     build_seconds : float
     log : tuple of str
         TensorRT warnings and errors, as text.
+    pinned : tuple of (str, str)
+        ``(layer name, precision)`` of the layers whose precision was set.
+    notes : tuple of str
+        What the build did on the user's behalf (renamed dim names, timing cache use).
     """
 
     engine: bytes
@@ -55,6 +60,8 @@ class DebugBuild:
     not_found: Tuple[str, ...]
     build_seconds: float
     log: Tuple[str, ...] = ()
+    pinned: Tuple[Tuple[str, str], ...] = ()
+    notes: Tuple[str, ...] = ()
 
 
 def network_tensors(network) -> Dict[str, object]:
@@ -121,6 +128,62 @@ def restricted_tactic_sources(trt_module, excluded: Sequence[str] = EXCLUDED_TAC
     return mask
 
 
+_LAYER_DTYPES = {"fp32": "FLOAT", "fp16": "HALF", "bf16": "BF16", "int8": "INT8", "fp8": "FP8"}
+
+
+def pin_layer_precisions(network, layer_precisions: Mapping[str, str], trt_module) -> Tuple[Tuple[str, str], ...]:
+    """Set ``layer.precision`` on the layers whose names fully match a regex of ``layer_precisions``.
+
+    Only layers that compute float tensors are pinned (shape and index
+    arithmetic stays as TensorRT chose). Output types are left to TensorRT, so
+    a marked output keeps the float32 type :func:`mark_outputs` gave it.
+
+    Returns
+    -------
+    tuple of (layer name, precision)
+
+    Raises
+    ------
+    UserError
+        An unknown precision, or a pattern that matches no layer.
+    """
+    trt = trt_module
+    compiled = []
+    for pattern, prec in layer_precisions.items():
+        key = str(prec).lower()
+        if key not in _LAYER_DTYPES or not hasattr(trt.DataType, _LAYER_DTYPES[key]):
+            raise UserError(f"Cannot pin layers to {prec!r}.", f"TensorRT {trt.__version__} layers take "
+                            + ", ".join(k for k, v in _LAYER_DTYPES.items() if hasattr(trt.DataType, v)) + ".",
+                            "Use one of those precisions.")
+        compiled.append((pattern, re.compile(pattern), getattr(trt.DataType, _LAYER_DTYPES[key]), key))
+    floats = {getattr(trt.DataType, n) for n in ("FLOAT", "HALF", "BF16") if hasattr(trt.DataType, n)}
+    hits = {pattern: 0 for pattern, _, _, _ in compiled}
+    pinned = []
+    for i in range(network.num_layers):
+        layer = network.get_layer(i)
+        for pattern, rx, dt, key in compiled:
+            if not rx.fullmatch(layer.name):
+                continue
+            hits[pattern] += 1
+            outs = [layer.get_output(j) for j in range(layer.num_outputs)]
+            if any(o is None or o.dtype not in floats for o in outs):
+                continue
+            if not hasattr(layer, "precision"):
+                raise UserError(f"TensorRT {trt.__version__} cannot pin layer precisions.",
+                                "Layer precision was removed with strong typing (TensorRT 11).",
+                                "Cast the ONNX model instead, or export Q/DQ for INT8.")
+            layer.precision = dt
+            pinned.append((layer.name, key))
+            break
+    unmatched = [p for p, n in hits.items() if n == 0]
+    if unmatched:
+        names = [network.get_layer(i).name for i in range(network.num_layers)]
+        raise UserError(f"Layer pattern(s) {', '.join(map(repr, unmatched))} match no layer of the parsed network.",
+                        f"Patterns are regular expressions matched against the whole TensorRT layer name "
+                        f"(e.g. {', '.join(map(repr, names[:4]))}).", "Fix the pattern, e.g. 'conv.*'.")
+    return tuple(pinned)
+
+
 def _profile_triplet(shape: ShapeSpec) -> Tuple[Tuple[int, ...], Tuple[int, ...], Tuple[int, ...]]:
     if len(shape) == 3 and all(isinstance(s, (list, tuple)) for s in shape):
         mn, opt, mx = shape  # type: ignore[misc]
@@ -150,6 +213,8 @@ def build_debug_engine(
     workspace_mib: Optional[int] = None,
     trt_module=None,
     on_log: Optional[Callable[[str], None]] = None,
+    precision_constraints: Optional[str] = None,
+    layer_precisions: Optional[Mapping[str, str]] = None,
 ) -> DebugBuild:
     """Parse an ONNX model, mark intermediates as outputs, and build an engine.
 
@@ -171,8 +236,16 @@ def build_debug_engine(
     builder_optimization_level : int, optional
         Low levels (0-1) build much faster; the engine is for error localisation.
     timing_cache : path, optional
-        Read if it exists, written back after the build (shared between builds).
+        Shared between builds: read when it holds timings, written back when the
+        build added some; ignored at optimization level 0, which does not time tactics.
     workspace_mib : int, optional
+    precision_constraints : {"obey", "prefer"}, optional
+        Make TensorRT honour ``layer_precisions``. Needed to see a precision's
+        error at all on small layers: without it TensorRT runs them in FP32 when
+        that is as fast, and at optimization level 0 it takes the first tactic
+        that runs, whatever its precision.
+    layer_precisions : mapping, optional
+        Layer-name regex (full match) -> precision (``"fp16"``, ``"int8"``, ...).
 
     Raises
     ------
@@ -199,7 +272,10 @@ def build_debug_engine(
     network = builder.create_network(flag_bits)
     parser = trt.OnnxParser(network, logger)
     path = os.fspath(model_path)
-    if not parser.parse_from_file(path):
+    notes = []
+    renamed = _renamed_copy(path, shapes, notes)
+    ok = parser.parse(renamed, path) if renamed is not None else parser.parse_from_file(path)
+    if not ok:
         errs = [str(parser.get_error(i)) for i in range(parser.num_errors)]
         raise BuildError(f"TensorRT could not parse {path}.", "The ONNX parser rejected the model.",
                          "Run `trtwidgets lint` on the model for known causes.", log_lines=errs[:8])
@@ -210,6 +286,23 @@ def build_debug_engine(
     marked, not_found = mark_outputs(network, names, trt)
 
     config = builder.create_builder_config()
+    pinned: Tuple[Tuple[str, str], ...] = ()
+    if precision_constraints is not None:
+        pc = str(precision_constraints).lower()
+        if pc not in ("obey", "prefer"):
+            raise UserError(f"Unknown precision_constraints {precision_constraints!r}.", None, "Use 'obey' or 'prefer'.")
+        flag = getattr(trt.BuilderFlag, pc.upper() + "_PRECISION_CONSTRAINTS", None)
+        if flag is None:
+            raise UserError(f"TensorRT {trt.__version__} has no precision constraints.",
+                            "Strongly typed TensorRT (11) takes precisions from the model's types and Q/DQ nodes.",
+                            "Cast the ONNX model, or export Q/DQ for INT8, instead of pinning layers.")
+        config.set_flag(flag)
+    if layer_precisions:
+        if precision_constraints is None:
+            raise UserError("layer_precisions without precision_constraints.",
+                            "TensorRT ignores layer precisions unless told to obey or prefer them.",
+                            "Pass precision_constraints='obey' (fail if impossible) or 'prefer'.")
+        pinned = pin_layer_precisions(network, layer_precisions, trt)
     for f in flags:
         attr = {"fp16": "FP16", "int8": "INT8", "bf16": "BF16", "fp8": "FP8", "tf32": "TF32"}.get(f.lower())
         if attr is None or not hasattr(trt.BuilderFlag, attr):
@@ -228,12 +321,7 @@ def build_debug_engine(
         config.builder_optimization_level = int(builder_optimization_level)
     if workspace_mib is not None:
         config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, int(workspace_mib) << 20)
-    cache_obj = None
-    if timing_cache is not None:
-        tc = os.fspath(timing_cache)
-        blob = open(tc, "rb").read() if os.path.exists(tc) else b""
-        cache_obj = config.create_timing_cache(blob)
-        config.set_timing_cache(cache_obj, False)
+    cache_obj, empty_cache = _attach_timing_cache(config, timing_cache, builder_optimization_level, collector, notes)
 
     dynamic = False
     profile = builder.create_optimization_profile()
@@ -274,10 +362,79 @@ def build_debug_engine(
                          "Read TensorRT's lines below; try fewer marked tensors or another precision.",
                          log_lines=decisive_lines(collector.lines))
     if cache_obj is not None:
-        _write_atomic(os.fspath(timing_cache), bytes(cache_obj.serialize()))
+        data = bytes(memoryview(cache_obj.serialize()))
+        # An empty cache is not worth a file, and TensorRT 8.6 cannot read its own empty caches back.
+        if data and data != empty_cache:
+            _write_atomic(os.fspath(timing_cache), data)
     log = tuple(ln.format() for ln in collector.lines if ln.severity in ("WARNING", "ERROR", "INTERNAL_ERROR"))
-    return DebugBuild(engine=bytes(serialized), marked=marked, not_found=tuple(not_found),
-                      build_seconds=seconds, log=log)
+    return DebugBuild(engine=bytes(memoryview(serialized)), marked=marked, not_found=tuple(not_found),
+                      build_seconds=seconds, log=log, pinned=pinned, notes=tuple(notes))
+
+
+def _renamed_copy(path: str, shapes: Optional[Mapping[str, ShapeSpec]], notes: list) -> Optional[bytes]:
+    """The model's bytes with shared ``dim_param`` names made unique, or None if the file parses as it is.
+
+    The same fix as the release build: TensorRT ties axes with one name (the demo
+    cls model's ``[-1, 3, "?", "?"]``) and fails with "Input dimensions with this
+    name are inconsistent" for 48x192.
+    """
+    import onnx
+
+    from ..core.dim_names import with_unique_dim_names
+
+    proto = onnx.load(path, load_external_data=False)
+    profiles = [{k: _profile_triplet(v) for k, v in shapes.items()}] if shapes else None
+    copy, shared = with_unique_dim_names(proto, profiles)
+    if copy is None:
+        return None
+    for sh in shared:
+        notes.append(f"dim name {sh.describe()} renamed " + ", ".join(f"{i}[{a}] -> {n!r}" for i, a, n in sh.renames)
+                     + " for TensorRT (the model file is unchanged).")
+    return copy.SerializeToString()
+
+
+def _attach_timing_cache(config, timing_cache, level: Optional[int], collector, notes: list):
+    """Attach the timing cache as the release build does: ``(cache or None, empty cache bytes)``.
+
+    Level 0 does not time tactics (nothing read or written); a missing or empty
+    file starts a new cache; a file TensorRT cannot read is noted and replaced
+    after the build, never fed to the builder (TensorRT 8.6 logs ``[E] ... Myelin``
+    and "The timing cache will not be used!" for those).
+    """
+    if timing_cache is None or not hasattr(config, "create_timing_cache"):
+        return None, b""
+    from .build import timing_cache_plan
+
+    tc = os.fspath(timing_cache)
+    empty = config.create_timing_cache(b"")
+    empty_bytes = bytes(memoryview(empty.serialize())) if empty is not None else b""
+    data = b""
+    if os.path.isfile(tc):
+        with open(tc, "rb") as f:
+            data = f.read()
+    action, why = timing_cache_plan(level, data, empty_bytes)
+    notes.append(f"timing cache {tc}: {why}")
+    if action == "off":
+        return None, empty_bytes
+    cache = None
+    if action == "load":
+        demote = getattr(collector, "demoting_errors", None)
+        if demote is not None:
+            with demote("timing cache: ") as complaints:
+                cache = config.create_timing_cache(data)
+        else:
+            complaints = []
+            cache = config.create_timing_cache(data)
+        if cache is None or complaints:
+            notes.append(f"timing cache {tc} cannot be read by this TensorRT/GPU; a new one replaces it.")
+            cache = None
+    if cache is None:
+        cache = empty if empty is not None else config.create_timing_cache(b"")
+    ok = config.set_timing_cache(cache, False)
+    if ok is False:
+        notes.append(f"timing cache {tc} does not match this TensorRT/GPU; building without it.")
+        return None, empty_bytes
+    return cache, empty_bytes
 
 
 def engine_intermediates(model_path: Union[str, os.PathLike], feeds: Mapping[str, "object"],

@@ -4,6 +4,13 @@
 profiler attached and returns :class:`~trtwidgets.core.layer_times.LayerTimings`.
 Layer names are readable only if the engine was built with detailed profiling
 verbosity (trtwidgets' build does that, for the inspector).
+
+TensorRT calls ``report_layer_time`` once per layer for every enqueue made while
+the profiler is attached (``enqueue_emits_profile``, the default, with no CUDA
+graph capture). The profiler is attached after the warm-up runs, and the stream
+is synchronised after each profiled run, so every report belongs to one known
+run. Layers without a kernel of their own (no-op reshapes, some reformats) can
+report 0.0 ms or not be reported at all.
 """
 
 from __future__ import annotations
@@ -61,9 +68,13 @@ def profile_layers(runner, feeds: Mapping[str, np.ndarray], runs: int = 20, warm
     from . import cuda
 
     prof = LayerProfiler(runner.trt)
+    if hasattr(runner.context, "enqueue_emits_profile"):
+        # Reports come from each enqueue (not only from report_to_profiler(), which CUDA-graph users need).
+        runner.context.enqueue_emits_profile = True
     runner.context.profiler = prof
     start, end = cuda.Event(), cuda.Event()
     wall: List[float] = []
+    run_ends: List[int] = []
     try:
         for _ in range(runs):
             start.record(runner.stream)
@@ -73,6 +84,7 @@ def profile_layers(runner, feeds: Mapping[str, np.ndarray], runs: int = 20, warm
             # reports never mix between runs.
             runner.stream.synchronize()
             wall.append(start.elapsed_ms(end))
+            run_ends.append(len(prof.records))
     finally:
         try:
             runner.context.profiler = None
@@ -81,4 +93,5 @@ def profile_layers(runner, feeds: Mapping[str, np.ndarray], runs: int = 20, warm
             pass
         start.destroy()
         end.destroy()
-    return aggregate_layer_times(prof.records, runs, run_ms=float(np.median(wall)) if wall else None)
+    return aggregate_layer_times(prof.records, runs, run_ms=float(np.median(wall)) if wall else None,
+                                 run_ends=run_ends)
