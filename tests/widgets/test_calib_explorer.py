@@ -213,3 +213,10 @@ def test_override_re_exports_the_qdq_model(demo_stats, tmp_path):
     assert ex.apply_override(3.0)
     assert scales(qdq)[target] == pytest.approx(3.0 / 127, rel=1e-6)
     assert "Q/DQ model written" in ex.status.value
+
+
+def test_recipe_percentile_outside_the_default_slider_range_is_kept(stats, ranges):
+    ex = CalibrationExplorer(stats, recipe=_recipe(percentile=95.0))
+    assert ex.percentile == 95.0 and ex.percentile_slider.value == 95.0
+    t = stats.tensors[ex.tensor]
+    assert _lines(ex.hist_fig)["percentile"] == pytest.approx(compute_amax(t, "percentile", percentile=95.0))

@@ -203,7 +203,7 @@ class TensorHistogramDisplay:
 
     # ----------------------------------------------------------------- drawing
 
-    def figure(self, widget: bool = False, height: int = 380):
+    def figure(self, widget: bool = False, height: int = 440):
         """A new plotly figure (``go.FigureWidget`` when ``widget`` is true)."""
         import plotly.graph_objects as go
 
@@ -219,7 +219,7 @@ class TensorHistogramDisplay:
         self.update(fig)
         return fig
 
-    def plot(self, height: int = 380):
+    def plot(self, height: int = 440):
         """A live ``go.FigureWidget`` (the object to keep and :meth:`update`)."""
         return self.figure(widget=True, height=height)
 

@@ -121,7 +121,9 @@ class CalibrationExplorer(widgets.VBox):
         self.method_toggles = {m: widgets.ToggleButton(value=m in start, description=m,
                                                        layout=widgets.Layout(width="90px"))
                                for m in self._all_methods}
-        self.percentile_slider = widgets.FloatSlider(value=self.percentile, min=99.0, max=99.999, step=0.001,
+        # the range must hold the recipe's percentile, or the slider would silently clamp it
+        self.percentile_slider = widgets.FloatSlider(value=self.percentile, min=min(99.0, self.percentile),
+                                                     max=max(99.999, self.percentile), step=0.001,
                                                      readout_format=".3f", description="percentile",
                                                      continuous_update=False)
         self.export_method = widgets.Dropdown(options=list(self._all_methods), value=default_export,
