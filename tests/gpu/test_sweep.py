@@ -78,13 +78,18 @@ def test_explicit_qdq_sweep(setup):
 def test_implicit_layer_precision_sweep(setup, tmp_path):
     from trtwidgets.core.calib_cache import write_cache
     from trtwidgets.core.model import load_model
-    from trtwidgets.core.recipe import CalibratorSpec, Recipe
+    from trtwidgets.core.recipe import CalibratorSpec, LayerPrecision, Recipe
     from trtwidgets.trt.sweep import sweep
 
     cache = tmp_path / "toolkit.cache"
     write_cache(setup["amax"], cache)
+    # PREFER INT8 for every conv: left to itself TensorRT runs a model this small in FP32 (and at level 0 it
+    # takes the first tactic that runs), so step 0 would not be quantized at all. The sweep's FP16 pins
+    # come after this one and win for the layers they name.
     base = Recipe.for_model(load_model(setup["path"]), flags=("fp16", "int8"), builder_optimization_level=0,
-                            timing_cache=setup["cache"], calibrator=CalibratorSpec(kind="toolkit", cache_path=str(cache)))
+                            timing_cache=setup["cache"], calibrator=CalibratorSpec(kind="toolkit", cache_path=str(cache)),
+                            precision_constraints="prefer",
+                            layer_precisions=(LayerPrecision("^conv[0-9]+$", "int8", regex=True),))
     plan = plan_sweep(LAYERS, steps=(0, 3), recipe=base, trt_major=8)
     assert plan[1].recipe.layer_precisions
     result = sweep(plan, base, setup["data"], out_root=setup["dir"] / "implicit", runs=200,
