@@ -569,8 +569,9 @@ def parse_inspector_json(text_or_path: Union[str, bytes, os.PathLike, Mapping], 
         warnings.append(InspectorWarning(
             "DYNAMIC_SHAPES_NA",
             f"TensorRT reported '{NA_DYNAMIC}' for {scope}: the engine has dynamic shapes and was inspected "
-            "without an execution context, so precisions and formats are unknown. Attach an execution context "
-            "at the optimization profile's opt shape (inspector.execution_context = context) and write the JSON "
+            "without an execution context (or with one whose input shapes were not set), so precisions and "
+            "formats are unknown. Attach an execution context at the optimization profile's opt shape "
+            "(context.set_input_shape(...), then inspector.execution_context = context) and write the JSON "
             "again; trtwidgets.trt does that on fresh builds (trtwidgets.trt.inspect.engine_inspector_json)."))
     trt_major = 11 if (split_keys or "I/O Tensors" in doc) else 8
     return EngineGraph(tuple(layers), io_tensors, trt_major, tuple(warnings), source)

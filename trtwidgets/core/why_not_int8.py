@@ -14,6 +14,9 @@ PRECISION_CONSTRAINT     a recipe override pins a fused node to another precisio
 NO_INT8_IMPLEMENTATION   the layer type has no INT8 kernel (table :data:`NO_INT8_TYPES`)
 NO_SCALE                 an input or output has no scale: missing from the calibration cache
                          (implicit) or not surrounded by Q/DQ (explicit); tensors named
+FIRST_TACTIC             INT8 was allowed and the scales were there, but the build ran at builder
+                         optimization level 0, where TensorRT takes the first tactic that runs
+                         instead of timing them (seen on TensorRT 8.6: an INT8 recipe ran FP32)
 HIGHER_PRECISION_FASTER  INT8 was allowed and the scales were there, yet TensorRT timed a
                          FP16/FP32 tactic faster. This happens: a whole calibrated CNN built
                          INT8+FP16 on an H200 with TensorRT 8.6 ran with zero INT8 layers.
@@ -45,6 +48,7 @@ CODES: Dict[str, str] = {
     "PRECISION_CONSTRAINT": "precision override",
     "NO_INT8_IMPLEMENTATION": "no INT8 kernel",
     "NO_SCALE": "no scale",
+    "FIRST_TACTIC": "opt level 0: first tactic taken",
     "HIGHER_PRECISION_FASTER": "FP tactic was faster",
     "BIAS_FLOAT": "bias stays float (expected)",
 }
@@ -113,6 +117,7 @@ class _RecipeView:
     constraints: str
     overrides: Tuple[Tuple[str, str, bool], ...]
     calibrator: str
+    opt_level: Optional[int] = None
 
 
 def _get(obj: Any, key: str, default=None):
@@ -154,8 +159,10 @@ def _recipe_view(recipe: Any) -> Optional[_RecipeView]:
             overrides.append((str(pattern), str(precision).lower(), bool(regex)))
     calibrator = _get(recipe, "calibrator")
     kind = _get(calibrator, "kind", "none") if calibrator is not None else "none"
+    level = _get(recipe, "builder_optimization_level")
     return _RecipeView(frozenset(str(f).lower() for f in flags) if flags is not None else None,
-                       str(_get(recipe, "precision_constraints", "none") or "none"), tuple(overrides), str(kind))
+                       str(_get(recipe, "precision_constraints", "none") or "none"), tuple(overrides), str(kind),
+                       int(level) if isinstance(level, int) and not isinstance(level, bool) else None)
 
 
 def calibration_names(calibration: Any) -> Optional[FrozenSet[str]]:
@@ -315,8 +322,8 @@ def _explain(layer: EngineLayer, view: Optional[_RecipeView], cache: Optional[Fr
         return Int8Reason(
             "PRECISION_UNKNOWN",
             "TensorRT reported 'N/A due to dynamic shapes' for this layer's tensors: the engine was inspected "
-            "without an execution context. Attach one at the profile's opt shape (trtwidgets.trt does that on "
-            "fresh builds) and inspect again.")
+            "without an execution context whose input shapes were set. Attach one at the profile's opt shape "
+            "(trtwidgets.trt does that on fresh builds) and inspect again.")
     floats = ("FP32", "FP16", "BF16", "FP8", "FP64", "INT8", "INT4", "FP4", "UNKNOWN")
     precisions = [t.precision for t in layer.inputs + layer.outputs]
     if precisions and not any(p in floats for p in precisions):
@@ -375,6 +382,14 @@ def _explain(layer: EngineLayer, view: Optional[_RecipeView], cache: Optional[Fr
             f"{fix}.",
             tuple(missing))
     tactic = f" ({layer.tactic})" if layer.tactic and not layer.tactic.startswith("0x") else ""
+    if view is not None and view.opt_level == 0:
+        return Int8Reason(
+            "FIRST_TACTIC",
+            f"INT8 was allowed{' and its tensors have scales' if known is not None else ''}, but the engine was "
+            f"built at builder optimization level 0, where TensorRT takes the first tactic that runs instead of "
+            f"timing them: here a {precision} one{tactic}. Rebuild at level 3 (TensorRT's default) or higher to "
+            "let it time the INT8 kernels.",
+            tuple(names))
     if known is not None:
         scales = "its tensors have scales"
     else:
