@@ -544,6 +544,8 @@ def main(argv=None) -> int:
             try:
                 res = build_one(setup, precision, art, args, trt)
                 measure(setup, precision, res, args, results, art)
+                if results.doc.get("notes", {}).pop(f"error_{model}_{precision}", None) is not None:
+                    results.save()  # an earlier command's failure is history now
             except Exception as exc:  # noqa: BLE001 - record and go on with the next engine
                 failures += 1
                 log(f"  {model} {precision} FAILED: {exc}")
