@@ -57,8 +57,9 @@ def test_committed_stats_are_a_fresh_collection_of_the_demo_data(stats):
     assert list(fresh.tensors) == list(stats.tensors) and fresh.samples == stats.samples == 32
     for name, t in fresh.tensors.items():
         u = stats.tensors[name]
-        assert (t.min, t.max, t.hist_max) == (u.min, u.max, u.hist_max), name
-        # ORT on another CPU may differ in the last bits of a few values, never in the shape of the histogram.
+        # ORT on another CPU (other SIMD kernels) may differ in the last bits of a few values.
+        assert (t.min, t.max) == (pytest.approx(u.min, rel=1e-5, abs=1e-6), pytest.approx(u.max, rel=1e-5, abs=1e-6)), name
+        assert t.hist_max == u.hist_max, name
         assert np.abs(t.hist - u.hist).sum() <= 1e-4 * t.count + 2, name
 
 
