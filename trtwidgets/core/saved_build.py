@@ -44,7 +44,12 @@ class SavedBuild:
     log : tuple of (severity, message)
         ``build.log.jsonl``'s lines.
     timings_path : str, optional
-        Per-layer timings (``trtexec --exportProfile`` JSON or a ``{layer: ms}`` mapping).
+        The timings file (``timings.json`` of ``tests/gpu/make_fixtures.py``,
+        ``trtexec --exportProfile`` JSON, or a ``{layer: ms}`` mapping).
+    timings : dict, optional
+        Layer name -> mean ms per inference, read from it (None when absent or failed).
+    latency : dict
+        Whole-engine latency statistics from the timings file, when recorded.
     meta : dict
         ``build.json`` (TensorRT version, GPU, build seconds) when present.
     """
@@ -57,6 +62,8 @@ class SavedBuild:
     calibration_cache_path: Optional[str] = None
     log: Tuple[Tuple[str, str], ...] = field(default=(), repr=False)
     timings_path: Optional[str] = None
+    timings: Optional[Dict[str, float]] = field(default=None, repr=False)
+    latency: dict = field(default_factory=dict, repr=False)
     meta: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -96,6 +103,28 @@ def _read_log(path: Path) -> Tuple[Tuple[str, str], ...]:
     return tuple(out)
 
 
+def read_timings(path: Union[str, os.PathLike]) -> Tuple[Optional[Dict[str, float]], dict]:
+    """``(layer -> mean ms, latency statistics)`` from a timings file; ``(None, {})`` when it holds none."""
+    doc = _read_json(Path(path), "the build's timings")
+    latency = {}
+    if isinstance(doc, dict):
+        latency = doc.get("latency") if isinstance(doc.get("latency"), dict) else {}
+        layers = doc.get("layers")
+        if isinstance(layers, dict):  # LayerTimings.to_dict()
+            layers = layers.get("layers")
+        if isinstance(layers, list):
+            out = {str(r["name"]): float(r.get("mean_ms", r.get("averageMs", 0.0)))
+                   for r in layers if isinstance(r, dict) and "name" in r}
+            return (out or None), latency
+        if doc and all(isinstance(v, (int, float)) for v in doc.values()):
+            return {str(k): float(v) for k, v in doc.items()}, {}
+        return None, latency
+    if isinstance(doc, list):  # trtexec --exportProfile
+        out = {str(r["name"]): float(r.get("averageMs", 0.0)) for r in doc if isinstance(r, dict) and "name" in r}
+        return (out or None), {}
+    return None, {}
+
+
 def load_saved_build(path: Union[str, os.PathLike]) -> SavedBuild:
     """Read a build directory (or one ``*.graph.json`` file inside one).
 
@@ -125,11 +154,15 @@ def load_saved_build(path: Union[str, os.PathLike]) -> SavedBuild:
     timings = next((folder / n for n in _TIMING_NAMES if (folder / n).is_file()), None)
     if timings is None:
         timings = next(iter(sorted(folder.glob("*timing*.json")) + sorted(folder.glob("*profile*.json"))), None)
+    layer_ms, latency = read_timings(timings) if timings is not None else (None, {})
     return SavedBuild(name=folder.name if p.is_dir() or graph_path.name.startswith("engine") else graph_path.stem,
                       out_dir=str(folder), inspector_json_path=str(graph_path), inspector_json=text,
                       recipe=recipe if isinstance(recipe, dict) else None,
                       calibration_cache_path=str(cache) if cache.is_file() else None,
-                      log=_read_log(folder / "build.log.jsonl"), timings_path=str(timings) if timings else None,
+                      log=_read_log(folder / "build.log.jsonl"),
+                      # Only a readable one: the inspector reads timings_path itself when timings is None.
+                      timings_path=str(timings) if timings is not None and layer_ms else None,
+                      timings=layer_ms, latency=latency or {},
                       meta=meta if isinstance(meta, dict) else {})
 
 
