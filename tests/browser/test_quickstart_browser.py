@@ -97,15 +97,21 @@ def test_quickstart_runs_in_jupyterlab(jupyterlab):
                                timeout=120_000)
         page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000)
         page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
-        # Done when no cell shows "[*]" and the kernel is idle again.
+        # Done when every code cell has run ("[n]:"), or one failed (run-all stops there), and the kernel is idle.
+        # Checking only for the absence of "[*]" would pass at once, before the first cell is even queued.
         page.wait_for_function(
             """() => {
-                const prompts = [...document.querySelectorAll('.jp-InputArea-prompt')].map(e => e.textContent);
+                const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')].map(e => e.textContent);
                 const ind = document.querySelector('.jp-Notebook-ExecutionIndicator');
-                return prompts.length > 0 && prompts.every(t => !t.includes('*')) && ind && ind.dataset.status === 'idle';
+                const idle = ind && ind.dataset.status === 'idle' && prompts.every(t => !t.includes('*'));
+                const failed = document.querySelector('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]');
+                return prompts.length > 0 && idle && (prompts.every(t => /\\d/.test(t)) || failed !== null);
             }""", timeout=300_000, polling=1000)
         page.wait_for_timeout(3000)  # let widget views and Plotly finish drawing
         page.screenshot(path=str(shots / "quickstart_browser.png"), full_page=True)
+        # The notebook scrolls inside the page: also keep a view of the app (the first widget output).
+        page.locator(".jp-OutputArea-output .widget-tab").first.scroll_into_view_if_needed()
+        page.screenshot(path=str(shots / "quickstart_app.png"))
 
         outputs = page.inner_text(".jp-Notebook")
         assert "Error displaying widget" not in outputs, "a widget failed to render"
