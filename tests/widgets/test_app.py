@@ -115,3 +115,11 @@ def test_build_step_without_tensorrt_says_what_to_install(app):
         pytest.skip("TensorRT is installed here")
     assert app.build_panel.button.disabled
     assert "TensorRT is not installed" in app.build_panel.result.value
+
+
+def test_continue_from_a_saved_builds_recipe(app, tmp_path):
+    s = app.session
+    app.load_saved_build(str(_saved(tmp_path, "fp16", synthetic_fp16(), s.recipe.replace(flags=("fp16",)))))
+    assert "build:fp16" in s.stale
+    assert app.use_build_recipe()
+    assert s.recipe.flags == ("fp16",) and app.flags.value["flags"] == ("fp16",) and app.banner.value == ""

@@ -148,3 +148,24 @@ def test_calibrate_without_data_for_a_foreign_model(tmp_path):
     assert s.load(save(qdq_conv_model(), tmp_path / "q.onnx"))
     assert s.calibrate(progress=False) is False
     assert "calibration data" in s.error and s.stats is None
+
+
+def test_use_a_saved_builds_recipe(session, tmp_path):
+    elsewhere = session.recipe.replace(flags=("fp16",), model_path="/gpu/box/cls.onnx", timing_cache="/gpu/timing.cache",
+                                       calibrator=dataclasses.replace(session.recipe.calibrator, cache_path="/gpu/c.cache"))
+    assert session.add_build(_saved_build(tmp_path, "fp16", synthetic_fp16(), elsewhere))
+    assert "build:fp16" in session.stale
+    assert session.use_build_recipe("fp16")
+    r = session.recipe
+    assert r.flags == ("fp16",) and r.timing_cache is None and r.model_path == str(session.model.path)
+    assert r.calibrator.cache_path is None  # the GPU machine's path does not exist here
+    assert session.stale == {}
+
+
+def test_a_recipe_of_another_model_is_refused(session, tmp_path):
+    other = session.recipe.replace(model_sha256="0" * 64)
+    assert session.add_build(_saved_build(tmp_path, "other", synthetic_fp16(), other))
+    recipe = session.recipe
+    assert session.use_build_recipe("other") is False
+    assert "another model" in session.error and session.recipe is recipe
+    assert session.use_build_recipe("nope") is False and session.recipe is recipe

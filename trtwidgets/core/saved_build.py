@@ -186,12 +186,35 @@ def saved_builds_root(start: Union[str, os.PathLike, None] = None) -> Optional[P
 
 
 def find_saved_builds(root: Union[str, os.PathLike, None] = None) -> Dict[str, Path]:
-    """Build name -> directory, for every directory under ``root`` holding a ``*.graph.json``."""
+    """Build name -> directory, for every directory under ``root`` (two levels deep) holding a ``*.graph.json``.
+
+    Names are paths relative to ``root`` (``cls_static_int8_entropy2``, ``tiny/fp16``), builds of the
+    demo model (``cls_*``) first.
+    """
     base = Path(root) if root is not None else saved_builds_root()
     if base is None or not base.is_dir():
         return {}
-    out = {}
+    found = []
     for d in sorted(base.iterdir()):
-        if d.is_dir() and any(d.glob("*.graph.json")):
-            out[d.name] = d
-    return out
+        if not d.is_dir():
+            continue
+        if any(d.glob("*.graph.json")):
+            found.append(d)
+        else:
+            found.extend(sub for sub in sorted(d.iterdir()) if sub.is_dir() and any(sub.glob("*.graph.json")))
+    found.sort(key=lambda d: (not d.name.startswith("cls"), d.relative_to(base).as_posix()))
+    return {d.relative_to(base).as_posix(): d for d in found}
+
+
+def tensorrt_outcomes(root: Union[str, os.PathLike, None] = None) -> Dict[str, dict]:
+    """What real TensorRT did with the tiny lint test models (``lint_vs_tensorrt.json`` beside the saved builds).
+
+    Model name -> ``{"flags", "outcome" ("built" | "parse_failed" | "build_failed"), "errors" (TensorRT's lines),
+    "lint_all", "tensorrt"}``; empty when the file is not there.
+    """
+    base = Path(root) if root is not None else saved_builds_root()
+    path = None if base is None else base / "lint_vs_tensorrt.json"
+    if path is None or not path.is_file():
+        return {}
+    doc = _read_json(path, "TensorRT's recorded outcomes")
+    return doc if isinstance(doc, dict) else {}

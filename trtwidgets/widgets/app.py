@@ -130,11 +130,15 @@ class App(widgets.VBox):
         self.saved_path = widgets.Text(placeholder="or a build folder / *.graph.json", layout=widgets.Layout(width="360px"))
         self.load_build_button = widgets.Button(description="Load saved build", icon="folder-open")
         self.load_build_button.on_click(lambda _: self.load_saved_build())
+        self.use_recipe_button = widgets.Button(description="Use its recipe", icon="clone",
+                                                tooltip="make the inspected build's recipe the session's")
+        self.use_recipe_button.on_click(lambda _: self.use_build_recipe())
         self.builds_view = widgets.HTML()
         self._refresh_saved()
         build_tab = widgets.VBox([self.build_panel,
                                   widgets.HTML("<b>Saved builds</b> (inspect builds made elsewhere, e.g. on a GPU machine)"),
-                                  widgets.HBox([self.saved_choice, self.saved_path, self.load_build_button]),
+                                  widgets.HBox([self.saved_choice, self.saved_path, self.load_build_button,
+                                                self.use_recipe_button]),
                                   self.builds_view])
 
         # 6 inspect
@@ -230,6 +234,13 @@ class App(widgets.VBox):
             return False
         self._show_error("")
         return True
+
+    def use_build_recipe(self, label: Optional[str] = None) -> bool:
+        """Continue from a build's own recipe (default: the build shown in the inspector)."""
+        label = label or self.inspect_choice.value or self._latest_label()
+        ok = bool(label) and self.session.use_build_recipe(label)
+        self._show_error("" if ok else (self.session.error or "No build to take a recipe from."))
+        return ok
 
     def inspect(self, label: Optional[str] = None) -> bool:
         """Step 6: show a build's layer table and precision chart (default: the latest build)."""

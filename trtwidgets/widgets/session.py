@@ -352,6 +352,37 @@ class Session(traitlets.HasTraits):
             self.graphs = graphs
         return True
 
+    def use_build_recipe(self, label: str) -> bool:
+        """Make a build's own recipe the session's (e.g. to continue from a saved build made elsewhere).
+
+        Paths that belong to the machine it was built on (the model path, the
+        timing cache) are replaced by this session's. Refused, with :attr:`error`,
+        when the build is of another model or has no readable recipe.
+        """
+        from ..core.recipe import Recipe
+
+        build = self.build_named(label)
+        own = staleness.recipe_dict(_build_recipe(build, None)) if build is not None else None
+        if own is None or self.model is None:
+            self.error = (f"The build {label!r} has no recipe to use. Why: only builds saved with their recipe.json "
+                          "carry one. Fix: choose the settings in the steps instead.")
+            return False
+        if own.get("model_sha256") and own["model_sha256"] != self.model.sha256:
+            self.error = (f"The build {label!r} is of another model. Why: its recipe names model sha256 "
+                          f"{str(own['model_sha256'])[:12]}..., the loaded model is {self.model.sha256[:12]}.... "
+                          "Fix: load the model it was built from first.")
+            return False
+        own = dict(own, model_path=str(self.model.path), timing_cache=None)
+        cal = own.get("calibrator")
+        if isinstance(cal, dict) and cal.get("cache_path") and not os.path.isfile(cal["cache_path"]):
+            own["calibrator"] = dict(cal, cache_path=getattr(build, "calibration_cache_path", None))
+        try:
+            recipe = Recipe.from_dict(own)
+        except UserError as err:
+            self.error = err.message
+            return False
+        return self.set_recipe(recipe)
+
     def build_named(self, label: str):
         """The build with this label (see :func:`build_label`), or None."""
         for b in self.builds:
