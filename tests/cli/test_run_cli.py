@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import re
 from html.parser import HTMLParser
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,8 +16,10 @@ from trtwidgets import demo, trt
 from trtwidgets.cli import main
 from trtwidgets.core.calib_cache import read_cache
 from trtwidgets.core.calib_data import CalibrationDataSpec
+from trtwidgets.core.inspector import as_graph
 from trtwidgets.core.model import load_model
 from trtwidgets.core.recipe import CalibratorSpec, Recipe, save_recipe
+from trtwidgets.core.saved_build import load_saved_build
 
 
 class _Tables(HTMLParser):
@@ -162,3 +165,28 @@ def test_missing_saved_build_and_wrong_report_suffix_exit_2(demo_recipe, tmp_pat
     assert main(["run", str(path), "--report", str(tmp_path / "r.txt")]) == 2
     assert ".html" in capsys.readouterr().err
     assert not (tmp_path / "r.html").exists()
+
+
+def test_recipe_from_another_machine_finds_the_demo(demo_recipe, tmp_path):
+    recipe, _ = demo_recipe
+    moved = save_recipe(recipe.replace(model_path="/gpu/box/work/cls.onnx"), tmp_path / "moved.json")
+    out = tmp_path / "m.html"
+    assert main(["run", str(moved), "--report", str(out), "--no-calibrate"]) == 0
+    assert "ch_ppocr_mobile_v2.0_cls_infer.onnx" in out.read_text(encoding="utf-8")
+
+
+REAL = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "trt86").glob("**/conv_relu_int8_implicit"))
+
+
+@pytest.mark.skipif(not REAL, reason="the real TensorRT 8.6 fixtures are not in this checkout")
+def test_report_of_a_real_tensorrt_build(demo_recipe, tmp_path):
+    _, path = demo_recipe
+    out = tmp_path / "real.html"
+    assert main(["run", str(path), "--report", str(out), "--no-calibrate", "--graph", str(REAL[0])]) == 0
+    doc = _Tables(out.read_text(encoding="utf-8"))
+    layers = next(t for t in doc.tables if t and t[0][:2] == ["name", "type"])
+    real = load_saved_build(REAL[0])
+    assert len(layers) - 1 == len(as_graph(real).layers)
+    assert {r[3] for r in layers[1:]} >= {"INT8"}
+    body = "".join(doc.text)
+    assert "8.6" in real.trt_version and "does not match the recipe" in body  # a tiny model, not the demo

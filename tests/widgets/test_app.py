@@ -123,3 +123,17 @@ def test_continue_from_a_saved_builds_recipe(app, tmp_path):
     assert "build:fp16" in s.stale
     assert app.use_build_recipe()
     assert s.recipe.flags == ("fp16",) and app.flags.value["flags"] == ("fp16",) and app.banner.value == ""
+
+
+def test_saved_real_tensorrt_build_by_name(app):
+    from trtwidgets.core.saved_build import find_saved_builds
+
+    names = [n for n in find_saved_builds() if n.endswith("conv_relu_int8_implicit")]
+    if not names:
+        pytest.skip("the real TensorRT 8.6 fixtures are not in this checkout")
+    assert names[0] in app.saved_choice.options
+    assert app.load_saved_build(names[0])
+    table = app.inspector.table
+    assert len(table) >= 2 and "INT8" in set(table["precision"])
+    assert "model changed" in app.session.stale[f"build:{app.inspect_choice.value}"]  # a tiny model, not the demo
+    assert app.use_build_recipe() is False and "another model" in app.error.value

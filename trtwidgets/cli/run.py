@@ -48,17 +48,6 @@ def _log(msg: str) -> None:
     print(f"trtwidgets run: {msg}", file=sys.stderr)
 
 
-def _resolve_model(recipe, recipe_path: Path):
-    """The recipe's model path, also relative to the recipe's folder (a recipe moved with its model)."""
-    p = Path(recipe.model_path)
-    if p.exists() or p.is_absolute() and not (recipe_path.parent / p.name).exists():
-        return recipe
-    for cand in (recipe_path.parent / p, recipe_path.parent / p.name):
-        if cand.exists():
-            return recipe.replace(model_path=str(cand))
-    return recipe
-
-
 def _saved_sources(args, recipe_path: Path):
     from ..core.saved_build import load_saved_build
 
@@ -132,6 +121,7 @@ def _build(args, recipe, cache_path, steps, build_dir: Path):
 
 def run(args) -> int:
     from ..core import report as rep
+    from ..core.analysis import locate_model
     from ..core import staleness
     from ..core.errors import RecipeError
     from ..core.inspector import as_graph, build_context
@@ -145,7 +135,7 @@ def run(args) -> int:
     report_path = Path(args.report)
     if report_path.suffix.lower() not in (".html", ".htm"):
         raise RecipeError(f"--report {args.report} is not an .html file.", None, "Write e.g. --report report.html.")
-    recipe = _resolve_model(load_recipe(recipe_path), recipe_path)
+    recipe = locate_model(load_recipe(recipe_path), recipe_path.parent)
     model = load_model(recipe.model_path)
     build_dir = Path(args.build_dir) if args.build_dir else report_path.with_name(report_path.stem + "-build")
     saved = _saved_sources(args, recipe_path)  # read first: a bad --graph fails before any long work

@@ -100,6 +100,32 @@ def _is_demo(model, demo_path) -> bool:
     return getattr(model, "sha256", None) == hashlib.sha256(Path(demo_path).read_bytes()).hexdigest()
 
 
+def locate_model(recipe: Any, recipe_dir: Any = None) -> Any:
+    """``recipe`` with a model path that exists here, when it can be found.
+
+    A recipe made on another machine (a GPU box) names that machine's path. Tried in
+    order: the path as written, relative to ``recipe_dir``, the file's name in
+    ``recipe_dir``, and the bundled demo model when the recipe's SHA-256 is the demo's.
+    The recipe is returned unchanged when nothing matches (loading then says what is missing).
+    """
+    import hashlib
+    from pathlib import Path
+
+    from .. import demo
+
+    p = Path(recipe.model_path)
+    if p.exists():
+        return recipe
+    cands = [Path(recipe_dir) / p, Path(recipe_dir) / p.name] if recipe_dir is not None else []
+    for cand in cands:
+        if cand.exists():
+            return recipe.replace(model_path=str(cand))
+    sha = getattr(recipe, "model_sha256", "")
+    if sha and sha == hashlib.sha256(Path(demo.MODEL_PATH).read_bytes()).hexdigest():
+        return recipe.replace(model_path=str(demo.MODEL_PATH))
+    return recipe
+
+
 def calibrate_recipe(recipe: Any, model=None, data: Any = None, progress: bool = False,
                      max_samples: Optional[int] = None, stats=None, providers=None,
                      percentile: Optional[float] = None) -> Calibration:

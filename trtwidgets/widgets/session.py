@@ -217,8 +217,10 @@ class Session(traitlets.HasTraits):
         """Read a recipe JSON and load its model; on any problem keep everything and set :attr:`error`."""
         from ..core.recipe import load_recipe
 
+        from ..core.analysis import locate_model
+
         try:
-            recipe = load_recipe(path)
+            recipe = locate_model(load_recipe(path), Path(path).parent)
         except UserError as err:
             self.error = err.message
             return False
