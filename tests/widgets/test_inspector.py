@@ -180,3 +180,13 @@ def test_build_folder_recipe_and_cache_are_used(tmp_path):
     assert reasons["fc_weight + fc"] == "NO_SCALE"  # needs the cache: fc_out is missing from it
     plain = Inspector(folder / "engine.graph.json", use_siblings=False)
     assert dict(zip(plain.table["name"], plain.table["why_not_int8"]))["fc_weight + fc"] == "HIGHER_PRECISION_FASTER"
+
+
+def test_saved_real_build_shows_its_recipe_causes(fixtures_dir):
+    from trtwidgets.core.saved_build import load_saved_build
+
+    saved = load_saved_build(fixtures_dir / "trt86" / "tiny" / "int8_toolkit_cache")
+    w = Inspector(saved)
+    assert w.message.value == ""
+    assert set(w.table["why_not_int8"]) == {"FIRST_TACTIC"}  # from the saved recipe: level 0
+    assert list(w.chart.data[0].x) == ["FP32"]
