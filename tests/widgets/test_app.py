@@ -50,9 +50,14 @@ def test_load_calibrate_inspect_explore(app, tmp_path):
     assert len(table) > 3 and "INT8" in set(table["precision"])
     assert "<tbody>" in app.inspector.table_view.value or "<tr>" in app.inspector.table_view.value
     assert app.inspector.chart is not None and len(app.inspector.chart.data) > 0
-    explorer = app.explore()
-    assert explorer is not None and app.tabs.selected_index == EXPLORE
+    assert app.explorer is None  # made when its tab opens
+    app.tabs.selected_index = EXPLORE
+    explorer = app.explorer
+    assert explorer is not None and app.explore() is explorer
     assert len(explorer.hist_fig.data) > 0 and explorer.tensor in s.stats.tensors
+    # New statistics replace the explorer's, not a stale copy.
+    assert app.calibrate(max_samples=2, progress=False)
+    assert app.explorer is not explorer and app.explorer.stats.samples == 2
 
 
 def test_stale_banner_follows_changes(app, tmp_path):

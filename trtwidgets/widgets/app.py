@@ -160,6 +160,8 @@ class App(widgets.VBox):
                                        "&rarr; calibrate &rarr; build &rarr; inspect &rarr; explore"),
                           self.banner, self.error, self.tabs], **kwargs)
 
+        # The explorer holds three figures: made when its tab is first opened, not on every calibration.
+        self.tabs.observe(self._on_tab, names=["selected_index"])
         s.observe(self._on_model, names=["model"])
         s.observe(self._on_recipe, names=["recipe"])
         s.observe(self._on_stale, names=["stale"])
@@ -401,7 +403,11 @@ class App(widgets.VBox):
         if change["new"] is None:
             return
         self._render_calibration()
-        if self.explorer is not None:
+        if self.explorer is not None or self.tabs.selected_index == EXPLORE:
+            self._make_explorer()
+
+    def _on_tab(self, change) -> None:
+        if change["new"] == EXPLORE and self.explorer is None and self.session.stats is not None:
             self._make_explorer()
 
     def _make_explorer(self) -> None:
