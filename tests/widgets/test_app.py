@@ -142,3 +142,16 @@ def test_saved_real_tensorrt_build_by_name(app):
     assert len(table) >= 2 and "INT8" in set(table["precision"])
     assert "model changed" in app.session.stale[f"build:{app.inspect_choice.value}"]  # a tiny model, not the demo
     assert app.use_build_recipe() is False and "another model" in app.error.value
+
+
+def test_another_model_keeps_the_choices_and_marks_results_stale(app, tmp_path):
+    from tests.core.models import qdq_conv_model, save
+
+    s = app.session
+    app.flags.checkboxes["int8"].value = False
+    assert app.calibrate(max_samples=2, progress=False)
+    assert app.load(save(qdq_conv_model(), tmp_path / "q.onnx"))
+    assert s.recipe.flags == ("fp16",) and s.recipe.model_sha256 == s.model.sha256
+    assert s.recipe.calibration_data is None  # the demo's crops do not fit another model
+    assert {"stats", "ranges"} <= set(s.stale) and "model changed" in app.banner.value
+    assert "QDQ_REQUIRES_INT8" in {f.code for f in s.findings}  # linted against the kept flags

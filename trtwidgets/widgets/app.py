@@ -112,8 +112,9 @@ class App(widgets.VBox):
         # 4 calibrate
         self.data_path = widgets.Text(placeholder="folder of .npy/.npz samples or images, or 'demo'",
                                       description="Data", layout=widgets.Layout(width="520px"))
-        self.max_samples = widgets.BoundedIntText(value=0, min=0, max=10 ** 9, description="Max samples",
-                                                  layout=widgets.Layout(width="200px"))
+        self.max_samples = widgets.BoundedIntText(value=0, min=0, max=10 ** 9, description="Samples (0: all)",
+                                                  style={"description_width": "initial"},
+                                                  layout=widgets.Layout(width="220px"))
         self.calibrate_button = widgets.Button(description="Collect statistics", button_style="primary", icon="play")
         self.calibrate_output = widgets.Output()  # tqdm's progress bar renders here
         self.calibration_view = widgets.HTML()
@@ -317,11 +318,20 @@ class App(widgets.VBox):
         from ..core.analysis import calibration_source
         from ..core.recipe import CalibratorSpec
 
+        import dataclasses
+
         s = self.session
-        flags = tuple(f for f in ("fp16", "int8") if f in self.flags.offered_flags)
-        kw = {"flags": flags}
-        if "int8" in flags and "toolkit:entropy" in self.calibrator.offered:
-            kw["calibrator"] = CalibratorSpec(kind="toolkit", method="entropy")
+        previous = s.recipe if hasattr(s.recipe, "flags") else None
+        if previous is not None:
+            # Another model: keep the user's choices, not what belonged to the old model
+            # (profiles, amax overrides of its tensors, its calibration cache).
+            kw = {"flags": previous.flags, "precision_constraints": previous.precision_constraints,
+                  "calibrator": dataclasses.replace(previous.calibrator, amax_overrides={}, cache_path=None)}
+        else:
+            flags = tuple(f for f in ("fp16", "int8") if f in self.flags.offered_flags)
+            kw = {"flags": flags}
+            if "int8" in flags and "toolkit:entropy" in self.calibrator.offered:
+                kw["calibrator"] = CalibratorSpec(kind="toolkit", method="entropy")
         try:
             spec, _ = calibration_source(None, s.model)
             kw["calibration_data"] = spec
