@@ -50,6 +50,11 @@ def test_load_calibrate_inspect_explore(app, tmp_path):
     assert len(table) > 3 and "INT8" in set(table["precision"])
     assert "<tbody>" in app.inspector.table_view.value or "<tr>" in app.inspector.table_view.value
     assert app.inspector.chart is not None and len(app.inspector.chart.data) > 0
+    assert app.compare.comparison is None  # one build: nothing to compare
+    app.load_saved_build(str(_saved(tmp_path, "fp16", synthetic_fp16(), s.recipe.replace(flags=("fp16",)))))
+    counts = app.compare.comparison.precision_counts()
+    assert list(counts.columns) == ["int8_implicit", "fp16"] and counts.loc["INT8", "fp16"] == 0
+    assert app.inspect_choice.value == "fp16"
     assert app.explorer is None  # made when its tab opens
     app.tabs.selected_index = EXPLORE
     explorer = app.explorer

@@ -147,7 +147,13 @@ class App(widgets.VBox):
         self.inspect_stale = widgets.HTML()
         self.inspector = Inspector()
         self.inspect_choice.observe(lambda c: self.inspect(c["new"]) if c["new"] else None, names="value")
-        inspect_tab = widgets.VBox([self.inspect_choice, self.inspect_stale, self.inspector])
+        from .compare import CompareView
+
+        self.compare = CompareView()
+        self.compare_box = widgets.Accordion(children=[self.compare])
+        self.compare_box.set_title(0, "Compare builds (two or more)")
+        self.compare_box.selected_index = None
+        inspect_tab = widgets.VBox([self.inspect_choice, self.inspect_stale, self.inspector, self.compare_box])
 
         # 7 explorer (made when there are statistics: it holds three figures)
         self.explorer = None
@@ -408,6 +414,9 @@ class App(widgets.VBox):
         self.inspect_choice.options = labels
         if labels:
             self.inspect(labels[-1])
+        if len(labels) >= 2:
+            builds = {k: self.session.build_named(k) for k in labels}
+            self.compare.load(builds, profiles={k: getattr(b, "timings", None) for k, b in builds.items()})
 
     def _on_stats(self, change) -> None:
         if change["new"] is None:
