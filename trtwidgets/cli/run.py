@@ -108,7 +108,8 @@ def _build(args, recipe, cache_path, steps, build_dir: Path):
     if r.calibrator.kind == "toolkit" and cache_path:
         r = r.replace(calibrator=dataclasses.replace(r.calibrator, cache_path=cache_path))
     try:
-        result = build(r, out_dir=str(build_dir / "engine"), progress=False)
+        extra = {"calibration_data": args.data} if args.data and r.calibrator.uses_trt_calibrator else {}
+        result = build(r, out_dir=str(build_dir / "engine"), progress=False, **extra)
     except UserError as err:
         steps.append({"step": "build", "status": "failed", "detail": err.message})
         _log(f"build failed: {err.what}")
