@@ -33,7 +33,7 @@ def test_bar_ranks_by_disagreement_computed_independently(stats, ranges):
     assert list(bar["y"]) == expected
     assert arr(bar["x"]) == pytest.approx([_disagreement(stats.tensors[n]) for n in expected])
     assert list(bar["customdata"]) == expected
-    assert "top 5" in fig["layout"]["title"]["text"]
+    assert "top 5" in fig["layout"]["title"]["text"] and "12 tensors" in fig["layout"]["title"]["text"]
 
 
 def test_rank_by_error_lowest_sqnr_first(ranges):

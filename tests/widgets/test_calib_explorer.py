@@ -115,7 +115,7 @@ def test_bad_override_shows_error_and_keeps_state(stats, ranges, tmp_path, bad):
     recipe_before = ex.recipe
     ex.apply_override(bad)
     assert "cannot override" in ex.error_message
-    assert ex.error.layout.display != "none"
+    assert ex.error.layout.display == "block"
     assert ex.overrides == {"layer000/out": 3.0} and ex.recipe is recipe_before
     assert not cache.exists()
     # the next good action clears the panel

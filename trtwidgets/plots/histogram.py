@@ -207,7 +207,7 @@ class TensorHistogramDisplay:
         """A new plotly figure (``go.FigureWidget`` when ``widget`` is true)."""
         import plotly.graph_objects as go
 
-        fig = go.FigureWidget() if widget else go.Figure()
+        fig = go.Figure()
         fig.add_bar(name="|x| count", marker=dict(color="#7f7f7f", line=dict(width=0)),
                     hovertemplate="|x| %{x:.4g}<br>count %{y:,}<extra></extra>")
         fig.add_scatter(name="amax", mode="markers", showlegend=False, hoverinfo="text",
@@ -217,7 +217,8 @@ class TensorHistogramDisplay:
                           xaxis=dict(title="|x|"), yaxis=dict(title="count (log)", type="log"),
                           title=dict(font=dict(size=13)))
         self.update(fig)
-        return fig
+        # a FigureWidget made from the finished figure starts with all of it in its initial state
+        return go.FigureWidget(fig) if widget else fig
 
     def plot(self, height: int = 440):
         """A live ``go.FigureWidget`` (the object to keep and :meth:`update`)."""

@@ -97,7 +97,7 @@ class Int8GridDisplay:
         from plotly.subplots import make_subplots
 
         base = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.62, 0.38], vertical_spacing=0.06)
-        fig = go.FigureWidget(base) if widget else base
+        fig = base
         fig.add_bar(name="|x| count", marker=dict(color="#7f7f7f", line=dict(width=0)), row=1, col=1,
                     hovertemplate="|x| %{x:.4g}<br>count %{y:,}<extra></extra>")
         fig.add_bar(name="rounding error", marker=dict(color="#1f77b4", line=dict(width=0)), row=2, col=1,
@@ -111,7 +111,8 @@ class Int8GridDisplay:
         fig.update_yaxes(type="log", title_text="Σ squared error", row=2, col=1)
         fig.update_xaxes(title_text="|x|", row=2, col=1)
         self.update(fig)
-        return fig
+        # a FigureWidget made from the finished figure starts with all of it in its initial state
+        return go.FigureWidget(fig) if widget else fig
 
     def plot(self, height: int = 520):
         return self.figure(widget=True, height=height)

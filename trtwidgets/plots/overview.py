@@ -71,7 +71,7 @@ class TensorOverviewDisplay:
         """A new plotly figure (``go.FigureWidget`` when ``widget`` is true)."""
         import plotly.graph_objects as go
 
-        fig = go.FigureWidget() if widget else go.Figure()
+        fig = go.Figure()
         if self.kind == "bar":
             fig.add_bar(orientation="h", name="tensors", marker=dict(color="#1f77b4"))
             fig.add_bar(orientation="h", name="selected", marker=dict(color="#ff7f0e"), showlegend=False)
@@ -86,9 +86,11 @@ class TensorOverviewDisplay:
         n = len(self.shown)
         fig.update_layout(height=height or (max(300, 18 * n + 90) if self.kind == "bar" else 380),
                           template="plotly_white", showlegend=False, margin=dict(l=10, r=20, t=40, b=40),
+                          title=dict(font=dict(size=13)),
                           clickmode="event")
         self.update(fig)
-        return fig
+        # a FigureWidget made from the finished figure starts with all of it in its initial state
+        return go.FigureWidget(fig) if widget else fig
 
     def plot(self, height: Optional[int] = None):
         """A live ``go.FigureWidget``."""
@@ -124,8 +126,8 @@ class TensorOverviewDisplay:
                 mark.y = [_finite(r.sqnr_db[i])] if sel else []
                 mark.customdata = [sel] if sel else []
                 mark.hoverinfo = "skip"
-            title = (f"{len(self.ranking)} tensors ranked by {self.ranking.by}"
-                     + (f" (top {len(r)})" if len(r) < len(self.ranking) else "") + " — click one to open it")
+            title = (f"{len(self.ranking)} tensors by {self.ranking.by}"
+                     + (f", top {len(r)}" if len(r) < len(self.ranking) else "") + " (click to open)")
             fig.layout.title.text = title
 
 

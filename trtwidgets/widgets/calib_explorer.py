@@ -116,7 +116,7 @@ class CalibrationExplorer(widgets.VBox):
         self.search = widgets.Text(placeholder="search tensors (words, any order)", description="Find",
                                    continuous_update=True, layout=widgets.Layout(width="100%"))
         self.rank_by = widgets.ToggleButtons(options=[("by disagreement", "disagreement"), ("by error", "error")],
-                                             value="disagreement", style={"button_width": "120px"})
+                                             value="disagreement", style={"button_width": "130px"})
         self.tensor_list = widgets.Select(options=[], rows=_LIST_ROWS, layout=widgets.Layout(width="100%"))
         self.method_toggles = {m: widgets.ToggleButton(value=m in start, description=m,
                                                        layout=widgets.Layout(width="90px"))
@@ -173,7 +173,7 @@ class CalibrationExplorer(widgets.VBox):
                          f"{int(self.stats.samples)} samples"),
             widgets.HBox([widgets.VBox([self.search, self.rank_by, self.tensor_list],
                                        layout=widgets.Layout(width="38%")),
-                          widgets.VBox([self.overview_fig], layout=widgets.Layout(width="62%"))]),
+                          widgets.VBox([self.overview_fig], layout=widgets.Layout(width="62%", overflow="hidden"))]),
             widgets.HBox(list(self.method_toggles.values()) + [self.percentile_slider]),
             self.figure_tabs,
             widgets.HBox([self.export_method, self.override_text, self.apply_button, self.clear_button,
@@ -386,7 +386,7 @@ class CalibrationExplorer(widgets.VBox):
             parts.append(f"Fix: {html.escape(e.fix)}")
         self.error.value = ("<div style='border-left:4px solid #d62728;padding:4px 8px;background:#fdecea'>"
                             + "<br>".join(parts) + "</div>")
-        self.error.layout.display = None
+        self.error.layout.display = "block"
 
     def _hide_error(self) -> None:
         self.error.value = ""
