@@ -88,7 +88,7 @@ def main(argv=None) -> int:
     ex = CalibrationExplorer(stats, ranges=ranges)
     t_build = time.perf_counter() - t0
     if args.grid:
-        ex.figure_tabs.selected_index = 1
+        ex.figure_tabs.selected_index = 2
 
     names = list(ex.tensor_list.options)
     rng = np.random.default_rng(1)

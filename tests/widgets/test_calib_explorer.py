@@ -61,8 +61,10 @@ def test_search_narrows_the_list_and_picks_a_unique_match(stats, ranges):
 def test_overview_click_selects(stats, ranges):
     ex = CalibrationExplorer(stats, ranges=ranges)
     trace = ex.overview_fig.data[0]
+    ex.figure_tabs.selected_index = 1
     ex._on_overview_click(trace, _Points([2]), None)
     assert ex.tensor == trace.customdata[2]
+    assert ex.figure_tabs.selected_index == 0
     assert tuple(ex.overview_fig.data[1].y) == (ex.tensor,)
 
 
@@ -143,7 +145,7 @@ def test_session_recipe_is_updated(stats, ranges, tmp_path):
 
 def test_int8_grid_tab_follows_the_export_amax(stats, ranges):
     ex = CalibrationExplorer(stats, ranges=ranges)
-    ex.figure_tabs.selected_index = 1
+    ex.figure_tabs.selected_index = 2
     t = stats.tensors[ex.tensor]
     grid = [s.x0 for s in ex.grid_fig.layout.shapes if s.type == "line"]
     assert grid[-1] == pytest.approx(compute_amax(t, "entropy"))

@@ -148,8 +148,10 @@ class CalibrationExplorer(widgets.VBox):
         self.hist_fig = self._hist_display(first).figure(widget=True)
         self.grid_fig = Int8GridDisplay.from_stats(self.stats, self._active_amax(first) or 1.0,
                                                    tensor=first).figure(widget=True)
-        self.figure_tabs = widgets.Tab(children=[self.hist_fig, self.grid_fig])
-        for i, title in enumerate(("histogram and ranges", "int8 grid at the export amax")):
+        # Figures get the full width: a plotly figure inside a narrow flex column is drawn at its
+        # default 700 px and overflows. The histogram tab comes first so that it is laid out visible.
+        self.figure_tabs = widgets.Tab(children=[self.hist_fig, self.overview_fig, self.grid_fig])
+        for i, title in enumerate(("histogram", "ranked tensors", "int8 grid")):
             self.figure_tabs.set_title(i, title)
 
         # ---- wiring
@@ -171,14 +173,15 @@ class CalibrationExplorer(widgets.VBox):
         self.children = [
             widgets.HTML(f"<b>Calibration explorer</b> — {len(self.stats.tensors)} tensors, "
                          f"{int(self.stats.samples)} samples"),
-            widgets.HBox([widgets.VBox([self.search, self.rank_by, self.tensor_list],
-                                       layout=widgets.Layout(width="38%")),
-                          widgets.VBox([self.overview_fig], layout=widgets.Layout(width="62%", overflow="hidden"))]),
-            widgets.HBox(list(self.method_toggles.values()) + [self.percentile_slider]),
-            self.figure_tabs,
-            widgets.HBox([self.export_method, self.override_text, self.apply_button, self.clear_button,
-                          self.cache_button, self.qdq_button]),
+            widgets.HBox([
+                widgets.VBox([self.search, self.rank_by, self.tensor_list], layout=widgets.Layout(width="45%")),
+                widgets.VBox([widgets.HBox(list(self.method_toggles.values())), self.percentile_slider,
+                              widgets.HBox([self.export_method, self.override_text]),
+                              widgets.HBox([self.apply_button, self.clear_button]),
+                              widgets.HBox([self.cache_button, self.qdq_button])],
+                             layout=widgets.Layout(width="55%", padding="0 0 0 12px"))]),
             self.error, self.status,
+            self.figure_tabs,
         ]
         self.select(self.overview.ranking.names[0] if len(self.overview.ranking) else first)
 
@@ -352,7 +355,7 @@ class CalibrationExplorer(widgets.VBox):
 
     def _refresh_grid(self) -> None:
         # the grid has 128 shapes: only redraw it when its tab is showing
-        if self.tensor is None or self.figure_tabs.selected_index != 1:
+        if self.tensor is None or self.figure_tabs.selected_index != 2:
             return
         amax = self._active_amax(self.tensor)
         if amax is None:
@@ -439,6 +442,8 @@ class CalibrationExplorer(widgets.VBox):
     def _on_overview_click(self, trace, points, selector) -> None:
         if points.point_inds:
             self.select(trace.customdata[points.point_inds[0]])
+            # choosing a tensor in the ranking opens its histogram
+            self.figure_tabs.selected_index = 0
 
 
 def _as_user_error(e: Exception, what: str, fix: str) -> UserError:
