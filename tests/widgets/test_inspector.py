@@ -57,8 +57,14 @@ def test_from_path_renders_table_chart_and_filters(int8_path):
     assert "showing 9 of 9" in w.count.value
     assert list(w.precision.options) == [ALL, "INT8", "FP16"]
     assert "Convolution" in w.layer_type.options
+    import plotly.graph_objects as go
+
+    from trtwidgets.core.layer_table import PRECISION_COLORS
+
+    assert isinstance(w.chart, go.FigureWidget)
     bar = w.chart.data[0]
     assert list(bar.x) == ["INT8", "FP16"] and list(bar.y) == [5, 4]
+    assert list(bar.marker.color) == [PRECISION_COLORS["INT8"], PRECISION_COLORS["FP16"]]
     assert "NO_SCALE" in w.causes.value
 
     w.precision.value = "FP16"

@@ -71,7 +71,7 @@ class PrecisionBarDisplay:
         import plotly.graph_objects as go
 
         single = len(self.builds) == 1
-        fig = go.FigureWidget() if widget else go.Figure()
+        fig = go.Figure()
         for b, build in enumerate(self.builds):
             colors = [PRECISION_COLORS.get(p, "#7f7f7f") for p in self.precisions] if single else None
             total = max(sum(self.counts[b]), 1)
@@ -91,7 +91,9 @@ class PrecisionBarDisplay:
         if any(s is not None for s in self.time_share):
             layout["yaxis2"] = dict(title="% of time", overlaying="y", side="right", range=[0, 100])
         fig.update_layout(**layout)
-        return fig
+        # A FigureWidget made from the finished figure: one built empty and filled trace by trace
+        # kept plotly's default bar colour in the browser.
+        return go.FigureWidget(fig) if widget else fig
 
 
 def precision_bar(table, build: str = "engine", widget: bool = False):

@@ -142,17 +142,9 @@ class Inspector(widgets.VBox):
     def _update_chart(self):
         from ..plots.precision import PrecisionBarDisplay
 
-        display = PrecisionBarDisplay.from_table(self.table)
-        if self.chart is None:
-            self.chart = display.figure(widget=True)
-            self.chart_box.children = [self.chart]
-        else:
-            fresh = display.figure()
-            with self.chart.batch_update():
-                self.chart.data = ()
-                for trace in fresh.data:
-                    self.chart.add_trace(trace)
-                self.chart.layout = fresh.layout
+        # A new engine is a new figure (rare: on load), made whole rather than patched trace by trace.
+        self.chart = PrecisionBarDisplay.from_table(self.table).figure(widget=True)
+        self.chart_box.children = [self.chart]
 
     def _causes_html(self) -> str:
         d = summary_dict(self.table)["why_not_int8"]
