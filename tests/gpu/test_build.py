@@ -23,6 +23,7 @@ import pytest
 
 from tests.gpu import models
 from trtwidgets.core.errors import BuildError, UserError
+from trtwidgets.core.inspector import precision_from_format
 from trtwidgets.core.model import load_model
 from trtwidgets.core.profiles import Profile, ShapeRange
 from trtwidgets.core.recipe import CalibratorSpec, LayerPrecision, Recipe
@@ -103,8 +104,10 @@ def _conv_precisions(graph: dict) -> Dict[str, str]:
     for layer in graph["Layers"]:
         if layer.get("ParameterType") != "Convolution":
             continue
+        # The toolkit's own parser: formats read "Channel major FP16 format where channel % 8 == 0",
+        # "Four wide channel vectorized row major Int8 format", "Row major linear FP32".
         fmt = str(layer["Inputs"][0].get("Format/Datatype", ""))
-        out[layer["Name"]] = next((p for p in ("Int8", "Half", "FP32") if p.lower() in fmt.lower()), fmt)
+        out[layer["Name"]] = {"INT8": "Int8", "FP16": "Half", "FP32": "FP32"}.get(precision_from_format(fmt), fmt)
     return out
 
 
@@ -290,7 +293,10 @@ def test_qdq_model_with_int8_builds(work):
 
 
 def _layer(graph: dict, name: str) -> str:
-    hits = [json.dumps(layer) for layer in graph["Layers"] if name in str(layer.get("Name", ""))]
+    # Not the reformat layers TensorRT names after their consumer ("Reformatting CopyNode for Input
+    # Tensor 0 to conv2 + relu2").
+    hits = [json.dumps(layer) for layer in graph["Layers"]
+            if name in str(layer.get("Name", "")) and layer.get("LayerType") != "Reformat"]
     assert hits, sorted(str(layer.get("Name")) for layer in graph["Layers"])
     return hits[0]
 

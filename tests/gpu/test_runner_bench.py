@@ -241,7 +241,11 @@ def test_int8_debug_build_ranking_finds_the_badly_calibrated_layer(trt, model_pa
     assert {name for name, _ in dbg.pinned} == {"conv1", "conv2", "conv3"}, dbg.pinned
     report = layer_errors(tiny_cnn(), ref, outs)
     print("\n".join(f"{r['growth_db']:8.1f} dB growth  {r['error_db']:8.1f} dB  {r['layer']}" for r in report.to_rows()))
-    assert report.ranked_layers(1)[0] in ("conv2", "relu2"), report.to_rows()
+    # Real behaviour (H200, TensorRT 8.6.0): tensors marked as debug outputs come back in float, so c2 and
+    # r2 themselves look fine (-36 dB); the clipped INT8 range of r2 bites where conv3 reads it (-1.5 dB).
+    # The ranking points at the clipped tensor's producer or its consumer, never at conv1.
+    assert report.ranked_layers(1)[0] in ("conv2", "relu2", "conv3"), report.to_rows()
+    assert report.growth_by_layer()["conv1"] < report.growth_by_layer()[report.ranked_layers(1)[0]] - 20
     d = _artifacts()
     if d:
         with open(os.path.join(d, "int8_bad_cache_layer_errors.json"), "w") as f:

@@ -344,7 +344,8 @@ def build_debug_engine(
         if calibrator is None and calibration_cache is not None:
             from .calibrators import make_calibrator
 
-            data = open(os.fspath(calibration_cache), "rb").read()
+            with open(os.fspath(calibration_cache), "rb") as f:
+                data = f.read()
             specs = {}
             for i in range(network.num_inputs):
                 t = network.get_input(i)

@@ -38,7 +38,12 @@ def step_recipe(step: SweepStep, base_recipe, amax: Optional[Mapping[str, float]
     path = save_qdq_model(model, out_root / f"step{step.n}.qdq.onnx")
     loaded = load_model(path)
     flags = tuple(base_recipe.flags)
-    if "int8" not in flags:
+    if loaded.summary.qdq.count == 0:
+        # Every layer excluded: a float network. TensorRT 8.6 with INT8 set and neither Q/DQ nor a
+        # calibrator fails ("Calibrator is not being used. Users must provide dynamic range for all
+        # tensors..."), seen on the H200; this step is the float end of the sweep.
+        flags = tuple(f for f in flags if f != "int8")
+    elif "int8" not in flags:
         # A Q/DQ network still needs the INT8 flag on TensorRT <= 10.
         flags = flags + ("int8",)
     return base_recipe.replace(model_path=str(path), model_sha256=loaded.sha256, flags=flags,
