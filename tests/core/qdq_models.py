@@ -208,3 +208,54 @@ def run(model: onnx.ModelProto, feed: Dict[str, np.ndarray], output: Optional[st
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
     return sess.run([output] if output else None, feed)[0]
+
+
+def depthwise_block(tail: str = "se", activation: str = "relu") -> onnx.ModelProto:
+    """x -> 1x1 convP -> Relu -> depthwise convDW (group 8) -> BN -> activation = d, then ``tail``.
+
+    ``activation``: ``"relu"`` or ``"hardswish"`` (decomposed as in Paddle exports:
+    ``d * Clip(d + 3, 0, 6) / 6``).
+
+    ``tail``:
+
+    * ``"se"``: squeeze-excite, d -> GAP -> convSE (1x1 spatial) -> Sigmoid = g; Mul(d, g) -> convOut.
+      d is read in float by the pool and the Mul.
+    * ``"conv"``: d -> convOut (a 1x1 conv that reads d quantized).
+    * ``"dw"``: d -> a second depthwise convDW2 -> graph output (read in float), so convDW's
+      output is only read quantized until convDW2 is left float.
+    """
+    c = 8
+    nodes = [
+        helper.make_node("Conv", ["x", "wP"], ["p"], name="convP", kernel_shape=[1, 1]),
+        helper.make_node("Relu", ["p"], ["pr"], name="reluP"),
+        helper.make_node("Conv", ["pr", "wDW"], ["dw"], name="convDW", kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                         group=c),
+        helper.make_node("BatchNormalization", ["dw", "g", "b", "m", "v"], ["bn"], name="bnDW"),
+    ]
+    if activation == "relu":
+        nodes.append(helper.make_node("Relu", ["bn"], ["d"], name="act"))
+    else:
+        nodes += [helper.make_node("Add", ["bn", "three"], ["hs_add"], name="hs_add"),
+                  helper.make_node("Clip", ["hs_add", "zero", "six"], ["hs_clip"], name="hs_clip"),
+                  helper.make_node("Mul", ["bn", "hs_clip"], ["hs_mul"], name="hs_mul"),
+                  helper.make_node("Div", ["hs_mul", "six"], ["d"], name="hs_div")]
+    inits = [_w("wP", c, 4, 1, 1), _w("wDW", c, 1, 3, 3), _c("g", np.ones(c)), _c("b", np.full(c, 0.1)),
+             _c("m", np.zeros(c)), _c("v", np.ones(c)), _c("three", 3.0), _c("zero", 0.0), _c("six", 6.0)]
+    if tail == "se":
+        nodes += [helper.make_node("GlobalAveragePool", ["d"], ["pool"], name="gap"),
+                  helper.make_node("Conv", ["pool", "wSE"], ["se"], name="convSE", kernel_shape=[1, 1]),
+                  helper.make_node("Sigmoid", ["se"], ["gate"], name="sigmoid"),
+                  helper.make_node("Mul", ["d", "gate"], ["y"], name="scale"),
+                  helper.make_node("Conv", ["y", "wO"], ["out"], name="convOut", kernel_shape=[1, 1])]
+        inits += [_w("wSE", c, c, 1, 1), _w("wO", 4, c, 1, 1)]
+        out = _vi("out", [1, 4, 6, 6])
+    elif tail == "conv":
+        nodes.append(helper.make_node("Conv", ["d", "wO"], ["out"], name="convOut", kernel_shape=[1, 1]))
+        inits.append(_w("wO", 4, c, 1, 1))
+        out = _vi("out", [1, 4, 6, 6])
+    else:
+        nodes.append(helper.make_node("Conv", ["d", "wDW2"], ["out"], name="convDW2", kernel_shape=[3, 3],
+                                      pads=[1, 1, 1, 1], group=c))
+        inits.append(_w("wDW2", c, 1, 3, 3))
+        out = _vi("out", [1, c, 6, 6])
+    return _model(nodes, [_vi("x", [1, 4, 6, 6])], [out], inits)

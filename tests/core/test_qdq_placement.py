@@ -176,7 +176,8 @@ def test_demo_model_placement():
     # The 18 squeeze-excite 1x1 convolutions (two per SE block) are matrix-vector products.
     se = [s for s in plan.skipped if s.op_type == "Conv" and "1x1 spatially" in s.reason]
     assert len(se) == 18
-    plan = plan_qdq(model, skip_matrix_vector=False)
+    # Rules 1-3 alone (rule 6 is tested below).
+    plan = plan_qdq(model, skip_matrix_vector=False, keep_float_output_grouped_convs=False)
     ops = [e.op_type for e in plan.edges]
     assert ops.count("Conv") == 53 and ops.count("MatMul") == 1
     # 7 residual blocks, each quantizing the skip input.
@@ -184,3 +185,103 @@ def test_demo_model_placement():
     # The ten SE / head pools feed quantized layers; MaxPool -> GAP -> Reshape -> MatMul resolves too.
     assert ops.count("GlobalAveragePool") == 10 and ops.count("MaxPool") == 1
     assert len(plan.weights) == 54
+
+
+# ---------------------------------------------------------------------------- rule 6: grouped convs, float output
+
+
+def _grouped_skips(plan):
+    return {s.node_label: s.reason for s in plan.skipped if "grouped" in s.reason}
+
+
+@pytest.mark.parametrize("activation", ["relu", "hardswish"])
+def test_depthwise_conv_read_in_float_by_squeeze_excite_stays_float(activation):
+    plan = plan_qdq(qm.depthwise_block("se", activation))
+    assert {e.node_label for e in plan.edges if e.rule == "weighted-op input"} == {"convP", "convOut"}
+    assert "wDW" not in {w.tensor for w in plan.weights}
+    reason = _grouped_skips(plan)["convDW"]
+    # The readers are named, and the reason says what TensorRT 8.6 does and what it cost.
+    assert "(by gap, scale)" in reason
+    assert "TensorRT 8.6 cannot fuse" in reason and "FP16" in reason and "wrong results" in reason
+    assert "0.75" in reason and "0.993" in reason
+    assert "keep_float_output_grouped_convs=False" in reason
+
+
+@pytest.mark.parametrize("activation", ["relu", "hardswish"])
+def test_depthwise_conv_feeding_a_quantized_conv_is_quantized(activation):
+    # Relu, and a decomposed HardSwish x * Clip(x + 3, 0, 6) / 6, fuse into the conv: its output is
+    # read only through convOut's Q.
+    plan = plan_qdq(qm.depthwise_block("conv", activation))
+    assert {e.node_label for e in plan.edges} == {"convP", "convDW", "convOut"}
+    assert ("wDW", 0) in {(w.tensor, w.axis) for w in plan.weights}
+    assert not _grouped_skips(plan)
+
+
+def test_grouped_rule_reaches_a_fixed_point_through_chained_depthwise_convs():
+    # convDW2 writes the graph output (float): it stays float, so its input loses its Q,
+    # and then convDW's output is read in float too.
+    plan = plan_qdq(qm.depthwise_block("dw"))
+    skips = _grouped_skips(plan)
+    assert set(skips) == {"convDW", "convDW2"}
+    assert "(by the graph output)" in skips["convDW2"] and "(by convDW2)" in skips["convDW"]
+    assert {e.node_label for e in plan.edges} == {"convP"}
+
+
+@pytest.mark.parametrize("tail", ["se", "dw"])
+def test_grouped_rule_can_be_turned_off(tail):
+    plan = plan_qdq(qm.depthwise_block(tail), keep_float_output_grouped_convs=False)
+    assert not _grouped_skips(plan)
+    assert {"convDW"} <= {e.node_label for e in plan.edges}
+
+
+def test_user_exclusion_wins_over_the_grouped_rule():
+    plan = plan_qdq(qm.depthwise_block("se"), exclude=["convDW"])
+    assert [s.reason for s in plan.skipped if s.node_label == "convDW"] == [
+        "excluded by the user (pattern 'convDW')"]
+
+
+def _demo_se_depthwise(model):
+    """Grouped convs of the demo from which a GlobalAveragePool is reached without crossing another Conv."""
+    from trtwidgets.core.onnx_graph import GraphIndex, attribute
+
+    index = GraphIndex(model.graph)
+    found = set()
+    for node in model.graph.node:
+        if node.op_type != "Conv" or (attribute(node, "group", 1) or 1) <= 1:
+            continue
+        todo, seen = [node.output[0]], set()
+        while todo:
+            t = todo.pop()
+            for c in index.consumers.get(t, []):
+                if c.op_type == "GlobalAveragePool":
+                    found.add(node.name)
+                elif c.op_type not in ("Conv", "MatMul") and c.output[0] not in seen:
+                    seen.add(c.output[0])
+                    todo.append(c.output[0])
+    return found
+
+
+def test_demo_model_keeps_exactly_its_squeeze_excite_depthwise_convs_float():
+    import onnx
+
+    from trtwidgets import demo
+    from trtwidgets.core.onnx_graph import attribute
+
+    model = onnx.load(str(demo.MODEL_PATH))
+    grouped = {n.name for n in model.graph.node if n.op_type == "Conv" and (attribute(n, "group", 1) or 1) > 1}
+    se = _demo_se_depthwise(model)
+    assert len(se) == 9 and len(grouped) == 11
+    plan = plan_qdq(model)
+    skips = _grouped_skips(plan)
+    assert set(skips) == se
+    assert all("GlobalAveragePool" in r and "Mul" in r for r in skips.values())
+    # The other depthwise convs (Relu -> pointwise conv) stay quantized.
+    assert grouped - se <= {e.node_label for e in plan.edges}
+    # The plan is the one measured on the GPU (engine cosine 0.993): the float plan with these
+    # convs excluded by name.
+    by_name = plan_qdq(model, exclude=sorted(se), keep_float_output_grouped_convs=False)
+    assert [(e.tensor, e.node, e.input_index) for e in plan.edges] == \
+        [(e.tensor, e.node, e.input_index) for e in by_name.edges]
+    assert plan.weights == by_name.weights
+    off = plan_qdq(model, keep_float_output_grouped_convs=False)
+    assert se <= {e.node_label for e in off.edges} and not _grouped_skips(off)

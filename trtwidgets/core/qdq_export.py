@@ -303,7 +303,7 @@ class _Names:
 def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
               exclude_op_types: Iterable[str] = (), precision: str = "int8",
               weights_per_channel: Optional[bool] = None, opset: Optional[int] = None,
-              skip_matrix_vector: bool = True) -> QdqExport:
+              skip_matrix_vector: bool = True, keep_float_output_grouped_convs: bool = True) -> QdqExport:
     """Insert Q/DQ nodes into a copy of ``model``; return it with a report.
 
     Parameters
@@ -326,6 +326,10 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
         Target opset; default: the model's, raised to the minimum the precision needs.
     skip_matrix_vector : bool
         Keep matrix-vector layers in high precision (see :func:`~.qdq_placement.plan_qdq`).
+    keep_float_output_grouped_convs : bool
+        Keep grouped (depthwise) convolutions whose output is read in float in high
+        precision: TensorRT 8.6 cannot fuse them and computed wrong results on that
+        path (see :func:`~.qdq_placement.plan_qdq`).
 
     Returns
     -------
@@ -368,7 +372,8 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
 
     graph = proto.graph
     plan: QdqPlan = plan_qdq(proto, exclude=exclude, exclude_op_types=exclude_op_types,
-                             skip_matrix_vector=skip_matrix_vector)
+                             skip_matrix_vector=skip_matrix_vector,
+                             keep_float_output_grouped_convs=keep_float_output_grouped_convs)
     index = GraphIndex(graph)
     produced_at = {o: i for i, n in enumerate(graph.node) for o in n.output if o}
     names = _Names(graph)
@@ -517,11 +522,12 @@ def _rebuild(graph: onnx.GraphProto, prefix: List[onnx.NodeProto], after: Dict[i
 def export_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
                exclude_op_types: Iterable[str] = (), precision: str = "int8",
                weights_per_channel: Optional[bool] = None, opset: Optional[int] = None,
-               skip_matrix_vector: bool = True) -> onnx.ModelProto:
+               skip_matrix_vector: bool = True, keep_float_output_grouped_convs: bool = True) -> onnx.ModelProto:
     """The Q/DQ model only (see :func:`build_qdq` for parameters and the report)."""
     return build_qdq(model, amax, exclude=exclude, exclude_op_types=exclude_op_types, precision=precision,
                      weights_per_channel=weights_per_channel, opset=opset,
-                     skip_matrix_vector=skip_matrix_vector).model
+                     skip_matrix_vector=skip_matrix_vector,
+                     keep_float_output_grouped_convs=keep_float_output_grouped_convs).model
 
 
 def save_qdq_model(model: onnx.ModelProto, path: Union[str, os.PathLike]) -> Path:

@@ -38,7 +38,20 @@ and pytorch-quantization:
    accuracy (modelopt leaves GEMV MatMuls unquantized for the same reason).
    Shapes come from static ONNX shape inference; ``skip_matrix_vector=False``
    turns the rule off.
-6. **User exclusions** keep nodes in high precision: by node name, by output
+6. **Grouped convolutions whose output is read in float stay float.** A
+   ``Conv`` with ``group > 1`` (e.g. depthwise) is quantized only when the tensor
+   it finally writes (after BatchNormalization, activations, including a
+   decomposed HardSwish ``x * Clip(x + 3, 0, 6) / 6``, bias / scale ops, and a
+   residual add fused into it) is read through a QuantizeLinear by every
+   consumer. Otherwise (read by a GlobalAveragePool or the Mul of a
+   squeeze-excite block, a graph output, ...) TensorRT 8.6 cannot fuse the layer:
+   it dequantizes weights and input separately and runs the convolution in
+   FP16 with the weights as a tensor input, and on an H200 that path computed
+   wrong results (the demo cls engine reached cosine 0.75 against FP32 with the
+   nine squeeze-excite depthwise convolutions quantized, 0.993 with them float).
+   Depthwise convolutions are cheap, so little speed is lost.
+   ``keep_float_output_grouped_convs=False`` turns the rule off.
+7. **User exclusions** keep nodes in high precision: by node name, by output
    tensor name, by regular expression (``re.fullmatch``) over either, or by op
    type. An excluded weighted layer gets no Q/DQ on any input; an excluded Add or
    pool is left out of rules 2 and 3.
@@ -83,6 +96,9 @@ PROTECTED_OPS = {"LayerNormalization": "layernorm", "Softmax": "softmax", "LogSo
 _DATA_INPUTS = {"Conv": (0, 1), "ConvTranspose": (0, 1), "Gemm": (0, 1), "MatMul": (0, 1)}
 # Ops TensorRT fuses into a convolution's epilogue ahead of an elementwise add.
 _FUSIBLE_EPILOGUE = ("BatchNormalization", "Relu")
+# What TensorRT fuses into a convolution's output (rule 6). Kept to ops known to fuse: an op
+# missing here only makes rule 6 keep a grouped conv float, never quantize a broken one.
+_EPILOGUE_OPS = ("BatchNormalization", "Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish")
 _FLOAT_TYPES = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16,
                 onnx.TensorProto.DOUBLE)
 
@@ -585,8 +601,61 @@ def _matrix_vector(node: onnx.NodeProto, shapes: Mapping[str, Tuple[Optional[int
     return None
 
 
+def _gated_join(index: GraphIndex, tensor: str, cons: Sequence[onnx.NodeProto]) -> Optional[onnx.NodeProto]:
+    """The ``Mul(x, f(x))`` of a decomposed gated activation (HardSwish, Swish) reading ``tensor``, or None.
+
+    ``tensor`` must feed exactly the joining Mul and one chain of single-consumer
+    elementwise ops (``x + 3 -> Clip(0, 6)``, ``HardSigmoid``, ``Sigmoid``) that ends
+    in the same Mul: TensorRT fuses such a pattern into the convolution's epilogue.
+    """
+    if len(cons) != 2:
+        return None
+    for join, gate in ((cons[0], cons[1]), (cons[1], cons[0])):
+        if join.op_type != "Mul" or len(join.input) != 2 or tensor not in join.input:
+            continue
+        other = join.input[1] if join.input[0] == tensor else join.input[0]
+        if other == tensor or len(index.consumers.get(other, [])) != 1:
+            continue
+        node = gate
+        for _ in range(4):
+            if not _elementwise_epilogue(node, index):
+                break
+            if node.output[0] == other:
+                return join
+            node = _single_consumer(index, node.output[0], _EPILOGUE_OPS + ("Add", "Sub", "Mul", "Div"))
+            if node is None:
+                break
+    return None
+
+
+def _elementwise_epilogue(node: onnx.NodeProto, index: GraphIndex) -> bool:
+    """An activation, or an elementwise op with one non-constant input (bias, scale)."""
+    if node.op_type in _EPILOGUE_OPS:
+        return len(_nonconst_inputs(node, index)) == 1
+    return node.op_type in ("Add", "Sub", "Mul", "Div") and len(_nonconst_inputs(node, index)) == 1
+
+
+def _epilogue_end(index: GraphIndex, tensor: str, fused_adds: Set[tuple]) -> str:
+    """Follow a convolution's output through what TensorRT fuses into it; the tensor it finally writes.
+
+    Fused: BatchNormalization, activations (also a decomposed HardSwish / Swish),
+    constant bias / scale ops, and the residual adds in ``fused_adds`` (node keys).
+    """
+    t = tensor
+    for _ in range(12):
+        cons = index.consumers.get(t, [])
+        if len(cons) == 1 and (_elementwise_epilogue(cons[0], index) or _key(cons[0]) in fused_adds):
+            t = cons[0].output[0]
+            continue
+        join = _gated_join(index, t, cons)
+        if join is None:
+            return t
+        t = join.output[0]
+    return t
+
+
 def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[str] = (),
-             skip_matrix_vector: bool = True) -> QdqPlan:
+             skip_matrix_vector: bool = True, keep_float_output_grouped_convs: bool = True) -> QdqPlan:
     """Decide where Q/DQ go (see the module docstring for the rules).
 
     Parameters
@@ -601,6 +670,10 @@ def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[s
         input, a MatMul/Gemm with an output dimension of 1, as far as static shape
         inference tells) in high precision: they are memory bound, INT8 gives no
         speed-up, and they cost accuracy (modelopt excludes GEMV MatMuls alike).
+    keep_float_output_grouped_convs : bool
+        Leave a grouped (e.g. depthwise) Conv in high precision when its output,
+        after what TensorRT fuses into it, is read in float (rule 6): TensorRT 8.6
+        cannot fuse such a layer and computed wrong results on that path.
 
     Returns
     -------
@@ -615,9 +688,55 @@ def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[s
     protected_nodes = {i for p in patterns for i in p.nodes}
     internal = {t: p.kind for p in patterns for t in p.internal_tensors}
 
+    # Rule 6 needs the finished placement (which reads get a Q), and leaving a conv float
+    # removes the Q on its input, which can leave another grouped conv's output read in
+    # float: place, find such convs, and place again until none is added (the set only grows).
+    keep_float: Dict[int, str] = {}
+    while True:
+        edges, weights, skipped, fused_adds, float_readers = _place(
+            graph, index, pos, excluded, internal, protected_nodes, shapes, skip_matrix_vector, keep_float)
+        if not keep_float_output_grouped_convs:
+            break
+        quantized = {e.node for e in edges if e.rule == "weighted-op input"}
+        found = {}
+        for i in sorted(quantized - set(keep_float)):
+            node = graph.node[i]
+            if node.op_type != "Conv" or (attribute(node, "group", 1) or 1) <= 1:
+                continue
+            readers = float_readers(_epilogue_end(index, node.output[0], fused_adds.get(i, set())))
+            if readers:
+                found[i] = _grouped_reason(readers)
+        if not found:
+            break
+        keep_float.update(found)
+
+    edges.sort(key=lambda e: (e.node, e.input_index))
+    return QdqPlan(edges=tuple(edges), weights=tuple(weights), skipped=tuple(skipped), patterns=patterns,
+                   excluded=tuple(node_label(graph.node[i]) for i in sorted(excluded)), warnings=warnings)
+
+
+def _grouped_reason(readers: Sequence[str]) -> str:
+    shown = ", ".join(dict.fromkeys(readers))
+    return ("kept in high precision: a grouped (e.g. depthwise) convolution whose output is read in float "
+            f"(by {shown}), not through a QuantizeLinear. TensorRT 8.6 cannot fuse such a layer: it dequantizes "
+            "the weights and the input separately and runs the convolution in FP16, and on an H200 that path "
+            "gave wrong results (demo cls engine cosine 0.75 vs FP32; 0.993 with these convolutions left float). "
+            "keep_float_output_grouped_convs=False quantizes it anyway")
+
+
+def _place(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], excluded: Dict[int, str],
+           internal: Dict[str, str], protected_nodes: Set[int], shapes: Mapping[str, Tuple[Optional[int], ...]],
+           skip_matrix_vector: bool, keep_float: Mapping[int, str]):
+    """Rules 1-3 once, with the nodes in ``keep_float`` left in high precision.
+
+    Returns the edges, weight sites, skips, the residual adds fused into each
+    convolution (conv index -> node keys) and a function giving the float
+    readers of a tensor (empty when every read is quantized).
+    """
     edges: List[QuantEdge] = []
     weights: List[WeightSite] = []
     skipped: List[Skip] = []
+    fused_adds: Dict[int, Set[tuple]] = {}
 
     def edge(i: int, k: int, rule: str) -> bool:
         node = graph.node[i]
@@ -639,6 +758,9 @@ def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[s
         gemv = _matrix_vector(node, shapes) if skip_matrix_vector else None
         if gemv:
             skipped.append(Skip(label, node.op_type, f"kept in high precision: {gemv}"))
+            continue
+        if i in keep_float:
+            skipped.append(Skip(label, node.op_type, keep_float[i]))
             continue
         data = [k for k in _DATA_INPUTS[node.op_type] if k < len(node.input) and node.input[k]]
         consts = [k for k in data if index.is_constant(node.input[k])]
@@ -689,17 +811,20 @@ def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[s
         if not any(e.node == pos[_key(convs[fused])] for e in edges):
             skipped.append(Skip(label, "Add", f"the fused convolution {node_label(convs[fused])} is not quantized"))
             continue
-        edge(i, skip, f"residual add: skip input (fuses into {node_label(convs[fused])})")
+        if edge(i, skip, f"residual add: skip input (fuses into {node_label(convs[fused])})"):
+            fused_adds.setdefault(pos[_key(convs[fused])], set()).add(_key(node))
 
     # Rule 3: pooling, from the outputs backwards so that pool -> pool -> MatMul chains resolve.
     quantized_reads = {(e.node, e.input_index) for e in edges}
 
-    def all_reads_quantized(tensor: str, depth: int = 0) -> bool:
+    def float_readers(tensor: str, depth: int = 0) -> List[str]:
+        """Who reads ``tensor`` in float (empty: every read goes through a Q)."""
+        if any(o.name == tensor for o in graph.output):
+            return ["the graph output"]
         cons = index.consumers.get(tensor, [])
-        if not cons or depth > 6 or any(o.name == tensor for o in graph.output):
-            return False
-        if all(c.op_type in ("Shape", "Size") for c in cons):
-            return False
+        if not cons or depth > 6 or all(c.op_type in ("Shape", "Size") for c in cons):
+            return ["no quantized reader"]
+        found: List[str] = []
         for c in cons:
             if c.op_type in ("Shape", "Size"):
                 continue  # reads only the shape, not the values
@@ -708,10 +833,10 @@ def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[s
             if all((ci, k) in quantized_reads for k in ks):
                 continue
             if c.op_type in COPY_OPS and ks == [0] and ci not in excluded:
-                if all_reads_quantized(c.output[0], depth + 1):
-                    continue
-            return False
-        return True
+                found.extend(float_readers(c.output[0], depth + 1))
+                continue
+            found.append(node_label(c))
+        return found
 
     for i in range(len(graph.node) - 1, -1, -1):
         node = graph.node[i]
@@ -720,13 +845,11 @@ def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[s
         if i in excluded:
             skipped.append(Skip(node_label(node), node.op_type, excluded[i]))
             continue
-        if all_reads_quantized(node.output[0]):
+        if not float_readers(node.output[0]):
             if edge(i, 0, "pooling input (the pool runs in INT8 between quantized tensors)"):
                 quantized_reads.add((i, 0))
         else:
             skipped.append(Skip(node_label(node), node.op_type,
                                 "its output is not read quantized, so INT8 pooling would not pay off"))
 
-    edges.sort(key=lambda e: (e.node, e.input_index))
-    return QdqPlan(edges=tuple(edges), weights=tuple(weights), skipped=tuple(skipped), patterns=patterns,
-                   excluded=tuple(node_label(graph.node[i]) for i in sorted(excluded)), warnings=warnings)
+    return edges, weights, skipped, fused_adds, float_readers
