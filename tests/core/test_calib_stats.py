@@ -168,3 +168,70 @@ def test_large_tensors_are_counted_in_chunks_with_the_same_result(monkeypatch):
     chunked.update(x)
     np.testing.assert_array_equal(whole.to_stats().hist, chunked.to_stats().hist)
     assert chunked.to_stats().hist.sum() == x.size
+
+
+def _tensorrt_histogram(batches, bins=2048):
+    """TensorRT 8.6's entropy histogram, written from its documented behaviour, on raw values.
+
+    The range is the first batch's max |x|; a later batch larger than the range doubles it and
+    merges neighbouring bins; a value equal to the range's end is counted in the last bin.
+    """
+    rng_end, hist = 0.0, np.zeros(bins, np.int64)
+    for b in batches:
+        a = np.abs(np.asarray(b, np.float64).ravel())
+        if rng_end == 0:
+            rng_end = float(a.max())
+        while a.max() > rng_end:
+            hist = np.concatenate([hist.reshape(bins // 2, 2).sum(1), np.zeros(bins // 2, np.int64)])
+            rng_end *= 2
+        hist += np.histogram(np.minimum(a, rng_end), bins=bins, range=(0, rng_end))[0]
+    return hist, rng_end
+
+
+def test_tensorrt_grid_histogram_is_kept_exactly():
+    rng = np.random.default_rng(4)
+    # A discrete input (8-bit image values) and a widening range, like the demo model's x.
+    batches = [(rng.integers(0, 256, 3000) / 127.5 - 1.0).astype(np.float32) * s for s in (0.9, 1.0, 0.5, 2.5)]
+    acc = HistogramAccumulator("t", 8192)
+    for b in batches:
+        acc.update(b)
+    t = acc.to_stats()
+    want, end = _tensorrt_histogram(batches)
+    assert t.trt_range == pytest.approx(end) and t.trt_range == pytest.approx(0.9 * 4)
+    # np.histogram computes bin indices in float64, the accumulator in float32: allow a value on an edge to move.
+    assert t.trt_hist.sum() == want.sum() == 12000
+    assert np.abs(t.trt_hist - want).sum() <= 4, np.nonzero(t.trt_hist != want)
+
+
+def test_tensorrt_grid_histogram_survives_save_load_and_merge(tmp_path):
+    rng = np.random.default_rng(5)
+    acc_a, acc_b = HistogramAccumulator("t"), HistogramAccumulator("t")
+    acc_a.update(rng.normal(0, 1, 4000).astype(np.float32))
+    acc_b.update(rng.normal(0, 9, 4000).astype(np.float32))
+    a, b = acc_a.to_stats(), acc_b.to_stats()
+    stats = ActivationStats(tensors={"t": a}, samples=1, model_sha256="x")
+    back = load_stats(save_stats(stats, tmp_path / "s.npz")).tensors["t"]
+    np.testing.assert_array_equal(back.trt_hist, a.trt_hist)
+    assert back.trt_range == a.trt_range
+    merged = a.merge(b)
+    # a's grid, doubled as TensorRT would have for b's values after a's; every value still counted.
+    assert merged.trt_range == a.trt_range * 2 ** int(np.ceil(np.log2(b.absmax / a.trt_range)))
+    assert merged.trt_hist.sum() == 8000 and merged.trt_range >= b.absmax
+
+
+def test_statistics_without_the_tensorrt_grid_still_load(tmp_path):
+    acc = HistogramAccumulator("t")
+    acc.update(np.linspace(-1, 1, 100, dtype=np.float32))
+    t = acc.to_stats()
+    import dataclasses
+
+    old = dataclasses.replace(t, trt_hist=None, trt_range=float("nan"))
+    back = load_stats(save_stats(ActivationStats(tensors={"t": old}, samples=1, model_sha256="x"),
+                                 tmp_path / "old.npz")).tensors["t"]
+    assert back.trt_hist is None
+    from trtwidgets.core.ranges import compute_amax
+
+    # Without TensorRT's grid, entropy falls back to re-binning the fine histogram.
+    assert 0 < compute_amax(back, "entropy") <= 1.0 + 1e-6
+    resumed = HistogramAccumulator.from_stats(back)
+    assert resumed.trt_range == pytest.approx(1.0) and resumed.trt_hist.sum() == 100

@@ -194,14 +194,20 @@ def entropy_amax(t: TensorStats, num_bins: int = ENTROPY_BINS, start_bin: int = 
     Parameters
     ----------
     trt_range : bool
-        Lay the 2048 bins over TensorRT's range (see :func:`trt_histogram_range`) rather than
-        ``[0, absmax]``.
+        Use TensorRT's histogram (``t.trt_hist``, collected on TensorRT's grid) or, for statistics
+        without it, lay the 2048 bins over TensorRT's range (see :func:`trt_histogram_range`);
+        False: 2048 bins over ``[0, absmax]``.
     replace_zero_bin : bool
         Replace the count of bin 0 by bin 1's before the search (pytorch-quantization does).
     """
     absmax = t.absmax
     if absmax == 0 or t.count == 0:
         return 0.0
+    if trt_range and t.trt_hist is not None and len(t.trt_hist) == num_bins and t.trt_range > 0:
+        # TensorRT's own histogram, collected on its grid. TensorRT 8.6 reports the middle of the
+        # last bin kept ((i + 0.5) bin widths): its EntropyCalibration2 caches are exactly that.
+        i = entropy_bin(t.trt_hist, 128, start_bin, replace_zero_bin)
+        return float(t.trt_range * (i + 0.5) / num_bins)
     upper = trt_histogram_range(t) if trt_range else absmax
     hist = resample(t, num_bins, upper)
     i = entropy_bin(hist, 128, start_bin, replace_zero_bin)

@@ -8,6 +8,13 @@ minimum and maximum, and a histogram of ``|x|`` over ``[0, hist_max)``.
 that two histograms over different ranges line up bin for bin after merging
 pairs of bins: merging statistics of two halves of the data gives the same
 histogram as one pass over all of it.  See :mod:`trtwidgets.core.histogram`.
+
+Beside it, each tensor keeps TensorRT's own entropy histogram (``trt_hist``):
+2048 bins over ``[0, trt_range]``, where ``trt_range`` starts at the first
+batch's ``max |x|`` and doubles (bins merged in pairs) when a later batch
+exceeds it, as TensorRT 8.6's entropy calibrators do.  Its grid depends on the
+order of the data, so it is exact for one stream in order and re-binned (to bin
+precision) when collections are merged.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Mapping, Tuple, Union
+from typing import Dict, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
@@ -25,7 +32,9 @@ from .errors import StatsError
 
 #: Format tag written into statistics files.
 STATS_FORMAT = "trtwidgets-activation-stats"
-STATS_VERSION = 1
+STATS_VERSION = 2
+#: Bins of TensorRT's entropy-calibration histogram.
+TRT_BINS = 2048
 
 
 def rebin_to(hist: np.ndarray, hist_max: float, new_max: float) -> np.ndarray:
@@ -82,6 +91,12 @@ class TensorStats:
         ``max |x|`` of the first batch (``nan`` if unknown).  TensorRT's entropy calibrators start
         their histogram at this range and double it when a later batch exceeds it, so their
         ranges depend on it; :func:`~trtwidgets.core.ranges.compute_amax` uses it to match them.
+    trt_hist : numpy.ndarray or None
+        TensorRT's own entropy histogram of ``|x|``: int64 counts in 2048 bins over
+        ``[0, trt_range]`` (values at or above the range's end are in the last bin); None
+        for statistics written before it was collected.
+    trt_range : float
+        Upper edge of ``trt_hist``: ``first_absmax`` doubled until it held every value.
     """
 
     name: str
@@ -93,6 +108,8 @@ class TensorStats:
     hist: np.ndarray = field(repr=False, compare=False)
     hist_max: float = 0.0
     first_absmax: float = float("nan")
+    trt_hist: Optional[np.ndarray] = field(default=None, repr=False, compare=False)
+    trt_range: float = float("nan")
 
     @property
     def absmax(self) -> float:
@@ -126,6 +143,7 @@ class TensorStats:
         new_max = max(self.hist_max, other.hist_max)
         hist = rebin_to(self.hist, self.hist_max, new_max).astype(np.int64) + \
             rebin_to(other.hist, other.hist_max, new_max).astype(np.int64)
+        trt_hist, trt_range = merge_trt_hist(self, other)
         mins = [v for v, c in ((self.min, self.count), (other.min, other.count)) if c]
         maxs = [v for v, c in ((self.max, self.count), (other.max, other.count)) if c]
         return TensorStats(
@@ -133,13 +151,53 @@ class TensorStats:
             nan_count=self.nan_count + other.nan_count, inf_count=self.inf_count + other.inf_count,
             min=float(min(mins)) if mins else float("nan"), max=float(max(maxs)) if maxs else float("nan"),
             hist=hist, hist_max=float(new_max),
-            first_absmax=self.first_absmax if self.count else other.first_absmax)
+            first_absmax=self.first_absmax if self.count else other.first_absmax,
+            trt_hist=trt_hist, trt_range=float(trt_range))
 
     def to_dict(self) -> dict:
         """JSON-friendly summary (without the histogram)."""
         return {"name": self.name, "count": self.count, "nan_count": self.nan_count, "inf_count": self.inf_count,
                 "min": self.min, "max": self.max, "absmax": self.absmax, "bins": self.bins, "hist_max": self.hist_max,
-                "first_absmax": self.first_absmax}
+                "first_absmax": self.first_absmax, "trt_range": self.trt_range}
+
+
+def trt_grid_range(first_range: float, absmax: float) -> float:
+    """TensorRT's histogram range after seeing ``absmax``: ``first_range`` doubled until it holds it."""
+    r = float(first_range)
+    if not (r > 0):
+        return float(absmax)
+    while absmax > r:
+        r *= 2.0
+    return r
+
+
+def _rebin_linear(hist: np.ndarray, upper: float, new_upper: float, bins: int) -> np.ndarray:
+    """Counts of a ``[0, upper]`` histogram re-binned onto ``bins`` bins over ``[0, new_upper]``.
+
+    Values are taken as spread evenly within their bin; rounding keeps integer counts and the total.
+    """
+    hist = np.asarray(hist, dtype=np.float64)
+    if upper <= 0 or new_upper <= 0:
+        out = np.zeros(bins, np.int64)
+        out[0] = int(round(hist.sum()))
+        return out
+    cum = np.concatenate(([0.0], np.cumsum(hist)))
+    pos = np.clip(np.linspace(0.0, new_upper, bins + 1) / (upper / len(hist)), 0, len(hist))
+    k = np.minimum(np.floor(pos).astype(np.int64), len(hist) - 1)
+    cdf = cum[k] + (pos - k) * hist[k]
+    cdf[-1] = cum[-1]
+    return np.diff(np.round(cdf)).astype(np.int64)
+
+
+def merge_trt_hist(a: "TensorStats", b: "TensorStats"):
+    """TensorRT's histogram of ``a``'s data followed by ``b``'s: ``a``'s grid, widened as TensorRT would."""
+    if a.trt_hist is None or not a.count:
+        return (b.trt_hist, b.trt_range)
+    if b.trt_hist is None or not b.count:
+        return (a.trt_hist, a.trt_range)
+    new_range = trt_grid_range(a.trt_range, max(a.absmax, b.absmax))
+    return (_rebin_linear(a.trt_hist, a.trt_range, new_range, len(a.trt_hist))
+            + _rebin_linear(b.trt_hist, b.trt_range, new_range, len(a.trt_hist)), new_range)
 
 
 def _merge_shapes(a: Mapping[str, tuple], b: Mapping[str, tuple]) -> Dict[str, tuple]:
@@ -253,7 +311,8 @@ def save_stats(stats: ActivationStats, path: Union[str, os.PathLike]) -> Path:
         "input_shapes": {k: [int(d) for d in v] for k, v in stats.input_shapes.items()},
         "tensors": [{"name": n, "count": int(t.count), "nan_count": int(t.nan_count), "inf_count": int(t.inf_count),
                      "min": float(t.min), "max": float(t.max), "hist_max": float(t.hist_max),
-                     "first_absmax": float(t.first_absmax)}
+                     "first_absmax": float(t.first_absmax), "trt_range": float(t.trt_range),
+                     "trt_hist": t.trt_hist is not None}
                     for n, t in ((n, stats.tensors[n]) for n in names)],
     }
     bins = {stats.tensors[n].bins for n in names}
@@ -263,6 +322,9 @@ def save_stats(stats: ActivationStats, path: Union[str, os.PathLike]) -> Path:
         arrays = {"hists": hists}
     else:
         arrays = {f"hist_{i}": np.asarray(stats.tensors[n].hist, dtype=np.int64) for i, n in enumerate(names)}
+    with_trt = [n for n in names if stats.tensors[n].trt_hist is not None]
+    if with_trt:
+        arrays["trt_hists"] = np.stack([np.asarray(stats.tensors[n].trt_hist, dtype=np.int64) for n in with_trt])
     arrays["meta"] = np.frombuffer(json.dumps(meta, allow_nan=True).encode("utf-8"), dtype=np.uint8)
     _atomic_write(path, lambda f: np.savez_compressed(f, **arrays))
     return path
@@ -291,17 +353,20 @@ def load_stats(path: Union[str, os.PathLike]) -> ActivationStats:
                 hist_list = [hists[i] for i in range(len(entries))]
             else:
                 hist_list = [f[f"hist_{i}"] for i in range(len(entries))]
+            trt_rows = iter(f["trt_hists"]) if "trt_hists" in f.files else iter(())
+            trt_list = [np.asarray(next(trt_rows), dtype=np.int64) if e.get("trt_hist") else None for e in entries]
     except StatsError:
         raise
     except Exception as exc:  # noqa: BLE001 - zip, json and key errors all mean "not ours"
         raise StatsError(f"{path} is not a trtwidgets statistics file.", f"{type(exc).__name__}: {exc}",
                          "Collect the statistics again and save them with save_stats().") from None
     tensors = {}
-    for e, h in zip(entries, hist_list):
+    for e, h, th in zip(entries, hist_list, trt_list):
         tensors[e["name"]] = TensorStats(name=e["name"], count=int(e["count"]), nan_count=int(e["nan_count"]),
                                          inf_count=int(e["inf_count"]), min=float(e["min"]), max=float(e["max"]),
                                          hist=np.asarray(h, dtype=np.int64), hist_max=float(e["hist_max"]),
-                                         first_absmax=float(e.get("first_absmax", float("nan"))))
+                                         first_absmax=float(e.get("first_absmax", float("nan"))),
+                                         trt_hist=th, trt_range=float(e.get("trt_range", float("nan"))))
     return ActivationStats(tensors=tensors, samples=int(meta["samples"]), model_sha256=str(meta["model_sha256"]),
                            input_shapes={k: tuple(v) for k, v in meta.get("input_shapes", {}).items()},
                            interrupted=bool(meta.get("interrupted", False)), batches=int(meta.get("batches", 0)))
@@ -313,4 +378,5 @@ def empty_tensor_stats(name: str, bins: int) -> TensorStats:
                        hist=np.zeros(bins, np.int64), hist_max=0.0)
 
 
-__all__ = ["TensorStats", "ActivationStats", "save_stats", "load_stats", "rebin_to", "empty_tensor_stats"]
+__all__ = ["TensorStats", "ActivationStats", "save_stats", "load_stats", "rebin_to", "empty_tensor_stats",
+           "trt_grid_range", "merge_trt_hist", "TRT_BINS"]
