@@ -34,12 +34,14 @@ def test_export_with_report_and_validation(capsys, tmp_path, stats_path):
     assert code == (0 if "PASSED" in text else 1), err
     assert "PASSED" in text or "FAILED" in text
     assert out.is_file()
-    assert "quantized layers    36" in text and "opset 11 -> 13" in text
+    # 53 Conv + MatMul, less 18 squeeze-excite 1x1 convs (matrix-vector) and the 9 depthwise convs
+    # whose output the squeeze-excite pool and Mul read in float (TensorRT 8.6 cannot fuse those).
+    assert "quantized layers    27" in text and "opset 11 -> 13" in text
     assert "Validation on 32 held-back samples" in text and "cosine" in text
     assert "QDQ_REQUIRES_INT8" in text  # lint without the INT8 flag, TensorRT 8.6
     model = onnx.load(str(out))
     ops = [n.op_type for n in model.graph.node]
-    assert ops.count("DequantizeLinear") == ops.count("QuantizeLinear") + 36  # + one per quantized weight
+    assert ops.count("DequantizeLinear") == ops.count("QuantizeLinear") + 27  # + one per quantized weight
 
 
 def test_exclusions_fp8_and_json(capsys, tmp_path, stats_path):
@@ -51,9 +53,24 @@ def test_exclusions_fp8_and_json(capsys, tmp_path, stats_path):
     report = json.loads(text)["report"]
     assert report["precision"] == "fp8" and report["opset_to"] == 19
     assert set(report["excluded"]) == {"Conv@0", "Conv@1", "Conv@2", "Conv@3", "Conv@4", "MatMul@0"}
-    # Conv@3 and Conv@4 are squeeze-excite convs (already float): 36 - 3 convs - the MatMul.
-    assert len(report["quantized_layers"]) == 36 - 4
+    # Conv@3 and Conv@4 are squeeze-excite convs and Conv@2 an SE depthwise conv (float anyway):
+    # 27 - Conv@0 - Conv@1 - the MatMul.
+    assert len(report["quantized_layers"]) == 27 - 3
     assert any(s["node"] == "MatMul@0" and "op type MatMul" in s["reason"] for s in report["skipped"])
+
+
+def test_grouped_convs_read_in_float_can_be_quantized_on_request(capsys, tmp_path, stats_path):
+    args = ["export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--method", "percentile", "--json"]
+    code, text, err = run_cli(capsys, *args, "--out", tmp_path / "default.onnx")
+    assert code == 0, err
+    default = json.loads(text)["report"]
+    kept = {s["node"] for s in default["skipped"] if "TensorRT 8.6 cannot fuse" in s["reason"]}
+    assert len(kept) == 9 and not kept & set(default["quantized_layers"])
+    code, text, err = run_cli(capsys, *args, "--quantize-float-output-grouped-convs", "--out", tmp_path / "all.onnx")
+    assert code == 0, err
+    forced = json.loads(text)["report"]
+    assert set(forced["quantized_layers"]) == set(default["quantized_layers"]) | kept
+    assert not any("TensorRT 8.6 cannot fuse" in s["reason"] for s in forced["skipped"])
 
 
 def test_ranges_from_a_calibration_cache(capsys, tmp_path, stats_path):

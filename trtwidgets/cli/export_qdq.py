@@ -31,6 +31,11 @@ def add_arguments(parser):
     parser.add_argument("--fp8", action="store_true", help="FP8 E4M3 Q/DQ (opset 19, TensorRT 10+, Hopper/Ada)")
     parser.add_argument("--per-tensor-weights", action="store_true", help="one scale per weight tensor "
                         "instead of per output channel (FP8 always uses per-tensor scales)")
+    parser.add_argument("--quantize-float-output-grouped-convs", action="store_false",
+                        dest="keep_float_output_grouped_convs",
+                        help="also quantize grouped (depthwise) convolutions whose output is read in float (e.g. by "
+                        "a squeeze-excite pool): by default they stay float, because TensorRT 8.6 cannot fuse them "
+                        "and computed wrong results on that path")
     parser.add_argument("--out", required=True, help="where to write the Q/DQ model (atomically)")
     parser.add_argument("--data", help="held-back data to validate on: 'demo' (fresh scikit-image crops) or a "
                         "folder of .npy/.npz/images")
@@ -71,7 +76,8 @@ def run(args) -> int:
     amax = _amax(args)
     result = build_qdq(loaded, amax, exclude=args.exclude, exclude_op_types=args.exclude_op_types,
                        precision="fp8" if args.fp8 else "int8",
-                       weights_per_channel=False if args.per_tensor_weights else None)
+                       weights_per_channel=False if args.per_tensor_weights else None,
+                       keep_float_output_grouped_convs=args.keep_float_output_grouped_convs)
     path = save_qdq_model(result.model, args.out)
     validation = None
     if args.data:
