@@ -51,15 +51,19 @@ def test_demo_export_structure(demo_stats, demo_proto):
     result = build_qdq(demo_proto, amax_from_stats(demo_stats, "mse"))
     rep = result.report
     assert (rep.opset_from, rep.opset_to) == (11, 13)
-    # 53 Conv + the classifier MatMul, less the 18 squeeze-excite convs (matrix-vector products).
-    assert len(rep.quantized_layers) == 54 - 18
+    # 53 Conv + the classifier MatMul, less the 18 squeeze-excite convs (matrix-vector products)
+    # and the 9 depthwise convs whose output the squeeze-excite pool and Mul read in float.
+    depthwise_kept = [s.node_label for s in rep.skipped if "grouped" in s.reason]
+    assert len(depthwise_kept) == 9
+    assert len(rep.quantized_layers) == 54 - 18 - 9
     assert all(w.axis == (0 if w.op_type == "Conv" else 1) for w in rep.weights)
     convs = [n for n in result.model.graph.node if n.op_type == "Conv"]
     assert all(any(a.name == "kernel_shape" for a in n.attribute) for n in convs)
-    # The weights lived in Constant nodes; only the squeeze-excite convs' stay float.
+    # The weights lived in Constant nodes; only those of the convs left float stay float.
     float_kernels = [n.output[0] for n in result.model.graph.node if n.op_type == "Constant"
                      and n.attribute[0].t.data_type == onnx.TensorProto.FLOAT and len(n.attribute[0].t.dims) == 4]
-    assert len(float_kernels) == 18 and all("_se_" in k for k in float_kernels)
+    assert len(float_kernels) == 18 + 9
+    assert sum("_se_" in k for k in float_kernels) == 18 and sum("_depthwise_" in k for k in float_kernels) == 9
     assert [p.kind for p in rep.patterns] == ["softmax"]
     assert sum(1 for a in rep.activations if any(r.startswith("residual") for r in a.rules)) == 7
 
@@ -125,11 +129,16 @@ def test_excluding_depthwise_convs_recovers_accuracy(demo_stats, demo_proto, hel
     amax = amax_from_stats(demo_stats, "max")
     depthwise = [n.name for n in demo_proto.graph.node if n.op_type == "Conv"
                  and any(a.name == "group" and a.i > 1 for a in n.attribute)]
-    full = validate_qdq(demo_proto, build_qdq(demo_proto, amax).model, held_back, run_lint=False)
+    full = validate_qdq(demo_proto, build_qdq(demo_proto, amax, keep_float_output_grouped_convs=False).model,
+                        held_back, run_lint=False)
     kept = build_qdq(demo_proto, amax, exclude=depthwise)
     assert len(kept.report.quantized_layers) == 54 - 18 - len(depthwise)
     part = validate_qdq(demo_proto, kept.model, held_back, run_lint=False)
     assert part.cosine > full.cosine and part.cosine >= 0.99
+    # The default keeps the 9 squeeze-excite depthwise convs float (for TensorRT 8.6's sake, which
+    # computes them wrongly); in ONNX Runtime that is more accurate too (max ranges: cosine 0.986 -> 0.989).
+    default = validate_qdq(demo_proto, build_qdq(demo_proto, amax).model, held_back, run_lint=False)
+    assert default.cosine > full.cosine
 
 
 @pytest.mark.parametrize("trt_version, requires_int8", [("8.6", True), ("10.8", True), ("11.0", False)])
