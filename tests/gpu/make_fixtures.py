@@ -65,22 +65,25 @@ def _recipe(work: Path, model_path: Path, dynamic: bool, **kw) -> Recipe:
 
 
 def _qdq_model(art: Path, work: Path) -> Path:
-    """The demo model with Q/DQ from the Entropy2 cache of the implicit INT8 build, else a tiny Q/DQ conv."""
+    """The demo model with Q/DQ from TensorRT's Entropy2 cache of the implicit INT8 build.
+
+    The cache comes from this run's ``cls_static_int8_entropy2`` build, else from the committed
+    fixture of an earlier run (a fresh GPU machine keeps nothing between sessions).
+    """
     from trtwidgets.core.calib_cache import read_cache
     from trtwidgets.core.qdq_export import build_qdq, save_qdq_model
 
-    cache = art / "cls_static_int8_entropy2" / "calibration.cache"
-    if cache.is_file():
-        amax = read_cache(cache).amax
-        export = build_qdq(load_model(demo.MODEL_PATH), amax)
-        print(f"Q/DQ export from {cache}: {sum(n.op_type == 'QuantizeLinear' for n in export.model.graph.node)} "
-              "QuantizeLinear nodes")
-        return save_qdq_model(export.model, work / "cls_qdq_int8.onnx")
-    sys.path.insert(0, str(ROOT))
-    from tests.gpu import models
-
-    print("no Entropy2 cache yet: using the tiny Q/DQ conv model for the explicit-quantization fixture")
-    return models.save(models.qdq_conv(), work / "tiny_qdq_conv.onnx")
+    candidates = [art / "cls_static_int8_entropy2" / "calibration.cache",
+                  ROOT / "tests" / "fixtures" / "trt86" / "cls_static_int8_entropy2" / "calibration.cache"]
+    cache = next((c for c in candidates if c.is_file()), None)
+    if cache is None:
+        raise SystemExit("cls_static_qdq_int8 needs TensorRT's Entropy2 cache of the demo model: build "
+                         "cls_static_int8_entropy2 first (or commit its fixture)")
+    amax = read_cache(cache).amax
+    export = build_qdq(load_model(demo.MODEL_PATH), amax)
+    print(f"Q/DQ export from {cache}: {sum(n.op_type == 'QuantizeLinear' for n in export.model.graph.node)} "
+          f"QuantizeLinear nodes; kept float: {len(export.report.skipped)} node(s)")
+    return save_qdq_model(export.model, work / "cls_qdq_int8.onnx")
 
 
 BUILDS = {
