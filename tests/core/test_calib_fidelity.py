@@ -9,6 +9,8 @@ within 1 % for >= 99 %.  Run with ``-s`` to see the distribution of ratios.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -45,7 +47,9 @@ def _report(label, ratios, tol):
     r = np.array(list(ratios.values()))
     within = float(np.mean(np.abs(r - 1) <= tol))
     q = np.percentile(r, [0, 5, 25, 50, 75, 95, 100])
-    print(f"\n{label}: {len(r)} tensors both name; within {tol:.0%}: {within:.1%}; ratio toolkit/TensorRT "
+    exact = float(np.mean(np.abs(r - 1) <= 1e-3))
+    print(f"\n{label}: {len(r)} tensors both name; within {tol:.0%}: {within:.1%} (within 0.1%: {exact:.1%}); "
+          "ratio toolkit/TensorRT "
           f"min {q[0]:.3f} p5 {q[1]:.3f} p25 {q[2]:.3f} median {q[3]:.3f} p75 {q[4]:.3f} p95 {q[5]:.3f} max {q[6]:.3f}")
     worst = sorted(ratios.items(), key=lambda kv: -abs(kv[1] - 1))[:5]
     print("  furthest: " + ", ".join(f"{n} {v:.3f}" for n, v in worst))
@@ -75,7 +79,12 @@ def test_entropy_matches_tensorrt_entropy2(stats, fixtures_dir):
     ratios = _ratios(stats, cache, "entropy")
     assert len(ratios) >= 100
     # Variants, printed to show which choices TensorRT's results support.
-    for label, kw in (("[0, absmax] range", {"trt_range": False}), ("zero bin kept", {"replace_zero_bin": False})):
-        variant = {n: entropy_amax(stats.tensors[n], **kw) / cache.amax[n] for n in ratios}
+    without_grid = {n: dataclasses.replace(stats.tensors[n], trt_hist=None) for n in ratios}
+    for label, kw, tensors in (("[0, absmax] range", {"trt_range": False}, stats.tensors),
+                               ("zero bin kept", {"replace_zero_bin": False}, stats.tensors),
+                               ("fine histogram re-binned to TensorRT's range", {}, without_grid)):
+        variant = {n: entropy_amax(tensors[n], **kw) / cache.amax[n] for n in ratios}
         _report(f"entropy ({label}) vs EntropyCalibration2", variant, 0.05)
+    # TensorRT's own grid (2048 bins from the first batch's max, doubling) is what makes this hold:
+    # re-binning the fine histogram instead smears sparse and discrete tensors (82% within 5%).
     assert _report("entropy vs EntropyCalibration2", ratios, 0.05) >= 0.90
