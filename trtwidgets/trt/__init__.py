@@ -18,7 +18,8 @@ from ..core.errors import TensorRTUnavailable
 INSTALL_ADVICE = (
     'Install it with `pip install "trtwidgets[trt]"` (TensorRT wheels come from NVIDIA\'s index: add '
     "`--extra-index-url https://pypi.nvidia.com` if pip cannot find them), on a machine with an NVIDIA "
-    "GPU and driver. TensorRT 8.6 wheels exist for Python 3.6-3.10 only; TensorRT 10 and 11 for newer Pythons. "
+    "GPU and driver. TensorRT 8.6 needs an older Python (its 8.6.0 wheels cover 3.6-3.10); "
+    "TensorRT 10 and 11 have wheels for newer Pythons. "
     "TensorRT 11 has no calibrators and no precision flags: quantize by exporting a Q/DQ ONNX model from the "
     "toolkit's calibration instead. Everything except building and running engines works without TensorRT."
 )
