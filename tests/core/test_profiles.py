@@ -111,3 +111,27 @@ def test_default_profiles_demo_model(cls_model_path):
     assert profile_problems([p], summary) == []
     (p8,) = default_profiles(summary, {"x": (8, 3, 48, 192)})
     assert p8.shapes["x"] == ShapeRange((1, 3, 48, 192), (8, 3, 48, 192), (8, 3, 48, 192))
+
+
+def test_profile_shapes_are_read_only():
+    p = good_profile()
+    with pytest.raises(TypeError):
+        p.shapes["y"] = ShapeRange((1,), (1,), (1,))
+    with pytest.raises(TypeError):
+        del p.shapes["x"]
+    assert set(p.shapes) == {"x", "mask"}
+
+
+def test_profile_equality_hash_and_copies_survive_read_only_shapes():
+    import copy
+    import pickle
+
+    p = good_profile()
+    assert p == good_profile() and p != Profile({"x": good_profile().shapes["x"]})
+    assert hash(p) == hash(good_profile()), "equal profiles hash alike"
+    assert {p, good_profile()} == {p}
+    for twin in (copy.copy(p), copy.deepcopy(p), pickle.loads(pickle.dumps(p))):
+        assert twin == p
+        with pytest.raises(TypeError):
+            twin.shapes["y"] = ShapeRange((1,), (1,), (1,))
+    assert Profile(p.shapes) == p, "a profile accepts another profile's read-only shapes"

@@ -191,3 +191,65 @@ def test_calibration_data_must_match_calibration_profile_opt(demo):
     r = full_recipe(demo).replace(calibration_data=CalibrationDataSpec(kind="demo", opt_shapes={"x": [4, 3, 48, 192]}))
     problems = recipe_problems(r, demo.summary)
     assert any("prepared at 4x3x48x192" in p and "opt 1x3x48x192" in p for p in problems)
+
+
+def test_recipe_cannot_be_mutated_through_its_containers(demo):
+    r = full_recipe(demo)
+    before = r.to_json()
+    with pytest.raises(TypeError):
+        r.profiles[0].shapes["y"] = ShapeRange((1,), (1,), (1,))
+    with pytest.raises(TypeError):
+        r.calibrator.amax_overrides["x"] = 5.0
+    with pytest.raises(TypeError):
+        r.calibrator.amax_overrides["new"] = 5.0
+    assert r.to_json() == before
+
+
+def test_calibrator_spec_owns_a_copy_of_amax_overrides():
+    overrides = {"x": 1.0}
+    cal = CalibratorSpec(kind="toolkit", method="max", amax_overrides=overrides)
+    overrides["x"] = 9.0
+    assert cal.amax_overrides == {"x": 1.0}
+    assert CalibratorSpec(kind="toolkit", method="max", amax_overrides=cal.amax_overrides) == cal
+
+
+def test_recipe_equality_hash_and_copies(demo):
+    import copy
+    import pickle
+
+    r = Recipe.for_model(demo, flags=("int8",), calibrator=CalibratorSpec(kind="toolkit", method="max", amax_overrides={"x": 2.0}))
+    twin = Recipe.from_json(r.to_json())
+    assert twin == r and hash(twin) == hash(r)
+    assert r.replace(calibrator=CalibratorSpec(kind="toolkit", method="max", amax_overrides={"x": 3.0})) != r
+    for c in (copy.copy(r), copy.deepcopy(r), pickle.loads(pickle.dumps(r))):
+        assert c == r and c.to_json() == r.to_json()
+
+
+def test_calibration_data_spec_is_read_only_and_round_trips(demo):
+    import copy
+    import pickle
+
+    pre = {"input": "x", "resize": [48, 192], "layout": "NCHW", "mean": [0.5, 0.5, 0.5], "std": [0.5, 0.5, 0.5]}
+    adapt = {"x": "pad"}
+    spec = CalibrationDataSpec(kind="image_dir", path="/data", preprocessing=pre, adapt=adapt,
+                               opt_shapes={"x": [1, 3, 48, 192]})
+    pre["mean"][0] = 0.0
+    adapt["x"] = "resize"
+    assert spec.preprocessing["mean"][0] == 0.5 and spec.adapt["x"] == "pad", "the spec owns copies"
+    with pytest.raises(TypeError):
+        spec.adapt["x"] = "truncate"
+    with pytest.raises(TypeError):
+        spec.opt_shapes["x"] = [2, 3, 48, 192]
+    with pytest.raises(TypeError):
+        spec.preprocessing["scale"] = 1.0
+    with pytest.raises((TypeError, AttributeError)):
+        spec.preprocessing["mean"][0] = 1.0
+    with pytest.raises((TypeError, AttributeError)):
+        spec.opt_shapes["x"][0] = 2
+    assert spec.to_dict()["preprocessing"]["mean"] == [0.5, 0.5, 0.5]
+    assert CalibrationDataSpec.from_dict(json.loads(json.dumps(spec.to_dict()))) == spec
+    r = full_recipe(demo).replace(calibration_data=CalibrationDataSpec(kind="demo", adapt={"x": "pad"},
+                                                                     opt_shapes={"x": [1, 3, 48, 192]}))
+    assert hash(Recipe.from_json(r.to_json())) == hash(r)
+    for c in (copy.deepcopy(r), pickle.loads(pickle.dumps(r))):
+        assert c == r

@@ -18,6 +18,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Seque
 import numpy as np
 
 from .errors import CalibrationDataError
+from .frozen import deep_freeze, mapping_hash, readonly_mapping, thaw
 
 KINDS = ("demo", "npy_dir", "image_dir")
 ADAPT_MODES = ("pad", "truncate", "resize")
@@ -40,26 +41,35 @@ class CalibrationDataSpec:
         Samples per model run.
     max_samples : int, optional
         Stop after this many samples.
-    preprocessing : dict, optional
-        For images: ``input`` (name), ``resize`` ``[h, w]``, ``layout`` ``"NCHW"``/``"NHWC"``,
+    preprocessing : mapping, optional
+        Read-only (lists become tuples). For images: ``input`` (name), ``resize`` ``[h, w]``, ``layout`` ``"NCHW"``/``"NHWC"``,
         ``scale`` (default 1/255), ``mean``, ``std`` (per channel, after scaling), ``dtype``,
         ``color`` ``"RGB"``/``"BGR"``/``"L"``.
-    adapt : dict
-        Input name -> ``"pad"``, ``"truncate"`` or ``"resize"``: how samples whose shape differs
+    adapt : mapping
+        Read-only. Input name -> ``"pad"``, ``"truncate"`` or ``"resize"``: how samples whose shape differs
         from the opt shape are brought to it.
-    opt_shapes : dict
-        Input name -> the calibration profile's opt shape.
+    opt_shapes : mapping
+        Read-only. Input name -> the calibration profile's opt shape (a tuple).
     """
 
     kind: str = "demo"
     path: Optional[str] = None
     batch_size: int = 1
     max_samples: Optional[int] = None
-    preprocessing: Optional[dict] = None
-    adapt: Dict[str, str] = field(default_factory=dict)
-    opt_shapes: Dict[str, List[int]] = field(default_factory=dict)
+    preprocessing: Optional[Mapping[str, Any]] = None
+    adapt: Mapping[str, str] = field(default_factory=dict)
+    opt_shapes: Mapping[str, Tuple[int, ...]] = field(default_factory=dict)
 
     def __post_init__(self):
+        # Read-only copies: the spec is part of an immutable recipe, and must not share the caller's dicts.
+        for key in ("adapt", "opt_shapes") + (("preprocessing",) if self.preprocessing is not None else ()):
+            if not isinstance(getattr(self, key), Mapping):
+                raise CalibrationDataError(f"The calibration data's {key} must be a mapping, got {type(getattr(self, key)).__name__}.",
+                                           fix=f"Give {key} as a dict (input name -> value).")
+        object.__setattr__(self, "adapt", readonly_mapping(self.adapt))
+        object.__setattr__(self, "opt_shapes", readonly_mapping({k: tuple(int(d) for d in v) for k, v in self.opt_shapes.items()}))
+        if self.preprocessing is not None:
+            object.__setattr__(self, "preprocessing", deep_freeze(self.preprocessing))
         if self.kind not in KINDS:
             raise CalibrationDataError(f"Unknown calibration data kind {self.kind!r}.",
                                        f"Known kinds: {', '.join(KINDS)}.", "Use one of them.")
@@ -79,6 +89,16 @@ class CalibrationDataSpec:
                 "An image folder needs a declared preprocessing.",
                 "Images must be resized, scaled and normalised exactly as the model expects; guessing would give wrong ranges.",
                 "Give preprocessing={'input': 'x', 'resize': [48, 192], 'layout': 'NCHW', 'mean': [0.5]*3, 'std': [0.5]*3}.")
+
+    def __hash__(self) -> int:
+        return mapping_hash(self.kind, self.path, self.batch_size, self.max_samples, self.preprocessing, self.adapt,
+                            self.opt_shapes)
+
+    def __reduce__(self):
+        # mappingproxy cannot be pickled or deep-copied; rebuild from plain containers instead.
+        return (type(self), (self.kind, self.path, self.batch_size, self.max_samples,
+                             None if self.preprocessing is None else thaw(self.preprocessing),
+                             dict(self.adapt), dict(self.opt_shapes)))
 
     def to_dict(self) -> dict:
         """A JSON-serialisable mapping (inverse of :meth:`from_dict`)."""
@@ -107,7 +127,7 @@ class CalibrationDataSpec:
 
 
 def _jsonable(v):
-    if isinstance(v, dict):
+    if isinstance(v, Mapping):
         return {str(k): _jsonable(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
         return [_jsonable(x) for x in v]

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .errors import RecipeError
+from .frozen import mapping_hash, readonly_mapping
 
 Shape = Tuple[int, ...]
 
@@ -91,7 +92,7 @@ class Profile:
     own shape as min = opt = max.
     """
 
-    shapes: Dict[str, ShapeRange]
+    shapes: Mapping[str, ShapeRange]
 
     def __post_init__(self):
         shapes = {}
@@ -102,8 +103,16 @@ class Profile:
                 raise RecipeError(f"The profile entry for input {name!r} is a {type(rng).__name__}, not a shape range.",
                                   fix="Give a ShapeRange(min, opt, max).")
             shapes[str(name)] = rng
-        # Own a copy so that the caller's dict cannot change a frozen profile.
-        object.__setattr__(self, "shapes", shapes)
+        # A read-only view of a private copy: neither the caller's dict nor ``p.shapes[k] = ...`` can
+        # change a profile that a recipe has validated or hashed.
+        object.__setattr__(self, "shapes", readonly_mapping(shapes))
+
+    def __hash__(self) -> int:
+        return mapping_hash(self.shapes)
+
+    def __reduce__(self):
+        # mappingproxy cannot be pickled or deep-copied; rebuild from a plain dict instead.
+        return (type(self), (dict(self.shapes),))
 
     def opt_shapes(self) -> Dict[str, Shape]:
         """Input name -> opt shape (the shapes calibration runs at)."""

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Tuple, Union
 
 from .errors import RecipeError
+from .frozen import mapping_hash, readonly_mapping
 from .profiles import Profile, ShapeRange, _fmt, default_profiles, profile_problems
 
 if TYPE_CHECKING:  # only for annotations: calib_data is imported when a recipe holds a spec
@@ -144,15 +145,16 @@ class CalibratorSpec:
         For ``method="percentile"``.
     cache_path : str, optional
         Calibration cache to read (and, for TensorRT's calibrators, write).
-    amax_overrides : dict
-        Tensor name -> amax that replaces the computed range.
+    amax_overrides : mapping
+        Tensor name -> amax that replaces the computed range (read-only; pass
+        a new dict to :func:`dataclasses.replace` to change it).
     """
 
     kind: str = "none"
     method: Optional[str] = None
     percentile: float = 99.99
     cache_path: Optional[str] = None
-    amax_overrides: Dict[str, float] = field(default_factory=dict)
+    amax_overrides: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self):
         _check_str(self.kind, "calibrator kind")
@@ -181,11 +183,18 @@ class CalibratorSpec:
                            "An amax is the positive, finite largest |value| the INT8 range covers.",
                            "Give a positive number, or remove the override.")
             overrides[name] = float(amax)
-        object.__setattr__(self, "amax_overrides", overrides)
+        object.__setattr__(self, "amax_overrides", readonly_mapping(overrides))
         if self.kind == "toolkit" and self.method is None and self.cache_path is None:
             raise _bad("The toolkit calibrator has neither a range method nor a calibration cache.",
                        "It hands TensorRT the toolkit's ranges through a cache, computed with a method or read from a file.",
                        "Choose a method (entropy, max, percentile, mse) or give cache_path.")
+
+    def __hash__(self) -> int:
+        return mapping_hash(self.kind, self.method, self.percentile, self.cache_path, self.amax_overrides)
+
+    def __reduce__(self):
+        # mappingproxy cannot be pickled or deep-copied; rebuild from a plain dict instead.
+        return (type(self), (self.kind, self.method, self.percentile, self.cache_path, dict(self.amax_overrides)))
 
     @property
     def uses_trt_calibrator(self) -> bool:
