@@ -39,6 +39,16 @@ def pow2_above(x: float) -> float:
     return math.ldexp(1.0, e)
 
 
+def _add_front(total, part: np.ndarray) -> np.ndarray:
+    """``total + part`` for count arrays of different lengths (the shorter one padded with zeros)."""
+    if total is None:
+        return part
+    if len(part) > len(total):
+        part, total = total, part
+    total[:len(part)] += part
+    return total
+
+
 def _merge_pairs(hist: np.ndarray) -> np.ndarray:
     """The histogram over twice the range: neighbouring bins summed, the upper half empty."""
     n = len(hist)
@@ -145,28 +155,25 @@ class HistogramAccumulator:
             zeros = 0
             # n / 2**e is a power of two, so |x| * scale is exact and |x| < 2**e gives an index < n.
             scale = flat.dtype.type(self.num_bins / hist_max)
-            trt_scale = flat.dtype.type(TRT_BINS / trt_range)
             counts = None
-            trt_counts = np.zeros(TRT_BINS, np.int64)
-            # Large tensors go in chunks so the temporaries (|x| and the bin indices) stay small.
+            # From the fine scale to TensorRT's: |x| * scale is exact, so one more product costs at most an ulp
+            # (a value within an ulp of a TensorRT bin edge may land on its other side).
+            to_trt = flat.dtype.type((TRT_BINS / trt_range) / (self.num_bins / hist_max))
+            # Large tensors go in chunks so the temporaries (|x| and the bin indices) stay small. Scaling the
+            # one buffer in place twice costs half as much as a second scaled copy (fresh pages for each).
             for lo in range(0, flat.size, CHUNK):
                 buf = np.abs(flat[lo:lo + CHUNK])
-                idx = (buf * trt_scale).astype(np.intp)
-                # The batch maximum itself lands on the range's end: TensorRT keeps it in the last bin.
-                np.minimum(idx, TRT_BINS - 1, out=idx)
-                trt_counts += np.bincount(idx, minlength=TRT_BINS)
                 buf *= scale
-                np.copyto(idx, buf, casting="unsafe")
-                del buf
                 # No minlength: small ranges give short count arrays, added to the front of the histogram.
-                part = np.bincount(idx)
-                del idx
-                if counts is None:
-                    counts = part
-                else:
-                    if len(part) > len(counts):
-                        part, counts = counts, part
-                    counts[:len(part)] += part
+                counts = _add_front(counts, np.bincount(buf.astype(np.intp)))
+                buf *= to_trt
+                part = np.bincount(buf.astype(np.intp))
+                del buf
+                if len(part) > TRT_BINS:
+                    # The batch maximum itself lands on the range's end: TensorRT keeps it in the last bin.
+                    part[TRT_BINS - 1] += part[TRT_BINS:].sum()
+                    part = part[:TRT_BINS]
+                trt_counts = _add_front(trt_counts, part)
         return (int(flat.size), nan, inf, mn, mx, counts, hist_max, zeros, trt_counts, trt_range)
 
     def commit(self, part) -> None:
@@ -210,10 +217,12 @@ class HistogramAccumulator:
             self.trt_range *= 2.0
         while counts is not None and trt_range < self.trt_range:
             # Another batch widened the range since this part was computed.
-            counts = _merge_pairs(counts)
+            full = np.zeros(TRT_BINS, np.int64)
+            full[:len(counts)] = counts
+            counts = _merge_pairs(full)
             trt_range *= 2.0
         if counts is not None:
-            self.trt_hist += counts
+            self.trt_hist[:len(counts)] += counts
         else:
             self.trt_hist[0] += zeros
 
