@@ -6,10 +6,17 @@ themselves; model-provided names are escaped by :mod:`trtwidgets.widgets.html`.
 
 from __future__ import annotations
 
+from .accuracy import AccuracyView
 from .app import App, quickstart
+from .build_panel import BuildPanel
+from .calib_explorer import CalibrationExplorer
+from .calibrator import CalibratorPicker
 from .compare import CompareView
+from .flags import FlagsPicker
 from .inspector import Inspector
 from .model_loader import ModelLoader
+from .profiles import ProfileEditor
 from .session import Session
 
-__all__ = ["App", "quickstart", "CompareView", "Inspector", "ModelLoader", "Session"]
+__all__ = ["App", "quickstart", "AccuracyView", "BuildPanel", "CalibrationExplorer", "CalibratorPicker",
+           "CompareView", "FlagsPicker", "Inspector", "ModelLoader", "ProfileEditor", "Session"]

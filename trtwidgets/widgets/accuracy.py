@@ -73,7 +73,9 @@ class AccuracyView(widgets.VBox):
         if metrics is not None:
             self.metrics_html.value = self._metrics_html(metrics)
         if bench is not None:
-            self.bench_html.value = html_table(bench_rows(bench), BENCH_COLUMNS, caption="Latency (CUDA events)")
+            # An empty mapping clears the table (no build recorded a latency).
+            self.bench_html.value = (html_table(bench_rows(bench), BENCH_COLUMNS, caption="Latency (CUDA events)")
+                                     if bench else "")
         if report is not None:
             from ..plots.accuracy import LayerErrorDisplay
 

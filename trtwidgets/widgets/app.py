@@ -30,6 +30,8 @@ from .session import Session
 STEPS = ("1 Load", "2 Flags", "3 Calibrator & profiles", "4 Calibrate", "5 Build", "6 Inspect", "7 Calibration explorer")
 LOAD, FLAGS, CALIBRATOR, CALIBRATE, BUILD, INSPECT, EXPLORE = range(len(STEPS))
 _STALE_TABS = {"stats": CALIBRATE, "ranges": CALIBRATE}
+#: The calibration explorer's Q/DQ model, in the app's output folder.
+QDQ_NAME = "model.qdq.onnx"
 
 
 def _banner(kind: str, html: str) -> str:
@@ -153,7 +155,14 @@ class App(widgets.VBox):
         self.compare_box = widgets.Accordion(children=[self.compare])
         self.compare_box.set_title(0, "Compare builds (two or more)")
         self.compare_box.selected_index = None
-        inspect_tab = widgets.VBox([self.inspect_choice, self.inspect_stale, self.inspector, self.compare_box])
+        from .accuracy import AccuracyView
+
+        # Latency recorded with each build, and why accuracy needs TensorRT (see core.build_records).
+        self.accuracy_note = widgets.HTML()
+        self.accuracy = AccuracyView()
+        inspect_tab = widgets.VBox([self.inspect_choice, self.inspect_stale, self.inspector,
+                                    widgets.HTML("<b>Latency and accuracy</b>"), self.accuracy_note, self.accuracy,
+                                    self.compare_box])
 
         # 7 explorer (made when there are statistics: it holds three figures)
         self.explorer = None
@@ -260,6 +269,7 @@ class App(widgets.VBox):
         if build is None:
             return False
         ok = self.inspector.load(build)
+        self._render_performance(label, build)
         self.inspect_stale.value = stale_html({k: v for k, v in s.stale.items() if k == f"build:{label}"})
         if self.inspect_choice.value != label:
             self.inspect_choice.value = label
@@ -406,6 +416,23 @@ class App(widgets.VBox):
         if label:
             self.inspect_stale.value = stale_html({k: v for k, v in stale.items() if k == f"build:{label}"})
 
+    def _render_performance(self, label: str, build) -> None:
+        from ..core.build_records import performance_record, recorded_latencies
+
+        s = self.session
+        rec = performance_record(build, bool(getattr(self.features, "available", False)))
+        meta = getattr(build, "meta", None) or {}
+        where = " on ".join(x for x in (f"TensorRT {meta['trt_version']}" if meta.get("trt_version") else "",
+                                        meta.get("gpu_name") or "") if x)
+        if rec.latency is not None:
+            head = (f"<b>{esc(label)}</b> recorded a median latency of {rec.latency.median_ms:.4f} ms "
+                    f"({rec.latency.runs} runs{', ' + esc(where) if where else ''}). ")
+        else:
+            head = f"<b>{esc(label)}</b> recorded no latency. "
+        self.accuracy_note.value = _banner("info", head + esc(rec.note))
+        # Every build of the session side by side: FP32 vs FP16 vs INT8 is the question.
+        self.accuracy.show(bench=recorded_latencies((k, s.build_named(k)) for k in s.graphs))
+
     def _on_graphs(self, change) -> None:
         labels = list(change["new"] or {})
         self.builds_view.value = html_table(
@@ -417,6 +444,8 @@ class App(widgets.VBox):
         if len(labels) >= 2:
             builds = {k: self.session.build_named(k) for k in labels}
             self.compare.load(builds, profiles={k: getattr(b, "timings", None) for k, b in builds.items()})
+        if self.explorer is not None:
+            self.explorer.set_trt_cache(self._trt_cache())
 
     def _on_stats(self, change) -> None:
         if change["new"] is None:
@@ -437,11 +466,20 @@ class App(widgets.VBox):
         cache = getattr(cal, "cache_path", None) or os.path.join(self.out_dir, "calibration.cache")
         try:
             self.explorer = CalibrationExplorer(session=s, ranges=s.ranges, cache_path=cache,
+                                                qdq_path=os.path.join(self.out_dir, QDQ_NAME),
+                                                trt_cache=self._trt_cache(),
                                                 percentile=getattr(cal, "percentile", None))
         except UserError as err:
             self._show_error(err)
             return
         self.explorer_box.children = [self.explorer]
+
+    def _trt_cache(self) -> Optional[str]:
+        """The newest session build's cache written by TensorRT's own calibrator (its amax is drawn as a line)."""
+        from ..core.build_records import find_tensorrt_cache
+
+        model = self.session.model
+        return find_tensorrt_cache(self.session.builds, model.sha256 if model is not None else None)
 
     def _render_calibration(self) -> None:
         s = self.session

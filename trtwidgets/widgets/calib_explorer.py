@@ -272,6 +272,21 @@ class CalibrationExplorer(widgets.VBox):
         self.status.value = f"Q/DQ model written to <code>{html.escape(path)}</code>."
         return path
 
+    def set_trt_cache(self, trt_cache) -> bool:
+        """Draw another TensorRT cache's amax (a CalibrationCache, mapping, path, or None to hide the line).
+
+        A cache that cannot be read shows an error and keeps the line drawn before.
+        """
+        try:
+            cache = _load_cache(trt_cache)
+        except (UserError, OSError) as e:
+            self._show_error(_as_user_error(e, f"could not read the TensorRT cache {trt_cache}",
+                                            "pass a calibration cache written by TensorRT"))
+            return False
+        self.trt_cache = cache
+        self._refresh_tensor()
+        return True
+
     def export_amax(self) -> Dict[str, float]:
         """tensor -> amax that the exports use: overrides, else the export method's amax."""
         return effective_amax(self.ranges, self.export_method.value, self.overrides)
