@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 from typing import List, Optional
@@ -57,13 +58,33 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        return int(args._run(args) or 0)
+        code = int(args._run(args) or 0)
+        # Flush here so that a reader that went away (``| head -1``) is noticed inside this try, not at exit.
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        return _reader_gone()
     except UserError as err:
         print(f"trtwidgets {args.command}: {err.message}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print(f"trtwidgets {args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def _reader_gone() -> int:
+    # The reader of stdout closed the pipe (``trtwidgets ... | head -1``): it has what it wanted, so this is no
+    # error. Point stdout at devnull so that Python's flush at exit does not raise BrokenPipeError again.
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # a replaced stdout (tests, notebooks) has no descriptor
+        return EXIT_OK
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+    return EXIT_OK
 
 
 if __name__ == "__main__":  # pragma: no cover
