@@ -5,7 +5,7 @@ Run on the GPU machine (Python 3.9, TensorRT 8.6; numpy + onnx + tensorrt only):
     source /tmp/trtb/env.sh && TRTWIDGETS_ARTIFACTS=$OUT EXTRA_PYTHONPATH=$PWD \\
         $PY39 benchmarks/qdq_vs_implicit.py [--engines fp16,int8,qdq_toolkit,qdq_trtcache] [--runs 300]
 
-Engines (one profile x: 1..32 x 3 x 48 x 192, opt 32; builder optimization level 0;
+Engines (one profile x: 1..32 x 3 x 48 x 192, opt 32; builder optimization level 1 (``--opt-level``);
 cuBLAS/cuBLASLt/cuDNN tactic sources off, as they are stubs on that machine):
 
 ``fp16``          the float model, FP16 flag.
@@ -50,6 +50,7 @@ sys.path.insert(0, str(ROOT))
 
 FIX = ROOT / "tests" / "fixtures" / "qdq"
 ENGINES = ("fp16", "int8", "qdq_toolkit", "qdq_trtcache")
+OPT_LEVEL = 1
 BATCHES = (1, 32)
 EXCLUDED_SOURCES = ("CUBLAS", "CUBLAS_LT", "CUDNN")
 
@@ -83,7 +84,7 @@ def _recipe(model_path: Path, flags, art: Path, calibrator=None):
 
     profile = Profile({"x": ShapeRange((1, 3, 48, 192), (32, 3, 48, 192), (32, 3, 48, 192))})
     return Recipe.for_model(load_model(model_path), flags=tuple(flags), profiles=(profile,),
-                            calibrator=calibrator or CalibratorSpec(), builder_optimization_level=0,
+                            calibrator=calibrator or CalibratorSpec(), builder_optimization_level=OPT_LEVEL,
                             timing_cache=str(art / "timing.cache"))
 
 
@@ -193,7 +194,11 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, default=50)
     ap.add_argument("--out", default=None, help="results folder (default $TRTWIDGETS_ARTIFACTS)")
     ap.add_argument("--summary-only", action="store_true")
+    ap.add_argument("--opt-level", type=int, default=1,
+                    help="builder optimization level (0 takes the first tactic that runs: latency says little)")
     args = ap.parse_args(argv)
+    global OPT_LEVEL
+    OPT_LEVEL = args.opt_level
 
     art = Path(args.out or os.environ.get("TRTWIDGETS_ARTIFACTS") or ROOT / "benchmark-results")
     art.mkdir(parents=True, exist_ok=True)
