@@ -6,6 +6,7 @@ import csv
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -110,3 +111,70 @@ def test_compare_builds(tmp_path, capsys):
     assert summary["compare"]["builds"] == ["fp16", "int8"]
     assert summary["compare"]["precision_counts"]["int8"]["INT8"] == 5
     assert summary["compare"]["differing_layers"] >= 5
+
+
+# --------------------------------------------------------------------------- real TensorRT 8.6 build folders
+
+TRT86 = Path(__file__).resolve().parents[1] / "fixtures" / "trt86"
+REAL = ["cls_static_int8_entropy2", "cls_static_fp16", "cls_static_qdq_int8", "cls_dynamic_int8_entropy2"]
+
+
+def _means(name):
+    doc = json.loads((TRT86 / name / "timings.json").read_text())
+    return {r["name"]: r["mean_ms"] for r in doc["layers"]["layers"]}
+
+
+@pytest.mark.parametrize("name", REAL)
+def test_real_build_folder_with_timings(name, tmp_path, capsys):
+    graph = str(TRT86 / name / "engine.graph.json")
+    assert main(["inspect", graph]) == 0
+    captured = capsys.readouterr()
+    assert "timings.json" in captured.err and "ms (" in captured.out  # time share per precision
+
+    out = tmp_path / "layers.csv"
+    assert main(["inspect", graph, "--csv", str(out)]) == 0
+    capsys.readouterr()
+    with open(out, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    means = _means(name)
+    timed = [r for r in rows if r["name"] in means]
+    assert len(timed) >= 0.9 * len(rows)
+    for r in timed:
+        assert float(r["latency_ms"]) == pytest.approx(means[r["name"]], rel=1e-6)
+
+    assert main(["inspect", graph, "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    total = sum(d["time_ms"] or 0.0 for d in summary["precisions"].values())
+    assert total == pytest.approx(sum(means[r["name"]] for r in timed), rel=1e-4)
+
+
+@pytest.mark.parametrize("content, expected", [
+    (json.dumps({"conv": [1.0, 2.0]}), "not per-layer timings"),
+    (json.dumps({"latency": {"mean_ms": 0.4}, "layers": {"runs": 2, "layers": []}}), "no per-layer times"),
+    ("{not json", "not JSON"),
+])
+def test_bad_sibling_timings_exit_2_with_message(tmp_path, capsys, content, expected):
+    folder = tmp_path / "build"
+    folder.mkdir()
+    graph = folder / "engine.graph.json"
+    graph.write_bytes((TRT86 / "cls_static_fp16" / "engine.graph.json").read_bytes())
+    (folder / "timings.json").write_text(content)
+    out_csv = tmp_path / "out.csv"
+    assert main(["inspect", str(graph), "--csv", str(out_csv)]) == 2
+    err = capsys.readouterr().err
+    assert expected in err and "timings.json" in err and "Traceback" not in err
+    assert "--no-siblings" in err
+    assert not out_csv.exists()
+    # The advice works: without siblings the same folder inspects.
+    assert main(["inspect", str(graph), "--no-siblings", "--json"]) == 0
+
+
+def test_bad_sibling_recipe_exits_2_with_message(tmp_path, capsys):
+    folder = tmp_path / "build"
+    folder.mkdir()
+    graph = folder / "engine.graph.json"
+    graph.write_bytes((TRT86 / "cls_static_fp16" / "engine.graph.json").read_bytes())
+    (folder / "recipe.json").write_text(json.dumps({"flags": 5}))
+    assert main(["inspect", str(graph)]) == 2
+    err = capsys.readouterr().err
+    assert "recipe.json" in err and "Traceback" not in err

@@ -196,3 +196,61 @@ def test_saved_real_build_shows_its_recipe_causes(fixtures_dir):
     assert w.message.value == ""
     assert set(w.table["why_not_int8"]) == {"FIRST_TACTIC"}  # from the saved recipe: level 0
     assert list(w.chart.data[0].x) == ["FP32"]
+
+
+# --------------------------------------------------------------------------- real TensorRT 8.6 build folders
+
+REAL = ["cls_static_int8_entropy2", "cls_static_fp16", "cls_static_qdq_int8", "cls_dynamic_int8_entropy2"]
+
+
+@pytest.mark.parametrize("name", REAL)
+def test_real_build_folder_fills_latency_from_its_timings(fixtures_dir, name):
+    folder = fixtures_dir / "trt86" / name
+    doc = json.loads((folder / "timings.json").read_text())
+    means = {r["name"]: r["mean_ms"] for r in doc["layers"]["layers"]}
+    w = Inspector(str(folder / "engine.graph.json"))
+    assert w.message.value == ""
+    timed = w.table[w.table["name"].isin(list(means))]
+    assert len(timed) >= 0.9 * len(w.table)
+    assert list(timed["latency_ms"]) == pytest.approx([means[n] for n in timed["name"]])
+    # The rendered table shows the time column filled (4 significant digits).
+    header = _Rows(w.table_view.value).rows[0]
+    col = header.index("latency_ms")
+    first = next(r for r in _body_rows(w) if r[0] in means)
+    assert float(first[col]) == pytest.approx(means[first[0]], rel=1e-3)
+
+
+@pytest.mark.parametrize("sibling, content, expected", [
+    ("timings.json", json.dumps({"conv": [1.0, 2.0]}), "not per-layer timings"),
+    ("timings.json", "{not json", "not JSON"),
+    ("recipe.json", json.dumps({"flags": 5}), "flags"),
+    # Odd but usable: numbers where names are expected are read as text, nothing is refused.
+    ("recipe.json", json.dumps({"flags": ["int8"], "layer_precisions": [{"pattern": 3, "precision": 1}]}), None),
+])
+def test_bad_sibling_file_is_an_error_panel(fixtures_dir, tmp_path, sibling, content, expected):
+    folder = tmp_path / "build"
+    folder.mkdir()
+    graph = folder / "engine.graph.json"
+    graph.write_bytes((fixtures_dir / "trt86" / "cls_static_fp16" / "engine.graph.json").read_bytes())
+    (folder / sibling).write_text(content)
+    w = Inspector(str(graph))
+    if expected is None:
+        assert w.message.value == "" and len(w.table) > 0
+        return
+    assert w.table is None
+    assert "trtw-error" in w.message.value and expected in w.message.value
+    assert "use_siblings=False" in w.message.value and sibling in w.message.value
+    # The advice works.
+    assert Inspector(str(graph), use_siblings=False).table is not None
+
+
+def test_bad_sibling_keeps_the_previous_table(fixtures_dir, tmp_path):
+    w = Inspector(str(fixtures_dir / "trt86" / "cls_static_fp16" / "engine.graph.json"))
+    before = w.table
+    folder = tmp_path / "build"
+    folder.mkdir()
+    (folder / "engine.graph.json").write_bytes((fixtures_dir / "trt86" / "cls_static_fp32" / "engine.graph.json")
+                                               .read_bytes())
+    (folder / "timings.json").write_text(json.dumps({"latency": {"mean_ms": 1.0}}))
+    assert w.load(str(folder / "engine.graph.json")) is False
+    assert w.table is before and "no per-layer times" in w.message.value

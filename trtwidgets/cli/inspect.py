@@ -17,7 +17,9 @@ DESCRIPTION = (HELP + ". Prints a precision summary and the non-INT8 layers; --c
 
 
 def add_arguments(parser):
-    parser.add_argument("graph", help="engine-inspector JSON (<engine>.graph.json)")
+    parser.add_argument("graph", nargs="+",
+                        help="engine-inspector JSON (<engine>.graph.json); with two or more, the first is "
+                             "tabulated and all are compared (as with --compare)")
     parser.add_argument("--csv", metavar="OUT.csv", help="write the per-layer table as CSV")
     parser.add_argument("--json", action="store_true", help="print the precision summary as JSON")
     parser.add_argument("--recipe", metavar="RECIPE.json", help="the build's recipe (precision flags, overrides)")
@@ -86,45 +88,71 @@ def format_comparison(cmp, limit: int = 30) -> str:
     return "\n".join(lines)
 
 
-def run(args) -> int:
-    from ..core.inspector import parse_inspector_json
-    from ..core.layer_table import layer_table, summary_dict
-
+def _context(path: str, args) -> dict:
     from ..core.inspector import build_context
 
-    graph = parse_inspector_json(args.graph)
-    found = {} if args.no_siblings else build_context(args.graph)
+    return {} if args.no_siblings else build_context(path)
+
+
+def _label(path: str) -> str:
+    return os.path.basename(os.path.dirname(os.path.abspath(path))) or path
+
+
+def run(args) -> int:
+    from ..core.errors import UserError
+    from ..core.inspector import CONTEXT_FAILURES, context_failure, parse_inspector_json
+    from ..core.layer_table import layer_table, summary_dict
+
+    graphs = list(args.graph)
+    others = graphs[1:] + list(args.compare or ())
+    graph = parse_inspector_json(graphs[0])
+    found = _context(graphs[0], args)
     recipe = args.recipe or found.get("recipe")
     cache = args.cache or found.get("calibration")
     profile = args.profile or found.get("profile")
     used = [p for p, given in ((recipe, args.recipe), (cache, args.cache), (profile, args.profile)) if p and not given]
     if used:
         print(f"using {', '.join(used)} from the build folder", file=sys.stderr)
+    siblings = {k: v for k, v in (("recipe", recipe), ("calibration", cache), ("profile", profile))
+                if v is not None and v in used}
     qdq = None
     if args.qdq_model:
         from ..core.model import load_model
         from ..core.why_not_int8 import qdq_tensor_names
 
         qdq = qdq_tensor_names(load_model(args.qdq_model))
-    table = layer_table(graph, profile=profile, recipe=recipe, calibration=cache, qdq_tensors=qdq)
+    try:
+        table = layer_table(graph, profile=profile, recipe=recipe, calibration=cache, qdq_tensors=qdq)
+    except (UserError,) + CONTEXT_FAILURES as exc:
+        raise context_failure(exc, siblings, "--no-siblings") from None
     summary = summary_dict(table)
-    if args.csv:
-        _write_csv_atomic(table, args.csv)
     cmp = None
-    if args.compare:
+    if others:
         from ..core.build_compare import compare_builds
 
-        sources = [graph] + [parse_inspector_json(p) for p in args.compare]
-        labels = [os.path.basename(os.path.dirname(os.path.abspath(p))) or p for p in [args.graph] + args.compare]
+        paths = [graphs[0]] + others
+        sources = [graph] + [parse_inspector_json(p) for p in others]
+        labels = [_label(p) for p in paths]
         if len(set(labels)) < len(labels):
-            labels = [str(p) for p in [args.graph] + args.compare]
-        cmp = compare_builds(sources, labels=labels)
+            labels = [str(p) for p in paths]
+        # Each build's own timings (beside its JSON); --profile is the first build's.
+        contexts = [{"profile": profile} if profile is not None else {}] + [_context(p, args) for p in others]
+        profiles = [c.get("profile") for c in contexts]
+        try:
+            cmp = compare_builds(sources, labels=labels, profiles=profiles)
+        except (UserError,) + CONTEXT_FAILURES as exc:
+            files = {f"profile {i}": p for i, p in enumerate(profiles) if p is not None}
+            raise context_failure(exc, files, "--no-siblings") from None
+    if args.csv:
+        _write_csv_atomic(table, args.csv)
     if args.json:
         if cmp is not None:
             counts = cmp.precision_counts()
             summary["compare"] = {
                 "builds": list(cmp.labels),
                 "precision_counts": {label: {p: int(v) for p, v in counts[label].items()} for label in cmp.labels},
+                "total_latency_ms": {label: (None if v is None else round(float(v), 6))
+                                     for label, v in cmp.total_latency_ms().items()},
                 "differing_layers": sum(1 for r in cmp.rows if r.precision_differs or r.tactic_differs),
             }
         print(json.dumps(summary, indent=2))

@@ -670,3 +670,46 @@ def build_context(source: Any) -> dict:
         except OSError:
             pass
     return found
+
+
+#: Exceptions a malformed file beside the engine can raise deep in the analysis (an odd recipe field, a cache
+#: entry of the wrong type); turned into a :class:`~trtwidgets.core.errors.UserError` by :func:`context_failure`.
+CONTEXT_FAILURES = (TypeError, ValueError, KeyError, AttributeError, IndexError, OSError)
+
+
+def context_failure(exc: BaseException, context: Mapping[str, Any], ignore_hint: str) -> Exception:
+    """A user-facing error for a failure while using a build's recipe, calibration cache or timings.
+
+    Parameters
+    ----------
+    exc : exception
+        A :class:`~trtwidgets.core.errors.UserError`, or one of :data:`CONTEXT_FAILURES`.
+    context : mapping
+        What :func:`build_context` found (role -> path or value); files among them are named.
+    ignore_hint : str
+        How the caller leaves those files out (``"--no-siblings"``, ``"use_siblings=False"``).
+
+    Returns
+    -------
+    UserError
+        The same class as ``exc`` when it was one, with the hint added to its fix; else an
+        :class:`~trtwidgets.core.errors.InspectorError`.
+    """
+    from .errors import UserError
+
+    files = [str(v) for v in context.values() if isinstance(v, (str, os.PathLike))]
+    if not files:
+        if isinstance(exc, UserError):
+            return exc
+        return InspectorError(f"The build could not be inspected ({type(exc).__name__}: {exc}).",
+                              "The recipe, calibration cache or timings given have an unexpected shape.",
+                              "Give the files saved with the build, or leave them out.")
+    hint = (f"Or leave the files beside the engine out ({ignore_hint}): {', '.join(files)}.")
+    if isinstance(exc, UserError):
+        err = type(exc).__new__(type(exc))
+        UserError.__init__(err, exc.what, exc.why, f"{exc.fix} {hint}" if exc.fix else hint)
+        return err
+    return InspectorError(
+        f"A file beside the engine could not be used ({type(exc).__name__}: {exc}).",
+        f"The analysis reads {', '.join(files)} from the build folder; one of them has an unexpected shape.",
+        f"Fix or remove the broken file. {hint}")

@@ -103,12 +103,23 @@ def _read_log(path: Path) -> Tuple[Tuple[str, str], ...]:
     return tuple(out)
 
 
-def read_timings(path: Union[str, os.PathLike]) -> Tuple[Optional[Dict[str, float]], dict]:
-    """``(layer -> mean ms, latency statistics)`` from a timings file; ``(None, {})`` when it holds none."""
-    doc = _read_json(Path(path), "the build's timings")
-    latency = {}
+def timings_from_doc(doc) -> Tuple[Optional[Dict[str, float]], dict]:
+    """``(layer -> mean ms, latency statistics)`` from a decoded timings document; ``(None, {})`` when it holds none.
+
+    Understands the ``timings.json`` of ``tests/gpu/make_fixtures.py`` (``{"latency", "layers":
+    LayerTimings.to_dict(), ...}``), ``LayerTimings.to_dict()`` itself, ``trtexec --exportProfile``
+    records and a plain ``{layer: ms}`` mapping.
+
+    Raises
+    ------
+    TypeError, ValueError
+        A per-layer record holds a time that is not a number.
+    """
+    latency: dict = {}
     if isinstance(doc, dict):
         latency = doc.get("latency") if isinstance(doc.get("latency"), dict) else {}
+        if doc and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in doc.values()):
+            return {str(k): float(v) for k, v in doc.items()}, {}
         layers = doc.get("layers")
         if isinstance(layers, dict):  # LayerTimings.to_dict()
             layers = layers.get("layers")
@@ -116,13 +127,20 @@ def read_timings(path: Union[str, os.PathLike]) -> Tuple[Optional[Dict[str, floa
             out = {str(r["name"]): float(r.get("mean_ms", r.get("averageMs", 0.0)))
                    for r in layers if isinstance(r, dict) and "name" in r}
             return (out or None), latency
-        if doc and all(isinstance(v, (int, float)) for v in doc.values()):
-            return {str(k): float(v) for k, v in doc.items()}, {}
         return None, latency
     if isinstance(doc, list):  # trtexec --exportProfile
         out = {str(r["name"]): float(r.get("averageMs", 0.0)) for r in doc if isinstance(r, dict) and "name" in r}
         return (out or None), {}
     return None, {}
+
+
+def read_timings(path: Union[str, os.PathLike]) -> Tuple[Optional[Dict[str, float]], dict]:
+    """``(layer -> mean ms, latency statistics)`` from a timings file; ``(None, {})`` when it holds none."""
+    doc = _read_json(Path(path), "the build's timings")
+    try:
+        return timings_from_doc(doc)
+    except (TypeError, ValueError):
+        return None, {}
 
 
 def load_saved_build(path: Union[str, os.PathLike]) -> SavedBuild:

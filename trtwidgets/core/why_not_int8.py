@@ -149,6 +149,12 @@ def _recipe_view(recipe: Any) -> Optional[_RecipeView]:
     if isinstance(recipe, Mapping) and "recipe" in recipe and "flags" not in recipe:
         recipe = recipe["recipe"]
     flags = _get(recipe, "flags")
+    if flags is not None and (isinstance(flags, (str, bytes)) or not isinstance(flags, Iterable)):
+        from .errors import RecipeError
+
+        raise RecipeError(f"The recipe's flags are {flags!r}, not a list of precision names.",
+                          "why-not-INT8 reads the build's precision flags from the recipe.",
+                          'Give the recipe.json saved with the build (its "flags" look like ["fp16", "int8"]).')
     overrides = []
     for item in _get(recipe, "layer_precisions", ()) or ():
         if isinstance(item, (list, tuple)):

@@ -104,19 +104,21 @@ class Inspector(widgets.VBox):
         bool
             True when the engine was loaded.
         """
-        from ..core.inspector import as_graph, build_context
+        from ..core.inspector import CONTEXT_FAILURES, as_graph, build_context, context_failure
 
         options = dict(self.options)
-        if self.use_siblings:
-            # A build (or a saved build folder) carries its recipe and calibration cache: use them for why-not-INT8.
-            for key, value in build_context(source).items():
-                if options.get(key) is None:
-                    options[key] = value
+        found = {}
         try:
             graph = as_graph(source)
+            if self.use_siblings:
+                # A build (or a saved build folder) carries its recipe, calibration cache and timings.
+                for key, value in build_context(source).items():
+                    if options.get(key) is None:
+                        options[key] = found[key] = value
             table = layer_table(graph, **options)
-        except UserError as err:
-            self.message.value = error_html(err)
+        except (UserError,) + CONTEXT_FAILURES as exc:
+            # A broken file beside the engine is named, with the way to leave it out; the old table stays.
+            self.message.value = error_html(context_failure(exc, found, "Inspector(..., use_siblings=False)"))
             return False
         self.graph, self.table = graph, table
         self.message.value = ""
