@@ -178,3 +178,30 @@ def test_bad_sibling_recipe_exits_2_with_message(tmp_path, capsys):
     assert main(["inspect", str(graph)]) == 2
     err = capsys.readouterr().err
     assert "recipe.json" in err and "Traceback" not in err
+
+
+def _engine_total_ms(name):
+    from trtwidgets.core.inspector import parse_inspector_json
+
+    means = _means(name)
+    return sum(means.get(layer.name, 0.0) for layer in parse_inspector_json(TRT86 / name / "engine.graph.json").layers)
+
+
+@pytest.mark.parametrize("how", ["positional", "--compare"])
+def test_compare_real_builds_prints_each_builds_time(how, capsys):
+    a, b = "cls_static_fp16", "cls_static_int8_entropy2"
+    paths = [str(TRT86 / n / "engine.graph.json") for n in (a, b)]
+    argv = ["inspect", paths[0], paths[1]] if how == "positional" else ["inspect", paths[0], "--compare", paths[1]]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    time_rows = [line for line in out.splitlines() if line.startswith("time ms")]
+    assert len(time_rows) == 1
+    shown = [float(v) for v in time_rows[0].split()[2:]]
+    assert shown == pytest.approx([_engine_total_ms(a), _engine_total_ms(b)], abs=1e-4)
+    assert main(argv + ["--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["compare"]["builds"] == [a, b]
+    assert summary["compare"]["total_latency_ms"][b] == pytest.approx(_engine_total_ms(b), rel=1e-6)
+    # Without the build folders' files there is no time to show.
+    assert main(argv + ["--no-siblings"]) == 0
+    assert "time ms" not in capsys.readouterr().out
