@@ -186,3 +186,80 @@ def test_calibration_names_forms():
     assert calibration_names(None) is None
     assert calibration_names(["a", "b"]) == {"a", "b"}
     assert calibration_names({"a": 1.0}) == {"a"}
+
+
+# --------------------------------------------------------------------------- real explicit (Q/DQ) build
+
+from pathlib import Path  # noqa: E402
+
+TRT86 = Path(__file__).resolve().parents[1] / "fixtures" / "trt86"
+QDQ_BUILD = TRT86 / "cls_static_qdq_int8"
+QDQ_MODEL = Path(__file__).resolve().parents[1] / "fixtures" / "qdq" / "cls_qdq_int8.onnx"
+
+
+@pytest.fixture(scope="module")
+def qdq_build():
+    graph = parse_inspector_json(QDQ_BUILD / "engine.graph.json")
+    recipe = json.loads((QDQ_BUILD / "recipe.json").read_text())
+    return graph, recipe
+
+
+def test_explicit_engine_without_model_never_blames_tactic_timing(qdq_build):
+    graph, recipe = qdq_build
+    for rec in (recipe, None):
+        reasons = why_not_int8(graph, rec)
+        codes = {r.code for r in reasons if r is not None}
+        assert not codes & {"HIGHER_PRECISION_FASTER", "FIRST_TACTIC"}
+        assert not any("faster" in r.sentence for r in reasons if r is not None)
+    by_name = _by_name(graph, why_not_int8(graph, recipe))
+    # A float conv between the Q/DQ-less tensors relu_0/relu_1: explicit mode has no scale for it.
+    conv = by_name["Conv@2 + BatchNormalization@2 + Relu@1"]
+    assert conv.code == "NO_SCALE"
+    assert set(conv.tensors) == {"relu_0.tmp_0", "relu_1.tmp_0"}
+    assert "Q/DQ" in conv.sentence and "explicit" in conv.sentence
+
+
+def test_explicit_engine_without_model_agrees_with_the_model(qdq_build):
+    """The build's model came from TensorRT's entropy ranges with the committed fixture's placement."""
+    graph, recipe = qdq_build
+    from_engine = why_not_int8(graph, recipe)
+    from_model = why_not_int8(graph, recipe, qdq_tensors=qdq_tensor_names(QDQ_MODEL))
+    assert [r and r.code for r in from_engine] == [r and r.code for r in from_model]
+    assert sum(1 for r in from_engine if r is not None and r.code == "NO_SCALE") >= 40
+    # Float layers whose tensors pass through output reformats are traced to their network tensors too.
+    for layer, reason in zip(graph.layers, from_model):
+        if reason is not None and reason.code == "NO_SCALE":
+            assert reason.tensors and not any(t.startswith("Reformatted ") for t in reason.tensors)
+
+
+def test_zero_copy_reformat_is_not_called_a_reshape(qdq_build):
+    graph, recipe = qdq_build
+    by_name = _by_name(graph, why_not_int8(graph, recipe))
+    copies = [layer for layer in graph.layers if layer.layer_type == "NoOp" and layer.name.startswith("Reformatting")]
+    assert len(copies) >= 5
+    for layer in copies:
+        sentence = by_name[layer.name].sentence
+        assert "zero-copy reformat" in sentence and "reshape" not in sentence
+    assert "reshape" in by_name["copied_squeeze_after_Add@43"].sentence  # a real NoOp keeps its wording
+
+
+def test_explicit_layer_between_qdq_that_stayed_float_is_not_fused_not_timed():
+    # relu reads y and writes z; both are quantized elsewhere in the engine (INT8), yet relu ran FP16.
+    doc = {"Layers": [
+        s.simple("q_x", "Reformat", [s.tensor("x", [1, 3, 8, 8], s.LINEAR_FP32)],
+                 [s.tensor("x_q", [1, 3, 8, 8], s.CHW4_INT8)], "Reformat", ["q_x"], Origin="QDQ"),
+        s.conv("dq_w + conv", ["dq_w", "conv"], s.tensor("x_q", [1, 3, 8, 8], s.CHW4_INT8),
+               s.tensor("y", [1, 4, 6, 6], s.CHW4_INT8), weights="Int8"),
+        s.simple("relu", "PointWiseV2", [s.tensor("y", [1, 4, 6, 6], s.LINEAR_FP16)],
+                 [s.tensor("z", [1, 4, 6, 6], s.LINEAR_FP16)], "PointWise", ["relu"]),
+        s.simple("q_z", "Reformat", [s.tensor("z", [1, 4, 6, 6], s.LINEAR_FP16)],
+                 [s.tensor("z_q", [1, 4, 6, 6], s.CHW4_INT8)], "Reformat", ["q_z"], Origin="QDQ"),
+    ], "Bindings": ["x", "z_q"]}
+    graph = parse_inspector_json(json.dumps(doc))
+    relu = why_not_int8(graph, {"flags": ["fp16", "int8"]})[2]
+    assert relu.code == "QDQ_NOT_FUSED" and relu.code in CODES
+    assert set(relu.tensors) == {"y", "z"} and "faster" not in relu.sentence
+    # The same layout read as implicit (no Q/DQ layers, a cache with both scales): TensorRT's timing choice.
+    implicit = {"Layers": [doc["Layers"][1], doc["Layers"][2]], "Bindings": ["x_q", "z"]}
+    graph = parse_inspector_json(json.dumps(implicit))
+    assert why_not_int8(graph, {"flags": ["fp16", "int8"]}, ["x_q", "y", "z"])[1].code == "HIGHER_PRECISION_FASTER"

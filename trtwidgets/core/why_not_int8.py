@@ -13,15 +13,22 @@ INT8_NOT_ENABLED         the build's flags lack INT8 (from the recipe; or guesse
 PRECISION_CONSTRAINT     a recipe override pins a fused node to another precision
 NO_INT8_IMPLEMENTATION   the layer type has no INT8 kernel (table :data:`NO_INT8_TYPES`)
 NO_SCALE                 an input or output has no scale: missing from the calibration cache
-                         (implicit) or not surrounded by Q/DQ (explicit); tensors named
+                         (implicit) or not surrounded by Q/DQ (explicit); tensors named. For an
+                         explicit engine without the Q/DQ model, the quantized tensors are read
+                         from the engine itself (its Q/DQ layers and INT8 tensors)
+QDQ_NOT_FUSED            (explicit) Q/DQ surround the layer, yet TensorRT found no INT8 fusion
+                         for it and ran it in floating point between its Q/DQ
 FIRST_TACTIC             INT8 was allowed and the scales were there, but the build ran at builder
                          optimization level 0, where TensorRT takes the first tactic that runs
                          instead of timing them (seen on TensorRT 8.6: an INT8 recipe ran FP32)
-HIGHER_PRECISION_FASTER  INT8 was allowed and the scales were there, yet TensorRT timed a
+HIGHER_PRECISION_FASTER  (implicit) INT8 was allowed and the scales were there, yet TensorRT timed a
                          FP16/FP32 tactic faster. This happens: a whole calibrated CNN built
                          INT8+FP16 on an H200 with TensorRT 8.6 ran with zero INT8 layers.
 BIAS_FLOAT               (INT8 layers) the bias stays float: expected, said so
 ======================== ==================================================================
+
+In explicit quantization TensorRT does not time INT8 against float for a layer:
+Q/DQ placement decides, so FIRST_TACTIC and HIGHER_PRECISION_FASTER are implicit-only.
 
 Inputs are the parsed :class:`~trtwidgets.core.inspector.EngineGraph` and,
 optionally, the recipe (a :class:`~trtwidgets.core.recipe.Recipe` or its dict),
@@ -49,6 +56,7 @@ CODES: Dict[str, str] = {
     "NO_INT8_IMPLEMENTATION": "no INT8 kernel",
     "NO_SCALE": "no scale",
     "FIRST_TACTIC": "opt level 0: first tactic taken",
+    "QDQ_NOT_FUSED": "Q/DQ not fused into an INT8 kernel",
     "HIGHER_PRECISION_FASTER": "FP tactic was faster",
     "BIAS_FLOAT": "bias stays float (expected)",
 }
@@ -84,6 +92,9 @@ NO_INT8_TYPES: Dict[str, str] = {
 }
 
 _QDQ_NAME = re.compile(r"(?:^|[/_.])(?:Quantize|Dequantize)Linear", re.I)
+#: A reformat TensorRT found free (compatible layouts on both sides): LayerType NoOp, a reformat's name.
+_ZERO_COPY = ("A zero-copy reformat: TensorRT needed no data movement between these layouts, so the copy became "
+              "a NoOp that only relabels its input; it has no precision of its own and carries its producer's.")
 
 
 @dataclass(frozen=True)
@@ -228,18 +239,58 @@ def _type_entry(layer: EngineLayer) -> Optional[str]:
     return None
 
 
-def _network_tensor_names(layer: EngineLayer, reformat_source: Mapping[str, str]) -> List[str]:
+def _is_reformat_copy(layer: EngineLayer) -> bool:
+    return layer.name.startswith("Reformatting CopyNode") or layer.layer_type == "Reformat"
+
+
+def _reformat_aliases(graph: EngineGraph) -> Dict[str, str]:
+    """Tensor name -> the name it copies, for the tensors of reformat layers (``Reformat`` or zero-copy ``NoOp``).
+
+    An input reformat writes ``Reformatted Input Tensor i to L`` from a network tensor; an output
+    reformat reads ``Reformatted Output Tensor i to L`` and writes the network tensor.
+    """
+    aliases: Dict[str, str] = {}
+    for layer in graph.layers:
+        if _is_reformat_copy(layer) and len(layer.inputs) == 1 and len(layer.outputs) == 1:
+            src, dst = layer.inputs[0].name, layer.outputs[0].name
+            if src.startswith("Reformatted ") and not dst.startswith("Reformatted "):
+                aliases[src] = dst
+            else:
+                aliases[dst] = src
+    return aliases
+
+
+def _network_name(name: str, aliases: Mapping[str, str]) -> str:
+    seen = 0
+    while name in aliases and seen < 8:  # a chain of reformats ends at a network tensor
+        name = aliases[name]
+        seen += 1
+    return name
+
+
+def _network_tensor_names(layer: EngineLayer, aliases: Mapping[str, str]) -> List[str]:
     """The layer's I/O tensors under their network names (reformat copies traced to their source)."""
     names: List[str] = []
     for t in layer.inputs + layer.outputs:
-        name = t.name
-        seen = 0
-        while name in reformat_source and seen < 8:  # a chain of reformats ends at a network tensor
-            name = reformat_source[name]
-            seen += 1
+        name = _network_name(t.name, aliases)
         if name and not name.startswith("Reformatted ") and name not in names:
             names.append(name)
     return names
+
+
+def _engine_quantized_tensors(graph: EngineGraph, aliases: Mapping[str, str]) -> FrozenSet[str]:
+    """Network tensors the engine itself shows quantized: INT8/FP8 anywhere, or read/written by a Q/DQ layer.
+
+    In explicit quantization a tensor is INT8 only where the model put Q/DQ, so this is the
+    model's Q/DQ placement as TensorRT applied it, when the Q/DQ model is not at hand.
+    """
+    names = set()
+    for layer in graph.layers:
+        is_qdq = layer.origin.upper() == "QDQ" or ("+" not in layer.name and bool(_QDQ_NAME.search(layer.name)))
+        for t in layer.inputs + layer.outputs:
+            if is_qdq or t.precision in QUANTIZED:
+                names.add(_network_name(t.name, aliases))
+    return frozenset(names)
 
 
 def _matching_override(layer: EngineLayer, view: _RecipeView) -> Optional[Tuple[str, str, bool, str]]:
@@ -293,10 +344,13 @@ def why_not_int8(graph: EngineGraph, recipe: Any = None, calibration: Any = None
     qdq = frozenset(qdq_tensors) if qdq_tensors is not None else None
     explicit = _is_explicit(graph, qdq)
     any_quantized = any(layer.precision in QUANTIZED for layer in graph.layers)
-    reformat_source = {}
-    for layer in graph.layers:
-        if layer.layer_type == "Reformat" and len(layer.inputs) == 1 and len(layer.outputs) == 1:
-            reformat_source[layer.outputs[0].name] = layer.inputs[0].name
+    reformat_source = _reformat_aliases(graph)
+    if explicit and not qdq:
+        # Explicit engine, no model given: its Q/DQ placement is readable from the engine itself.
+        qdq = _engine_quantized_tensors(graph, reformat_source) or None
+        from_engine = True
+    else:
+        from_engine = False
 
     int8_on: Optional[bool]
     if view is not None and view.flags is not None:
@@ -308,13 +362,13 @@ def why_not_int8(graph: EngineGraph, recipe: Any = None, calibration: Any = None
 
     out: List[Optional[Int8Reason]] = []
     for layer in graph.layers:
-        out.append(_explain(layer, view, cache, qdq, explicit, int8_on, reformat_source))
+        out.append(_explain(layer, view, cache, qdq, explicit, int8_on, reformat_source, from_engine))
     return tuple(out)
 
 
 def _explain(layer: EngineLayer, view: Optional[_RecipeView], cache: Optional[FrozenSet[str]],
              qdq: Optional[FrozenSet[str]], explicit: bool, int8_on: Optional[bool],
-             reformat_source: Mapping[str, str]) -> Optional[Int8Reason]:
+             reformat_source: Mapping[str, str], qdq_from_engine: bool = False) -> Optional[Int8Reason]:
     precision = layer.precision
     if precision == "INT8":
         if layer.bias is not None and layer.bias.precision in ("FP32", "FP16", "BF16"):
@@ -368,7 +422,8 @@ def _explain(layer: EngineLayer, view: Optional[_RecipeView], cache: Optional[Fr
         missing = [n for n in names if n not in known]
     if entry is not None and not (entry == "myelin" and explicit):
         extra = f" (Also without a scale: {_fmt_list(missing)}.)" if missing and entry not in ("reformat", "noop") else ""
-        return Int8Reason("NO_INT8_IMPLEMENTATION", NO_INT8_TYPES[entry] + extra, tuple(missing))
+        text = _ZERO_COPY if entry == "noop" and layer.name.startswith("Reformatting") else NO_INT8_TYPES[entry]
+        return Int8Reason("NO_INT8_IMPLEMENTATION", text + extra, tuple(missing))
     if view is not None and int8_on and view.calibrator == "none" and cache is None and not explicit:
         return Int8Reason(
             "NO_SCALE",
@@ -376,8 +431,15 @@ def _explain(layer: EngineLayer, view: Optional[_RecipeView], cache: Optional[Fr
             "nodes, so no tensor has a dynamic range. Choose a calibrator or export a Q/DQ model.",
             tuple(names))
     if missing:
-        if explicit and qdq:
-            where = "not quantized by Q/DQ nodes in the model"
+        if explicit and qdq and qdq_from_engine:
+            where = ("no Q/DQ around them (none is quantized anywhere in this engine), and with explicit "
+                     "quantization (the engine has Q/DQ layers) TensorRT runs a layer in INT8 only where the model "
+                     "puts Q/DQ on its tensors")
+            fix = ("Insert QuantizeLinear/DequantizeLinear on them (trtwidgets' Q/DQ export does); pass the Q/DQ "
+                   "model (--qdq-model, qdq_tensors=) to check against the model itself")
+        elif explicit and qdq:
+            where = ("not quantized by Q/DQ nodes in the model (explicit quantization: TensorRT runs a layer in "
+                     "INT8 only where the model puts Q/DQ on its tensors)")
             fix = "Insert QuantizeLinear/DequantizeLinear on them (trtwidgets' Q/DQ export does)"
         else:
             where = "missing from the calibration cache"
@@ -388,6 +450,22 @@ def _explain(layer: EngineLayer, view: Optional[_RecipeView], cache: Optional[Fr
             f"{fix}.",
             tuple(missing))
     tactic = f" ({layer.tactic})" if layer.tactic and not layer.tactic.startswith("0x") else ""
+    if explicit:
+        # Explicit quantization: TensorRT does not time INT8 against float for a layer; Q/DQ decide.
+        if known is not None:
+            return Int8Reason(
+                "QDQ_NOT_FUSED",
+                f"Q/DQ surround its tensors, yet it runs in {precision}{tactic}: TensorRT found no INT8 fusion for "
+                "this layer with these Q/DQ (no INT8 kernel for this layer or layout, or a Q/DQ pattern its fusion "
+                "rules do not match), so the DQ and Q ran around a float layer. Check the Q/DQ placement around "
+                "it (weights quantized per channel on axis 0, Q/DQ directly on its inputs and output).",
+                tuple(names))
+        return Int8Reason(
+            "NO_SCALE",
+            "Explicit quantization (the engine has Q/DQ layers): TensorRT runs a layer in INT8 only where the model "
+            "puts Q/DQ on its tensors, and which tensors have them is not known here. Pass the Q/DQ model "
+            "(--qdq-model, qdq_tensors=) to name them.",
+            tuple(names))
     if view is not None and view.opt_level == 0:
         return Int8Reason(
             "FIRST_TACTIC",
