@@ -178,3 +178,53 @@ def test_demo_opset_upgrade_keeps_the_float_model_exact(demo_proto, held_back):
     b, _ = run_model(upgraded, held_back[:1])
     for name in a:
         np.testing.assert_allclose(a[name], b[name], rtol=0, atol=1e-6)
+
+
+def test_failed_validation_names_the_check_that_failed(demo_stats, demo_proto, held_back):
+    # FP8 Q/DQ needs TensorRT >= 10: linted for 8.6 it fails on the lint error, not on cosine.
+    fp8 = build_qdq(demo_proto, amax_from_stats(demo_stats, "percentile"), precision="fp8").model
+    few = held_back[:1]
+    v = validate_qdq(demo_proto, fp8, few, trt_version="8.6", precision="fp8", min_cosine=0.5)
+    assert v.cosine >= 0.5 and not v.passed
+    assert [f.split(":")[0] for f in v.failures] == ["lint error QDQ_TYPE_NEEDS_NEWER_TRT"], v.failures
+    failed = [line for line in v.summary().splitlines() if "FAILED" in line]
+    assert len(failed) == 1 and "QDQ_TYPE_NEEDS_NEWER_TRT" in failed[0], v.summary()
+    assert v.to_dict()["failures"] == list(v.failures) and v.to_dict()["passed"] is False
+    # The same model linted for TensorRT 10 passes; a cosine threshold above the measured one fails on cosine only.
+    v10 = validate_qdq(demo_proto, fp8, few, trt_version="10.0", precision="fp8", min_cosine=0.5)
+    assert v10.passed and v10.failures == () and "PASSED" in v10.summary()
+    strict = validate_qdq(demo_proto, fp8, few, trt_version="10.0", precision="fp8", min_cosine=1.01)
+    assert [f.split(" ")[0] for f in strict.failures] == ["cosine"], strict.failures
+    assert "min_cosine 1.01" in strict.failures[0] and f"{strict.cosine:.4f}" in strict.failures[0]
+
+
+def test_label_accuracy_is_the_task_metric_on_both_models(demo_stats, demo_proto, held_back, tmp_path):
+    from trtwidgets.core.model import load_model
+    from trtwidgets.core.qdq_validate import label_accuracy, load_labels
+
+    # demo.skimage_crops turns every odd crop by 180 degrees: the true label of crop i is i % 2.
+    np.savez(tmp_path / "labels.npz", labels=np.arange(64) % 2, other=np.zeros(3))
+    labels = load_labels(tmp_path / "labels.npz")
+    few = held_back[:1]  # 32 samples
+    metric, name = label_accuracy(labels, load_model(demo.MODEL_PATH).summary, 32)
+    assert "32 of 64" in name
+    result = build_qdq(demo_proto, amax_from_stats(demo_stats, "percentile"))
+    v = validate_qdq(demo_proto, result.model, few, task_metric=metric, task_metric_name=name, run_lint=False)
+    ref, _ = run_model(demo_proto, few)
+    qdq, _ = run_model(result.model, few)
+    assert v.task_metric_reference == pytest.approx(np.mean(ref[next(iter(ref))].argmax(-1) == labels[:32]))
+    assert v.task_metric_qdq == pytest.approx(np.mean(qdq[next(iter(qdq))].argmax(-1) == labels[:32]))
+
+
+def test_load_labels_refuses_what_is_not_one_integer_per_sample(tmp_path):
+    from trtwidgets.core.errors import UserError
+    from trtwidgets.core.qdq_validate import load_labels
+
+    np.save(tmp_path / "col.npy", np.arange(4).reshape(4, 1).astype(np.uint8))
+    assert load_labels(tmp_path / "col.npy").tolist() == [0, 1, 2, 3]
+    np.savez(tmp_path / "two.npz", a=np.arange(4), b=np.arange(4))
+    with pytest.raises(UserError, match="holds 2 arrays"):
+        load_labels(tmp_path / "two.npz")
+    (tmp_path / "junk.npy").write_bytes(b"not numpy")
+    with pytest.raises(UserError, match="could not be read"):
+        load_labels(tmp_path / "junk.npy")

@@ -20,8 +20,9 @@ onnx at import time).
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import onnx
@@ -29,7 +30,7 @@ import onnx
 from .errors import UserError
 from .metrics import OutputMetrics, compare_outputs
 
-__all__ = ["QdqValidation", "QdqLint", "run_model", "lint_qdq", "validate_qdq"]
+__all__ = ["QdqValidation", "QdqLint", "run_model", "lint_qdq", "validate_qdq", "load_labels", "label_accuracy"]
 
 TaskMetric = Callable[[Dict[str, np.ndarray]], float]
 
@@ -47,6 +48,8 @@ class QdqLint:
         Finding codes with ``fp16`` only.
     errors : tuple of str
         Messages of error findings with the intended flags.
+    error_codes : tuple of str
+        The codes of those error findings (same order as ``errors``).
     """
 
     trt_version: Optional[str]
@@ -54,6 +57,7 @@ class QdqLint:
     codes: Tuple[str, ...]
     codes_without_int8: Tuple[str, ...]
     errors: Tuple[str, ...] = ()
+    error_codes: Tuple[str, ...] = ()
 
     @property
     def unsupported_ops(self) -> bool:
@@ -65,7 +69,8 @@ class QdqLint:
 
     def to_dict(self) -> dict:
         return {"trt_version": self.trt_version, "flags": list(self.flags), "codes": list(self.codes),
-                "codes_without_int8": list(self.codes_without_int8), "errors": list(self.errors)}
+                "codes_without_int8": list(self.codes_without_int8), "errors": list(self.errors),
+                "error_codes": list(self.error_codes)}
 
 
 @dataclass(frozen=True)
@@ -102,16 +107,36 @@ class QdqValidation:
     thresholds: Dict[str, float] = field(default_factory=dict)
 
     @property
-    def passed(self) -> bool:
-        """True when every threshold holds and lint found no unsupported op."""
+    def failures(self) -> Tuple[str, ...]:
+        """Every check that failed, one line each, naming the check and the measured value.
+
+        Empty when the validation passed. A failed threshold reads like
+        ``"cosine 0.9812 < min_cosine 0.99"``; a lint error like ``"lint error
+        QDQ_TYPE_NEEDS_NEWER_TRT: <message>"``.
+        """
         t = self.thresholds
+        out: List[str] = []
         if "min_cosine" in t and not self.cosine >= t["min_cosine"]:
-            return False
+            out.append(f"cosine {self.cosine:.4f} < min_cosine {t['min_cosine']:g} (lowest over the outputs)")
         if "min_top1" in t and self.top1_agreement is not None and not self.top1_agreement >= t["min_top1"]:
-            return False
-        if self.lint is not None and (self.lint.unsupported_ops or self.lint.errors):
-            return False
-        return all(m.ok for m in self.outputs.values())
+            out.append(f"top-1 agreement {self.top1_agreement:.4f} < min_top1 {t['min_top1']:g}")
+        for name, m in self.outputs.items():
+            if not m.ok:
+                out.append(f"output {name!r} has {m.nonfinite_mismatch} non-finite value(s) the float model does not")
+        if self.lint is not None:
+            codes = self.lint.error_codes or ("",) * len(self.lint.errors)
+            for code, message in zip(codes, self.lint.errors):
+                out.append(f"lint error {code or '(error)'}: {message}")
+            if self.lint.unsupported_ops and not self.lint.errors:
+                bad = sorted({c for c in self.lint.codes if c in ("UNSUPPORTED_DYNAMIC_QUANTIZE", "UNSUPPORTED_OP")})
+                out.append(f"lint: {', '.join(bad)} (an op TensorRT cannot build)")
+        return tuple(out)
+
+    @property
+    def passed(self) -> bool:
+        """True when every threshold holds, every output is finite where the float one is, and lint found no
+        error or unsupported op (see :attr:`failures` for what failed)."""
+        return not self.failures
 
     def summary(self) -> str:
         lines = [f"Validation on {self.samples} held-back samples (ONNX Runtime, Q/DQ vs FP32):"]
@@ -127,9 +152,12 @@ class QdqValidation:
                          + (", ".join(self.lint.codes) or "no findings"))
             if self.lint.requires_int8_reported:
                 lines.append("  lint without the INT8 flag: QDQ_REQUIRES_INT8 (TensorRT <= 10 needs --int8)")
-        if self.thresholds:
-            lines.append(f"  {'PASSED' if self.passed else 'FAILED'} "
-                         + ", ".join(f"{k} {v}" for k, v in self.thresholds.items()))
+        checks = ", ".join(f"{k} {v:g}" for k, v in self.thresholds.items())
+        failures = self.failures
+        if failures:
+            lines.append(f"  FAILED: {'; '.join(failures)}" + (f" (thresholds: {checks})" if checks else ""))
+        elif self.thresholds:
+            lines.append(f"  PASSED {checks}")
         return "\n".join(lines)
 
     def to_dict(self) -> dict:
@@ -137,7 +165,7 @@ class QdqValidation:
                 "cosine": self.cosine, "max_abs": self.max_abs, "top1_agreement": self.top1_agreement,
                 "task_metric_name": self.task_metric_name, "task_metric_reference": self.task_metric_reference,
                 "task_metric_qdq": self.task_metric_qdq, "lint": self.lint.to_dict() if self.lint else None,
-                "thresholds": dict(self.thresholds), "passed": self.passed}
+                "thresholds": dict(self.thresholds), "passed": self.passed, "failures": list(self.failures)}
 
 
 def _proto(model) -> onnx.ModelProto:
@@ -202,7 +230,8 @@ def lint_qdq(model, trt_version: Optional[str] = "8.6", precision: str = "int8")
     without = lint(proto, flags=("fp16",), trt_version=trt_version)
     return QdqLint(trt_version=trt_version, flags=flags, codes=tuple(f.code for f in found),
                    codes_without_int8=tuple(f.code for f in without),
-                   errors=tuple(f.message for f in found if f.is_error))
+                   errors=tuple(f.message for f in found if f.is_error),
+                   error_codes=tuple(f.code for f in found if f.is_error))
 
 
 def validate_qdq(reference, qdq, data: Iterable[Mapping[str, np.ndarray]], *,
@@ -257,3 +286,141 @@ def validate_qdq(reference, qdq, data: Iterable[Mapping[str, np.ndarray]], *,
         task_metric_reference=task_ref, task_metric_qdq=task_q,
         lint=lint_qdq(qdq, trt_version, precision) if run_lint else None,
         thresholds=thresholds)
+
+
+# -- a task metric from integer labels ----------------------------------------------------------
+
+
+def load_labels(path: Union[str, os.PathLike]) -> np.ndarray:
+    """Integer class labels from a ``.npy`` file, or a ``.npz`` holding one array (or one named ``labels``).
+
+    Never unpickles. ``labels[i]`` is the class of the ``i``-th held-back
+    sample, in the order the data source yields them.
+
+    Raises
+    ------
+    UserError
+        For a missing or unreadable file, Python objects, a non-integer dtype,
+        negative labels or an array that is not one label per sample.
+    """
+    path = os.fspath(path)
+    fix = "Save one integer class per held-back sample: numpy.save('labels.npy', np.array([0, 1, ...]))."
+    if not os.path.isfile(path):
+        raise UserError(f"No labels file at {path}.", "The path does not exist or is a directory.", fix)
+    with open(path, "rb") as f:
+        magic = f.read(6)
+    # numpy takes any other file for a pickle; say what it is instead.
+    if magic != b"\x93NUMPY" and not magic.startswith(b"PK\x03\x04"):
+        raise UserError(f"{path} could not be read: it is not a .npy or .npz file.",
+                        "It lacks the numpy (or zip) header.", fix)
+    try:
+        with open(path, "rb") as f:
+            loaded = np.load(f, allow_pickle=False)
+            if hasattr(loaded, "files"):  # an .npz archive
+                with loaded:
+                    names = list(loaded.files)
+                    if "labels" in names:
+                        names = ["labels"]
+                    if len(names) != 1:
+                        raise UserError(f"{path} holds {len(names)} arrays ({', '.join(names) or 'none'}) and none is "
+                                        "named 'labels'.", "It cannot say which array holds the labels.",
+                                        "Save them as np.savez(path, labels=array), or as a .npy file.")
+                    labels = loaded[names[0]]
+            else:
+                labels = np.asarray(loaded)
+    except UserError:
+        raise
+    except ValueError as exc:
+        if "pickle" not in str(exc).lower():
+            raise UserError(f"{path} could not be read as .npy/.npz.", f"{type(exc).__name__}: {exc}", fix) from None
+        raise UserError(f"{path} holds Python objects, which are never unpickled.", str(exc), fix) from None
+    except Exception as exc:  # noqa: BLE001 - numpy raises several types for a damaged file
+        raise UserError(f"{path} could not be read as .npy/.npz.", f"{type(exc).__name__}: {exc}", fix) from None
+    if labels.ndim == 2 and labels.shape[1] == 1:
+        labels = labels[:, 0]
+    if labels.ndim != 1:
+        raise UserError(f"The labels in {path} have shape {labels.shape}; the task metric needs one label per sample.",
+                        "Labels are class indices (e.g. 0 or 1), not one-hot rows or scores.",
+                        "Save a 1-D integer array (labels.argmax(-1) turns one-hot rows into indices).")
+    if labels.dtype.kind not in "iu":
+        raise UserError(f"The labels in {path} are {labels.dtype} values, not integers.",
+                        "A label is a class index compared with the model's arg-max.",
+                        "Save them as integers: labels.astype(np.int64).")
+    if labels.size and labels.min() < 0:
+        raise UserError(f"The labels in {path} include the negative class {int(labels.min())}.",
+                        "Class indices start at 0.", fix)
+    return labels.astype(np.int64)
+
+
+def _classifier_output(summary, output: Optional[str]):
+    outputs = list(summary.outputs)
+    if output is not None:
+        match = [t for t in outputs if t.name == output]
+        if not match:
+            raise UserError(f"The model has no output {output!r}.",
+                            f"Its outputs: {', '.join(t.name for t in outputs)}.", "Name one of them.")
+        return match[0]
+    ranked = [t for t in outputs if len(t.shape) == 2]
+    if not ranked:
+        raise UserError("Labels need a classifier output of shape [N, classes]; the model has none.",
+                        f"Its outputs: {', '.join(f'{t.name} {list(t.shape)}' for t in outputs)}.",
+                        "Compute the task metric yourself and pass it to validate_qdq(task_metric=...).")
+    return ranked[0]
+
+
+def label_accuracy(labels: np.ndarray, summary, samples: int, output: Optional[str] = None
+                   ) -> Tuple[TaskMetric, str]:
+    """Top-1 accuracy against ``labels``, as a task metric for :func:`validate_qdq`.
+
+    Parameters
+    ----------
+    labels : ndarray of int
+        From :func:`load_labels`; at least ``samples`` of them (the first
+        ``samples`` are used, in data order).
+    summary : ModelSummary
+        The float model's summary: the classifier output is its first output
+        of rank 2 (or ``output``), and a static class count is checked.
+    samples : int
+        How many held-back samples the validation runs on.
+    output : str, optional
+        The output whose arg-max is the predicted class.
+
+    Returns
+    -------
+    (callable, str)
+        ``metric(outputs) -> accuracy`` and its name (which says the output
+        and how many labels are used).
+
+    Raises
+    ------
+    UserError
+        Fewer labels than samples, a label outside the output's classes, or
+        no classifier output.
+    """
+    labels = np.asarray(labels)
+    out = _classifier_output(summary, output)
+    if len(labels) < samples:
+        raise UserError(f"{len(labels)} labels for {samples} held-back samples.",
+                        "Every held-back sample needs its label (labels[i] is the class of the i-th sample).",
+                        "Give as many labels as samples, or lower --samples.")
+    used = labels[:samples]
+    classes = out.shape[-1]
+    if isinstance(classes, int) and used.size and used.max() >= classes:
+        raise UserError(f"A label is class {int(used.max())}, but output {out.name!r} has {classes} classes "
+                        f"(0..{classes - 1}).", "Labels are indices into the classifier output.",
+                        "Check that the labels belong to this model (and start at 0).")
+    name = f"top-1 accuracy of {out.name!r} vs labels" + (
+        f" (the first {samples} of {len(labels)} labels)" if len(labels) > samples else "")
+
+    def accuracy(outputs: Dict[str, np.ndarray]) -> float:
+        scores = np.asarray(outputs[out.name])
+        if scores.ndim != 2 or len(scores) != len(used):
+            raise UserError(f"Output {out.name!r} has shape {scores.shape}; the labels need [{len(used)}, classes].",
+                            "The task metric compares the arg-max of each row with its label.",
+                            "Name a classifier output, or compute the metric yourself (validate_qdq(task_metric=...)).")
+        if used.size and used.max() >= scores.shape[1]:
+            raise UserError(f"A label is class {int(used.max())}, but output {out.name!r} has {scores.shape[1]} classes.",
+                            "Labels are indices into the classifier output.", "Check that the labels belong to this model.")
+        return float(np.mean(scores.argmax(-1) == used))
+
+    return accuracy, name
