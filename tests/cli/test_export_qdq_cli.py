@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import onnx
 import pytest
@@ -101,3 +102,77 @@ def test_bad_inputs_exit_2_and_keep_the_old_output(capsys, tmp_path, stats_path)
     code, _, err = run_cli(capsys, "export-qdq", demo.MODEL_PATH, "--stats", tmp_path / "missing.npz", "--out", out)
     assert code == 2 and "No statistics file" in err
     assert out.read_bytes() == b"previous"
+
+
+def _demo_accuracy(labels, samples):
+    # The float model's top-1 accuracy on the same held-back crops the CLI uses (seed 12345, batch 1).
+    import numpy as np
+
+    from trtwidgets.core.qdq_validate import run_model
+
+    outs, n = run_model(demo.MODEL_PATH, demo.iter_skimage_inputs(samples, batch_size=1, seed=12345))
+    return float(np.mean(next(iter(outs.values())).argmax(-1) == labels[:n]))
+
+
+def test_labels_give_accuracy_on_both_models(capsys, tmp_path, stats_path):
+    import numpy as np
+
+    # demo.skimage_crops turns every odd crop by 180 degrees: the true label of crop i is i % 2.
+    labels = np.arange(24) % 2
+    np.save(tmp_path / "labels.npy", labels)
+    np.savez(tmp_path / "labels.npz", labels=labels)
+    args = ["export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--method", "percentile", "--data", "demo",
+            "--samples", "16", "--min-cosine", "0"]
+    code, text, err = run_cli(capsys, *args, "--labels", tmp_path / "labels.npy", "--out", tmp_path / "a.onnx", "--json")
+    assert code == 0, err
+    v = json.loads(text)["validation"]
+    assert v["task_metric_reference"] == pytest.approx(_demo_accuracy(labels, 16))
+    assert 0.0 <= v["task_metric_qdq"] <= 1.0
+    assert "save_infer_model/scale_0.tmp_1" in v["task_metric_name"] and "16 of 24" in v["task_metric_name"]
+    code, text, err = run_cli(capsys, *args, "--labels", tmp_path / "labels.npz", "--out", tmp_path / "b.onnx")
+    assert code == 0, err
+    assert f"FP32 {_demo_accuracy(labels, 16):.4f}" in text and "accuracy" in text
+
+
+@pytest.mark.parametrize("make, needle", [
+    (lambda np: np.arange(8) % 2, "8 labels for 16 held-back samples"),
+    (lambda np: (np.arange(16) % 2).astype(np.float32), "not integers"),
+    (lambda np: np.full(16, 2), "class 2"),
+    (lambda np: np.full(16, -1), "negative"),
+    (lambda np: np.zeros((16, 2), np.int64), "one label per sample"),
+    (lambda np: np.array([{"a": 1}] * 16, dtype=object), "never unpickled"),
+])
+def test_bad_labels_exit_2_and_keep_the_old_output(capsys, tmp_path, stats_path, make, needle):
+    import numpy as np
+
+    np.save(tmp_path / "labels.npy", make(np), allow_pickle=True)
+    out = tmp_path / "keep.onnx"
+    out.write_bytes(b"previous")
+    code, _, err = run_cli(capsys, "export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--data", "demo",
+                           "--samples", "16", "--labels", tmp_path / "labels.npy", "--out", out)
+    assert code == 2 and needle in err, err
+    assert out.read_bytes() == b"previous"
+
+
+def test_labels_need_held_back_data(capsys, tmp_path, stats_path):
+    import numpy as np
+
+    np.save(tmp_path / "labels.npy", np.arange(4) % 2)
+    code, _, err = run_cli(capsys, "export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--labels",
+                           tmp_path / "labels.npy", "--out", tmp_path / "x.onnx")
+    assert code == 2 and "--data" in err
+    code, _, err = run_cli(capsys, "export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--data", "demo",
+                           "--labels", tmp_path / "missing.npy", "--out", tmp_path / "x.onnx")
+    assert code == 2 and "No labels file" in err and not (tmp_path / "x.onnx").exists()
+
+
+def test_failed_validation_names_the_failed_check(capsys, tmp_path, stats_path):
+    # FP8 Q/DQ linted for TensorRT 8.6: cosine is fine, the lint error is why it fails.
+    code, text, err = run_cli(capsys, "export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--method", "percentile",
+                              "--fp8", "--data", "demo", "--samples", "8", "--min-cosine", "0.5", "--trt-version", "8.6",
+                              "--out", tmp_path / "fp8.onnx")
+    assert code == 1, err
+    failed = [line for line in text.splitlines() if "FAILED" in line]
+    assert len(failed) == 1 and failed[0].strip().startswith("FAILED: lint error QDQ_TYPE_NEEDS_NEWER_TRT:"), text
+    # The thresholds are listed, not blamed: no measured cosine on the FAILED line.
+    assert "min_cosine 0.5" in failed[0] and not re.search(r"(?<!min_)cosine \d", failed[0]), failed[0]

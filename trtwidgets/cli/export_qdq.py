@@ -3,7 +3,9 @@
 Writes a Q/DQ ONNX model from collected activation statistics (or a TensorRT
 calibration cache), prints what was quantized and what was left in high
 precision and why, and, with ``--data``, how close the Q/DQ model stays to the
-float model on held-back data (ONNX Runtime) plus lint for the target TensorRT.
+float model on held-back data (ONNX Runtime) plus lint for the target TensorRT;
+with ``--labels`` also the top-1 accuracy of both models against the labels.
+When validation fails, the FAILED line names each check that failed.
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ def add_arguments(parser):
     parser.add_argument("--data", help="held-back data to validate on: 'demo' (fresh scikit-image crops) or a "
                         "folder of .npy/.npz/images")
     parser.add_argument("--samples", type=int, default=64, help="held-back samples to validate on (default 64)")
+    parser.add_argument("--labels", metavar="FILE", help="integer class labels of the held-back samples (.npy, or .npz "
+                        "with one array or one named 'labels'; labels[i] belongs to the i-th sample, in data order): "
+                        "adds top-1 accuracy of the float and the Q/DQ model (needs --data)")
     parser.add_argument("--trt-version", default="8.6", help="TensorRT version to lint for (default 8.6)")
     parser.add_argument("--min-cosine", type=float, default=0.99, help="validation threshold: exit 1 below it "
                         "(default 0.99)")
@@ -68,23 +73,46 @@ def _held_back(args, loaded):
     return list(iter_feeds(args.data, loaded.summary, max_samples=args.samples))
 
 
+def _samples(feeds) -> int:
+    import numpy as np
+
+    return sum(int(np.shape(next(iter(f.values())))[0]) if f and np.ndim(next(iter(f.values()))) else 1 for f in feeds)
+
+
 def run(args) -> int:
+    from ..core.errors import UserError
     from ..core.model import load_model
     from ..core.qdq_export import build_qdq, save_qdq_model
 
+    if args.labels and not args.data:
+        raise UserError("--labels needs --data.", "The labels belong to the held-back samples that --data names.",
+                        "Add --data demo or --data FOLDER (the samples the labels are for).")
+    labels = None
+    if args.labels:
+        from ..core.qdq_validate import load_labels
+
+        labels = load_labels(args.labels)
     loaded = load_model(args.model)
     amax = _amax(args)
     result = build_qdq(loaded, amax, exclude=args.exclude, exclude_op_types=args.exclude_op_types,
                        precision="fp8" if args.fp8 else "int8",
                        weights_per_channel=False if args.per_tensor_weights else None,
                        keep_float_output_grouped_convs=args.keep_float_output_grouped_convs)
+    # Read and check the held-back data and labels before writing, so bad input keeps an earlier output.
+    feeds = _held_back(args, loaded) if args.data else None
+    task = {}
+    if labels is not None:
+        from ..core.qdq_validate import label_accuracy
+
+        metric, metric_name = label_accuracy(labels, loaded.summary, _samples(feeds))
+        task = {"task_metric": metric, "task_metric_name": metric_name}
     path = save_qdq_model(result.model, args.out)
     validation = None
-    if args.data:
+    if feeds is not None:
         from ..core.qdq_validate import validate_qdq
 
-        validation = validate_qdq(loaded, result.model, _held_back(args, loaded), trt_version=args.trt_version,
-                                  precision=result.report.precision, min_cosine=args.min_cosine)
+        validation = validate_qdq(loaded, result.model, feeds, trt_version=args.trt_version,
+                                  precision=result.report.precision, min_cosine=args.min_cosine, **task)
     if args.json:
         out = {"out": str(path), "report": result.report.to_dict()}
         if validation is not None:
@@ -98,5 +126,5 @@ def run(args) -> int:
     if not result.report.quantized_layers:
         print("warning: no layer was quantized (no ranges matched the model's tensors?)", file=sys.stderr)
         return 1
-    # Exit 1 (findings) when the held-back accuracy misses the thresholds, so scripts can gate on it.
+    # Exit 1 (findings) when validation fails (a threshold, non-finite outputs or a lint error), so scripts can gate on it.
     return 1 if validation is not None and not validation.passed else 0
