@@ -205,3 +205,45 @@ def test_compare_real_builds_prints_each_builds_time(how, capsys):
     # Without the build folders' files there is no time to show.
     assert main(argv + ["--no-siblings"]) == 0
     assert "time ms" not in capsys.readouterr().out
+
+
+def test_network_prebuild_view_printed_and_exported(tmp_path, capsys):
+    from collections import Counter
+
+    raw = json.loads((TRT86 / "cls_static_qdq_int8" / "network_layers.json").read_text())
+    out = tmp_path / "network.csv"
+    assert main(["inspect", "--network", str(TRT86 / "cls_static_qdq_int8"), "--csv", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert f"{len(raw)} network layers before the build" in text
+    assert raw[-1]["name"] in text  # every layer is listed
+    with open(out, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["name"] for r in rows] == [r["name"] for r in raw]
+    assert {"requested_precision", "output_types", "precision_is_set"} <= set(rows[0])
+    assert main(["inspect", "--network", str(TRT86 / "cls_static_qdq_int8" / "network_layers.json"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["types"] == dict(Counter(r["type"] for r in raw))
+
+
+def test_build_folder_argument_shows_engine_and_prebuild_gist(capsys):
+    folder = TRT86 / "cls_static_fp16"
+    assert main(["inspect", str(folder), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    raw = json.loads((folder / "network_layers.json").read_text())
+    assert summary["layers"] == len(json.loads((folder / "engine.graph.json").read_text(), strict=False)["Layers"])
+    assert summary["network"]["layers"] == len(raw)
+    assert main(["inspect", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert f"{len(raw)} network layers before the build" in out and "inspect --network" in out
+    assert main(["inspect", str(folder), "--no-siblings", "--json"]) == 0
+    assert "network" not in json.loads(capsys.readouterr().out)
+
+
+def test_network_bad_input_exits_2(tmp_path, capsys):
+    assert main(["inspect"]) == 2
+    assert "Nothing to inspect" in capsys.readouterr().err
+    (tmp_path / "network_layers.json").write_text(json.dumps({"Layers": []}))
+    assert main(["inspect", "--network", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "not a network layer list" in err and "Traceback" not in err
+    assert main(["inspect", "--network", str(tmp_path / "missing")]) == 2
+    assert "does not exist" in capsys.readouterr().err

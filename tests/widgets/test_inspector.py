@@ -254,3 +254,32 @@ def test_bad_sibling_keeps_the_previous_table(fixtures_dir, tmp_path):
     (folder / "timings.json").write_text(json.dumps({"latency": {"mean_ms": 1.0}}))
     assert w.load(str(folder / "engine.graph.json")) is False
     assert w.table is before and "no per-layer times" in w.message.value
+
+
+def test_real_build_shows_its_network_before_the_build(fixtures_dir):
+    from trtwidgets.core.saved_build import load_saved_build
+
+    folder = fixtures_dir / "trt86" / "cls_static_qdq_int8"
+    raw = json.loads((folder / "network_layers.json").read_text())
+    for source in (str(folder / "engine.graph.json"), load_saved_build(folder)):
+        w = Inspector(source, max_rows=1000)
+        assert w.network_section.layout.display == ""
+        assert list(w.network_table["name"]) == [r["name"] for r in raw]
+        rows = _Rows(w.network_view.value).rows
+        assert len(rows) - 1 == len(raw) and rows[0][:3] == ["index", "name", "type"]
+        assert f"{len(raw)} network layers" in w.network_view.value
+    # A bare JSON text has no build folder: no section.
+    w = Inspector((folder / "engine.graph.json").read_text())
+    assert w.network_table is None and w.network_section.layout.display == "none"
+
+
+def test_broken_network_list_leaves_the_engine_view(fixtures_dir, tmp_path):
+    folder = tmp_path / "build"
+    folder.mkdir()
+    (folder / "engine.graph.json").write_bytes((fixtures_dir / "trt86" / "cls_static_fp16" / "engine.graph.json")
+                                               .read_bytes())
+    (folder / "network_layers.json").write_text("[1, 2]")
+    w = Inspector(str(folder / "engine.graph.json"))
+    assert w.message.value == "" and w.table is not None
+    assert "trtw-error" in w.network_view.value and "not a network layer list" in w.network_view.value
+    assert w.network_section.layout.display == ""

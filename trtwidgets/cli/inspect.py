@@ -17,9 +17,13 @@ DESCRIPTION = (HELP + ". Prints a precision summary and the non-INT8 layers; --c
 
 
 def add_arguments(parser):
-    parser.add_argument("graph", nargs="+",
-                        help="engine-inspector JSON (<engine>.graph.json); with two or more, the first is "
-                             "tabulated and all are compared (as with --compare)")
+    parser.add_argument("graph", nargs="*",
+                        help="engine-inspector JSON (<engine>.graph.json) or a build folder holding one; with two "
+                             "or more, the first is tabulated and all are compared (as with --compare)")
+    parser.add_argument("--network", metavar="LAYERS.json",
+                        help="the pre-build view: the parsed network's layers with their requested precision and "
+                             "output types, from network_layers.json (or a build folder holding it). Alone, --csv "
+                             "writes this table and --json prints its summary")
     parser.add_argument("--csv", metavar="OUT.csv", help="write the per-layer table as CSV")
     parser.add_argument("--json", action="store_true", help="print the precision summary as JSON")
     parser.add_argument("--recipe", metavar="RECIPE.json", help="the build's recipe (precision flags, overrides)")
@@ -88,6 +92,49 @@ def format_comparison(cmp, limit: int = 30) -> str:
     return "\n".join(lines)
 
 
+def format_prebuild(table, summary: dict) -> str:
+    """Plain-text pre-build view: counts per type and requested precision, pinned layers, then every layer."""
+    lines = [f"{summary['layers']} network layers before the build"]
+    lines.append("  types: " + ", ".join(f"{k} {v}" for k, v in summary["types"].items()))
+    if summary["requested_precisions"]:
+        lines.append("  requested precision: " + ", ".join(f"{k} {v}" for k, v in summary["requested_precisions"].items()))
+    else:
+        lines.append("  requested precision: not recorded (TensorRT 11 has no per-layer precision)")
+    for key, what in (("precision_set", "precision set"), ("output_type_set", "output type set")):
+        names = summary[key]
+        lines.append(f"  {what} on {len(names)} layers" + (": " + ", ".join(names[:10]) if names else "")
+                     + (f" and {len(names) - 10} more" if len(names) > 10 else ""))
+    lines.append(f"  {'#':>4} {'type':<14} {'precision':<10} {'output types':<14} name")
+    for row in table.itertuples(index=False):
+        pinned = "*" if row.precision_is_set else " "
+        lines.append(f"  {row.index:>4} {row.type[:14]:<14} {(row.requested_precision + pinned)[:10]:<10} "
+                     f"{row.output_types[:14]:<14} {row.name}")
+    return "\n".join(lines)
+
+
+def _graph_path(path: str) -> str:
+    from ..core.saved_build import find_graph_json
+
+    return str(find_graph_json(path)) if os.path.isdir(path) else path
+
+
+def _network(args, graph_path):
+    """``(prebuild table, summary, source)`` from --network, else from network_layers.json beside the graph."""
+    from ..core.layer_table import prebuild_summary, prebuild_table
+    from ..core.saved_build import network_layers_of, read_network_layers
+
+    if args.network:
+        rows, where = read_network_layers(args.network), args.network
+    elif graph_path is not None and not args.no_siblings:
+        rows, where = network_layers_of(graph_path), os.path.join(os.path.dirname(graph_path), "network_layers.json")
+    else:
+        rows, where = None, None
+    if not rows:
+        return None, None, None
+    table = prebuild_table(rows)
+    return table, prebuild_summary(table), where
+
+
 def _context(path: str, args) -> dict:
     from ..core.inspector import build_context
 
@@ -103,8 +150,23 @@ def run(args) -> int:
     from ..core.inspector import CONTEXT_FAILURES, context_failure, parse_inspector_json
     from ..core.layer_table import layer_table, summary_dict
 
-    graphs = list(args.graph)
-    others = graphs[1:] + list(args.compare or ())
+    graphs = [_graph_path(g) for g in args.graph]
+    if not graphs:
+        if not args.network:
+            raise UserError("Nothing to inspect.", None,
+                            "Give an engine-inspector JSON (<engine>.graph.json) or a build folder, or --network "
+                            "network_layers.json for the pre-build view.")
+        pre, pre_summary, _ = _network(args, None)
+        if args.csv:
+            _write_csv_atomic(pre, args.csv)
+        if args.json:
+            print(json.dumps(pre_summary, indent=2))
+        else:
+            print(format_prebuild(pre, pre_summary))
+            if args.csv:
+                print(f"wrote {len(pre)} rows to {args.csv}", file=sys.stderr)
+        return 0
+    others = graphs[1:] + [_graph_path(g) for g in (args.compare or ())]
     graph = parse_inspector_json(graphs[0])
     found = _context(graphs[0], args)
     recipe = args.recipe or found.get("recipe")
@@ -143,9 +205,12 @@ def run(args) -> int:
         except (UserError,) + CONTEXT_FAILURES as exc:
             files = {f"profile {i}": p for i, p in enumerate(profiles) if p is not None}
             raise context_failure(exc, files, "--no-siblings") from None
+    pre, pre_summary, pre_source = _network(args, graphs[0])
     if args.csv:
         _write_csv_atomic(table, args.csv)
     if args.json:
+        if pre_summary is not None:
+            summary["network"] = dict(pre_summary, source=pre_source)
         if cmp is not None:
             counts = cmp.precision_counts()
             summary["compare"] = {
@@ -160,6 +225,12 @@ def run(args) -> int:
         print(format_report(table, summary))
         if cmp is not None:
             print(format_comparison(cmp))
+        if pre is not None:
+            if args.network:
+                print(format_prebuild(pre, pre_summary))
+            else:  # beside the engine: the gist, and where the whole list is
+                print("\n".join(format_prebuild(pre, pre_summary).splitlines()[:5]))
+                print(f"  (every layer: trtwidgets inspect --network {pre_source})")
         if args.csv:
             print(f"wrote {len(table)} rows to {args.csv}", file=sys.stderr)
     return 0

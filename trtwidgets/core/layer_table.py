@@ -18,7 +18,7 @@ from .errors import InspectorError
 from .inspector import PRECISIONS, EngineGraph, parse_inspector_json
 
 __all__ = ["COLUMNS", "PRECISION_COLORS", "layer_table", "precision_summary", "styled", "read_profile",
-           "prebuild_table", "filter_table"]
+           "prebuild_table", "prebuild_summary", "filter_table"]
 
 #: Columns of :func:`layer_table`, in order.
 COLUMNS = ("name", "type", "layer_type", "onnx_nodes", "precision", "input_precision", "output_precision",
@@ -336,6 +336,11 @@ def prebuild_table(rows: Sequence[Any]):
 
     records = []
     for i, row in enumerate(rows):
+        if not isinstance(row, Mapping):
+            raise InspectorError(f"Network layer {i} is {type(row).__name__}, not an object.",
+                                 "The pre-build view takes one mapping per network layer (network_layers.json).",
+                                 "Pass trtwidgets.trt.inspect.network_layers(network) or the rows of "
+                                 "network_layers.json.")
         outs = list(row.get("outputs") or ())
         out_dicts = [o if isinstance(o, Mapping) else {"name": str(o)} for o in outs]
         set_flags = [o.get("type_is_set") for o in out_dicts]
@@ -353,6 +358,31 @@ def prebuild_table(rows: Sequence[Any]):
     columns = ["index", "name", "type", "requested_precision", "precision_is_set", "output_types",
                "output_type_is_set", "inputs", "outputs"]
     return pd.DataFrame.from_records(records, columns=columns)
+
+
+def prebuild_summary(table) -> dict:
+    """The pre-build view in brief, JSON-ready: layer counts per type and requested precision, and pinned layers.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        From :func:`prebuild_table`.
+
+    Returns
+    -------
+    dict
+        ``layers``, ``types`` (type -> count, most frequent first), ``requested_precisions``
+        (precision -> count; empty where the TensorRT version has no layer precision),
+        ``precision_set`` and ``output_type_set`` (names of the layers whose precision or
+        output type was set before the build).
+    """
+    def counts(column):
+        values = table.loc[table[column] != "", column].value_counts()
+        return {str(k): int(v) for k, v in values.items()}
+
+    return {"layers": int(len(table)), "types": counts("type"), "requested_precisions": counts("requested_precision"),
+            "precision_set": [str(n) for n in table.loc[table["precision_is_set"], "name"]],
+            "output_type_set": [str(n) for n in table.loc[table["output_type_is_set"], "name"]]}
 
 
 _HTML_STYLE = (

@@ -23,6 +23,8 @@ ENV_VAR = "TRTWIDGETS_SAVED_BUILDS"
 #: Where the repository keeps the real TensorRT 8.6 builds of the demo model.
 REPO_SUBDIR = Path("tests") / "fixtures" / "trt86"
 _TIMING_NAMES = ("timings.json", "profile.json", "layer_times.json", "engine.profile.json")
+#: The parsed network's layers, written by ``trtwidgets.trt.build`` before the build (the pre-build view).
+NETWORK_LAYERS_FILE = "network_layers.json"
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,10 @@ class SavedBuild:
         Whole-engine latency statistics from the timings file, when recorded.
     meta : dict
         ``build.json`` (TensorRT version, GPU, build seconds) when present.
+    network_layers : tuple of dict, optional
+        ``network_layers.json``: the parsed network's layers with their requested precision and
+        output types (see :func:`trtwidgets.core.layer_table.prebuild_table`); None when absent or unreadable.
+    network_layers_path : str, optional
     """
 
     name: str
@@ -65,6 +71,8 @@ class SavedBuild:
     timings: Optional[Dict[str, float]] = field(default=None, repr=False)
     latency: dict = field(default_factory=dict, repr=False)
     meta: dict = field(default_factory=dict, repr=False)
+    network_layers: Optional[Tuple[dict, ...]] = field(default=None, repr=False)
+    network_layers_path: Optional[str] = None
 
     @property
     def trt_version(self) -> str:
@@ -143,6 +151,78 @@ def read_timings(path: Union[str, os.PathLike]) -> Tuple[Optional[Dict[str, floa
         return None, {}
 
 
+def read_network_layers(path: Union[str, os.PathLike]) -> Tuple[dict, ...]:
+    """The rows of a ``network_layers.json`` (one dict per network layer), or of the one in a build folder.
+
+    Raises
+    ------
+    InspectorError
+        The file is missing, not JSON, or not a list of layer objects with a ``name``.
+    """
+    p = Path(path)
+    if p.is_dir():
+        p = p / NETWORK_LAYERS_FILE
+    if not p.is_file():
+        raise InspectorError(f"{p} does not exist.",
+                             "The pre-build view reads the network's layer list that trtwidgets.trt.build writes "
+                             f"beside the engine ({NETWORK_LAYERS_FILE}).",
+                             f"Pass a build folder that holds {NETWORK_LAYERS_FILE}, or the file itself.")
+    doc = _read_json(p, "the network's layer list")
+    if not isinstance(doc, list) or not doc or not all(isinstance(r, dict) and "name" in r for r in doc):
+        shape = (f"a list of {len(doc)} items" if isinstance(doc, list) else f"a JSON {type(doc).__name__}")
+        raise InspectorError(f"{p} is {shape}, not a network layer list.",
+                             f"{NETWORK_LAYERS_FILE} is a JSON list with one object per network layer "
+                             '({"index", "name", "type", "precision", "outputs", ...}).',
+                             "Write it again with trtwidgets.trt.inspect.network_layers(network), or rebuild "
+                             "with trtwidgets.trt.build.")
+    return tuple(doc)
+
+
+def network_layers_of(source) -> Optional[Tuple[dict, ...]]:
+    """The pre-build layer list that goes with a build source, where there is one.
+
+    Parameters
+    ----------
+    source : SavedBuild, build result, path of a build folder or of an inspector JSON file, or other
+        A saved build gives its ``network_layers``; a build result or a path gives the
+        ``network_layers.json`` in its folder. Other sources (text, graphs) give None.
+
+    Raises
+    ------
+    InspectorError
+        The file is there but unreadable.
+    """
+    rows = getattr(source, "network_layers", None)
+    if rows is not None:
+        return tuple(rows)
+    folder = None
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and source.strip()[:1] not in ("{", "[")
+                                           and "\n" not in source and len(source) < 4096):
+        try:
+            p = Path(source)
+            folder = p if p.is_dir() else (p.parent if p.is_file() else None)
+        except OSError:
+            folder = None
+    else:
+        where = getattr(source, "inspector_json_path", None) or getattr(source, "out_dir", None)
+        if where:
+            folder = Path(where) if Path(where).is_dir() else Path(where).parent
+    if folder is None or not (folder / NETWORK_LAYERS_FILE).is_file():
+        return None
+    return read_network_layers(folder / NETWORK_LAYERS_FILE)
+
+
+def find_graph_json(folder: Union[str, os.PathLike]) -> Path:
+    """The engine-inspector JSON in a build folder (``*.graph.json``, else ``*graph*.json``)."""
+    p = Path(folder)
+    cands = sorted(p.glob("*.graph.json")) or sorted(p.glob("*graph*.json"))
+    if not cands:
+        raise InspectorError(f"The build directory {p} holds no engine-inspector JSON (*.graph.json).",
+                             "A saved build is read through its inspector JSON; the engine itself needs a GPU.",
+                             "Pass a directory written by `trtwidgets build`, or the .graph.json file itself.")
+    return cands[0]
+
+
 def load_saved_build(path: Union[str, os.PathLike]) -> SavedBuild:
     """Read a build directory (or one ``*.graph.json`` file inside one).
 
@@ -156,12 +236,7 @@ def load_saved_build(path: Union[str, os.PathLike]) -> SavedBuild:
         graph_path, folder = p, p.parent
     elif p.is_dir():
         folder = p
-        cands = sorted(p.glob("*.graph.json")) or sorted(p.glob("*graph*.json"))
-        if not cands:
-            raise InspectorError(f"The build directory {p} holds no engine-inspector JSON (*.graph.json).",
-                                 "A saved build is read through its inspector JSON; the engine itself needs a GPU.",
-                                 "Pass a directory written by `trtwidgets build`, or the .graph.json file itself.")
-        graph_path = cands[0]
+        graph_path = find_graph_json(p)
     else:
         raise InspectorError(f"{p} does not exist.", None,
                              "Pass a build directory (with a *.graph.json) or an engine-inspector JSON file.")
@@ -173,6 +248,11 @@ def load_saved_build(path: Union[str, os.PathLike]) -> SavedBuild:
     if timings is None:
         timings = next(iter(sorted(folder.glob("*timing*.json")) + sorted(folder.glob("*profile*.json"))), None)
     layer_ms, latency = read_timings(timings) if timings is not None else (None, {})
+    network = folder / NETWORK_LAYERS_FILE
+    try:
+        network_rows = read_network_layers(network) if network.is_file() else None
+    except InspectorError:
+        network_rows = None  # the engine view does not need it; network_layers_of() explains a broken file
     return SavedBuild(name=folder.name if p.is_dir() or graph_path.name.startswith("engine") else graph_path.stem,
                       out_dir=str(folder), inspector_json_path=str(graph_path), inspector_json=text,
                       recipe=recipe if isinstance(recipe, dict) else None,
@@ -181,7 +261,9 @@ def load_saved_build(path: Union[str, os.PathLike]) -> SavedBuild:
                       # Only a readable one: the inspector reads timings_path itself when timings is None.
                       timings_path=str(timings) if timings is not None and layer_ms else None,
                       timings=layer_ms, latency=latency or {},
-                      meta=meta if isinstance(meta, dict) else {})
+                      meta=meta if isinstance(meta, dict) else {},
+                      network_layers=network_rows,
+                      network_layers_path=str(network) if network_rows is not None else None)
 
 
 def saved_builds_root(start: Union[str, os.PathLike, None] = None) -> Optional[Path]:

@@ -79,10 +79,16 @@ class Inspector(widgets.VBox):
         self.table_view = widgets.HTML(layout=widgets.Layout(max_height="480px", overflow="auto"))
         self.chart = None
         self.chart_box = widgets.Box()
+        #: The parsed network before the build (``prebuild_table``), when the build folder has it; else None.
+        self.network_table = None
+        self.network_view = widgets.HTML(layout=widgets.Layout(max_height="360px", overflow="auto"))
+        self.network_section = widgets.Accordion(children=[self.network_view], selected_index=None,
+                                                 layout=widgets.Layout(display="none"))
+        self.network_section.set_title(0, "Network (pre-build)")
         super().__init__([self.message, self.warnings, self.chart_box, self.causes,
                           widgets.HBox([self.search, self.precision, self.layer_type, self.why, self.sort, self.descending],
                                        layout=widgets.Layout(flex_flow="row wrap")),
-                          self.count, self.table_view], **kwargs)
+                          self.count, self.table_view, self.network_section], **kwargs)
         for w in (self.search, self.precision, self.layer_type, self.why, self.sort, self.descending):
             w.observe(lambda _: self.refresh(), names="value")
         if session is not None and source is None:
@@ -134,8 +140,32 @@ class Inspector(widgets.VBox):
             self.why.options = [ALL] + [c for c in table["why_not_int8"].value_counts().index if c]
             self.why.value = ALL
             self.causes.value = self._causes_html()
+            self._show_network(source)
         self.refresh()
         return True
+
+    def _show_network(self, source: Any) -> None:
+        """The pre-build view of the build's network (network_layers.json), collapsed; hidden when absent."""
+        from ..core.layer_table import prebuild_summary, prebuild_table
+        from ..core.saved_build import network_layers_of
+
+        table, body = None, ""
+        try:
+            rows = network_layers_of(source) if (self.use_siblings or hasattr(source, "network_layers")) else None
+            if rows:
+                table = prebuild_table(rows)
+        except UserError as err:  # the engine view stands; the broken list is explained in its own section
+            body = error_html(err)
+        if table is not None:
+            d = prebuild_summary(table)
+            pinned = d["precision_set"] + [n for n in d["output_type_set"] if n not in d["precision_set"]]
+            requested = ", ".join(f"{k} {v}" for k, v in d["requested_precisions"].items()) or "not recorded"
+            body = (f'<div class="trtw-prebuild-summary">{d["layers"]} network layers before the build; '
+                    f'requested precisions: {html.escape(requested)}; set explicitly on {len(pinned)} layers</div>'
+                    + table_html(table, self.max_rows, precision_columns=("requested_precision",)))
+        self.network_table = table
+        self.network_view.value = body
+        self.network_section.layout.display = "" if body else "none"
 
     def _on_builds(self, change):
         if change["new"]:
