@@ -190,3 +190,17 @@ def test_report_of_a_real_tensorrt_build(demo_recipe, tmp_path):
     assert {r[3] for r in layers[1:]} >= {"INT8"}
     body = "".join(doc.text)
     assert "8.6" in real.trt_version and "does not match the recipe" in body  # a tiny model, not the demo
+
+
+def test_a_malformed_timings_file_beside_a_saved_build_exits_2_naming_it(demo_recipe, tmp_path, capsys):
+    import shutil
+
+    _, path = demo_recipe
+    saved = tmp_path / "saved"
+    shutil.copytree(REAL[0], saved)
+    (saved / "timings.json").write_text('{"layers": {"conv1": "fast"}}')
+    out = tmp_path / "r.html"
+    assert main(["run", str(path), "--report", str(out), "--no-calibrate", "--graph", str(saved)]) == 2
+    err = capsys.readouterr().err
+    assert "timings.json" in err and "Traceback" not in err
+    assert not out.exists()

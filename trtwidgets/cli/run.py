@@ -125,7 +125,7 @@ def run(args) -> int:
     from ..core.analysis import locate_model
     from ..core import staleness
     from ..core.errors import RecipeError
-    from ..core.inspector import as_graph, build_context
+    from ..core.inspector import CONTEXT_FAILURES, as_graph, build_context, context_failure
     from ..core.layer_table import layer_table, summary_dict
     from ..core.lint import lint
     from ..core.model import load_model
@@ -156,7 +156,13 @@ def run(args) -> int:
     for source in ([built] if built is not None else []) + saved:
         label = getattr(source, "name", None) or Path(source.out_dir).name
         graph = as_graph(source)
-        table = layer_table(graph, **build_context(source))
+        context = {}
+        try:
+            context = build_context(source)
+            table = layer_table(graph, **context)
+        except CONTEXT_FAILURES as exc:
+            # A malformed recipe, cache or timings file saved beside a build: say which, no traceback.
+            raise context_failure(exc, context, "inspect the build on its own with `trtwidgets inspect --no-siblings`") from None
         tables[label], summaries[label] = table, summary_dict(table)
         own = staleness.recipe_dict(getattr(source, "recipe", None))
         stale = ""
