@@ -2,8 +2,8 @@
 
 `.ci/run` installs Debian's Chromium; Playwright drives it (no browser download).
 The test starts JupyterLab on localhost, opens notebooks/01_quickstart.ipynb, runs
-all cells, and checks what a person would see: rows of the layer table, a Plotly
-figure, and no widget error. A screenshot is kept under artifacts/.
+all cells, and checks what a person would see: rows of the layer table (INT8 rows
+from the explicit Q/DQ build), a Plotly figure, and no widget error. A screenshot is kept under artifacts/.
 """
 
 from __future__ import annotations
@@ -116,7 +116,14 @@ def test_quickstart_runs_in_jupyterlab(jupyterlab):
         outputs = page.inner_text(".jp-Notebook")
         assert "Error displaying widget" not in outputs, "a widget failed to render"
         assert "Traceback" not in outputs, "a cell raised"
-        rows = page.locator(".jp-OutputArea-output table tbody tr").count()
-        assert rows > 0, "no table rows rendered"
+        # The layer table itself (its precision and why-not-INT8 columns), not any table of the notebook.
+        layer_table = (".jp-OutputArea-output table.trtw-layers"
+                       ":has(thead th:text-is('precision')):has(thead th:text-is('why_not_int8'))")
+        rows = page.locator(f"{layer_table} tbody tr").count()
+        assert rows > 0, "no layer table rendered"
+        # The explicit Q/DQ build runs layers in INT8: at least one row's precision cell says so.
+        int8 = page.locator(f"{layer_table} tbody td.trtw-p-INT8", has_text="INT8").count()
+        assert int8 > 0, "no INT8 row in any layer table (the Q/DQ build's table is missing)"
+        assert page.locator(".jp-OutputArea-output", has_text="cls_static_qdq_int8: 48 INT8 layers").count() > 0
         assert page.locator(".js-plotly-plot").count() > 0, "no Plotly figure rendered"
         browser.close()
