@@ -69,7 +69,12 @@ class App(widgets.VBox):
     tabs : ipywidgets.Tab
     loader, flags, calibrator, profiles, build_panel, inspector, explorer
         The step widgets (``profiles`` once a model is loaded, ``explorer`` once
-        there are statistics).
+        there are statistics). The explorer writes its calibration cache and its
+        Q/DQ model (:data:`QDQ_NAME`) into ``out_dir``, and draws TensorRT's own
+        amax when a session build was calibrated by TensorRT.
+    accuracy, accuracy_note
+        In the Inspect step: the latency each build recorded (side by side), and
+        for the inspected build what accuracy needs (TensorRT running the engine).
     """
 
     def __init__(self, session: Optional[Session] = None, model_path: Any = None, out_dir: Optional[str] = None,
