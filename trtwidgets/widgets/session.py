@@ -37,20 +37,11 @@ def build_label(build: Any) -> str:
 
 
 def _build_recipe(build: Any, fallback: Any) -> Any:
-    """The recipe a build was made from: its own (saved ``recipe.json``), else ``fallback``."""
-    own = getattr(build, "recipe", None)
-    if own is not None:
-        return own
-    path = getattr(build, "recipe_path", None)
-    if path and os.path.isfile(path):
-        import json
+    """The recipe a build was made from (its own, or its saved ``recipe.json``), else ``fallback``."""
+    from ..core.build_records import build_recipe_dict
 
-        try:
-            with open(path, encoding="utf-8") as f:
-                return json.load(f)
-        except (OSError, ValueError):
-            pass
-    return fallback
+    own = build_recipe_dict(build)
+    return own if own is not None else fallback
 
 
 class Session(traitlets.HasTraits):
