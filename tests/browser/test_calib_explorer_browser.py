@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tests.browser.test_quickstart_browser import CHROMIUM, CHROMIUM_ARGS, jupyterlab  # noqa: F401 - fixture
+from tests.browser.jupyter_page import run_all_cells
 from tests.conftest import ROOT
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -30,25 +31,7 @@ def test_calibration_notebook_and_explorer_in_jupyterlab(jupyterlab):  # noqa: F
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(f"{base}/lab/tree/{NOTEBOOK}?token={token}", timeout=120_000)
         page.wait_for_selector(".jp-Notebook", timeout=120_000)
-        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands.hasCommand('notebook:run-all-cells')",
-                               timeout=120_000)
-        # The indicator can say idle before the kernel's connection is up, and a run-all sent then is
-        # lost: wait for a connected, idle kernel, and send run-all again if no cell started.
-        page.wait_for_function(
-            """() => {
-                const w = window.jupyterapp.shell.currentWidget;
-                const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
-                return k && k.connectionStatus === 'connected' && k.status === 'idle';
-            }""", timeout=180_000, polling=500)
-        for _attempt in range(3):
-            page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
-            try:
-                page.wait_for_function(
-                    "() => [...document.querySelectorAll('.jp-InputArea-prompt')].some(e => /\\[(\\*|\\d+)\\]/.test(e.textContent))",
-                    timeout=30_000, polling=500)
-                break
-            except Exception:  # noqa: BLE001 - playwright's TimeoutError: try once more
-                continue
+        run_all_cells(page)
         page.wait_for_function(
             """() => {
                 const prompts = [...document.querySelectorAll('.jp-InputArea-prompt')].map(e => e.textContent);

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser.jupyter_page import run_all_cells
 from tests.conftest import ROOT, require_or_skip
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -92,11 +93,7 @@ def test_quickstart_runs_in_jupyterlab(jupyterlab):
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(f"{base}/lab/tree/{NOTEBOOK}?token={token}", timeout=120_000)
         page.wait_for_selector(".jp-Notebook", timeout=120_000)
-        # Wait for the kernel, then run everything through JupyterLab's own command.
-        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands.hasCommand('notebook:run-all-cells')",
-                               timeout=120_000)
-        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000)
-        page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        run_all_cells(page)
         # Done when every code cell has run ("[n]:"), or one failed (run-all stops there), and the kernel is idle.
         # Checking only for the absence of "[*]" would pass at once, before the first cell is even queued.
         page.wait_for_function(
