@@ -235,3 +235,15 @@ def test_statistics_without_the_tensorrt_grid_still_load(tmp_path):
     assert 0 < compute_amax(back, "entropy") <= 1.0 + 1e-6
     resumed = HistogramAccumulator.from_stats(back)
     assert resumed.trt_range == pytest.approx(1.0) and resumed.trt_hist.sum() == 100
+
+
+def test_merging_with_statistics_without_the_tensorrt_grid_drops_it():
+    import dataclasses
+
+    acc_a, acc_b = HistogramAccumulator("t"), HistogramAccumulator("t")
+    acc_a.update(np.linspace(-1, 1, 50, dtype=np.float32))
+    acc_b.update(np.linspace(-3, 3, 50, dtype=np.float32))
+    old = dataclasses.replace(acc_b.to_stats(), trt_hist=None, trt_range=float("nan"))
+    merged = acc_a.to_stats().merge(old)
+    # A TensorRT histogram of a's values alone would hide b's: none, and entropy re-bins the fine histogram.
+    assert merged.trt_hist is None and merged.count == 100

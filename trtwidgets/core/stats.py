@@ -191,10 +191,14 @@ def _rebin_linear(hist: np.ndarray, upper: float, new_upper: float, bins: int) -
 
 def merge_trt_hist(a: "TensorStats", b: "TensorStats"):
     """TensorRT's histogram of ``a``'s data followed by ``b``'s: ``a``'s grid, widened as TensorRT would."""
-    if a.trt_hist is None or not a.count:
+    if not a.count:
         return (b.trt_hist, b.trt_range)
-    if b.trt_hist is None or not b.count:
+    if not b.count:
         return (a.trt_hist, a.trt_range)
+    if a.trt_hist is None or b.trt_hist is None:
+        # One side predates the TensorRT grid: a histogram of only the other side's values would be
+        # wrong, so none (entropy then re-bins the fine histogram).
+        return (None, float("nan"))
     new_range = trt_grid_range(a.trt_range, max(a.absmax, b.absmax))
     return (_rebin_linear(a.trt_hist, a.trt_range, new_range, len(a.trt_hist))
             + _rebin_linear(b.trt_hist, b.trt_range, new_range, len(a.trt_hist)), new_range)
