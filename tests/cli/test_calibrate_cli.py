@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -68,3 +69,52 @@ def test_resume_adds_to_earlier_statistics(tmp_path, capsys, cls_model_path):
     assert json.loads(capsys.readouterr().out)["samples"] == 8
     assert main(["calibrate", str(cls_model_path), "--data", "demo", "--resume", str(first), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["samples"] == 40
+
+
+PREPROCESS = {"input": "x", "resize": [48, 192], "layout": "NCHW", "mean": [0.5, 0.5, 0.5], "std": [0.5, 0.5, 0.5]}
+
+
+@pytest.fixture()
+def image_folder(tmp_path):
+    import shutil
+
+    import skimage
+
+    folder = tmp_path / "images"
+    folder.mkdir()
+    for name in ("astronaut.png", "coffee.png", "chelsea.png"):
+        shutil.copy(Path(skimage.data_dir) / name, folder / name)
+    return folder
+
+
+def test_image_folder_with_preprocess_matches_the_python_api(tmp_path, capsys, cls_model_path, image_folder):
+    from trtwidgets.core.calib_data import spec_for
+    from trtwidgets.core.collect import collect_stats
+
+    rc = main(["calibrate", str(cls_model_path), "--data", str(image_folder), "--shape", "x:1x3x48x192", "--json",
+               "--preprocess", json.dumps(PREPROCESS)])
+    assert rc == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["samples"] == 3
+    want = collect_stats(cls_model_path, spec_for(str(image_folder), preprocessing=PREPROCESS), progress=False,
+                         opt_shapes={"x": [1, 3, 48, 192]})
+    assert doc["tensors"]["x"]["max"] == pytest.approx(want.tensors["x"].max)
+    # From a file too.
+    cfg = tmp_path / "pre.json"
+    cfg.write_text(json.dumps(PREPROCESS))
+    assert main(["calibrate", str(cls_model_path), "--data", str(image_folder), "--json", "--preprocess", str(cfg)]) == 0
+    assert json.loads(capsys.readouterr().out)["samples"] == 3
+
+
+@pytest.mark.parametrize("value, message", [
+    (None, "--preprocess"),                       # an image folder without it: the CLI way is named
+    ("{'input': 'x'}", "not valid JSON"),         # Python syntax is not JSON (and is never evaluated)
+    ("[1, 2]", "not a JSON object"),
+    ("nope.json", "neither a JSON object nor a file"),
+])
+def test_bad_preprocess_exits_2(capsys, cls_model_path, image_folder, value, message):
+    args = ["calibrate", str(cls_model_path), "--data", str(image_folder)]
+    if value is not None:
+        args += ["--preprocess", value]
+    assert main(args) == 2
+    assert message in capsys.readouterr().err

@@ -10,15 +10,20 @@ import time
 
 NAME = "calibrate"
 HELP = "collect activation statistics with ONNX Runtime, compute int8 ranges, write a TensorRT calibration cache"
-DESCRIPTION = (HELP + ". DATA is a folder of .npy/.npz samples (one array per input), or 'demo' for the bundled crops. "
-               "Every method's amax is computed; --method picks the one written to the cache.")
+DESCRIPTION = (HELP + ". DATA is a folder of .npy/.npz samples (one array per input), a folder of images with "
+               "--preprocess, or 'demo' for the bundled crops. Every method's amax is computed; --method picks the one "
+               "written to the cache.")
 
 
 def add_arguments(parser):
     from ..core.ranges import METHODS
 
     parser.add_argument("model", help="path of the .onnx file")
-    parser.add_argument("--data", required=True, help="folder of .npy/.npz samples, or 'demo'")
+    parser.add_argument("--data", required=True, help="folder of .npy/.npz samples, folder of images, or 'demo'")
+    parser.add_argument("--preprocess", metavar="JSON|FILE.json", default=None,
+                        help="how images become the model's input, as a JSON object or a .json file, e.g. "
+                             "'{\"input\": \"x\", \"resize\": [48, 192], \"layout\": \"NCHW\", "
+                             "\"mean\": [0.5, 0.5, 0.5], \"std\": [0.5, 0.5, 0.5]}'")
     parser.add_argument("--method", choices=METHODS, default="entropy", help="range method for the cache (default: entropy)")
     parser.add_argument("--percentile", type=float, default=99.99, help="percentile for --method percentile (default 99.99)")
     parser.add_argument("--shape", action="append", default=[], metavar="INPUT:1x3x48x192",
@@ -64,6 +69,33 @@ def parse_adapt(items):
     return out
 
 
+def parse_preprocess(text):
+    """``--preprocess``: a JSON object, or the path of a .json file holding one (never evaluated as code)."""
+    from pathlib import Path
+
+    from ..core.errors import CalibrationDataError
+
+    if text is None:
+        return None
+    source = "--preprocess"
+    if text.lstrip()[:1] not in ("{", "["):
+        path = Path(text).expanduser()
+        if not path.is_file():
+            raise CalibrationDataError(f"--preprocess {text!r} is neither a JSON object nor a file.",
+                                       "It must start with '{' or name a .json file that exists.",
+                                       "Write e.g. --preprocess '{\"input\": \"x\", \"resize\": [48, 192]}'.")
+        source, text = str(path), path.read_text(encoding="utf-8")
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise CalibrationDataError(f"{source} is not valid JSON.", str(exc),
+                                   "Quote keys and strings with double quotes.") from None
+    if not isinstance(value, dict):
+        raise CalibrationDataError(f"{source} holds a {type(value).__name__}, not a JSON object.", None,
+                                   "Give an object such as {\"input\": \"x\", \"resize\": [48, 192]}.")
+    return value
+
+
 def _num(v):
     return None if v is None or (isinstance(v, float) and not math.isfinite(v)) else v
 
@@ -95,7 +127,7 @@ def run(args) -> int:
     model = load_model(args.model)
     opt_shapes = parse_shapes(args.shape)
     adapt = parse_adapt(args.adapt)
-    spec = spec_for(args.data)
+    spec = spec_for(args.data, preprocessing=parse_preprocess(args.preprocess))
     earlier = load_stats(args.resume) if args.resume else None
     providers = [p.strip() for p in args.providers.split(",")] if args.providers else None
     stats = collect_stats(model, spec, providers=providers, stats=earlier, progress=not args.no_progress and not args.json,

@@ -88,7 +88,8 @@ class CalibrationDataSpec:
             raise CalibrationDataError(
                 "An image folder needs a declared preprocessing.",
                 "Images must be resized, scaled and normalised exactly as the model expects; guessing would give wrong ranges.",
-                "Give preprocessing={'input': 'x', 'resize': [48, 192], 'layout': 'NCHW', 'mean': [0.5]*3, 'std': [0.5]*3}.")
+                "Give preprocessing={'input': 'x', 'resize': [48, 192], 'layout': 'NCHW', 'mean': [0.5]*3, 'std': [0.5]*3} "
+                "(on the command line: --preprocess with the same keys as a JSON object).")
 
     def __hash__(self) -> int:
         return mapping_hash(self.kind, self.path, self.batch_size, self.max_samples, self.preprocessing, self.adapt,
