@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 
 NAME = "inspect"
 HELP = "per-layer precision table of a built engine from its inspector JSON, with why-not-INT8"
@@ -39,16 +38,9 @@ def add_arguments(parser):
 
 
 def _write_csv_atomic(table, path: str) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".inspect-", suffix=".csv", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            table.to_csv(f, index=False)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    from ..core.atomic import write_text_atomic
+
+    write_text_atomic(path, table.to_csv(index=False))
 
 
 def format_report(table, summary: dict) -> str:

@@ -122,6 +122,7 @@ def _build(args, recipe, cache_path, steps, build_dir: Path):
 
 def run(args) -> int:
     from ..core import report as rep
+    from ..core.atomic import write_text_atomic
     from ..core.analysis import locate_model
     from ..core import staleness
     from ..core.errors import RecipeError
@@ -212,7 +213,7 @@ def run(args) -> int:
     doc = rep.render_document(args.title or f"trtwidgets report: {Path(recipe.model_path).name}",
                               head_sections + body + sections, head=figs.plotly_js_head(),
                               subtitle=f"recipe {recipe_path}, {time.strftime('%Y-%m-%d %H:%M:%S')}")
-    rep.write_text_atomic(doc, report_path)
+    write_text_atomic(report_path, doc)
     print(f"report -> {report_path} ({os.path.getsize(report_path) / 1e6:.1f} MB)")
     for s in steps:
         print(f"  {s['step']:<24} {s['status']:<8} {s['detail'][:110]}")

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Dict, Mapping, Tuple, Union
 
 from .errors import StatsError
-from .stats import _atomic_write
+from .atomic import write_bytes_atomic
 
 ALGORITHMS = ("EntropyCalibration2", "EntropyCalibration", "MinMaxCalibration", "LegacyCalibration")
 #: Toolkit range method -> the TensorRT algorithm whose calibrator the cache is handed to.
@@ -104,7 +104,7 @@ def write_cache(amax: Mapping[str, float], path: Union[str, os.PathLike], versio
     """Write a calibration cache atomically; returns the path."""
     path = Path(path).expanduser()
     data = cache_text(amax, version, algorithm).encode("utf-8")
-    _atomic_write(path, lambda f: f.write(data))
+    write_bytes_atomic(path, data)
     return path
 
 

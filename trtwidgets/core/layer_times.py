@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
+
+from .atomic import write_text_atomic
 
 __all__ = ["LayerTime", "LayerTimings", "aggregate_layer_times"]
 
@@ -114,16 +115,7 @@ class LayerTimings:
     def write_trt_profile(self, path: Union[str, os.PathLike]) -> str:
         """Write :meth:`to_trt_profile` as JSON, atomically; returns the path."""
         path = os.fspath(path)
-        d = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix=".profile-", suffix=".json", dir=d)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(self.to_trt_profile(), f, indent=1)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        write_text_atomic(path, json.dumps(self.to_trt_profile(), indent=1))
         return path
 
     def to_dict(self) -> dict:

@@ -32,7 +32,6 @@ from __future__ import annotations
 import copy
 import math
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, List, Mapping, Optional, Tuple, Union
@@ -41,6 +40,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from .atomic import write_bytes_atomic
 from .errors import UserError
 from .fp8 import E4M3FN_MAX, float_to_e4m3fn
 from .onnx_graph import GraphIndex, attribute
@@ -361,7 +361,7 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
     target = max(opset_from, min_opset) if opset is None else int(opset)
     if target < min_opset:
         raise QdqExportError(f"Opset {target} is too low for {precision.upper()} Q/DQ.",
-                             f"Per-channel DequantizeLinear needs opset 13; FP8 types need 19.",
+                             "Per-channel DequantizeLinear needs opset 13; FP8 types need 19.",
                              f"Leave opset unset or use {min_opset} or later.")
     if target < opset_from:
         raise QdqExportError(f"Cannot export at opset {target}: the model is opset {opset_from}.",
@@ -381,7 +381,6 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
     new_inits: List[onnx.TensorProto] = []
     after: Dict[int, List[onnx.NodeProto]] = {}  # node index -> Q/DQ nodes to emit after it
     prefix: List[onnx.NodeProto] = []
-    qtype = onnx.TensorProto.INT8 if precision == "int8" else onnx.TensorProto.FLOAT8E4M3FN
 
     def zero_point(base: str, shape: Tuple[int, ...]) -> str:
         name = names(f"{base}_zero_point")
@@ -540,20 +539,7 @@ def save_qdq_model(model: onnx.ModelProto, path: Union[str, os.PathLike]) -> Pat
     if path.is_dir():
         raise QdqExportError(f"{path} is a directory.", "The output must be a file path.",
                              "Give a file name such as model.qdq.onnx.")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = model.SerializeToString()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return path
+    return write_bytes_atomic(path, model.SerializeToString())
 
 
 def amax_from_stats(stats, method: str = "entropy", percentile: float = 99.99) -> Dict[str, float]:

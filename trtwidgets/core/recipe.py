@@ -25,11 +25,11 @@ import json
 import math
 import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Tuple, Union
 
+from .atomic import write_text_atomic
 from .errors import RecipeError
 from .frozen import mapping_hash, readonly_mapping
 from .profiles import Profile, ShapeRange, _fmt, default_profiles, profile_problems
@@ -472,19 +472,7 @@ def save_recipe(recipe: Recipe, path: Union[str, os.PathLike]) -> Path:
     pathlib.Path
         The path written.
     """
-    path = Path(path).expanduser()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(recipe.to_json())
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+    return write_text_atomic(path, recipe.to_json() + "\n")
 
 
 def load_recipe(path: Union[str, os.PathLike]) -> Recipe:

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
+from .atomic import atomic_write
 from .errors import UserError
 
 __all__ = ["ReferenceData", "save_reference", "load_reference", "make_reference", "split_batches"]
@@ -43,17 +43,7 @@ def save_reference(path: Union[str, os.PathLike], inputs: Mapping[str, np.ndarra
     arrays = {f"input/{k}": np.asarray(v) for k, v in inputs.items()}
     arrays.update({f"output/{k}": np.asarray(v) for k, v in outputs.items()})
     arrays["meta.json"] = np.frombuffer(json.dumps(dict(meta or {}), sort_keys=True).encode("utf-8"), dtype=np.uint8)
-    d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".reference-", suffix=".npz", dir=d)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez_compressed(f, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, lambda f: np.savez_compressed(f, **arrays))
     return path
 
 

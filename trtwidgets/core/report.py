@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import html
 import math
-import os
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Iterable, List, Mapping, Optional, Sequence
 
 _STYLE = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1200px;color:#202124}
@@ -209,25 +206,3 @@ def render_document(title: str, sections: Sequence[Section], head: str = "", sub
             f"<title>{esc(title)}</title><style>{_STYLE}</style>{head}</head><body>"
             f"<h1>{esc(title)}</h1>" + (f"<div class='trtw-note'>{esc(subtitle)}</div>" if subtitle else "")
             + f"<ul>{toc}</ul>{body}</body></html>")
-
-
-def write_text_atomic(text: str, path: Union[str, os.PathLike]) -> Path:
-    """Write ``text`` to ``path`` through a temporary file in the same folder (never a half-written report)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        # mkstemp makes the file private; a report is an ordinary file.
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return path

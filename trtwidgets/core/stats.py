@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
+from .atomic import atomic_write
 from .errors import StatsError
 
 #: Format tag written into statistics files.
@@ -278,30 +278,6 @@ class ActivationStats:
         return {n: (t.nan_count, t.inf_count) for n, t in self.tensors.items() if t.nan_count or t.inf_count}
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def _atomic_write(path: Path, write) -> None:
-    """Write through a temporary file in the same folder, then rename: readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-        # mkstemp makes the file private (0600); give it the permissions a normal write would.
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def save_stats(stats: ActivationStats, path: Union[str, os.PathLike]) -> Path:
     """Write statistics to an ``.npz`` file (atomically, no pickles).
 
@@ -330,7 +306,7 @@ def save_stats(stats: ActivationStats, path: Union[str, os.PathLike]) -> Path:
     if with_trt:
         arrays["trt_hists"] = np.stack([np.asarray(stats.tensors[n].trt_hist, dtype=np.int64) for n in with_trt])
     arrays["meta"] = np.frombuffer(json.dumps(meta, allow_nan=True).encode("utf-8"), dtype=np.uint8)
-    _atomic_write(path, lambda f: np.savez_compressed(f, **arrays))
+    atomic_write(path, lambda f: np.savez_compressed(f, **arrays))
     return path
 
 

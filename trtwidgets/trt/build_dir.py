@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Optional, Union
 
 from ..core.errors import BuildError
+from ..core.atomic import write_bytes_atomic  # noqa: F401 - re-exported: build.py and tests import it from here
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -100,16 +101,3 @@ def discard(staging: Optional[Path]) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Write a file next to its destination and rename it into place."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise

@@ -16,10 +16,11 @@ re-raises it afterwards.
 
 from __future__ import annotations
 
-import os
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
+
+from ..core.atomic import write_bytes_atomic
 
 #: Calibrator short names (as in ``TrtFeatures.calibrators``) -> TensorRT class names.
 CALIBRATOR_CLASSES = {
@@ -105,10 +106,7 @@ class _FeedCalibratorMixin:
         data = bytes(cache)
         self.cache_written = data
         if self.cache_out:
-            tmp = f"{self.cache_out}.tmp"
-            with open(tmp, "wb") as f:
-                f.write(data)
-            os.replace(tmp, self.cache_out)
+            write_bytes_atomic(self.cache_out, data)
         return None
 
     # Legacy calibrator only (TensorRT's documented defaults).

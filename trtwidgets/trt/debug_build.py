@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 import time
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union
 
 from ..core.errors import BuildError, UserError
+from ..core.atomic import write_bytes_atomic
 
 __all__ = ["DebugBuild", "mark_outputs", "build_debug_engine", "engine_intermediates", "network_tensors",
            "pin_layer_precisions", "restricted_tactic_sources"]
@@ -192,15 +192,6 @@ def _profile_triplet(shape: ShapeSpec) -> Tuple[Tuple[int, ...], Tuple[int, ...]
     return s, s, s
 
 
-def _write_atomic(path: str, data: bytes) -> None:
-    d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=d)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
-
-
 def build_debug_engine(
     model_path: Union[str, os.PathLike],
     mark: Union[Iterable[str], str] = (),
@@ -366,7 +357,7 @@ def build_debug_engine(
         data = bytes(memoryview(cache_obj.serialize()))
         # An empty cache is not worth a file, and TensorRT 8.6 cannot read its own empty caches back.
         if data and data != empty_cache:
-            _write_atomic(os.fspath(timing_cache), data)
+            write_bytes_atomic(timing_cache, data)
     log = tuple(ln.format() for ln in collector.lines if ln.severity in ("WARNING", "ERROR", "INTERNAL_ERROR"))
     return DebugBuild(engine=bytes(memoryview(serialized)), marked=marked, not_found=tuple(not_found),
                       build_seconds=seconds, log=log, pinned=pinned, notes=tuple(notes))
