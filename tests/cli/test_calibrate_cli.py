@@ -55,6 +55,8 @@ def test_npy_folder_with_shape_and_adapt(tmp_path, capsys, cls_model_path):
     (["--data", "demo", "--shape", "x=1x3"], "is not INPUT:DIMS"),
     (["--data", "demo", "--adapt", "x:stretch"], "is not INPUT:MODE"),
     (["--data", "{tmp}"], "holds no"),
+    (["--data", "demo", "--shape", "x:1x3x48"], "has 3 dims (1x3x48); the input has 4"),
+    (["--data", "demo", "--shape", "y:1x3x48x192"], "which the model does not have"),
 ])
 def test_bad_input_exits_2_with_an_explanation(tmp_path, capsys, cls_model_path, args, message):
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]

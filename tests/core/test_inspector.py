@@ -150,6 +150,8 @@ def test_not_json(tmp_path):
     err = _error(path)
     assert "is not JSON" in err.what and str(path) in err.what
     assert "get_engine_information" in err.fix
+    # Binary bytes are named, not echoed to the terminal.
+    assert "binary data" in err.why and "\x00" not in err.why
 
 
 def test_empty_file(tmp_path):

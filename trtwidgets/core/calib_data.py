@@ -137,6 +137,23 @@ def _jsonable(v):
     return v
 
 
+def _check_opt_shapes(opt_shapes: Mapping[str, Sequence[int]], inputs: Sequence) -> None:
+    """Opt shapes name model inputs and have their rank (before any sample is read)."""
+    by_name = {i.name: i for i in inputs}
+    for name, shape in opt_shapes.items():
+        info = by_name.get(name)
+        if info is None:
+            raise CalibrationDataError(f"The calibration shape names input {name!r}, which the model does not have.",
+                                       f"Its inputs: {', '.join(by_name) or 'none'}.", "Use one of those names.")
+        dims = getattr(info, "shape", None)
+        if dims is not None and len(dims) != len(shape):
+            raise CalibrationDataError(
+                f"The calibration shape of input {name!r} has {len(shape)} dims ({_shape_text(shape)}); "
+                f"the input has {len(dims)}.", None,
+                f"Give all {len(dims)} dims of {name!r} (its shape in the model: "
+                f"[{', '.join(str(d) if isinstance(d, int) and d > 0 else (d if isinstance(d, str) and d else '?') for d in dims)}]).")
+
+
 def _shape_text(shape: Sequence) -> str:
     return "x".join(str(d) for d in shape) if len(shape) else "scalar"
 
@@ -484,6 +501,7 @@ def iter_feeds(source, summary, batch_size: Optional[int] = None, max_samples: O
     opt_shapes = {k: [int(d) for d in v] for k, v in (opt_shapes or {}).items()}
     inputs = tuple(summary.inputs)
     names = [i.name for i in inputs]
+    _check_opt_shapes(opt_shapes, inputs)
     if batch_size is None and opt_shapes:
         batch_size = opt_shapes[names[0]][0] if names[0] in opt_shapes else None
     seen = 0

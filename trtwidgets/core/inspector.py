@@ -453,9 +453,12 @@ def _load(text: str, source: str) -> Any:
                 "Write the inspector JSON again from the engine, or copy the whole file.",
             ) from None
         snippet = text.strip()[:60].replace("\n", " ")
+        # Binary content (an engine, an ONNX file) would print as noise: say what it is instead.
+        start = (f"It starts with {snippet!r}" if snippet.isprintable()
+                 else "It holds binary data (an engine or an ONNX file?)")
         raise InspectorError(
             f"{source} is not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}).",
-            f"It starts with {snippet!r}; engine-inspector output is a JSON object with a 'Layers' list.",
+            f"{start}; engine-inspector output is a JSON object with a 'Layers' list.",
             _FIX_SOURCE,
         ) from None
 
