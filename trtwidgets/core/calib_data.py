@@ -151,7 +151,7 @@ def _check_opt_shapes(opt_shapes: Mapping[str, Sequence[int]], inputs: Sequence)
                 f"The calibration shape of input {name!r} has {len(shape)} dims ({_shape_text(shape)}); "
                 f"the input has {len(dims)}.", None,
                 f"Give all {len(dims)} dims of {name!r} (its shape in the model: "
-                f"[{', '.join(str(d) if isinstance(d, int) and d > 0 else (d if isinstance(d, str) and d else '?') for d in dims)}]).")
+                f"[{', '.join(str(d) for d in dims)}]).")
 
 
 def _shape_text(shape: Sequence) -> str:
