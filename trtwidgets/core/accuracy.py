@@ -29,6 +29,7 @@ import onnx
 
 from .errors import UserError
 from .metrics import ComparisonError, OutputMetrics, compare_tensor
+from .model import as_model_proto
 from .onnx_graph import GraphIndex
 
 __all__ = [
@@ -144,7 +145,7 @@ def run_reference(
     """
     import onnxruntime as ort
 
-    proto = _as_proto(model)
+    proto = as_model_proto(model)
     if names:
         proto = with_intermediate_outputs(proto, names)
     opts = ort.SessionOptions()
@@ -155,17 +156,6 @@ def run_reference(
     out_names = [o.name for o in sess.get_outputs()]
     values = sess.run(out_names, {k: np.asarray(v) for k, v in feeds.items()})
     return dict(zip(out_names, values))
-
-
-def _as_proto(model) -> onnx.ModelProto:
-    if isinstance(model, onnx.ModelProto):
-        return model
-    proto = getattr(model, "proto", None)
-    if isinstance(proto, onnx.ModelProto):
-        return proto
-    from .model import load_model
-
-    return load_model(model).proto
 
 
 GROWTH_MODES = ("added", "ratio", "local")
@@ -343,7 +333,7 @@ def layer_errors(
     if growth not in GROWTH_MODES:
         raise UserError(f"Unknown growth measure {growth!r}.", f"Choose one of {', '.join(GROWTH_MODES)}.", None)
     grow = _ratio_growth_db if growth == "ratio" else _growth_db
-    proto = _as_proto(model)
+    proto = as_model_proto(model)
     graph = proto.graph
     wanted = float_intermediates(proto) if names is None else list(names)
     missing = tuple(n for n in wanted if n not in reference or n not in candidate)

@@ -256,6 +256,22 @@ def load_model(path: Union[str, os.PathLike], load_external_data: bool = True) -
                                                                              external_data=bool(locations)))
 
 
+def as_model_proto(model) -> onnx.ModelProto:
+    """The ``onnx.ModelProto`` of ``model``: a ModelProto itself, a :class:`LoadedModel`'s ``proto``, or a file loaded.
+
+    Parameters
+    ----------
+    model : onnx.ModelProto, LoadedModel (anything with a ``proto``) or path
+        A path goes through :func:`load_model`, so a bad file raises its :class:`ModelLoadError`.
+    """
+    if isinstance(model, onnx.ModelProto):
+        return model
+    proto = getattr(model, "proto", None)
+    if isinstance(proto, onnx.ModelProto):
+        return proto
+    return load_model(model).proto
+
+
 def _tensor_info(value_info: onnx.ValueInfoProto) -> TensorInfo:
     ttype = value_info.type.tensor_type
     dims = []

@@ -85,9 +85,9 @@ def count_macs(model, input_shapes: Optional[Mapping[str, Sequence[int]]] = None
     UserError
         With ``strict``, a counted node's shapes cannot be inferred (give ``input_shapes``).
     """
-    from .accuracy import _as_proto
+    from .model import as_model_proto
 
-    proto = _as_proto(model)
+    proto = as_model_proto(model)
     shapes = _shapes(proto, input_shapes)
     index = GraphIndex(proto.graph)
     per_node: Dict[str, int] = {}

@@ -29,6 +29,7 @@ import onnx
 
 from .errors import UserError
 from .metrics import OutputMetrics, compare_outputs
+from .model import as_model_proto
 
 __all__ = ["QdqValidation", "QdqLint", "run_model", "lint_qdq", "validate_qdq", "load_labels", "label_accuracy"]
 
@@ -168,17 +169,6 @@ class QdqValidation:
                 "thresholds": dict(self.thresholds), "passed": self.passed, "failures": list(self.failures)}
 
 
-def _proto(model) -> onnx.ModelProto:
-    if isinstance(model, onnx.ModelProto):
-        return model
-    proto = getattr(model, "proto", None)
-    if isinstance(proto, onnx.ModelProto):
-        return proto
-    from .model import load_model
-
-    return load_model(model).proto
-
-
 def run_model(model, feeds: Iterable[Mapping[str, np.ndarray]], providers: Optional[Sequence] = None
               ) -> Tuple[Dict[str, np.ndarray], int]:
     """Run a model on every feed with ONNX Runtime; outputs concatenated on axis 0.
@@ -190,7 +180,7 @@ def run_model(model, feeds: Iterable[Mapping[str, np.ndarray]], providers: Optio
     """
     import onnxruntime as ort
 
-    proto = _proto(model)
+    proto = as_model_proto(model)
     opts = ort.SessionOptions()
     opts.log_severity_level = 3
     if any(t.data_type in (onnx.TensorProto.FLOAT8E4M3FN, onnx.TensorProto.FLOAT8E5M2) for t in proto.graph.initializer):
@@ -224,7 +214,7 @@ def lint_qdq(model, trt_version: Optional[str] = "8.6", precision: str = "int8")
     """
     from .lint import lint
 
-    proto = _proto(model)
+    proto = as_model_proto(model)
     flags = ("fp16", "int8") if precision == "int8" else ("fp16", "fp8")
     found = lint(proto, flags=flags, trt_version=trt_version)
     without = lint(proto, flags=("fp16",), trt_version=trt_version)
