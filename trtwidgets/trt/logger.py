@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from .interfaces import interface_subclass
+
 #: Severities from most to least severe (``tensorrt.ILogger.Severity`` member names).
 SEVERITIES = ("INTERNAL_ERROR", "ERROR", "WARNING", "INFO", "VERBOSE")
 _RANK = {s: i for i, s in enumerate(SEVERITIES)}
@@ -193,9 +195,6 @@ def read_jsonl(text: str) -> Tuple[LogLine, ...]:
 
 # -- the tensorrt.ILogger adapter -----------------------------------------------------------------
 
-_CLASSES: Dict[int, type] = {}
-
-
 def _logger_init(self, collector: LogCollector):
     self._trt_base.__init__(self)
     self.collector = collector
@@ -214,14 +213,6 @@ def trt_logger(collector: LogCollector, trt_module=None):
     trt_module : module, optional
         The :mod:`tensorrt` module (default: :func:`trtwidgets.trt.tensorrt`).
     """
-    if trt_module is None:
-        from . import tensorrt
-
-        trt_module = tensorrt()
-    cls = _CLASSES.get(id(trt_module))
-    if cls is None:
-        cls = type("TrtWidgetsLogger", (trt_module.ILogger,),
-                   {"_trt_base": trt_module.ILogger, "__init__": _logger_init, "log": _logger_log,
-                    "__doc__": "tensorrt.ILogger forwarding to a trtwidgets LogCollector."})
-        _CLASSES[id(trt_module)] = cls
+    cls = interface_subclass(trt_module, "ILogger", "TrtWidgetsLogger", {"__init__": _logger_init, "log": _logger_log},
+                             "tensorrt.ILogger forwarding to a trtwidgets LogCollector.")
     return cls(collector)

@@ -15,15 +15,14 @@ report 0.0 ms or not be reported at all.
 
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, Tuple
+from typing import List, Mapping, Tuple
 
 import numpy as np
 
 from ..core.layer_times import LayerTimings, aggregate_layer_times
+from .interfaces import interface_subclass
 
 __all__ = ["LayerProfiler", "profile_layers"]
-
-_CLASSES: Dict[int, type] = {}
 
 
 def _init(self):
@@ -37,16 +36,8 @@ def _report(self, layer_name, ms):
 
 def LayerProfiler(trt_module=None):
     """A new ``tensorrt.IProfiler`` that keeps ``records``: ``[(layer name, ms), ...]``."""
-    if trt_module is None:
-        from . import tensorrt
-
-        trt_module = tensorrt()
-    cls = _CLASSES.get(id(trt_module))
-    if cls is None:
-        cls = type("TrtWidgetsProfiler", (trt_module.IProfiler,),
-                   {"_trt_base": trt_module.IProfiler, "__init__": _init, "report_layer_time": _report,
-                    "__doc__": "tensorrt.IProfiler collecting per-layer times."})
-        _CLASSES[id(trt_module)] = cls
+    cls = interface_subclass(trt_module, "IProfiler", "TrtWidgetsProfiler", {"__init__": _init, "report_layer_time": _report},
+                             "tensorrt.IProfiler collecting per-layer times.")
     return cls()
 
 
