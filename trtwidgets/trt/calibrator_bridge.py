@@ -16,6 +16,7 @@ from typing import Optional, Union
 
 from ..core.calib_cache import parse_cache, retag, trt_version_tag
 from ..core.errors import StatsError, TensorRTUnavailable
+from .calibrators import LegacyCalibratorDefaults
 
 #: Cache algorithm -> TensorRT calibrator class name.
 CALIBRATOR_CLASSES = {
@@ -84,7 +85,10 @@ def make_cache_calibrator(cache_bytes_or_path: Union[bytes, str, os.PathLike], t
     if retag_version and hasattr(trt, "__version__"):
         data = retag(data, trt_version_tag(trt.__version__), cache.algorithm)
 
-    class CacheCalibrator(base):
+    # Only the legacy calibrator calls the quantile / cutoff / histogram-cache methods.
+    bases = (LegacyCalibratorDefaults, base) if cls_name == "IInt8LegacyCalibrator" else (base,)
+
+    class CacheCalibrator(*bases):
         """Returns a fixed cache; never asks for batches."""
 
         def __init__(self, cache_bytes: bytes, batch_size: int = 1):
@@ -107,19 +111,6 @@ def make_cache_calibrator(cache_bytes_or_path: Union[bytes, str, os.PathLike], t
 
         def write_calibration_cache(self, cache, *args):
             self.written = bytes(cache)
-
-        if cls_name == "IInt8LegacyCalibrator":
-            def get_quantile(self):
-                return 0.9999
-
-            def get_regression_cutoff(self):
-                return 1.0
-
-            def read_histogram_cache(self, *args):
-                return None
-
-            def write_histogram_cache(self, *args):
-                return None
 
     calib = CacheCalibrator(data)
     calib.cache = cache

@@ -56,7 +56,26 @@ def pointer_list(names: Sequence[str], buffers: Mapping[str, object]) -> List[in
     return out
 
 
-class _FeedCalibratorMixin:
+class LegacyCalibratorDefaults:
+    """TensorRT's documented defaults for the methods only ``IInt8LegacyCalibrator`` calls.
+
+    Mix in before the TensorRT base class; the other calibrator kinds never call these.
+    """
+
+    def get_quantile(self):
+        return 0.9999
+
+    def get_regression_cutoff(self):
+        return 1.0
+
+    def read_histogram_cache(self, *args):
+        return None
+
+    def write_histogram_cache(self, *args):
+        return None
+
+
+class _FeedCalibratorMixin(LegacyCalibratorDefaults):
     """The behaviour shared by all four TensorRT calibrator kinds (see :func:`make_calibrator`)."""
 
     _trt_base = None  # set on the concrete class
@@ -107,19 +126,6 @@ class _FeedCalibratorMixin:
         self.cache_written = data
         if self.cache_out:
             write_bytes_atomic(self.cache_out, data)
-        return None
-
-    # Legacy calibrator only (TensorRT's documented defaults).
-    def get_quantile(self):
-        return 0.9999
-
-    def get_regression_cutoff(self):
-        return 1.0
-
-    def read_histogram_cache(self, *args):
-        return None
-
-    def write_histogram_cache(self, *args):
         return None
 
     # -- ours ----------------------------------------------------------------------------------------
