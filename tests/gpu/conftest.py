@@ -23,3 +23,12 @@ def trt():
     except Exception as exc:  # noqa: BLE001 - ImportError or a missing shared library
         pytest.skip(f"TensorRT is not importable here: {exc}")
     return tensorrt
+
+
+@pytest.fixture
+def no_cublas_cudnn(monkeypatch, trt):
+    """Builds without cuBLAS/cuBLASLt/cuDNN tactics (load-time stubs on the GPU machine); skips without TensorRT.
+
+    Use with ``pytestmark = pytest.mark.usefixtures("no_cublas_cudnn")``.
+    """
+    monkeypatch.setenv("TRTWIDGETS_NO_CUBLAS_CUDNN", "1")

@@ -12,9 +12,7 @@ share one timing cache. cuBLAS/cuDNN tactic sources are off (stubs on that machi
 from __future__ import annotations
 
 import json
-import os
 import re
-import sys
 from pathlib import Path
 from typing import Dict
 
@@ -22,7 +20,8 @@ import numpy as np
 import pytest
 
 from tests.gpu import models
-from trtwidgets.core.errors import BuildError, UserError
+from tests.gpu.build_helpers import artifacts_dir, build_or_explain, fresh_dir, model_recipe
+from trtwidgets.core.errors import BuildError
 from trtwidgets.core.inspector import precision_from_format
 from trtwidgets.core.model import load_model
 from trtwidgets.core.profiles import Profile, ShapeRange
@@ -31,48 +30,19 @@ from trtwidgets.core.recipe import CalibratorSpec, LayerPrecision, Recipe
 STATIC = (1, 3, 16, 16)
 
 
+pytestmark = pytest.mark.usefixtures("no_cublas_cudnn")
+
+
 @pytest.fixture(scope="module")
 def work(tmp_path_factory) -> Path:
-    root = os.environ.get("TRTWIDGETS_ARTIFACTS")
-    base = Path(root) / "test_build" if root else tmp_path_factory.mktemp("test_build")
-    base.mkdir(parents=True, exist_ok=True)
-    return base
-
-
-@pytest.fixture(autouse=True)
-def _no_cublas(monkeypatch, trt):
-    monkeypatch.setenv("TRTWIDGETS_NO_CUBLAS_CUDNN", "1")
-
-
-def _fresh(work: Path, name: str) -> Path:
-    """A build folder that does not exist yet (runs may repeat in one artifacts dir)."""
-    k, p = 0, work / name
-    while p.exists():
-        k += 1
-        p = work / f"{name}-{k}"
-    return p
+    return artifacts_dir(tmp_path_factory, "test_build")
 
 
 def _recipe(work: Path, model, **kw) -> Recipe:
     # Level 1 times the top tactics (and uses the timing cache); at level 0 TensorRT takes the first tactic
     # that runs, so which precision it picks says nothing about speed.
     kw.setdefault("builder_optimization_level", 1)
-    kw.setdefault("timing_cache", str(work / "timing.cache"))
-    return Recipe.for_model(load_model(models.save(model, work / "models" / f"{model.graph.name}.onnx")), **kw)
-
-
-def _build(recipe, out_dir, **kw):
-    from trtwidgets.trt.build import build
-
-    try:
-        result = build(recipe, out_dir=out_dir, progress=True, **kw)
-    except UserError as err:
-        print("BUILD FAILED:\n" + err.message, file=sys.stderr)
-        for line in getattr(err, "log", ()):
-            print(line.format(), file=sys.stderr)
-        raise
-    print(result.summary())
-    return result
+    return model_recipe(work, model, **kw)
 
 
 def _graph(result) -> dict:
@@ -123,7 +93,7 @@ def _run(result, x):
 
 
 def test_fp32_build_computes_the_model(work):
-    r = _build(_recipe(work, models.conv_relu()), _fresh(work, "fp32"))
+    r = build_or_explain(_recipe(work, models.conv_relu()), fresh_dir(work, "fp32"))
     _check_files(r)
     x = models.feeds(STATIC, 1, seed=5)[0]["x"]
     y = _run(r, x)
@@ -136,7 +106,7 @@ def test_fp32_build_computes_the_model(work):
 
 
 def test_fp16_build_is_close_to_fp32(work):
-    r = _build(_recipe(work, models.conv_relu(), flags=("fp16",)), _fresh(work, "fp16"))
+    r = build_or_explain(_recipe(work, models.conv_relu(), flags=("fp16",)), fresh_dir(work, "fp16"))
     _check_files(r)
     # A build after the first reads the shared timing cache: no [E] lines (TensorRT 8.6 logged
     # "[E] ... The timing cache will not be used!" for the empty cache a level-0 build had written).
@@ -152,7 +122,7 @@ def test_int8_fp16_with_tensorrt_entropy2(work):
     recipe = _recipe(work, models.conv_relu(), flags=("fp16", "int8"), calibrator=CalibratorSpec(kind="trt_entropy2"),
                      precision_constraints="prefer", layer_precisions=(LayerPrecision("conv2", "int8"),))
     data = models.feeds(STATIC, 6, seed=2)
-    r = _build(recipe, _fresh(work, "int8_entropy2"), calibration_data=data)
+    r = build_or_explain(recipe, fresh_dir(work, "int8_entropy2"), calibration_data=data)
     graph = _check_files(r)
     assert r.calibration_batches == 6, r.calibration_batches
     assert all(s == {"x": STATIC} for s in r.calibration_shapes), r.calibration_shapes
@@ -174,7 +144,7 @@ def test_int8_from_toolkit_cache_requests_no_batches(work):
     recipe = _recipe(work, models.conv_relu(), flags=("fp16", "int8"),
                      calibrator=CalibratorSpec(kind="toolkit", cache_path=str(cache_path)),
                      precision_constraints="obey", layer_precisions=(LayerPrecision("conv2", "int8"),))
-    r = _build(recipe, _fresh(work, "int8_toolkit_cache"))
+    r = build_or_explain(recipe, fresh_dir(work, "int8_toolkit_cache"))
     graph = _check_files(r)
     assert r.calibration_get_batch_calls == 0, f"TensorRT asked for {r.calibration_get_batch_calls} batch(es)"
     assert r.calibration_batches == 0
@@ -197,8 +167,8 @@ def test_tiny_model_keeps_fp32_with_fp16_allowed_at_level_0(work):
     conv-stack tests below show FP16/INT8 winning where the work is large enough, and
     the constraint tests force a precision.
     """
-    r = _build(_recipe(work, models.conv_relu(channels=8), flags=("fp16",), builder_optimization_level=0),
-               _fresh(work, "tiny_fp16_level0"))
+    r = build_or_explain(_recipe(work, models.conv_relu(channels=8), flags=("fp16",), builder_optimization_level=0),
+                      fresh_dir(work, "tiny_fp16_level0"))
     graph = _check_files(r)
     precisions = _conv_precisions(graph)
     print(precisions)
@@ -216,7 +186,7 @@ def test_tiny_model_int8_allowed_fp32_layers_are_explained(work):
     write_cache(models.amax_for(models.CONV_RELU_TENSORS, 6.0), cache_path)
     recipe = _recipe(work, models.conv_relu(channels=8), flags=("fp16", "int8"),
                      calibrator=CalibratorSpec(kind="toolkit", cache_path=str(cache_path)))
-    r = _build(recipe, _fresh(work, "tiny_int8_toolkit"))
+    r = build_or_explain(recipe, fresh_dir(work, "tiny_int8_toolkit"))
     graph = parse_inspector_json(r.inspector_json_path)
     reasons = why_not_int8(graph, json.loads(Path(r.recipe_path).read_text()), calibration=r.calibration_cache_path)
     convs = [(layer.name, layer.precision, reason) for layer, reason in zip(graph.layers, reasons)
@@ -235,7 +205,7 @@ def _stack_recipe(work: Path, **kw) -> Recipe:
 
 def test_fp16_wins_on_a_conv_stack(work):
     """Where the work is large, TensorRT's timing picks Half for most convs with FP16 merely allowed."""
-    r = _build(_stack_recipe(work, flags=("fp16",)), _fresh(work, "stack_fp16"))
+    r = build_or_explain(_stack_recipe(work, flags=("fp16",)), fresh_dir(work, "stack_fp16"))
     precisions = _conv_precisions(_check_files(r))
     print(precisions)
     assert sum(p == "Half" for p in precisions.values()) > len(precisions) / 2, precisions
@@ -248,7 +218,7 @@ def test_int8_wins_on_a_conv_stack_from_toolkit_cache(work):
     cache_path = work / "toolkit_conv_stack.cache"
     write_cache(models.amax_for(models.conv_stack_tensors(), 4.0), cache_path)
     recipe = _stack_recipe(work, flags=("fp16", "int8"), calibrator=CalibratorSpec(kind="toolkit", cache_path=str(cache_path)))
-    r = _build(recipe, _fresh(work, "stack_int8_toolkit"))
+    r = build_or_explain(recipe, fresh_dir(work, "stack_int8_toolkit"))
     precisions = _conv_precisions(_check_files(r))
     print(precisions)
     assert r.calibration_get_batch_calls == 0
@@ -260,7 +230,7 @@ def test_dynamic_model_calibrates_at_the_profiles_opt_shape(work):
     profile = Profile({"x": ShapeRange((1, 3, 16, 8), opt, (1, 3, 16, 32))})
     recipe = _recipe(work, models.conv_relu((1, 3, 16, "W")), flags=("fp16", "int8"), profiles=(profile,),
                      calibrator=CalibratorSpec(kind="trt_entropy2"))
-    r = _build(recipe, _fresh(work, "dynamic_int8"), calibration_data=models.feeds(opt, 4, seed=3))
+    r = build_or_explain(recipe, fresh_dir(work, "dynamic_int8"), calibration_data=models.feeds(opt, 4, seed=3))
     _check_files(r)  # also: the inspector saw concrete shapes (an execution context at opt)
     assert r.calibration_batches == 4
     assert r.calibration_shapes and all(s == {"x": opt} for s in r.calibration_shapes), r.calibration_shapes
@@ -271,7 +241,7 @@ def test_dynamic_model_calibrates_at_the_profiles_opt_shape(work):
 
 def test_qdq_model_with_fp16_only_fails_clearly(work):
     recipe = _recipe(work, models.qdq_conv(), flags=("fp16",))
-    out = _fresh(work, "qdq_fp16_only")
+    out = fresh_dir(work, "qdq_fp16_only")
     from trtwidgets.trt.build import build
 
     with pytest.raises(BuildError) as info:
@@ -287,7 +257,7 @@ def test_qdq_model_with_fp16_only_fails_clearly(work):
 
 
 def test_qdq_model_with_int8_builds(work):
-    r = _build(_recipe(work, models.qdq_conv(), flags=("fp16", "int8")), _fresh(work, "qdq_int8"))
+    r = build_or_explain(_recipe(work, models.qdq_conv(), flags=("fp16", "int8")), fresh_dir(work, "qdq_int8"))
     graph = _check_files(r)
     assert re.search(r"Int8|INT8", _precisions(graph))
 
@@ -305,7 +275,7 @@ def test_layer_precision_overrides_are_applied(work):
     # conv1 and relu1 fused stay FP32; conv2 computes in FP16, so TensorRT feeds it a Half input.
     recipe = _recipe(work, models.conv_relu(), flags=("fp16",), precision_constraints="obey",
                      layer_precisions=(LayerPrecision("conv1|relu1", "fp32", regex=True), LayerPrecision("conv2", "fp16")))
-    r = _build(recipe, _fresh(work, "fp16_conv1_fp32_conv2_fp16"))
+    r = build_or_explain(recipe, fresh_dir(work, "fp16_conv1_fp32_conv2_fp16"))
     graph = _check_files(r)
     conv1, conv2 = _layer(graph, "conv1"), _layer(graph, "conv2")
     assert re.search(r"FP32|Float", conv1) and not re.search(r"Half|FP16", conv1), conv1[:1500]
@@ -314,7 +284,7 @@ def test_layer_precision_overrides_are_applied(work):
 
 
 def test_existing_out_dir_is_never_overwritten(work):
-    out = _fresh(work, "taken")
+    out = fresh_dir(work, "taken")
     out.mkdir()
     (out / "keep.txt").write_text("earlier build")
     recipe = _recipe(work, models.conv_relu())
@@ -333,7 +303,7 @@ def test_demo_cls_model_fp16_static(work, cls_model_path):
     shape = tuple(demo.INPUT_SHAPE)
     recipe = Recipe.for_model(model, flags=("fp16",), profiles=(Profile({"x": ShapeRange.fixed(shape)}),),
                               builder_optimization_level=0, timing_cache=str(work / "timing.cache"))
-    r = _build(recipe, _fresh(work, "demo_cls_fp16"))
+    r = build_or_explain(recipe, fresh_dir(work, "demo_cls_fp16"))
     _check_files(r)
     # x is [-1, 3, "?", "?"]: TensorRT got a copy with H and W named apart (it failed on 48 != 192 before).
     meta = json.loads((Path(r.out_dir) / "build.json").read_text())

@@ -29,6 +29,8 @@ import numpy as np
 import onnx
 import pytest
 
+from tests.gpu.build_helpers import tactic_sources_mask
+
 ROOT = Path(__file__).resolve().parents[2]
 STATS = ROOT / "tests" / "fixtures" / "calib" / "cls_demo_stats.npz"
 SHAPE = (1, 3, 48, 192)
@@ -71,12 +73,7 @@ def _build(kit, calibrator):
     # Calibration runs the network in FP32; without TF32 its activations match ONNX Runtime's FP32 ones.
     config.clear_flag(trt.BuilderFlag.TF32)
     config.builder_optimization_level = 0
-    stubbed = {"CUBLAS", "CUBLAS_LT", "CUDNN"}
-    mask = 0
-    for name, member in trt.TacticSource.__members__.items():
-        if name not in stubbed:
-            mask |= 1 << int(member)
-    config.set_tactic_sources(mask)
+    config.set_tactic_sources(tactic_sources_mask(trt))
     config.set_timing_cache(timing, ignore_mismatch=False)
     config.int8_calibrator = calibrator
     t0 = time.perf_counter()

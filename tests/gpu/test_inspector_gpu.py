@@ -16,16 +16,14 @@ the names-only engine's as ``names_only/engine.graph.json``.
 from __future__ import annotations
 
 import json
-import os
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.gpu import models
-from trtwidgets.core.errors import InspectorError, UserError
+from tests.gpu.build_helpers import artifacts_dir, build_or_explain, fresh_dir, model_recipe
+from trtwidgets.core.errors import InspectorError
 from trtwidgets.core.inspector import parse_inspector_json
-from trtwidgets.core.model import load_model
 from trtwidgets.core.profiles import Profile, ShapeRange
 from trtwidgets.core.recipe import CalibratorSpec, Recipe
 from trtwidgets.core.why_not_int8 import qdq_tensor_names, why_not_int8
@@ -33,42 +31,21 @@ from trtwidgets.core.why_not_int8 import qdq_tensor_names, why_not_int8
 STATIC = (1, 3, 16, 16)
 
 
+pytestmark = pytest.mark.usefixtures("no_cublas_cudnn")
+
+
 @pytest.fixture(scope="module")
 def work(tmp_path_factory) -> Path:
-    root = os.environ.get("TRTWIDGETS_ARTIFACTS")
-    base = Path(root) / "test_inspector" if root else tmp_path_factory.mktemp("test_inspector")
-    base.mkdir(parents=True, exist_ok=True)
-    return base
-
-
-@pytest.fixture(autouse=True)
-def _no_cublas(monkeypatch, trt):
-    monkeypatch.setenv("TRTWIDGETS_NO_CUBLAS_CUDNN", "1")
-
-
-def _fresh(work: Path, name: str) -> Path:
-    k, p = 0, work / name
-    while p.exists():
-        k += 1
-        p = work / f"{name}-{k}"
-    return p
+    return artifacts_dir(tmp_path_factory, "test_inspector")
 
 
 def _recipe(work: Path, model, **kw) -> Recipe:
     kw.setdefault("builder_optimization_level", 0)
-    kw.setdefault("timing_cache", str(work / "timing.cache"))
-    return Recipe.for_model(load_model(models.save(model, work / "models" / f"{model.graph.name}.onnx")), **kw)
+    return model_recipe(work, model, **kw)
 
 
 def _build(recipe, out_dir, **kw):
-    from trtwidgets.trt.build import build
-
-    try:
-        result = build(recipe, out_dir=out_dir, progress=False, **kw)
-    except UserError as err:
-        print("BUILD FAILED:\n" + err.message, file=sys.stderr)
-        raise
-    return result
+    return build_or_explain(recipe, out_dir, verbose=False, **kw)
 
 
 def _show(graph, reasons=None):
@@ -79,7 +56,7 @@ def _show(graph, reasons=None):
 
 
 def test_fp32_engine_is_all_fp32(work):
-    r = _build(_recipe(work, models.conv_relu()), _fresh(work, "conv_relu_fp32"))
+    r = _build(_recipe(work, models.conv_relu()), fresh_dir(work, "conv_relu_fp32"))
     graph = parse_inspector_json(r.inspector_json_path)
     reasons = why_not_int8(graph, json.loads(Path(r.recipe_path).read_text()))
     _show(graph, reasons)
@@ -99,7 +76,7 @@ def test_int8_implicit_from_a_toolkit_cache(work):
     write_cache(models.amax_for(models.CONV_RELU_TENSORS, 6.0), cache_path)
     recipe = _recipe(work, models.conv_relu(), flags=("fp16", "int8"), builder_optimization_level=3,
                      calibrator=CalibratorSpec(kind="toolkit", cache_path=str(cache_path)))
-    r = _build(recipe, _fresh(work, "conv_relu_int8_implicit_level3"))
+    r = _build(recipe, fresh_dir(work, "conv_relu_int8_implicit_level3"))
     graph = parse_inspector_json(r.inspector_json_path)
     reasons = why_not_int8(graph, json.loads(Path(r.recipe_path).read_text()), r.calibration_cache_path)
     _show(graph, reasons)
@@ -121,7 +98,7 @@ def test_int8_at_level_0_is_explained_as_first_tactic(work):
     write_cache(models.amax_for(models.CONV_RELU_TENSORS, 6.0), cache_path)
     recipe = _recipe(work, models.conv_relu(), flags=("fp16", "int8"),
                      calibrator=CalibratorSpec(kind="toolkit", cache_path=str(cache_path)))
-    r = _build(recipe, _fresh(work, "conv_relu_int8_implicit"))
+    r = _build(recipe, fresh_dir(work, "conv_relu_int8_implicit"))
     graph = parse_inspector_json(r.inspector_json_path)
     reasons = why_not_int8(graph, json.loads(Path(r.recipe_path).read_text()), r.calibration_cache_path)
     _show(graph, reasons)
@@ -137,7 +114,7 @@ def test_int8_implicit_with_a_tensor_missing_from_the_cache(work):
     write_cache({t: 6.0 for t in models.CONV_RELU_TENSORS if t != "r1"}, cache_path)
     recipe = _recipe(work, models.conv_relu(), flags=("fp16", "int8"),
                      calibrator=CalibratorSpec(kind="toolkit", cache_path=str(cache_path)))
-    r = _build(recipe, _fresh(work, "conv_relu_int8_missing_r1"))
+    r = _build(recipe, fresh_dir(work, "conv_relu_int8_missing_r1"))
     graph = parse_inspector_json(r.inspector_json_path)
     reasons = why_not_int8(graph, json.loads(Path(r.recipe_path).read_text()), cache_path)
     _show(graph, reasons)
@@ -150,7 +127,7 @@ def test_int8_implicit_with_a_tensor_missing_from_the_cache(work):
 
 def test_explicit_qdq(work):
     model = models.qdq_conv()
-    r = _build(_recipe(work, model, flags=("fp16", "int8")), _fresh(work, "qdq_conv_int8"))
+    r = _build(_recipe(work, model, flags=("fp16", "int8")), fresh_dir(work, "qdq_conv_int8"))
     graph = parse_inspector_json(r.inspector_json_path)
     reasons = why_not_int8(graph, json.loads(Path(r.recipe_path).read_text()), qdq_tensors=qdq_tensor_names(model))
     _show(graph, reasons)
@@ -162,7 +139,7 @@ def test_dynamic_engine_with_and_without_context(work, trt):
     opt = (1, 3, 16, 24)
     profile = Profile({"x": ShapeRange((1, 3, 16, 8), opt, (1, 3, 16, 32))})
     recipe = _recipe(work, models.conv_relu((1, 3, 16, "W")), flags=("fp16",), profiles=(profile,))
-    r = _build(recipe, _fresh(work, "conv_relu_dynamic_fp16"))
+    r = _build(recipe, fresh_dir(work, "conv_relu_dynamic_fp16"))
     with_ctx = parse_inspector_json(r.inspector_json_path)
     _show(with_ctx)
     assert not with_ctx.dynamic_na and "N/A" not in with_ctx.precision_counts()

@@ -19,6 +19,7 @@ import pytest
 from onnx import TensorProto
 
 from tests.core.models import conv_model, dynamic_quant_matmul_model, op_model, qdq_conv_model
+from tests.gpu.build_helpers import tactic_sources_mask
 from trtwidgets.core.lint import lint
 
 _RESULTS = {}
@@ -71,12 +72,7 @@ def _parse_and_build(trt, model, flags):
         return "parse_failed", errors + logger.lines
     config = builder.create_builder_config()
     # cuBLAS/cuDNN are load-time stubs on the GPU machine (see shared/gpu/README.md).
-    stubbed = {"CUBLAS", "CUBLAS_LT", "CUDNN"}
-    mask = 0
-    for name, member in trt.TacticSource.__members__.items():
-        if name not in stubbed:
-            mask |= 1 << int(member)
-    config.set_tactic_sources(mask)
+    config.set_tactic_sources(tactic_sources_mask(trt))
     config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, 1 << 28)
     if hasattr(config, "builder_optimization_level"):
         config.builder_optimization_level = 0

@@ -37,13 +37,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from trtwidgets.core.errors import UserError
+from tests.gpu.build_helpers import artifacts_dir, build_or_explain, fresh_dir
 from trtwidgets.core.model import load_model
 from trtwidgets.core.profiles import Profile, ShapeRange
 from trtwidgets.core.recipe import Recipe
@@ -53,40 +52,18 @@ FIX = ROOT / "tests" / "fixtures" / "qdq"
 SHAPE = (1, 3, 48, 192)
 
 
+pytestmark = pytest.mark.usefixtures("no_cublas_cudnn")
+
+
 @pytest.fixture(scope="module")
 def work(tmp_path_factory) -> Path:
-    root = os.environ.get("TRTWIDGETS_ARTIFACTS")
-    base = Path(root) / "qdq_build" if root else tmp_path_factory.mktemp("qdq_build")
-    base.mkdir(parents=True, exist_ok=True)
-    return base
-
-
-@pytest.fixture(autouse=True)
-def _no_cublas(monkeypatch, trt):
-    # cuBLAS / cuDNN are load-time stubs on the GPU machine.
-    monkeypatch.setenv("TRTWIDGETS_NO_CUBLAS_CUDNN", "1")
-
-
-def _fresh(work: Path, name: str) -> Path:
-    k, p = 0, work / name
-    while p.exists():
-        k += 1
-        p = work / f"{name}-{k}"
-    return p
+    return artifacts_dir(tmp_path_factory, "qdq_build")
 
 
 def _build(model_path, work: Path, name: str, profiles=()):
-    from trtwidgets.trt.build import build
-
     recipe = Recipe.for_model(load_model(model_path), flags=("fp16", "int8"), profiles=tuple(profiles),
                               builder_optimization_level=0, timing_cache=str(work / "timing.cache"))
-    try:
-        result = build(recipe, out_dir=_fresh(work, name), progress=True)
-    except UserError as err:
-        print("BUILD FAILED:\n" + err.message, file=sys.stderr)
-        raise
-    print(result.summary())
-    return result
+    return build_or_explain(recipe, fresh_dir(work, name))
 
 
 def _layers(result):
