@@ -73,6 +73,15 @@ def trt_text(doc: dict) -> str:
     return text.replace("\\u001e", "\x1e").replace("\\u001f", "\x1f")
 
 
+def saved_build_dir(parent, name: str, doc: dict, recipe):
+    """A saved build folder ``parent/name`` as the widgets open it: the inspector JSON of ``doc`` and ``recipe``."""
+    d = parent / name
+    d.mkdir()
+    (d / "engine.graph.json").write_text(trt_text(doc), encoding="utf-8")
+    (d / "recipe.json").write_text(recipe.to_json(), encoding="utf-8")
+    return d
+
+
 # --------------------------------------------------------------------------- models
 
 

@@ -4,18 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.core.inspector_samples import synthetic_fp16, synthetic_int8_implicit, trt_text
+from tests.core.inspector_samples import saved_build_dir, synthetic_fp16, synthetic_int8_implicit
 from tests.widgets.test_model_loader import _assert_inert
 from trtwidgets import demo, trt
 from trtwidgets.widgets.app import CALIBRATE, EXPLORE, INSPECT, STEPS, App
-
-
-def _saved(tmp_path, name, doc, recipe):
-    d = tmp_path / name
-    d.mkdir()
-    (d / "engine.graph.json").write_text(trt_text(doc), encoding="utf-8")
-    (d / "recipe.json").write_text(recipe.to_json(), encoding="utf-8")
-    return d
 
 
 @pytest.fixture
@@ -44,14 +36,14 @@ def test_load_calibrate_inspect_explore(app, tmp_path):
     assert "4 samples" in app.calibration_view.value and app.calibration_view.value.count("<tr>") == 11
     worst = min(s.ranges, key=lambda n: s.ranges[n]["entropy"].sqnr_db)
     assert worst in app.calibration_view.value
-    assert app.load_saved_build(str(_saved(tmp_path, "int8_implicit", synthetic_int8_implicit(), s.recipe)))
+    assert app.load_saved_build(str(saved_build_dir(tmp_path, "int8_implicit", synthetic_int8_implicit(), s.recipe)))
     assert app.inspect_choice.value == "int8_implicit"
     table = app.inspector.table
     assert len(table) > 3 and "INT8" in set(table["precision"])
     assert "<tbody>" in app.inspector.table_view.value or "<tr>" in app.inspector.table_view.value
     assert app.inspector.chart is not None and len(app.inspector.chart.data) > 0
     assert app.compare.comparison is None  # one build: nothing to compare
-    app.load_saved_build(str(_saved(tmp_path, "fp16", synthetic_fp16(), s.recipe.replace(flags=("fp16",)))))
+    app.load_saved_build(str(saved_build_dir(tmp_path, "fp16", synthetic_fp16(), s.recipe.replace(flags=("fp16",)))))
     counts = app.compare.comparison.precision_counts()
     assert list(counts.columns) == ["int8_implicit", "fp16"] and counts.loc["INT8", "fp16"] == 0
     assert app.inspect_choice.value == "fp16"
@@ -68,7 +60,7 @@ def test_load_calibrate_inspect_explore(app, tmp_path):
 def test_stale_banner_follows_changes(app, tmp_path):
     s = app.session
     assert app.calibrate(max_samples=2, progress=False)
-    app.load_saved_build(str(_saved(tmp_path, "int8", synthetic_int8_implicit(), s.recipe)))
+    app.load_saved_build(str(saved_build_dir(tmp_path, "int8", synthetic_int8_implicit(), s.recipe)))
     assert app.banner.value == "" and all("(stale)" not in app.tabs.get_title(i) for i in range(len(STEPS)))
     app.flags.checkboxes["int8"].value = False
     assert s.recipe.flags == ("fp16",)
@@ -105,7 +97,7 @@ def test_bad_inputs_keep_everything(app, tmp_path):
 def test_names_from_builds_are_escaped(app, tmp_path):
     s = app.session
     evil = "<img src=x onerror=alert(1)>"
-    app.load_saved_build(str(_saved(tmp_path, evil, synthetic_fp16(), s.recipe.replace(flags=("fp16",)))))
+    app.load_saved_build(str(saved_build_dir(tmp_path, evil, synthetic_fp16(), s.recipe.replace(flags=("fp16",)))))
     assert f"build:{evil}" in s.stale
     _assert_inert(app.banner.value, f"build:{evil}")
     _assert_inert(app.builds_view.value, evil)
@@ -129,7 +121,7 @@ def test_build_step_without_tensorrt_says_what_to_install(app):
 
 def test_continue_from_a_saved_builds_recipe(app, tmp_path):
     s = app.session
-    app.load_saved_build(str(_saved(tmp_path, "fp16", synthetic_fp16(), s.recipe.replace(flags=("fp16",)))))
+    app.load_saved_build(str(saved_build_dir(tmp_path, "fp16", synthetic_fp16(), s.recipe.replace(flags=("fp16",)))))
     assert "build:fp16" in s.stale
     assert app.use_build_recipe()
     assert s.recipe.flags == ("fp16",) and app.flags.value["flags"] == ("fp16",) and app.banner.value == ""

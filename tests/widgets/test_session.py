@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.core.inspector_samples import synthetic_fp16, synthetic_int8_implicit, trt_text
+from tests.core.inspector_samples import saved_build_dir, synthetic_fp16, synthetic_int8_implicit
 from tests.core.models import qdq_conv_model, save
 from trtwidgets import demo
 from trtwidgets.core.calib_data import CalibrationDataSpec
@@ -17,14 +17,6 @@ from trtwidgets.core.saved_build import load_saved_build
 from trtwidgets.widgets import Session
 
 FEEDS = demo.sample_inputs(1)[:3]
-
-
-def _saved_build(tmp_path, name, doc, recipe):
-    d = tmp_path / name
-    d.mkdir()
-    (d / "engine.graph.json").write_text(trt_text(doc), encoding="utf-8")
-    (d / "recipe.json").write_text(recipe.to_json(), encoding="utf-8")
-    return d
 
 
 @pytest.fixture
@@ -45,7 +37,7 @@ def test_new_results_are_current(session):
 
 def test_flag_change_marks_builds_stale_not_stats(session, tmp_path):
     assert session.calibrate(progress=False)
-    assert session.add_build(_saved_build(tmp_path, "int8", synthetic_int8_implicit(), session.recipe))
+    assert session.add_build(saved_build_dir(tmp_path, "int8", synthetic_int8_implicit(), session.recipe))
     assert set(session.graphs) == {"int8"} and session.stale == {}
     stats = session.stats
     session.set_recipe(flags=("fp16",))
@@ -60,7 +52,7 @@ def test_flag_change_marks_builds_stale_not_stats(session, tmp_path):
 
 def test_calibration_shape_change_marks_stats_ranges_and_builds(session, tmp_path):
     assert session.calibrate(progress=False)
-    session.add_build(_saved_build(tmp_path, "int8", synthetic_int8_implicit(), session.recipe))
+    session.add_build(saved_build_dir(tmp_path, "int8", synthetic_int8_implicit(), session.recipe))
     wide = Profile({"x": ShapeRange((1, 3, 48, 192), (1, 3, 48, 320), (1, 3, 48, 320))})
     assert session.set_recipe(profiles=(wide,))
     assert set(session.stale) == {"stats", "ranges", "build:int8"}
@@ -70,7 +62,7 @@ def test_calibration_shape_change_marks_stats_ranges_and_builds(session, tmp_pat
 
 def test_percentile_and_overrides(session, tmp_path):
     assert session.calibrate(progress=False)
-    session.add_build(_saved_build(tmp_path, "int8", synthetic_int8_implicit(), session.recipe))
+    session.add_build(saved_build_dir(tmp_path, "int8", synthetic_int8_implicit(), session.recipe))
     assert session.recompute_ranges(99.9)
     assert session.recipe.calibrator.percentile == 99.9
     # New ranges are current; the build was calibrated with the old percentile.
@@ -88,13 +80,13 @@ def test_saved_build_with_other_paths_is_current(session, tmp_path):
     # A build made elsewhere has another cache path and model path: the same build all the same.
     elsewhere = session.recipe.replace(model_path="/gpu/box/cls.onnx",
                                        calibrator=dataclasses.replace(session.recipe.calibrator, cache_path="/gpu/c.cache"))
-    session.add_build(_saved_build(tmp_path, "int8", synthetic_int8_implicit(), elsewhere))
+    session.add_build(saved_build_dir(tmp_path, "int8", synthetic_int8_implicit(), elsewhere))
     assert session.stale == {}
 
 
 def test_new_model_marks_everything_stale_and_keeps_it(session, tmp_path):
     assert session.calibrate(progress=False)
-    session.add_build(_saved_build(tmp_path, "fp16", synthetic_fp16(), session.recipe))
+    session.add_build(saved_build_dir(tmp_path, "fp16", synthetic_fp16(), session.recipe))
     stats, builds = session.stats, session.builds
     assert session.load(save(qdq_conv_model(), tmp_path / "q.onnx"))
     assert set(session.stale) == {"stats", "ranges", "build:fp16"}
@@ -136,7 +128,7 @@ def test_recipe_round_trip(session, tmp_path):
 
 def test_builds_appended_by_other_widgets_are_registered(session, tmp_path):
     # The build panel appends to session.builds directly.
-    build = load_saved_build(_saved_build(tmp_path, "fp16", synthetic_fp16(), session.recipe.replace(flags=("fp16",))))
+    build = load_saved_build(saved_build_dir(tmp_path, "fp16", synthetic_fp16(), session.recipe.replace(flags=("fp16",))))
     session.builds = session.builds + (build,)
     assert "fp16" in session.graphs and len(session.graphs["fp16"].layers) > 3
     assert "build:fp16" in session.stale  # built with fp16 only; the recipe now says fp16+int8
@@ -153,7 +145,7 @@ def test_calibrate_without_data_for_a_foreign_model(tmp_path):
 def test_use_a_saved_builds_recipe(session, tmp_path):
     elsewhere = session.recipe.replace(flags=("fp16",), model_path="/gpu/box/cls.onnx", timing_cache="/gpu/timing.cache",
                                        calibrator=dataclasses.replace(session.recipe.calibrator, cache_path="/gpu/c.cache"))
-    assert session.add_build(_saved_build(tmp_path, "fp16", synthetic_fp16(), elsewhere))
+    assert session.add_build(saved_build_dir(tmp_path, "fp16", synthetic_fp16(), elsewhere))
     assert "build:fp16" in session.stale
     assert session.use_build_recipe("fp16")
     r = session.recipe
@@ -164,7 +156,7 @@ def test_use_a_saved_builds_recipe(session, tmp_path):
 
 def test_a_recipe_of_another_model_is_refused(session, tmp_path):
     other = session.recipe.replace(model_sha256="0" * 64)
-    assert session.add_build(_saved_build(tmp_path, "other", synthetic_fp16(), other))
+    assert session.add_build(saved_build_dir(tmp_path, "other", synthetic_fp16(), other))
     recipe = session.recipe
     assert session.use_build_recipe("other") is False
     assert "another model" in session.error and session.recipe is recipe
