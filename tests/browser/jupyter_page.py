@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+
+CHROMIUM = "/usr/bin/chromium"
+# Chromium's background services try to reach Google; the network here is closed.
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage"]
+
 # A prompt that shows a queued ("[*]") or finished ("[3]") cell.
 _STARTED = """() => [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')]
                   .some(e => /\\[(\\*|\\d+)\\]/.test(e.textContent))"""
@@ -9,6 +17,15 @@ _KERNEL_READY = """() => {
     const w = window.jupyterapp.shell.currentWidget;
     const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
     return k && k.connectionStatus === 'connected' && k.status === 'idle';
+}"""
+# Done when every code cell has run ("[n]:"), or one failed (run-all stops there), and the kernel is idle.
+# Checking only for the absence of "[*]" would pass at once, before the first cell is even queued.
+_ALL_RAN = """() => {
+    const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')].map(e => e.textContent);
+    const ind = document.querySelector('.jp-Notebook-ExecutionIndicator');
+    const idle = ind && ind.dataset.status === 'idle' && prompts.every(t => !t.includes('*'));
+    const failed = document.querySelector('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]');
+    return prompts.length > 0 && idle && (prompts.every(t => /\\d/.test(t)) || failed !== null);
 }"""
 
 
@@ -32,3 +49,23 @@ def run_all_cells(page, attempts: int = 4) -> None:
         except Exception:  # noqa: BLE001 - playwright's TimeoutError: send the command again
             page.wait_for_timeout(2000)
     raise AssertionError(f"JupyterLab ran no cell after {attempts} run-all commands")
+
+
+@contextlib.contextmanager
+def notebook_after_run_all(base: str, token: str, notebook: str):
+    """A Chromium page on ``notebook`` in the JupyterLab at ``base``, every cell run (or run-all stopped by an error).
+
+    Yields the Playwright page; the browser closes when the block ends.
+    """
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(f"{base}/lab/tree/{notebook}?token={token}", timeout=120_000)
+        page.wait_for_selector(".jp-Notebook", timeout=120_000)
+        run_all_cells(page)
+        page.wait_for_function(_ALL_RAN, timeout=300_000, polling=1000)
+        page.wait_for_timeout(3000)  # let widget views and Plotly finish drawing
+        yield page
+        browser.close()

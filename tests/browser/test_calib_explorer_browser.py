@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.test_quickstart_browser import CHROMIUM, CHROMIUM_ARGS, jupyterlab  # noqa: F401 - fixture
-from tests.browser.jupyter_page import run_all_cells
+from tests.browser.jupyter_page import notebook_after_run_all
+from tests.browser.test_quickstart_browser import jupyterlab  # noqa: F401 - fixture
 from tests.conftest import ROOT
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -21,24 +21,10 @@ TARGET = "hardswish_4.tmp_0"
 
 
 def test_calibration_notebook_and_explorer_in_jupyterlab(jupyterlab):  # noqa: F811 - the imported fixture
-    from playwright.sync_api import sync_playwright
-
     base, token = jupyterlab
     shots = ROOT / "artifacts"
     shots.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(f"{base}/lab/tree/{NOTEBOOK}?token={token}", timeout=120_000)
-        page.wait_for_selector(".jp-Notebook", timeout=120_000)
-        run_all_cells(page)
-        page.wait_for_function(
-            """() => {
-                const prompts = [...document.querySelectorAll('.jp-InputArea-prompt')].map(e => e.textContent);
-                const ind = document.querySelector('.jp-Notebook-ExecutionIndicator');
-                return prompts.length > 0 && prompts.every(t => !t.includes('*')) && ind && ind.dataset.status === 'idle';
-            }""", timeout=300_000, polling=1000)
-        page.wait_for_timeout(3000)
+    with notebook_after_run_all(base, token, NOTEBOOK) as page:
         text = page.inner_text(".jp-Notebook")
         assert "Error displaying widget" not in text, "a widget failed to render"
         assert "Traceback" not in text, "a cell raised"
@@ -88,4 +74,3 @@ def test_calibration_notebook_and_explorer_in_jupyterlab(jupyterlab):  # noqa: F
             """(name) => [...document.querySelectorAll('.js-plotly-plot .gtitle')]
                           .some(t => t.textContent.startsWith(name + ' — |x| over') && t.getClientRects().length)""",
             arg=top, timeout=60_000)
-        browser.close()

@@ -19,17 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.jupyter_page import run_all_cells
+from tests.browser.jupyter_page import CHROMIUM, notebook_after_run_all
 from tests.conftest import ROOT, require_or_skip
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-CHROMIUM = "/usr/bin/chromium"
 NOTEBOOK = "notebooks/01_quickstart.ipynb"
-# Chromium's background services try to reach Google; the network here is closed.
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage"]
 
 
 def _free_port() -> int:
@@ -83,28 +78,10 @@ def jupyterlab(tmp_path_factory):
 
 
 def test_quickstart_runs_in_jupyterlab(jupyterlab):
-    from playwright.sync_api import sync_playwright
-
     base, token = jupyterlab
     shots = ROOT / "artifacts"
     shots.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(f"{base}/lab/tree/{NOTEBOOK}?token={token}", timeout=120_000)
-        page.wait_for_selector(".jp-Notebook", timeout=120_000)
-        run_all_cells(page)
-        # Done when every code cell has run ("[n]:"), or one failed (run-all stops there), and the kernel is idle.
-        # Checking only for the absence of "[*]" would pass at once, before the first cell is even queued.
-        page.wait_for_function(
-            """() => {
-                const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')].map(e => e.textContent);
-                const ind = document.querySelector('.jp-Notebook-ExecutionIndicator');
-                const idle = ind && ind.dataset.status === 'idle' && prompts.every(t => !t.includes('*'));
-                const failed = document.querySelector('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]');
-                return prompts.length > 0 && idle && (prompts.every(t => /\\d/.test(t)) || failed !== null);
-            }""", timeout=300_000, polling=1000)
-        page.wait_for_timeout(3000)  # let widget views and Plotly finish drawing
+    with notebook_after_run_all(base, token, NOTEBOOK) as page:
         page.screenshot(path=str(shots / "quickstart_browser.png"), full_page=True)
         # The notebook scrolls inside the page: also keep a view of the app (the first widget output).
         page.locator(".jp-OutputArea-output .widget-tab").first.scroll_into_view_if_needed()
@@ -123,4 +100,3 @@ def test_quickstart_runs_in_jupyterlab(jupyterlab):
         assert int8 > 0, "no INT8 row in any layer table (the Q/DQ build's table is missing)"
         assert page.locator(".jp-OutputArea-output", has_text="cls_static_qdq_int8: 48 INT8 layers").count() > 0
         assert page.locator(".js-plotly-plot").count() > 0, "no Plotly figure rendered"
-        browser.close()
