@@ -178,9 +178,6 @@ class LogPhaseParser:
 
 # -- TensorRT >= 10: IProgressMonitor --------------------------------------------------------------
 
-_MONITOR_CLASSES: Dict[int, type] = {}
-
-
 def _monitor_init(self, progress: BuildProgress):
     self._trt_base.__init__(self)
     self.progress = progress
@@ -208,13 +205,12 @@ def trt_progress_monitor(progress: BuildProgress, trt_module):
     """An ``IProgressMonitor`` feeding ``progress``, or None where TensorRT has none (8.6)."""
     if not has_progress_monitor(trt_module):
         return None
-    cls = _MONITOR_CLASSES.get(id(trt_module))
-    if cls is None:
-        cls = type("TrtWidgetsProgressMonitor", (trt_module.IProgressMonitor,),
-                   {"_trt_base": trt_module.IProgressMonitor, "__init__": _monitor_init,
-                    "phase_start": _phase_start, "step_complete": _step_complete, "phase_finish": _phase_finish,
-                    "__doc__": "tensorrt.IProgressMonitor feeding a trtwidgets BuildProgress."})
-        _MONITOR_CLASSES[id(trt_module)] = cls
+    from .interfaces import interface_subclass
+
+    cls = interface_subclass(trt_module, "IProgressMonitor", "TrtWidgetsProgressMonitor",
+                             {"__init__": _monitor_init, "phase_start": _phase_start,
+                              "step_complete": _step_complete, "phase_finish": _phase_finish},
+                             "tensorrt.IProgressMonitor feeding a trtwidgets BuildProgress.")
     return cls(progress)
 
 
