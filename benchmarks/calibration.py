@@ -77,8 +77,8 @@ def _worker(side: str, case: str, n: int, model_dir: str) -> dict:
             ranges = cal.compute_data()
             tensors = len(ranges.data) if hasattr(ranges, "data") else len(ranges)
     else:
-        from trtwidgets.core.collect import collect_stats
-        from trtwidgets.core.ranges import compute_ranges
+        from trtwidgets.core.calibration.collect import collect_stats
+        from trtwidgets.core.calibration.ranges import compute_ranges
 
         stats = collect_stats(model, feeds, progress=False)
         ranges = compute_ranges(stats, methods=(side[3:],))

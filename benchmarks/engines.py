@@ -153,8 +153,8 @@ def seed_state(art: Path, state: Optional[str]) -> None:
 
 def cls_setup(art: Path):
     from trtwidgets import demo
-    from trtwidgets.core.profiles import Profile, ShapeRange
-    from trtwidgets.core.reference import load_reference
+    from trtwidgets.core.recipe.profiles import Profile, ShapeRange
+    from trtwidgets.core.accuracy.reference import load_reference
 
     ref = load_reference(ROOT / "tests" / "fixtures" / "cls_reference.npz")
     x = ref.inputs["x"]
@@ -193,8 +193,8 @@ def tactic_sources(trt) -> List[str]:
 
 
 def build_one(setup: dict, precision: str, art: Path, args, trt) -> "object":
-    from trtwidgets.core.model import load_model
-    from trtwidgets.core.recipe import CalibratorSpec, Recipe
+    from trtwidgets.core.model.load import load_model
+    from trtwidgets.core.recipe.recipe import CalibratorSpec, Recipe
     from trtwidgets.trt.build import build
 
     model_path = setup["model_path"]
@@ -228,7 +228,7 @@ def int8_ranges(setup: dict, art: Path, args) -> "tuple":
     calibration samples are run through it, and each tensor's range is its largest
     absolute value (the toolkit's "max" method, not Entropy2's).
     """
-    from trtwidgets.core.calib_cache import read_cache, write_cache
+    from trtwidgets.core.calibration.cache import read_cache, write_cache
 
     cache = art / f"{setup['name']}.int8.cache"
     if cache.exists():
@@ -237,7 +237,7 @@ def int8_ranges(setup: dict, art: Path, args) -> "tuple":
     if not fallback.exists():
         import onnx
 
-        from trtwidgets.core.accuracy import float_intermediates
+        from trtwidgets.core.accuracy.layer_errors import float_intermediates
         from trtwidgets.trt.debug_build import build_debug_engine
         from trtwidgets.trt.runner import EngineRunner
 
@@ -263,7 +263,7 @@ def int8_ranges(setup: dict, art: Path, args) -> "tuple":
 
 
 def export_qdq_model(setup: dict, art: Path, args) -> Path:
-    from trtwidgets.core.qdq_export import export_qdq, save_qdq_model
+    from trtwidgets.core.qdq.export import export_qdq, save_qdq_model
 
     amax, source = int8_ranges(setup, art, args)
     model = export_qdq(setup["model_path"], amax)
@@ -275,8 +275,8 @@ def export_qdq_model(setup: dict, art: Path, args) -> Path:
 
 
 def measure(setup: dict, precision: str, build_res, args, results: Results, art: Path):
-    from trtwidgets.core.metrics import compare_outputs
-    from trtwidgets.core.opcount import count_macs
+    from trtwidgets.core.accuracy.metrics import compare_outputs
+    from trtwidgets.core.model.opcount import count_macs
     from trtwidgets.trt.bench import benchmark_runner
     from trtwidgets.trt.profiler import profile_layers
     from trtwidgets.trt.runner import EngineRunner, run_samples
@@ -332,7 +332,7 @@ def measure(setup: dict, precision: str, build_res, args, results: Results, art:
 def layer_precision_counts(build_res) -> Dict[str, int]:
     """How many engine layers run in each precision (from the build's inspector JSON): is FP16/INT8 really used?"""
     try:
-        from trtwidgets.core.inspector import parse_inspector_json
+        from trtwidgets.core.engine.inspector_json import parse_inspector_json
 
         graph = parse_inspector_json(build_res.inspector_json)
     except Exception as exc:  # noqa: BLE001 - a figure, not a reason to lose the measurement
@@ -345,7 +345,7 @@ def layer_precision_counts(build_res) -> Dict[str, int]:
 
 def engine_reference(setup: dict, batch: int, precision: str, outputs: Dict[str, np.ndarray], art: Path):
     """For models without an ORT reference: the FP32 engine's outputs, else FP16's (kept on disk across runs)."""
-    from trtwidgets.core.reference import load_reference, save_reference
+    from trtwidgets.core.accuracy.reference import load_reference, save_reference
 
     path = art / f"{setup['name']}-b{batch}-reference.npz"
     current = load_reference(path) if path.exists() else None
@@ -362,7 +362,7 @@ def layer_errors_cls(setup: dict, art: Path, args, results: Results) -> None:
     """Per-layer error growth of INT8 vs FP32 for the cls model, both as TensorRT debug builds."""
     import onnx
 
-    from trtwidgets.core.accuracy import float_intermediates, layer_errors, plan_sweep
+    from trtwidgets.core.accuracy.layer_errors import float_intermediates, layer_errors, plan_sweep
     from trtwidgets.trt.debug_build import build_debug_engine
     from trtwidgets.trt.runner import EngineRunner
 

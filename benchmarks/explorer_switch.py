@@ -25,7 +25,7 @@ TARGET_MS = 100.0
 
 
 def synthetic_stats(n_tensors: int, bins: int = 2048, values: int = 20_000, seed: int = 0):
-    from trtwidgets.core.stats import ActivationStats, TensorStats
+    from trtwidgets.core.calibration.stats import ActivationStats, TensorStats
 
     rng = np.random.default_rng(seed)
     tensors = {}
@@ -77,7 +77,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     _install_recording_comm()
 
-    from trtwidgets.core.ranges import METHODS, compute_ranges
+    from trtwidgets.core.calibration.ranges import METHODS, compute_ranges
     from trtwidgets.widgets.calib_explorer import CalibrationExplorer
 
     stats = synthetic_stats(args.tensors)

@@ -61,8 +61,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=20)
     args = ap.parse_args()
 
-    from trtwidgets.core.inspector import parse_inspector_json
-    from trtwidgets.core.layer_table import filter_table, layer_table, styled, table_html
+    from trtwidgets.core.engine.inspector_json import parse_inspector_json
+    from trtwidgets.core.engine.layer_table import filter_table, layer_table, styled, table_html
     from trtwidgets.widgets.inspector import SHOWN, Inspector
 
     text = synthetic_engine(args.layers)

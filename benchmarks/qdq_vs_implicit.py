@@ -68,7 +68,7 @@ def _write_json(path: Path, doc) -> None:
 
 def _held_back():
     from trtwidgets import demo
-    from trtwidgets.core.reference import load_reference
+    from trtwidgets.core.accuracy.reference import load_reference
 
     ref = load_reference(FIX / "cls_heldback.npz")
     x = demo.preprocess(ref.inputs["images"])
@@ -78,9 +78,9 @@ def _held_back():
 
 
 def _recipe(model_path: Path, flags, art: Path, calibrator=None):
-    from trtwidgets.core.model import load_model
-    from trtwidgets.core.profiles import Profile, ShapeRange
-    from trtwidgets.core.recipe import CalibratorSpec, Recipe
+    from trtwidgets.core.model.load import load_model
+    from trtwidgets.core.recipe.profiles import Profile, ShapeRange
+    from trtwidgets.core.recipe.recipe import CalibratorSpec, Recipe
 
     profile = Profile({"x": ShapeRange((1, 3, 48, 192), (32, 3, 48, 192), (32, 3, 48, 192))})
     return Recipe.for_model(load_model(model_path), flags=tuple(flags), profiles=(profile,),
@@ -90,7 +90,7 @@ def _recipe(model_path: Path, flags, art: Path, calibrator=None):
 
 def build_engine(name: str, art: Path, trt):
     from trtwidgets import demo
-    from trtwidgets.core.recipe import CalibratorSpec
+    from trtwidgets.core.recipe.recipe import CalibratorSpec
     from trtwidgets.trt.build import build
 
     sources = [n for n in trt.TacticSource.__members__ if n not in EXCLUDED_SOURCES]
@@ -121,8 +121,8 @@ def build_engine(name: str, art: Path, trt):
 
 def export_from_trt_cache(art: Path) -> Path:
     from trtwidgets import demo
-    from trtwidgets.core.calib_cache import read_cache
-    from trtwidgets.core.qdq_export import build_qdq, save_qdq_model
+    from trtwidgets.core.calibration.cache import read_cache
+    from trtwidgets.core.qdq.export import build_qdq, save_qdq_model
 
     cache = art / "cls.entropy2.cache"
     if not cache.exists():
@@ -134,8 +134,8 @@ def export_from_trt_cache(art: Path) -> Path:
 
 
 def measure(name: str, res, x, reference, labels, args) -> dict:
-    from trtwidgets.core.inspector import parse_inspector_json
-    from trtwidgets.core.metrics import compare_outputs
+    from trtwidgets.core.engine.inspector_json import parse_inspector_json
+    from trtwidgets.core.accuracy.metrics import compare_outputs
     from trtwidgets.trt.bench import benchmark_runner
     from trtwidgets.trt.runner import EngineRunner
 

@@ -38,12 +38,12 @@ def main(argv=None) -> int:
     import numpy as np
 
     from trtwidgets import demo
-    from trtwidgets.core.accuracy import plan_sweep
-    from trtwidgets.core.calib_cache import read_cache
-    from trtwidgets.core.model import load_model
-    from trtwidgets.core.profiles import Profile, ShapeRange
-    from trtwidgets.core.recipe import Recipe
-    from trtwidgets.core.reference import ReferenceData, load_reference
+    from trtwidgets.core.accuracy.layer_errors import plan_sweep
+    from trtwidgets.core.calibration.cache import read_cache
+    from trtwidgets.core.model.load import load_model
+    from trtwidgets.core.recipe.profiles import Profile, ShapeRange
+    from trtwidgets.core.recipe.recipe import Recipe
+    from trtwidgets.core.accuracy.reference import ReferenceData, load_reference
     from trtwidgets.trt.sweep import sweep
 
     art = Path(os.environ.get("TRTWIDGETS_ARTIFACTS") or "build/sweep_cls")
@@ -52,7 +52,7 @@ def main(argv=None) -> int:
     amax = read_cache(RESULTS / "cls.int8.cache").amax
     # Only layers the default export quantizes can be kept out of INT8 by an exclusion (the ranking
     # also holds pointwise ops, SE convs and depthwise convs that placement keeps float anyway).
-    from trtwidgets.core.qdq_export import build_qdq
+    from trtwidgets.core.qdq.export import build_qdq
 
     quantized = set(build_qdq(str(demo.MODEL_PATH), amax).report.quantized_layers)
     ranked = [n for n in ranking["ranked_layers"] if n in quantized]

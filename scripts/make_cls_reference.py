@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from trtwidgets import demo  # noqa: E402
-from trtwidgets.core.reference import make_reference, save_reference  # noqa: E402
+from trtwidgets.core.accuracy.reference import make_reference, save_reference  # noqa: E402
 
 
 def main() -> int:

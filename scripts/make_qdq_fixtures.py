@@ -34,10 +34,10 @@ def main() -> int:
     import numpy as np
 
     from trtwidgets import demo
-    from trtwidgets.core.collect import collect_stats
-    from trtwidgets.core.qdq_export import amax_from_stats, build_qdq, save_qdq_model
-    from trtwidgets.core.qdq_validate import run_model
-    from trtwidgets.core.reference import save_reference
+    from trtwidgets.core.calibration.collect import collect_stats
+    from trtwidgets.core.qdq.export import amax_from_stats, build_qdq, save_qdq_model
+    from trtwidgets.core.qdq.validate import run_model
+    from trtwidgets.core.accuracy.reference import save_reference
 
     OUT.mkdir(parents=True, exist_ok=True)
     stats = collect_stats(demo.MODEL_PATH, demo.sample_inputs(8), progress=False)

@@ -51,13 +51,13 @@ def main() -> int:
     import numpy as np
 
     from trtwidgets import demo
-    from trtwidgets.core.inspector import parse_inspector_json
-    from trtwidgets.core.metrics import compare_outputs
-    from trtwidgets.core.model import load_model
-    from trtwidgets.core.profiles import Profile, ShapeRange
-    from trtwidgets.core.qdq_export import build_qdq, save_qdq_model
-    from trtwidgets.core.recipe import Recipe
-    from trtwidgets.core.reference import load_reference
+    from trtwidgets.core.engine.inspector_json import parse_inspector_json
+    from trtwidgets.core.accuracy.metrics import compare_outputs
+    from trtwidgets.core.model.load import load_model
+    from trtwidgets.core.recipe.profiles import Profile, ShapeRange
+    from trtwidgets.core.qdq.export import build_qdq, save_qdq_model
+    from trtwidgets.core.recipe.recipe import Recipe
+    from trtwidgets.core.accuracy.reference import load_reference
     from trtwidgets.trt.build import build
     from trtwidgets.trt.runner import EngineRunner
 

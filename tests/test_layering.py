@@ -93,7 +93,7 @@ def test_layers_import_only_downwards(layer, forbidden):
 def test_import_scan_sees_relative_imports():
     # The scan resolves "from ..widgets import x" in core; check it on this package's own modules.
     names = {n for _, n in _imports(PKG / "widgets" / "session.py")}
-    assert "trtwidgets.core.lint" in names and "trtwidgets.core.errors" in names
+    assert "trtwidgets.core.model.lint" in names and "trtwidgets.core.common.errors" in names
 
 
 def test_every_module_has_future_annotations():

@@ -10,8 +10,8 @@ from tests.gpu.accuracy_models import INTERMEDIATES, SHAPE, reference, tiny_cnn
 
 def test_numpy_reference_matches_onnxruntime():
     pytest.importorskip("onnxruntime")
-    from trtwidgets.core.accuracy import run_reference
-    from trtwidgets.core.metrics import compare_outputs
+    from trtwidgets.core.accuracy.layer_errors import run_reference
+    from trtwidgets.core.accuracy.metrics import compare_outputs
 
     x = np.random.default_rng(1).standard_normal(SHAPE).astype(np.float32)
     ort = run_reference(tiny_cnn(), {"x": x}, list(INTERMEDIATES))

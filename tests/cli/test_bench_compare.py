@@ -9,7 +9,7 @@ import pytest
 
 from trtwidgets import demo
 from trtwidgets.cli import main
-from trtwidgets.core.reference import load_reference
+from trtwidgets.core.accuracy.reference import load_reference
 
 
 @pytest.fixture
@@ -76,7 +76,7 @@ def test_compare_saves_reference_without_tensorrt(no_trt, build_dir, tmp_path, c
 def test_compare_bad_reference_file(no_trt, build_dir, tmp_path, capsys):
     bad = tmp_path / "bad.npz"
     bad.write_bytes(b"zip? no")
-    from trtwidgets.core.errors import UserError
+    from trtwidgets.core.common.errors import UserError
 
     with pytest.raises(UserError, match="could not be read"):
         load_reference(bad)

@@ -10,9 +10,9 @@ import pytest
 
 from trtwidgets import demo
 from trtwidgets.cli import main
-from trtwidgets.core.calib_cache import read_cache
-from trtwidgets.core.ranges import METHODS
-from trtwidgets.core.stats import load_stats
+from trtwidgets.core.calibration.cache import read_cache
+from trtwidgets.core.calibration.ranges import METHODS
+from trtwidgets.core.calibration.stats import load_stats
 
 
 def test_json_report_cache_and_stats(tmp_path, capsys, cls_model_path):
@@ -90,8 +90,8 @@ def image_folder(tmp_path):
 
 
 def test_image_folder_with_preprocess_matches_the_python_api(tmp_path, capsys, cls_model_path, image_folder):
-    from trtwidgets.core.calib_data import spec_for
-    from trtwidgets.core.collect import collect_stats
+    from trtwidgets.core.calibration.data import spec_for
+    from trtwidgets.core.calibration.collect import collect_stats
 
     rc = main(["calibrate", str(cls_model_path), "--data", str(image_folder), "--shape", "x:1x3x48x192", "--json",
                "--preprocess", json.dumps(PREPROCESS)])

@@ -14,8 +14,8 @@ from trtwidgets.cli import main
 
 @pytest.fixture(scope="module")
 def stats_path(tmp_path_factory):
-    from trtwidgets.core.collect import collect_stats
-    from trtwidgets.core.stats import save_stats
+    from trtwidgets.core.calibration.collect import collect_stats
+    from trtwidgets.core.calibration.stats import save_stats
 
     stats = collect_stats(demo.MODEL_PATH, demo.sample_inputs(8), progress=False)
     return save_stats(stats, tmp_path_factory.mktemp("stats") / "demo_stats.npz")
@@ -75,9 +75,9 @@ def test_grouped_convs_read_in_float_can_be_quantized_on_request(capsys, tmp_pat
 
 
 def test_ranges_from_a_calibration_cache(capsys, tmp_path, stats_path):
-    from trtwidgets.core.calib_cache import write_cache
-    from trtwidgets.core.qdq_export import amax_from_stats
-    from trtwidgets.core.stats import load_stats
+    from trtwidgets.core.calibration.cache import write_cache
+    from trtwidgets.core.qdq.export import amax_from_stats
+    from trtwidgets.core.calibration.stats import load_stats
 
     amax = amax_from_stats(load_stats(stats_path), "max")
     cache = tmp_path / "calib.cache"
@@ -108,7 +108,7 @@ def _demo_accuracy(labels, samples):
     # The float model's top-1 accuracy on the same held-back crops the CLI uses (seed 12345, batch 1).
     import numpy as np
 
-    from trtwidgets.core.qdq_validate import run_model
+    from trtwidgets.core.qdq.validate import run_model
 
     outs, n = run_model(demo.MODEL_PATH, demo.iter_skimage_inputs(samples, batch_size=1, seed=12345))
     return float(np.mean(next(iter(outs.values())).argmax(-1) == labels[:n]))

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from trtwidgets.cli import main
-from trtwidgets.core.calib_cache import write_cache
+from trtwidgets.core.calibration.cache import write_cache
 
 from ..core import inspector_samples as s
 
@@ -181,7 +181,7 @@ def test_bad_sibling_recipe_exits_2_with_message(tmp_path, capsys):
 
 
 def _engine_total_ms(name):
-    from trtwidgets.core.inspector import parse_inspector_json
+    from trtwidgets.core.engine.inspector_json import parse_inspector_json
 
     means = _means(name)
     return sum(means.get(layer.name, 0.0) for layer in parse_inspector_json(TRT86 / name / "engine.graph.json").layers)

@@ -55,7 +55,7 @@ def test_lint_bad_options_exit_2(capsys, cls_model_path, extra):
 
 
 def test_lint_installed_version(capsys, tmp_path):
-    from trtwidgets.core.trt_version import installed_trt_version
+    from trtwidgets.core.model.trt_version import installed_trt_version
 
     path = save(conv_model(batch=1), tmp_path / "c.onnx")
     code, _, err = run_cli(capsys, "lint", str(path), "--trt-version", "installed")
@@ -81,7 +81,7 @@ def test_summary_text(capsys, cls_model_path):
 
 
 def test_summary_json_matches_core(capsys, cls_model_path):
-    from trtwidgets.core.model import load_model
+    from trtwidgets.core.model.load import load_model
 
     code, out, _ = run_cli(capsys, "summary", str(cls_model_path), "--json")
     assert code == 0

@@ -14,12 +14,12 @@ from tests.core.inspector_samples import synthetic_int8_implicit, trt_text
 from tests.core.models import EVIL, evil_names_model, save
 from trtwidgets import demo, trt
 from trtwidgets.cli import main
-from trtwidgets.core.calib_cache import read_cache
-from trtwidgets.core.calib_data import CalibrationDataSpec
-from trtwidgets.core.inspector import as_graph
-from trtwidgets.core.model import load_model
-from trtwidgets.core.recipe import CalibratorSpec, Recipe, save_recipe
-from trtwidgets.core.saved_build import load_saved_build
+from trtwidgets.core.calibration.cache import read_cache
+from trtwidgets.core.calibration.data import CalibrationDataSpec
+from trtwidgets.core.engine.inspector_json import as_graph
+from trtwidgets.core.model.load import load_model
+from trtwidgets.core.recipe.recipe import CalibratorSpec, Recipe, save_recipe
+from trtwidgets.core.engine.saved_build import load_saved_build
 
 
 class _Tables(HTMLParser):

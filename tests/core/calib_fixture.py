@@ -18,13 +18,13 @@ SHAPE = (1, 3, 48, 192)
 
 def collect():
     from trtwidgets import demo
-    from trtwidgets.core.collect import collect_stats
+    from trtwidgets.core.calibration.collect import collect_stats
 
     return collect_stats(demo.MODEL_PATH, demo.sample_inputs(1), progress=False)
 
 
 def main() -> Path:
-    from trtwidgets.core.stats import save_stats
+    from trtwidgets.core.calibration.stats import save_stats
 
     return save_stats(collect(), FIXTURE)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from onnx import TensorProto, helper
 
-from trtwidgets.core.model import ModelSummary, summarize
+from trtwidgets.core.model.load import ModelSummary, summarize
 
 
 def two_input_model(x_shape=("N", 3, "H", "W"), mask_shape=("N", 16)):

@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 from tests.gpu import models
-from trtwidgets.core.errors import UserError
-from trtwidgets.core.model import load_model
-from trtwidgets.core.recipe import Recipe
+from trtwidgets.core.common.errors import UserError
+from trtwidgets.core.model.load import load_model
+from trtwidgets.core.recipe.recipe import Recipe
 
 #: TensorRT tactic sources that are load-time stubs on the GPU machine (see shared/gpu/README.md).
 STUBBED_TACTIC_SOURCES = ("CUBLAS", "CUBLAS_LT", "CUDNN")

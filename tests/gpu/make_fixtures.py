@@ -40,10 +40,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from trtwidgets import demo  # noqa: E402
-from trtwidgets.core.calib_data import CalibrationDataSpec  # noqa: E402
-from trtwidgets.core.model import load_model  # noqa: E402
-from trtwidgets.core.profiles import Profile, ShapeRange  # noqa: E402
-from trtwidgets.core.recipe import CalibratorSpec, Recipe  # noqa: E402
+from trtwidgets.core.calibration.data import CalibrationDataSpec  # noqa: E402
+from trtwidgets.core.model.load import load_model  # noqa: E402
+from trtwidgets.core.recipe.profiles import Profile, ShapeRange  # noqa: E402
+from trtwidgets.core.recipe.recipe import CalibratorSpec, Recipe  # noqa: E402
 
 STATIC = (1, 3, 48, 192)
 DYNAMIC = ((1, 3, 48, 96), (1, 3, 48, 192), (1, 3, 48, 384))
@@ -70,8 +70,8 @@ def _qdq_model(art: Path, work: Path) -> Path:
     The cache comes from this run's ``cls_static_int8_entropy2`` build, else from the committed
     fixture of an earlier run (a fresh GPU machine keeps nothing between sessions).
     """
-    from trtwidgets.core.calib_cache import read_cache
-    from trtwidgets.core.qdq_export import build_qdq, save_qdq_model
+    from trtwidgets.core.calibration.cache import read_cache
+    from trtwidgets.core.qdq.export import build_qdq, save_qdq_model
 
     candidates = [art / "cls_static_int8_entropy2" / "calibration.cache",
                   ROOT / "tests" / "fixtures" / "trt86" / "cls_static_int8_entropy2" / "calibration.cache"]

@@ -21,11 +21,11 @@ import pytest
 
 from tests.gpu import models
 from tests.gpu.build_helpers import artifacts_dir, build_or_explain, fresh_dir, model_recipe
-from trtwidgets.core.errors import BuildError
-from trtwidgets.core.inspector import precision_from_format
-from trtwidgets.core.model import load_model
-from trtwidgets.core.profiles import Profile, ShapeRange
-from trtwidgets.core.recipe import CalibratorSpec, LayerPrecision, Recipe
+from trtwidgets.core.common.errors import BuildError
+from trtwidgets.core.engine.inspector_json import precision_from_format
+from trtwidgets.core.model.load import load_model
+from trtwidgets.core.recipe.profiles import Profile, ShapeRange
+from trtwidgets.core.recipe.recipe import CalibratorSpec, LayerPrecision, Recipe
 
 STATIC = (1, 3, 16, 16)
 
@@ -136,7 +136,7 @@ def test_int8_fp16_with_tensorrt_entropy2(work):
 
 
 def test_int8_from_toolkit_cache_requests_no_batches(work):
-    from trtwidgets.core.calib_cache import write_cache
+    from trtwidgets.core.calibration.cache import write_cache
 
     cache_path = work / "toolkit_conv_relu.cache"
     write_cache(models.amax_for(models.CONV_RELU_TENSORS, 6.0), cache_path)
@@ -178,9 +178,9 @@ def test_tiny_model_keeps_fp32_with_fp16_allowed_at_level_0(work):
 
 def test_tiny_model_int8_allowed_fp32_layers_are_explained(work):
     """With INT8+FP16 allowed and every range given, an FP32 conv is TensorRT's choice: HIGHER_PRECISION_FASTER."""
-    from trtwidgets.core.calib_cache import write_cache
-    from trtwidgets.core.inspector import parse_inspector_json
-    from trtwidgets.core.why_not_int8 import why_not_int8
+    from trtwidgets.core.calibration.cache import write_cache
+    from trtwidgets.core.engine.inspector_json import parse_inspector_json
+    from trtwidgets.core.engine.why_not_int8 import why_not_int8
 
     cache_path = work / "toolkit_conv_relu8.cache"
     write_cache(models.amax_for(models.CONV_RELU_TENSORS, 6.0), cache_path)
@@ -213,7 +213,7 @@ def test_fp16_wins_on_a_conv_stack(work):
 
 def test_int8_wins_on_a_conv_stack_from_toolkit_cache(work):
     """INT8 merely allowed (ranges from a toolkit cache, no constraints): most convs run INT8 on an H200."""
-    from trtwidgets.core.calib_cache import write_cache
+    from trtwidgets.core.calibration.cache import write_cache
 
     cache_path = work / "toolkit_conv_stack.cache"
     write_cache(models.amax_for(models.conv_stack_tensors(), 4.0), cache_path)

@@ -86,7 +86,7 @@ def _build(kit, calibrator):
 @pytest.mark.parametrize("kind,algorithm", [("entropy2", "EntropyCalibration2"), ("minmax", "MinMaxCalibration")])
 def test_tensorrt_calibration_caches(builder_kit, kind, algorithm, tmp_path):
     from trtwidgets import demo
-    from trtwidgets.core.calib_cache import read_cache
+    from trtwidgets.core.calibration.cache import read_cache
     from trtwidgets.trt.calibrators import make_calibrator
 
     trt = builder_kit[0]
@@ -114,9 +114,9 @@ def test_tensorrt_calibration_caches(builder_kit, kind, algorithm, tmp_path):
 
 
 def test_cache_bridge_builds_without_calibrating(builder_kit, tmp_path):
-    from trtwidgets.core.calib_cache import cache_text
-    from trtwidgets.core.ranges import compute_amax
-    from trtwidgets.core.stats import load_stats
+    from trtwidgets.core.calibration.cache import cache_text
+    from trtwidgets.core.calibration.ranges import compute_amax
+    from trtwidgets.core.calibration.stats import load_stats
     from trtwidgets.trt.calibrator_bridge import make_cache_calibrator
 
     trt = builder_kit[0]

@@ -22,11 +22,11 @@ import pytest
 
 from tests.gpu import models
 from tests.gpu.build_helpers import artifacts_dir, build_or_explain, fresh_dir, model_recipe
-from trtwidgets.core.errors import InspectorError
-from trtwidgets.core.inspector import parse_inspector_json
-from trtwidgets.core.profiles import Profile, ShapeRange
-from trtwidgets.core.recipe import CalibratorSpec, Recipe
-from trtwidgets.core.why_not_int8 import qdq_tensor_names, why_not_int8
+from trtwidgets.core.common.errors import InspectorError
+from trtwidgets.core.engine.inspector_json import parse_inspector_json
+from trtwidgets.core.recipe.profiles import Profile, ShapeRange
+from trtwidgets.core.recipe.recipe import CalibratorSpec, Recipe
+from trtwidgets.core.engine.why_not_int8 import qdq_tensor_names, why_not_int8
 
 STATIC = (1, 3, 16, 16)
 
@@ -70,7 +70,7 @@ def test_fp32_engine_is_all_fp32(work):
 
 def test_int8_implicit_from_a_toolkit_cache(work):
     """At TensorRT's default optimization level (3) the tactics are timed: INT8 or not, the cause must fit."""
-    from trtwidgets.core.calib_cache import write_cache
+    from trtwidgets.core.calibration.cache import write_cache
 
     cache_path = work / "conv_relu_full.cache"
     write_cache(models.amax_for(models.CONV_RELU_TENSORS, 6.0), cache_path)
@@ -92,7 +92,7 @@ def test_int8_implicit_from_a_toolkit_cache(work):
 
 
 def test_int8_at_level_0_is_explained_as_first_tactic(work):
-    from trtwidgets.core.calib_cache import write_cache
+    from trtwidgets.core.calibration.cache import write_cache
 
     cache_path = work / "conv_relu_full_l0.cache"
     write_cache(models.amax_for(models.CONV_RELU_TENSORS, 6.0), cache_path)
@@ -108,7 +108,7 @@ def test_int8_at_level_0_is_explained_as_first_tactic(work):
 
 
 def test_int8_implicit_with_a_tensor_missing_from_the_cache(work):
-    from trtwidgets.core.calib_cache import write_cache
+    from trtwidgets.core.calibration.cache import write_cache
 
     cache_path = work / "conv_relu_without_r1.cache"
     write_cache({t: 6.0 for t in models.CONV_RELU_TENSORS if t != "r1"}, cache_path)

@@ -20,7 +20,7 @@ from onnx import TensorProto
 
 from tests.core.models import conv_model, dynamic_quant_matmul_model, op_model, qdq_conv_model
 from tests.gpu.build_helpers import tactic_sources_mask
-from trtwidgets.core.lint import lint
+from trtwidgets.core.model.lint import lint
 
 _RESULTS = {}
 

@@ -43,9 +43,9 @@ import numpy as np
 import pytest
 
 from tests.gpu.build_helpers import artifacts_dir, build_or_explain, fresh_dir
-from trtwidgets.core.model import load_model
-from trtwidgets.core.profiles import Profile, ShapeRange
-from trtwidgets.core.recipe import Recipe
+from trtwidgets.core.model.load import load_model
+from trtwidgets.core.recipe.profiles import Profile, ShapeRange
+from trtwidgets.core.recipe.recipe import Recipe
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "tests" / "fixtures" / "qdq"
@@ -67,7 +67,7 @@ def _build(model_path, work: Path, name: str, profiles=()):
 
 
 def _layers(result):
-    from trtwidgets.core.inspector import parse_inspector_json
+    from trtwidgets.core.engine.inspector_json import parse_inspector_json
 
     return parse_inspector_json(result.inspector_json_path).layers
 
@@ -115,8 +115,8 @@ def test_demo_qdq_model_builds_with_int8_where_quantized(cls_build, work):
 
 def test_demo_qdq_engine_matches_onnxruntime_fp32_on_held_back_crops(cls_build, work):
     from trtwidgets import demo
-    from trtwidgets.core.metrics import compare_outputs
-    from trtwidgets.core.reference import load_reference
+    from trtwidgets.core.accuracy.metrics import compare_outputs
+    from trtwidgets.core.accuracy.reference import load_reference
     from trtwidgets.trt.runner import EngineRunner
 
     ref = load_reference(FIX / "cls_heldback.npz")
@@ -143,7 +143,7 @@ def test_residual_add_fuses_into_the_quantized_conv(work, trt):
     import onnx
 
     from tests.core import qdq_models as qm
-    from trtwidgets.core.qdq_export import build_qdq, save_qdq_model
+    from trtwidgets.core.qdq.export import build_qdq, save_qdq_model
 
     model = qm.residual_cnn(channels=32, size=32)
     # Ranges do not matter for fusion; a plausible amax for every activation.

@@ -13,8 +13,8 @@ import numpy as np
 import onnx
 import pytest
 
-from trtwidgets.core.accuracy import NSR_FLOOR_DB, layer_errors
-from trtwidgets.core.metrics import compare_outputs
+from trtwidgets.core.accuracy.layer_errors import NSR_FLOOR_DB, layer_errors
+from trtwidgets.core.accuracy.metrics import compare_outputs
 
 from .accuracy_models import INTERMEDIATES, SHAPE, conv_stack, reference, tiny_cnn
 
@@ -55,8 +55,8 @@ def timing_cache(tmp_path_factory):
 @pytest.fixture(scope="module")
 def fp32_build(trt, model_path, timing_cache, tmp_path_factory):
     """FP32 engine built by trtwidgets' own build() from a recipe."""
-    from trtwidgets.core.model import load_model
-    from trtwidgets.core.recipe import Recipe
+    from trtwidgets.core.model.load import load_model
+    from trtwidgets.core.recipe.recipe import Recipe
     from trtwidgets.trt.build import build
 
     recipe = Recipe.for_model(load_model(model_path), builder_optimization_level=0, timing_cache=timing_cache)
@@ -93,7 +93,7 @@ def test_runner_from_bytes_and_build_dir(fp32_build, x):
     b = run_engine(str(fp32_build.out_dir), {"x": x})
     np.testing.assert_array_equal(a["y"], b["y"])
     with EngineRunner(data) as r:
-        from trtwidgets.core.errors import UserError
+        from trtwidgets.core.common.errors import UserError
 
         with pytest.raises(UserError, match="cannot take shape"):
             r.infer({"x": np.zeros((1, 3, 32, 32), np.float32)})
@@ -194,7 +194,7 @@ def test_debug_build_marks_intermediates(trt, model_path, timing_cache, x):
 
 def test_cli_bench_and_compare(fp32_build, x, tmp_path, capsys):
     from trtwidgets.cli import main
-    from trtwidgets.core.reference import save_reference
+    from trtwidgets.core.accuracy.reference import save_reference
 
     ref = save_reference(tmp_path / "ref.npz", {"x": x}, {"y": reference(x)["y"]})
     assert main(["compare", str(fp32_build.out_dir), "--reference", ref, "--json"]) == 0
@@ -223,7 +223,7 @@ def test_engine_intermediates_default_names(trt, model_path, timing_cache, x):
 
 def test_int8_debug_build_ranking_finds_the_badly_calibrated_layer(trt, model_path, timing_cache, x, tmp_path):
     """A calibration cache that clips conv2's output to 1/50 of its range: the ranking must point there."""
-    from trtwidgets.core.calib_cache import write_cache
+    from trtwidgets.core.calibration.cache import write_cache
     from trtwidgets.trt.debug_build import engine_intermediates
 
     ref = reference(x)

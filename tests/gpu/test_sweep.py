@@ -13,8 +13,8 @@ import numpy as np
 import onnx
 import pytest
 
-from trtwidgets.core.accuracy import plan_sweep
-from trtwidgets.core.reference import ReferenceData
+from trtwidgets.core.accuracy.layer_errors import plan_sweep
+from trtwidgets.core.accuracy.reference import ReferenceData
 
 from .accuracy_models import INTERMEDIATES, SHAPE, reference, tiny_cnn
 
@@ -56,8 +56,8 @@ def _save(name, result):
 
 
 def test_explicit_qdq_sweep(setup):
-    from trtwidgets.core.model import load_model
-    from trtwidgets.core.recipe import Recipe
+    from trtwidgets.core.model.load import load_model
+    from trtwidgets.core.recipe.recipe import Recipe
     from trtwidgets.trt.sweep import sweep
 
     base = Recipe.for_model(load_model(setup["path"]), flags=("fp16", "int8"), builder_optimization_level=0,
@@ -76,9 +76,9 @@ def test_explicit_qdq_sweep(setup):
 
 
 def test_implicit_layer_precision_sweep(setup, tmp_path):
-    from trtwidgets.core.calib_cache import write_cache
-    from trtwidgets.core.model import load_model
-    from trtwidgets.core.recipe import CalibratorSpec, LayerPrecision, Recipe
+    from trtwidgets.core.calibration.cache import write_cache
+    from trtwidgets.core.model.load import load_model
+    from trtwidgets.core.recipe.recipe import CalibratorSpec, LayerPrecision, Recipe
     from trtwidgets.trt.sweep import sweep
 
     cache = tmp_path / "toolkit.cache"

@@ -12,7 +12,7 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from trtwidgets.core.stats import ActivationStats, TensorStats
+from trtwidgets.core.calibration.stats import ActivationStats, TensorStats
 
 
 def tensor_stats(name: str, x: np.ndarray, bins: int = 2048) -> TensorStats:

@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from trtwidgets.core.accuracy import SweepResult, SweepStep, SweepStepResult, layer_errors
-from trtwidgets.core.metrics import compare_tensor
+from trtwidgets.core.accuracy.layer_errors import SweepResult, SweepStep, SweepStepResult, layer_errors
+from trtwidgets.core.accuracy.metrics import compare_tensor
 from trtwidgets.plots.accuracy import GROWTH_CAP_DB, LayerErrorDisplay, SweepDisplay
 
 from ..accuracy.models import tiny_chain

@@ -3,8 +3,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from trtwidgets.core.errors import StatsError
-from trtwidgets.core.ranges import compute_amax, evaluate_amax
+from trtwidgets.core.common.errors import StatsError
+from trtwidgets.core.calibration.ranges import compute_amax, evaluate_amax
 from trtwidgets.plots.histogram import TensorHistogramDisplay
 from tests.plots.synthetic_stats import activation_stats, arr, gaussian_with_outliers
 
@@ -106,7 +106,7 @@ def test_html_in_names_is_escaped():
 
 
 def test_precomputed_results_are_used(t):
-    from trtwidgets.core.ranges import RangeResult
+    from trtwidgets.core.calibration.ranges import RangeResult
 
     fake = {"max": RangeResult("max", 1.25, 0.0, 12.0, 0.5)}
     d = TensorHistogramDisplay.from_stats(t, methods=["max"], results=fake)

@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from trtwidgets.core.ranges import compute_amax
+from trtwidgets.core.calibration.ranges import compute_amax
 from trtwidgets.plots.int8_grid import Int8GridDisplay
 from tests.plots.synthetic_stats import activation_stats, arr, gaussian_with_outliers
 

@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from trtwidgets.core.errors import StatsError
-from trtwidgets.core.ranges import compute_amax, compute_ranges
+from trtwidgets.core.common.errors import StatsError
+from trtwidgets.core.calibration.ranges import compute_amax, compute_ranges
 from trtwidgets.plots.overview import TensorOverviewDisplay
 from tests.plots.synthetic_stats import activation_stats, arr
 

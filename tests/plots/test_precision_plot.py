@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from trtwidgets.core.build_compare import compare_builds
-from trtwidgets.core.layer_table import PRECISION_COLORS, layer_table
+from trtwidgets.core.engine.build_compare import compare_builds
+from trtwidgets.core.engine.layer_table import PRECISION_COLORS, layer_table
 from trtwidgets.plots.precision import PrecisionBarDisplay, precision_bar
 
 from ..core import inspector_samples as s

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from trtwidgets.core.errors import BuildError
+from trtwidgets.core.common.errors import BuildError
 from trtwidgets.trt.build_dir import (check_out_dir, default_build_dir, discard, publish, recipe_hash, staging_dir,
                                       write_bytes_atomic)
 

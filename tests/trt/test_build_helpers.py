@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from tests.gpu import models
-from trtwidgets.core.errors import RecipeError
-from trtwidgets.core.recipe import LayerPrecision
+from trtwidgets.core.common.errors import RecipeError
+from trtwidgets.core.recipe.recipe import LayerPrecision
 from trtwidgets.trt.build import _unmatched_error, match_layer_precisions, tactic_source_names
 
 
@@ -41,7 +41,7 @@ def test_calibrators_subclass_tensorrt_and_check_shapes():
     trt = pytest.importorskip("tensorrt")
     import numpy as np
 
-    from trtwidgets.core.errors import CalibrationDataError
+    from trtwidgets.core.common.errors import CalibrationDataError
     from trtwidgets.trt.calibrators import CALIBRATOR_CLASSES, make_calibrator
 
     for kind, cls_name in CALIBRATOR_CLASSES.items():
@@ -61,8 +61,8 @@ def test_calibrators_subclass_tensorrt_and_check_shapes():
 
 def test_build_refuses_an_unusable_recipe_before_the_gpu(tmp_path):
     trt = pytest.importorskip("tensorrt")
-    from trtwidgets.core.model import load_model
-    from trtwidgets.core.recipe import Recipe
+    from trtwidgets.core.model.load import load_model
+    from trtwidgets.core.recipe.recipe import Recipe
     from trtwidgets.trt.build import build
 
     path = models.save(models.conv_relu((1, 3, 16, "W")), tmp_path / "dyn.onnx")
@@ -82,7 +82,7 @@ QDQ_LINE = ("2: [network.cpp::validate::2925] Error Code 4: Internal Error (Int8
 
 
 def test_build_failure_names_the_cause_and_puts_errors_first():
-    from trtwidgets.core.lint import lint
+    from trtwidgets.core.model.lint import lint
     from trtwidgets.trt.build import build_failure
     from trtwidgets.trt.logger import LogCollector
 

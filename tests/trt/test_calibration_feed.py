@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from tests.gpu import models
-from trtwidgets.core.calib_data import iter_feeds
-from trtwidgets.core.model import load_model
+from trtwidgets.core.calibration.data import iter_feeds
+from trtwidgets.core.model.load import load_model
 from trtwidgets.trt.build import feed_opt_shapes
 from trtwidgets.trt.calibrators import pointer_list
 

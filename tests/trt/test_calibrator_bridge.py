@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from trtwidgets.core.calib_cache import cache_text
-from trtwidgets.core.errors import StatsError
+from trtwidgets.core.calibration.cache import cache_text
+from trtwidgets.core.common.errors import StatsError
 
 trt = pytest.importorskip("tensorrt", reason="TensorRT is not installed in this Python")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.gpu import models
-from trtwidgets.core.lint import CODES, lint
+from trtwidgets.core.model.lint import CODES, lint
 from trtwidgets.trt.diagnose import _RULES, BUILD_CODES, diagnose, match_causes, summarize_causes
 
 QDQ = ("2: [network.cpp::validate::2925] Error Code 4: Internal Error (Int8 precision has been set for a layer or "

@@ -23,7 +23,7 @@ def test_available_is_false_and_tensorrt_raises_with_install_advice():
     out = _run(
         "import json\n"
         "from trtwidgets import trt\n"
-        "from trtwidgets.core.errors import TensorRTUnavailable\n"
+        "from trtwidgets.core.common.errors import TensorRTUnavailable\n"
         "try:\n"
         "    trt.tensorrt(); err = None\n"
         "except TensorRTUnavailable as e:\n"
@@ -40,9 +40,9 @@ def test_build_raises_tensorrt_unavailable_before_touching_files(tmp_path):
     out = _run(
         "import json\n"
         "from trtwidgets import demo\n"
-        "from trtwidgets.core.model import load_model\n"
-        "from trtwidgets.core.recipe import Recipe\n"
-        "from trtwidgets.core.errors import TensorRTUnavailable\n"
+        "from trtwidgets.core.model.load import load_model\n"
+        "from trtwidgets.core.recipe.recipe import Recipe\n"
+        "from trtwidgets.core.common.errors import TensorRTUnavailable\n"
         "from trtwidgets.trt.build import build\n"
         "r = Recipe.for_model(load_model(demo.MODEL_PATH), flags=('fp16',))\n"
         "try:\n"
@@ -56,8 +56,8 @@ def test_build_raises_tensorrt_unavailable_before_touching_files(tmp_path):
 
 def test_cli_build_without_tensorrt_exits_2_with_advice(tmp_path):
     from tests.gpu import models
-    from trtwidgets.core.model import load_model
-    from trtwidgets.core.recipe import Recipe, save_recipe
+    from trtwidgets.core.model.load import load_model
+    from trtwidgets.core.recipe.recipe import Recipe, save_recipe
 
     recipe = Recipe.for_model(load_model(models.save(models.conv_relu(), tmp_path / "m.onnx")))
     path = save_recipe(recipe, tmp_path / "recipe.json")

@@ -23,7 +23,7 @@ from trtwidgets.trt.build import _nptype
 from trtwidgets.trt.logger import LogCollector, trt_logger
 from trtwidgets.trt.progress import BuildProgress, trt_progress_monitor
 from trtwidgets.trt.calibrators import CALIBRATOR_CLASSES, calibrator_class
-from trtwidgets.core.errors import TensorRTUnavailable
+from trtwidgets.core.common.errors import TensorRTUnavailable
 out = {"version": version_of(trt)}
 c = LogCollector()
 lg = trt_logger(c, trt)

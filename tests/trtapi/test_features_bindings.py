@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from trtwidgets.core.recipe import CalibratorSpec, LayerPrecision, Recipe, validate_recipe
-from trtwidgets.core.errors import RecipeError
+from trtwidgets.core.recipe.recipe import CalibratorSpec, LayerPrecision, Recipe, validate_recipe
+from trtwidgets.core.common.errors import RecipeError
 from trtwidgets.trt.features import TrtFeatures
 
 from . import stubs
@@ -95,6 +95,6 @@ def test_recipe_checked_against_real_features(features10, features11):
 
 
 def _problems(recipe, features_dict):
-    from trtwidgets.core.recipe import recipe_problems
+    from trtwidgets.core.recipe.recipe import recipe_problems
 
     return recipe_problems(recipe, None, TrtFeatures.from_dict(features_dict))

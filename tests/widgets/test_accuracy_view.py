@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from trtwidgets.core.accuracy import layer_errors
-from trtwidgets.core.latency import latency_stats
-from trtwidgets.core.metrics import compare_outputs
+from trtwidgets.core.accuracy.layer_errors import layer_errors
+from trtwidgets.core.engine.latency import latency_stats
+from trtwidgets.core.accuracy.metrics import compare_outputs
 from trtwidgets.widgets.accuracy import AccuracyView
 
 from ..accuracy.models import tiny_chain

@@ -128,7 +128,7 @@ def test_continue_from_a_saved_builds_recipe(app, tmp_path):
 
 
 def test_saved_real_tensorrt_build_by_name(app):
-    from trtwidgets.core.saved_build import find_saved_builds
+    from trtwidgets.core.engine.saved_build import find_saved_builds
 
     names = [n for n in find_saved_builds() if n.endswith("conv_relu_int8_implicit")]
     if not names:

@@ -15,7 +15,7 @@ import pytest
 
 from tests.core.inspector_samples import synthetic_fp16, trt_text
 from trtwidgets import demo
-from trtwidgets.core.calib_cache import read_cache
+from trtwidgets.core.calibration.cache import read_cache
 from trtwidgets.widgets.app import EXPLORE, INSPECT, QDQ_NAME, App
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "trt86"

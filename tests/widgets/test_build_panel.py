@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from tests.gpu import models
-from trtwidgets.core.errors import BuildError
-from trtwidgets.core.model import load_model
-from trtwidgets.core.recipe import Recipe
+from trtwidgets.core.common.errors import BuildError
+from trtwidgets.core.model.load import load_model
+from trtwidgets.core.recipe.recipe import Recipe
 from trtwidgets.trt import available
 from trtwidgets.trt.logger import LogLine
 from trtwidgets.trt.progress import ProgressEvent

@@ -5,9 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from trtwidgets.core.calib_cache import read_cache
-from trtwidgets.core.ranges import compute_amax, compute_ranges
-from trtwidgets.core.recipe import CalibratorSpec, Recipe
+from trtwidgets.core.calibration.cache import read_cache
+from trtwidgets.core.calibration.ranges import compute_amax, compute_ranges
+from trtwidgets.core.recipe.recipe import CalibratorSpec, Recipe
 from trtwidgets.widgets.calib_explorer import CalibrationExplorer
 from tests.plots.synthetic_stats import activation_stats
 
@@ -164,7 +164,7 @@ def test_rank_by_error_reorders(stats, ranges):
 
 
 def test_tensorrt_cache_is_read_once_and_drawn(stats, ranges, tmp_path):
-    from trtwidgets.core.calib_cache import write_cache
+    from trtwidgets.core.calibration.cache import write_cache
 
     name = list(stats.tensors)[0]
     path = write_cache({name: 2.25}, tmp_path / "trt.cache")
@@ -188,7 +188,7 @@ def test_write_cache_button_uses_export_method(stats, ranges, tmp_path):
 @pytest.fixture(scope="module")
 def demo_stats():
     from trtwidgets import demo
-    from trtwidgets.core.collect import collect_stats
+    from trtwidgets.core.calibration.collect import collect_stats
 
     return collect_stats(demo.MODEL_PATH, demo.sample_inputs(1)[:4], progress=False)
 

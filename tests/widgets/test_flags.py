@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.trtapi.stubs import local_features86, real_features
-from trtwidgets.core.recipe import CalibratorSpec, Recipe, validate_recipe
+from trtwidgets.core.recipe.recipe import CalibratorSpec, Recipe, validate_recipe
 from trtwidgets.trt.features import TrtFeatures, features_unavailable
 from trtwidgets.widgets.calibrator import CalibratorPicker
 from trtwidgets.widgets.flags import FlagsPicker

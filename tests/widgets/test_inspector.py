@@ -7,7 +7,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from trtwidgets.core.inspector import parse_inspector_json
+from trtwidgets.core.engine.inspector_json import parse_inspector_json
 from trtwidgets.widgets.compare import CompareView
 from trtwidgets.widgets.inspector import ALL, Inspector
 
@@ -59,7 +59,7 @@ def test_from_path_renders_table_chart_and_filters(int8_path):
     assert "Convolution" in w.layer_type.options
     import plotly.graph_objects as go
 
-    from trtwidgets.core.layer_table import PRECISION_COLORS
+    from trtwidgets.core.engine.layer_table import PRECISION_COLORS
 
     assert isinstance(w.chart, go.FigureWidget)
     bar = w.chart.data[0]
@@ -174,7 +174,7 @@ def test_compare_view():
 
 
 def test_build_folder_recipe_and_cache_are_used(tmp_path):
-    from trtwidgets.core.calib_cache import write_cache
+    from trtwidgets.core.calibration.cache import write_cache
 
     folder = tmp_path / "int8_build"
     folder.mkdir()
@@ -189,7 +189,7 @@ def test_build_folder_recipe_and_cache_are_used(tmp_path):
 
 
 def test_saved_real_build_shows_its_recipe_causes(fixtures_dir):
-    from trtwidgets.core.saved_build import load_saved_build
+    from trtwidgets.core.engine.saved_build import load_saved_build
 
     saved = load_saved_build(fixtures_dir / "trt86" / "tiny" / "int8_toolkit_cache")
     w = Inspector(saved)
@@ -257,7 +257,7 @@ def test_bad_sibling_keeps_the_previous_table(fixtures_dir, tmp_path):
 
 
 def test_real_build_shows_its_network_before_the_build(fixtures_dir):
-    from trtwidgets.core.saved_build import load_saved_build
+    from trtwidgets.core.engine.saved_build import load_saved_build
 
     folder = fixtures_dir / "trt86" / "cls_static_qdq_int8"
     raw = json.loads((folder / "network_layers.json").read_text())

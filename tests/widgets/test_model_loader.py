@@ -5,8 +5,8 @@ from html.parser import HTMLParser
 import pytest
 
 from tests.core.models import EVIL, evil_names_model, qdq_conv_model, save
-from trtwidgets.core.errors import ModelLoadError, UserError
-from trtwidgets.core.lint import Finding, lint
+from trtwidgets.core.common.errors import ModelLoadError, UserError
+from trtwidgets.core.model.lint import Finding, lint
 from trtwidgets.widgets import ModelLoader, Session
 from trtwidgets.widgets.html import error_html, findings_html, html_table
 
@@ -87,7 +87,7 @@ def test_error_panel_escapes_path(tmp_path):
 
 
 def test_session_lints_against_recipe(tmp_path, cls_model_path):
-    from trtwidgets.core.recipe import Recipe
+    from trtwidgets.core.recipe.recipe import Recipe
 
     session = Session()
     path = save(qdq_conv_model(), tmp_path / "q.onnx")

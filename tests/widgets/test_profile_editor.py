@@ -3,10 +3,10 @@ from __future__ import annotations
 import pytest
 
 from tests.core.recipe_models import summary_of, two_input_model
-from trtwidgets.core.errors import RecipeError
-from trtwidgets.core.model import load_model
-from trtwidgets.core.profiles import ShapeRange
-from trtwidgets.core.recipe import Recipe
+from trtwidgets.core.common.errors import RecipeError
+from trtwidgets.core.model.load import load_model
+from trtwidgets.core.recipe.profiles import ShapeRange
+from trtwidgets.core.recipe.recipe import Recipe
 from trtwidgets.widgets.profiles import ProfileEditor
 
 

@@ -10,10 +10,10 @@ import pytest
 from tests.core.inspector_samples import saved_build_dir, synthetic_fp16, synthetic_int8_implicit
 from tests.core.models import qdq_conv_model, save
 from trtwidgets import demo
-from trtwidgets.core.calib_data import CalibrationDataSpec
-from trtwidgets.core.profiles import Profile, ShapeRange
-from trtwidgets.core.recipe import CalibratorSpec
-from trtwidgets.core.saved_build import load_saved_build
+from trtwidgets.core.calibration.data import CalibrationDataSpec
+from trtwidgets.core.recipe.profiles import Profile, ShapeRange
+from trtwidgets.core.recipe.recipe import CalibratorSpec
+from trtwidgets.core.engine.saved_build import load_saved_build
 from trtwidgets.widgets import Session
 
 FEEDS = demo.sample_inputs(1)[:3]

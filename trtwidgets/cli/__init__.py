@@ -19,7 +19,7 @@ import pkgutil
 import sys
 from typing import List, Optional
 
-from ..core.errors import UserError
+from ..core.common.errors import UserError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 

@@ -6,7 +6,7 @@ import json
 import os
 from typing import Dict, Optional, Tuple
 
-from ..core.errors import UserError
+from ..core.common.errors import UserError
 
 ENGINE_SUFFIXES = (".plan", ".engine", ".trt")
 

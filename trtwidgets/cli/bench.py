@@ -55,8 +55,8 @@ def _shape_sets(runner, shapes, all_shapes: bool):
 
 
 def run(args) -> int:
-    from ..core.errors import UserError
-    from ..core.latency import MIN_RUNS
+    from ..core.common.errors import UserError
+    from ..core.engine.latency import MIN_RUNS
     from ._engine_dir import parse_shapes, resolve
 
     shapes = parse_shapes(args.shape)

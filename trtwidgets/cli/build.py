@@ -25,8 +25,8 @@ def add_arguments(parser):
 
 
 def run(args) -> int:
-    from ..core.errors import BuildError
-    from ..core.recipe import load_recipe
+    from ..core.common.errors import BuildError
+    from ..core.recipe.recipe import load_recipe
     from ..trt.build import build
 
     recipe = load_recipe(args.recipe)

@@ -16,7 +16,7 @@ DESCRIPTION = (HELP + ". DATA is a folder of .npy/.npz samples (one array per in
 
 
 def add_arguments(parser):
-    from ..core.ranges import METHODS
+    from ..core.calibration.ranges import METHODS
 
     parser.add_argument("model", help="path of the .onnx file")
     parser.add_argument("--data", required=True, help="folder of .npy/.npz samples, folder of images, or 'demo'")
@@ -43,7 +43,7 @@ def add_arguments(parser):
 
 def parse_shapes(items):
     """``["x:1x3x48x192"]`` -> ``{"x": [1, 3, 48, 192]}``."""
-    from ..core.errors import CalibrationDataError
+    from ..core.common.errors import CalibrationDataError
 
     out = {}
     for item in items:
@@ -56,8 +56,8 @@ def parse_shapes(items):
 
 
 def parse_adapt(items):
-    from ..core.calib_data import ADAPT_MODES
-    from ..core.errors import CalibrationDataError
+    from ..core.calibration.data import ADAPT_MODES
+    from ..core.common.errors import CalibrationDataError
 
     out = {}
     for item in items:
@@ -73,7 +73,7 @@ def parse_preprocess(text):
     """``--preprocess``: a JSON object, or the path of a .json file holding one (never evaluated as code)."""
     from pathlib import Path
 
-    from ..core.errors import CalibrationDataError
+    from ..core.common.errors import CalibrationDataError
 
     if text is None:
         return None
@@ -116,12 +116,12 @@ def report(stats, ranges, seconds: float, method: str) -> dict:
 
 
 def run(args) -> int:
-    from ..core.calib_cache import METHOD_ALGORITHM, write_cache
-    from ..core.calib_data import spec_for
-    from ..core.collect import collect_stats
-    from ..core.model import load_model
-    from ..core.ranges import METHODS, amax_table, compute_ranges
-    from ..core.stats import load_stats, save_stats
+    from ..core.calibration.cache import METHOD_ALGORITHM, write_cache
+    from ..core.calibration.data import spec_for
+    from ..core.calibration.collect import collect_stats
+    from ..core.model.load import load_model
+    from ..core.calibration.ranges import METHODS, amax_table, compute_ranges
+    from ..core.calibration.stats import load_stats, save_stats
 
     t0 = time.perf_counter()
     model = load_model(args.model)

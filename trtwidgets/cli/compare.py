@@ -42,9 +42,9 @@ def format_metrics(metrics) -> str:
 
 
 def run(args) -> int:
-    from ..core.errors import UserError
-    from ..core.metrics import compare_outputs
-    from ..core.reference import load_reference, make_reference, save_reference
+    from ..core.common.errors import UserError
+    from ..core.accuracy.metrics import compare_outputs
+    from ..core.accuracy.reference import load_reference, make_reference, save_reference
     from ._engine_dir import resolve
 
     if not args.data and not args.reference:
@@ -75,8 +75,8 @@ def run(args) -> int:
         if not model_path:
             raise UserError("The build directory names no model.", "Its recipe.json is missing or has no model_path.",
                             "Pass --model MODEL.onnx.")
-        from ..core.calib_data import iter_feeds
-        from ..core.model import load_model
+        from ..core.calibration.data import iter_feeds
+        from ..core.model.load import load_model
 
         model = load_model(model_path)
         feeds = iter_feeds("demo" if args.data == "demo" else args.data, model.summary, max_samples=args.max_samples)

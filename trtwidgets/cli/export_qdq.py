@@ -52,13 +52,13 @@ def add_arguments(parser):
 
 
 def _amax(args):
-    from ..core.qdq_export import amax_from_stats
+    from ..core.qdq.export import amax_from_stats
 
     if args.cache:
-        from ..core.calib_cache import read_cache
+        from ..core.calibration.cache import read_cache
 
         return dict(read_cache(args.cache).amax)
-    from ..core.stats import load_stats
+    from ..core.calibration.stats import load_stats
 
     return amax_from_stats(load_stats(args.stats), args.method, args.percentile)
 
@@ -68,7 +68,7 @@ def _held_back(args, loaded):
         from .. import demo
 
         return list(demo.iter_skimage_inputs(args.samples, batch_size=1, seed=12345))
-    from ..core.calib_data import iter_feeds
+    from ..core.calibration.data import iter_feeds
 
     return list(iter_feeds(args.data, loaded.summary, max_samples=args.samples))
 
@@ -80,16 +80,16 @@ def _samples(feeds) -> int:
 
 
 def run(args) -> int:
-    from ..core.errors import UserError
-    from ..core.model import load_model
-    from ..core.qdq_export import build_qdq, save_qdq_model
+    from ..core.common.errors import UserError
+    from ..core.model.load import load_model
+    from ..core.qdq.export import build_qdq, save_qdq_model
 
     if args.labels and not args.data:
         raise UserError("--labels needs --data.", "The labels belong to the held-back samples that --data names.",
                         "Add --data demo or --data FOLDER (the samples the labels are for).")
     labels = None
     if args.labels:
-        from ..core.qdq_validate import load_labels
+        from ..core.qdq.validate import load_labels
 
         labels = load_labels(args.labels)
     loaded = load_model(args.model)
@@ -102,14 +102,14 @@ def run(args) -> int:
     feeds = _held_back(args, loaded) if args.data else None
     task = {}
     if labels is not None:
-        from ..core.qdq_validate import label_accuracy
+        from ..core.qdq.validate import label_accuracy
 
         metric, metric_name = label_accuracy(labels, loaded.summary, _samples(feeds))
         task = {"task_metric": metric, "task_metric_name": metric_name}
     path = save_qdq_model(result.model, args.out)
     validation = None
     if feeds is not None:
-        from ..core.qdq_validate import validate_qdq
+        from ..core.qdq.validate import validate_qdq
 
         validation = validate_qdq(loaded, result.model, feeds, trt_version=args.trt_version,
                                   precision=result.report.precision, min_cosine=args.min_cosine, **task)

@@ -38,7 +38,7 @@ def add_arguments(parser):
 
 
 def _write_csv_atomic(table, path: str) -> None:
-    from ..core.atomic import write_text_atomic
+    from ..core.common.atomic import write_text_atomic
 
     write_text_atomic(path, table.to_csv(index=False))
 
@@ -105,15 +105,15 @@ def format_prebuild(table, summary: dict) -> str:
 
 
 def _graph_path(path: str) -> str:
-    from ..core.saved_build import find_graph_json
+    from ..core.engine.saved_build import find_graph_json
 
     return str(find_graph_json(path)) if os.path.isdir(path) else path
 
 
 def _network(args, graph_path):
     """``(prebuild table, summary, source)`` from --network, else from network_layers.json beside the graph."""
-    from ..core.layer_table import prebuild_summary, prebuild_table
-    from ..core.saved_build import network_layers_of, read_network_layers
+    from ..core.engine.layer_table import prebuild_summary, prebuild_table
+    from ..core.engine.saved_build import network_layers_of, read_network_layers
 
     if args.network:
         rows, where = read_network_layers(args.network), args.network
@@ -128,7 +128,7 @@ def _network(args, graph_path):
 
 
 def _context(path: str, args) -> dict:
-    from ..core.inspector import build_context
+    from ..core.engine.inspector_json import build_context
 
     return {} if args.no_siblings else build_context(path)
 
@@ -138,9 +138,9 @@ def _label(path: str) -> str:
 
 
 def run(args) -> int:
-    from ..core.errors import UserError
-    from ..core.inspector import CONTEXT_FAILURES, context_failure, parse_inspector_json
-    from ..core.layer_table import layer_table, summary_dict
+    from ..core.common.errors import UserError
+    from ..core.engine.inspector_json import CONTEXT_FAILURES, context_failure, parse_inspector_json
+    from ..core.engine.layer_table import layer_table, summary_dict
 
     graphs = [_graph_path(g) for g in args.graph]
     if not graphs:
@@ -171,8 +171,8 @@ def run(args) -> int:
                 if v is not None and v in used}
     qdq = None
     if args.qdq_model:
-        from ..core.model import load_model
-        from ..core.why_not_int8 import qdq_tensor_names
+        from ..core.model.load import load_model
+        from ..core.engine.why_not_int8 import qdq_tensor_names
 
         qdq = qdq_tensor_names(load_model(args.qdq_model))
     try:
@@ -182,7 +182,7 @@ def run(args) -> int:
     summary = summary_dict(table)
     cmp = None
     if others:
-        from ..core.build_compare import compare_builds
+        from ..core.engine.build_compare import compare_builds
 
         paths = [graphs[0]] + others
         sources = [graph] + [parse_inspector_json(p) for p in others]

@@ -46,7 +46,7 @@ def format_findings(findings, width: int = 100) -> str:
 
 
 def run(args) -> int:
-    from ..core.lint import has_errors, lint
+    from ..core.model.lint import has_errors, lint
 
     findings = lint(args.model, flags=args.flags, trt_version=args.trt_version, calibrator=args.calibrator,
                     gpu_compute_capability=args.gpu)

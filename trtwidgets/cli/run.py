@@ -49,7 +49,7 @@ def _log(msg: str) -> None:
 
 
 def _saved_sources(args, recipe_path: Path):
-    from ..core.saved_build import load_saved_build
+    from ..core.engine.saved_build import load_saved_build
 
     out = [load_saved_build(g) for g in args.graph]
     if not args.graph and any(recipe_path.parent.glob("*.graph.json")):
@@ -58,9 +58,9 @@ def _saved_sources(args, recipe_path: Path):
 
 
 def _calibrate(args, recipe, model, steps, build_dir: Path):
-    from ..core.analysis import calibrate_recipe
-    from ..core.calib_cache import METHOD_ALGORITHM, write_cache
-    from ..core.errors import CalibrationDataError
+    from ..core.calibration.recipe_step import calibrate_recipe
+    from ..core.calibration.cache import METHOD_ALGORITHM, write_cache
+    from ..core.common.errors import CalibrationDataError
 
     cal = recipe.calibrator
     wanted = args.data or recipe.calibration_data is not None or cal.kind != "none"
@@ -92,7 +92,7 @@ def _build(args, recipe, cache_path, steps, build_dir: Path):
     import dataclasses
 
     from .. import trt
-    from ..core.errors import UserError
+    from ..core.common.errors import UserError
 
     if args.no_build:
         steps.append({"step": "build", "status": "skipped", "detail": "--no-build"})
@@ -121,16 +121,16 @@ def _build(args, recipe, cache_path, steps, build_dir: Path):
 
 
 def run(args) -> int:
-    from ..core import report as rep
-    from ..core.atomic import write_text_atomic
-    from ..core.analysis import locate_model
-    from ..core import staleness
-    from ..core.errors import RecipeError
-    from ..core.inspector import CONTEXT_FAILURES, as_graph, build_context, context_failure
-    from ..core.layer_table import layer_table, summary_dict
-    from ..core.lint import lint
-    from ..core.model import load_model
-    from ..core.recipe import load_recipe
+    from ..core.recipe import report as rep
+    from ..core.common.atomic import write_text_atomic
+    from ..core.calibration.recipe_step import locate_model
+    from ..core.recipe import staleness
+    from ..core.common.errors import RecipeError
+    from ..core.engine.inspector_json import CONTEXT_FAILURES, as_graph, build_context, context_failure
+    from ..core.engine.layer_table import layer_table, summary_dict
+    from ..core.model.lint import lint
+    from ..core.model.load import load_model
+    from ..core.recipe.recipe import load_recipe
     from ..plots import report_html as figs
 
     recipe_path = Path(args.recipe)
@@ -198,7 +198,7 @@ def run(args) -> int:
                                        description=f"{calibration.stats.samples} samples from {calibration.data}, "
                                                    f"percentile {calibration.percentile:g}."))
         top = figs.overview_figure(calibration.ranges)
-        from ..core.explorer_data import rank_tensors
+        from ..core.calibration.explorer_data import rank_tensors
 
         names = list(rank_tensors(calibration.ranges, by="disagreement").names)[:max(args.top, 0)]
         body.append(figs.figures_section(

@@ -33,7 +33,7 @@ def format_summary(s) -> str:
 
 
 def run(args) -> int:
-    from ..core.model import load_model
+    from ..core.model.load import load_model
 
     summary = load_model(args.model).summary
     print(json.dumps(summary.to_dict(), indent=2) if args.json else format_summary(summary))

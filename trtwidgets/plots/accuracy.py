@@ -54,7 +54,7 @@ class LayerErrorDisplay:
 
     @classmethod
     def from_report(cls, report, top: int = 25, title: Optional[str] = None) -> "LayerErrorDisplay":
-        """From an :class:`~trtwidgets.core.accuracy.ErrorReport`, its ``top`` largest growths."""
+        """From an :class:`~trtwidgets.core.accuracy.layer_errors.ErrorReport`, its ``top`` largest growths."""
         ranked = report.ranked()[: max(1, int(top))]
         return cls(
             layers=tuple(e.layer for e in ranked), op_types=tuple(e.op_type for e in ranked),
@@ -123,7 +123,7 @@ class SweepDisplay:
 
     @classmethod
     def from_sweep(cls, result) -> "SweepDisplay":
-        """From a :class:`~trtwidgets.core.accuracy.SweepResult`."""
+        """From a :class:`~trtwidgets.core.accuracy.layer_errors.SweepResult`."""
         steps = result.steps
         return cls(
             n=tuple(r.step.n for r in steps),

@@ -24,8 +24,8 @@ from typing import Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..core.errors import StatsError
-from ..core.explorer_data import hist_edges
+from ..core.common.errors import StatsError
+from ..core.calibration.explorer_data import hist_edges
 
 #: Colour and dash of each line kind; TensorRT's own and the override stand out.
 LINE_STYLES = {
@@ -129,7 +129,7 @@ class TensorHistogramDisplay:
         tensor : str, optional
             Which tensor, when ``ActivationStats`` is given.
         methods : sequence of str, optional
-            Range methods to draw (default: all of :data:`trtwidgets.core.ranges.METHODS`).
+            Range methods to draw (default: all of :data:`trtwidgets.core.calibration.ranges.METHODS`).
         percentile : float
             For the ``"percentile"`` method.
         trt_cache : CalibrationCache, mapping or path, optional
@@ -144,7 +144,7 @@ class TensorHistogramDisplay:
             ``percentile`` (the widget passes cached ones; methods missing there
             are computed).
         """
-        from ..core.ranges import METHODS, compute_amax, evaluate_amax
+        from ..core.calibration.ranges import METHODS, compute_amax, evaluate_amax
 
         t = _tensor_stats(stats_or_tensor_stats, tensor)
         methods = tuple(METHODS if methods is None else methods)
@@ -299,7 +299,7 @@ def _cache_amax(trt_cache, name: str) -> Optional[float]:
     elif hasattr(trt_cache, "amax"):
         amax = trt_cache.amax
     else:
-        from ..core.calib_cache import read_cache
+        from ..core.calibration.cache import read_cache
 
         amax = read_cache(trt_cache).amax
     value = amax.get(name)

@@ -22,7 +22,7 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from ..core.explorer_data import ErrorSplit, error_split, hist_edges, int8_levels, int8_step
+from ..core.calibration.explorer_data import ErrorSplit, error_split, hist_edges, int8_levels, int8_step
 
 _GRID_COLOR = "rgba(31, 119, 180, 0.45)"
 _CLIP_FILL = "rgba(214, 39, 40, 0.10)"
@@ -70,7 +70,7 @@ class Int8GridDisplay:
         label : str
             Name of the amax's origin, shown in the title.
         max_lines, x_range
-            Passed to :func:`trtwidgets.core.explorer_data.int8_levels`: thin the grid, or
+            Passed to :func:`trtwidgets.core.calibration.explorer_data.int8_levels`: thin the grid, or
             keep only the levels in a zoomed interval.
         """
         from .histogram import _tensor_stats

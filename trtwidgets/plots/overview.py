@@ -1,6 +1,6 @@
 """All tensors at once, ranked so the ones that matter come first.
 
-:class:`TensorOverviewDisplay` shows a :class:`~trtwidgets.core.explorer_data.TensorRanking`
+:class:`TensorOverviewDisplay` shows a :class:`~trtwidgets.core.calibration.explorer_data.TensorRanking`
 either as horizontal bars (the top ``n`` tensors by disagreement between range
 methods, or by quantization error) or as a scatter of every tensor (x:
 disagreement, y: SQNR), where the tensors that want attention sit bottom right.
@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
-from ..core.explorer_data import TensorRanking, rank_tensors
+from ..core.calibration.explorer_data import TensorRanking, rank_tensors
 
 _KINDS = ("bar", "scatter")
 
@@ -46,9 +46,9 @@ class TensorOverviewDisplay:
     def from_ranges(cls, ranges: Mapping[str, Mapping[str, object]], by: str = "disagreement",
                     method: Optional[str] = None, methods: Optional[Sequence[str]] = None, kind: str = "bar",
                     top: Optional[int] = 40, selected: Optional[str] = None) -> "TensorOverviewDisplay":
-        """Rank the output of :func:`trtwidgets.core.ranges.compute_ranges` (see :func:`rank_tensors`)."""
+        """Rank the output of :func:`trtwidgets.core.calibration.ranges.compute_ranges` (see :func:`rank_tensors`)."""
         if kind not in _KINDS:
-            from ..core.errors import StatsError
+            from ..core.common.errors import StatsError
 
             raise StatsError(f"unknown overview kind {kind!r}", None, f"use one of {', '.join(_KINDS)}")
         return cls(rank_tensors(ranges, by=by, method=method, methods=methods), kind, top, selected)

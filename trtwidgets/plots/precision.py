@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
-from ..core.layer_table import PRECISION_COLORS
+from ..core.engine.layer_table import PRECISION_COLORS
 
 __all__ = ["PrecisionBarDisplay", "precision_bar"]
 
@@ -46,8 +46,8 @@ class PrecisionBarDisplay:
 
     @classmethod
     def from_table(cls, table, build: str = "engine", title: Optional[str] = None) -> "PrecisionBarDisplay":
-        """From a :func:`~trtwidgets.core.layer_table.layer_table` or its :func:`precision_summary`."""
-        from ..core.layer_table import precision_summary
+        """From a :func:`~trtwidgets.core.engine.layer_table.layer_table` or its :func:`precision_summary`."""
+        from ..core.engine.layer_table import precision_summary
 
         summary = table if "layers" in getattr(table, "columns", ()) else precision_summary(table)
         precisions = tuple(str(p) for p in summary.index)
@@ -59,7 +59,7 @@ class PrecisionBarDisplay:
 
     @classmethod
     def from_comparison(cls, comparison, title: str = "Layers per precision, per build") -> "PrecisionBarDisplay":
-        """From a :class:`~trtwidgets.core.build_compare.BuildComparison`."""
+        """From a :class:`~trtwidgets.core.engine.build_compare.BuildComparison`."""
         frame = comparison.precision_counts()
         precisions = tuple(str(p) for p in frame.index)
         builds = tuple(str(c) for c in frame.columns)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping, Optional, Sequence
 
-from ..core.report import Section, esc, section
+from ..core.recipe.report import Section, esc, section
 
 
 def plotly_js_head() -> str:
@@ -65,8 +65,8 @@ def overview_figure(ranges: Mapping[str, Mapping], top: int = 30):
 
 def precision_figure(tables: Mapping[str, object]):
     """Layers per precision: one bar group per build (``label -> layer table``)."""
-    from ..core.inspector import PRECISIONS
-    from ..core.layer_table import precision_summary
+    from ..core.engine.inspector_json import PRECISIONS
+    from ..core.engine.layer_table import precision_summary
     from .precision import PrecisionBarDisplay
 
     items = list(tables.items())

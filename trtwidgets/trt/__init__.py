@@ -2,7 +2,7 @@
 
 Importing ``trtwidgets.trt`` (or any of its modules) costs nothing and works
 without TensorRT; the first function that needs TensorRT calls :func:`tensorrt`,
-which imports it or raises :class:`~trtwidgets.core.errors.TensorRTUnavailable`
+which imports it or raises :class:`~trtwidgets.core.common.errors.TensorRTUnavailable`
 saying what to install. :func:`available` answers the question without raising,
 so the widgets can grey out the build step and keep everything else working.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-from ..core.errors import TensorRTUnavailable
+from ..core.common.errors import TensorRTUnavailable
 
 #: How to get a TensorRT that builds engines, shown whenever it is missing.
 INSTALL_ADVICE = (

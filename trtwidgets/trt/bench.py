@@ -11,8 +11,8 @@ from typing import Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
-from ..core.errors import UserError
-from ..core.latency import MIN_RUNS, BenchResult, latency_stats
+from ..core.common.errors import UserError
+from ..core.engine.latency import MIN_RUNS, BenchResult, latency_stats
 from . import cuda
 
 __all__ = ["benchmark", "benchmark_runner", "random_feeds", "BenchResult"]
@@ -75,7 +75,7 @@ def benchmark(engine, shapes: Optional[Mapping[str, Sequence[int]]] = None, runs
     shapes : mapping, optional
         Input name -> shape; default the profile's opt shapes.
     runs : int
-        Timed runs (at least :data:`~trtwidgets.core.latency.MIN_RUNS`).
+        Timed runs (at least :data:`~trtwidgets.core.engine.latency.MIN_RUNS`).
     warmup : int
         Untimed runs first (clocks up, lazy allocations done).
     profile : int

@@ -1,4 +1,4 @@
-"""Build a TensorRT engine from a :class:`~trtwidgets.core.recipe.Recipe`.
+"""Build a TensorRT engine from a :class:`~trtwidgets.core.recipe.recipe.Recipe`.
 
 :func:`build` parses the ONNX model, applies everything the recipe says (flags,
 precision constraints, per-layer precisions, optimization profiles, the
@@ -8,7 +8,7 @@ the inspector JSON (execution context at the calibration profile's opt
 shapes), the recipe, the log and the calibration cache into a new build
 directory, published atomically (:mod:`trtwidgets.trt.build_dir`).
 
-A failure raises :class:`~trtwidgets.core.errors.BuildError` with TensorRT's
+A failure raises :class:`~trtwidgets.core.common.errors.BuildError` with TensorRT's
 decisive lines (errors first) and, where known, the cause as a lint code
 (:mod:`trtwidgets.trt.diagnose`). Lint runs before the build too, so a cause it
 predicts (e.g. ``QDQ_REQUIRES_INT8``) is in the log before TensorRT starts.
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ..core.errors import BuildError, CalibrationDataError, RecipeError, TensorRTUnavailable, UserError
+from ..core.common.errors import BuildError, CalibrationDataError, RecipeError, TensorRTUnavailable, UserError
 from . import version_of
 from .build_dir import check_out_dir, default_build_dir, discard, publish, staging_dir, write_bytes_atomic
 from .logger import LogCollector, LogLine, decisive_lines
@@ -206,7 +206,7 @@ def _nptype(trt, dtype):
 
 def _lint(model, recipe, trt) -> tuple:
     try:
-        from ..core.lint import lint
+        from ..core.model.lint import lint
     except ImportError:
         return ()
     cal = recipe.calibrator.kind
@@ -220,7 +220,7 @@ def _lint(model, recipe, trt) -> tuple:
 def feed_opt_shapes(specs: Mapping[str, Tuple[Sequence[int], object]]) -> Dict[str, List[int]]:
     """Input name -> opt shape as a list of ints, from ``{name: (shape, numpy dtype)}`` input specs.
 
-    :func:`~trtwidgets.core.calib_data.iter_feeds` wants shapes only; the specs
+    :func:`~trtwidgets.core.calibration.data.iter_feeds` wants shapes only; the specs
     also carry each input's dtype (handing it the pairs failed on the GPU with
     ``int() argument must be ... not 'tuple'`` inside TensorRT's ``get_batch``).
     """
@@ -341,8 +341,8 @@ class _Build:
     # -- steps ------------------------------------------------------------------------------------
 
     def load(self):
-        from ..core.model import load_model
-        from ..core.profiles import profile_problems
+        from ..core.model.load import load_model
+        from ..core.recipe.profiles import profile_problems
 
         model = load_model(self.recipe.model_path)
         s = model.summary
@@ -442,7 +442,7 @@ class _Build:
         """
         import onnx
 
-        from ..core.dim_names import shared_dim_names, with_unique_dim_names
+        from ..core.model.dim_names import shared_dim_names, with_unique_dim_names
 
         self.dim_renames = ()
         if not shared_dim_names(self.model.proto, self.recipe.profiles):
@@ -662,10 +662,10 @@ class _Build:
                               "The build hands the toolkit's ranges to TensorRT as a calibration cache; it does not "
                               "collect statistics itself.",
                               "Collect statistics and write the cache (calibration step of the notebook, or "
-                              "trtwidgets.core.calib_cache.write_cache), then set cache_path.")
+                              "trtwidgets.core.calibration.cache.write_cache), then set cache_path.")
         data = Path(cal.cache_path).expanduser().read_bytes()
         if cal.amax_overrides:
-            from ..core import calib_cache
+            from ..core.calibration import cache as calib_cache
 
             parsed = calib_cache.read_cache(Path(cal.cache_path).expanduser())
             amax = dict(parsed.amax)
@@ -678,7 +678,7 @@ class _Build:
         return make_cache_calibrator(data, trt_module=self.trt)
 
     def _trt_calibrator(self):
-        from ..core.calib_data import iter_feeds
+        from ..core.calibration.data import iter_feeds
         from .calibrators import make_calibrator
 
         recipe, cal = self.recipe, self.recipe.calibrator
@@ -787,7 +787,7 @@ def build(recipe, out_dir: Union[str, os.PathLike, None] = None, progress=True,
         Called with each :class:`~trtwidgets.trt.logger.LogLine` as TensorRT logs it.
     calibration_data : optional
         Overrides ``recipe.calibration_data``: anything
-        :func:`~trtwidgets.core.calib_data.iter_feeds` takes.
+        :func:`~trtwidgets.core.calibration.data.iter_feeds` takes.
     tactic_sources : iterable of str, optional
         Exactly these tactic sources (``"CUBLAS"``, ``"EDGE_MASK_CONVOLUTIONS"``...). Default:
         TensorRT's, minus cuBLAS/cuBLASLt/cuDNN when ``TRTWIDGETS_NO_CUBLAS_CUDNN=1``.

@@ -14,8 +14,8 @@ import os
 from pathlib import Path
 from typing import Optional, Union
 
-from ..core.calib_cache import parse_cache, retag, trt_version_tag
-from ..core.errors import StatsError, TensorRTUnavailable
+from ..core.calibration.cache import parse_cache, retag, trt_version_tag
+from ..core.common.errors import StatsError, TensorRTUnavailable
 from .calibrators import LegacyCalibratorDefaults
 
 #: Cache algorithm -> TensorRT calibrator class name.

@@ -5,7 +5,7 @@ calibration profile's *opt* shapes and running the network on them; the result
 is a calibration cache, which TensorRT hands back through
 ``write_calibration_cache`` and which :class:`FeedCalibrator` writes into the
 build directory. Batches come from any iterable of ``{input_name: array}``
-(usually :func:`trtwidgets.core.calib_data.iter_feeds`), are checked against
+(usually :func:`trtwidgets.core.calibration.data.iter_feeds`), are checked against
 the opt shapes and copied into one :class:`~trtwidgets.trt.cuda.DeviceBuffer`
 per input that is reused for every batch.
 
@@ -20,7 +20,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..core.atomic import write_bytes_atomic
+from ..core.common.atomic import write_bytes_atomic
 
 #: Calibrator short names (as in ``TrtFeatures.calibrators``) -> TensorRT class names.
 CALIBRATOR_CLASSES = {
@@ -158,7 +158,7 @@ class _FeedCalibratorMixin(LegacyCalibratorDefaults):
         return ptrs
 
     def _check(self, feed: Mapping[str, np.ndarray], names: Sequence[str]) -> Optional[Dict[str, np.ndarray]]:
-        from ..core.errors import CalibrationDataError
+        from ..core.common.errors import CalibrationDataError
 
         out = {}
         for name in names:
@@ -199,7 +199,7 @@ def calibrator_class(kind: str, trt_module):
     TensorRTUnavailable
         This TensorRT has no such calibrator (TensorRT 11 has none).
     """
-    from ..core.errors import TensorRTUnavailable
+    from ..core.common.errors import TensorRTUnavailable
     from . import version_of
 
     kind = kind[4:] if kind.startswith("trt_") else kind
@@ -232,7 +232,7 @@ def make_calibrator(kind: str, feeds: Iterable[Mapping[str, np.ndarray]],
     kind : str
         ``"entropy2"``, ``"minmax"``, ``"entropy"`` or ``"legacy"`` (``"trt_"`` prefix allowed).
     feeds : iterable of dict
-        ``{input_name: array}`` batches, e.g. from :func:`~trtwidgets.core.calib_data.iter_feeds`
+        ``{input_name: array}`` batches, e.g. from :func:`~trtwidgets.core.calibration.data.iter_feeds`
         with the calibration profile's opt shapes.
     input_specs : mapping
         Input name -> (opt shape, numpy dtype). Batches are checked against them.

@@ -2,7 +2,7 @@
 
 To find the layer where an INT8 engine loses accuracy, both sides must expose
 the same intermediate tensors: ONNX Runtime through extra graph outputs
-(:func:`trtwidgets.core.accuracy.with_intermediate_outputs`), TensorRT through
+(:func:`trtwidgets.core.accuracy.layer_errors.with_intermediate_outputs`), TensorRT through
 ``network.mark_output`` on the parsed network's ITensors, which this module does
 before building. The ONNX parser names each ITensor after its ONNX tensor, so
 the names are the same on both sides.
@@ -20,8 +20,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union
 
-from ..core.errors import BuildError, UserError
-from ..core.atomic import write_bytes_atomic
+from ..core.common.errors import BuildError, UserError
+from ..core.common.atomic import write_bytes_atomic
 
 __all__ = ["DebugBuild", "mark_outputs", "build_debug_engine", "engine_intermediates", "network_tensors",
            "pin_layer_precisions", "restricted_tactic_sources"]
@@ -372,7 +372,7 @@ def _renamed_copy(path: str, shapes: Optional[Mapping[str, ShapeSpec]], notes: l
     """
     import onnx
 
-    from ..core.dim_names import with_unique_dim_names
+    from ..core.model.dim_names import with_unique_dim_names
 
     proto = onnx.load(path, load_external_data=False)
     profiles = [{k: _profile_triplet(v) for k, v in shapes.items()}] if shapes else None
@@ -441,7 +441,7 @@ def engine_intermediates(model_path: Union[str, os.PathLike], feeds: Mapping[str
         ``shapes=`` is given).
     names : sequence of str, optional
         Tensors to expose; default every float intermediate
-        (:func:`trtwidgets.core.accuracy.float_intermediates`).
+        (:func:`trtwidgets.core.accuracy.layer_errors.float_intermediates`).
     **build_kwargs
         Passed to :func:`build_debug_engine` (``flags``, ``calibration_cache``, ...).
 
@@ -456,7 +456,7 @@ def engine_intermediates(model_path: Union[str, os.PathLike], feeds: Mapping[str
     from .runner import EngineRunner
 
     if names is None:
-        from ..core.accuracy import float_intermediates
+        from ..core.accuracy.layer_errors import float_intermediates
 
         names = float_intermediates(onnx.load(os.fspath(model_path), load_external_data=False))
     build_kwargs.setdefault("shapes", {k: tuple(np.shape(v)) for k, v in feeds.items()})

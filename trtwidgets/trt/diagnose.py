@@ -3,7 +3,7 @@
 TensorRT's errors are precise but cryptic ("Error Code 4: Internal Error (Int8
 precision has been set for a layer or layer output, but int8 is not configured
 in the builder)"). :func:`diagnose` matches the log against known texts and
-returns the cause with a lint code (:data:`trtwidgets.core.lint.CODES`) where
+returns the cause with a lint code (:data:`trtwidgets.core.model.lint.CODES`) where
 lint has one, or a build-only code otherwise, plus what to do. It also takes
 the findings lint made before the build, so that a cause lint predicted is
 named even when TensorRT's text is unknown.
@@ -110,7 +110,7 @@ def diagnose(messages: Sequence[str], findings: Sequence = ()) -> List[Cause]:
     messages : sequence of str
         Error and warning texts from the build log (errors first).
     findings : sequence of lint Finding
-        What :func:`trtwidgets.core.lint.lint` said before the build; its errors
+        What :func:`trtwidgets.core.model.lint.lint` said before the build; its errors
         are added (once per code) when the log does not already name them.
     """
     causes = match_causes(messages)

@@ -111,7 +111,7 @@ def execution_context_at(engine, shapes: Optional[Mapping[str, Sequence[int]]] =
     read back; an input left unspecified raises instead of yielding
     ``N/A due to dynamic shapes`` silently.
     """
-    from ..core.errors import BuildError
+    from ..core.common.errors import BuildError
 
     trt = _trt(trt_module)
     if shapes is None:
@@ -260,7 +260,7 @@ def engine_inspector_json(engine_path_or_bytes: Union[str, bytes, object], shape
     runtime = trt.Runtime(logger)
     engine = runtime.deserialize_cuda_engine(data)
     if engine is None:
-        from ..core.errors import InspectorError
+        from ..core.common.errors import InspectorError
         from .logger import decisive_lines
 
         raise InspectorError("TensorRT could not deserialize the engine.",

@@ -1,7 +1,7 @@
 """Per-layer timing of an engine through TensorRT's IProfiler.
 
 ``profile_layers(runner, feeds, runs=20)`` runs an :class:`EngineRunner` with a
-profiler attached and returns :class:`~trtwidgets.core.layer_times.LayerTimings`.
+profiler attached and returns :class:`~trtwidgets.core.engine.layer_times.LayerTimings`.
 Layer names are readable only if the engine was built with detailed profiling
 verbosity (trtwidgets' build does that, for the inspector).
 
@@ -19,7 +19,7 @@ from typing import List, Mapping, Tuple
 
 import numpy as np
 
-from ..core.layer_times import LayerTimings, aggregate_layer_times
+from ..core.engine.layer_times import LayerTimings, aggregate_layer_times
 from .interfaces import interface_subclass
 
 __all__ = ["LayerProfiler", "profile_layers"]

@@ -15,7 +15,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from ..core.errors import UserError
+from ..core.common.errors import UserError
 from . import cuda
 
 __all__ = ["EngineRunner", "TensorSpec", "load_engine", "numpy_dtype", "run_engine", "run_samples"]

@@ -1,5 +1,5 @@
 """Run a sensitivity sweep with real builds: the build/evaluate/benchmark callables
-for :func:`trtwidgets.core.accuracy.run_sweep`.
+for :func:`trtwidgets.core.accuracy.layer_errors.run_sweep`.
 
 Step N keeps the N most sensitive layers out of INT8, either through the
 recipe's per-layer precisions (implicit INT8, TensorRT <= 10) or by leaving
@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, Mapping, Optional, Sequence, Union
 
-from ..core.accuracy import SweepResult, SweepStep, SweepStepResult, run_sweep
-from ..core.errors import UserError
+from ..core.accuracy.layer_errors import SweepResult, SweepStep, SweepStepResult, run_sweep
+from ..core.common.errors import UserError
 
 __all__ = ["sweep", "step_recipe"]
 
@@ -30,9 +30,9 @@ def step_recipe(step: SweepStep, base_recipe, amax: Optional[Mapping[str, float]
     if amax is None:
         raise UserError("An explicit (Q/DQ) sweep needs the activation ranges.", None,
                         "Pass amax= (e.g. amax_from_stats(stats) or read_cache(cache).amax).")
-    from ..core.model import load_model
-    from ..core.qdq_export import export_qdq, save_qdq_model
-    from ..core.recipe import CalibratorSpec
+    from ..core.model.load import load_model
+    from ..core.qdq.export import export_qdq, save_qdq_model
+    from ..core.recipe.recipe import CalibratorSpec
 
     model = export_qdq(base_recipe.model_path, amax, exclude=step.exclude)
     path = save_qdq_model(model, out_root / f"step{step.n}.qdq.onnx")
@@ -66,11 +66,11 @@ def sweep(
     Parameters
     ----------
     plan : sequence of SweepStep
-        From :func:`~trtwidgets.core.accuracy.plan_sweep`.
+        From :func:`~trtwidgets.core.accuracy.layer_errors.plan_sweep`.
     base_recipe : Recipe
         The INT8 recipe (implicit) or the float model's recipe with its flags (explicit).
     reference : ReferenceData
-        Inputs and FP32 outputs (:mod:`trtwidgets.core.reference`).
+        Inputs and FP32 outputs (:mod:`trtwidgets.core.accuracy.reference`).
     amax : mapping, optional
         Activation ranges for the Q/DQ export (explicit mode).
     out_root : path, optional
@@ -84,7 +84,7 @@ def sweep(
     on_step : callable, optional
         Called with each finished step.
     """
-    from ..core.metrics import compare_outputs
+    from ..core.accuracy.metrics import compare_outputs
     from .bench import benchmark_runner
     from .build import build
     from .runner import EngineRunner, run_samples

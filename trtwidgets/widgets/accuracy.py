@@ -1,7 +1,7 @@
 """Accuracy view: output metrics, latency, per-layer error ranking and sweep results.
 
-Thin: the numbers come from :mod:`trtwidgets.core.metrics`,
-:mod:`trtwidgets.core.latency` and :mod:`trtwidgets.core.accuracy`; the charts
+Thin: the numbers come from :mod:`trtwidgets.core.accuracy.metrics`,
+:mod:`trtwidgets.core.engine.latency` and :mod:`trtwidgets.core.accuracy.layer_errors`; the charts
 from :mod:`trtwidgets.plots.accuracy`. Every name from a model is escaped.
 """
 

@@ -21,7 +21,7 @@ from typing import Any, Optional
 
 import ipywidgets as widgets
 
-from ..core.errors import UserError
+from ..core.common.errors import UserError
 from .html import error_html, esc, html_table
 from .model_loader import ModelLoader
 from .session import Session
@@ -210,7 +210,7 @@ class App(widgets.VBox):
         before = s.recipe
         text = self.data_path.value.strip()
         if data is None and text and text != self._recipe_data_text():
-            from ..core.calib_data import spec_for
+            from ..core.calibration.data import spec_for
 
             try:
                 spec = spec_for(text)
@@ -241,7 +241,7 @@ class App(widgets.VBox):
 
     def load_saved_build(self, source: Any = None) -> bool:
         """Step 5 without TensorRT: add a saved build (name from the list, folder, or *.graph.json)."""
-        from ..core.saved_build import find_saved_builds
+        from ..core.engine.saved_build import find_saved_builds
 
         if source is None:
             source = self.saved_path.value.strip() or self.saved_choice.value
@@ -336,8 +336,8 @@ class App(widgets.VBox):
 
     def _default_recipe(self):
         """FP16+INT8 with the toolkit's entropy ranges, and the bundled crops for the bundled demo."""
-        from ..core.analysis import calibration_source
-        from ..core.recipe import CalibratorSpec
+        from ..core.calibration.recipe_step import calibration_source
+        from ..core.recipe.recipe import CalibratorSpec
 
         import dataclasses
 
@@ -422,7 +422,7 @@ class App(widgets.VBox):
             self.inspect_stale.value = stale_html({k: v for k, v in stale.items() if k == f"build:{label}"})
 
     def _render_performance(self, label: str, build) -> None:
-        from ..core.build_records import performance_record, recorded_latencies
+        from ..core.engine.build_records import performance_record, recorded_latencies
 
         s = self.session
         rec = performance_record(build, bool(getattr(self.features, "available", False)))
@@ -481,7 +481,7 @@ class App(widgets.VBox):
 
     def _trt_cache(self) -> Optional[str]:
         """The newest session build's cache written by TensorRT's own calibrator (its amax is drawn as a line)."""
-        from ..core.build_records import find_tensorrt_cache
+        from ..core.engine.build_records import find_tensorrt_cache
 
         model = self.session.model
         return find_tensorrt_cache(self.session.builds, model.sha256 if model is not None else None)
@@ -491,7 +491,7 @@ class App(widgets.VBox):
         cal = s.calibration
         if s.stats is None:
             return
-        from ..core.ranges import METHODS
+        from ..core.calibration.ranges import METHODS
 
         rows = []
         ranges = s.ranges or {}
@@ -510,7 +510,7 @@ class App(widgets.VBox):
             rows, columns, caption=f"The 10 tensors with the lowest {method} SQNR (amax per method)")
 
     def _refresh_saved(self) -> None:
-        from ..core.saved_build import find_saved_builds
+        from ..core.engine.saved_build import find_saved_builds
 
         names = list(find_saved_builds())
         self.saved_choice.options = names

@@ -16,7 +16,7 @@ from typing import Callable, List, Optional
 
 import ipywidgets as widgets
 
-from ..core.errors import UserError
+from ..core.common.errors import UserError
 from .html import error_html, esc, html_table
 
 _MAX_LOG_LINES = 400

@@ -1,7 +1,7 @@
 """The calibration explorer: every tensor's distribution behind its int8 scale.
 
-A thin ipywidgets layer over :mod:`trtwidgets.core.ranges` (the numbers),
-:mod:`trtwidgets.core.explorer_data` (rankings, overrides) and
+A thin ipywidgets layer over :mod:`trtwidgets.core.calibration.ranges` (the numbers),
+:mod:`trtwidgets.core.calibration.explorer_data` (rankings, overrides) and
 :mod:`trtwidgets.plots` (the figures). It holds three ``go.FigureWidget``
 objects for its whole life and redraws them in place with ``batch_update``;
 recreating a FigureWidget on every click would re-send the whole figure and
@@ -27,8 +27,8 @@ from typing import Dict, Mapping, Optional, Sequence
 
 import ipywidgets as widgets
 
-from ..core.errors import UserError
-from ..core.explorer_data import (clear_override, effective_amax, rank_tensors, search_tensors,
+from ..core.common.errors import UserError
+from ..core.calibration.explorer_data import (clear_override, effective_amax, rank_tensors, search_tensors,
                                   set_override)
 from ..plots.histogram import TensorHistogramDisplay
 from ..plots.int8_grid import Int8GridDisplay
@@ -44,7 +44,7 @@ class CalibrationExplorer(widgets.VBox):
     Parameters
     ----------
     stats : ActivationStats or path, optional
-        Collected statistics (a path is read with :func:`~trtwidgets.core.stats.load_stats`);
+        Collected statistics (a path is read with :func:`~trtwidgets.core.calibration.stats.load_stats`);
         default: the session's.
     recipe : Recipe, optional
         Its calibrator's ``method``, ``percentile``, ``cache_path`` and
@@ -77,8 +77,8 @@ class CalibrationExplorer(widgets.VBox):
                  percentile: Optional[float] = None, cache_path: Optional[str] = None, model=None,
                  qdq_path: Optional[str] = None, trt_cache=None, ranges: Optional[Mapping] = None,
                  overview_kind: str = "bar", top: int = 30, export_method: Optional[str] = None):
-        from ..core.ranges import METHODS, compute_ranges
-        from ..core.stats import load_stats
+        from ..core.calibration.ranges import METHODS, compute_ranges
+        from ..core.calibration.stats import load_stats
 
         super().__init__()
         self._compute_ranges = compute_ranges
@@ -88,7 +88,7 @@ class CalibrationExplorer(widgets.VBox):
             model = getattr(session, "model", None)
         if stats is None:
             raise UserError("no activation statistics to explore", "neither stats nor a session with stats was given",
-                            "collect them first (trtwidgets.core.collect.collect_stats) and pass them as stats=")
+                            "collect them first (trtwidgets.core.calibration.collect.collect_stats) and pass them as stats=")
         self.stats = stats if hasattr(stats, "tensors") else load_stats(stats)
         self.session = session
         if recipe is None and session is not None:
@@ -252,7 +252,7 @@ class CalibrationExplorer(widgets.VBox):
         """Write the calibration cache for the export method plus overrides (atomic); its path, or None."""
         if not self.cache_path:
             return None
-        from ..core.calib_cache import write_cache
+        from ..core.calibration.cache import write_cache
 
         write_cache(self.export_amax(), self.cache_path)
         self.last_export["cache"] = str(self.cache_path)
@@ -294,7 +294,7 @@ class CalibrationExplorer(widgets.VBox):
     # ------------------------------------------------------------------ internals
 
     def _write_qdq(self) -> str:
-        from ..core.qdq_export import export_qdq, save_qdq_model
+        from ..core.qdq.export import export_qdq, save_qdq_model
 
         save_qdq_model(export_qdq(self.model, self.export_amax()), self.qdq_path)
         self.last_export["qdq"] = str(self.qdq_path)
@@ -316,7 +316,7 @@ class CalibrationExplorer(widgets.VBox):
         if self.model is None or not self.qdq_path:
             return False
         try:
-            from ..core import qdq_export  # noqa: F401 - only to know whether Q/DQ export exists yet
+            from ..core.qdq import export as qdq_export# noqa: F401 - only to know whether Q/DQ export exists yet
         except ImportError:
             return False
         return True
@@ -468,7 +468,7 @@ def _as_user_error(e: Exception, what: str, fix: str) -> UserError:
 def _load_cache(trt_cache):
     if trt_cache is None or isinstance(trt_cache, Mapping) or hasattr(trt_cache, "amax"):
         return trt_cache
-    from ..core.calib_cache import read_cache
+    from ..core.calibration.cache import read_cache
 
     return read_cache(trt_cache)
 

@@ -12,8 +12,8 @@ from typing import Callable, Dict, List, Optional
 
 import ipywidgets as widgets
 
-from ..core.errors import RecipeError
-from ..core.recipe import TOOLKIT_METHODS, CalibratorSpec, Recipe
+from ..core.common.errors import RecipeError
+from ..core.recipe.recipe import TOOLKIT_METHODS, CalibratorSpec, Recipe
 from .flags import _note, offline_features, resolve_features, unavailable_note
 from .html import error_html
 

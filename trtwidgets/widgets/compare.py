@@ -1,6 +1,6 @@
 """Compare view: two or more builds side by side.
 
-Thin: matching and tables come from :func:`trtwidgets.core.build_compare.compare_builds`,
+Thin: matching and tables come from :func:`trtwidgets.core.engine.build_compare.compare_builds`,
 the chart from :class:`trtwidgets.plots.precision.PrecisionBarDisplay`.
 """
 
@@ -11,8 +11,8 @@ from typing import Any, Optional, Sequence
 
 import ipywidgets as widgets
 
-from ..core.errors import UserError
-from ..core.layer_table import table_html
+from ..core.common.errors import UserError
+from ..core.engine.layer_table import table_html
 from .html import error_html
 
 
@@ -48,7 +48,7 @@ class CompareView(widgets.VBox):
 
     def load(self, builds: Any, labels: Optional[Sequence[str]] = None, profiles: Any = None) -> bool:
         """Compare new builds; on bad input explain it and keep the previous comparison."""
-        from ..core.build_compare import compare_builds
+        from ..core.engine.build_compare import compare_builds
         from ..plots.precision import PrecisionBarDisplay
 
         try:

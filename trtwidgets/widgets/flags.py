@@ -12,7 +12,7 @@ from typing import Callable, Dict, List, Optional
 
 import ipywidgets as widgets
 
-from ..core.recipe import FLAGS, Recipe
+from ..core.recipe.recipe import FLAGS, Recipe
 from .html import esc
 
 #: Label shown beside each flag checkbox.

@@ -58,7 +58,7 @@ def findings_html(findings: Sequence[Any]) -> str:
 
     Parameters
     ----------
-    findings : sequence of trtwidgets.core.lint.Finding
+    findings : sequence of trtwidgets.core.model.lint.Finding
     """
     if not findings:
         return '<div class="trtw-findings" style="color:#188038">No findings: nothing known to go wrong.</div>'
@@ -98,7 +98,7 @@ def error_html(err: Any) -> str:
 
 
 def summary_html(summary: Any) -> str:
-    """A model summary (``trtwidgets.core.model.ModelSummary``) as escaped tables."""
+    """A model summary (``trtwidgets.core.model.load.ModelSummary``) as escaped tables."""
     s = summary
     q = s.qdq
     qdq = (f"{q.count} ({q.quantize} Q, {q.dequantize} DQ; per-tensor {q.per_tensor}, per-channel {q.per_channel}; "

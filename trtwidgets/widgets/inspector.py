@@ -1,8 +1,8 @@
 """Step 5 widget: which layers run in INT8, and why not the others.
 
 Thin: parsing, the table, why-not-INT8 and filtering are in :mod:`trtwidgets.core`
-(:func:`~trtwidgets.core.layer_table.layer_table`,
-:func:`~trtwidgets.core.layer_table.filter_table`), the chart in
+(:func:`~trtwidgets.core.engine.layer_table.layer_table`,
+:func:`~trtwidgets.core.engine.layer_table.filter_table`), the chart in
 :mod:`trtwidgets.plots.precision`. Filtering is vectorised and only the first
 ``max_rows`` matching rows are rendered, with a "showing N of M" note, so that
 typing in the search box stays fast on engines with thousands of layers.
@@ -15,8 +15,8 @@ from typing import Any, Optional
 
 import ipywidgets as widgets
 
-from ..core.errors import UserError
-from ..core.layer_table import COLUMNS, filter_table, layer_table, summary_dict, table_html
+from ..core.common.errors import UserError
+from ..core.engine.layer_table import COLUMNS, filter_table, layer_table, summary_dict, table_html
 from .html import error_html
 
 ALL = "(all)"
@@ -39,7 +39,7 @@ class Inspector(widgets.VBox):
     source : EngineGraph, build result, inspector JSON path or text, optional
         What to show; see :meth:`load`.
     recipe, calibration, qdq_tensors, profile : optional
-        Passed to :func:`~trtwidgets.core.layer_table.layer_table` (why-not-INT8 and latency).
+        Passed to :func:`~trtwidgets.core.engine.layer_table.layer_table` (why-not-INT8 and latency).
     max_rows : int, default 200
         Rows rendered at most.
     session : Session, optional
@@ -48,7 +48,7 @@ class Inspector(widgets.VBox):
         Use what the source says about its build unless given explicitly: a build
         result's recipe, calibration cache and timings, or the ``recipe.json``,
         ``calibration.cache`` and ``profile.json`` beside a saved inspector JSON
-        (see :func:`trtwidgets.core.inspector.build_context`).
+        (see :func:`trtwidgets.core.engine.inspector_json.build_context`).
     """
 
     def __init__(self, source: Any = None, recipe: Any = None, calibration: Any = None, qdq_tensors: Any = None,
@@ -110,7 +110,7 @@ class Inspector(widgets.VBox):
         bool
             True when the engine was loaded.
         """
-        from ..core.inspector import CONTEXT_FAILURES, as_graph, build_context, context_failure
+        from ..core.engine.inspector_json import CONTEXT_FAILURES, as_graph, build_context, context_failure
 
         options = dict(self.options)
         found = {}
@@ -146,8 +146,8 @@ class Inspector(widgets.VBox):
 
     def _show_network(self, source: Any) -> None:
         """The pre-build view of the build's network (network_layers.json), collapsed; hidden when absent."""
-        from ..core.layer_table import prebuild_summary, prebuild_table
-        from ..core.saved_build import network_layers_of
+        from ..core.engine.layer_table import prebuild_summary, prebuild_table
+        from ..core.engine.saved_build import network_layers_of
 
         table, body = None, ""
         try:
@@ -182,7 +182,7 @@ class Inspector(widgets.VBox):
         d = summary_dict(self.table)["why_not_int8"]
         if not d:
             return ""
-        from ..core.why_not_int8 import CODES
+        from ..core.engine.why_not_int8 import CODES
 
         items = "".join(f"<li><code>{html.escape(code)}</code> {html.escape(CODES.get(code, ''))}: {n}</li>"
                         for code, n in d.items())

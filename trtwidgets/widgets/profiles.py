@@ -1,8 +1,8 @@
 """Step 3 widget: optimization profiles (min/opt/max per dynamic input).
 
-Pre-filled by :func:`trtwidgets.core.profiles.default_profiles` from the model
+Pre-filled by :func:`trtwidgets.core.recipe.profiles.default_profiles` from the model
 and the calibration data's shapes; every edit is checked against the model
-(:func:`~trtwidgets.core.profiles.profile_problems`) and problems are shown
+(:func:`~trtwidgets.core.recipe.profiles.profile_problems`) and problems are shown
 naming the input and the dimension. A standing warning says that calibration
 runs at the calibration profile's ``opt`` shapes.
 """
@@ -13,9 +13,9 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import ipywidgets as widgets
 
-from ..core.errors import RecipeError
-from ..core.profiles import Profile, ShapeRange, default_profiles, format_shape, parse_shape, profile_problems
-from ..core.recipe import Recipe
+from ..core.common.errors import RecipeError
+from ..core.recipe.profiles import Profile, ShapeRange, default_profiles, format_shape, parse_shape, profile_problems
+from ..core.recipe.recipe import Recipe
 from .html import SEVERITY_COLORS, esc
 
 _KEYS = ("min", "opt", "max")

@@ -7,7 +7,7 @@ it is immutable and replaced as a whole; a failed step sets
 :attr:`Session.error` and keeps whatever the session had.
 
 Every result remembers what it was made from (its fingerprint, see
-:mod:`trtwidgets.core.staleness`). When an earlier step changes (the model,
+:mod:`trtwidgets.core.recipe.staleness`). When an earlier step changes (the model,
 the flags, the profiles, the calibrator, the data), :attr:`Session.stale`
 names the later results that no longer match and why. Stale results are kept,
 not deleted: the user decides when to redo them, and can still compare.
@@ -21,10 +21,10 @@ from typing import Any, Dict, Optional, Union
 
 import traitlets
 
-from ..core import staleness
-from ..core.errors import UserError
-from ..core.lint import lint
-from ..core.model import LoadedModel, load_model
+from ..core.recipe import staleness
+from ..core.common.errors import UserError
+from ..core.model.lint import lint
+from ..core.model.load import LoadedModel, load_model
 
 
 def build_label(build: Any) -> str:
@@ -38,7 +38,7 @@ def build_label(build: Any) -> str:
 
 def _build_recipe(build: Any, fallback: Any) -> Any:
     """The recipe a build was made from (its own, or its saved ``recipe.json``), else ``fallback``."""
-    from ..core.build_records import build_recipe_dict
+    from ..core.engine.build_records import build_recipe_dict
 
     own = build_recipe_dict(build)
     return own if own is not None else fallback
@@ -54,13 +54,13 @@ class Session(traitlets.HasTraits):
     findings : tuple of Finding
         Lint findings for :attr:`model` under the current :attr:`recipe`.
     recipe : Recipe or None
-        The build recipe (``trtwidgets.core.recipe.Recipe``).
+        The build recipe (``trtwidgets.core.recipe.recipe.Recipe``).
     stats : ActivationStats or None
         Collected activation statistics.
     ranges : dict or None
         Tensor -> method -> RangeResult, computed from :attr:`stats`.
     calibration : Calibration or None
-        The last calibration (stats, ranges, exported amax), see :mod:`trtwidgets.core.analysis`.
+        The last calibration (stats, ranges, exported amax), see :mod:`trtwidgets.core.calibration.recipe_step`.
     builds : tuple
         Build results (``BuildResult`` or ``SavedBuild``), oldest first.
     graphs : dict
@@ -69,7 +69,7 @@ class Session(traitlets.HasTraits):
         Result key (``"stats"``, ``"ranges"``, ``"build:<label>"``) -> why it is out of date.
         Stale results stay in the session.
     problems : tuple of str
-        What is wrong with the recipe as it stands (see :func:`~trtwidgets.core.recipe.recipe_problems`).
+        What is wrong with the recipe as it stands (see :func:`~trtwidgets.core.recipe.recipe.recipe_problems`).
     error : str
         The last user-facing error message, '' when the last action succeeded.
     """
@@ -149,7 +149,7 @@ class Session(traitlets.HasTraits):
         UserError
             No model is loaded, or a change is invalid.
         """
-        from ..core.recipe import Recipe
+        from ..core.recipe.recipe import Recipe
 
         if self.model is None:
             raise UserError("There is no model to make a recipe for.", "A recipe describes how one model is built.",
@@ -168,8 +168,8 @@ class Session(traitlets.HasTraits):
         bool
             True when the recipe was replaced.
         """
-        from ..core.profiles import profile_problems
-        from ..core.recipe import recipe_problems
+        from ..core.recipe.profiles import profile_problems
+        from ..core.recipe.recipe import recipe_problems
 
         try:
             base = recipe if recipe is not None else (self.recipe or self.default_recipe())
@@ -193,7 +193,7 @@ class Session(traitlets.HasTraits):
 
     def save_recipe(self, path: Union[str, os.PathLike]) -> Optional[str]:
         """Write the recipe as JSON (atomically); returns the path, or None (and :attr:`error`)."""
-        from ..core.recipe import save_recipe
+        from ..core.recipe.recipe import save_recipe
 
         if self.recipe is None:
             self.error = "There is no recipe to save. Why: no model or settings were chosen yet. Fix: load a model first."
@@ -206,9 +206,9 @@ class Session(traitlets.HasTraits):
 
     def load_recipe(self, path: Union[str, os.PathLike]) -> bool:
         """Read a recipe JSON and load its model; on any problem keep everything and set :attr:`error`."""
-        from ..core.recipe import load_recipe
+        from ..core.recipe.recipe import load_recipe
 
-        from ..core.analysis import locate_model
+        from ..core.calibration.recipe_step import locate_model
 
         try:
             recipe = locate_model(load_recipe(path), Path(path).parent)
@@ -239,7 +239,7 @@ class Session(traitlets.HasTraits):
         ----------
         data : optional
             Overrides the recipe's calibration data (see
-            :func:`~trtwidgets.core.analysis.calibrate_recipe`); the bundled demo model
+            :func:`~trtwidgets.core.calibration.recipe_step.calibrate_recipe`); the bundled demo model
             calibrates on its bundled crops by default.
         progress : bool or callable
             Show a progress bar.
@@ -250,7 +250,7 @@ class Session(traitlets.HasTraits):
         bool
             True when new statistics were collected.
         """
-        from ..core.analysis import calibrate_recipe
+        from ..core.calibration.recipe_step import calibrate_recipe
 
         if self.model is None:
             self.error = "There is no model to calibrate. Why: calibration runs the model. Fix: load a model first."
@@ -273,7 +273,7 @@ class Session(traitlets.HasTraits):
 
     def recompute_ranges(self, percentile: Optional[float] = None) -> bool:
         """Ranges of the current statistics at another percentile (statistics unchanged)."""
-        from ..core.ranges import METHODS, compute_ranges
+        from ..core.calibration.ranges import METHODS, compute_ranges
 
         if self.stats is None:
             self.error = "There are no statistics yet. Fix: run the calibration step first."
@@ -324,7 +324,7 @@ class Session(traitlets.HasTraits):
         what and nothing changes.
         """
         if isinstance(build, (str, os.PathLike)):
-            from ..core.saved_build import load_saved_build
+            from ..core.engine.saved_build import load_saved_build
 
             try:
                 build = load_saved_build(build)
@@ -352,7 +352,7 @@ class Session(traitlets.HasTraits):
         timing cache) are replaced by this session's. Refused, with :attr:`error`,
         when the build is of another model or has no readable recipe.
         """
-        from ..core.recipe import Recipe
+        from ..core.recipe.recipe import Recipe
 
         build = self.build_named(label)
         own = staleness.recipe_dict(_build_recipe(build, None)) if build is not None else None
@@ -384,7 +384,7 @@ class Session(traitlets.HasTraits):
         return None
 
     def _register(self, build: Any):
-        from ..core.inspector import as_graph
+        from ..core.engine.inspector_json import as_graph
 
         graph = as_graph(build)
         label = build_label(build)

@@ -1,0 +1,1 @@
+"""Accuracy: metrics, reference data, per-layer errors and the sensitivity sweep."""

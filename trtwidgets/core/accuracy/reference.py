@@ -1,0 +1,110 @@
+"""Reference data for accuracy checks: inputs and FP32 outputs in one ``.npz``.
+
+ONNX Runtime and TensorRT are often not in the same Python (TensorRT 8.6 wheels
+stop at Python 3.10; the GPU machine's 3.9 has no onnxruntime), so the FP32
+reference is computed once where ONNX Runtime is, saved with
+:func:`save_reference`, and read where the engine runs. Keys are
+``input/<name>`` and ``output/<name>``; every array holds all samples
+concatenated along axis 0. No pickles.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from ..common.atomic import atomic_write
+from ..common.errors import UserError
+
+__all__ = ["ReferenceData", "save_reference", "load_reference", "make_reference", "split_batches"]
+
+
+@dataclass(frozen=True)
+class ReferenceData:
+    """Inputs and reference outputs, samples along axis 0."""
+
+    inputs: Dict[str, np.ndarray]
+    outputs: Dict[str, np.ndarray]
+    meta: Dict[str, object] = field(default_factory=dict)
+
+    @property
+    def samples(self) -> int:
+        return int(next(iter(self.inputs.values())).shape[0]) if self.inputs else 0
+
+
+def save_reference(path: Union[str, os.PathLike], inputs: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray],
+                   meta: Optional[Mapping[str, object]] = None) -> str:
+    """Write inputs and outputs to ``path`` (.npz, atomically); returns the path."""
+    path = os.fspath(path)
+    arrays = {f"input/{k}": np.asarray(v) for k, v in inputs.items()}
+    arrays.update({f"output/{k}": np.asarray(v) for k, v in outputs.items()})
+    arrays["meta.json"] = np.frombuffer(json.dumps(dict(meta or {}), sort_keys=True).encode("utf-8"), dtype=np.uint8)
+    atomic_write(path, lambda f: np.savez_compressed(f, **arrays))
+    return path
+
+
+def load_reference(path: Union[str, os.PathLike]) -> ReferenceData:
+    """Read a file written by :func:`save_reference`.
+
+    Raises
+    ------
+    UserError
+        Missing, not an npz, or without ``input/`` / ``output/`` arrays.
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise UserError(f"Reference file {path} does not exist.", None,
+                        "Write one with `trtwidgets compare ... --save-reference FILE` where ONNX Runtime is installed.")
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            data = {k: f[k] for k in f.files}
+    except (ValueError, OSError) as exc:
+        raise UserError(f"Reference file {path} could not be read.", str(exc),
+                        "Pass an .npz written by save_reference / --save-reference.") from None
+    inputs = {k[len("input/"):]: v for k, v in data.items() if k.startswith("input/")}
+    outputs = {k[len("output/"):]: v for k, v in data.items() if k.startswith("output/")}
+    if not inputs or not outputs:
+        raise UserError(f"Reference file {path} has no input/ and output/ arrays.",
+                        f"It holds: {', '.join(sorted(data)) or 'nothing'}.",
+                        "Pass an .npz written by save_reference / --save-reference.")
+    meta = {}
+    if "meta.json" in data:
+        try:
+            meta = json.loads(data["meta.json"].tobytes().decode("utf-8"))
+        except ValueError:
+            meta = {}
+    return ReferenceData(inputs=inputs, outputs=outputs, meta=meta)
+
+
+def _concat(parts: Dict[str, List[np.ndarray]]) -> Dict[str, np.ndarray]:
+    return {k: np.concatenate(v) if v[0].ndim else np.stack(v) for k, v in parts.items()}
+
+
+def make_reference(model, feeds: Iterable[Mapping[str, np.ndarray]], providers: Optional[Sequence[str]] = None) -> ReferenceData:
+    """Run ``feeds`` through ONNX Runtime (CPU by default) and gather inputs and outputs."""
+    from .layer_errors import run_reference
+
+    ins: Dict[str, List[np.ndarray]] = {}
+    outs: Dict[str, List[np.ndarray]] = {}
+    for feed in feeds:
+        for k, v in feed.items():
+            ins.setdefault(k, []).append(np.asarray(v))
+        for k, v in run_reference(model, feed, providers=providers).items():
+            outs.setdefault(k, []).append(v)
+    if not ins:
+        raise UserError("No data to compute a reference from.", "The data source yielded no samples.",
+                        "Point --data at a folder with .npy/.npz files or images.")
+    import onnxruntime
+
+    return ReferenceData(inputs=_concat(ins), outputs=_concat(outs),
+                         meta={"onnxruntime": onnxruntime.__version__, "providers": list(providers or ["CPUExecutionProvider"])})
+
+
+def split_batches(arrays: Mapping[str, np.ndarray], batch: int) -> List[Dict[str, np.ndarray]]:
+    """Cut samples (axis 0) into feeds of ``batch``; a short last feed is kept."""
+    n = int(next(iter(arrays.values())).shape[0])
+    return [{k: v[i:i + batch] for k, v in arrays.items()} for i in range(0, n, max(1, batch))]

@@ -1,0 +1,1 @@
+"""Calibration: data, streaming collection, histograms, range methods, statistics, caches, explorer data."""

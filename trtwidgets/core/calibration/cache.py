@@ -1,0 +1,171 @@
+"""TensorRT calibration caches: write the toolkit's ranges, read any cache back.
+
+Format (TensorRT <= 10)::
+
+    TRT-8600-EntropyCalibration2
+    x: 3c010204
+    conv1_out: 3d8c6f2a
+
+The header is ``TRT-<NV_TENSORRT_VERSION>-<algorithm>`` (8.6.0 -> ``8600``, 8.6.1 ->
+``8601``); each line is a tensor name and the big-endian IEEE float32 of the scale
+``amax / 127`` in 8 hex digits.  Names may themselves hold ``:``; the value is what
+follows the last one.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, Mapping, Tuple, Union
+
+from ..common.errors import StatsError
+from ..common.atomic import write_bytes_atomic
+
+ALGORITHMS = ("EntropyCalibration2", "EntropyCalibration", "MinMaxCalibration", "LegacyCalibration")
+#: Toolkit range method -> the TensorRT algorithm whose calibrator the cache is handed to.
+METHOD_ALGORITHM = {"entropy": "EntropyCalibration2", "max": "MinMaxCalibration",
+                    "percentile": "EntropyCalibration2", "mse": "EntropyCalibration2"}
+_HEADER = re.compile(r"^TRT-(\d+)-([A-Za-z0-9_]+)$")
+_HEX = re.compile(r"^[0-9a-fA-F]{1,8}$")
+QMAX = 127.0
+
+
+@dataclass(frozen=True)
+class CalibrationCache:
+    """A parsed calibration cache.
+
+    Attributes
+    ----------
+    version : str
+        e.g. ``"8600"``.
+    algorithm : str
+        e.g. ``"EntropyCalibration2"``.
+    amax : dict
+        Tensor -> ``scale * 127``.
+    scales : dict
+        Tensor -> scale as stored.
+    skipped : tuple of str
+        Lines that were not ``name: hex`` (reported, not fatal).
+    """
+
+    version: str
+    algorithm: str
+    amax: Dict[str, float]
+    scales: Dict[str, float]
+    skipped: Tuple[str, ...] = field(default=())
+
+    @property
+    def header(self) -> str:
+        return f"TRT-{self.version}-{self.algorithm}"
+
+
+def scale_hex(scale: float) -> str:
+    """8 hex digits of the big-endian float32 ``scale``."""
+    return struct.pack(">f", float(scale)).hex()
+
+
+def hex_scale(text: str) -> float:
+    """Inverse of :func:`scale_hex`."""
+    return struct.unpack(">f", bytes.fromhex(text.rjust(8, "0")))[0]
+
+
+def trt_version_tag(version: str) -> str:
+    """``"8.6.1"`` or ``"8.6.1.6"`` -> ``"8601"`` (TensorRT's NV_TENSORRT_VERSION)."""
+    if re.fullmatch(r"\d+", str(version)):
+        return str(version)
+    parts = [int(p) for p in re.findall(r"\d+", str(version))[:3]] + [0, 0, 0]
+    major, minor, patch = parts[:3]
+    return str(major * 1000 + minor * 100 + patch)
+
+
+def cache_text(amax: Mapping[str, float], version: str = "8600", algorithm: str = "EntropyCalibration2") -> str:
+    """The text of a calibration cache for ``amax`` (tensor -> amax)."""
+    version = trt_version_tag(version)
+    if algorithm not in ALGORITHMS:
+        raise StatsError(f"Unknown calibration algorithm {algorithm!r}.", f"TensorRT knows: {', '.join(ALGORITHMS)}.")
+    lines = [f"TRT-{version}-{algorithm}"]
+    for name, a in amax.items():
+        if "\n" in name:
+            raise StatsError(f"Tensor name {name!r} holds a line break.", "A calibration cache has one tensor per line.",
+                             "Rename the tensor in the ONNX model.")
+        a = float(a)
+        if not (a >= 0 and a < float("inf")):
+            raise StatsError(f"Tensor {name!r} has an invalid amax {a}.", "An amax must be finite and non-negative.",
+                             "Check the statistics of this tensor for NaN/Inf.")
+        lines.append(f"{name}: {scale_hex(a / QMAX)}")
+    return "\n".join(lines) + "\n"
+
+
+def write_cache(amax: Mapping[str, float], path: Union[str, os.PathLike], version: str = "8600",
+                algorithm: str = "EntropyCalibration2") -> Path:
+    """Write a calibration cache atomically; returns the path."""
+    path = Path(path).expanduser()
+    data = cache_text(amax, version, algorithm).encode("utf-8")
+    write_bytes_atomic(path, data)
+    return path
+
+
+def parse_cache(data: Union[bytes, str], source: str = "calibration cache") -> CalibrationCache:
+    """Parse cache bytes or text (as written by TensorRT or :func:`write_cache`)."""
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise StatsError(f"{source} is not a text calibration cache.", "It is not UTF-8 text.",
+                             "Give a cache written by TensorRT's calibrator or by trtwidgets.") from None
+    lines = [ln.strip() for ln in data.replace("\r\n", "\n").split("\n")]
+    lines = [ln for ln in lines if ln]
+    if not lines:
+        raise StatsError(f"{source} is empty.", "A cache starts with a TRT-<version>-<algorithm> line.",
+                         "Calibrate again, or give another cache.")
+    m = _HEADER.match(lines[0])
+    if not m:
+        raise StatsError(f"{source} does not start with a TensorRT cache header.",
+                         f"The first line is {lines[0][:60]!r}; expected e.g. 'TRT-8600-EntropyCalibration2'.",
+                         "Give a cache written by TensorRT's calibrator or by trtwidgets.")
+    amax: Dict[str, float] = {}
+    scales: Dict[str, float] = {}
+    skipped = []
+    for ln in lines[1:]:
+        name, sep, value = ln.rpartition(":")
+        value = value.strip()
+        if not sep or not name or not _HEX.match(value):
+            skipped.append(ln)
+            continue
+        s = hex_scale(value)
+        scales[name.strip()] = s
+        amax[name.strip()] = s * QMAX
+    return CalibrationCache(version=m.group(1), algorithm=m.group(2), amax=amax, scales=scales, skipped=tuple(skipped))
+
+
+def read_cache(path: Union[str, os.PathLike, bytes]) -> CalibrationCache:
+    """Read a calibration cache file (or its bytes) into amax per tensor.
+
+    Raises
+    ------
+    StatsError
+        For a missing file or one without a TensorRT cache header.
+    """
+    if isinstance(path, bytes):
+        return parse_cache(path)
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise StatsError(f"No calibration cache at {p}.", "The path does not exist or is a directory.",
+                         "Give the .cache file TensorRT or `trtwidgets calibrate --cache` wrote.")
+    return parse_cache(p.read_bytes(), str(p))
+
+
+def retag(data: Union[bytes, str], version: str, algorithm: str) -> bytes:
+    """The same cache with another header (what a calibrator of another TensorRT/algorithm expects).
+
+    Scale lines are kept byte for byte.
+    """
+    c = parse_cache(data)  # validates
+    if algorithm not in ALGORITHMS:
+        raise StatsError(f"Unknown calibration algorithm {algorithm!r}.", f"TensorRT knows: {', '.join(ALGORITHMS)}.")
+    lines = [f"TRT-{trt_version_tag(version)}-{algorithm}"]
+    lines += [f"{name}: {scale_hex(s)}" for name, s in c.scales.items()]
+    return ("\n".join(lines) + "\n").encode("utf-8")

@@ -1,0 +1,248 @@
+"""Collect activation statistics with ONNX Runtime in one streaming pass.
+
+Every floating-point tensor of the graph is made a graph output and the model is
+run with graph optimisations off, so the names are the ONNX graph's (which are
+TensorRT's tensor names) and no tensor is fused away.  Each batch's outputs are
+folded into fixed-size per-tensor accumulators and dropped, so memory does not
+grow with the number of samples.  Ctrl-C (or a Jupyter kernel interrupt) ends
+collection early and returns what was seen, marked ``interrupted``; pass that
+back as ``stats=`` with more data to continue.
+
+Examples
+--------
+The whole toolkit calibration in a notebook, without widgets::
+
+    from trtwidgets import demo
+    from trtwidgets.core.calibration.collect import collect_stats
+    from trtwidgets.core.calibration.ranges import amax_table, compute_ranges, ranges_table
+    from trtwidgets.core.calibration.cache import write_cache
+    from trtwidgets.core.calibration.stats import save_stats
+
+    stats = collect_stats(demo.MODEL_PATH, "demo")          # or a folder, or a list of {"x": array}
+    save_stats(stats, "cls_stats.npz")
+    ranges = compute_ranges(stats)                           # tensor -> method -> RangeResult
+    ranges_table(stats, ranges)                              # a pandas DataFrame
+    write_cache(amax_table(ranges, "entropy"), "cls.cache")  # for TensorRT <= 10
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from contextlib import contextmanager
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+import onnx
+
+from .data import iter_feeds
+from ..common.errors import CalibrationDataError, StatsError
+from .histogram import DEFAULT_BINS, HistogramAccumulator
+from ..model.load import LoadedModel, load_model
+from .stats import ActivationStats
+
+_FLOAT_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE, onnx.TensorProto.BFLOAT16}
+
+
+def float_tensor_names(proto: onnx.ModelProto) -> Tuple[List[str], List[str]]:
+    """Graph inputs and node outputs that are floating-point, in graph order.
+
+    Returns
+    -------
+    (inputs, activations) : lists of str
+        Activations exclude outputs of ``Constant`` nodes (weights, not activations) and
+        tensors whose type shape inference could not determine.
+    """
+    try:
+        inferred = onnx.shape_inference.infer_shapes(proto)
+    except Exception:  # noqa: BLE001 - fall back to whatever types the file declares
+        inferred = proto
+    g = inferred.graph
+    types: Dict[str, int] = {}
+    for vi in list(g.input) + list(g.value_info) + list(g.output):
+        if vi.type.HasField("tensor_type"):
+            types[vi.name] = vi.type.tensor_type.elem_type
+    inits = {i.name for i in g.initializer}
+    inputs = [vi.name for vi in g.input if vi.name not in inits and types.get(vi.name) in _FLOAT_TYPES]
+    acts: List[str] = []
+    seen = set(inputs)
+    for node in g.node:
+        if node.op_type == "Constant":
+            continue
+        for out in node.output:
+            if out and out not in seen and types.get(out) in _FLOAT_TYPES:
+                acts.append(out)
+                seen.add(out)
+    return inputs, acts
+
+
+def instrumented_model(proto: onnx.ModelProto, names: Sequence[str]) -> onnx.ModelProto:
+    """A copy of ``proto`` whose graph outputs include ``names``."""
+    model = onnx.ModelProto()
+    model.CopyFrom(proto)
+    existing = {o.name for o in model.graph.output}
+    for name in names:
+        if name not in existing:
+            vi = model.graph.output.add()
+            vi.name = name
+    return model
+
+
+def make_session(proto: onnx.ModelProto, providers: Optional[Sequence] = None, threads: Optional[int] = None):
+    """An ORT session with graph optimisations off (names must match the ONNX graph)."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.log_severity_level = 3
+    if threads:
+        so.intra_op_num_threads = int(threads)
+    providers = list(providers) if providers else ["CPUExecutionProvider"]
+    try:
+        return ort.InferenceSession(proto.SerializeToString(), sess_options=so, providers=providers)
+    except Exception as exc:  # noqa: BLE001 - ORT raises its own exception types
+        raise CalibrationDataError("ONNX Runtime could not load the model for calibration.", f"{type(exc).__name__}: {exc}",
+                                   "Check that the model runs in ONNX Runtime, and the providers "
+                                   f"({', '.join(map(str, providers))}) are installed.") from None
+
+
+@contextmanager
+def _defer_interrupt():
+    """Hold Ctrl-C while a batch is applied, so every tensor counts the same samples."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got = []
+    old = signal.signal(signal.SIGINT, lambda *a: got.append(a))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+        if got:
+            raise KeyboardInterrupt
+
+
+def _progress(enabled: bool, total: Optional[int]):
+    if not enabled:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # Python 3.9 GPU environment has no tqdm
+        return None
+    return tqdm(total=total, unit="sample", desc="calibration statistics", leave=True, dynamic_ncols=True)
+
+
+def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequence] = None,
+                  stats: Optional[ActivationStats] = None, progress: bool = True, num_bins: int = DEFAULT_BINS,
+                  batch_size: Optional[int] = None, max_samples: Optional[int] = None, adapt=None, opt_shapes=None,
+                  threads: Optional[int] = None) -> ActivationStats:
+    """Run the model over calibration data and return per-tensor statistics.
+
+    Parameters
+    ----------
+    model : str, path-like or LoadedModel
+    data : CalibrationDataSpec, str, path-like or iterable of dict
+        Anything :func:`~trtwidgets.core.calibration.data.iter_feeds` takes.
+    providers : sequence, optional
+        ONNX Runtime execution providers (default ``["CPUExecutionProvider"]``).
+    stats : ActivationStats, optional
+        Earlier statistics of the same model to continue from (e.g. after an interrupt).
+    progress : bool
+        Show a tqdm progress bar with samples per second.
+    num_bins : int
+        Histogram bins per tensor (a power of two).
+    batch_size, max_samples, adapt, opt_shapes
+        Passed to :func:`iter_feeds`.
+    threads : int, optional
+        ORT intra-op threads.
+
+    Returns
+    -------
+    ActivationStats
+        ``interrupted`` is True when Ctrl-C stopped collection; it holds every batch completed.
+
+    Raises
+    ------
+    CalibrationDataError
+        For data that does not fit the model, or an empty source.
+    StatsError
+        When ``stats`` belong to another model or use another number of bins.
+    """
+    loaded = model if isinstance(model, LoadedModel) else load_model(model)
+    inputs, acts = float_tensor_names(loaded.proto)
+    if stats is not None:
+        if stats.model_sha256 and stats.model_sha256 != loaded.sha256:
+            raise StatsError("The statistics to continue from are of another model.",
+                             f"They were collected on model {stats.model_sha256[:12]}..., this is {loaded.sha256[:12]}....",
+                             "Continue only with statistics of the same ONNX file, or start afresh (stats=None).")
+        some = next(iter(stats.tensors.values()), None)
+        if some is not None:
+            num_bins = some.bins
+    accs: Dict[str, HistogramAccumulator] = {}
+    for name in inputs + acts:
+        if stats is not None and name in stats.tensors:
+            accs[name] = HistogramAccumulator.from_stats(stats.tensors[name])
+        else:
+            accs[name] = HistogramAccumulator(name, num_bins)
+    session = make_session(instrumented_model(loaded.proto, acts), providers, threads)
+    out_names = [o.name for o in session.get_outputs()]
+    wanted = [n for n in out_names if n in accs]
+    samples = stats.samples if stats is not None else 0
+    batches = stats.batches if stats is not None else 0
+    shapes = dict(stats.input_shapes) if stats is not None else {}
+    total = None
+    if isinstance(data, (list, tuple)):
+        total = sum(int(next(iter(f.values())).shape[0]) for f in data if f)
+    if max_samples is not None:
+        total = min(total, max_samples) if total is not None else max_samples
+    bar = _progress(progress, total)
+    interrupted = False
+    feeds = iter_feeds(data, loaded.summary, batch_size=batch_size, max_samples=max_samples, adapt=adapt,
+                       opt_shapes=opt_shapes)
+    try:
+        for feed in feeds:
+            try:
+                outs = session.run(wanted, feed)
+            except Exception as exc:  # noqa: BLE001
+                raise CalibrationDataError("ONNX Runtime failed on a calibration batch.", f"{type(exc).__name__}: {exc}",
+                                           "Check the sample shapes against the model (see describe_adaptation).") from None
+            parts = [(accs[n], accs[n].batch_update(a)) for n, a in zip(wanted, outs)]
+            parts += [(accs[n], accs[n].batch_update(feed[n])) for n in inputs if n in feed]
+            del outs
+            n = int(next(iter(feed.values())).shape[0])
+            with _defer_interrupt():
+                for acc, part in parts:
+                    acc.commit(part)
+                samples += n
+                batches += 1
+                for k, v in feed.items():
+                    shape = tuple(int(d) for d in v.shape)
+                    old = shapes.get(k)
+                    shapes[k] = shape if old is None or len(old) != len(shape) else \
+                        tuple(a if a == b else -1 for a, b in zip(old, shape))
+            del parts
+            if bar is not None:
+                bar.update(n)
+    except KeyboardInterrupt:
+        interrupted = True
+    except CalibrationDataError as err:
+        # An empty source after a resume is not an error: the earlier samples still stand.
+        if not (samples and "empty" in err.what):
+            raise
+    finally:
+        if bar is not None:
+            bar.close()
+    if samples == 0 and interrupted:
+        raise KeyboardInterrupt
+    return ActivationStats(tensors={n: a.to_stats(copy=False) for n, a in accs.items()}, samples=samples,
+                           model_sha256=loaded.sha256, input_shapes=shapes, interrupted=interrupted, batches=batches)
+
+
+def timed_collect(*args, **kwargs) -> Tuple[ActivationStats, float]:
+    """:func:`collect_stats` and its wall time in seconds."""
+    t0 = time.perf_counter()
+    out = collect_stats(*args, **kwargs)
+    return out, time.perf_counter() - t0
+
+
+__all__ = ["collect_stats", "float_tensor_names", "instrumented_model", "make_session", "timed_collect"]

@@ -1,0 +1,362 @@
+"""Activation statistics: immutable per-tensor summaries that merge exactly.
+
+A :class:`TensorStats` holds what the range algorithms need about one tensor:
+element counts, NaN/Inf counts (never folded into the range), the finite
+minimum and maximum, and a histogram of ``|x|`` over ``[0, hist_max)``.
+
+``hist_max`` is always a power of two (or 0 while every value seen was zero) so
+that two histograms over different ranges line up bin for bin after merging
+pairs of bins: merging statistics of two halves of the data gives the same
+histogram as one pass over all of it.  See :mod:`trtwidgets.core.calibration.histogram`.
+
+Beside it, each tensor keeps TensorRT's own entropy histogram (``trt_hist``):
+2048 bins over ``[0, trt_range]``, where ``trt_range`` starts at the first
+batch's ``max |x|`` and doubles (bins merged in pairs) when a later batch
+exceeds it, as TensorRT 8.6's entropy calibrators do.  Its grid depends on the
+order of the data, so it is exact for one stream in order and re-binned (to bin
+precision) when collections are merged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, Mapping, Optional, Tuple, Union
+
+import numpy as np
+
+from ..common.atomic import atomic_write
+from ..common.errors import StatsError
+
+#: Format tag written into statistics files.
+STATS_FORMAT = "trtwidgets-activation-stats"
+STATS_VERSION = 2
+#: Bins of TensorRT's entropy-calibration histogram.
+TRT_BINS = 2048
+
+
+def rebin_to(hist: np.ndarray, hist_max: float, new_max: float) -> np.ndarray:
+    """Re-bin a power-of-two ``|x|`` histogram to the wider power-of-two range ``new_max``.
+
+    Each doubling of the range merges neighbouring bin pairs, which is exact:
+    ``floor(|x| * n / 2m) == floor(floor(|x| * n / m) / 2)``.
+    """
+    hist = np.asarray(hist)
+    if new_max == hist_max:
+        return hist
+    n = len(hist)
+    if hist_max == 0:
+        # Every value counted so far was exactly zero: it stays in bin 0.
+        out = np.zeros_like(hist)
+        out[0] = hist.sum()
+        return out
+    if new_max < hist_max:
+        raise ValueError("a histogram can only be widened")
+    ratio = new_max / hist_max
+    k = int(round(np.log2(ratio)))
+    if 2.0 ** k != ratio:
+        raise ValueError(f"ranges {hist_max} and {new_max} are not a power of two apart")
+    out = hist
+    for _ in range(k):
+        merged = out.reshape(n // 2, 2).sum(axis=1)
+        out = np.zeros_like(hist)
+        out[: n // 2] = merged
+        if not merged.any():
+            break
+    return out
+
+
+@dataclass(frozen=True)
+class TensorStats:
+    """Statistics of one activation tensor.
+
+    Attributes
+    ----------
+    name : str
+        The tensor name in the ONNX graph (= TensorRT's tensor name).
+    count : int
+        Finite elements counted.
+    nan_count, inf_count : int
+        Elements that were NaN or +-Inf; they are in neither the range nor the histogram.
+    min, max : float
+        Smallest and largest finite value seen (``nan`` when ``count == 0``).
+    hist : numpy.ndarray
+        int64 counts of ``|x|`` in ``len(hist)`` equal bins over ``[0, hist_max)``.
+    hist_max : float
+        Upper edge of the histogram: a power of two strictly above ``max(|min|, |max|)``,
+        or 0 when all finite values were 0 (then every count is in bin 0).
+    first_absmax : float
+        ``max |x|`` of the first batch (``nan`` if unknown).  TensorRT's entropy calibrators start
+        their histogram at this range and double it when a later batch exceeds it, so their
+        ranges depend on it; :func:`~trtwidgets.core.calibration.ranges.compute_amax` uses it to match them.
+    trt_hist : numpy.ndarray or None
+        TensorRT's own entropy histogram of ``|x|``: int64 counts in 2048 bins over
+        ``[0, trt_range]`` (values at or above the range's end are in the last bin); None
+        for statistics written before it was collected.
+    trt_range : float
+        Upper edge of ``trt_hist``: ``first_absmax`` doubled until it held every value.
+    """
+
+    name: str
+    count: int
+    nan_count: int
+    inf_count: int
+    min: float
+    max: float
+    hist: np.ndarray = field(repr=False, compare=False)
+    hist_max: float = 0.0
+    first_absmax: float = float("nan")
+    trt_hist: Optional[np.ndarray] = field(default=None, repr=False, compare=False)
+    trt_range: float = float("nan")
+
+    @property
+    def absmax(self) -> float:
+        """``max(|min|, |max|)``; 0 for an empty tensor."""
+        if self.count == 0:
+            return 0.0
+        return float(max(abs(self.min), abs(self.max)))
+
+    @property
+    def bins(self) -> int:
+        return int(len(self.hist))
+
+    @property
+    def bin_width(self) -> float:
+        return self.hist_max / self.bins if self.bins else 0.0
+
+    @property
+    def bin_edges(self) -> np.ndarray:
+        """``bins + 1`` edges from 0 to ``hist_max``."""
+        return np.linspace(0.0, self.hist_max, self.bins + 1)
+
+    def merge(self, other: "TensorStats") -> "TensorStats":
+        """Statistics of both tensors' samples together (exact for min/max and counts)."""
+        if other.name != self.name:
+            raise StatsError(f"Cannot merge statistics of tensor {other.name!r} into {self.name!r}.",
+                             "Only statistics of the same tensor can be merged.")
+        if self.bins != other.bins:
+            raise StatsError(f"Cannot merge histograms of tensor {self.name!r} with {self.bins} and {other.bins} bins.",
+                             "Both collections must use the same number of bins.",
+                             "Collect again with the same num_bins.")
+        new_max = max(self.hist_max, other.hist_max)
+        hist = rebin_to(self.hist, self.hist_max, new_max).astype(np.int64) + \
+            rebin_to(other.hist, other.hist_max, new_max).astype(np.int64)
+        trt_hist, trt_range = merge_trt_hist(self, other)
+        mins = [v for v, c in ((self.min, self.count), (other.min, other.count)) if c]
+        maxs = [v for v, c in ((self.max, self.count), (other.max, other.count)) if c]
+        return TensorStats(
+            name=self.name, count=self.count + other.count,
+            nan_count=self.nan_count + other.nan_count, inf_count=self.inf_count + other.inf_count,
+            min=float(min(mins)) if mins else float("nan"), max=float(max(maxs)) if maxs else float("nan"),
+            hist=hist, hist_max=float(new_max),
+            first_absmax=self.first_absmax if self.count else other.first_absmax,
+            trt_hist=trt_hist, trt_range=float(trt_range))
+
+    def to_dict(self) -> dict:
+        """JSON-friendly summary (without the histogram)."""
+        return {"name": self.name, "count": self.count, "nan_count": self.nan_count, "inf_count": self.inf_count,
+                "min": self.min, "max": self.max, "absmax": self.absmax, "bins": self.bins, "hist_max": self.hist_max,
+                "first_absmax": self.first_absmax, "trt_range": self.trt_range}
+
+
+def trt_grid_range(first_range: float, absmax: float) -> float:
+    """TensorRT's histogram range after seeing ``absmax``: ``first_range`` doubled until it holds it."""
+    r = float(first_range)
+    if not (r > 0):
+        return float(absmax)
+    while absmax > r:
+        r *= 2.0
+    return r
+
+
+def _rebin_linear(hist: np.ndarray, upper: float, new_upper: float, bins: int) -> np.ndarray:
+    """Counts of a ``[0, upper]`` histogram re-binned onto ``bins`` bins over ``[0, new_upper]``.
+
+    Values are taken as spread evenly within their bin; rounding keeps integer counts and the total.
+    """
+    hist = np.asarray(hist, dtype=np.float64)
+    if upper <= 0 or new_upper <= 0:
+        out = np.zeros(bins, np.int64)
+        out[0] = int(round(hist.sum()))
+        return out
+    cum = np.concatenate(([0.0], np.cumsum(hist)))
+    pos = np.clip(np.linspace(0.0, new_upper, bins + 1) / (upper / len(hist)), 0, len(hist))
+    k = np.minimum(np.floor(pos).astype(np.int64), len(hist) - 1)
+    cdf = cum[k] + (pos - k) * hist[k]
+    cdf[-1] = cum[-1]
+    return np.diff(np.round(cdf)).astype(np.int64)
+
+
+def merge_trt_hist(a: "TensorStats", b: "TensorStats"):
+    """TensorRT's histogram of ``a``'s data followed by ``b``'s: ``a``'s grid, widened as TensorRT would."""
+    if not a.count:
+        return (b.trt_hist, b.trt_range)
+    if not b.count:
+        return (a.trt_hist, a.trt_range)
+    if a.trt_hist is None or b.trt_hist is None:
+        # One side predates the TensorRT grid: a histogram of only the other side's values would be
+        # wrong, so none (entropy then re-bins the fine histogram).
+        return (None, float("nan"))
+    new_range = trt_grid_range(a.trt_range, max(a.absmax, b.absmax))
+    return (_rebin_linear(a.trt_hist, a.trt_range, new_range, len(a.trt_hist))
+            + _rebin_linear(b.trt_hist, b.trt_range, new_range, len(a.trt_hist)), new_range)
+
+
+def _merge_shapes(a: Mapping[str, tuple], b: Mapping[str, tuple]) -> Dict[str, tuple]:
+    out = dict(a)
+    for name, shape in b.items():
+        if name not in out:
+            out[name] = tuple(shape)
+        elif tuple(out[name]) != tuple(shape):
+            old = tuple(out[name])
+            if len(old) != len(shape):
+                out[name] = tuple(-1 for _ in shape)
+            else:
+                # A dimension that differed between samples is reported as -1 (dynamic).
+                out[name] = tuple(x if x == y else -1 for x, y in zip(old, shape))
+    return out
+
+
+@dataclass(frozen=True)
+class ActivationStats:
+    """Statistics of every collected tensor of one model over some samples.
+
+    Attributes
+    ----------
+    tensors : dict
+        Tensor name -> :class:`TensorStats`, in graph order.
+    samples : int
+        Number of samples (batch items) seen.
+    model_sha256 : str
+        SHA-256 of the model the statistics belong to.
+    input_shapes : dict
+        Input name -> shape the model was run at (-1 where it varied).
+    interrupted : bool
+        True when collection was stopped early (Ctrl-C) and holds only the samples seen so far.
+    batches : int
+        Number of model runs.
+    """
+
+    tensors: Dict[str, TensorStats]
+    samples: int
+    model_sha256: str
+    input_shapes: Dict[str, tuple] = field(default_factory=dict)
+    interrupted: bool = False
+    batches: int = 0
+
+    def __len__(self) -> int:
+        return len(self.tensors)
+
+    def __getitem__(self, name: str) -> TensorStats:
+        return self.tensors[name]
+
+    def merge(self, other: "ActivationStats") -> "ActivationStats":
+        """Statistics over both collections' samples.
+
+        Raises
+        ------
+        StatsError
+            When the two collections are of different models.
+        """
+        if self.model_sha256 and other.model_sha256 and self.model_sha256 != other.model_sha256:
+            raise StatsError("Cannot merge activation statistics of two different models.",
+                             f"One is of model {self.model_sha256[:12]}..., the other of {other.model_sha256[:12]}....",
+                             "Merge only statistics collected on the same ONNX file.")
+        tensors = dict(self.tensors)
+        for name, t in other.tensors.items():
+            tensors[name] = tensors[name].merge(t) if name in tensors else t
+        return ActivationStats(tensors=tensors, samples=self.samples + other.samples,
+                               model_sha256=self.model_sha256 or other.model_sha256,
+                               input_shapes=_merge_shapes(self.input_shapes, other.input_shapes),
+                               interrupted=self.interrupted or other.interrupted,
+                               batches=self.batches + other.batches)
+
+    def nonfinite(self) -> Dict[str, Tuple[int, int]]:
+        """Tensor name -> (nan_count, inf_count) for tensors that had any."""
+        return {n: (t.nan_count, t.inf_count) for n, t in self.tensors.items() if t.nan_count or t.inf_count}
+
+
+def save_stats(stats: ActivationStats, path: Union[str, os.PathLike]) -> Path:
+    """Write statistics to an ``.npz`` file (atomically, no pickles).
+
+    Returns the path written.
+    """
+    path = Path(path).expanduser()
+    names = list(stats.tensors)
+    meta = {
+        "format": STATS_FORMAT, "version": STATS_VERSION, "samples": int(stats.samples),
+        "batches": int(stats.batches), "model_sha256": stats.model_sha256, "interrupted": bool(stats.interrupted),
+        "input_shapes": {k: [int(d) for d in v] for k, v in stats.input_shapes.items()},
+        "tensors": [{"name": n, "count": int(t.count), "nan_count": int(t.nan_count), "inf_count": int(t.inf_count),
+                     "min": float(t.min), "max": float(t.max), "hist_max": float(t.hist_max),
+                     "first_absmax": float(t.first_absmax), "trt_range": float(t.trt_range),
+                     "trt_hist": t.trt_hist is not None}
+                    for n, t in ((n, stats.tensors[n]) for n in names)],
+    }
+    bins = {stats.tensors[n].bins for n in names}
+    if len(bins) <= 1:
+        hists = np.stack([np.asarray(stats.tensors[n].hist, dtype=np.int64) for n in names]) if names \
+            else np.zeros((0, 0), np.int64)
+        arrays = {"hists": hists}
+    else:
+        arrays = {f"hist_{i}": np.asarray(stats.tensors[n].hist, dtype=np.int64) for i, n in enumerate(names)}
+    with_trt = [n for n in names if stats.tensors[n].trt_hist is not None]
+    if with_trt:
+        arrays["trt_hists"] = np.stack([np.asarray(stats.tensors[n].trt_hist, dtype=np.int64) for n in with_trt])
+    arrays["meta"] = np.frombuffer(json.dumps(meta, allow_nan=True).encode("utf-8"), dtype=np.uint8)
+    atomic_write(path, lambda f: np.savez_compressed(f, **arrays))
+    return path
+
+
+def load_stats(path: Union[str, os.PathLike]) -> ActivationStats:
+    """Read statistics written by :func:`save_stats` (never unpickles).
+
+    Raises
+    ------
+    StatsError
+        When the file is missing, not an npz, or not a statistics file.
+    """
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise StatsError(f"No statistics file at {path}.", "The path does not exist or is a directory.",
+                         "Give the .npz written by `trtwidgets calibrate --stats` or save_stats().")
+    try:
+        with np.load(str(path), allow_pickle=False) as f:
+            meta = json.loads(bytes(f["meta"].astype(np.uint8)).decode("utf-8"))
+            if meta.get("format") != STATS_FORMAT:
+                raise ValueError(f"format tag is {meta.get('format')!r}")
+            entries = meta["tensors"]
+            if "hists" in f.files:
+                hists = f["hists"]
+                hist_list = [hists[i] for i in range(len(entries))]
+            else:
+                hist_list = [f[f"hist_{i}"] for i in range(len(entries))]
+            trt_rows = iter(f["trt_hists"]) if "trt_hists" in f.files else iter(())
+            trt_list = [np.asarray(next(trt_rows), dtype=np.int64) if e.get("trt_hist") else None for e in entries]
+    except StatsError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - zip, json and key errors all mean "not ours"
+        raise StatsError(f"{path} is not a trtwidgets statistics file.", f"{type(exc).__name__}: {exc}",
+                         "Collect the statistics again and save them with save_stats().") from None
+    tensors = {}
+    for e, h, th in zip(entries, hist_list, trt_list):
+        tensors[e["name"]] = TensorStats(name=e["name"], count=int(e["count"]), nan_count=int(e["nan_count"]),
+                                         inf_count=int(e["inf_count"]), min=float(e["min"]), max=float(e["max"]),
+                                         hist=np.asarray(h, dtype=np.int64), hist_max=float(e["hist_max"]),
+                                         first_absmax=float(e.get("first_absmax", float("nan"))),
+                                         trt_hist=th, trt_range=float(e.get("trt_range", float("nan"))))
+    return ActivationStats(tensors=tensors, samples=int(meta["samples"]), model_sha256=str(meta["model_sha256"]),
+                           input_shapes={k: tuple(v) for k, v in meta.get("input_shapes", {}).items()},
+                           interrupted=bool(meta.get("interrupted", False)), batches=int(meta.get("batches", 0)))
+
+
+def empty_tensor_stats(name: str, bins: int) -> TensorStats:
+    """Statistics of a tensor that has seen nothing yet."""
+    return TensorStats(name=name, count=0, nan_count=0, inf_count=0, min=float("nan"), max=float("nan"),
+                       hist=np.zeros(bins, np.int64), hist_max=0.0)
+
+
+__all__ = ["TensorStats", "ActivationStats", "save_stats", "load_stats", "rebin_to", "empty_tensor_stats",
+           "trt_grid_range", "merge_trt_hist", "TRT_BINS"]

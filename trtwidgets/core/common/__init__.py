@@ -1,0 +1,1 @@
+"""The small common part: user-facing errors, atomic writes, frozen values."""

@@ -1,0 +1,1 @@
+"""Explicit quantization: Q/DQ placement, export, validation and the quantization planner."""

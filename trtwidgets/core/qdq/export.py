@@ -1,0 +1,592 @@
+"""Write an explicitly quantized (Q/DQ) ONNX model from the toolkit's ranges.
+
+Explicit quantization is the only way to quantize with TensorRT 11 and the
+recommended one with 10.x; TensorRT 8.6 and 10 build such models with the INT8
+flag set. The exporter takes a float ONNX model and ``amax`` per activation
+tensor (from :mod:`.ranges`, a calibration cache, or anything else) and writes:
+
+* **activations**: ``QuantizeLinear -> DequantizeLinear`` per tensor,
+  symmetric: INT8 ``scale = amax / 127``, zero point ``int8 0``; FP8 E4M3
+  ``scale = amax / 448``, zero point ``float8e4m3fn 0`` (opset >= 19);
+* **weights**: per-channel symmetric, stored already quantized (an int8 / fp8
+  initializer followed by ``DequantizeLinear`` with ``axis``): Conv axis 0,
+  ConvTranspose axis 1, Gemm axis 0 if ``transB`` else 1, MatMul the last axis;
+  ``scale_c = max|W_c| / 127``; FP8 weights default to one scale per tensor
+  (``max|W| / 448``), which is what TensorRT's FP8 kernels take. Weights may be initializers or
+  ``Constant`` nodes (Paddle exports, like the demo model, use Constants).
+
+Placement (which tensors) is :mod:`.qdq_placement`. Details TensorRT needs:
+
+* opset >= 13 for per-channel ``axis`` (>= 19 for FP8): older models are
+  upgraded with ``onnx.version_converter`` (the demo is opset 11);
+* a Conv whose weights come from a DequantizeLinear must carry
+  ``kernel_shape`` or TensorRT 8.6's parser rejects it; the exporter adds it;
+* BatchNormalization is left alone: TensorRT folds it into the convolution.
+
+The result is checked with ``onnx.checker``. It is plain ``onnx.helper`` graph
+editing (see :mod:`.qdq_placement` for why no library).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, Iterable, List, Mapping, Optional, Tuple, Union
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from ..common.atomic import write_bytes_atomic
+from ..common.errors import UserError
+from .fp8 import E4M3FN_MAX, float_to_e4m3fn
+from ..model.onnx_graph import GraphIndex, attribute
+from .placement import PatternMatch, QdqPlan, Skip, node_label, plan_qdq
+
+__all__ = ["PRECISIONS", "QdqExportError", "QuantizedTensor", "QuantizedWeight", "QdqReport", "QdqExport",
+           "build_qdq", "export_qdq", "save_qdq_model", "amax_from_stats", "export_qdq_from_stats",
+           "quantize_weight"]
+
+#: Supported precisions -> (largest quantized magnitude, minimum opset).
+PRECISIONS = {"int8": (127.0, 13), "fp8": (E4M3FN_MAX, 19)}
+
+
+class QdqExportError(UserError):
+    """The model or the ranges cannot be turned into a Q/DQ model."""
+
+
+@dataclass(frozen=True)
+class QuantizedTensor:
+    """An activation that got a Q/DQ pair."""
+
+    tensor: str
+    amax: float
+    scale: float
+    consumers: Tuple[str, ...]
+    rules: Tuple[str, ...]
+
+    def to_dict(self) -> dict:
+        return {"tensor": self.tensor, "amax": self.amax, "scale": self.scale,
+                "consumers": list(self.consumers), "rules": list(self.rules)}
+
+
+@dataclass(frozen=True)
+class QuantizedWeight:
+    """A weight stored quantized with a DequantizeLinear.
+
+    Attributes
+    ----------
+    tensor, node_label, op_type : str
+        The float weight and the layer reading it.
+    axis : int or None
+        Per-channel axis, None for one scale.
+    channels : int
+        Number of scales.
+    max_rel_error : float
+        Largest ``|W - dequant(quant(W))|`` relative to ``max|W|`` (rounding error).
+    """
+
+    tensor: str
+    node_label: str
+    op_type: str
+    axis: Optional[int]
+    channels: int
+    max_rel_error: float
+
+    def to_dict(self) -> dict:
+        return {"tensor": self.tensor, "node": self.node_label, "op_type": self.op_type, "axis": self.axis,
+                "channels": self.channels, "max_rel_error": self.max_rel_error}
+
+
+@dataclass(frozen=True)
+class QdqReport:
+    """What :func:`build_qdq` quantized, what it left in high precision, and why.
+
+    Attributes
+    ----------
+    precision : str
+        ``"int8"`` or ``"fp8"``.
+    opset_from, opset_to : int
+        The model's opset before and after export.
+    activations : tuple of QuantizedTensor
+    weights : tuple of QuantizedWeight
+    skipped : tuple of Skip
+        Everything a rule looked at and left in high precision, with the reason.
+    patterns : tuple of PatternMatch
+        LayerNorm / Softmax / GELU kept free of Q/DQ.
+    excluded : tuple of str
+        Nodes the user excluded.
+    quantized_layers : tuple of str
+        Weighted layers (Conv, Gemm, ...) whose inputs and weights are all quantized:
+        the layers TensorRT will run in INT8/FP8.
+    warnings : tuple of str
+    """
+
+    precision: str
+    opset_from: int
+    opset_to: int
+    activations: Tuple[QuantizedTensor, ...]
+    weights: Tuple[QuantizedWeight, ...]
+    skipped: Tuple[Skip, ...]
+    patterns: Tuple[PatternMatch, ...]
+    excluded: Tuple[str, ...]
+    quantized_layers: Tuple[str, ...]
+    warnings: Tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict:
+        return {"precision": self.precision, "opset_from": self.opset_from, "opset_to": self.opset_to,
+                "activations": [a.to_dict() for a in self.activations],
+                "weights": [w.to_dict() for w in self.weights],
+                "skipped": [s.to_dict() for s in self.skipped],
+                "patterns": [p.to_dict() for p in self.patterns],
+                "excluded": list(self.excluded), "quantized_layers": list(self.quantized_layers),
+                "warnings": list(self.warnings)}
+
+    def summary(self, max_lines: int = 20) -> str:
+        """Plain-text report: counts, then each skip with its reason."""
+        lines = [f"Q/DQ export ({self.precision.upper()}), opset {self.opset_from}"
+                 + (f" -> {self.opset_to}" if self.opset_to != self.opset_from else ""),
+                 f"  quantized layers    {len(self.quantized_layers)}",
+                 f"  activation Q/DQ     {len(self.activations)} tensors",
+                 f"  weight DQ           {len(self.weights)} (per-channel "
+                 f"{sum(1 for w in self.weights if w.axis is not None)})"]
+        rules: Dict[str, int] = {}
+        for a in self.activations:
+            for r in a.rules:
+                key = r.split(" (")[0]
+                rules[key] = rules.get(key, 0) + 1
+        for r, n in rules.items():
+            lines.append(f"    {r}: {n}")
+        if self.patterns:
+            kinds: Dict[str, int] = {}
+            for p in self.patterns:
+                kinds[p.kind] = kinds.get(p.kind, 0) + 1
+            lines.append("  kept free of Q/DQ  " + ", ".join(f"{k} x{v}" for k, v in kinds.items()))
+        if self.excluded:
+            lines.append(f"  excluded by you     {len(self.excluded)}: " + ", ".join(self.excluded[:8])
+                         + (" ..." if len(self.excluded) > 8 else ""))
+        if self.skipped:
+            lines.append(f"  left in high precision ({len(self.skipped)}):")
+            for s in self.skipped[:max_lines]:
+                lines.append(f"    {s.node_label} [{s.op_type}]{' ' + s.tensor if s.tensor else ''}: {s.reason}")
+            if len(self.skipped) > max_lines:
+                lines.append(f"    ... {len(self.skipped) - max_lines} more")
+        for w in self.warnings:
+            lines.append(f"  warning: {w}")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class QdqExport:
+    """A Q/DQ model and its report."""
+
+    model: onnx.ModelProto = field(repr=False, compare=False)
+    report: QdqReport
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def _proto_of(model) -> onnx.ModelProto:
+    if isinstance(model, onnx.ModelProto):
+        return model
+    proto = getattr(model, "proto", None)
+    if isinstance(proto, onnx.ModelProto):
+        return proto
+    if isinstance(model, (str, os.PathLike)):
+        from ..model.load import load_model
+
+        return load_model(model).proto
+    raise TypeError(f"expected an onnx.ModelProto, LoadedModel or path, got {type(model).__name__}")
+
+
+def _opset(proto: onnx.ModelProto) -> int:
+    for o in proto.opset_import:
+        if o.domain in ("", "ai.onnx"):
+            return int(o.version)
+    return 0
+
+
+def _upgrade(proto: onnx.ModelProto, target: int) -> onnx.ModelProto:
+    from onnx import version_converter
+
+    try:
+        converted = version_converter.convert_version(proto, target)
+    except Exception as exc:  # noqa: BLE001 - the converter raises bare RuntimeErrors
+        raise QdqExportError(
+            f"The model could not be converted from opset {_opset(proto)} to {target}.",
+            f"Per-channel Q/DQ needs opset 13 or later (FP8 needs 19); onnx.version_converter said: {exc}",
+            f"Re-export the model at opset {target} or later from its framework.") from None
+    return converted
+
+
+def quantize_weight(w: np.ndarray, axis: Optional[int], precision: str = "int8"
+                    ) -> Tuple[np.ndarray, np.ndarray, float]:
+    """Symmetric quantization of a weight tensor.
+
+    Parameters
+    ----------
+    w : numpy.ndarray
+        Float weights.
+    axis : int or None
+        Per-channel axis, or None for one scale.
+    precision : {"int8", "fp8"}
+
+    Returns
+    -------
+    (q, scale, max_rel_error)
+        ``q`` is int8 values (int8) or E4M3FN codes (uint8); ``scale`` is float32 of
+        shape ``(w.shape[axis],)`` or ``()``; ``max_rel_error`` is the largest
+        round-trip error relative to ``max|w|``.
+    """
+    qmax = PRECISIONS[precision][0]
+    w = np.asarray(w, dtype=np.float32)
+    if axis is None:
+        amax = np.array(np.abs(w).max() if w.size else 0.0, dtype=np.float32)
+        bshape: Tuple[int, ...] = ()
+    else:
+        others = tuple(i for i in range(w.ndim) if i != axis)
+        amax = np.abs(w).max(axis=others) if w.size else np.zeros(w.shape[axis], np.float32)
+        bshape = tuple(w.shape[axis] if i == axis else 1 for i in range(w.ndim))
+    # An all-zero channel quantizes to zeros with any positive scale.
+    scale = np.where(amax > 0, amax / qmax, 1.0).astype(np.float32)
+    scaled = w / scale.reshape(bshape)
+    if precision == "int8":
+        q = np.clip(np.rint(scaled), -qmax, qmax).astype(np.int8)
+        back = q.astype(np.float32) * scale.reshape(bshape)
+    else:
+        from .fp8 import e4m3fn_to_float
+
+        q = float_to_e4m3fn(scaled)
+        back = e4m3fn_to_float(q) * scale.reshape(bshape)
+    top = float(np.abs(w).max()) if w.size else 0.0
+    err = float(np.abs(back - w).max() / top) if top > 0 else 0.0
+    return q, scale, err
+
+
+def _tensor(name: str, arr: np.ndarray, precision: str) -> onnx.TensorProto:
+    if precision == "fp8" and arr.dtype == np.uint8:
+        t = onnx.TensorProto()
+        t.name = name
+        t.data_type = onnx.TensorProto.FLOAT8E4M3FN
+        t.dims.extend(arr.shape)
+        t.raw_data = np.ascontiguousarray(arr).tobytes()
+        return t
+    return numpy_helper.from_array(np.ascontiguousarray(arr), name)
+
+
+class _Names:
+    def __init__(self, graph: onnx.GraphProto):
+        used = {n.name for n in graph.node} | {t.name for t in graph.initializer}
+        for n in graph.node:
+            used.update(n.input)
+            used.update(n.output)
+        used.update(v.name for v in graph.input)
+        used.update(v.name for v in graph.output)
+        self.used = used
+
+    def __call__(self, base: str) -> str:
+        name, k = base, 1
+        while name in self.used:
+            name = f"{base}_{k}"
+            k += 1
+        self.used.add(name)
+        return name
+
+
+# ---------------------------------------------------------------------------- export
+
+
+def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
+              exclude_op_types: Iterable[str] = (), precision: str = "int8",
+              weights_per_channel: Optional[bool] = None, opset: Optional[int] = None,
+              skip_matrix_vector: bool = True, keep_float_output_grouped_convs: bool = True) -> QdqExport:
+    """Insert Q/DQ nodes into a copy of ``model``; return it with a report.
+
+    Parameters
+    ----------
+    model : onnx.ModelProto, LoadedModel or path
+        The float model. It is not modified.
+    amax : mapping of str to float
+        Activation tensor name -> largest magnitude to represent. Tensors the
+        placement wants but that have no (finite, positive) amax stay float and
+        are listed in the report.
+    exclude, exclude_op_types
+        Keep nodes in high precision (see :func:`~.qdq_placement.plan_qdq`).
+    precision : {"int8", "fp8"}
+        FP8 (E4M3) needs opset 19 and TensorRT 10 or later on Hopper/Ada GPUs.
+    weights_per_channel : bool, optional
+        Per-output-channel weight scales; False uses one scale per weight. Default:
+        per channel for INT8, per tensor for FP8 (TensorRT's FP8 kernels take
+        per-tensor scales; per-channel FP8 weights are rejected by older releases).
+    opset : int, optional
+        Target opset; default: the model's, raised to the minimum the precision needs.
+    skip_matrix_vector : bool
+        Keep matrix-vector layers in high precision (see :func:`~.qdq_placement.plan_qdq`).
+    keep_float_output_grouped_convs : bool
+        Keep grouped (depthwise) convolutions whose output is read in float in high
+        precision: TensorRT 8.6 cannot fuse them and computed wrong results on that
+        path (see :func:`~.qdq_placement.plan_qdq`).
+
+    Returns
+    -------
+    QdqExport
+
+    Raises
+    ------
+    QdqExportError
+        For an unknown precision, an opset too low, a model that already holds
+        Q/DQ nodes, or a failed opset conversion.
+    QdqExclusionError
+        For exclusions that match nothing.
+    """
+    if precision not in PRECISIONS:
+        raise QdqExportError(f"Unknown precision {precision!r}.", f"Choose one of {', '.join(PRECISIONS)}.",
+                             "Use precision='int8' (TensorRT 8.6+) or 'fp8' (TensorRT 10+, Hopper/Ada).")
+    qmax, min_opset = PRECISIONS[precision]
+    if weights_per_channel is None:
+        weights_per_channel = precision == "int8"
+    source = _proto_of(model)
+    existing = [n for n in source.graph.node if n.op_type in ("QuantizeLinear", "DequantizeLinear")]
+    if existing:
+        raise QdqExportError(
+            "The model already contains Q/DQ nodes "
+            f"({len(existing)}, e.g. {node_label(existing[0])}).",
+            "It is already explicitly quantized; adding a second set of Q/DQ would quantize twice.",
+            "Export from the float model instead.")
+    opset_from = _opset(source)
+    target = max(opset_from, min_opset) if opset is None else int(opset)
+    if target < min_opset:
+        raise QdqExportError(f"Opset {target} is too low for {precision.upper()} Q/DQ.",
+                             "Per-channel DequantizeLinear needs opset 13; FP8 types need 19.",
+                             f"Leave opset unset or use {min_opset} or later.")
+    if target < opset_from:
+        raise QdqExportError(f"Cannot export at opset {target}: the model is opset {opset_from}.",
+                             "Downgrading an opset is not supported.", "Leave opset unset.")
+    proto = copy.deepcopy(source)
+    if target != opset_from:
+        proto = _upgrade(proto, target)
+
+    graph = proto.graph
+    plan: QdqPlan = plan_qdq(proto, exclude=exclude, exclude_op_types=exclude_op_types,
+                             skip_matrix_vector=skip_matrix_vector,
+                             keep_float_output_grouped_convs=keep_float_output_grouped_convs)
+    index = GraphIndex(graph)
+    produced_at = {o: i for i, n in enumerate(graph.node) for o in n.output if o}
+    names = _Names(graph)
+    skipped: List[Skip] = list(plan.skipped)
+    new_inits: List[onnx.TensorProto] = []
+    after: Dict[int, List[onnx.NodeProto]] = {}  # node index -> Q/DQ nodes to emit after it
+    prefix: List[onnx.NodeProto] = []
+
+    def zero_point(base: str, shape: Tuple[int, ...]) -> str:
+        name = names(f"{base}_zero_point")
+        if precision == "int8":
+            new_inits.append(numpy_helper.from_array(np.zeros(shape, np.int8), name))
+        else:
+            new_inits.append(_tensor(name, np.zeros(shape, np.uint8), "fp8"))
+        return name
+
+    # Activations.
+    activations: List[QuantizedTensor] = []
+    done_nodes: Dict[int, int] = {}  # node -> count of its quantized activation edges
+    for tensor in plan.activation_tensors:
+        edges = plan.edges_of(tensor)
+        value = amax.get(tensor)
+        reason = None
+        if value is None:
+            reason = "no range for this tensor (not in the statistics)"
+        elif not math.isfinite(float(value)) or float(value) <= 0:
+            reason = f"its amax is {value} (needs a finite positive value)"
+        if reason:
+            for e in edges:
+                skipped.append(Skip(e.node_label, e.op_type, reason, tensor))
+            continue
+        value = float(value)
+        scale = np.float32(value / qmax)
+        s_name = names(f"{tensor}_scale")
+        new_inits.append(numpy_helper.from_array(np.array(scale, np.float32), s_name))
+        zp = zero_point(tensor, ())
+        q_out, dq_out = names(f"{tensor}_quantized"), names(f"{tensor}_dequantized")
+        q = helper.make_node("QuantizeLinear", [tensor, s_name, zp], [q_out], name=names(f"{tensor}_QuantizeLinear"))
+        dq = helper.make_node("DequantizeLinear", [q_out, s_name, zp], [dq_out],
+                              name=names(f"{tensor}_DequantizeLinear"))
+        where = produced_at.get(tensor)
+        if where is None:
+            prefix.extend([q, dq])
+        else:
+            after.setdefault(where, []).extend([q, dq])
+        for e in edges:
+            graph.node[e.node].input[e.input_index] = dq_out
+            done_nodes[e.node] = done_nodes.get(e.node, 0) + 1
+        activations.append(QuantizedTensor(tensor, value, float(scale), tuple(e.node_label for e in edges),
+                                           tuple(dict.fromkeys(e.rule for e in edges))))
+
+    # Weights: only for layers whose activation inputs are quantized, else the layer stays float.
+    planned = {}
+    for e in plan.edges:
+        if e.rule == "weighted-op input":
+            planned[e.node] = planned.get(e.node, 0) + 1
+    weights: List[QuantizedWeight] = []
+    cache: Dict[Tuple[str, Optional[int]], str] = {}
+    quantized_layers: List[str] = []
+    for w in plan.weights:
+        if done_nodes.get(w.node, 0) < planned.get(w.node, 0) or w.node not in planned:
+            skipped.append(Skip(w.node_label, w.op_type, "weights left float: the layer's activation input "
+                                "is not quantized", w.tensor))
+            continue
+        init = index.initializers.get(w.tensor)
+        if init is not None and init.data_type != onnx.TensorProto.FLOAT or (
+                init is None and index.constant_dtype(w.tensor) != onnx.TensorProto.FLOAT):
+            skipped.append(Skip(w.node_label, w.op_type, "only float32 weights are quantized", w.tensor))
+            continue
+        axis = w.axis if weights_per_channel else None
+        key = (w.tensor, axis)
+        if key not in cache:
+            arr = index.constant(w.tensor)
+            q, scale, err = quantize_weight(arr, axis, precision)
+            q_name = names(f"{w.tensor}_{precision}")
+            new_inits.append(_tensor(q_name, q, precision))
+            s_name = names(f"{w.tensor}_scale")
+            new_inits.append(numpy_helper.from_array(scale, s_name))
+            zp = zero_point(w.tensor, scale.shape)
+            dq_out = names(f"{w.tensor}_dequantized")
+            attrs = {"axis": axis} if axis is not None else {}
+            prefix.append(helper.make_node("DequantizeLinear", [q_name, s_name, zp], [dq_out],
+                                           name=names(f"{w.tensor}_DequantizeLinear"), **attrs))
+            cache[key] = dq_out
+            weights.append(QuantizedWeight(w.tensor, w.node_label, w.op_type, axis,
+                                           int(scale.size) if axis is not None else 1, err))
+        node = graph.node[w.node]
+        node.input[w.input_index] = cache[key]
+        if node.op_type in ("Conv", "ConvTranspose") and attribute(node, "kernel_shape") is None:
+            # TensorRT 8.6 cannot infer the kernel from a DequantizeLinear output.
+            dims = list(index.initializers[w.tensor].dims) if w.tensor in index.initializers \
+                else list(index.constant(w.tensor).shape)
+            node.attribute.append(helper.make_attribute("kernel_shape", dims[2:]))
+        quantized_layers.append(w.node_label)
+
+    _rebuild(graph, prefix, after, new_inits)
+    try:
+        onnx.checker.check_model(proto)
+    except onnx.checker.ValidationError as exc:  # pragma: no cover - would be an exporter bug
+        raise QdqExportError("The exported Q/DQ model does not pass onnx.checker.", str(exc),
+                             "Please report this with the model; exclude the failing node meanwhile.") from None
+    report = QdqReport(precision=precision, opset_from=opset_from, opset_to=target,
+                       activations=tuple(activations), weights=tuple(weights), skipped=tuple(skipped),
+                       patterns=plan.patterns, excluded=plan.excluded,
+                       quantized_layers=tuple(dict.fromkeys(quantized_layers)), warnings=plan.warnings)
+    return QdqExport(model=proto, report=report)
+
+
+def _subgraph_reads(nodes: Iterable[onnx.NodeProto]) -> set:
+    """Names read inside If/Loop/Scan bodies (outer-scope values they use must survive)."""
+    read: set = set()
+    for node in nodes:
+        for attr in node.attribute:
+            graphs = list(attr.graphs) + ([attr.g] if attr.HasField("g") else [])
+            for g in graphs:
+                read.update(i for n in g.node for i in n.input)
+                read.update(_subgraph_reads(g.node))
+    return read
+
+
+def _rebuild(graph: onnx.GraphProto, prefix: List[onnx.NodeProto], after: Dict[int, List[onnx.NodeProto]],
+             new_inits: List[onnx.TensorProto]) -> None:
+    """Reorder nodes (Q/DQ right after their producers) and drop weights no longer read."""
+    old = list(graph.node)
+    ordered: List[onnx.NodeProto] = list(prefix)
+    for i, n in enumerate(old):
+        ordered.append(n)
+        ordered.extend(after.get(i, []))
+    graph.initializer.extend(new_inits)
+    read = {i for n in ordered for i in n.input} | {o.name for o in graph.output} | _subgraph_reads(ordered)
+    keep = [n for n in ordered if n.op_type != "Constant" or any(o in read for o in n.output)]
+    del graph.node[:]
+    graph.node.extend(keep)
+    unused = [t for t in graph.initializer if t.name not in read]
+    if unused:
+        dead = {t.name for t in unused}
+        kept_inits = [t for t in graph.initializer if t.name not in dead]
+        del graph.initializer[:]
+        graph.initializer.extend(kept_inits)
+        kept_inputs = [v for v in graph.input if v.name not in dead]
+        del graph.input[:]
+        graph.input.extend(kept_inputs)
+
+
+def export_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
+               exclude_op_types: Iterable[str] = (), precision: str = "int8",
+               weights_per_channel: Optional[bool] = None, opset: Optional[int] = None,
+               skip_matrix_vector: bool = True, keep_float_output_grouped_convs: bool = True) -> onnx.ModelProto:
+    """The Q/DQ model only (see :func:`build_qdq` for parameters and the report)."""
+    return build_qdq(model, amax, exclude=exclude, exclude_op_types=exclude_op_types, precision=precision,
+                     weights_per_channel=weights_per_channel, opset=opset,
+                     skip_matrix_vector=skip_matrix_vector,
+                     keep_float_output_grouped_convs=keep_float_output_grouped_convs).model
+
+
+def save_qdq_model(model: onnx.ModelProto, path: Union[str, os.PathLike]) -> Path:
+    """Write a model atomically (temporary file in the same folder, then rename).
+
+    Returns the path written. An existing file is only replaced once the new one
+    is complete.
+    """
+    path = Path(path).expanduser()
+    if path.is_dir():
+        raise QdqExportError(f"{path} is a directory.", "The output must be a file path.",
+                             "Give a file name such as model.qdq.onnx.")
+    return write_bytes_atomic(path, model.SerializeToString())
+
+
+def amax_from_stats(stats, method: str = "entropy", percentile: float = 99.99) -> Dict[str, float]:
+    """``amax`` per tensor from :class:`~.stats.ActivationStats` with one range method."""
+    from ..calibration.ranges import METHODS, compute_amax
+
+    if method not in METHODS:
+        raise QdqExportError(f"Unknown range method {method!r}.", f"Choose one of {', '.join(METHODS)}.",
+                             "entropy is TensorRT's default (EntropyCalibrator2); max keeps every value.")
+    out: Dict[str, float] = {}
+    for name, t in stats.tensors.items():
+        if t.count - t.nan_count - t.inf_count <= 0:
+            continue
+        value = float(compute_amax(t, method, percentile=percentile))
+        if math.isfinite(value) and value > 0:
+            out[name] = value
+    return out
+
+
+def export_qdq_from_stats(model, stats, out_path: Union[str, os.PathLike, None] = None, *, method: str = "entropy",
+                          percentile: float = 99.99, exclude: Iterable[str] = (),
+                          exclude_op_types: Iterable[str] = (), precision: str = "int8",
+                          amax_overrides: Optional[Mapping[str, float]] = None) -> QdqExport:
+    """One call for the calibration explorer's "Export Q/DQ model" button.
+
+    Parameters
+    ----------
+    model : LoadedModel, onnx.ModelProto or path
+    stats : ActivationStats or path of a statistics ``.npz``
+    out_path : path, optional
+        Where to write the model (atomically); nothing is written when None.
+    method, percentile
+        Range method applied to every tensor (see :mod:`.ranges`).
+    amax_overrides : mapping, optional
+        Tensor -> amax chosen by hand in the explorer; wins over ``method``.
+
+    Returns
+    -------
+    QdqExport
+    """
+    if isinstance(stats, (str, os.PathLike)):
+        from ..calibration.stats import load_stats
+
+        stats = load_stats(stats)
+    amax = amax_from_stats(stats, method, percentile)
+    amax.update({k: float(v) for k, v in (amax_overrides or {}).items()})
+    result = build_qdq(model, amax, exclude=exclude, exclude_op_types=exclude_op_types, precision=precision)
+    if out_path is not None:
+        save_qdq_model(result.model, out_path)
+    return result

@@ -1,0 +1,855 @@
+"""Where Q/DQ pairs go so that TensorRT fuses them: the placement rules.
+
+TensorRT builds an explicitly quantized network exactly as the Q/DQ nodes say,
+so *where* they sit decides which layers run in INT8 (or FP8) and which fusions
+stay possible. This module decides placement only; :mod:`.qdq_export` writes the
+nodes. The rules follow NVIDIA's "Q/DQ layer-placement recommendations" (TensorRT
+developer guide) as implemented by TensorRT Model Optimizer (``modelopt.onnx``)
+and pytorch-quantization:
+
+1. **Weighted layers.** Quantize every input of ``Conv``, ``ConvTranspose``,
+   ``Gemm`` and ``MatMul``: the activation per tensor, the constant weight per
+   channel (bias inputs stay float: TensorRT folds them). Outputs of weighted
+   layers are *not* quantized; the consumer's Q on its input does that, so
+   BatchNormalization, bias and activation epilogues still fuse into the
+   convolution.
+2. **Residual add.** ``Add(conv_branch, skip)`` where one branch is a Conv
+   followed only by fusible ops (BatchNormalization, a constant bias Add / scale
+   Mul, Relu) whose output feeds nothing else: quantize the *other* input (the
+   skip branch). TensorRT then fuses the add into the convolution's epilogue,
+   reading the skip input in INT8. When both branches are such convolutions the
+   one on the longer path from their lowest common ancestor is fused (as
+   modelopt does) and the shorter (the shortcut) is quantized.
+3. **Pooling, where it helps.** ``MaxPool``, ``AveragePool``,
+   ``GlobalAveragePool`` and ``GlobalMaxPool`` get a Q/DQ on their input when
+   every consumer of their output (looking through Reshape/Flatten/Squeeze/
+   Unsqueeze/Transpose/Identity) reads it quantized: the pool then runs in INT8
+   between two quantized tensors instead of forcing a dequantize before it.
+4. **Never inside LayerNorm, Softmax or GELU.** These are found as single ops
+   (``LayerNormalization``, ``Softmax``, ``LogSoftmax``, ``Gelu``) and as their
+   decomposed ONNX patterns (ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div
+   LayerNorm; ReduceMax/Sub/Exp/ReduceSum/Div softmax; Erf- and Tanh-based
+   GELU). No rule places a Q/DQ on a tensor inside them; their nodes are not
+   considered for the residual rule.
+5. **Matrix-vector layers stay float.** A Conv on a 1x1 spatial input with a
+   batch of 1 or a dynamic batch (the squeeze-excite convolutions after a global
+   pool) or a MatMul/Gemm with an
+   output dimension of 1 is memory bound: INT8 gains no speed there and costs
+   accuracy (modelopt leaves GEMV MatMuls unquantized for the same reason).
+   Shapes come from static ONNX shape inference; ``skip_matrix_vector=False``
+   turns the rule off.
+6. **Grouped convolutions whose output is read in float stay float.** A
+   ``Conv`` with ``group > 1`` (e.g. depthwise) is quantized only when the tensor
+   it finally writes (after BatchNormalization, activations, including a
+   decomposed HardSwish ``x * Clip(x + 3, 0, 6) / 6``, bias / scale ops, and a
+   residual add fused into it) is read through a QuantizeLinear by every
+   consumer. Otherwise (read by a GlobalAveragePool or the Mul of a
+   squeeze-excite block, a graph output, ...) TensorRT 8.6 cannot fuse the layer:
+   it dequantizes weights and input separately and runs the convolution in
+   FP16 with the weights as a tensor input, and on an H200 that path computed
+   wrong results (the demo cls engine reached cosine 0.75 against FP32 with the
+   nine squeeze-excite depthwise convolutions quantized, 0.993 with them float).
+   Depthwise convolutions are cheap, so little speed is lost.
+   ``keep_float_output_grouped_convs=False`` turns the rule off.
+7. **User exclusions** keep nodes in high precision: by node name, by output
+   tensor name, by regular expression (``re.fullmatch``) over either, or by op
+   type. An excluded weighted layer gets no Q/DQ on any input; an excluded Add or
+   pool is left out of rules 2 and 3.
+
+Why hand-written and not a library: modelopt implements these rules but needs
+torch, cupy and onnxruntime-gpu, far too heavy for a CPU / Binder tool whose core
+must import on Python 3.9 with only numpy and onnx. onnx-graphsurgeon is light,
+but placement only needs producer/consumer lookups, which
+:class:`~trtwidgets.core.model.onnx_graph.GraphIndex` already gives over plain
+``onnx`` protos; one less dependency keeps the core installable everywhere.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+
+import onnx
+
+from ..common.errors import UserError
+from ..model.onnx_graph import GraphIndex, attribute
+
+__all__ = [
+    "WEIGHTED_OPS", "POOL_OPS", "COPY_OPS", "QdqExclusionError",
+    "QuantEdge", "WeightSite", "Skip", "PatternMatch", "QdqPlan",
+    "node_label", "find_protected_patterns", "match_exclusions", "plan_qdq",
+]
+
+#: Ops whose inputs are quantized (rule 1).
+WEIGHTED_OPS = ("Conv", "ConvTranspose", "Gemm", "MatMul")
+#: Pooling ops that run in INT8 between quantized tensors (rule 3).
+POOL_OPS = ("MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool")
+#: Ops that only move data: a Q/DQ commutes with them.
+COPY_OPS = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity")
+#: Single ops that are whole normalisation / activation patterns (rule 4).
+PROTECTED_OPS = {"LayerNormalization": "layernorm", "Softmax": "softmax", "LogSoftmax": "softmax",
+                 "Gelu": "gelu"}
+
+# Which inputs of a weighted op carry data (the rest, e.g. bias, stay float).
+_DATA_INPUTS = {"Conv": (0, 1), "ConvTranspose": (0, 1), "Gemm": (0, 1), "MatMul": (0, 1)}
+# Ops TensorRT fuses into a convolution's epilogue ahead of an elementwise add.
+_FUSIBLE_EPILOGUE = ("BatchNormalization", "Relu")
+# What TensorRT fuses into a convolution's output (rule 6). Kept to ops known to fuse: an op
+# missing here only makes rule 6 keep a grouped conv float, never quantize a broken one.
+_EPILOGUE_OPS = ("BatchNormalization", "Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish")
+_FLOAT_TYPES = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16,
+                onnx.TensorProto.DOUBLE)
+
+
+class QdqExclusionError(UserError):
+    """An exclusion pattern or op type matches nothing in the model."""
+
+
+@dataclass(frozen=True)
+class QuantEdge:
+    """One activation input that gets a Q/DQ pair.
+
+    Attributes
+    ----------
+    tensor : str
+        The quantized tensor.
+    node : int
+        Index (in ``graph.node``) of the consumer that reads the dequantized tensor.
+    input_index : int
+        Which input of that consumer.
+    node_label : str
+        The consumer's name, or ``Op(output)`` for an unnamed node.
+    op_type : str
+        The consumer's op type.
+    rule : str
+        Why: ``"weighted-op input"``, ``"residual add: skip input"`` or ``"pooling input"``.
+    """
+
+    tensor: str
+    node: int
+    input_index: int
+    node_label: str
+    op_type: str
+    rule: str
+
+
+@dataclass(frozen=True)
+class WeightSite:
+    """A constant input of a weighted layer that becomes int8/fp8 + DequantizeLinear.
+
+    ``axis`` is the per-channel axis (output channels), or None where the layout
+    has none (a constant first input of MatMul/Gemm is quantized per tensor).
+    """
+
+    tensor: str
+    node: int
+    input_index: int
+    node_label: str
+    op_type: str
+    axis: Optional[int]
+
+
+@dataclass(frozen=True)
+class Skip:
+    """Something a rule looked at and left in high precision, and why."""
+
+    node_label: str
+    op_type: str
+    reason: str
+    tensor: str = ""
+
+    def to_dict(self) -> dict:
+        return {"node": self.node_label, "op_type": self.op_type, "tensor": self.tensor, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class PatternMatch:
+    """A LayerNorm / Softmax / GELU found in the graph (kept free of Q/DQ).
+
+    Attributes
+    ----------
+    kind : str
+        ``"layernorm"``, ``"softmax"`` or ``"gelu"``.
+    nodes : tuple of int
+        Indices of the pattern's nodes.
+    node_labels : tuple of str
+    internal_tensors : tuple of str
+        Tensors produced and consumed inside the pattern.
+    """
+
+    kind: str
+    nodes: Tuple[int, ...]
+    node_labels: Tuple[str, ...]
+    internal_tensors: Tuple[str, ...]
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "nodes": list(self.node_labels)}
+
+
+@dataclass(frozen=True)
+class QdqPlan:
+    """Where Q/DQ go in one model: the result of :func:`plan_qdq`.
+
+    Node indices refer to the ``graph.node`` list of the model the plan was made for.
+    """
+
+    edges: Tuple[QuantEdge, ...]
+    weights: Tuple[WeightSite, ...]
+    skipped: Tuple[Skip, ...]
+    patterns: Tuple[PatternMatch, ...]
+    excluded: Tuple[str, ...]
+    warnings: Tuple[str, ...] = field(default=())
+
+    @property
+    def activation_tensors(self) -> Tuple[str, ...]:
+        """Distinct quantized activation tensors, in first-use order."""
+        return tuple(dict.fromkeys(e.tensor for e in self.edges))
+
+    def edges_of(self, tensor: str) -> Tuple[QuantEdge, ...]:
+        return tuple(e for e in self.edges if e.tensor == tensor)
+
+
+def node_label(node: onnx.NodeProto) -> str:
+    """A readable name for a node: its name, or ``Op(first output)`` when unnamed."""
+    if node.name:
+        return node.name
+    out = node.output[0] if node.output else ""
+    return f"{node.op_type}({out})"
+
+
+# ---------------------------------------------------------------------------- patterns
+
+
+_NOT_FOLDABLE = ("RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial")
+
+
+class _ConstIndex(GraphIndex):
+    """GraphIndex that also treats tensors computed only from constants as constant.
+
+    Paddle exports build biases as ``Reshape(Constant, Constant)``; that is a
+    constant to TensorRT (it folds it) and must not be mistaken for a branch.
+    """
+
+    def __init__(self, graph: onnx.GraphProto):
+        super().__init__(graph)
+        folded = set(self.initializers)
+        for node in graph.node:
+            if node.op_type == "Constant":
+                folded.update(node.output)
+            elif (node.op_type not in _NOT_FOLDABLE and any(node.input)
+                  and all(i in folded for i in node.input if i)):
+                folded.update(o for o in node.output if o)
+        self.folded = folded
+
+    def is_constant(self, name: str) -> bool:  # noqa: D102 - see class docstring
+        return name in self.folded
+
+    def is_direct_constant(self, name: str) -> bool:
+        """An initializer or a Constant node output (a value the exporter can read)."""
+        return super().is_constant(name)
+
+
+def _key(node: onnx.NodeProto) -> tuple:
+    # A content key, not id(): protobuf may hand out a new wrapper object on each access.
+    # Outputs are unique in a valid (SSA) graph, so this identifies the node.
+    return (node.op_type, node.name, tuple(node.output), tuple(node.input))
+
+
+def _nonconst_inputs(node: onnx.NodeProto, index: GraphIndex) -> List[str]:
+    return [i for i in node.input if i and not index.is_constant(i)]
+
+
+def _single_consumer(index: GraphIndex, tensor: str, op_types: Sequence[str]) -> Optional[onnx.NodeProto]:
+    cons = index.consumers.get(tensor, [])
+    if len(cons) == 1 and cons[0].op_type in op_types:
+        return cons[0]
+    return None
+
+
+def _is_scalar_const(index: GraphIndex, name: str) -> bool:
+    size = index.constant_size(name)
+    return size is not None and size <= 1
+
+
+def _match_layernorm(sub: onnx.NodeProto, index: GraphIndex) -> Optional[List[onnx.NodeProto]]:
+    # x - ReduceMean(x) -> (Pow 2 | Mul self) -> ReduceMean -> Add eps -> Sqrt -> Div(d, std)
+    if sub.op_type != "Sub" or len(sub.input) != 2:
+        return None
+    x, m = sub.input
+    mean = index.producer.get(m)
+    if mean is None or mean.op_type != "ReduceMean" or mean.input[0] != x:
+        return None
+    d = sub.output[0]
+    nodes = [mean, sub]
+    square = None
+    div = None
+    for c in index.consumers.get(d, []):
+        if c.op_type == "Pow" and len(c.input) == 2 and c.input[0] == d:
+            square = c
+        elif c.op_type == "Mul" and list(c.input) == [d, d]:
+            square = c
+        elif c.op_type == "Div" and c.input[0] == d:
+            div = c
+    if square is None or div is None:
+        return None
+    var = _single_consumer(index, square.output[0], ("ReduceMean",))
+    add = var and _single_consumer(index, var.output[0], ("Add",))
+    sqrt = add and _single_consumer(index, add.output[0], ("Sqrt",))
+    if sqrt is None or div.input[1] != sqrt.output[0]:
+        return None
+    nodes += [square, var, add, sqrt, div]
+    # Optional affine tail (gamma, beta) with constant operands.
+    tail = div
+    for op in ("Mul", "Add"):
+        nxt = _single_consumer(index, tail.output[0], (op,))
+        if nxt is None or len(_nonconst_inputs(nxt, index)) != 1:
+            break
+        nodes.append(nxt)
+        tail = nxt
+    return nodes
+
+
+def _match_softmax(exp: onnx.NodeProto, index: GraphIndex) -> Optional[List[onnx.NodeProto]]:
+    # [x - ReduceMax(x)] -> Exp -> ReduceSum -> Div(e, sum)
+    if exp.op_type != "Exp":
+        return None
+    e = exp.output[0]
+    rsum = div = None
+    for c in index.consumers.get(e, []):
+        if c.op_type == "ReduceSum":
+            rsum = c
+        elif c.op_type == "Div" and c.input[0] == e:
+            div = c
+    if rsum is None or div is None or div.input[1] != rsum.output[0]:
+        return None
+    nodes = [exp, rsum, div]
+    sub = index.producer.get(exp.input[0])
+    if sub is not None and sub.op_type == "Sub":
+        rmax = index.producer.get(sub.input[1])
+        if rmax is not None and rmax.op_type == "ReduceMax" and rmax.input[0] == sub.input[0]:
+            nodes = [rmax, sub] + nodes
+    return nodes
+
+
+def _gelu_root_side(index: GraphIndex, tensor: str) -> List[str]:
+    # The non-erf operand of the joining Mul is x itself or x scaled by a constant.
+    roots = [tensor]
+    prod = index.producer.get(tensor)
+    if prod is not None and prod.op_type in ("Mul", "Div") and len(_nonconst_inputs(prod, index)) == 1:
+        roots.append(_nonconst_inputs(prod, index)[0])
+    return roots
+
+
+def _match_gelu(anchor: onnx.NodeProto, index: GraphIndex) -> Optional[List[onnx.NodeProto]]:
+    # Erf: x/sqrt2 -> Erf -> +1 -> *x -> *0.5 (any order of the two Muls).
+    # Tanh: x + 0.044715 x^3 -> *sqrt(2/pi) -> Tanh -> +1 -> *0.5x.
+    if anchor.op_type not in ("Erf", "Tanh"):
+        return None
+    fwd: List[onnx.NodeProto] = []
+    tensor = anchor.output[0]
+    join = root = None
+    for _ in range(4):
+        nxt = _single_consumer(index, tensor, ("Add", "Mul", "Div"))
+        if nxt is None:
+            break
+        fwd.append(nxt)
+        others = [i for i in nxt.input if i != tensor and i and not index.is_constant(i)]
+        if nxt.op_type == "Mul" and len(others) == 1:
+            join, candidates = nxt, _gelu_root_side(index, others[0])
+            root = candidates
+            break
+        if others:
+            return None
+        tensor = nxt.output[0]
+    if join is None:
+        return None
+    # Backward from the anchor: every path must reach a root candidate through elementwise ops.
+    back: List[onnx.NodeProto] = []
+    seen: Set[tuple] = set()
+    reached = None
+    todo = deque((i, 0) for i in _nonconst_inputs(anchor, index))
+    allowed = ("Div", "Mul", "Add", "Pow", "Sqrt")
+    while todo:
+        t, depth = todo.popleft()
+        if t in root:
+            reached = reached or t
+            if t != reached:
+                return None
+            continue
+        prod = index.producer.get(t)
+        if prod is None or prod.op_type not in allowed or depth > 5:
+            return None
+        if _key(prod) in seen:
+            continue
+        seen.add(_key(prod))
+        back.append(prod)
+        todo.extend((i, depth + 1) for i in _nonconst_inputs(prod, index))
+    if reached is None:
+        return None
+    if anchor.op_type == "Tanh" and not any(n.op_type in ("Pow", "Mul") for n in back):
+        return None
+    nodes = back[::-1] + [anchor] + fwd
+    # x scaled by a constant on the joining side (the 0.5 x of 0.5 x (1 + erf)).
+    side = [i for i in join.input if i and i not in (n.output[0] for n in nodes)]
+    for s in side:
+        prod = index.producer.get(s)
+        if prod is not None and prod.op_type in ("Mul", "Div") and s != reached:
+            nodes.append(prod)
+    # A trailing constant scale (the 0.5 of x * (1 + erf) * 0.5).
+    nxt = _single_consumer(index, join.output[0], ("Mul",))
+    if nxt is not None and len(_nonconst_inputs(nxt, index)) == 1 and any(
+            _is_scalar_const(index, i) for i in nxt.input if i != join.output[0]):
+        nodes.append(nxt)
+    return nodes
+
+
+def find_protected_patterns(graph: onnx.GraphProto, index: Optional[GraphIndex] = None) -> Tuple[PatternMatch, ...]:
+    """LayerNorm, Softmax and GELU subgraphs (single ops and decomposed patterns)."""
+    if not isinstance(index, _ConstIndex):
+        index = _ConstIndex(graph)
+    pos = {_key(n): i for i, n in enumerate(graph.node)}
+    found: List[PatternMatch] = []
+    taken: Set[int] = set()
+
+    def add(kind: str, nodes: List[onnx.NodeProto]) -> None:
+        ids = sorted({pos[_key(n)] for n in nodes})
+        if taken.intersection(ids):
+            return
+        taken.update(ids)
+        outputs = {o for i in ids for o in graph.node[i].output}
+        internal = sorted({t for i in ids for t in graph.node[i].input if t in outputs})
+        found.append(PatternMatch(kind, tuple(ids), tuple(node_label(graph.node[i]) for i in ids), tuple(internal)))
+
+    for node in graph.node:
+        if node.op_type in PROTECTED_OPS and node.domain in ("", "ai.onnx"):
+            add(PROTECTED_OPS[node.op_type], [node])
+        elif node.op_type == "Sub":
+            nodes = _match_layernorm(node, index)
+            if nodes:
+                add("layernorm", nodes)
+        elif node.op_type == "Exp":
+            nodes = _match_softmax(node, index)
+            if nodes:
+                add("softmax", nodes)
+        elif node.op_type in ("Erf", "Tanh"):
+            nodes = _match_gelu(node, index)
+            if nodes:
+                add("gelu", nodes)
+    return tuple(sorted(found, key=lambda p: p.nodes[0]))
+
+
+# ---------------------------------------------------------------------------- exclusions
+
+
+def match_exclusions(graph: onnx.GraphProto, exclude: Iterable[str] = (),
+                     exclude_op_types: Iterable[str] = ()) -> Tuple[Dict[int, str], Tuple[str, ...]]:
+    """Nodes the user keeps in high precision.
+
+    A pattern matches a node when it equals the node's name or one of its output
+    names, or when it is a regular expression that fully matches either.
+
+    Returns
+    -------
+    (dict, tuple)
+        Node index -> why it is excluded, and warnings (op types absent from the model).
+
+    Raises
+    ------
+    QdqExclusionError
+        A name pattern that matches no node, or an op type that is not an ONNX op.
+    """
+    excluded: Dict[int, str] = {}
+    warnings: List[str] = []
+    for pattern in exclude:
+        try:
+            rx = re.compile(pattern)
+        except re.error:
+            rx = None
+        hits = 0
+        for i, node in enumerate(graph.node):
+            names = [node.name] + [o for o in node.output if o]
+            if any(n == pattern or (rx is not None and n and rx.fullmatch(n)) for n in names):
+                excluded.setdefault(i, f"excluded by the user (pattern {pattern!r})")
+                hits += 1
+        if not hits:
+            examples = [node_label(n) for n in graph.node if n.op_type in WEIGHTED_OPS][:5]
+            raise QdqExclusionError(
+                f"The exclusion {pattern!r} matches no node of the model.",
+                "A pattern is compared with node names and output tensor names, exactly or as a regular expression "
+                "(re.fullmatch)." + (f" Weighted nodes look like: {', '.join(examples)}." if examples else ""),
+                "Fix the spelling, or use a regular expression such as 'conv5_.*' (quote it in a shell).")
+    present = {n.op_type for n in graph.node}
+    for op in exclude_op_types:
+        if op not in present:
+            if not onnx.defs.has(op):
+                raise QdqExclusionError(
+                    f"{op!r} is not an ONNX operator type.",
+                    f"The model's op types are: {', '.join(sorted(present))}.",
+                    "Op types are case sensitive, e.g. Conv, MatMul, Gemm, ConvTranspose.")
+            warnings.append(f"op type {op} excluded but not present in the model")
+            continue
+        for i, node in enumerate(graph.node):
+            if node.op_type == op:
+                excluded.setdefault(i, f"excluded by the user (op type {op})")
+    return excluded, tuple(warnings)
+
+
+# ---------------------------------------------------------------------------- rules
+
+
+def _weight_axis(node: onnx.NodeProto, input_index: int, rank: int) -> Optional[int]:
+    op = node.op_type
+    if input_index != 1 or rank < 1:
+        return None
+    if op == "Conv":
+        return 0
+    if op == "ConvTranspose":
+        return 1 if rank > 1 else None
+    if op == "Gemm":
+        return 0 if attribute(node, "transB", 0) else (1 if rank > 1 else None)
+    if op == "MatMul":
+        return rank - 1 if rank > 1 else None
+    return None
+
+
+def _const_rank(index: GraphIndex, name: str) -> int:
+    if name in index.initializers:
+        return len(index.initializers[name].dims)
+    arr = index.constant(name)
+    return 0 if arr is None else arr.ndim
+
+
+def _fused_conv(index: GraphIndex, tensor: str, excluded: Dict[int, str], pos: Dict[tuple, int]
+                ) -> Optional[onnx.NodeProto]:
+    """The Conv whose output reaches ``tensor`` through fusible epilogue ops only, and nothing else."""
+    if len(index.consumers.get(tensor, [])) != 1:
+        return None  # the branch output is needed elsewhere too: it cannot live only in the conv's epilogue
+    t = tensor
+    for _ in range(5):
+        prod = index.producer.get(t)
+        if prod is None:
+            return None
+        if prod.op_type in ("Conv", "ConvTranspose"):
+            return None if pos[_key(prod)] in excluded else prod
+        fusible = prod.op_type in _FUSIBLE_EPILOGUE or (
+            prod.op_type in ("Add", "Mul") and len(_nonconst_inputs(prod, index)) == 1)
+        if not fusible:
+            return None
+        src = _nonconst_inputs(prod, index)[0]
+        # A conv output that also feeds another layer cannot be fused with the add.
+        if len(index.consumers.get(src, [])) != 1:
+            return None
+        t = src
+    return None
+
+
+def _ancestor_distances(index: GraphIndex, tensor: str, limit: int = 2000) -> Dict[str, int]:
+    dist = {tensor: 0}
+    todo = deque([tensor])
+    while todo and len(dist) < limit:
+        t = todo.popleft()
+        prod = index.producer.get(t)
+        if prod is None:
+            continue
+        for i in _nonconst_inputs(prod, index):
+            if i not in dist:
+                dist[i] = dist[t] + 1
+                todo.append(i)
+    return dist
+
+
+def _longer_branch(index: GraphIndex, a: str, b: str) -> int:
+    """0 if ``a`` is on the longer path from the two tensors' lowest common ancestor, else 1."""
+    da, db = _ancestor_distances(index, a), _ancestor_distances(index, b)
+    common = set(da) & set(db)
+    if not common:
+        return 1
+    lca = min(common, key=lambda t: da[t] + db[t])
+    return 0 if da[lca] > db[lca] else 1
+
+
+def _static_shapes(model) -> Dict[str, Tuple[Optional[int], ...]]:
+    if not isinstance(model, onnx.ModelProto):
+        return {}
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # noqa: BLE001 - shape inference is a hint here, never required
+        return {}
+    shapes: Dict[str, Tuple[Optional[int], ...]] = {}
+    for vi in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):
+        tt = vi.type.tensor_type
+        if tt.HasField("shape"):
+            # Unknown dims are None (exports write them as dim_param, unset, or a -1 dim_value).
+            shapes[vi.name] = tuple(d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None
+                                    for d in tt.shape.dim)
+    return shapes
+
+
+def _matrix_vector(node: onnx.NodeProto, shapes: Mapping[str, Tuple[Optional[int], ...]]) -> Optional[str]:
+    """Why a weighted layer is a matrix-vector product (no INT8 speed-up), or None."""
+    if node.op_type in ("Conv", "ConvTranspose"):
+        shape = shapes.get(node.input[0])
+        # With a static batch > 1 it is a real matrix product; a dynamic batch is usually 1 at inference.
+        if shape and len(shape) > 2 and all(d == 1 for d in shape[2:]) and shape[0] in (None, 1):
+            return "its input is 1x1 spatially (e.g. squeeze-excite after a global pool): a matrix-vector product"
+    elif node.op_type in ("MatMul", "Gemm"):
+        shape = shapes.get(node.output[0])
+        if shape and len(shape) >= 2 and (shape[-1] == 1 or shape[-2] == 1):
+            return "its output has a dimension of 1: a matrix-vector product"
+    return None
+
+
+def _gated_join(index: GraphIndex, tensor: str, cons: Sequence[onnx.NodeProto]) -> Optional[onnx.NodeProto]:
+    """The ``Mul(x, f(x))`` of a decomposed gated activation (HardSwish, Swish) reading ``tensor``, or None.
+
+    ``tensor`` must feed exactly the joining Mul and one chain of single-consumer
+    elementwise ops (``x + 3 -> Clip(0, 6)``, ``HardSigmoid``, ``Sigmoid``) that ends
+    in the same Mul: TensorRT fuses such a pattern into the convolution's epilogue.
+    """
+    if len(cons) != 2:
+        return None
+    for join, gate in ((cons[0], cons[1]), (cons[1], cons[0])):
+        if join.op_type != "Mul" or len(join.input) != 2 or tensor not in join.input:
+            continue
+        other = join.input[1] if join.input[0] == tensor else join.input[0]
+        if other == tensor or len(index.consumers.get(other, [])) != 1:
+            continue
+        node = gate
+        for _ in range(4):
+            if not _elementwise_epilogue(node, index):
+                break
+            if node.output[0] == other:
+                return join
+            node = _single_consumer(index, node.output[0], _EPILOGUE_OPS + ("Add", "Sub", "Mul", "Div"))
+            if node is None:
+                break
+    return None
+
+
+def _elementwise_epilogue(node: onnx.NodeProto, index: GraphIndex) -> bool:
+    """An activation, or an elementwise op with one non-constant input (bias, scale)."""
+    if node.op_type in _EPILOGUE_OPS:
+        return len(_nonconst_inputs(node, index)) == 1
+    return node.op_type in ("Add", "Sub", "Mul", "Div") and len(_nonconst_inputs(node, index)) == 1
+
+
+def _epilogue_end(index: GraphIndex, tensor: str, fused_adds: Set[tuple]) -> str:
+    """Follow a convolution's output through what TensorRT fuses into it; the tensor it finally writes.
+
+    Fused: BatchNormalization, activations (also a decomposed HardSwish / Swish),
+    constant bias / scale ops, and the residual adds in ``fused_adds`` (node keys).
+    """
+    t = tensor
+    for _ in range(12):
+        cons = index.consumers.get(t, [])
+        if len(cons) == 1 and (_elementwise_epilogue(cons[0], index) or _key(cons[0]) in fused_adds):
+            t = cons[0].output[0]
+            continue
+        join = _gated_join(index, t, cons)
+        if join is None:
+            return t
+        t = join.output[0]
+    return t
+
+
+def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[str] = (),
+             skip_matrix_vector: bool = True, keep_float_output_grouped_convs: bool = True) -> QdqPlan:
+    """Decide where Q/DQ go (see the module docstring for the rules).
+
+    Parameters
+    ----------
+    model : onnx.ModelProto or onnx.GraphProto
+    exclude : iterable of str
+        Node names, output tensor names or regular expressions to keep in high precision.
+    exclude_op_types : iterable of str
+        Op types to keep in high precision (e.g. ``"MatMul"``).
+    skip_matrix_vector : bool
+        Leave layers that are matrix-vector products (a Conv on a 1x1 spatial
+        input, a MatMul/Gemm with an output dimension of 1, as far as static shape
+        inference tells) in high precision: they are memory bound, INT8 gives no
+        speed-up, and they cost accuracy (modelopt excludes GEMV MatMuls alike).
+    keep_float_output_grouped_convs : bool
+        Leave a grouped (e.g. depthwise) Conv in high precision when its output,
+        after what TensorRT fuses into it, is read in float (rule 6): TensorRT 8.6
+        cannot fuse such a layer and computed wrong results on that path.
+
+    Returns
+    -------
+    QdqPlan
+    """
+    graph = model.graph if isinstance(model, onnx.ModelProto) else model
+    index = _ConstIndex(graph)
+    pos = {_key(n): i for i, n in enumerate(graph.node)}
+    excluded, warnings = match_exclusions(graph, list(exclude), list(exclude_op_types))
+    patterns = find_protected_patterns(graph, index)
+    shapes = _static_shapes(model) if skip_matrix_vector else {}
+    protected_nodes = {i for p in patterns for i in p.nodes}
+    internal = {t: p.kind for p in patterns for t in p.internal_tensors}
+
+    # Rule 6 needs the finished placement (which reads get a Q), and leaving a conv float
+    # removes the Q on its input, which can leave another grouped conv's output read in
+    # float: place, find such convs, and place again until none is added (the set only grows).
+    keep_float: Dict[int, str] = {}
+    while True:
+        edges, weights, skipped, fused_adds, float_readers = _place(
+            graph, index, pos, excluded, internal, protected_nodes, shapes, skip_matrix_vector, keep_float)
+        if not keep_float_output_grouped_convs:
+            break
+        quantized = {e.node for e in edges if e.rule == "weighted-op input"}
+        found = {}
+        for i in sorted(quantized - set(keep_float)):
+            node = graph.node[i]
+            if node.op_type != "Conv" or (attribute(node, "group", 1) or 1) <= 1:
+                continue
+            readers = float_readers(_epilogue_end(index, node.output[0], fused_adds.get(i, set())))
+            if readers:
+                found[i] = _grouped_reason(readers)
+        if not found:
+            break
+        keep_float.update(found)
+
+    edges.sort(key=lambda e: (e.node, e.input_index))
+    return QdqPlan(edges=tuple(edges), weights=tuple(weights), skipped=tuple(skipped), patterns=patterns,
+                   excluded=tuple(node_label(graph.node[i]) for i in sorted(excluded)), warnings=warnings)
+
+
+def _grouped_reason(readers: Sequence[str]) -> str:
+    shown = ", ".join(dict.fromkeys(readers))
+    return ("kept in high precision: a grouped (e.g. depthwise) convolution whose output is read in float "
+            f"(by {shown}), not through a QuantizeLinear. TensorRT 8.6 cannot fuse such a layer: it dequantizes "
+            "the weights and the input separately and runs the convolution in FP16, and on an H200 that path "
+            "gave wrong results (demo cls engine cosine 0.75 vs FP32; 0.993 with these convolutions left float). "
+            "keep_float_output_grouped_convs=False quantizes it anyway")
+
+
+def _place(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], excluded: Dict[int, str],
+           internal: Dict[str, str], protected_nodes: Set[int], shapes: Mapping[str, Tuple[Optional[int], ...]],
+           skip_matrix_vector: bool, keep_float: Mapping[int, str]):
+    """Rules 1-3 once, with the nodes in ``keep_float`` left in high precision.
+
+    Returns the edges, weight sites, skips, the residual adds fused into each
+    convolution (conv index -> node keys) and a function giving the float
+    readers of a tensor (empty when every read is quantized).
+    """
+    edges: List[QuantEdge] = []
+    weights: List[WeightSite] = []
+    skipped: List[Skip] = []
+    fused_adds: Dict[int, Set[tuple]] = {}
+
+    def edge(i: int, k: int, rule: str) -> bool:
+        node = graph.node[i]
+        tensor = node.input[k]
+        if tensor in internal:
+            skipped.append(Skip(node_label(node), node.op_type, f"input is inside a {internal[tensor]} pattern", tensor))
+            return False
+        edges.append(QuantEdge(tensor, i, k, node_label(node), node.op_type, rule))
+        return True
+
+    # Rule 1: weighted layers.
+    for i, node in enumerate(graph.node):
+        if node.op_type not in WEIGHTED_OPS or node.domain not in ("", "ai.onnx"):
+            continue
+        label = node_label(node)
+        if i in excluded:
+            skipped.append(Skip(label, node.op_type, excluded[i]))
+            continue
+        gemv = _matrix_vector(node, shapes) if skip_matrix_vector else None
+        if gemv:
+            skipped.append(Skip(label, node.op_type, f"kept in high precision: {gemv}"))
+            continue
+        if i in keep_float:
+            skipped.append(Skip(label, node.op_type, keep_float[i]))
+            continue
+        data = [k for k in _DATA_INPUTS[node.op_type] if k < len(node.input) and node.input[k]]
+        consts = [k for k in data if index.is_constant(node.input[k])]
+        if node.op_type in ("Conv", "ConvTranspose") and 1 not in consts:
+            skipped.append(Skip(label, node.op_type, "weights are not constant (computed at run time)"))
+            continue
+        if len(consts) == len(data):
+            skipped.append(Skip(label, node.op_type, "all inputs are constant (folded by TensorRT)"))
+            continue
+        folded = [node.input[k] for k in consts if not index.is_direct_constant(node.input[k])]
+        if folded:
+            skipped.append(Skip(label, node.op_type, "weights are computed from constants at build time; fold them "
+                                "first (polygraphy surgeon sanitize --fold-constants)", folded[0]))
+            continue
+        bad = [node.input[k] for k in consts if index.constant_dtype(node.input[k]) not in _FLOAT_TYPES]
+        if bad:
+            skipped.append(Skip(label, node.op_type, "weights are not floating point", bad[0]))
+            continue
+        if any(internal.get(node.input[k]) for k in data if k not in consts):
+            skipped.append(Skip(label, node.op_type, "an input is inside a protected pattern"))
+            continue
+        for k in data:
+            if k in consts:
+                weights.append(WeightSite(node.input[k], i, k, label, node.op_type,
+                                          _weight_axis(node, k, _const_rank(index, node.input[k]))))
+            else:
+                edge(i, k, "weighted-op input")
+
+    # Rule 2: residual adds.
+    for i, node in enumerate(graph.node):
+        if node.op_type != "Add" or len(node.input) != 2 or i in protected_nodes:
+            continue
+        a, b = node.input
+        if index.is_constant(a) or index.is_constant(b) or a == b:
+            continue
+        convs = [_fused_conv(index, a, excluded, pos), _fused_conv(index, b, excluded, pos)]
+        if not any(convs):
+            continue
+        label = node_label(node)
+        if i in excluded:
+            skipped.append(Skip(label, "Add", excluded[i]))
+            continue
+        if all(convs):
+            fused = _longer_branch(index, a, b)
+        else:
+            fused = 0 if convs[0] is not None else 1
+        skip = 1 - fused
+        if not any(e.node == pos[_key(convs[fused])] for e in edges):
+            skipped.append(Skip(label, "Add", f"the fused convolution {node_label(convs[fused])} is not quantized"))
+            continue
+        if edge(i, skip, f"residual add: skip input (fuses into {node_label(convs[fused])})"):
+            fused_adds.setdefault(pos[_key(convs[fused])], set()).add(_key(node))
+
+    # Rule 3: pooling, from the outputs backwards so that pool -> pool -> MatMul chains resolve.
+    quantized_reads = {(e.node, e.input_index) for e in edges}
+
+    def float_readers(tensor: str, depth: int = 0) -> List[str]:
+        """Who reads ``tensor`` in float (empty: every read goes through a Q)."""
+        if any(o.name == tensor for o in graph.output):
+            return ["the graph output"]
+        cons = index.consumers.get(tensor, [])
+        if not cons or depth > 6 or all(c.op_type in ("Shape", "Size") for c in cons):
+            return ["no quantized reader"]
+        found: List[str] = []
+        for c in cons:
+            if c.op_type in ("Shape", "Size"):
+                continue  # reads only the shape, not the values
+            ci = pos[_key(c)]
+            ks = [k for k, t in enumerate(c.input) if t == tensor]
+            if all((ci, k) in quantized_reads for k in ks):
+                continue
+            if c.op_type in COPY_OPS and ks == [0] and ci not in excluded:
+                found.extend(float_readers(c.output[0], depth + 1))
+                continue
+            found.append(node_label(c))
+        return found
+
+    for i in range(len(graph.node) - 1, -1, -1):
+        node = graph.node[i]
+        if node.op_type not in POOL_OPS or not node.input:
+            continue
+        if i in excluded:
+            skipped.append(Skip(node_label(node), node.op_type, excluded[i]))
+            continue
+        if not float_readers(node.output[0]):
+            if edge(i, 0, "pooling input (the pool runs in INT8 between quantized tensors)"):
+                quantized_reads.add((i, 0))
+        else:
+            skipped.append(Skip(node_label(node), node.op_type,
+                                "its output is not read quantized, so INT8 pooling would not pay off"))
+
+    return edges, weights, skipped, fused_adds, float_readers

@@ -1,0 +1,416 @@
+"""Check an exported Q/DQ model before spending GPU time on it.
+
+Three questions, answered on the CPU with ONNX Runtime:
+
+1. Does it run? (ORT executes Q/DQ models with int8 kernels where it can, a
+   reasonable stand-in for TensorRT's INT8 arithmetic.)
+2. How far are its outputs from the float model's on held-back data (data *not*
+   used for calibration)? Cosine similarity, max / mean abs error and SNR per
+   output (:mod:`.metrics`), top-1 agreement for classifier outputs, and a task
+   metric when the caller gives one (computed on both models, so the drop is
+   visible, e.g. accuracy against labels).
+3. What will TensorRT say? :func:`~trtwidgets.core.model.lint.lint` must find no
+   unsupported (dynamic / QOperator) quantization op, and, for TensorRT <= 10,
+   must report ``QDQ_REQUIRES_INT8`` when the INT8 flag is missing.
+
+onnxruntime is imported inside the functions that need it (core stays numpy +
+onnx at import time).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import onnx
+
+from ..common.errors import UserError
+from ..accuracy.metrics import OutputMetrics, compare_outputs
+from ..model.load import as_model_proto
+
+__all__ = ["QdqValidation", "QdqLint", "run_model", "lint_qdq", "validate_qdq", "load_labels", "label_accuracy"]
+
+TaskMetric = Callable[[Dict[str, np.ndarray]], float]
+
+
+@dataclass(frozen=True)
+class QdqLint:
+    """Lint of a Q/DQ model with and without the INT8 flag.
+
+    Attributes
+    ----------
+    trt_version : str or None
+    codes : tuple of str
+        Finding codes with the intended flags (``fp16,int8`` for INT8 Q/DQ).
+    codes_without_int8 : tuple of str
+        Finding codes with ``fp16`` only.
+    errors : tuple of str
+        Messages of error findings with the intended flags.
+    error_codes : tuple of str
+        The codes of those error findings (same order as ``errors``).
+    """
+
+    trt_version: Optional[str]
+    flags: Tuple[str, ...]
+    codes: Tuple[str, ...]
+    codes_without_int8: Tuple[str, ...]
+    errors: Tuple[str, ...] = ()
+    error_codes: Tuple[str, ...] = ()
+
+    @property
+    def unsupported_ops(self) -> bool:
+        return any(c in ("UNSUPPORTED_DYNAMIC_QUANTIZE", "UNSUPPORTED_OP") for c in self.codes)
+
+    @property
+    def requires_int8_reported(self) -> bool:
+        return "QDQ_REQUIRES_INT8" in self.codes_without_int8
+
+    def to_dict(self) -> dict:
+        return {"trt_version": self.trt_version, "flags": list(self.flags), "codes": list(self.codes),
+                "codes_without_int8": list(self.codes_without_int8), "errors": list(self.errors),
+                "error_codes": list(self.error_codes)}
+
+
+@dataclass(frozen=True)
+class QdqValidation:
+    """Accuracy of a Q/DQ model against its float model, and its lint.
+
+    Attributes
+    ----------
+    samples : int
+        Batch items compared.
+    outputs : dict
+        Output name -> :class:`~trtwidgets.core.accuracy.metrics.OutputMetrics`.
+    cosine : float
+        Lowest cosine similarity over the outputs.
+    max_abs : float
+        Largest absolute error over the outputs.
+    top1_agreement : float or None
+        Fraction of rows whose arg-max agrees (classifier outputs only).
+    task_metric_name : str
+    task_metric_reference, task_metric_qdq : float or None
+        The caller's task metric on the float and on the Q/DQ model.
+    lint : QdqLint or None
+    """
+
+    samples: int
+    outputs: Dict[str, OutputMetrics]
+    cosine: float
+    max_abs: float
+    top1_agreement: Optional[float]
+    task_metric_name: str = ""
+    task_metric_reference: Optional[float] = None
+    task_metric_qdq: Optional[float] = None
+    lint: Optional[QdqLint] = None
+    thresholds: Dict[str, float] = field(default_factory=dict)
+
+    @property
+    def failures(self) -> Tuple[str, ...]:
+        """Every check that failed, one line each, naming the check and the measured value.
+
+        Empty when the validation passed. A failed threshold reads like
+        ``"cosine 0.9812 < min_cosine 0.99"``; a lint error like ``"lint error
+        QDQ_TYPE_NEEDS_NEWER_TRT: <message>"``.
+        """
+        t = self.thresholds
+        out: List[str] = []
+        if "min_cosine" in t and not self.cosine >= t["min_cosine"]:
+            out.append(f"cosine {self.cosine:.4f} < min_cosine {t['min_cosine']:g} (lowest over the outputs)")
+        if "min_top1" in t and self.top1_agreement is not None and not self.top1_agreement >= t["min_top1"]:
+            out.append(f"top-1 agreement {self.top1_agreement:.4f} < min_top1 {t['min_top1']:g}")
+        for name, m in self.outputs.items():
+            if not m.ok:
+                out.append(f"output {name!r} has {m.nonfinite_mismatch} non-finite value(s) the float model does not")
+        if self.lint is not None:
+            codes = self.lint.error_codes or ("",) * len(self.lint.errors)
+            for code, message in zip(codes, self.lint.errors):
+                out.append(f"lint error {code or '(error)'}: {message}")
+            if self.lint.unsupported_ops and not self.lint.errors:
+                bad = sorted({c for c in self.lint.codes if c in ("UNSUPPORTED_DYNAMIC_QUANTIZE", "UNSUPPORTED_OP")})
+                out.append(f"lint: {', '.join(bad)} (an op TensorRT cannot build)")
+        return tuple(out)
+
+    @property
+    def passed(self) -> bool:
+        """True when every threshold holds, every output is finite where the float one is, and lint found no
+        error or unsupported op (see :attr:`failures` for what failed)."""
+        return not self.failures
+
+    def summary(self) -> str:
+        lines = [f"Validation on {self.samples} held-back samples (ONNX Runtime, Q/DQ vs FP32):"]
+        for name, m in self.outputs.items():
+            top = f"  top-1 agreement {m.topk_agreement[1]:.4f}" if 1 in m.topk_agreement else ""
+            lines.append(f"  {name}: cosine {m.cosine:.6f}  max abs {m.max_abs:.4g}  mean abs {m.mean_abs:.4g}  "
+                         f"SNR {m.snr_db:.1f} dB{top}")
+        if self.task_metric_name:
+            lines.append(f"  {self.task_metric_name}: FP32 {self.task_metric_reference:.4f}  "
+                         f"Q/DQ {self.task_metric_qdq:.4f}")
+        if self.lint is not None:
+            lines.append(f"  lint ({','.join(self.lint.flags)}, TensorRT {self.lint.trt_version or 'any'}): "
+                         + (", ".join(self.lint.codes) or "no findings"))
+            if self.lint.requires_int8_reported:
+                lines.append("  lint without the INT8 flag: QDQ_REQUIRES_INT8 (TensorRT <= 10 needs --int8)")
+        checks = ", ".join(f"{k} {v:g}" for k, v in self.thresholds.items())
+        failures = self.failures
+        if failures:
+            lines.append(f"  FAILED: {'; '.join(failures)}" + (f" (thresholds: {checks})" if checks else ""))
+        elif self.thresholds:
+            lines.append(f"  PASSED {checks}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        return {"samples": self.samples, "outputs": {k: v.to_dict() for k, v in self.outputs.items()},
+                "cosine": self.cosine, "max_abs": self.max_abs, "top1_agreement": self.top1_agreement,
+                "task_metric_name": self.task_metric_name, "task_metric_reference": self.task_metric_reference,
+                "task_metric_qdq": self.task_metric_qdq, "lint": self.lint.to_dict() if self.lint else None,
+                "thresholds": dict(self.thresholds), "passed": self.passed, "failures": list(self.failures)}
+
+
+def run_model(model, feeds: Iterable[Mapping[str, np.ndarray]], providers: Optional[Sequence] = None
+              ) -> Tuple[Dict[str, np.ndarray], int]:
+    """Run a model on every feed with ONNX Runtime; outputs concatenated on axis 0.
+
+    Returns
+    -------
+    (dict, int)
+        Output name -> array, and the number of batch items.
+    """
+    import onnxruntime as ort
+
+    proto = as_model_proto(model)
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 3
+    if any(t.data_type in (onnx.TensorProto.FLOAT8E4M3FN, onnx.TensorProto.FLOAT8E5M2) for t in proto.graph.initializer):
+        # ORT fuses Q/DQ + Conv into QLinearConv, which has no FP8 kernel: run the Q/DQ ops as they are.
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    try:
+        sess = ort.InferenceSession(proto.SerializeToString(), opts,
+                                    providers=list(providers or ["CPUExecutionProvider"]))
+    except Exception as exc:  # noqa: BLE001 - ORT raises its own exception types
+        raise UserError("ONNX Runtime cannot load the model.", f"{type(exc).__name__}: {exc}",
+                        "Check the model with `trtwidgets lint`; re-export it if it came from an older toolkit.") from None
+    names = [o.name for o in sess.get_outputs()]
+    parts: Dict[str, List[np.ndarray]] = {n: [] for n in names}
+    samples = 0
+    for feed in feeds:
+        outs = sess.run(names, dict(feed))
+        for n, v in zip(names, outs):
+            parts[n].append(np.asarray(v))
+        first = next(iter(feed.values()))
+        samples += int(np.shape(first)[0]) if np.ndim(first) else 1
+    if samples == 0:
+        raise UserError("No data to validate on.", "The data source yielded no feed.",
+                        "Give held-back samples (not the calibration samples), e.g. demo.iter_skimage_inputs(64).")
+    return {n: np.concatenate(v, axis=0) if v[0].ndim else np.stack(v) for n, v in parts.items()}, samples
+
+
+def lint_qdq(model, trt_version: Optional[str] = "8.6", precision: str = "int8") -> QdqLint:
+    """Lint a Q/DQ model with the flags it needs, and once without INT8.
+
+    ``trt_version`` None lints without a version (version checks skipped).
+    """
+    from ..model.lint import lint
+
+    proto = as_model_proto(model)
+    flags = ("fp16", "int8") if precision == "int8" else ("fp16", "fp8")
+    found = lint(proto, flags=flags, trt_version=trt_version)
+    without = lint(proto, flags=("fp16",), trt_version=trt_version)
+    return QdqLint(trt_version=trt_version, flags=flags, codes=tuple(f.code for f in found),
+                   codes_without_int8=tuple(f.code for f in without),
+                   errors=tuple(f.message for f in found if f.is_error),
+                   error_codes=tuple(f.code for f in found if f.is_error))
+
+
+def validate_qdq(reference, qdq, data: Iterable[Mapping[str, np.ndarray]], *,
+                 task_metric: Optional[TaskMetric] = None, task_metric_name: str = "task metric",
+                 providers: Optional[Sequence] = None, trt_version: Optional[str] = "8.6",
+                 precision: str = "int8", min_cosine: Optional[float] = 0.99,
+                 min_top1: Optional[float] = None, run_lint: bool = True) -> QdqValidation:
+    """Compare a Q/DQ model with its float model on held-back data and lint it.
+
+    Parameters
+    ----------
+    reference, qdq : onnx.ModelProto, LoadedModel or path
+        The float model and the exported Q/DQ model.
+    data : iterable of dict
+        Held-back feeds ``{input_name: array}`` (not the calibration samples). It is
+        read once, so a generator works.
+    task_metric : callable, optional
+        ``f(outputs) -> float`` over the concatenated outputs (e.g. accuracy
+        against labels); computed for both models.
+    providers : sequence, optional
+        ONNX Runtime providers (default CPU).
+    trt_version : str or None
+        The TensorRT version to lint for (None: no version checks; False-y
+        ``run_lint`` skips lint).
+    min_cosine, min_top1 : float, optional
+        Thresholds :attr:`QdqValidation.passed` checks.
+
+    Returns
+    -------
+    QdqValidation
+    """
+    feeds = list(data)
+    ref_out, samples = run_model(reference, feeds, providers)
+    qdq_out, _ = run_model(qdq, feeds, providers)
+    metrics = compare_outputs(ref_out, qdq_out, topk=(1,))
+    tops = [m.topk_agreement[1] for m in metrics.values() if 1 in m.topk_agreement]
+    task_ref = task_q = None
+    if task_metric is not None:
+        task_ref = float(task_metric(ref_out))
+        task_q = float(task_metric(qdq_out))
+    thresholds: Dict[str, float] = {}
+    if min_cosine is not None:
+        thresholds["min_cosine"] = float(min_cosine)
+    if min_top1 is not None:
+        thresholds["min_top1"] = float(min_top1)
+    return QdqValidation(
+        samples=samples, outputs=metrics,
+        cosine=min((m.cosine for m in metrics.values()), default=math.nan),
+        max_abs=max((m.max_abs for m in metrics.values()), default=math.nan),
+        top1_agreement=min(tops) if tops else None,
+        task_metric_name=task_metric_name if task_metric is not None else "",
+        task_metric_reference=task_ref, task_metric_qdq=task_q,
+        lint=lint_qdq(qdq, trt_version, precision) if run_lint else None,
+        thresholds=thresholds)
+
+
+# -- a task metric from integer labels ----------------------------------------------------------
+
+
+def load_labels(path: Union[str, os.PathLike]) -> np.ndarray:
+    """Integer class labels from a ``.npy`` file, or a ``.npz`` holding one array (or one named ``labels``).
+
+    Never unpickles. ``labels[i]`` is the class of the ``i``-th held-back
+    sample, in the order the data source yields them.
+
+    Raises
+    ------
+    UserError
+        For a missing or unreadable file, Python objects, a non-integer dtype,
+        negative labels or an array that is not one label per sample.
+    """
+    path = os.fspath(path)
+    fix = "Save one integer class per held-back sample: numpy.save('labels.npy', np.array([0, 1, ...]))."
+    if not os.path.isfile(path):
+        raise UserError(f"No labels file at {path}.", "The path does not exist or is a directory.", fix)
+    with open(path, "rb") as f:
+        magic = f.read(6)
+    # numpy takes any other file for a pickle; say what it is instead.
+    if magic != b"\x93NUMPY" and not magic.startswith(b"PK\x03\x04"):
+        raise UserError(f"{path} could not be read: it is not a .npy or .npz file.",
+                        "It lacks the numpy (or zip) header.", fix)
+    try:
+        with open(path, "rb") as f:
+            loaded = np.load(f, allow_pickle=False)
+            if hasattr(loaded, "files"):  # an .npz archive
+                with loaded:
+                    names = list(loaded.files)
+                    if "labels" in names:
+                        names = ["labels"]
+                    if len(names) != 1:
+                        raise UserError(f"{path} holds {len(names)} arrays ({', '.join(names) or 'none'}) and none is "
+                                        "named 'labels'.", "It cannot say which array holds the labels.",
+                                        "Save them as np.savez(path, labels=array), or as a .npy file.")
+                    labels = loaded[names[0]]
+            else:
+                labels = np.asarray(loaded)
+    except UserError:
+        raise
+    except ValueError as exc:
+        if "pickle" not in str(exc).lower():
+            raise UserError(f"{path} could not be read as .npy/.npz.", f"{type(exc).__name__}: {exc}", fix) from None
+        raise UserError(f"{path} holds Python objects, which are never unpickled.", str(exc), fix) from None
+    except Exception as exc:  # noqa: BLE001 - numpy raises several types for a damaged file
+        raise UserError(f"{path} could not be read as .npy/.npz.", f"{type(exc).__name__}: {exc}", fix) from None
+    if labels.ndim == 2 and labels.shape[1] == 1:
+        labels = labels[:, 0]
+    if labels.ndim != 1:
+        raise UserError(f"The labels in {path} have shape {labels.shape}; the task metric needs one label per sample.",
+                        "Labels are class indices (e.g. 0 or 1), not one-hot rows or scores.",
+                        "Save a 1-D integer array (labels.argmax(-1) turns one-hot rows into indices).")
+    if labels.dtype.kind not in "iu":
+        raise UserError(f"The labels in {path} are {labels.dtype} values, not integers.",
+                        "A label is a class index compared with the model's arg-max.",
+                        "Save them as integers: labels.astype(np.int64).")
+    if labels.size and labels.min() < 0:
+        raise UserError(f"The labels in {path} include the negative class {int(labels.min())}.",
+                        "Class indices start at 0.", fix)
+    return labels.astype(np.int64)
+
+
+def _classifier_output(summary, output: Optional[str]):
+    outputs = list(summary.outputs)
+    if output is not None:
+        match = [t for t in outputs if t.name == output]
+        if not match:
+            raise UserError(f"The model has no output {output!r}.",
+                            f"Its outputs: {', '.join(t.name for t in outputs)}.", "Name one of them.")
+        return match[0]
+    ranked = [t for t in outputs if len(t.shape) == 2]
+    if not ranked:
+        raise UserError("Labels need a classifier output of shape [N, classes]; the model has none.",
+                        f"Its outputs: {', '.join(f'{t.name} {list(t.shape)}' for t in outputs)}.",
+                        "Compute the task metric yourself and pass it to validate_qdq(task_metric=...).")
+    return ranked[0]
+
+
+def label_accuracy(labels: np.ndarray, summary, samples: int, output: Optional[str] = None
+                   ) -> Tuple[TaskMetric, str]:
+    """Top-1 accuracy against ``labels``, as a task metric for :func:`validate_qdq`.
+
+    Parameters
+    ----------
+    labels : ndarray of int
+        From :func:`load_labels`; at least ``samples`` of them (the first
+        ``samples`` are used, in data order).
+    summary : ModelSummary
+        The float model's summary: the classifier output is its first output
+        of rank 2 (or ``output``), and a static class count is checked.
+    samples : int
+        How many held-back samples the validation runs on.
+    output : str, optional
+        The output whose arg-max is the predicted class.
+
+    Returns
+    -------
+    (callable, str)
+        ``metric(outputs) -> accuracy`` and its name (which says the output
+        and how many labels are used).
+
+    Raises
+    ------
+    UserError
+        Fewer labels than samples, a label outside the output's classes, or
+        no classifier output.
+    """
+    labels = np.asarray(labels)
+    out = _classifier_output(summary, output)
+    if len(labels) < samples:
+        raise UserError(f"{len(labels)} labels for {samples} held-back samples.",
+                        "Every held-back sample needs its label (labels[i] is the class of the i-th sample).",
+                        "Give as many labels as samples, or lower --samples.")
+    used = labels[:samples]
+    classes = out.shape[-1]
+    if isinstance(classes, int) and used.size and used.max() >= classes:
+        raise UserError(f"A label is class {int(used.max())}, but output {out.name!r} has {classes} classes "
+                        f"(0..{classes - 1}).", "Labels are indices into the classifier output.",
+                        "Check that the labels belong to this model (and start at 0).")
+    name = f"top-1 accuracy of {out.name!r} vs labels" + (
+        f" (the first {samples} of {len(labels)} labels)" if len(labels) > samples else "")
+
+    def accuracy(outputs: Dict[str, np.ndarray]) -> float:
+        scores = np.asarray(outputs[out.name])
+        if scores.ndim != 2 or len(scores) != len(used):
+            raise UserError(f"Output {out.name!r} has shape {scores.shape}; the labels need [{len(used)}, classes].",
+                            "The task metric compares the arg-max of each row with its label.",
+                            "Name a classifier output, or compute the metric yourself (validate_qdq(task_metric=...)).")
+        if used.size and used.max() >= scores.shape[1]:
+            raise UserError(f"A label is class {int(used.max())}, but output {out.name!r} has {scores.shape[1]} classes.",
+                            "Labels are indices into the classifier output.", "Check that the labels belong to this model.")
+        return float(np.mean(scores.argmax(-1) == used))
+
+    return accuracy, name

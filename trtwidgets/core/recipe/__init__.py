@@ -1,0 +1,1 @@
+"""The recipe: the build description, optimization profiles, staleness, the HTML report."""
