@@ -66,45 +66,32 @@ but placement only needs producer/consumer lookups, which
 
 from __future__ import annotations
 
-import re
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 import onnx
 
-from ..common.errors import UserError
 from ..model.onnx_graph import GraphIndex, attribute
+from .exclusions import WEIGHTED_OPS, QdqExclusionError, match_exclusions
+from .fusions import _epilogue_end, _fused_conv, _longer_branch
+from .graph_patterns import (PROTECTED_OPS, PatternMatch, _ConstIndex, _key,
+                             find_protected_patterns, node_label)
 
 __all__ = [
     "WEIGHTED_OPS", "POOL_OPS", "COPY_OPS", "QdqExclusionError",
     "QuantEdge", "WeightSite", "Skip", "PatternMatch", "QdqPlan",
-    "node_label", "find_protected_patterns", "match_exclusions", "plan_qdq",
+    "node_label", "find_protected_patterns", "match_exclusions", "plan_qdq", "PROTECTED_OPS",
 ]
 
-#: Ops whose inputs are quantized (rule 1).
-WEIGHTED_OPS = ("Conv", "ConvTranspose", "Gemm", "MatMul")
 #: Pooling ops that run in INT8 between quantized tensors (rule 3).
 POOL_OPS = ("MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool")
 #: Ops that only move data: a Q/DQ commutes with them.
 COPY_OPS = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity")
-#: Single ops that are whole normalisation / activation patterns (rule 4).
-PROTECTED_OPS = {"LayerNormalization": "layernorm", "Softmax": "softmax", "LogSoftmax": "softmax",
-                 "Gelu": "gelu"}
 
 # Which inputs of a weighted op carry data (the rest, e.g. bias, stay float).
 _DATA_INPUTS = {"Conv": (0, 1), "ConvTranspose": (0, 1), "Gemm": (0, 1), "MatMul": (0, 1)}
-# Ops TensorRT fuses into a convolution's epilogue ahead of an elementwise add.
-_FUSIBLE_EPILOGUE = ("BatchNormalization", "Relu")
-# What TensorRT fuses into a convolution's output (rule 6). Kept to ops known to fuse: an op
-# missing here only makes rule 6 keep a grouped conv float, never quantize a broken one.
-_EPILOGUE_OPS = ("BatchNormalization", "Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish")
 _FLOAT_TYPES = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16,
                 onnx.TensorProto.DOUBLE)
-
-
-class QdqExclusionError(UserError):
-    """An exclusion pattern or op type matches nothing in the model."""
 
 
 @dataclass(frozen=True)
@@ -165,30 +152,6 @@ class Skip:
 
 
 @dataclass(frozen=True)
-class PatternMatch:
-    """A LayerNorm / Softmax / GELU found in the graph (kept free of Q/DQ).
-
-    Attributes
-    ----------
-    kind : str
-        ``"layernorm"``, ``"softmax"`` or ``"gelu"``.
-    nodes : tuple of int
-        Indices of the pattern's nodes.
-    node_labels : tuple of str
-    internal_tensors : tuple of str
-        Tensors produced and consumed inside the pattern.
-    """
-
-    kind: str
-    nodes: Tuple[int, ...]
-    node_labels: Tuple[str, ...]
-    internal_tensors: Tuple[str, ...]
-
-    def to_dict(self) -> dict:
-        return {"kind": self.kind, "nodes": list(self.node_labels)}
-
-
-@dataclass(frozen=True)
 class QdqPlan:
     """Where Q/DQ go in one model: the result of :func:`plan_qdq`.
 
@@ -209,291 +172,6 @@ class QdqPlan:
 
     def edges_of(self, tensor: str) -> Tuple[QuantEdge, ...]:
         return tuple(e for e in self.edges if e.tensor == tensor)
-
-
-def node_label(node: onnx.NodeProto) -> str:
-    """A readable name for a node: its name, or ``Op(first output)`` when unnamed."""
-    if node.name:
-        return node.name
-    out = node.output[0] if node.output else ""
-    return f"{node.op_type}({out})"
-
-
-# ---------------------------------------------------------------------------- patterns
-
-
-_NOT_FOLDABLE = ("RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial")
-
-
-class _ConstIndex(GraphIndex):
-    """GraphIndex that also treats tensors computed only from constants as constant.
-
-    Paddle exports build biases as ``Reshape(Constant, Constant)``; that is a
-    constant to TensorRT (it folds it) and must not be mistaken for a branch.
-    """
-
-    def __init__(self, graph: onnx.GraphProto):
-        super().__init__(graph)
-        folded = set(self.initializers)
-        for node in graph.node:
-            if node.op_type == "Constant":
-                folded.update(node.output)
-            elif (node.op_type not in _NOT_FOLDABLE and any(node.input)
-                  and all(i in folded for i in node.input if i)):
-                folded.update(o for o in node.output if o)
-        self.folded = folded
-
-    def is_constant(self, name: str) -> bool:  # noqa: D102 - see class docstring
-        return name in self.folded
-
-    def is_direct_constant(self, name: str) -> bool:
-        """An initializer or a Constant node output (a value the exporter can read)."""
-        return super().is_constant(name)
-
-
-def _key(node: onnx.NodeProto) -> tuple:
-    # A content key, not id(): protobuf may hand out a new wrapper object on each access.
-    # Outputs are unique in a valid (SSA) graph, so this identifies the node.
-    return (node.op_type, node.name, tuple(node.output), tuple(node.input))
-
-
-def _nonconst_inputs(node: onnx.NodeProto, index: GraphIndex) -> List[str]:
-    return [i for i in node.input if i and not index.is_constant(i)]
-
-
-def _single_consumer(index: GraphIndex, tensor: str, op_types: Sequence[str]) -> Optional[onnx.NodeProto]:
-    cons = index.consumers.get(tensor, [])
-    if len(cons) == 1 and cons[0].op_type in op_types:
-        return cons[0]
-    return None
-
-
-def _is_scalar_const(index: GraphIndex, name: str) -> bool:
-    size = index.constant_size(name)
-    return size is not None and size <= 1
-
-
-def _match_layernorm(sub: onnx.NodeProto, index: GraphIndex) -> Optional[List[onnx.NodeProto]]:
-    # x - ReduceMean(x) -> (Pow 2 | Mul self) -> ReduceMean -> Add eps -> Sqrt -> Div(d, std)
-    if sub.op_type != "Sub" or len(sub.input) != 2:
-        return None
-    x, m = sub.input
-    mean = index.producer.get(m)
-    if mean is None or mean.op_type != "ReduceMean" or mean.input[0] != x:
-        return None
-    d = sub.output[0]
-    nodes = [mean, sub]
-    square = None
-    div = None
-    for c in index.consumers.get(d, []):
-        if c.op_type == "Pow" and len(c.input) == 2 and c.input[0] == d:
-            square = c
-        elif c.op_type == "Mul" and list(c.input) == [d, d]:
-            square = c
-        elif c.op_type == "Div" and c.input[0] == d:
-            div = c
-    if square is None or div is None:
-        return None
-    var = _single_consumer(index, square.output[0], ("ReduceMean",))
-    add = var and _single_consumer(index, var.output[0], ("Add",))
-    sqrt = add and _single_consumer(index, add.output[0], ("Sqrt",))
-    if sqrt is None or div.input[1] != sqrt.output[0]:
-        return None
-    nodes += [square, var, add, sqrt, div]
-    # Optional affine tail (gamma, beta) with constant operands.
-    tail = div
-    for op in ("Mul", "Add"):
-        nxt = _single_consumer(index, tail.output[0], (op,))
-        if nxt is None or len(_nonconst_inputs(nxt, index)) != 1:
-            break
-        nodes.append(nxt)
-        tail = nxt
-    return nodes
-
-
-def _match_softmax(exp: onnx.NodeProto, index: GraphIndex) -> Optional[List[onnx.NodeProto]]:
-    # [x - ReduceMax(x)] -> Exp -> ReduceSum -> Div(e, sum)
-    if exp.op_type != "Exp":
-        return None
-    e = exp.output[0]
-    rsum = div = None
-    for c in index.consumers.get(e, []):
-        if c.op_type == "ReduceSum":
-            rsum = c
-        elif c.op_type == "Div" and c.input[0] == e:
-            div = c
-    if rsum is None or div is None or div.input[1] != rsum.output[0]:
-        return None
-    nodes = [exp, rsum, div]
-    sub = index.producer.get(exp.input[0])
-    if sub is not None and sub.op_type == "Sub":
-        rmax = index.producer.get(sub.input[1])
-        if rmax is not None and rmax.op_type == "ReduceMax" and rmax.input[0] == sub.input[0]:
-            nodes = [rmax, sub] + nodes
-    return nodes
-
-
-def _gelu_root_side(index: GraphIndex, tensor: str) -> List[str]:
-    # The non-erf operand of the joining Mul is x itself or x scaled by a constant.
-    roots = [tensor]
-    prod = index.producer.get(tensor)
-    if prod is not None and prod.op_type in ("Mul", "Div") and len(_nonconst_inputs(prod, index)) == 1:
-        roots.append(_nonconst_inputs(prod, index)[0])
-    return roots
-
-
-def _match_gelu(anchor: onnx.NodeProto, index: GraphIndex) -> Optional[List[onnx.NodeProto]]:
-    # Erf: x/sqrt2 -> Erf -> +1 -> *x -> *0.5 (any order of the two Muls).
-    # Tanh: x + 0.044715 x^3 -> *sqrt(2/pi) -> Tanh -> +1 -> *0.5x.
-    if anchor.op_type not in ("Erf", "Tanh"):
-        return None
-    fwd: List[onnx.NodeProto] = []
-    tensor = anchor.output[0]
-    join = root = None
-    for _ in range(4):
-        nxt = _single_consumer(index, tensor, ("Add", "Mul", "Div"))
-        if nxt is None:
-            break
-        fwd.append(nxt)
-        others = [i for i in nxt.input if i != tensor and i and not index.is_constant(i)]
-        if nxt.op_type == "Mul" and len(others) == 1:
-            join, candidates = nxt, _gelu_root_side(index, others[0])
-            root = candidates
-            break
-        if others:
-            return None
-        tensor = nxt.output[0]
-    if join is None:
-        return None
-    # Backward from the anchor: every path must reach a root candidate through elementwise ops.
-    back: List[onnx.NodeProto] = []
-    seen: Set[tuple] = set()
-    reached = None
-    todo = deque((i, 0) for i in _nonconst_inputs(anchor, index))
-    allowed = ("Div", "Mul", "Add", "Pow", "Sqrt")
-    while todo:
-        t, depth = todo.popleft()
-        if t in root:
-            reached = reached or t
-            if t != reached:
-                return None
-            continue
-        prod = index.producer.get(t)
-        if prod is None or prod.op_type not in allowed or depth > 5:
-            return None
-        if _key(prod) in seen:
-            continue
-        seen.add(_key(prod))
-        back.append(prod)
-        todo.extend((i, depth + 1) for i in _nonconst_inputs(prod, index))
-    if reached is None:
-        return None
-    if anchor.op_type == "Tanh" and not any(n.op_type in ("Pow", "Mul") for n in back):
-        return None
-    nodes = back[::-1] + [anchor] + fwd
-    # x scaled by a constant on the joining side (the 0.5 x of 0.5 x (1 + erf)).
-    side = [i for i in join.input if i and i not in (n.output[0] for n in nodes)]
-    for s in side:
-        prod = index.producer.get(s)
-        if prod is not None and prod.op_type in ("Mul", "Div") and s != reached:
-            nodes.append(prod)
-    # A trailing constant scale (the 0.5 of x * (1 + erf) * 0.5).
-    nxt = _single_consumer(index, join.output[0], ("Mul",))
-    if nxt is not None and len(_nonconst_inputs(nxt, index)) == 1 and any(
-            _is_scalar_const(index, i) for i in nxt.input if i != join.output[0]):
-        nodes.append(nxt)
-    return nodes
-
-
-def find_protected_patterns(graph: onnx.GraphProto, index: Optional[GraphIndex] = None) -> Tuple[PatternMatch, ...]:
-    """LayerNorm, Softmax and GELU subgraphs (single ops and decomposed patterns)."""
-    if not isinstance(index, _ConstIndex):
-        index = _ConstIndex(graph)
-    pos = {_key(n): i for i, n in enumerate(graph.node)}
-    found: List[PatternMatch] = []
-    taken: Set[int] = set()
-
-    def add(kind: str, nodes: List[onnx.NodeProto]) -> None:
-        ids = sorted({pos[_key(n)] for n in nodes})
-        if taken.intersection(ids):
-            return
-        taken.update(ids)
-        outputs = {o for i in ids for o in graph.node[i].output}
-        internal = sorted({t for i in ids for t in graph.node[i].input if t in outputs})
-        found.append(PatternMatch(kind, tuple(ids), tuple(node_label(graph.node[i]) for i in ids), tuple(internal)))
-
-    for node in graph.node:
-        if node.op_type in PROTECTED_OPS and node.domain in ("", "ai.onnx"):
-            add(PROTECTED_OPS[node.op_type], [node])
-        elif node.op_type == "Sub":
-            nodes = _match_layernorm(node, index)
-            if nodes:
-                add("layernorm", nodes)
-        elif node.op_type == "Exp":
-            nodes = _match_softmax(node, index)
-            if nodes:
-                add("softmax", nodes)
-        elif node.op_type in ("Erf", "Tanh"):
-            nodes = _match_gelu(node, index)
-            if nodes:
-                add("gelu", nodes)
-    return tuple(sorted(found, key=lambda p: p.nodes[0]))
-
-
-# ---------------------------------------------------------------------------- exclusions
-
-
-def match_exclusions(graph: onnx.GraphProto, exclude: Iterable[str] = (),
-                     exclude_op_types: Iterable[str] = ()) -> Tuple[Dict[int, str], Tuple[str, ...]]:
-    """Nodes the user keeps in high precision.
-
-    A pattern matches a node when it equals the node's name or one of its output
-    names, or when it is a regular expression that fully matches either.
-
-    Returns
-    -------
-    (dict, tuple)
-        Node index -> why it is excluded, and warnings (op types absent from the model).
-
-    Raises
-    ------
-    QdqExclusionError
-        A name pattern that matches no node, or an op type that is not an ONNX op.
-    """
-    excluded: Dict[int, str] = {}
-    warnings: List[str] = []
-    for pattern in exclude:
-        try:
-            rx = re.compile(pattern)
-        except re.error:
-            rx = None
-        hits = 0
-        for i, node in enumerate(graph.node):
-            names = [node.name] + [o for o in node.output if o]
-            if any(n == pattern or (rx is not None and n and rx.fullmatch(n)) for n in names):
-                excluded.setdefault(i, f"excluded by the user (pattern {pattern!r})")
-                hits += 1
-        if not hits:
-            examples = [node_label(n) for n in graph.node if n.op_type in WEIGHTED_OPS][:5]
-            raise QdqExclusionError(
-                f"The exclusion {pattern!r} matches no node of the model.",
-                "A pattern is compared with node names and output tensor names, exactly or as a regular expression "
-                "(re.fullmatch)." + (f" Weighted nodes look like: {', '.join(examples)}." if examples else ""),
-                "Fix the spelling, or use a regular expression such as 'conv5_.*' (quote it in a shell).")
-    present = {n.op_type for n in graph.node}
-    for op in exclude_op_types:
-        if op not in present:
-            if not onnx.defs.has(op):
-                raise QdqExclusionError(
-                    f"{op!r} is not an ONNX operator type.",
-                    f"The model's op types are: {', '.join(sorted(present))}.",
-                    "Op types are case sensitive, e.g. Conv, MatMul, Gemm, ConvTranspose.")
-            warnings.append(f"op type {op} excluded but not present in the model")
-            continue
-        for i, node in enumerate(graph.node):
-            if node.op_type == op:
-                excluded.setdefault(i, f"excluded by the user (op type {op})")
-    return excluded, tuple(warnings)
 
 
 # ---------------------------------------------------------------------------- rules
@@ -521,53 +199,7 @@ def _const_rank(index: GraphIndex, name: str) -> int:
     return 0 if arr is None else arr.ndim
 
 
-def _fused_conv(index: GraphIndex, tensor: str, excluded: Dict[int, str], pos: Dict[tuple, int]
-                ) -> Optional[onnx.NodeProto]:
-    """The Conv whose output reaches ``tensor`` through fusible epilogue ops only, and nothing else."""
-    if len(index.consumers.get(tensor, [])) != 1:
-        return None  # the branch output is needed elsewhere too: it cannot live only in the conv's epilogue
-    t = tensor
-    for _ in range(5):
-        prod = index.producer.get(t)
-        if prod is None:
-            return None
-        if prod.op_type in ("Conv", "ConvTranspose"):
-            return None if pos[_key(prod)] in excluded else prod
-        fusible = prod.op_type in _FUSIBLE_EPILOGUE or (
-            prod.op_type in ("Add", "Mul") and len(_nonconst_inputs(prod, index)) == 1)
-        if not fusible:
-            return None
-        src = _nonconst_inputs(prod, index)[0]
-        # A conv output that also feeds another layer cannot be fused with the add.
-        if len(index.consumers.get(src, [])) != 1:
-            return None
-        t = src
-    return None
 
-
-def _ancestor_distances(index: GraphIndex, tensor: str, limit: int = 2000) -> Dict[str, int]:
-    dist = {tensor: 0}
-    todo = deque([tensor])
-    while todo and len(dist) < limit:
-        t = todo.popleft()
-        prod = index.producer.get(t)
-        if prod is None:
-            continue
-        for i in _nonconst_inputs(prod, index):
-            if i not in dist:
-                dist[i] = dist[t] + 1
-                todo.append(i)
-    return dist
-
-
-def _longer_branch(index: GraphIndex, a: str, b: str) -> int:
-    """0 if ``a`` is on the longer path from the two tensors' lowest common ancestor, else 1."""
-    da, db = _ancestor_distances(index, a), _ancestor_distances(index, b)
-    common = set(da) & set(db)
-    if not common:
-        return 1
-    lca = min(common, key=lambda t: da[t] + db[t])
-    return 0 if da[lca] > db[lca] else 1
 
 
 def _static_shapes(model) -> Dict[str, Tuple[Optional[int], ...]]:
@@ -601,57 +233,7 @@ def _matrix_vector(node: onnx.NodeProto, shapes: Mapping[str, Tuple[Optional[int
     return None
 
 
-def _gated_join(index: GraphIndex, tensor: str, cons: Sequence[onnx.NodeProto]) -> Optional[onnx.NodeProto]:
-    """The ``Mul(x, f(x))`` of a decomposed gated activation (HardSwish, Swish) reading ``tensor``, or None.
 
-    ``tensor`` must feed exactly the joining Mul and one chain of single-consumer
-    elementwise ops (``x + 3 -> Clip(0, 6)``, ``HardSigmoid``, ``Sigmoid``) that ends
-    in the same Mul: TensorRT fuses such a pattern into the convolution's epilogue.
-    """
-    if len(cons) != 2:
-        return None
-    for join, gate in ((cons[0], cons[1]), (cons[1], cons[0])):
-        if join.op_type != "Mul" or len(join.input) != 2 or tensor not in join.input:
-            continue
-        other = join.input[1] if join.input[0] == tensor else join.input[0]
-        if other == tensor or len(index.consumers.get(other, [])) != 1:
-            continue
-        node = gate
-        for _ in range(4):
-            if not _elementwise_epilogue(node, index):
-                break
-            if node.output[0] == other:
-                return join
-            node = _single_consumer(index, node.output[0], _EPILOGUE_OPS + ("Add", "Sub", "Mul", "Div"))
-            if node is None:
-                break
-    return None
-
-
-def _elementwise_epilogue(node: onnx.NodeProto, index: GraphIndex) -> bool:
-    """An activation, or an elementwise op with one non-constant input (bias, scale)."""
-    if node.op_type in _EPILOGUE_OPS:
-        return len(_nonconst_inputs(node, index)) == 1
-    return node.op_type in ("Add", "Sub", "Mul", "Div") and len(_nonconst_inputs(node, index)) == 1
-
-
-def _epilogue_end(index: GraphIndex, tensor: str, fused_adds: Set[tuple]) -> str:
-    """Follow a convolution's output through what TensorRT fuses into it; the tensor it finally writes.
-
-    Fused: BatchNormalization, activations (also a decomposed HardSwish / Swish),
-    constant bias / scale ops, and the residual adds in ``fused_adds`` (node keys).
-    """
-    t = tensor
-    for _ in range(12):
-        cons = index.consumers.get(t, [])
-        if len(cons) == 1 and (_elementwise_epilogue(cons[0], index) or _key(cons[0]) in fused_adds):
-            t = cons[0].output[0]
-            continue
-        join = _gated_join(index, t, cons)
-        if join is None:
-            return t
-        t = join.output[0]
-    return t
 
 
 def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[str] = (),
@@ -853,3 +435,4 @@ def _place(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], exc
                                 "its output is not read quantized, so INT8 pooling would not pay off"))
 
     return edges, weights, skipped, fused_adds, float_readers
+
