@@ -237,7 +237,7 @@ def int8_ranges(setup: dict, art: Path, args) -> "tuple":
     if not fallback.exists():
         import onnx
 
-        from trtwidgets.core.accuracy.layer_errors import float_intermediates
+        from trtwidgets.core.accuracy.intermediates import float_intermediates
         from trtwidgets.trt.debug_build import build_debug_engine
         from trtwidgets.trt.runner import EngineRunner
 
@@ -362,7 +362,9 @@ def layer_errors_cls(setup: dict, art: Path, args, results: Results) -> None:
     """Per-layer error growth of INT8 vs FP32 for the cls model, both as TensorRT debug builds."""
     import onnx
 
-    from trtwidgets.core.accuracy.layer_errors import float_intermediates, layer_errors, plan_sweep
+    from trtwidgets.core.accuracy.intermediates import float_intermediates
+    from trtwidgets.core.accuracy.layer_errors import layer_errors
+    from trtwidgets.core.accuracy.sweep import plan_sweep
     from trtwidgets.trt.debug_build import build_debug_engine
     from trtwidgets.trt.runner import EngineRunner
 

@@ -38,7 +38,7 @@ def main(argv=None) -> int:
     import numpy as np
 
     from trtwidgets import demo
-    from trtwidgets.core.accuracy.layer_errors import plan_sweep
+    from trtwidgets.core.accuracy.sweep import plan_sweep
     from trtwidgets.core.calibration.cache import read_cache
     from trtwidgets.core.model.load import load_model
     from trtwidgets.core.recipe.profiles import Profile, ShapeRange

@@ -10,7 +10,7 @@ from tests.gpu.accuracy_models import INTERMEDIATES, SHAPE, reference, tiny_cnn
 
 def test_numpy_reference_matches_onnxruntime():
     pytest.importorskip("onnxruntime")
-    from trtwidgets.core.accuracy.layer_errors import run_reference
+    from trtwidgets.core.accuracy.intermediates import run_reference
     from trtwidgets.core.accuracy.metrics import compare_outputs
 
     x = np.random.default_rng(1).standard_normal(SHAPE).astype(np.float32)

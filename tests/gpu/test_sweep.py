@@ -13,7 +13,7 @@ import numpy as np
 import onnx
 import pytest
 
-from trtwidgets.core.accuracy.layer_errors import plan_sweep
+from trtwidgets.core.accuracy.sweep import plan_sweep
 from trtwidgets.core.accuracy.reference import ReferenceData
 
 from .accuracy_models import INTERMEDIATES, SHAPE, reference, tiny_cnn

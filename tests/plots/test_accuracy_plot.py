@@ -6,7 +6,8 @@ import math
 
 import numpy as np
 
-from trtwidgets.core.accuracy.layer_errors import SweepResult, SweepStep, SweepStepResult, layer_errors
+from trtwidgets.core.accuracy.layer_errors import layer_errors
+from trtwidgets.core.accuracy.sweep import SweepResult, SweepStep, SweepStepResult
 from trtwidgets.core.accuracy.metrics import compare_tensor
 from trtwidgets.plots.accuracy import GROWTH_CAP_DB, LayerErrorDisplay, SweepDisplay
 

@@ -123,7 +123,7 @@ class SweepDisplay:
 
     @classmethod
     def from_sweep(cls, result) -> "SweepDisplay":
-        """From a :class:`~trtwidgets.core.accuracy.layer_errors.SweepResult`."""
+        """From a :class:`~trtwidgets.core.accuracy.sweep.SweepResult`."""
         steps = result.steps
         return cls(
             n=tuple(r.step.n for r in steps),

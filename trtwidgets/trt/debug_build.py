@@ -2,7 +2,7 @@
 
 To find the layer where an INT8 engine loses accuracy, both sides must expose
 the same intermediate tensors: ONNX Runtime through extra graph outputs
-(:func:`trtwidgets.core.accuracy.layer_errors.with_intermediate_outputs`), TensorRT through
+(:func:`trtwidgets.core.accuracy.intermediates.with_intermediate_outputs`), TensorRT through
 ``network.mark_output`` on the parsed network's ITensors, which this module does
 before building. The ONNX parser names each ITensor after its ONNX tensor, so
 the names are the same on both sides.
@@ -441,7 +441,7 @@ def engine_intermediates(model_path: Union[str, os.PathLike], feeds: Mapping[str
         ``shapes=`` is given).
     names : sequence of str, optional
         Tensors to expose; default every float intermediate
-        (:func:`trtwidgets.core.accuracy.layer_errors.float_intermediates`).
+        (:func:`trtwidgets.core.accuracy.intermediates.float_intermediates`).
     **build_kwargs
         Passed to :func:`build_debug_engine` (``flags``, ``calibration_cache``, ...).
 
@@ -456,7 +456,7 @@ def engine_intermediates(model_path: Union[str, os.PathLike], feeds: Mapping[str
     from .runner import EngineRunner
 
     if names is None:
-        from ..core.accuracy.layer_errors import float_intermediates
+        from ..core.accuracy.intermediates import float_intermediates
 
         names = float_intermediates(onnx.load(os.fspath(model_path), load_external_data=False))
     build_kwargs.setdefault("shapes", {k: tuple(np.shape(v)) for k, v in feeds.items()})

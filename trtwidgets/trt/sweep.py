@@ -1,5 +1,5 @@
 """Run a sensitivity sweep with real builds: the build/evaluate/benchmark callables
-for :func:`trtwidgets.core.accuracy.layer_errors.run_sweep`.
+for :func:`trtwidgets.core.accuracy.sweep.run_sweep`.
 
 Step N keeps the N most sensitive layers out of INT8, either through the
 recipe's per-layer precisions (implicit INT8, TensorRT <= 10) or by leaving
@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, Mapping, Optional, Sequence, Union
 
-from ..core.accuracy.layer_errors import SweepResult, SweepStep, SweepStepResult, run_sweep
+from ..core.accuracy.sweep import SweepResult, SweepStep, SweepStepResult, run_sweep
 from ..core.common.errors import UserError
 
 __all__ = ["sweep", "step_recipe"]
@@ -66,7 +66,7 @@ def sweep(
     Parameters
     ----------
     plan : sequence of SweepStep
-        From :func:`~trtwidgets.core.accuracy.layer_errors.plan_sweep`.
+        From :func:`~trtwidgets.core.accuracy.sweep.plan_sweep`.
     base_recipe : Recipe
         The INT8 recipe (implicit) or the float model's recipe with its flags (explicit).
     reference : ReferenceData

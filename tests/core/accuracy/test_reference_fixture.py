@@ -14,7 +14,7 @@ def test_committed_cls_reference_matches_demo_and_ort(fixtures_dir):
     (name, probs), = ref.outputs.items()
     assert probs.shape == (32, 2)
     pytest.importorskip("onnxruntime")
-    from trtwidgets.core.accuracy.layer_errors import run_reference
+    from trtwidgets.core.accuracy.intermediates import run_reference
 
     now = run_reference(demo.MODEL_PATH, {"x": x[:8]})[name]
     np.testing.assert_allclose(now, probs[:8], rtol=1e-4, atol=1e-5)

@@ -86,7 +86,7 @@ def _concat(parts: Dict[str, List[np.ndarray]]) -> Dict[str, np.ndarray]:
 
 def make_reference(model, feeds: Iterable[Mapping[str, np.ndarray]], providers: Optional[Sequence[str]] = None) -> ReferenceData:
     """Run ``feeds`` through ONNX Runtime (CPU by default) and gather inputs and outputs."""
-    from .layer_errors import run_reference
+    from .intermediates import run_reference
 
     ins: Dict[str, List[np.ndarray]] = {}
     outs: Dict[str, List[np.ndarray]] = {}
