@@ -337,3 +337,16 @@ def test_per_channel_activation():
     model.graph.node[0].attribute.append(onnx.helper.make_attribute("axis", 1))
     f = only(lint(model, flags="fp16,int8"), "PER_CHANNEL_ACTIVATION")
     assert f.nodes == ("x_quant",)
+
+
+def test_a_1x1_opt_shape_on_a_conv_net_cannot_be_right():
+    # Issue 15: a fully dynamic [N, 3, H, W] model got a 1x3x1x1 profile and lint said nothing.
+    from tests.own_models import dynamic_hw_model
+    from trtwidgets.core.recipe.profiles import Profile, ShapeRange
+
+    model = dynamic_hw_model()
+    placeholder = Profile({"x": ShapeRange((1, 3, 1, 1), (1, 3, 1, 1), (1, 3, 1, 1))})
+    f = only(lint(model, profiles=[placeholder]), "PROFILE_OPT_TOO_SMALL")
+    assert "'x'" in f.message and "1x3x1x1" in f.message and "3x3" in f.message
+    real = Profile({"x": ShapeRange((1, 3, 48, 64), (1, 3, 96, 128), (1, 3, 192, 256))})
+    assert "PROFILE_OPT_TOO_SMALL" not in [x.code for x in lint(model, profiles=[real])]

@@ -45,6 +45,7 @@ CODES: Dict[str, Tuple[str, str]] = {
     "FLAGS_DEPRECATED": ("info", "precision flags are deprecated since TensorRT 10.12"),
     "FLAG_NEEDS_NEWER_TRT": ("error", "precision flag not in this TensorRT"),
     "DYNAMIC_INPUT_NEEDS_PROFILE": ("warning", "dynamic input dims need an optimization profile"),
+    "PROFILE_OPT_TOO_SMALL": ("warning", "a profile's opt shape is smaller than the model's kernels (e.g. 1x1 on a conv net)"),
     "SHARED_DIM_NAME": ("warning", "one dim_param name on input axes of different sizes"),
     "INT64_CAST_TO_INT32": ("warning", "INT64 weights or inputs are cast to INT32"),
     "FLOAT64_UNSUPPORTED": ("warning", "FLOAT64 tensors are not supported by TensorRT"),

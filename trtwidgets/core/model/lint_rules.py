@@ -364,6 +364,39 @@ def check_profiles(ctx: LintContext) -> None:
                     f"Add shapes for {', '.join(missing)} to profile {i}.", missing, severity="error")
 
 
+_SPATIAL_OPS = ("Conv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool")
+
+
+def check_profile_opt_size(ctx: LintContext) -> None:
+    """PROFILE_OPT_TOO_SMALL: an opt spatial size below the model's largest kernel (1x1 on a conv net)."""
+    dims = {t.name: tuple(t.dims) for t in ctx.proto.graph.initializer}
+    kernels = [k for n in ctx.proto.graph.node if n.op_type in _SPATIAL_OPS and n.domain in STD_DOMAINS
+               # Conv may leave kernel_shape out: its weight's trailing dims say it.
+               for k in (attribute(n, "kernel_shape") or dims.get(n.input[1] if len(n.input) > 1 else "", ())[2:])]
+    if not kernels or not ctx.profiles:
+        return
+    kernel = max(int(k) for k in kernels)
+    for i, profile in enumerate(ctx.profiles):
+        shapes = _profile_shapes(profile)
+        for t in ctx.summary.dynamic_inputs:
+            rng = shapes.get(t.name)
+            opt = getattr(rng, "opt", None) if not isinstance(rng, Mapping) else rng.get("opt")
+            if opt is None or len(opt) < 3 or len(opt) != len(t.shape):
+                continue
+            # Only the dims the model leaves open: a static spatial size is the model's own choice.
+            small = [a for a in t.dynamic_dims if a >= 2 and int(opt[a]) < kernel]
+            if not small:
+                continue
+            shown = "x".join(str(int(d)) for d in opt)
+            ctx.add("PROFILE_OPT_TOO_SMALL", f"Optimization profile {i} runs input {t.name!r} at opt {shown}: "
+                    f"dimension(s) {', '.join(map(str, small))} are smaller than the model's {kernel}x{kernel} "
+                    "kernels, so this cannot be the size of real inputs.",
+                    "TensorRT tunes its kernels for the opt shape, and calibration runs at it; an opt of a few pixels "
+                    "usually means the model's dynamic dims were never set (a placeholder of 1).",
+                    "Set opt to the size you run (or give calibration data: the app and trtwidgets.calibrate take the "
+                    "opt shape from it).", [t.name])
+
+
 def check_dim_names(ctx: LintContext) -> None:
     """SHARED_DIM_NAME: one dim_param name on input axes that differ."""
     from .dim_names import shared_dim_names
@@ -402,5 +435,5 @@ def check_dtypes(ctx: LintContext) -> None:
 #: The rules in the order lint runs them (findings are sorted by severity and code afterwards).
 RULES: Tuple[Callable[[LintContext], None], ...] = (
     check_onnx, check_opset, check_ops, check_qdq, check_flags, check_fp8_hardware, check_calibrator,
-    check_profiles, check_dim_names, check_dtypes,
+    check_profiles, check_profile_opt_size, check_dim_names, check_dtypes,
 )
