@@ -1,0 +1,99 @@
+"""The flat, lazy top-level API: ``trtwidgets.load``, ``lint``, ``calibrate`` ... ``App``, ``Recipe``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import trtwidgets
+from tests.conftest import ROOT
+from tests.own_models import dynamic_hw_model, image_samples, save
+
+HEAVY = ("onnx", "numpy", "pandas", "ipywidgets", "plotly", "onnxruntime", "tensorrt", "traitlets")
+
+
+def test_import_is_cheap():
+    # A fresh interpreter: this process has long imported everything.
+    code = ("import sys, json, trtwidgets; "
+            f"print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert json.loads(out.stdout) == []
+
+
+def test_every_step_is_listed_and_resolves():
+    assert trtwidgets.__all__ == ["load", "lint", "calibrate", "export_qdq", "plan", "build", "inspect", "compare",
+                                  "App", "Recipe"]
+    assert set(trtwidgets.__all__) <= set(dir(trtwidgets))
+    for name in [n for n in trtwidgets.__all__ if n != "plan"]:  # plan: see test_plan_is_the_planner
+        assert callable(getattr(trtwidgets, name)), name
+    from trtwidgets.core.model.load import load_model
+    from trtwidgets.core.recipe.recipe import Recipe
+
+    assert trtwidgets.load is load_model and trtwidgets.Recipe is Recipe
+
+
+def test_an_unknown_name_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="no attribute 'calibrat'"):
+        trtwidgets.calibrat  # noqa: B018
+
+
+def test_build_does_not_import_tensorrt_until_called():
+    code = "import sys, trtwidgets; trtwidgets.build; print('tensorrt' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_build_without_tensorrt_is_the_clear_error(tmp_path):
+    from trtwidgets.core.common.errors import TensorRTUnavailable
+    from trtwidgets import trt
+
+    if trt.available():
+        pytest.skip("TensorRT is installed here")
+    from trtwidgets import demo
+
+    model = trtwidgets.load(demo.MODEL_PATH)
+    with pytest.raises(TensorRTUnavailable) as info:
+        trtwidgets.build(trtwidgets.Recipe.for_model(model), out_dir=tmp_path / "b", progress=False)
+    assert "TensorRT" in str(info.value)
+
+
+def test_the_steps_read_like_the_notebook(tmp_path):
+    # A user's own model: every dim dynamic; the data decide the shapes.
+    path = save(dynamic_hw_model(), tmp_path / "det.onnx")
+    data = image_samples(tmp_path / "samples", n=4, sizes=[(64, 96)])
+    model = trtwidgets.load(path)
+    assert not [f for f in trtwidgets.lint(model) if f.severity == "error"]
+    cal = trtwidgets.calibrate(model, data, progress=False)
+    assert cal.stats.samples == 4 and "stem.relu" in cal.ranges
+    out = trtwidgets.export_qdq(model, cal.stats, tmp_path / "det.qdq.onnx")
+    assert (tmp_path / "det.qdq.onnx").is_file() and out is not None
+
+
+def test_inspect_and_compare_a_saved_build():
+    from trtwidgets.core.engine.saved_build import find_saved_builds
+
+    builds = find_saved_builds()
+    table = trtwidgets.inspect(builds["cls_static_int8_entropy2"])
+    assert len(table) > 10 and {"precision", "why_not_int8"} <= set(table.columns)
+    comparison = trtwidgets.compare({k: builds[k] for k in ("cls_static_fp16", "cls_static_int8_entropy2")})
+    assert list(comparison.labels) == ["cls_static_fp16", "cls_static_int8_entropy2"]
+
+
+def test_plan_is_the_planner():
+    # The lead's planner (trtwidgets.core.qdq.planner.plan); run last, it lands late in this round.
+    from trtwidgets.core.qdq import planner
+
+    assert trtwidgets.plan is planner.plan and callable(trtwidgets.plan)
+
+
+def test_calibrate_samples_of_several_sizes_needs_and_takes_an_adaptation(tmp_path):
+    from trtwidgets.core.common.errors import CalibrationDataError
+
+    model = trtwidgets.load(save(dynamic_hw_model(), tmp_path / "det.onnx"))
+    data = image_samples(tmp_path / "mixed", n=4, sizes=[(64, 96), (80, 80)])
+    with pytest.raises(CalibrationDataError, match="differs from the calibration opt shape"):
+        trtwidgets.calibrate(model, data, progress=False)
+    assert trtwidgets.calibrate(model, data, adapt={"x": "resize"}, progress=False).stats.samples == 4
