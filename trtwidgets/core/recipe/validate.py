@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional
+from typing import List, Optional
 
 from ..common.errors import RecipeError
 from .fields import major_version
 from .profiles import format_shape, profile_problems
 
-if TYPE_CHECKING:  # annotations only: recipe.py imports this module to re-export its functions
-    from .recipe import Recipe
+# ``recipe`` parameters are a Recipe, unannotated: recipe.py imports this module to
+# re-export its functions, so naming the class here would make a circle.
 
 __all__ = ["recipe_problems", "validate_recipe"]
 
@@ -49,7 +49,7 @@ def _version_support(version: str) -> dict:
             "opt_level": mm >= (8, 6), "timing_cache": True}
 
 
-def _feature_view(recipe: Recipe, features) -> Optional[dict]:
+def _feature_view(recipe, features) -> Optional[dict]:
     if features is not None:
         return {"flags": tuple(features.precision_flags), "constraints": features.precision_constraints,
                 "layer_precision": features.layer_precision, "calibrators": tuple(features.calibrators),
@@ -62,7 +62,7 @@ def _feature_view(recipe: Recipe, features) -> Optional[dict]:
     return None
 
 
-def recipe_problems(recipe: Recipe, summary=None, features=None) -> List[str]:
+def recipe_problems(recipe, summary=None, features=None) -> List[str]:
     """Every problem of ``recipe`` for a model and a TensorRT, one message each.
 
     Parameters
@@ -137,7 +137,7 @@ def recipe_problems(recipe: Recipe, summary=None, features=None) -> List[str]:
     return problems
 
 
-def validate_recipe(recipe: Recipe, summary=None, features=None) -> None:
+def validate_recipe(recipe, summary=None, features=None) -> None:
     """Raise :class:`RecipeError` if ``recipe`` does not fit the model or TensorRT.
 
     Every message names what is wrong; for profiles, the input and the
