@@ -56,7 +56,7 @@ def parse_shapes(items):
 
 
 def parse_adapt(items):
-    from ..core.calibration.data import ADAPT_MODES
+    from ..core.calibration.shape_adapt import ADAPT_MODES
     from ..core.common.errors import CalibrationDataError
 
     out = {}

@@ -9,7 +9,8 @@ import onnx
 import pytest
 
 from tests.core.calib_models import conv_relu_model, two_input_model
-from trtwidgets.core.calibration.data import (CalibrationDataSpec, adapt_array, describe_adaptation, iter_feeds, spec_for)
+from trtwidgets.core.calibration.data import CalibrationDataSpec, iter_feeds, spec_for
+from trtwidgets.core.calibration.shape_adapt import adapt_array, describe_adaptation
 from trtwidgets.core.common.errors import CalibrationDataError
 from trtwidgets.core.model.load import summarize
 

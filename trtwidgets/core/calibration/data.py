@@ -1,4 +1,4 @@
-"""Calibration data: where samples come from, how they are checked and shaped.
+"""Calibration data: the spec of a source, the checks on each sample, the feed loop.
 
 A source is a :class:`CalibrationDataSpec` (JSON-serialisable, stored in a
 recipe), a directory path, the word ``"demo"``, or any iterable of
@@ -6,10 +6,12 @@ recipe), a directory path, the word ``"demo"``, or any iterable of
 one batch at a time, checking each against the model's inputs and, where a
 calibration profile's opt shape is given, adapting samples to it: TensorRT >= 8.5
 calibrates only at the opt shape, so that is what its ranges are computed on.
+File loaders live in :mod:`.sources`, the opt-shape arithmetic in :mod:`.shape_adapt`.
 """
 
 from __future__ import annotations
 
+import numbers
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,11 +21,29 @@ import numpy as np
 
 from ..common.errors import CalibrationDataError
 from ..common.frozen import deep_freeze, mapping_hash, readonly_mapping, thaw
+from .shape_adapt import ADAPT_MODES, adapt_array, check_opt_shapes, check_shape, shape_text
+from .sources import check_preprocessing, detect_kind, dir_samples
 
 KINDS = ("demo", "npy_dir", "image_dir")
-ADAPT_MODES = ("pad", "truncate", "resize")
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
-ARRAY_SUFFIXES = (".npy", ".npz")
+
+
+def _count(value, what: str, fix: str) -> int:
+    """A positive whole number (batch size, sample count), or a :class:`CalibrationDataError`.
+
+    Zero is refused: a batch of 0 is never full, and the loop that fills it would never end.
+    """
+    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, float, str)):
+        raise CalibrationDataError(f"{what} {value!r} is not a whole number.", None, fix)
+    try:
+        n = int(value)
+        exact = float(value) == n
+    except (TypeError, ValueError, OverflowError):
+        raise CalibrationDataError(f"{what} {value!r} is not a whole number.", None, fix) from None
+    if not exact:
+        raise CalibrationDataError(f"{what} {value!r} is not a whole number.", None, fix)
+    if n < 1:
+        raise CalibrationDataError(f"{what} {n} is not positive.", "At least one sample is needed.", fix)
+    return n
 
 
 @dataclass(frozen=True)
@@ -67,17 +87,22 @@ class CalibrationDataSpec:
                 raise CalibrationDataError(f"The calibration data's {key} must be a mapping, got {type(getattr(self, key)).__name__}.",
                                            fix=f"Give {key} as a dict (input name -> value).")
         object.__setattr__(self, "adapt", readonly_mapping(self.adapt))
-        object.__setattr__(self, "opt_shapes", readonly_mapping({k: tuple(int(d) for d in v) for k, v in self.opt_shapes.items()}))
+        object.__setattr__(self, "opt_shapes", readonly_mapping(
+            {k: check_shape(v, f"The calibration shape of input {k!r}") for k, v in self.opt_shapes.items()}))
         if self.preprocessing is not None:
+            check_preprocessing(self.preprocessing)
             object.__setattr__(self, "preprocessing", deep_freeze(self.preprocessing))
-        if self.kind not in KINDS:
+        if not isinstance(self.kind, str) or self.kind not in KINDS:
             raise CalibrationDataError(f"Unknown calibration data kind {self.kind!r}.",
                                        f"Known kinds: {', '.join(KINDS)}.", "Use one of them.")
-        if int(self.batch_size) < 1:
-            raise CalibrationDataError(f"Calibration batch size {self.batch_size} is not positive.",
-                                       fix="Use a batch size of 1 or more.")
-        if self.max_samples is not None and int(self.max_samples) < 1:
-            raise CalibrationDataError(f"max_samples={self.max_samples} leaves no data.", fix="Use 1 or more, or None for all.")
+        if self.path is not None and not isinstance(self.path, (str, os.PathLike)):
+            raise CalibrationDataError(f"The calibration data path {self.path!r} is not a path.", None,
+                                       "Give the folder as a string.")
+        object.__setattr__(self, "batch_size", _count(self.batch_size, "Calibration batch size",
+                                                      "Use a batch size of 1 or more."))
+        if self.max_samples is not None:
+            object.__setattr__(self, "max_samples", _count(self.max_samples, "max_samples",
+                                                           "Use 1 or more, or None for all."))
         for name, mode in self.adapt.items():
             if mode not in ADAPT_MODES:
                 raise CalibrationDataError(f"Unknown adaptation {mode!r} for input {name!r}.",
@@ -112,14 +137,21 @@ class CalibrationDataSpec:
     def from_dict(cls, d: Mapping[str, Any]) -> "CalibrationDataSpec":
         """Build a spec from :meth:`to_dict` output (unknown keys are an error)."""
         known = {"kind", "path", "batch_size", "max_samples", "preprocessing", "adapt", "opt_shapes"}
-        unknown = sorted(set(d) - known)
+        if not isinstance(d, Mapping):
+            raise CalibrationDataError(f"The calibration data settings are a {type(d).__name__}, not a mapping.",
+                                       f"They are an object with the keys {', '.join(sorted(known))}.",
+                                       "Give them as a dict / JSON object.")
+        unknown = sorted(map(str, set(d) - known))
         if unknown:
             raise CalibrationDataError(f"Unknown calibration data settings: {', '.join(unknown)}.",
                                        f"Known settings: {', '.join(sorted(known))}.")
-        return cls(kind=d.get("kind", "demo"), path=d.get("path"), batch_size=int(d.get("batch_size", 1)),
+        for key in ("adapt", "opt_shapes", "preprocessing"):
+            if d.get(key) is not None and not isinstance(d[key], Mapping):
+                raise CalibrationDataError(f"The calibration data's {key} is a {type(d[key]).__name__}, not a mapping.",
+                                           None, f"Give {key} as an object (input name -> value).")
+        return cls(kind=d.get("kind", "demo"), path=d.get("path"), batch_size=d.get("batch_size", 1),
                    max_samples=d.get("max_samples"), preprocessing=d.get("preprocessing"),
-                   adapt=dict(d.get("adapt") or {}),
-                   opt_shapes={k: [int(x) for x in v] for k, v in (d.get("opt_shapes") or {}).items()})
+                   adapt=dict(d.get("adapt") or {}), opt_shapes=dict(d.get("opt_shapes") or {}))
 
     def replace(self, **changes) -> "CalibrationDataSpec":
         d = self.to_dict()
@@ -137,126 +169,6 @@ def _jsonable(v):
     return v
 
 
-def _check_opt_shapes(opt_shapes: Mapping[str, Sequence[int]], inputs: Sequence) -> None:
-    """Opt shapes name model inputs and have their rank (before any sample is read)."""
-    by_name = {i.name: i for i in inputs}
-    for name, shape in opt_shapes.items():
-        info = by_name.get(name)
-        if info is None:
-            raise CalibrationDataError(f"The calibration shape names input {name!r}, which the model does not have.",
-                                       f"Its inputs: {', '.join(by_name) or 'none'}.", "Use one of those names.")
-        dims = getattr(info, "shape", None)
-        if dims is not None and len(dims) != len(shape):
-            raise CalibrationDataError(
-                f"The calibration shape of input {name!r} has {len(shape)} dims ({_shape_text(shape)}); "
-                f"the input has {len(dims)}.", None,
-                f"Give all {len(dims)} dims of {name!r} (its shape in the model: "
-                f"[{', '.join(str(d) for d in dims)}]).")
-
-
-def _shape_text(shape: Sequence) -> str:
-    return "x".join(str(d) for d in shape) if len(shape) else "scalar"
-
-
-# --------------------------------------------------------------------------- sources
-
-def _file_samples(path: Path, input_names: Sequence[str]) -> Iterator[Dict[str, np.ndarray]]:
-    if path.suffix == ".npz":
-        try:
-            with np.load(str(path), allow_pickle=False) as f:
-                data = {k: f[k] for k in f.files}
-        except ValueError as exc:
-            raise CalibrationDataError(f"{path} holds Python objects, which are never unpickled.", str(exc),
-                                       "Save plain numeric arrays (np.savez(path, x=array)).") from None
-        except Exception as exc:  # noqa: BLE001
-            raise CalibrationDataError(f"{path} could not be read as .npz.", f"{type(exc).__name__}: {exc}",
-                                       "Re-save it with numpy.savez.") from None
-        if len(data) == 1 and len(input_names) == 1 and input_names[0] not in data:
-            # A single unnamed array (arr_0) feeds a single-input model.
-            data = {input_names[0]: next(iter(data.values()))}
-        yield data
-    else:
-        if len(input_names) != 1:
-            raise CalibrationDataError(
-                f"{path} is a .npy file, but the model has {len(input_names)} inputs ({', '.join(input_names)}).",
-                "A .npy file holds one array and cannot say which input it is for.",
-                "Save each sample as .npz with one array per input name: np.savez(path, **{name: array}).")
-        try:
-            arr = np.load(str(path), allow_pickle=False, mmap_mode="r")
-        except ValueError as exc:
-            raise CalibrationDataError(f"{path} holds Python objects, which are never unpickled.", str(exc),
-                                       "Save a plain numeric array with numpy.save.") from None
-        except Exception as exc:  # noqa: BLE001
-            raise CalibrationDataError(f"{path} could not be read as .npy.", f"{type(exc).__name__}: {exc}",
-                                       "Re-save it with numpy.save.") from None
-        yield {input_names[0]: arr}
-
-
-def _load_image(path: Path, pre: Mapping[str, Any]) -> np.ndarray:
-    try:
-        from PIL import Image
-    except ImportError:  # pragma: no cover - Pillow is a dependency
-        raise CalibrationDataError("Reading image folders needs Pillow.", "It is not installed.",
-                                   "pip install Pillow") from None
-    color = str(pre.get("color", "RGB")).upper()
-    try:
-        with Image.open(path) as im:
-            im = im.convert("L" if color == "L" else "RGB")
-            if pre.get("resize"):
-                h, w = (int(v) for v in pre["resize"])
-                im = im.resize((w, h), Image.BILINEAR)
-            arr = np.asarray(im, dtype=np.float32)
-    except CalibrationDataError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - PIL raises many types for bad files
-        raise CalibrationDataError(f"{path} could not be read as an image.", f"{type(exc).__name__}: {exc}",
-                                   "Remove or replace the file.") from None
-    if arr.ndim == 2:
-        arr = arr[:, :, None]
-    if color == "BGR":
-        arr = arr[:, :, ::-1]
-    arr = arr * np.float32(pre.get("scale", 1.0 / 255.0))
-    if pre.get("mean") is not None:
-        arr = arr - np.asarray(pre["mean"], dtype=np.float32)
-    if pre.get("std") is not None:
-        arr = arr / np.asarray(pre["std"], dtype=np.float32)
-    if str(pre.get("layout", "NCHW")).upper() == "NCHW":
-        arr = arr.transpose(2, 0, 1)
-    return np.ascontiguousarray(arr[None].astype(pre.get("dtype", "float32")))
-
-
-def _dir_samples(path: Path, kind: str, input_names: Sequence[str], pre: Optional[Mapping]) -> Iterator[Dict[str, np.ndarray]]:
-    if not path.exists():
-        raise CalibrationDataError(f"No calibration data at {path}.", "The path does not exist.",
-                                   "Give a folder of .npy/.npz files or images.")
-    if not path.is_dir():
-        raise CalibrationDataError(f"{path} is not a folder.", "Calibration data is a folder of samples.",
-                                   "Give the folder that holds the .npy/.npz files or images.")
-    suffixes = ARRAY_SUFFIXES if kind == "npy_dir" else IMAGE_SUFFIXES
-    files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in suffixes)
-    if not files:
-        found = sorted({p.suffix.lower() or p.name for p in path.iterdir()})[:8]
-        raise CalibrationDataError(f"{path} holds no {'/'.join(suffixes)} files.",
-                                   f"An empty source cannot calibrate anything. Found: {', '.join(found) or 'nothing'}.",
-                                   "Point to the folder that holds the samples.")
-    for p in files:
-        if kind == "npy_dir":
-            yield from _file_samples(p, input_names)
-        else:
-            name = (pre or {}).get("input") or input_names[0]
-            yield {name: _load_image(p, pre or {})}
-
-
-def _detect_kind(path: Path) -> str:
-    if path.is_dir():
-        suffixes = {p.suffix.lower() for p in path.iterdir() if p.is_file()}
-        if suffixes & set(ARRAY_SUFFIXES):
-            return "npy_dir"
-        if suffixes & set(IMAGE_SUFFIXES):
-            return "image_dir"
-    return "npy_dir"
-
-
 def spec_for(source: Union[str, os.PathLike, CalibrationDataSpec], **overrides) -> CalibrationDataSpec:
     """A spec for a path (``"demo"`` for the bundled crops); keyword arguments override fields."""
     if isinstance(source, CalibrationDataSpec):
@@ -265,7 +177,7 @@ def spec_for(source: Union[str, os.PathLike, CalibrationDataSpec], **overrides) 
     if text == "demo":
         d = {"kind": "demo"}
     else:
-        d = {"kind": _detect_kind(Path(text).expanduser()), "path": text}
+        d = {"kind": detect_kind(Path(text).expanduser()), "path": text}
     d.update({k: v for k, v in overrides.items() if v is not None})
     return CalibrationDataSpec.from_dict(d)
 
@@ -308,7 +220,11 @@ def check_feed(feed: Mapping[str, np.ndarray], inputs: Sequence, where: str = ""
     for info in inputs:
         arr = feed[info.name]
         if not isinstance(arr, np.ndarray):
-            arr = np.asarray(arr)
+            try:
+                arr = np.asarray(arr)
+            except (TypeError, ValueError) as exc:
+                raise CalibrationDataError(f"Input {info.name!r}{at} is not an array.", f"{type(exc).__name__}: {exc}",
+                                           "Give a numpy array of the input's shape.") from None
         exp = _expected_dtype(info)
         if exp is not None and arr.dtype != exp:
             hint = f"Convert it with .astype(np.{exp.name})" + (
@@ -324,140 +240,63 @@ def check_feed(feed: Mapping[str, np.ndarray], inputs: Sequence, where: str = ""
             continue
         if arr.ndim != len(info.shape):
             raise CalibrationDataError(
-                f"Input {info.name!r}{at}: expected rank {len(info.shape)} (shape {_shape_text(info.shape)}), "
-                f"found rank {arr.ndim} (shape {_shape_text(arr.shape)}).",
+                f"Input {info.name!r}{at}: expected rank {len(info.shape)} (shape {shape_text(info.shape)}), "
+                f"found rank {arr.ndim} (shape {shape_text(arr.shape)}).",
                 "Samples must carry every dimension, including the batch dimension.",
                 "Add a batch axis with array[None] if this is a single sample." if arr.ndim == len(info.shape) - 1 else None)
         bad = [(i, d, s) for i, (d, s) in enumerate(zip(info.shape, arr.shape)) if isinstance(d, int) and d != s]
         if bad:
             raise CalibrationDataError(
-                f"Input {info.name!r}{at}: expected shape {_shape_text(info.shape)}, found {_shape_text(arr.shape)}.",
+                f"Input {info.name!r}{at}: expected shape {shape_text(info.shape)}, found {shape_text(arr.shape)}.",
                 "Dimension " + ", ".join(f"{i} must be {d} (found {s})" for i, d, s in bad) + ".",
                 "Resize or crop the samples in the preprocessing.")
         if arr.size == 0:
-            raise CalibrationDataError(f"Input {info.name!r}{at} is empty (shape {_shape_text(arr.shape)}).",
+            raise CalibrationDataError(f"Input {info.name!r}{at} is empty (shape {shape_text(arr.shape)}).",
                                        fix="Remove empty samples.")
+        _check_finite(arr, info.name, at)
         out[info.name] = arr
     return out
 
 
-# --------------------------------------------------------------------------- adaptation
-
-def _resize_axis(arr: np.ndarray, axis: int, size: int) -> np.ndarray:
-    """Linear interpolation along one axis, align_corners=False (as cv2/PIL bilinear)."""
-    n = arr.shape[axis]
-    if n == size:
-        return arr
-    pos = (np.arange(size, dtype=np.float64) + 0.5) * (n / size) - 0.5
-    pos = np.clip(pos, 0, n - 1)
-    lo = np.floor(pos).astype(np.int64)
-    hi = np.minimum(lo + 1, n - 1)
-    w = (pos - lo).astype(np.float32)
-    shape = [1] * arr.ndim
-    shape[axis] = size
-    w = w.reshape(shape)
-    a = np.take(arr, lo, axis=axis).astype(np.float32)
-    b = np.take(arr, hi, axis=axis).astype(np.float32)
-    return (a * (1 - w) + b * w).astype(arr.dtype)
-
-
-def adapt_array(arr: np.ndarray, target: Sequence[int], mode: str, name: str = "") -> np.ndarray:
-    """Bring every non-batch dimension of ``arr`` to ``target`` (batch is left alone).
-
-    ``pad`` zero-pads smaller dimensions at the end, ``truncate`` keeps the leading part of
-    larger ones, ``resize`` interpolates linearly.
-    """
-    if len(target) != arr.ndim:
-        raise CalibrationDataError(f"Input {name!r}: opt shape {_shape_text(target)} has rank {len(target)}, "
-                                   f"samples have rank {arr.ndim}.", fix="Fix the calibration profile.")
-    out = arr
-    for axis in range(1, arr.ndim):
-        want, have = int(target[axis]), out.shape[axis]
-        if want == have:
-            continue
-        if mode == "resize":
-            out = _resize_axis(out, axis, want)
-        elif mode == "pad":
-            if have > want:
-                raise CalibrationDataError(
-                    f"Input {name!r}: dimension {axis} is {have}, larger than the opt shape's {want}; padding cannot shrink it.",
-                    fix="Use adapt='truncate' or 'resize' for this input.")
-            widths = [(0, 0)] * out.ndim
-            widths[axis] = (0, want - have)
-            out = np.pad(out, widths)
-        elif mode == "truncate":
-            if have < want:
-                raise CalibrationDataError(
-                    f"Input {name!r}: dimension {axis} is {have}, smaller than the opt shape's {want}; truncating cannot grow it.",
-                    fix="Use adapt='pad' or 'resize' for this input.")
-            out = np.take(out, np.arange(want), axis=axis)
-        else:
-            raise CalibrationDataError(f"Unknown adaptation {mode!r} for input {name!r}.", fix=f"Use one of {ADAPT_MODES}.")
-    return np.ascontiguousarray(out)
-
-
-def describe_adaptation(summary, opt_shapes: Mapping[str, Sequence[int]], adapt: Optional[Mapping[str, str]] = None,
-                        sample_shapes: Optional[Mapping[str, Sequence[int]]] = None) -> str:
-    """Say plainly what TensorRT's calibrator would see for these samples.
-
-    Parameters
-    ----------
-    summary : ModelSummary
-    opt_shapes : mapping
-        Input name -> the calibration profile's opt shape.
-    adapt : mapping, optional
-        Input name -> adaptation mode.
-    sample_shapes : mapping, optional
-        Input name -> the shape of the samples as given.
-    """
-    adapt = dict(adapt or {})
-    sample_shapes = dict(sample_shapes or {})
-    lines = []
-    for info in summary.inputs:
-        opt = opt_shapes.get(info.name)
-        if opt is None:
-            if info.is_dynamic:
-                lines.append(f"Input {info.name!r} ({_shape_text(info.shape)}) has no opt shape: TensorRT calibrates at the "
-                             "calibration profile's opt shape, so give one.")
-            continue
-        opt_t = _shape_text(opt)
-        have = sample_shapes.get(info.name)
-        if have is None or tuple(have[1:]) == tuple(opt[1:]):
-            lines.append(f"Input {info.name!r}: TensorRT calibrates at the opt shape {opt_t}; the samples already have that shape"
-                         + ("." if have is not None else " (assumed)."))
-            continue
-        mode = adapt.get(info.name)
-        diffs = ", ".join(f"dim {i}: {h} -> {o}" for i, (h, o) in enumerate(zip(have, opt)) if i and h != o)
-        if mode is None:
-            lines.append(f"Input {info.name!r}: samples are {_shape_text(have)} but TensorRT calibrates only at the opt shape "
-                         f"{opt_t} ({diffs}). Choose pad, truncate or resize for this input, or change the profile's opt shape.")
-        else:
-            how = {"pad": "zero-padded at the end", "truncate": "cut to the leading part", "resize": "linearly resized"}[mode]
-            lines.append(f"Input {info.name!r}: samples are {_shape_text(have)}; TensorRT calibrates at the opt shape {opt_t}, "
-                         f"so each sample is {how} ({diffs}). Ranges come from the adapted samples, as TensorRT would see them.")
-        if opt[0] != (have[0] if have is not None else opt[0]):
-            lines.append(f"Input {info.name!r}: samples are batched {opt[0]} at a time to match the opt batch size.")
-    return "\n".join(lines) if lines else "All inputs are static; TensorRT sees the samples as they are."
+def _check_finite(arr: np.ndarray, name: str, at: str) -> None:
+    # A NaN or Inf in an input is damaged data (a division by a zero std, a bad file), never a value to calibrate:
+    # it would be left out of the input's range and make every tensor computed from it NaN.
+    if arr.dtype.kind not in "fc" or np.isfinite(arr).all():
+        return
+    nan = int(np.count_nonzero(np.isnan(arr)))
+    inf = int(arr.size - np.count_nonzero(np.isfinite(arr)) - nan)
+    raise CalibrationDataError(f"Input {name!r}{at} holds {nan} NaN and {inf} Inf values.",
+                               "A calibration sample must be real data: NaN/Inf have no range, and every tensor "
+                               "computed from them would be NaN too.",
+                               "Remove or repair that sample (check the preprocessing: a std of 0 divides by zero).")
 
 
 # --------------------------------------------------------------------------- feeds
 
-def _raw_samples(source, input_names: Sequence[str], spec: Optional[CalibrationDataSpec]) -> Iterable[Mapping[str, np.ndarray]]:
+def _raw_samples(source, input_names: Sequence[str], spec: Optional[CalibrationDataSpec]) -> Iterator[Tuple[str, Any]]:
+    """``(label, raw sample)`` pairs; the label names the file, or the sample's position in an iterable."""
     if spec is not None:
         if spec.kind == "demo":
             from ... import demo
 
-            return demo.sample_inputs(1)
-        return _dir_samples(Path(spec.path).expanduser(), spec.kind, input_names, spec.preprocessing)
+            return ((f"demo sample {k}", f) for k, f in enumerate(demo.sample_inputs(1)))
+        return dir_samples(Path(spec.path).expanduser(), spec.kind, input_names, spec.preprocessing)
     if isinstance(source, Mapping):
         # One feed given directly: treat it as a one-element source.
-        return [source]
+        return iter([("sample 0", source)])
     try:
-        return iter(source)
+        it = iter(source)
     except TypeError:
         raise CalibrationDataError(f"Calibration data of type {type(source).__name__} is not a source.",
                                    "A source is a folder path, 'demo', a CalibrationDataSpec, or an iterable of dicts.",
                                    "Pass a folder of .npy/.npz files or a list of {input_name: array}.") from None
+    return ((f"sample {k}", f) for k, f in enumerate(it))
+
+
+def _batch_label(labels: Sequence[str]) -> str:
+    if len(labels) == 1:
+        return labels[0]
+    return f"{labels[0]} .. {labels[-1]} ({len(labels)} samples)" if len(labels) > 2 else " and ".join(labels)
 
 
 def iter_feeds(source, summary, batch_size: Optional[int] = None, max_samples: Optional[int] = None,
@@ -488,7 +327,20 @@ def iter_feeds(source, summary, batch_size: Optional[int] = None, max_samples: O
     Raises
     ------
     CalibrationDataError
-        For an empty source and for samples that do not fit the model's inputs.
+        For an empty source, a batch size or shape below 1, and samples that do not fit the model's
+        inputs (naming the file or the sample's position).
+    """
+    for _, feed in iter_labelled_feeds(source, summary, batch_size, max_samples, adapt, opt_shapes):
+        yield feed
+
+
+def iter_labelled_feeds(source, summary, batch_size: Optional[int] = None, max_samples: Optional[int] = None,
+                        adapt: Optional[Mapping[str, str]] = None, opt_shapes: Optional[Mapping[str, Sequence[int]]] = None
+                        ) -> Iterator[Tuple[str, Dict[str, np.ndarray]]]:
+    """:func:`iter_feeds` with each feed's label: the file(s) or sample positions it was made from.
+
+    Every loop here ends: the batch size and every opt-shape dim are checked to be at least 1
+    before any sample is read, and each sample adds at least one item (empty ones are refused).
     """
     spec = None
     if isinstance(source, (str, os.PathLike, CalibrationDataSpec)):
@@ -497,25 +349,30 @@ def iter_feeds(source, summary, batch_size: Optional[int] = None, max_samples: O
         max_samples = max_samples if max_samples is not None else spec.max_samples
         adapt = adapt if adapt is not None else spec.adapt
         opt_shapes = opt_shapes if opt_shapes is not None else (spec.opt_shapes or None)
+    if batch_size is not None:
+        batch_size = _count(batch_size, "Calibration batch size", "Use a batch size of 1 or more.")
+    if max_samples is not None:
+        max_samples = _count(max_samples, "max_samples", "Use 1 or more, or None for all.")
     adapt = dict(adapt or {})
-    opt_shapes = {k: [int(d) for d in v] for k, v in (opt_shapes or {}).items()}
+    opt_shapes = {k: list(check_shape(v, f"The calibration shape of input {k!r}")) for k, v in (opt_shapes or {}).items()}
     inputs = tuple(summary.inputs)
     names = [i.name for i in inputs]
-    _check_opt_shapes(opt_shapes, inputs)
+    check_opt_shapes(opt_shapes, inputs)
     if batch_size is None and opt_shapes:
         batch_size = opt_shapes[names[0]][0] if names[0] in opt_shapes else None
     seen = 0
     pending: List[Dict[str, np.ndarray]] = []
+    pending_labels: List[str] = []
     pending_n = 0
-    for k, raw in enumerate(_raw_samples(source, names, spec)):
-        feed = check_feed(raw, inputs, where=f"sample {k}")
+    for label, raw in _raw_samples(source, names, spec):
+        feed = check_feed(raw, inputs, where=label)
         for name, arr in feed.items():
             if name in opt_shapes and tuple(arr.shape[1:]) != tuple(opt_shapes[name][1:]):
                 mode = adapt.get(name)
                 if mode is None:
                     raise CalibrationDataError(
-                        f"Input {name!r} (sample {k}): shape {_shape_text(arr.shape)} differs from the calibration opt shape "
-                        f"{_shape_text(opt_shapes[name])}.",
+                        f"Input {name!r} ({label}): shape {shape_text(arr.shape)} differs from the calibration opt shape "
+                        f"{shape_text(opt_shapes[name])}.",
                         "TensorRT calibrates only at the calibration profile's opt shape.",
                         f"Choose adapt={{'{name}': 'pad' | 'truncate' | 'resize'}}, or change the opt shape.")
                 feed[name] = adapt_array(arr, opt_shapes[name], mode, name)
@@ -528,9 +385,10 @@ def iter_feeds(source, summary, batch_size: Optional[int] = None, max_samples: O
             break
         if batch_size is None:
             seen += n
-            yield {name: np.ascontiguousarray(a) for name, a in feed.items()}
+            yield label, {name: np.ascontiguousarray(a) for name, a in feed.items()}
         else:
             pending.append(feed)
+            pending_labels.append(label)
             pending_n += n
             while pending_n >= batch_size:
                 cat = {name: np.concatenate([p[name] for p in pending]) if len(pending) > 1 else pending[0][name]
@@ -538,16 +396,18 @@ def iter_feeds(source, summary, batch_size: Optional[int] = None, max_samples: O
                 out = {name: np.ascontiguousarray(a[:batch_size]) for name, a in cat.items()}
                 rest = {name: a[batch_size:] for name, a in cat.items()}
                 pending_n -= batch_size
+                out_label = _batch_label(pending_labels)
                 pending = [rest] if pending_n else []
+                pending_labels = pending_labels[-1:] if pending_n else []
                 seen += batch_size
-                yield out
+                yield out_label, out
         if max_samples is not None and seen + pending_n >= max_samples:
             break
     if pending_n:
         # The last, incomplete batch is still fed: dropping samples silently would change the ranges.
         cat = {name: np.concatenate([p[name] for p in pending]) for name in names}
         seen += pending_n
-        yield cat
+        yield _batch_label(pending_labels), cat
     if seen == 0:
         raise CalibrationDataError("The calibration data is empty.", "No sample was found in the source.",
                                    "Point to a folder or iterable that holds at least one sample.")
@@ -555,3 +415,6 @@ def iter_feeds(source, summary, batch_size: Optional[int] = None, max_samples: O
 
 def feed_shapes(feed: Mapping[str, np.ndarray]) -> Dict[str, Tuple[int, ...]]:
     return {k: tuple(int(d) for d in v.shape) for k, v in feed.items()}
+
+
+__all__ = ["CalibrationDataSpec", "KINDS", "check_feed", "feed_shapes", "iter_feeds", "iter_labelled_feeds", "spec_for"]

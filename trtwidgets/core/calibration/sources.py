@@ -1,0 +1,227 @@
+"""Where calibration samples come from: folders of ``.npy``/``.npz`` arrays or of images.
+
+Each loader yields ``(label, {input_name: array})`` pairs, the label naming the
+file, so that every later complaint (a wrong dtype, a NaN, an ONNX Runtime
+failure) can say which file to look at.  Nothing here unpickles: arrays are read
+with ``allow_pickle=False`` and images with Pillow.  How samples are checked and
+batched is :mod:`.data`; how they are brought to the opt shape is :mod:`.shape_adapt`.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from pathlib import Path
+from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..common.errors import CalibrationDataError
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
+ARRAY_SUFFIXES = (".npy", ".npz")
+#: Preprocessing keys for image folders, and what each must be.
+PREPROCESS_KEYS = {
+    "input": "the model input the images feed (a name)",
+    "resize": "[height, width] in pixels",
+    "layout": "'NCHW' or 'NHWC'",
+    "scale": "a number the pixel values are multiplied by (default 1/255)",
+    "mean": "a number or one per channel, subtracted after scaling",
+    "std": "a non-zero number or one per channel, divided by after the mean",
+    "dtype": "'float32', 'float16' or 'float64'",
+    "color": "'RGB', 'BGR' or 'L'",
+}
+#: The largest image side ``resize`` accepts: beyond it a typo would allocate gigabytes per image.
+MAX_IMAGE_SIDE = 16384
+_DTYPES = ("float32", "float16", "float64")
+
+Sample = Tuple[str, Dict[str, np.ndarray]]
+
+
+def _bad_pre(key: str, value, why: Optional[str] = None) -> CalibrationDataError:
+    return CalibrationDataError(f"The image preprocessing's {key!r} is {value!r}.",
+                                why or f"{key!r} must be {PREPROCESS_KEYS[key]}.",
+                                f"Give {key!r} as {PREPROCESS_KEYS[key]}, e.g. {{\"input\": \"x\", \"resize\": [48, 192], "
+                                "\"layout\": \"NCHW\", \"mean\": [0.5, 0.5, 0.5], \"std\": [0.5, 0.5, 0.5]}.")
+
+
+def _number(key: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(float(value)):
+        raise _bad_pre(key, value)
+    return float(value)
+
+
+def check_preprocessing(pre: Mapping[str, Any]) -> None:
+    """Refuse preprocessing that could not be applied to an image, before any image is read.
+
+    Raises
+    ------
+    CalibrationDataError
+        Naming the key, its value, and what it must be.
+    """
+    unknown = sorted(str(k) for k in pre if k not in PREPROCESS_KEYS)
+    if unknown:
+        raise CalibrationDataError(f"Unknown image preprocessing setting(s): {', '.join(unknown)}.",
+                                   f"Known settings: {', '.join(PREPROCESS_KEYS)}.", "Remove or rename them.")
+    if "input" in pre and not (isinstance(pre["input"], str) and pre["input"]):
+        raise _bad_pre("input", pre["input"])
+    if pre.get("resize") is not None:
+        size = pre["resize"]
+        if isinstance(size, (str, bytes)) or not isinstance(size, Sequence) or len(size) != 2 or not all(
+                isinstance(v, numbers.Integral) and not isinstance(v, bool) and 1 <= v <= MAX_IMAGE_SIDE for v in size):
+            raise _bad_pre("resize", size, f"'resize' must be [height, width], two whole numbers from 1 to {MAX_IMAGE_SIDE}.")
+    if str(pre.get("layout", "NCHW")).upper() not in ("NCHW", "NHWC"):
+        raise _bad_pre("layout", pre.get("layout"))
+    if str(pre.get("color", "RGB")).upper() not in ("RGB", "BGR", "L"):
+        raise _bad_pre("color", pre.get("color"))
+    if str(pre.get("dtype", "float32")) not in _DTYPES:
+        raise _bad_pre("dtype", pre.get("dtype"))
+    if pre.get("scale") is not None:
+        _number("scale", pre["scale"])
+    channels = 1 if str(pre.get("color", "RGB")).upper() == "L" else 3
+    for key in ("mean", "std"):
+        value = pre.get(key)
+        if value is None:
+            continue
+        values = list(value) if isinstance(value, Sequence) and not isinstance(value, (str, bytes)) else [value]
+        given = [_number(key, v) for v in values]
+        if len(given) not in (1, channels):
+            raise _bad_pre(key, value, f"{key!r} has {len(given)} values; the images have {channels} channel(s) "
+                                       f"(color {str(pre.get('color', 'RGB')).upper()}).")
+        if key == "std" and any(v == 0 for v in given):
+            raise _bad_pre(key, value, "A std of 0 divides by zero: every pixel would be Inf or NaN.")
+
+
+def _not_readable(path: Path, what: str, exc: Exception, fix: str) -> CalibrationDataError:
+    # numpy says "allow_pickle" only when the file holds Python objects; any other ValueError is damage.
+    if isinstance(exc, ValueError) and ("pickle" in str(exc).lower() or "python objects" in str(exc).lower()):
+        return CalibrationDataError(f"{path} holds Python objects, which are never unpickled.", str(exc),
+                                    "Save plain numeric arrays (np.save(path, array) / np.savez(path, x=array)).")
+    return CalibrationDataError(f"{path} could not be read as {what}.", f"{type(exc).__name__}: {exc}", fix)
+
+
+def load_array_file(path: Path, input_names: Sequence[str]) -> Dict[str, np.ndarray]:
+    """One sample from a ``.npy`` (single-input models) or ``.npz`` file (one array per input).
+
+    Raises
+    ------
+    CalibrationDataError
+        For a file numpy cannot read, one holding Python objects, or a ``.npy`` for a multi-input model.
+    """
+    path = Path(path)
+    if path.suffix.lower() == ".npz":
+        try:
+            with np.load(str(path), allow_pickle=False) as f:
+                data = {k: f[k] for k in f.files}
+        except Exception as exc:  # noqa: BLE001 - zip, format and pickle errors all mean "not a plain .npz"
+            raise _not_readable(path, ".npz", exc, "Re-save it with numpy.savez(path, x=array).") from None
+        if len(data) == 1 and len(input_names) == 1 and input_names[0] not in data:
+            # A single unnamed array (arr_0) feeds a single-input model.
+            data = {input_names[0]: next(iter(data.values()))}
+        return data
+    if len(input_names) != 1:
+        raise CalibrationDataError(
+            f"{path} is a .npy file, but the model has {len(input_names)} inputs ({', '.join(input_names)}).",
+            "A .npy file holds one array and cannot say which input it is for.",
+            "Save each sample as .npz with one array per input name: np.savez(path, **{name: array}).")
+    try:
+        arr = np.load(str(path), allow_pickle=False, mmap_mode="r")
+    except Exception as exc:  # noqa: BLE001 - numpy raises many types for damaged headers
+        raise _not_readable(path, ".npy", exc, "Re-save it with numpy.save(path, array).") from None
+    if not isinstance(arr, np.ndarray):
+        raise CalibrationDataError(f"{path} could not be read as .npy.", f"It holds a {type(arr).__name__}.",
+                                   "Re-save it with numpy.save(path, array).")
+    return {input_names[0]: arr}
+
+
+def load_image(path: Path, pre: Mapping[str, Any]) -> np.ndarray:
+    """One image as a batch of one, preprocessed as ``pre`` says (see :data:`PREPROCESS_KEYS`).
+
+    Raises
+    ------
+    CalibrationDataError
+        For bad preprocessing, or a file Pillow cannot decode.
+    """
+    check_preprocessing(pre)
+    try:
+        from PIL import Image
+    except ImportError:  # pragma: no cover - Pillow is a dependency
+        raise CalibrationDataError("Reading image folders needs Pillow.", "It is not installed.",
+                                   "pip install Pillow") from None
+    color = str(pre.get("color", "RGB")).upper()
+    try:
+        with Image.open(path) as im:
+            im = im.convert("L" if color == "L" else "RGB")
+            if pre.get("resize"):
+                h, w = (int(v) for v in pre["resize"])
+                im = im.resize((w, h), Image.BILINEAR)
+            arr = np.asarray(im, dtype=np.float32)
+    except Exception as exc:  # noqa: BLE001 - PIL raises many types for bad files
+        raise CalibrationDataError(f"{path} could not be read as an image.", f"{type(exc).__name__}: {exc}",
+                                   "Remove or replace the file.") from None
+    if arr.ndim == 2:
+        arr = arr[:, :, None]
+    if color == "BGR":
+        arr = arr[:, :, ::-1]
+    arr = arr * np.float32(pre.get("scale", 1.0 / 255.0))
+    if pre.get("mean") is not None:
+        arr = arr - np.asarray(pre["mean"], dtype=np.float32)
+    if pre.get("std") is not None:
+        arr = arr / np.asarray(pre["std"], dtype=np.float32)
+    if str(pre.get("layout", "NCHW")).upper() == "NCHW":
+        arr = arr.transpose(2, 0, 1)
+    return np.ascontiguousarray(arr[None].astype(pre.get("dtype", "float32")))
+
+
+def sample_files(path: Path, kind: str) -> list:
+    """The sample files of a folder, sorted, or a :class:`CalibrationDataError` saying why there are none."""
+    if not path.exists():
+        raise CalibrationDataError(f"No calibration data at {path}.", "The path does not exist.",
+                                   "Give a folder of .npy/.npz files or images.")
+    if not path.is_dir():
+        raise CalibrationDataError(f"{path} is not a folder.", "Calibration data is a folder of samples.",
+                                   "Give the folder that holds the .npy/.npz files or images.")
+    suffixes = ARRAY_SUFFIXES if kind == "npy_dir" else IMAGE_SUFFIXES
+    try:
+        entries = list(path.iterdir())
+    except OSError as exc:
+        raise CalibrationDataError(f"The folder {path} could not be listed.", f"{type(exc).__name__}: {exc}",
+                                   "Check its permissions.") from None
+    files = sorted(p for p in entries if p.is_file() and p.suffix.lower() in suffixes)
+    if not files:
+        found = sorted({p.suffix.lower() or p.name for p in entries})[:8]
+        raise CalibrationDataError(f"{path} holds no {'/'.join(suffixes)} files.",
+                                   f"An empty source cannot calibrate anything. Found: {', '.join(found) or 'nothing'}.",
+                                   "Point to the folder that holds the samples.")
+    return files
+
+
+def dir_samples(path: Path, kind: str, input_names: Sequence[str], pre: Optional[Mapping]) -> Iterator[Sample]:
+    """``(file name, sample)`` for every sample file of a folder, in name order."""
+    files = sample_files(path, kind)
+    if kind != "npy_dir":
+        check_preprocessing(pre or {})
+    for p in files:
+        if kind == "npy_dir":
+            yield str(p), load_array_file(p, input_names)
+        else:
+            name = (pre or {}).get("input") or input_names[0]
+            yield str(p), {name: load_image(p, pre or {})}
+
+
+def detect_kind(path: Path) -> str:
+    """``"npy_dir"`` or ``"image_dir"``, from the files a folder holds (``"npy_dir"`` when unsure)."""
+    try:
+        if path.is_dir():
+            suffixes = {p.suffix.lower() for p in path.iterdir() if p.is_file()}
+            if suffixes & set(ARRAY_SUFFIXES):
+                return "npy_dir"
+            if suffixes & set(IMAGE_SUFFIXES):
+                return "image_dir"
+    except OSError:
+        pass  # an unreadable folder is reported by sample_files, with the reason
+    return "npy_dir"
+
+
+__all__ = ["ARRAY_SUFFIXES", "IMAGE_SUFFIXES", "MAX_IMAGE_SIDE", "PREPROCESS_KEYS", "check_preprocessing", "detect_kind",
+           "dir_samples", "load_array_file", "load_image", "sample_files"]
