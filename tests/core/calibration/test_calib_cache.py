@@ -28,12 +28,36 @@ def test_cache_lines_are_big_endian_float32_of_amax_over_127(tmp_path):
 
 
 def test_reads_caches_as_tensorrt_writes_them():
-    # TensorRT 8.6 writes no trailing newline after the last line; others add CRLF, blank lines or junk.
-    raw = b"TRT-8600-EntropyCalibration2\r\nx: 3c010a14\r\n\r\nconv2d_53.tmp_0: 3d7bcb22\r\nnot a scale line\r\nodd: zz\r\n(Unnamed Layer* 3) [Shuffle]_output: 3c8954c5"
+    # TensorRT 8.6 writes no trailing newline after the last line; other tools add CRLF or blank lines.
+    raw = b"TRT-8600-EntropyCalibration2\r\nx: 3c010a14\r\n\r\nconv2d_53.tmp_0: 3d7bcb22\r\n(Unnamed Layer* 3) [Shuffle]_output: 3c8954c5"
     c = parse_cache(raw)
     assert list(c.amax) == ["x", "conv2d_53.tmp_0", "(Unnamed Layer* 3) [Shuffle]_output"]
     assert c.amax["x"] == pytest.approx(struct.unpack(">f", bytes.fromhex("3c010a14"))[0] * 127)
-    assert c.skipped == ("not a scale line", "odd: zz")
+    assert c.skipped == ()
+
+
+@pytest.mark.parametrize("line, why", [
+    ("not a scale line", "8 hex digits"),
+    ("foo: zzzz", "8 hex digits"),
+    (": 3c010a14", "8 hex digits"),
+    ("x: 3c010a14 3c010a14", "8 hex digits"),
+    ("neg: bf800000", "not a finite, non-negative"),
+    ("nan: 7fc00000", "not a finite, non-negative"),
+    ("inf: 7f800000", "not a finite, non-negative"),
+    ("x: 3c010a15", "has a scale already"),
+])
+def test_a_malformed_line_is_an_error_naming_its_number(tmp_path, line, why):
+    # Issue 16: a malformed line was skipped, and export-qdq wrote a model with nothing quantized.
+    path = tmp_path / "bad.cache"
+    path.write_text(f"TRT-8600-EntropyCalibration2\nx: 3c010a14\n\n{line}\ny: 3c010a14\n")
+    with pytest.raises(StatsError) as info:
+        read_cache(path)
+    assert info.value.what.startswith(f"{path}, line 4: ") and why in info.value.why and info.value.fix
+
+
+def test_a_cache_without_scales_is_an_error():
+    with pytest.raises(StatsError, match="holds no tensor scales"):
+        parse_cache("TRT-8600-EntropyCalibration2\n")
 
 
 def test_bad_caches_are_explained(tmp_path):

@@ -10,6 +10,11 @@ The header is ``TRT-<NV_TENSORRT_VERSION>-<algorithm>`` (8.6.0 -> ``8600``, 8.6.
 ``8601``); each line is a tensor name and the big-endian IEEE float32 of the scale
 ``amax / 127`` in 8 hex digits.  Names may themselves hold ``:``; the value is what
 follows the last one.
+
+Reading is strict: a line that is not ``name: hex``, a scale that is negative, NaN
+or infinite, or a tensor named twice is an error naming the line, never skipped.
+A skipped line would mean a tensor left unquantized without a word, and a Q/DQ
+model or engine that looks fine but is not what the cache said.
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ class CalibrationCache:
     scales : dict
         Tensor -> scale as stored.
     skipped : tuple of str
-        Lines that were not ``name: hex`` (reported, not fatal).
+        Always empty: malformed lines are errors (kept for callers that read it).
     """
 
     version: str
@@ -116,29 +121,46 @@ def parse_cache(data: Union[bytes, str], source: str = "calibration cache") -> C
         except UnicodeDecodeError:
             raise StatsError(f"{source} is not a text calibration cache.", "It is not UTF-8 text.",
                              "Give a cache written by TensorRT's calibrator or by trtwidgets.") from None
-    lines = [ln.strip() for ln in data.replace("\r\n", "\n").split("\n")]
-    lines = [ln for ln in lines if ln]
-    if not lines:
+    numbered = [(k, ln.strip()) for k, ln in enumerate(data.replace("\r\n", "\n").split("\n"), start=1)]
+    numbered = [(k, ln) for k, ln in numbered if ln]
+    if not numbered:
         raise StatsError(f"{source} is empty.", "A cache starts with a TRT-<version>-<algorithm> line.",
                          "Calibrate again, or give another cache.")
-    m = _HEADER.match(lines[0])
+    m = _HEADER.match(numbered[0][1])
     if not m:
         raise StatsError(f"{source} does not start with a TensorRT cache header.",
-                         f"The first line is {lines[0][:60]!r}; expected e.g. 'TRT-8600-EntropyCalibration2'.",
+                         f"The first line is {_shown(numbered[0][1])}; expected e.g. 'TRT-8600-EntropyCalibration2'.",
                          "Give a cache written by TensorRT's calibrator or by trtwidgets.")
     amax: Dict[str, float] = {}
     scales: Dict[str, float] = {}
-    skipped = []
-    for ln in lines[1:]:
+    for k, ln in numbered[1:]:
         name, sep, value = ln.rpartition(":")
-        value = value.strip()
+        name, value = name.strip(), value.strip()
         if not sep or not name or not _HEX.match(value):
-            skipped.append(ln)
-            continue
+            raise _bad_line(source, k, ln, "A scale line is '<tensor name>: <8 hex digits>' (a big-endian float32), "
+                            "e.g. 'x: 3c010204'.")
         s = hex_scale(value)
-        scales[name.strip()] = s
-        amax[name.strip()] = s * QMAX
-    return CalibrationCache(version=m.group(1), algorithm=m.group(2), amax=amax, scales=scales, skipped=tuple(skipped))
+        if not (0 <= s < float("inf")):
+            raise _bad_line(source, k, ln, f"Its scale {s} is not a finite, non-negative number.")
+        if name in scales:
+            raise _bad_line(source, k, ln, f"Tensor {name!r} has a scale already; which one TensorRT would use is "
+                            "not defined.")
+        scales[name] = s
+        amax[name] = s * QMAX
+    if not scales:
+        raise StatsError(f"{source} holds no tensor scales.", "It has a header and nothing else, so it would "
+                         "quantize nothing.", "Calibrate again, or give the cache TensorRT wrote.")
+    return CalibrationCache(version=m.group(1), algorithm=m.group(2), amax=amax, scales=scales, skipped=())
+
+
+def _shown(line: str) -> str:
+    return repr(line[:60] + ("..." if len(line) > 60 else ""))
+
+
+def _bad_line(source: str, number: int, line: str, why: str) -> StatsError:
+    return StatsError(f"{source}, line {number}: {_shown(line)} is not a valid calibration cache line.", why,
+                      "Fix or remove that line, or calibrate again (trtwidgets calibrate --cache); nothing was "
+                      "written from this cache.")
 
 
 def read_cache(path: Union[str, os.PathLike, bytes]) -> CalibrationCache:
