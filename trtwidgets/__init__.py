@@ -33,7 +33,7 @@ __version__ = "0.1.0"
 _LAZY: Dict[str, Tuple[str, str]] = {
     "load": ("trtwidgets.core.model.load", "load_model"),
     "lint": ("trtwidgets.core.model.lint", "lint"),
-    "calibrate": ("trtwidgets.core.calibration.calibrate", "calibrate"),
+    "calibrate": ("trtwidgets.core.recipe.calibrate", "calibrate"),
     "export_qdq": ("trtwidgets.core.qdq.export", "export_qdq_from_stats"),
     "plan": ("trtwidgets.core.qdq.planner", "plan"),
     "build": ("trtwidgets.trt.build", "build"),

@@ -3,13 +3,16 @@
 The notebook-level entry point. It makes a recipe for the model whose dynamic
 dimensions come from the data (see :mod:`trtwidgets.core.recipe.data_defaults`),
 or takes the caller's, and runs :func:`~trtwidgets.core.calibration.recipe_step.calibrate_recipe`.
+It lives with the recipe, not with calibration, because it makes a recipe: the
+recipe stage imports calibration (a recipe holds a CalibrationDataSpec), never
+the other way round.
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
-from .recipe_step import Calibration
+from ..calibration.recipe_step import Calibration
 
 
 def calibrate(model: Any, data: Any = None, *, method: str = "entropy", percentile: float = 99.99,
@@ -51,10 +54,10 @@ def calibrate(model: Any, data: Any = None, *, method: str = "entropy", percenti
         Bad model, unreadable data, or samples that do not fit the model.
     """
     from ..model.load import LoadedModel, load_model
-    from ..recipe.data_defaults import fill_recipe_from_data
-    from ..recipe.recipe import CalibratorSpec, Recipe
-    from .data import spec_for
-    from .recipe_step import calibrate_recipe
+    from ..calibration.data import spec_for
+    from ..calibration.recipe_step import calibrate_recipe
+    from .data_defaults import fill_recipe_from_data
+    from .recipe import CalibratorSpec, Recipe
 
     if not isinstance(model, LoadedModel):
         model = load_model(model)
@@ -70,7 +73,7 @@ def calibrate(model: Any, data: Any = None, *, method: str = "entropy", percenti
         recipe, _, _ = fill_recipe_from_data(recipe, model)
     elif isinstance(data, (list, tuple)) and model.summary.dynamic_inputs:
         # Feeds in memory: their shapes can be read without consuming them.
-        from ..recipe.data_defaults import profiles_from_data, sample_shapes
+        from .data_defaults import profiles_from_data, sample_shapes
 
         filled = profiles_from_data(model.summary, sample_shapes(data, model.summary, None), recipe.profiles)
         if filled.filled:
