@@ -35,7 +35,7 @@ def test_prefilled_from_data_shapes(demo):
 def test_bad_edit_names_input_and_dimension(demo):
     ed = ProfileEditor(demo.summary)
     ed.fields[0]["x"]["opt"].value = "1x3x64x192"
-    assert ed.problems == ["profile 0: input 'x' dimension 2 (dynamic): opt 64 is outside [min, max] = [48, 48]."]
+    assert ed.problems == ["profile 0: input 'x' dimension 2 (H): opt 64 is outside [min, max] = [48, 48]."]
     assert "dimension 2" in ed.message.value and "trtw-error" in ed.message.value
     with pytest.raises(RecipeError, match="input 'x' dimension 2"):
         ed.value

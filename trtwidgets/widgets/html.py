@@ -97,8 +97,16 @@ def error_html(err: Any) -> str:
             f'margin:4px 0">{body}</div>')
 
 
+def disclosure(summary: str, body_html: str) -> str:
+    """A one-line ``summary`` (escaped) that opens onto ``body_html`` (already escaped by the caller)."""
+    return (f"<details style='margin:2px 0'><summary style='cursor:pointer;color:#1a73e8'>{esc(summary)}</summary>"
+            f"<div style='padding:2px 0 2px 12px'>{body_html}</div></details>")
+
+
 def summary_html(summary: Any) -> str:
     """A model summary (``trtwidgets.core.model.load.ModelSummary``) as escaped tables."""
+    from ..core.model.dim_text import dim_text, shape_text
+
     s = summary
     q = s.qdq
     qdq = (f"{q.count} ({q.quantize} Q, {q.dequantize} DQ; per-tensor {q.per_tensor}, per-channel {q.per_channel}; "
@@ -119,8 +127,9 @@ def summary_html(summary: Any) -> str:
     io_rows = []
     for kind, tensors in (("input", s.inputs), ("output", s.outputs)):
         for t in tensors:
-            dyn = ", ".join(f"dim {i}: {n}" for i, n in t.dynamic_dims.items()) or "static"
-            io_rows.append((kind, t.name, t.dtype, "[" + ", ".join(str(d) for d in t.shape) + "]", dyn))
+            # Exporters' names (p2o.DynamicDimension.0) read as N×3×H×W; see core.model.dim_text.
+            dyn = ", ".join(f"dim {i} ({dim_text(n, i, len(t.shape))})" for i, n in t.dynamic_dims.items()) or "static"
+            io_rows.append((kind, t.name, t.dtype, shape_text(t.shape), dyn))
     ops = list(s.op_counts.items())
     return ('<div class="trtw-summary">'
             + html_table(overview, ("", "value"), caption="Model")

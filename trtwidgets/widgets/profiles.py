@@ -14,6 +14,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import ipywidgets as widgets
 
 from ..core.common.errors import RecipeError
+from ..core.model.dim_text import dim_text, shape_text
 from ..core.recipe.profiles import Profile, ShapeRange, default_profiles, format_shape, parse_shape, profile_problems
 from ..core.recipe.recipe import Recipe
 from .html import SEVERITY_COLORS, esc
@@ -191,9 +192,9 @@ class ProfileEditor(widgets.VBox):
         for k, row in enumerate(self.fields):
             lines = [widgets.HTML(f"<b>Profile {k}</b>")]
             for t in self.dynamic:
-                dims = ", ".join(f"{i}: {n}" for i, n in t.dynamic_dims.items())
+                dims = ", ".join(f"dim {i} ({dim_text(n, i, len(t.shape))})" for i, n in t.dynamic_dims.items())
                 label = widgets.HTML(f"<code>{esc(t.name)}</code> <span style='color:#5f6368;font-size:11px'>"
-                                     f"[{esc(', '.join(str(d) for d in t.shape))}] dynamic {esc(dims)}</span>",
+                                     f"{esc(shape_text(t.shape))}; dynamic: {esc(dims)}</span>",
                                      layout=widgets.Layout(width="260px"))
                 lines.append(widgets.HBox([label] + [widgets.VBox([widgets.HTML(key), row[t.name][key]]) for key in _KEYS]))
             boxes.append(widgets.VBox(lines))

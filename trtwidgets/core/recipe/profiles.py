@@ -20,6 +20,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ..common.errors import RecipeError
 from ..common.frozen import mapping_hash, readonly_mapping
+from ..model.dim_text import dim_text, shape_text
 
 Shape = Tuple[int, ...]
 
@@ -179,13 +180,13 @@ def range_problems(name: str, rng: ShapeRange, model_shape: Sequence, where: str
         shape = getattr(rng, key)
         if len(shape) != rank:
             problems.append(f"{where}input {name!r}: {key} shape {_fmt(shape)} has rank {len(shape)}, "
-                            f"but the model's input has rank {rank} ({_fmt(model_shape)}).")
+                            f"but the model's input has rank {rank} ({shape_text(model_shape)}).")
     if problems:
         return problems
     for i, declared in enumerate(model_shape):
         lo, opt, hi = rng.min[i], rng.opt[i], rng.max[i]
         label = f"{where}input {name!r} dimension {i}" + (
-            f" ({declared})" if isinstance(declared, str) and declared != "?" else " (dynamic)" if isinstance(declared, str) else "")
+            f" ({dim_text(declared, i, rank)})" if isinstance(declared, str) else "")
         for key, v in (("min", lo), ("opt", opt), ("max", hi)):
             if v < 1:
                 problems.append(f"{label}: {key} is {v}; dimensions must be at least 1.")
@@ -217,7 +218,8 @@ def profile_problems(profiles: Sequence[Profile], summary) -> List[str]:
         where = f"profile {k}: "
         for name in dynamic:
             if name not in profile.shapes:
-                dims = ", ".join(f"{i} ({d})" for i, d in inputs[name].dynamic_dims.items())
+                shape = inputs[name].shape
+                dims = ", ".join(f"{i} ({dim_text(d, i, len(shape))})" for i, d in inputs[name].dynamic_dims.items())
                 problems.append(f"{where}dynamic input {name!r} has no shape range (dynamic dimensions {dims}).")
         for name, rng in profile.shapes.items():
             if name not in inputs:
