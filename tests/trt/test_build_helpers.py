@@ -9,7 +9,8 @@ import pytest
 from tests.gpu import models
 from trtwidgets.core.common.errors import RecipeError
 from trtwidgets.core.recipe.recipe import LayerPrecision
-from trtwidgets.trt.build import _unmatched_error, match_layer_precisions, tactic_source_names
+from trtwidgets.trt.build import match_layer_precisions, tactic_source_names
+from trtwidgets.trt.build_phases.config import _unmatched_error
 
 
 def test_env_var_drops_cublas_and_cudnn():

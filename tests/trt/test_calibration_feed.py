@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from tests.gpu import models
+from trtwidgets.core.common.errors import CalibrationDataError
 from trtwidgets.core.calibration.data import iter_feeds
 from trtwidgets.core.model.load import load_model
 from trtwidgets.trt.build import feed_opt_shapes
@@ -27,8 +28,9 @@ def test_specs_become_int_lists_that_iter_feeds_takes(tmp_path):
     assert opt == {"x": [1, 3, 16, 24]} and all(type(d) is int for d in opt["x"])
     feeds = list(iter_feeds(models.feeds((1, 3, 16, 24), 3, seed=3), summary, opt_shapes=opt))
     assert len(feeds) == 3 and all(f["x"].shape == (1, 3, 16, 24) for f in feeds)
-    # The shape of the GPU failure: the pairs themselves are not shapes.
-    with pytest.raises(TypeError, match="tuple"):
+    # The shape of the GPU failure: the pairs themselves are not shapes (refused up front since the
+    # calibration-data checks of issue 16, where TensorRT's get_batch used to raise a TypeError).
+    with pytest.raises(CalibrationDataError, match="not a list of dims"):
         list(iter_feeds(models.feeds((1, 3, 16, 24), 1), summary, opt_shapes=specs))
 
 

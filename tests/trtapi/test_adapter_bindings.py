@@ -19,7 +19,7 @@ try:
 except ImportError:
     import tensorrt as trt
 from trtwidgets.trt import version_of
-from trtwidgets.trt.build import _nptype
+from trtwidgets.trt.dtypes import nptype as _nptype
 from trtwidgets.trt.logger import LogCollector, trt_logger
 from trtwidgets.trt.progress import BuildProgress, trt_progress_monitor
 from trtwidgets.trt.calibrators import CALIBRATOR_CLASSES, calibrator_class

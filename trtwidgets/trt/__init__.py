@@ -78,6 +78,14 @@ def version_of(trt_module) -> str:
     return "unknown" if v is None else str(v)
 
 
+def major_version(trt_module) -> int:
+    """The major version of a tensorrt module (``10`` for 10.16.1), 0 when it cannot be read."""
+    try:
+        return int(version_of(trt_module).split(".")[0])
+    except ValueError:
+        return 0
+
+
 def version() -> Optional[str]:
     """The installed TensorRT's version string, or None without TensorRT."""
     mod = _import()

@@ -161,14 +161,14 @@ def _run_once(engine, ctx, trt) -> list:
     import numpy as np
 
     from . import cuda
-    from .build import _nptype
+    from .dtypes import nptype
 
     buffers = []
     for name in _io_names(engine, trt):
         shape = _context_shape(engine, ctx, name)
         dtype = engine.get_tensor_dtype(name) if hasattr(engine, "get_tensor_dtype") else \
             engine.get_binding_dtype(engine.get_binding_index(name))
-        nbytes = int(np.prod(shape, dtype=np.int64)) * _nptype(trt, dtype).itemsize
+        nbytes = int(np.prod(shape, dtype=np.int64)) * nptype(trt, dtype).itemsize
         buf = cuda.DeviceBuffer(nbytes)
         buffers.append(buf)
         if hasattr(ctx, "set_tensor_address"):

@@ -17,33 +17,9 @@ import numpy as np
 
 from ..core.common.errors import UserError
 from . import cuda
+from .dtypes import numpy_dtype  # re-exported: it was defined here
 
 __all__ = ["EngineRunner", "TensorSpec", "load_engine", "numpy_dtype", "run_engine", "run_samples"]
-
-# By name, because ``tensorrt.nptype`` lives in the tensorrt package, not in bare bindings.
-_NP_TYPES = {"FLOAT": np.float32, "HALF": np.float16, "INT8": np.int8, "INT32": np.int32, "INT64": np.int64,
-             "UINT8": np.uint8, "BOOL": np.bool_}
-
-
-def numpy_dtype(trt_module, dtype) -> np.dtype:
-    """The numpy dtype of a ``tensorrt.DataType``.
-
-    Raises
-    ------
-    UserError
-        Types numpy cannot hold (BF16, FP8, INT4).
-    """
-    name = getattr(dtype, "name", str(dtype).rsplit(".", 1)[-1])
-    if name in _NP_TYPES:
-        return np.dtype(_NP_TYPES[name])
-    fn = getattr(trt_module, "nptype", None)
-    try:
-        if fn is not None:
-            return np.dtype(fn(dtype))
-    except Exception:  # noqa: BLE001 - TypeError for types without a numpy equivalent
-        pass
-    raise UserError(f"TensorRT type {name} has no numpy equivalent.", None,
-                    "Keep the engine's inputs and outputs in float32/float16/int32 (cast in the model).")
 
 
 class TensorSpec:
