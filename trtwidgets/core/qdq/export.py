@@ -32,7 +32,6 @@ from __future__ import annotations
 import copy
 import math
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
@@ -42,149 +41,20 @@ from onnx import helper, numpy_helper
 
 from ..common.atomic import write_bytes_atomic
 from ..common.errors import UserError
-from .fp8 import E4M3FN_MAX, float_to_e4m3fn
+from .export_report import QdqExport, QdqReport, QuantizedTensor, QuantizedWeight
+from .weights import PRECISIONS, quantize_weight, weight_tensor
 from ..model.onnx_graph import GraphIndex, attribute
-from .placement import PatternMatch, QdqPlan, Skip, node_label, plan_qdq
+from .high_precision import MIN_OPSET as HP_MIN_OPSET, HIGH_PRECISIONS, convert_float_part, default_high_precision
+from .placement import QdqPlan, Skip, node_label, plan_qdq
 
 __all__ = ["PRECISIONS", "QdqExportError", "QuantizedTensor", "QuantizedWeight", "QdqReport", "QdqExport",
            "build_qdq", "export_qdq", "save_qdq_model", "amax_from_stats", "export_qdq_from_stats",
            "quantize_weight"]
 
-#: Supported precisions -> (largest quantized magnitude, minimum opset).
-PRECISIONS = {"int8": (127.0, 13), "fp8": (E4M3FN_MAX, 19)}
 
 
 class QdqExportError(UserError):
     """The model or the ranges cannot be turned into a Q/DQ model."""
-
-
-@dataclass(frozen=True)
-class QuantizedTensor:
-    """An activation that got a Q/DQ pair."""
-
-    tensor: str
-    amax: float
-    scale: float
-    consumers: Tuple[str, ...]
-    rules: Tuple[str, ...]
-
-    def to_dict(self) -> dict:
-        return {"tensor": self.tensor, "amax": self.amax, "scale": self.scale,
-                "consumers": list(self.consumers), "rules": list(self.rules)}
-
-
-@dataclass(frozen=True)
-class QuantizedWeight:
-    """A weight stored quantized with a DequantizeLinear.
-
-    Attributes
-    ----------
-    tensor, node_label, op_type : str
-        The float weight and the layer reading it.
-    axis : int or None
-        Per-channel axis, None for one scale.
-    channels : int
-        Number of scales.
-    max_rel_error : float
-        Largest ``|W - dequant(quant(W))|`` relative to ``max|W|`` (rounding error).
-    """
-
-    tensor: str
-    node_label: str
-    op_type: str
-    axis: Optional[int]
-    channels: int
-    max_rel_error: float
-
-    def to_dict(self) -> dict:
-        return {"tensor": self.tensor, "node": self.node_label, "op_type": self.op_type, "axis": self.axis,
-                "channels": self.channels, "max_rel_error": self.max_rel_error}
-
-
-@dataclass(frozen=True)
-class QdqReport:
-    """What :func:`build_qdq` quantized, what it left in high precision, and why.
-
-    Attributes
-    ----------
-    precision : str
-        ``"int8"`` or ``"fp8"``.
-    opset_from, opset_to : int
-        The model's opset before and after export.
-    activations : tuple of QuantizedTensor
-    weights : tuple of QuantizedWeight
-    skipped : tuple of Skip
-        Everything a rule looked at and left in high precision, with the reason.
-    patterns : tuple of PatternMatch
-        LayerNorm / Softmax / GELU kept free of Q/DQ.
-    excluded : tuple of str
-        Nodes the user excluded.
-    quantized_layers : tuple of str
-        Weighted layers (Conv, Gemm, ...) whose inputs and weights are all quantized:
-        the layers TensorRT will run in INT8/FP8.
-    warnings : tuple of str
-    """
-
-    precision: str
-    opset_from: int
-    opset_to: int
-    activations: Tuple[QuantizedTensor, ...]
-    weights: Tuple[QuantizedWeight, ...]
-    skipped: Tuple[Skip, ...]
-    patterns: Tuple[PatternMatch, ...]
-    excluded: Tuple[str, ...]
-    quantized_layers: Tuple[str, ...]
-    warnings: Tuple[str, ...] = field(default=())
-
-    def to_dict(self) -> dict:
-        return {"precision": self.precision, "opset_from": self.opset_from, "opset_to": self.opset_to,
-                "activations": [a.to_dict() for a in self.activations],
-                "weights": [w.to_dict() for w in self.weights],
-                "skipped": [s.to_dict() for s in self.skipped],
-                "patterns": [p.to_dict() for p in self.patterns],
-                "excluded": list(self.excluded), "quantized_layers": list(self.quantized_layers),
-                "warnings": list(self.warnings)}
-
-    def summary(self, max_lines: int = 20) -> str:
-        """Plain-text report: counts, then each skip with its reason."""
-        lines = [f"Q/DQ export ({self.precision.upper()}), opset {self.opset_from}"
-                 + (f" -> {self.opset_to}" if self.opset_to != self.opset_from else ""),
-                 f"  quantized layers    {len(self.quantized_layers)}",
-                 f"  activation Q/DQ     {len(self.activations)} tensors",
-                 f"  weight DQ           {len(self.weights)} (per-channel "
-                 f"{sum(1 for w in self.weights if w.axis is not None)})"]
-        rules: Dict[str, int] = {}
-        for a in self.activations:
-            for r in a.rules:
-                key = r.split(" (")[0]
-                rules[key] = rules.get(key, 0) + 1
-        for r, n in rules.items():
-            lines.append(f"    {r}: {n}")
-        if self.patterns:
-            kinds: Dict[str, int] = {}
-            for p in self.patterns:
-                kinds[p.kind] = kinds.get(p.kind, 0) + 1
-            lines.append("  kept free of Q/DQ  " + ", ".join(f"{k} x{v}" for k, v in kinds.items()))
-        if self.excluded:
-            lines.append(f"  excluded by you     {len(self.excluded)}: " + ", ".join(self.excluded[:8])
-                         + (" ..." if len(self.excluded) > 8 else ""))
-        if self.skipped:
-            lines.append(f"  left in high precision ({len(self.skipped)}):")
-            for s in self.skipped[:max_lines]:
-                lines.append(f"    {s.node_label} [{s.op_type}]{' ' + s.tensor if s.tensor else ''}: {s.reason}")
-            if len(self.skipped) > max_lines:
-                lines.append(f"    ... {len(self.skipped) - max_lines} more")
-        for w in self.warnings:
-            lines.append(f"  warning: {w}")
-        return "\n".join(lines)
-
-
-@dataclass(frozen=True)
-class QdqExport:
-    """A Q/DQ model and its report."""
-
-    model: onnx.ModelProto = field(repr=False, compare=False)
-    report: QdqReport
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -223,61 +93,6 @@ def _upgrade(proto: onnx.ModelProto, target: int) -> onnx.ModelProto:
     return converted
 
 
-def quantize_weight(w: np.ndarray, axis: Optional[int], precision: str = "int8"
-                    ) -> Tuple[np.ndarray, np.ndarray, float]:
-    """Symmetric quantization of a weight tensor.
-
-    Parameters
-    ----------
-    w : numpy.ndarray
-        Float weights.
-    axis : int or None
-        Per-channel axis, or None for one scale.
-    precision : {"int8", "fp8"}
-
-    Returns
-    -------
-    (q, scale, max_rel_error)
-        ``q`` is int8 values (int8) or E4M3FN codes (uint8); ``scale`` is float32 of
-        shape ``(w.shape[axis],)`` or ``()``; ``max_rel_error`` is the largest
-        round-trip error relative to ``max|w|``.
-    """
-    qmax = PRECISIONS[precision][0]
-    w = np.asarray(w, dtype=np.float32)
-    if axis is None:
-        amax = np.array(np.abs(w).max() if w.size else 0.0, dtype=np.float32)
-        bshape: Tuple[int, ...] = ()
-    else:
-        others = tuple(i for i in range(w.ndim) if i != axis)
-        amax = np.abs(w).max(axis=others) if w.size else np.zeros(w.shape[axis], np.float32)
-        bshape = tuple(w.shape[axis] if i == axis else 1 for i in range(w.ndim))
-    # An all-zero channel quantizes to zeros with any positive scale.
-    scale = np.where(amax > 0, amax / qmax, 1.0).astype(np.float32)
-    scaled = w / scale.reshape(bshape)
-    if precision == "int8":
-        q = np.clip(np.rint(scaled), -qmax, qmax).astype(np.int8)
-        back = q.astype(np.float32) * scale.reshape(bshape)
-    else:
-        from .fp8 import e4m3fn_to_float
-
-        q = float_to_e4m3fn(scaled)
-        back = e4m3fn_to_float(q) * scale.reshape(bshape)
-    top = float(np.abs(w).max()) if w.size else 0.0
-    err = float(np.abs(back - w).max() / top) if top > 0 else 0.0
-    return q, scale, err
-
-
-def _tensor(name: str, arr: np.ndarray, precision: str) -> onnx.TensorProto:
-    if precision == "fp8" and arr.dtype == np.uint8:
-        t = onnx.TensorProto()
-        t.name = name
-        t.data_type = onnx.TensorProto.FLOAT8E4M3FN
-        t.dims.extend(arr.shape)
-        t.raw_data = np.ascontiguousarray(arr).tobytes()
-        return t
-    return numpy_helper.from_array(np.ascontiguousarray(arr), name)
-
-
 class _Names:
     def __init__(self, graph: onnx.GraphProto):
         used = {n.name for n in graph.node} | {t.name for t in graph.initializer}
@@ -303,7 +118,8 @@ class _Names:
 def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
               exclude_op_types: Iterable[str] = (), precision: str = "int8",
               weights_per_channel: Optional[bool] = None, opset: Optional[int] = None,
-              skip_matrix_vector: bool = True, keep_float_output_grouped_convs: bool = True) -> QdqExport:
+              skip_matrix_vector: bool = True, keep_float_output_grouped_convs: bool = True,
+              high_precision: str = "auto", trt_version=None, keep_fp32: Iterable[str] = ()) -> QdqExport:
     """Insert Q/DQ nodes into a copy of ``model``; return it with a report.
 
     Parameters
@@ -330,6 +146,17 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
         Keep grouped (depthwise) convolutions whose output is read in float in high
         precision: TensorRT 8.6 cannot fuse them and computed wrong results on that
         path (see :func:`~.qdq_placement.plan_qdq`).
+    high_precision : {"auto", "fp32", "fp16", "bf16"}
+        The type of the non-quantized part (see :mod:`.high_precision`): FP16/BF16
+        writes float initializers, Q/DQ scales and DequantizeLinear outputs in that
+        type (opset >= 19), with FP32 graph inputs/outputs. ``"auto"`` picks by
+        ``trt_version`` (:func:`~.high_precision.default_high_precision`): FP32 for
+        TensorRT 8.x, whose parser reads FP32 scales only (the FP16 builder flag
+        lowers the float part there), FP16 for 10 and 11.
+    trt_version : str, optional
+        The target TensorRT; default: the installed one, else FP32 (works everywhere).
+    keep_fp32 : iterable of str
+        Node names, output names or op types whose float math stays FP32.
 
     Returns
     -------
@@ -357,6 +184,9 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
             f"({len(existing)}, e.g. {node_label(existing[0])}).",
             "It is already explicitly quantized; adding a second set of Q/DQ would quantize twice.",
             "Export from the float model instead.")
+    hp = _resolve_high_precision(high_precision, trt_version)
+    if hp != "fp32":
+        min_opset = max(min_opset, HP_MIN_OPSET)
     opset_from = _opset(source)
     target = max(opset_from, min_opset) if opset is None else int(opset)
     if target < min_opset:
@@ -387,7 +217,7 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
         if precision == "int8":
             new_inits.append(numpy_helper.from_array(np.zeros(shape, np.int8), name))
         else:
-            new_inits.append(_tensor(name, np.zeros(shape, np.uint8), "fp8"))
+            new_inits.append(weight_tensor(name, np.zeros(shape, np.uint8), "fp8"))
         return name
 
     # Activations.
@@ -449,7 +279,7 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
             arr = index.constant(w.tensor)
             q, scale, err = quantize_weight(arr, axis, precision)
             q_name = names(f"{w.tensor}_{precision}")
-            new_inits.append(_tensor(q_name, q, precision))
+            new_inits.append(weight_tensor(q_name, q, precision))
             s_name = names(f"{w.tensor}_scale")
             new_inits.append(numpy_helper.from_array(scale, s_name))
             zp = zero_point(w.tensor, scale.shape)
@@ -475,11 +305,33 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
     except onnx.checker.ValidationError as exc:  # pragma: no cover - would be an exporter bug
         raise QdqExportError("The exported Q/DQ model does not pass onnx.checker.", str(exc),
                              "Please report this with the model; exclude the failing node meanwhile.") from None
-    report = QdqReport(precision=precision, opset_from=opset_from, opset_to=target,
+    hp_report = None
+    if hp != "fp32":
+        proto, hp_report = convert_float_part(proto, hp, keep_fp32=keep_fp32, patterns=plan.patterns)
+        try:
+            onnx.checker.check_model(proto)
+        except onnx.checker.ValidationError as exc:  # pragma: no cover - would be a converter bug
+            raise QdqExportError(f"The {hp.upper()} Q/DQ model does not pass onnx.checker.", str(exc),
+                                 "Export with high_precision='fp32' meanwhile, and please report the model.") from None
+    report = QdqReport(precision=precision, opset_from=opset_from, opset_to=target, high_precision=hp_report,
                        activations=tuple(activations), weights=tuple(weights), skipped=tuple(skipped),
                        patterns=plan.patterns, excluded=plan.excluded,
                        quantized_layers=tuple(dict.fromkeys(quantized_layers)), warnings=plan.warnings)
     return QdqExport(model=proto, report=report)
+
+
+def _resolve_high_precision(high_precision: str, trt_version) -> str:
+    if high_precision == "auto":
+        if trt_version is None:
+            from ..model.trt_version import installed_trt_version
+
+            trt_version = installed_trt_version()
+        return default_high_precision(trt_version) if trt_version is not None else "fp32"
+    if high_precision not in HIGH_PRECISIONS:
+        raise QdqExportError(f"Unknown high-precision dtype {high_precision!r}.",
+                             f"Choose auto or one of {', '.join(HIGH_PRECISIONS)}.",
+                             "auto picks FP32 for TensorRT 8.x and FP16 for 10/11.")
+    return high_precision
 
 
 def _subgraph_reads(nodes: Iterable[onnx.NodeProto]) -> set:
@@ -521,12 +373,14 @@ def _rebuild(graph: onnx.GraphProto, prefix: List[onnx.NodeProto], after: Dict[i
 def export_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
                exclude_op_types: Iterable[str] = (), precision: str = "int8",
                weights_per_channel: Optional[bool] = None, opset: Optional[int] = None,
-               skip_matrix_vector: bool = True, keep_float_output_grouped_convs: bool = True) -> onnx.ModelProto:
+               skip_matrix_vector: bool = True, keep_float_output_grouped_convs: bool = True,
+               high_precision: str = "auto", trt_version=None) -> onnx.ModelProto:
     """The Q/DQ model only (see :func:`build_qdq` for parameters and the report)."""
     return build_qdq(model, amax, exclude=exclude, exclude_op_types=exclude_op_types, precision=precision,
                      weights_per_channel=weights_per_channel, opset=opset,
                      skip_matrix_vector=skip_matrix_vector,
-                     keep_float_output_grouped_convs=keep_float_output_grouped_convs).model
+                     keep_float_output_grouped_convs=keep_float_output_grouped_convs,
+                     high_precision=high_precision, trt_version=trt_version).model
 
 
 def save_qdq_model(model: onnx.ModelProto, path: Union[str, os.PathLike]) -> Path:
@@ -562,7 +416,8 @@ def amax_from_stats(stats, method: str = "entropy", percentile: float = 99.99) -
 def export_qdq_from_stats(model, stats, out_path: Union[str, os.PathLike, None] = None, *, method: str = "entropy",
                           percentile: float = 99.99, exclude: Iterable[str] = (),
                           exclude_op_types: Iterable[str] = (), precision: str = "int8",
-                          amax_overrides: Optional[Mapping[str, float]] = None) -> QdqExport:
+                          amax_overrides: Optional[Mapping[str, float]] = None, high_precision: str = "auto",
+                          trt_version=None) -> QdqExport:
     """One call for the calibration explorer's "Export Q/DQ model" button.
 
     Parameters
@@ -586,7 +441,8 @@ def export_qdq_from_stats(model, stats, out_path: Union[str, os.PathLike, None] 
         stats = load_stats(stats)
     amax = amax_from_stats(stats, method, percentile)
     amax.update({k: float(v) for k, v in (amax_overrides or {}).items()})
-    result = build_qdq(model, amax, exclude=exclude, exclude_op_types=exclude_op_types, precision=precision)
+    result = build_qdq(model, amax, exclude=exclude, exclude_op_types=exclude_op_types, precision=precision,
+                       high_precision=high_precision, trt_version=trt_version)
     if out_path is not None:
         save_qdq_model(result.model, out_path)
     return result

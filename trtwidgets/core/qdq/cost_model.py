@@ -1,0 +1,207 @@
+"""Where INT8 pays: a latency estimate per layer, FP16 against INT8, without TensorRT.
+
+An explicit INT8 engine is only faster than FP16 where a layer's INT8 kernel
+beats its FP16 kernel by more than the reformats that precision borders add. On
+a modern GPU that is true for large, compute-bound convolutions and matrix
+products, and false for small layers, whose time is kernel launch and memory
+(the bundled classifier at batch 1: TensorRT's implicit INT8 build chose FP16 for
+every layer). Without a GPU the toolkit estimates, per weighted layer:
+
+``t(p) = launch + max(2 * MACs / (peak(p) * efficiency(MACs)), bytes(p) / bandwidth)``
+
+with ``bytes`` the input, weights and output at ``p``'s element size, and an
+efficiency that grows with the layer's work (small GEMMs reach a tiny fraction
+of the tensor-core peak). Depthwise/grouped convolutions with few channels per
+group get no tensor-core INT8 speed-up (their kernels are memory bound either
+way), only the halved bytes. Each border between an INT8 and a float layer
+costs a reformat (``border`` + bytes / bandwidth).
+
+These are estimates, said so wherever they are shown; with TensorRT, the per-layer
+choices and timings of an implicit INT8+FP16 build replace them
+(:mod:`.latency_oracle`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Dict, Mapping, Optional, Sequence, Tuple
+
+import onnx
+
+from ..model.onnx_graph import GraphIndex, attribute
+from .graph_patterns import node_label
+
+__all__ = ["GpuSpec", "GPUS", "LayerCost", "layer_costs", "static_shapes", "estimate_latency_us"]
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """Dense peak rates and memory bandwidth of a GPU (per second), and fixed per-kernel costs."""
+
+    name: str
+    fp16_flops: float
+    int8_ops: float
+    bandwidth: float
+    launch_us: float = 2.5
+    border_us: float = 1.5
+
+
+#: Data-sheet figures (dense tensor-core peaks, HBM bandwidth).
+GPUS = {
+    "h100": GpuSpec("H100 SXM", 989e12, 1979e12, 3.35e12),
+    "h200": GpuSpec("H200 SXM", 989e12, 1979e12, 4.8e12),
+    "a100": GpuSpec("A100 SXM", 312e12, 624e12, 2.0e12),
+    "l4": GpuSpec("L4", 121e12, 242e12, 0.3e12),
+}
+
+
+@dataclass(frozen=True)
+class LayerCost:
+    """Estimated time of one weighted layer in FP16 and INT8 (microseconds).
+
+    Attributes
+    ----------
+    node : str
+        The layer's node label.
+    op_type : str
+    macs : int
+        Multiply-accumulates at the planned shapes.
+    out_bytes_fp16 : int
+        Its output at FP16 (what a border reformat moves).
+    fp16_us, int8_us : float
+        Estimated kernel time in each precision.
+    """
+
+    node: str
+    op_type: str
+    macs: int
+    out_bytes_fp16: int
+    fp16_us: float
+    int8_us: float
+
+    @property
+    def gain_us(self) -> float:
+        """FP16 time minus INT8 time (positive: INT8 is faster)."""
+        return self.fp16_us - self.int8_us
+
+    def to_dict(self) -> dict:
+        return {"node": self.node, "op_type": self.op_type, "macs": self.macs,
+                "fp16_us": round(self.fp16_us, 3), "int8_us": round(self.int8_us, 3)}
+
+
+def static_shapes(proto: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]]) -> Dict[str, Tuple[int, ...]]:
+    """Every tensor's shape with the inputs fixed to ``input_shapes`` (ONNX shape inference).
+
+    Tensors whose shape stays unknown are left out.
+    """
+    model = onnx.ModelProto()
+    model.CopyFrom(proto)
+    for vi in model.graph.input:
+        if vi.name in input_shapes:
+            dims = vi.type.tensor_type.shape.dim
+            shape = list(input_shapes[vi.name])
+            del dims[:]
+            for d in shape:
+                dims.add().dim_value = int(d)
+    del model.graph.value_info[:]
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    except Exception:  # noqa: BLE001 - an estimate with fewer shapes is still an estimate
+        inferred = model
+    out: Dict[str, Tuple[int, ...]] = {}
+    for vi in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):
+        dims = vi.type.tensor_type.shape.dim
+        if dims and all(d.HasField("dim_value") and d.dim_value > 0 for d in dims):
+            out[vi.name] = tuple(int(d.dim_value) for d in dims)
+    for init in inferred.graph.initializer:
+        out[init.name] = tuple(int(d) for d in init.dims)
+    return out
+
+
+def _efficiency(macs: float) -> float:
+    # Fraction of the tensor-core peak a kernel reaches: ~1% for a 1 MMAC layer, ~50% from ~10 GMAC.
+    return max(0.01, min(0.6, macs / (macs + 2e9) * 0.6 + 0.005))
+
+
+def _numel(shape: Optional[Tuple[int, ...]]) -> int:
+    return int(math.prod(shape)) if shape else 0
+
+
+def _macs(node: onnx.NodeProto, shapes: Mapping[str, Tuple[int, ...]], index: GraphIndex) -> int:
+    out = shapes.get(node.output[0])
+    w = shapes.get(node.input[1]) if len(node.input) > 1 else None
+    if out is None:
+        return 0
+    if node.op_type in ("Conv", "ConvTranspose") and w is not None and len(w) >= 2:
+        if node.op_type == "Conv":
+            per_out = _numel(w[1:])  # Cin/group * kernel
+            return _numel(out) * per_out
+        x = shapes.get(node.input[0])
+        return _numel(x) * _numel(w[1:]) if x else 0
+    a = shapes.get(node.input[0])
+    if node.op_type in ("MatMul", "Gemm") and a:
+        k = a[-1] if not (node.op_type == "Gemm" and attribute(node, "transA", 0)) else a[0]
+        return _numel(out) * int(k)
+    return 0
+
+
+def layer_costs(proto: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]], gpu: str = "h100",
+                nodes: Optional[Sequence[str]] = None) -> Dict[str, LayerCost]:
+    """Estimated FP16 and INT8 time of every weighted layer (Conv, ConvTranspose, MatMul, Gemm).
+
+    Parameters
+    ----------
+    proto : onnx.ModelProto
+        The float model.
+    input_shapes : mapping
+        Input name -> the shape it is planned for (batch included).
+    gpu : str
+        A key of :data:`GPUS`.
+    nodes : sequence of str, optional
+        Only these node labels.
+
+    Returns
+    -------
+    dict
+        Node label -> :class:`LayerCost`; layers whose shapes are unknown are left out.
+    """
+    spec = GPUS[gpu.lower()] if gpu.lower() in GPUS else GPUS["h100"]
+    shapes = static_shapes(proto, input_shapes)
+    index = GraphIndex(proto.graph)
+    wanted = set(nodes) if nodes is not None else None
+    out: Dict[str, LayerCost] = {}
+    for node in proto.graph.node:
+        if node.op_type not in ("Conv", "ConvTranspose", "MatMul", "Gemm"):
+            continue
+        label = node_label(node)
+        if wanted is not None and label not in wanted:
+            continue
+        macs = _macs(node, shapes, index)
+        o = _numel(shapes.get(node.output[0]))
+        if not macs or not o:
+            continue
+        x = _numel(shapes.get(node.input[0]))
+        w = _numel(shapes.get(node.input[1])) if len(node.input) > 1 else 0
+        group = int(attribute(node, "group", 1) or 1)
+        cin_per_group = (shapes.get(node.input[1]) or (0, 0))[1] if node.op_type == "Conv" else 64
+        eff = _efficiency(macs)
+        t_fp16 = max(2 * macs / (spec.fp16_flops * eff), 2 * (x + w + o) / spec.bandwidth)
+        # Few channels per group (depthwise): no tensor-core INT8 path, only half the bytes.
+        int8_rate = spec.int8_ops if (group == 1 or cin_per_group >= 16) else spec.fp16_flops
+        t_int8 = max(2 * macs / (int8_rate * eff), 1 * (x + w + o) / spec.bandwidth)
+        out[label] = LayerCost(label, node.op_type, int(macs), 2 * o,
+                               spec.launch_us + 1e6 * t_fp16, spec.launch_us + 1e6 * t_int8)
+    return out
+
+
+def estimate_latency_us(costs: Mapping[str, LayerCost], quantized: Sequence[str], borders: int,
+                        border_bytes: int = 0, gpu: str = "h100") -> float:
+    """Total estimated time of the weighted layers with ``quantized`` in INT8 and the rest in FP16.
+
+    ``borders`` INT8/float borders each add a reformat of ``border_bytes / borders`` on average.
+    """
+    spec = GPUS[gpu.lower()] if gpu.lower() in GPUS else GPUS["h100"]
+    q = set(quantized)
+    total = sum(c.int8_us if n in q else c.fp16_us for n, c in costs.items())
+    return total + borders * spec.border_us + 1e6 * border_bytes / spec.bandwidth

@@ -1,0 +1,245 @@
+"""The values of a quantization plan: the target, each candidate's accuracy and latency, the plan.
+
+Kept apart from the search (:mod:`.planner`) so that a saved ``plan.json`` reads
+back without ONNX Runtime.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, Optional, Tuple, Union
+
+from ..common.atomic import write_text_atomic
+from ..common.errors import UserError
+
+__all__ = ["PlanTarget", "PlanAccuracy", "Candidate", "Plan", "load_plan"]
+
+
+def _jf(v):
+    return None if v is None or (isinstance(v, float) and not math.isfinite(v)) else round(float(v), 6)
+
+
+@dataclass(frozen=True)
+class PlanTarget:
+    """What accuracy the plan must keep, against ONNX Runtime FP32 on held-back data.
+
+    Attributes
+    ----------
+    cosine : float, optional
+        Minimum output cosine similarity (the worst output).
+    snr_db : float, optional
+        Minimum output SNR in dB.
+    metric : callable, optional
+        ``f(outputs) -> float`` (higher is better) over the concatenated outputs of the
+        held-back data, e.g. top-1 accuracy against labels or mask IoU; compared with
+        the same metric of the float model.
+    metric_name : str
+    max_metric_drop : float
+        The metric may fall at most this much below the float model's.
+    """
+
+    cosine: Optional[float] = 0.99
+    snr_db: Optional[float] = None
+    metric: Optional[Callable[[Dict[str, Any]], float]] = field(default=None, compare=False, repr=False)
+    metric_name: str = ""
+    max_metric_drop: float = 0.01
+
+    def __post_init__(self):
+        if self.cosine is None and self.snr_db is None and self.metric is None:
+            raise UserError("The plan has no accuracy target.", "Without one every candidate would pass.",
+                            "Give cosine (e.g. 0.99), snr_db, or a metric.")
+        if self.cosine is not None and not -1.0 <= float(self.cosine) <= 1.0:
+            raise UserError(f"Target cosine {self.cosine} is outside [-1, 1].",
+                            "Cosine similarity lies between -1 and 1.", "Use e.g. --target-cosine 0.99.")
+
+    def describe(self) -> str:
+        parts = []
+        if self.cosine is not None:
+            parts.append(f"cosine >= {self.cosine:g}")
+        if self.snr_db is not None:
+            parts.append(f"SNR >= {self.snr_db:g} dB")
+        if self.metric is not None:
+            parts.append(f"{self.metric_name or 'metric'} within {self.max_metric_drop:g} of FP32")
+        return ", ".join(parts)
+
+    def to_dict(self) -> dict:
+        return {"cosine": self.cosine, "snr_db": self.snr_db, "metric": self.metric_name or None,
+                "max_metric_drop": self.max_metric_drop if self.metric is not None else None}
+
+
+@dataclass(frozen=True)
+class PlanAccuracy:
+    """A candidate's accuracy against ONNX Runtime FP32 (``metric_reference`` is the float model's metric)."""
+
+    cosine: float
+    snr_db: float
+    metric: Optional[float] = None
+    metric_reference: Optional[float] = None
+
+    def meets(self, target: PlanTarget) -> bool:
+        """Whether every part of ``target`` holds."""
+        if target.cosine is not None and not self.cosine >= target.cosine:
+            return False
+        if target.snr_db is not None and not self.snr_db >= target.snr_db:
+            return False
+        if target.metric is not None and self.metric is not None and self.metric_reference is not None:
+            if self.metric < self.metric_reference - target.max_metric_drop:
+                return False
+        return True
+
+    def to_dict(self) -> dict:
+        return {"cosine": _jf(self.cosine), "snr_db": _jf(self.snr_db), "metric": _jf(self.metric),
+                "metric_reference": _jf(self.metric_reference)}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One way to quantize the model, with its predicted accuracy and latency.
+
+    Attributes
+    ----------
+    name : str
+    quantized : tuple of str
+        Weighted layers (node labels) that run in INT8.
+    kept : tuple of (str, str)
+        Weighted layers kept in high precision, each with the reason.
+    accuracy : PlanAccuracy
+        ONNX Runtime's prediction on the held-back data.
+    latency_us : float
+        Estimated (or oracle-timed) time of the weighted layers plus precision borders.
+    fp16_latency_us : float
+        The same for the all-FP16 engine.
+    latency_source : str
+        ``"estimate"`` (cost model), ``"oracle"`` (an implicit INT8 build's choices and
+        times) or ``"measured"``.
+    meets_target : bool
+    """
+
+    name: str
+    quantized: Tuple[str, ...]
+    kept: Tuple[Tuple[str, str], ...]
+    accuracy: PlanAccuracy
+    latency_us: float
+    fp16_latency_us: float
+    latency_source: str
+    meets_target: bool
+
+    @property
+    def speedup(self) -> float:
+        """FP16 time / this candidate's time (above 1: faster than FP16)."""
+        return self.fp16_latency_us / self.latency_us if self.latency_us > 0 else math.nan
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "quantized": list(self.quantized),
+                "kept": [{"layer": n, "reason": r} for n, r in self.kept],
+                "accuracy": self.accuracy.to_dict(), "latency_us": _jf(self.latency_us),
+                "fp16_latency_us": _jf(self.fp16_latency_us), "speedup_vs_fp16": _jf(self.speedup),
+                "latency_source": self.latency_source, "meets_target": self.meets_target}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The planner's answer: every candidate tried and the recommended one.
+
+    Attributes
+    ----------
+    model : str
+        The float model's path or name.
+    target : PlanTarget
+    candidates : tuple of Candidate
+        In the order they were tried; the first is always FP16 (no INT8).
+    recommended : int
+        Index of the recommendation: the fastest candidate that meets the target, or
+        0 (FP16) when no INT8 candidate is faster than FP16 and accurate enough.
+    reason : str
+        Why that one, in a sentence.
+    ranges : dict
+        How activation ranges were chosen (the method per tensor, counts).
+    high_precision : str
+        The float part's type in the written Q/DQ model.
+    trt_version : str
+    input_shapes : dict
+    seconds : dict
+        Time spent in each phase of the search.
+    notes : tuple of str
+    """
+
+    model: str
+    target: PlanTarget
+    candidates: Tuple[Candidate, ...]
+    recommended: int
+    reason: str
+    ranges: Dict[str, Any] = field(default_factory=dict)
+    high_precision: str = "fp32"
+    trt_version: str = ""
+    input_shapes: Dict[str, Any] = field(default_factory=dict)
+    seconds: Dict[str, float] = field(default_factory=dict)
+    notes: Tuple[str, ...] = ()
+
+    @property
+    def pick(self) -> Candidate:
+        """The recommended candidate."""
+        return self.candidates[self.recommended]
+
+    @property
+    def fp16_is_best(self) -> bool:
+        """True when the plan recommends no INT8 at all."""
+        return not self.pick.quantized
+
+    @property
+    def any_meets_target(self) -> bool:
+        return any(c.meets_target for c in self.candidates)
+
+    def to_dict(self) -> dict:
+        return {"version": 1, "model": self.model, "target": self.target.to_dict(),
+                "recommended": self.recommended, "reason": self.reason,
+                "candidates": [c.to_dict() for c in self.candidates], "ranges": self.ranges,
+                "high_precision": self.high_precision, "trt_version": self.trt_version,
+                "input_shapes": {k: list(v) for k, v in self.input_shapes.items()},
+                "seconds": {k: round(v, 3) for k, v in self.seconds.items()}, "notes": list(self.notes)}
+
+    def table(self) -> str:
+        """The candidates as a plain-text table (what the CLI prints)."""
+        rows = [f"{'':2}{'candidate':<28}{'INT8':>6}{'float':>7}{'cosine':>9}{'SNR dB':>8}"
+                + ("   metric" if any(c.accuracy.metric is not None for c in self.candidates) else "")
+                + f"{'est. x FP16':>13}  target"]
+        for i, c in enumerate(self.candidates):
+            mark = "->" if i == self.recommended else ""
+            metric = f"{c.accuracy.metric:9.4f}" if c.accuracy.metric is not None else ""
+            rows.append(f"{mark:2}{c.name[:27]:<28}{len(c.quantized):>6}{len(c.kept):>7}{c.accuracy.cosine:>9.4f}"
+                        f"{c.accuracy.snr_db:>8.1f}{metric}{1 / c.speedup if c.speedup else math.nan:>13.3f}  "
+                        f"{'meets' if c.meets_target else 'misses'}")
+        return "\n".join(rows)
+
+    def save_json(self, path: Union[str, os.PathLike]) -> Path:
+        """Write ``plan.json`` atomically."""
+        return write_text_atomic(Path(path), json.dumps(self.to_dict(), indent=1))
+
+
+def load_plan(path: Union[str, os.PathLike]) -> dict:
+    """Read a ``plan.json`` back (as plain data: candidates, recommendation, reasons).
+
+    Raises
+    ------
+    UserError
+        The file is missing or not a plan.
+    """
+    p = Path(path)
+    if p.is_dir():
+        p = p / "plan.json"
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"No plan at {p}.", "plan.json is written by `trtwidgets plan ... --out DIR`.",
+                        "Run the planner first, or give the folder it wrote.") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"{p} is not a plan.json.", f"It is not JSON: {exc}.",
+                        "Give the plan.json the planner wrote.") from None
+    if not isinstance(doc, dict) or "candidates" not in doc or "recommended" not in doc:
+        raise UserError(f"{p} is not a plan.json.", "It has no candidates or recommendation.",
+                        "Give the plan.json the planner wrote.")
+    return doc

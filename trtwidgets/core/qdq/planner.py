@@ -1,0 +1,383 @@
+"""The quantization planner: which layers to quantize so that INT8 is faster than FP16 and accurate.
+
+A Q/DQ export that quantizes everything the placement rules allow can be slower
+than FP16 (small layers gain nothing in INT8 and every INT8/float border costs a
+reformat) and can lose accuracy. :func:`plan` searches, on the CPU:
+
+1. **Statistics once.** Activation statistics of the calibration samples are
+   collected once (:func:`~..calibration.collect.collect_stats`) and every
+   candidate reuses them.
+2. **Ranges.** Each of the four range methods (entropy, percentile, MSE, max) is
+   tried on the full placement; the best (by the target) is kept, then each of the
+   most sensitive layers' inputs may switch to another method where that scores
+   higher.
+3. **Where INT8 pays.** With an implicit INT8+FP16 build of the model
+   (``oracle``), exactly the layers TensorRT ran in INT8; without one, the layers
+   the cost model (:mod:`.cost_model`) expects to be faster in INT8. Layers that do
+   not pay stay in high precision, with that reason.
+4. **Accuracy.** Each paying layer's cost is measured (that layer alone kept float,
+   ONNX Runtime against FP32 on held-back data); candidates keep the 1, 2, 4, ...
+   most costly float until the target holds.
+5. **The pick.** The fastest candidate that meets the target, or FP16 when no INT8
+   candidate is both faster and accurate: "FP16 is best here" is a real answer.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import onnx
+
+from ..common.errors import UserError
+from .cost_model import layer_costs
+from .plan_eval import Evaluator, weighted_borders
+from .plan_values import Candidate, Plan, PlanAccuracy, PlanTarget
+
+__all__ = ["plan", "PlanTarget", "Plan", "Candidate", "export_plan", "METHOD_ORDER"]
+
+#: Range methods tried, in order (entropy first: TensorRT's default).
+METHOD_ORDER = ("entropy", "percentile", "mse", "max")
+#: INT8 must save at least this fraction of FP16's time to be recommended.
+MIN_GAIN = 0.02
+
+
+def _progress(total: int, enabled: bool, desc: str):
+    if not enabled:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # core runs on the GPU machine without tqdm
+        return None
+    return tqdm(total=total, desc=desc, leave=False)
+
+
+def _feeds(proto: onnx.ModelProto, data, held_back, holdout: float, max_samples: Optional[int]):
+    from ..calibration.data import iter_feeds
+    from ..model.load import summarize
+
+    summary = summarize(proto)
+    feeds = list(iter_feeds(data, summary, batch_size=1, max_samples=max_samples))
+    if held_back is not None:
+        held = list(iter_feeds(held_back, summary, batch_size=1))
+        calib = feeds
+    else:
+        if len(feeds) < 2:
+            raise UserError(f"The planner needs at least 2 samples; the data has {len(feeds)}.",
+                            "Some samples calibrate, the rest (held back) measure accuracy.",
+                            "Give more samples (32 or more is better), or held_back= separate data.")
+        n_held = min(len(feeds) - 1, max(1, int(round(len(feeds) * holdout))))
+        calib, held = feeds[:-n_held], feeds[-n_held:]
+    if not held:
+        raise UserError("The held-back data is empty.", "Accuracy is measured on samples not used to calibrate.",
+                        "Give held_back data with at least one sample.")
+    return calib, held
+
+
+def _stack(feeds: Sequence[Mapping[str, np.ndarray]]) -> List[Dict[str, np.ndarray]]:
+    return [dict(f) for f in feeds]
+
+
+def _pick(cands: List[Candidate]) -> Tuple[int, str]:
+    fp16 = cands[0]
+    good = [i for i, c in enumerate(cands) if c.meets_target and c.quantized]
+    if not good:
+        why = ("no INT8 candidate keeps the accuracy target" if any(c.quantized for c in cands)
+               else "no layer is expected to be faster in INT8")
+        return 0, f"FP16 is best here: {why}."
+    best = min(good, key=lambda i: cands[i].latency_us)
+    if cands[best].speedup < 1 + MIN_GAIN:
+        return 0, (f"FP16 is best here: INT8 gains nothing (the best INT8 candidate that meets the target is "
+                   f"{1 / cands[best].speedup:.2f}x FP16, {cands[best].latency_source}).")
+    gain = 1 - 1 / cands[best].speedup
+    return best, (f"{cands[best].name}: the fastest candidate that meets the target, {gain:.0%} faster than FP16 "
+                  f"({cands[best].latency_source}), {len(cands[best].quantized)} INT8 layers"
+                  + (f", {len(cands[best].kept)} kept in high precision" if cands[best].kept else "") + ".")
+    del fp16
+
+
+def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, holdout: float = 0.25,
+         trt_version: Optional[str] = None, high_precision: str = "auto", gpu: str = "h100",
+         batch_size: Optional[int] = None, oracle=None, stats=None, max_samples: Optional[int] = None,
+         max_ranked: int = 96, progress: bool = True,
+         on_step: Optional[Callable[[str], None]] = None) -> Plan:
+    """Search for the fastest Q/DQ quantization that meets an accuracy target (see the module docstring).
+
+    Parameters
+    ----------
+    model : path, onnx.ModelProto or LoadedModel
+        The float model.
+    data : anything :func:`~..calibration.data.iter_feeds` takes
+        Calibration samples; the last ``holdout`` fraction is held back for accuracy
+        unless ``held_back`` is given.
+    target : PlanTarget, optional
+        Default: output cosine >= 0.99.
+    trt_version : str, optional
+        The target TensorRT (decides the float part's type, see :mod:`.high_precision`).
+    high_precision : {"auto", "fp32", "fp16", "bf16"}
+    gpu : str
+        The cost model's GPU (:data:`~.cost_model.GPUS`), when there is no oracle.
+    batch_size : int, optional
+        The batch the engine will run at (latency is estimated there); default: the data's.
+    oracle : LatencyOracle, build folder or path, optional
+        An implicit INT8+FP16 build of the same model (:mod:`.latency_oracle`).
+    stats : ActivationStats, optional
+        Statistics already collected (skips collection).
+    max_ranked : int
+        Rank at most this many layers by accuracy cost (the ones INT8 saves most on).
+    progress : bool
+        A progress bar per phase.
+    on_step : callable, optional
+        Called with a short text before each phase (the widget's status line).
+
+    Returns
+    -------
+    Plan
+
+    Raises
+    ------
+    UserError
+        Too few samples, a bad target, an oracle of another model.
+    """
+    from ..calibration.collect import collect_stats
+    from ..model.load import LoadedModel, load_model, summarize
+    from .export import _resolve_high_precision, amax_from_stats
+    from .latency_oracle import LatencyOracle, read_oracle
+
+    t0 = time.perf_counter()
+    seconds: Dict[str, float] = {}
+    say = on_step or (lambda text: None)
+    target = target or PlanTarget()
+    if isinstance(model, LoadedModel):
+        loaded = model
+    elif isinstance(model, onnx.ModelProto):
+        loaded = LoadedModel(Path(model.graph.name or "model.onnx"), model, summarize(model))
+    else:
+        loaded = load_model(model)
+    proto = loaded.proto
+    name = str(loaded.path)
+    hp = _resolve_high_precision(high_precision, trt_version)
+    notes: List[str] = []
+
+    say("reading data")
+    calib, held = _feeds(proto, data, held_back, holdout, max_samples)
+    say(f"collecting statistics on {len(calib)} samples")
+    if stats is None:
+        stats = collect_stats(loaded, _stack(calib), progress=progress)
+    seconds["statistics"] = time.perf_counter() - t0
+
+    from .validate import run_model
+
+    reference, _ = run_model(proto, held)
+    metric_ref = float(target.metric(reference)) if target.metric is not None else None
+    ev = Evaluator(proto, _stack(held), reference, hp, target.metric, metric_ref, trt_version)
+
+    # Ranges: the best single method on the full placement.
+    t = time.perf_counter()
+    say("choosing range methods")
+    bar = _progress(len(METHOD_ORDER), progress, "range methods")
+    per_method: Dict[str, Tuple[PlanAccuracy, Dict[str, float]]] = {}
+    for method in METHOD_ORDER:
+        amax = amax_from_stats(stats, method)
+        acc, _ = ev.score(amax)
+        per_method[method] = (acc, amax)
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+
+    def key(acc: PlanAccuracy) -> Tuple[float, float]:
+        m = acc.metric if acc.metric is not None else 0.0
+        return (m, acc.cosine if target.cosine is not None or target.snr_db is None else acc.snr_db)
+
+    best_method = max(METHOD_ORDER, key=lambda m: key(per_method[m][0]))
+    amax = dict(per_method[best_method][1])
+    seconds["ranges"] = time.perf_counter() - t
+
+    # Latency: per-layer FP16/INT8 estimates, replaced by the oracle's choices when there is one.
+    t = time.perf_counter()
+    input_shapes = {k: tuple(v.shape) for k, v in held[0].items()}
+    if batch_size:
+        input_shapes = {k: (int(batch_size),) + s[1:] for k, s in input_shapes.items()}
+    costs = layer_costs(proto, input_shapes, gpu)
+    all_export = ev.export(amax)
+    candidates_layers = list(all_export.report.quantized_layers)
+    if oracle is not None and not isinstance(oracle, LatencyOracle):
+        oracle = read_oracle(oracle, proto)
+    source = "oracle" if oracle is not None else "estimate"
+    pays: List[str] = []
+    kept_latency: List[Tuple[str, str]] = []
+    for layer in candidates_layers:
+        if oracle is not None:
+            choice = oracle.layers.get(layer)
+            if choice is not None and choice.precision == "INT8":
+                pays.append(layer)
+            else:
+                kept_latency.append((layer, "TensorRT ran it in "
+                                     f"{choice.precision if choice else 'high precision'} in the implicit INT8 build: "
+                                     "INT8 does not pay here"))
+            continue
+        c = costs.get(layer)
+        if c is None:
+            pays.append(layer)  # unknown shape: let accuracy decide, and say so
+            continue
+        if c.gain_us > max(0.3, 0.05 * c.fp16_us):
+            pays.append(layer)
+        else:
+            kept_latency.append((layer, f"INT8 does not pay here (estimated {c.fp16_us:.1f} us in FP16, "
+                                        f"{c.int8_us:.1f} us in INT8)"))
+    if any(layer not in costs for layer in candidates_layers) and oracle is None:
+        notes.append("some layers' shapes are unknown to shape inference; their latency is not estimated")
+
+    def latency(quantized: Sequence[str]) -> float:
+        q = set(quantized)
+        total = 0.0
+        for layer, c in costs.items():
+            fp16_us, int8_us = c.fp16_us, c.int8_us
+            if oracle is not None and layer in oracle.layers and oracle.layers[layer].latency_ms:
+                measured = 1000 * oracle.layers[layer].latency_ms
+                # Scale the measured time by the cost model's ratio for the other precision.
+                if oracle.layers[layer].precision == "INT8":
+                    fp16_us, int8_us = measured * c.fp16_us / c.int8_us, measured
+                else:
+                    fp16_us, int8_us = measured, measured * c.int8_us / c.fp16_us
+            total += int8_us if layer in q else fp16_us
+        return total + weighted_borders(proto, q) * 1.5
+
+    fp16_us = latency(())
+    seconds["latency"] = time.perf_counter() - t
+
+    cands: List[Candidate] = []
+
+    def add(cname: str, quantized: Sequence[str], kept: Sequence[Tuple[str, str]], acc: PlanAccuracy) -> Candidate:
+        c = Candidate(cname, tuple(quantized), tuple(kept), acc, latency(quantized), fp16_us, source,
+                      acc.meets(target))
+        cands.append(c)
+        return c
+
+    say("scoring FP16 and full INT8")
+    add("FP16 (no INT8)", (), (), ev.score_fp16())
+    full_acc = per_method[best_method][0]
+    if hp != ev.eval_dtype:
+        notes.append("BF16 is evaluated as FP32 in ONNX Runtime (no BF16 kernels on the CPU)")
+    add(f"INT8 everywhere the rules allow ({best_method})", candidates_layers,
+        tuple((s.node_label, s.reason) for s in all_export.report.skipped
+              if s.op_type in ("Conv", "ConvTranspose", "MatMul", "Gemm") and s.node_label not in candidates_layers),
+        full_acc)
+
+    # Accuracy cost of each paying layer: that layer alone kept float.
+    t = time.perf_counter()
+    not_paying = [n for n, _ in kept_latency]
+    rank_feeds = ev.feeds[: max(1, min(len(ev.feeds), 16))]
+    rank_ref = {k: v[: sum(int(np.shape(next(iter(f.values())))[0]) for f in rank_feeds)] for k, v in reference.items()}
+    if pays:
+        base, _ = ev.score(amax, not_paying)
+        c_pays = add("INT8 where it pays", pays, tuple(kept_latency), base)
+        order = sorted(pays, key=lambda n: -(costs[n].gain_us if n in costs else 0.0))[:max_ranked]
+        say(f"ranking {len(order)} layers by accuracy cost")
+        bar = _progress(len(order), progress, "layer sensitivity")
+        base_small, _ = ev.score(amax, not_paying, rank_feeds, rank_ref)
+        sens: Dict[str, float] = {}
+        for layer in order:
+            acc, _ = ev.score(amax, not_paying + [layer], rank_feeds, rank_ref)
+            sens[layer] = (acc.cosine - base_small.cosine) + (acc.snr_db - base_small.snr_db) / 100.0
+            if bar is not None:
+                bar.update(1)
+        if bar is not None:
+            bar.close()
+        seconds["sensitivity"] = time.perf_counter() - t
+        ranked = sorted(sens, key=lambda n: -sens[n])
+        # Per-tensor ranges: the inputs of the most costly layers may take another method.
+        t = time.perf_counter()
+        tuned = 0
+        for layer in ranked[:4]:
+            node = ev._labels.get(layer)
+            tensor = node.input[0] if node is not None and node.input else None
+            if tensor is None or tensor not in amax:
+                continue
+            best_acc, best_val = base_small, amax[tensor]
+            for method in METHOD_ORDER:
+                alt = per_method[method][1].get(tensor)
+                if alt is None or alt == amax[tensor]:
+                    continue
+                trial = dict(amax)
+                trial[tensor] = alt
+                acc, _ = ev.score(trial, not_paying, rank_feeds, rank_ref)
+                if key(acc) > key(best_acc):
+                    best_acc, best_val = acc, alt
+            if best_val != amax[tensor]:
+                amax[tensor] = best_val
+                base_small = best_acc
+                tuned += 1
+        seconds["per-tensor ranges"] = time.perf_counter() - t
+        if tuned:
+            base, _ = ev.score(amax, not_paying)
+            cands[-1] = c_pays = Candidate(c_pays.name + " (tuned ranges)", c_pays.quantized, c_pays.kept, base,
+                                           c_pays.latency_us, fp16_us, source, base.meets(target))
+        t = time.perf_counter()
+        k = 1
+        last = c_pays
+        say("keeping the most costly layers float until the target holds")
+        while not last.meets_target and k <= len(ranked):
+            keep = ranked[:k]
+            acc, _ = ev.score(amax, not_paying + keep)
+            quantized = [n for n in pays if n not in keep]
+            kept = tuple(kept_latency) + tuple((n, f"kept in high precision for accuracy (rank {i + 1} of "
+                                                  f"{len(ranked)} by output cost)") for i, n in enumerate(keep))
+            last = add(f"INT8 where it pays, {k} kept float", quantized, kept, acc)
+            k = k * 2 if k < len(ranked) and k * 2 <= len(ranked) else (len(ranked) + 1 if k < len(ranked) else k + 1)
+        seconds["search"] = time.perf_counter() - t
+    else:
+        notes.append("no layer is expected to be faster in INT8 at this shape"
+                     + (" (TensorRT's implicit INT8 build chose no INT8 layer)" if oracle is not None else ""))
+    best, reason = _pick(cands)
+    if source == "estimate":
+        notes.append(f"latency is an estimate (cost model of an {gpu.upper()}); give an implicit INT8 build "
+                     "(oracle) or build the pick to measure it")
+    seconds["total"] = time.perf_counter() - t0
+    methods_count: Dict[str, int] = {}
+    for tname, value in amax.items():
+        m = next((mm for mm in METHOD_ORDER if per_method[mm][1].get(tname) == value), "tuned")
+        methods_count[m] = methods_count.get(m, 0) + 1
+    ranges = {"method": best_method, "per_method": {m: per_method[m][0].to_dict() for m in METHOD_ORDER},
+              "methods_used": methods_count, "amax": {k: float(v) for k, v in amax.items()}}
+    return Plan(model=name, target=target, candidates=tuple(cands), recommended=best, reason=reason, ranges=ranges,
+                high_precision=hp, trt_version=str(trt_version or ""), input_shapes=input_shapes, seconds=seconds,
+                notes=tuple(notes))
+
+
+def export_plan(model, plan_: Union[Plan, Mapping], candidate: Optional[int] = None):
+    """The Q/DQ model of a plan's candidate (default: the recommended one).
+
+    Returns
+    -------
+    QdqExport or None
+        None when the candidate quantizes nothing (FP16 is best): there is no Q/DQ model to write.
+    """
+    from ..model.load import as_model_proto
+    from .export import build_qdq
+    from .plan_eval import exclusion_key
+    from .graph_patterns import node_label
+
+    doc = plan_.to_dict() if isinstance(plan_, Plan) else dict(plan_)
+    idx = doc["recommended"] if candidate is None else int(candidate)
+    if not 0 <= idx < len(doc["candidates"]):
+        raise UserError(f"The plan has no candidate {idx}.", f"It has {len(doc['candidates'])}.",
+                        "Give an index from the plan's table (0 is FP16).")
+    cand = doc["candidates"][idx]
+    if not cand["quantized"]:
+        return None
+    proto = as_model_proto(model)
+    quantized = set(cand["quantized"])
+    weighted = [n for n in proto.graph.node if n.op_type in ("Conv", "ConvTranspose", "MatMul", "Gemm")]
+    exclude = [exclusion_key(n) for n in weighted if node_label(n) not in quantized]
+    hp = doc.get("high_precision") or "fp32"
+    return build_qdq(proto, doc["ranges"]["amax"], exclude=exclude, high_precision=hp,
+                     trt_version=doc.get("trt_version") or None)
+
+
+def _finite(v: float) -> bool:
+    return isinstance(v, float) and math.isfinite(v)
