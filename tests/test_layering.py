@@ -4,16 +4,21 @@
 pandas, onnxruntime, tqdm, ipywidgets, IPython, plotly and tensorrt blocked (the
 GPU machine's Python 3.9 has only numpy, onnx and tensorrt); (b) core never
 imports widgets or plots; (c) vermin finds no syntax or library use newer than
-Python 3.9 in core and trt.
+Python 3.9 in core and trt; (d) the stages of ``trtwidgets.core`` import each
+other one way only, as :data:`STAGE_IMPORTS` says; (e) no module is over
+:data:`MAX_MODULE_LINES` lines; (f) README.md's "Architecture" section names
+every subpackage.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -60,9 +65,13 @@ def test_core_and_trt_import_with_heavy_packages_blocked():
     assert int(proc.stdout.split("imported ")[1].split()[0]) >= 3
 
 
-def _imports(path: Path):
+def _imports(path: Path, module: Optional[str] = None):
+    """(line, dotted name) of every import in ``path``, wherever it stands; relative ones resolved.
+
+    ``module`` is the file's dotted name (with ``__init__`` for a package); default from its path.
+    """
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+    module = module or ".".join(path.relative_to(ROOT).with_suffix("").parts)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -71,7 +80,12 @@ def _imports(path: Path):
             if node.level:
                 # module ends in its own name (or "__init__"), so level 1 drops exactly that part.
                 base = module.split(".")[: -node.level]
-                yield node.lineno, ".".join(base + ([node.module] if node.module else []))
+                if node.module:
+                    yield node.lineno, ".".join(base + [node.module])
+                else:
+                    # "from .. import recipe": the names are the modules imported.
+                    for alias in node.names:
+                        yield node.lineno, ".".join(base + [alias.name])
             else:
                 yield node.lineno, node.module or ""
 
@@ -94,6 +108,155 @@ def test_import_scan_sees_relative_imports():
     # The scan resolves "from ..widgets import x" in core; check it on this package's own modules.
     names = {n for _, n in _imports(PKG / "widgets" / "session.py")}
     assert "trtwidgets.core.model.lint" in names and "trtwidgets.core.common.errors" in names
+
+
+# -- the stages of trtwidgets.core -------------------------------------------------------------
+
+#: Which stages of ``trtwidgets.core`` each stage may import: at module level, inside a
+#: function or under ``if TYPE_CHECKING``, all alike (a lazy import is still an arrow).
+#: Read top to bottom it is the pipeline, each stage standing on the ones above it. A new
+#: arrow needs its reason here, and the table must stay one-way (checked below); where
+#: code wants an arrow the other way, it belongs in the other stage.
+STAGE_IMPORTS = {
+    # Errors, atomic writes, frozen values: what every stage stands on, so it stands on nothing.
+    "common": (),
+    # Loading, summarising and linting an ONNX model is the first step; it needs nothing later.
+    "model": ("common",),
+    # Statistics are collected by running the model (load_model, as_model_proto).
+    "calibration": ("common", "model"),
+    # A recipe holds a CalibrationDataSpec and takes its profiles from the data's shapes;
+    # calibrate() loads the model and makes a recipe for it.
+    "recipe": ("common", "model", "calibration"),
+    # The reference run takes a model and exposes tensors the way calibration instruments it;
+    # a layer-precision sweep step is a recipe.
+    "accuracy": ("common", "model", "calibration", "recipe"),
+    # Why-not-INT8 reads the calibration cache; a saved build's records carry the recipe
+    # that made it (staleness).
+    "engine": ("common", "calibration", "recipe"),
+    # Placement walks the model's graph, export writes calibration's ranges into Q/DQ nodes,
+    # validation measures the Q/DQ model's accuracy, and the planner reads where INT8 pays
+    # from a saved implicit-INT8 build (TensorRT's per-layer choices are its latency oracle).
+    "qdq": ("common", "model", "calibration", "accuracy", "engine"),
+}
+
+CORE = PKG / "core"
+
+
+def _stage_dirs():
+    return sorted(p.name for p in CORE.iterdir() if (p / "__init__.py").is_file())
+
+
+def _stage_of(name: str):
+    """The stage of a dotted ``trtwidgets.core.<stage>...`` name, else None."""
+    parts = name.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["trtwidgets", "core"] else None
+
+
+def _stage_arrows(path: Path):
+    """(line, imported stage) for each import of another stage in ``path`` (a module of a stage)."""
+    own = path.relative_to(CORE).parts[0]
+    for lineno, name in _imports(path):
+        stage = _stage_of(name)
+        if stage is not None and stage != own:
+            yield lineno, stage
+
+
+def test_every_stage_has_a_rule():
+    assert sorted(STAGE_IMPORTS) == _stage_dirs()
+    for stage, allowed in STAGE_IMPORTS.items():
+        assert stage not in allowed and set(allowed) <= set(STAGE_IMPORTS), stage
+
+
+def test_stage_rules_are_one_way():
+    # Peel off stages whose allowed imports are all peeled already; a circle is what is left.
+    remaining = {stage: set(allowed) for stage, allowed in STAGE_IMPORTS.items()}
+    while True:
+        ready = [s for s, deps in remaining.items() if not deps & set(remaining)]
+        if not ready:
+            break
+        for s in ready:
+            del remaining[s]
+    assert remaining == {}, f"the stage table has a circle among {sorted(remaining)}"
+
+
+def test_core_stages_import_only_what_their_rule_allows():
+    bad = []
+    for stage in _stage_dirs():
+        allowed = set(STAGE_IMPORTS.get(stage, ()))
+        for path in sorted((CORE / stage).rglob("*.py")):
+            for lineno, other in _stage_arrows(path):
+                if other not in allowed:
+                    bad.append(f"{path.relative_to(ROOT)}:{lineno} ({stage}) imports {other}")
+    assert bad == [], "arrows STAGE_IMPORTS does not allow (move the code, or give the arrow a reason there):\n" \
+        + "\n".join(bad)
+
+
+def test_stage_scan_sees_function_level_and_package_imports(tmp_path):
+    # sweep.py imports the recipe stage only inside a function (the layer-precision step).
+    assert "recipe" in {stage for _, stage in _stage_arrows(CORE / "accuracy" / "sweep.py")}
+    # "from .. import x" names the module x; TYPE_CHECKING imports count too.
+    src = tmp_path / "m.py"
+    src.write_text("from typing import TYPE_CHECKING\nfrom .. import recipe, model as m\n"
+                   "if TYPE_CHECKING:\n    from ..engine.layer_table import LayerTable\n", encoding="utf-8")
+    names = {n for _, n in _imports(src, "trtwidgets.core.qdq.m")}
+    assert {"trtwidgets.core.recipe", "trtwidgets.core.model", "trtwidgets.core.engine.layer_table"} <= names
+    assert {_stage_of(n) for n in names} >= {"recipe", "model", "engine"} and "trtwidgets.core" not in names
+
+
+# -- room sizes -------------------------------------------------------------------------------
+
+#: No module should be so big that a newcomer must scroll to find its parts (DESIGN.md).
+MAX_MODULE_LINES = 500
+
+#: Modules over the limit, each with the reason it may be; expected to be empty. An entry
+#: whose module is back under the limit (or gone) fails the test, so the list only shrinks.
+OVER_LIMIT_ALLOWED = {
+    # being split this round (issue 13)
+    "trtwidgets/widgets/app.py": "being split this round",
+    # grew past the limit this round (issue 15's why-not-INT8 causes); to be split next
+    "trtwidgets/core/engine/why_not_int8.py": "grew this round, to be split",
+}
+
+
+def _line_counts():
+    return {str(p.relative_to(ROOT)): len(p.read_text(encoding="utf-8").splitlines()) for p in sorted(PKG.rglob("*.py"))}
+
+
+def test_no_module_is_over_the_size_limit():
+    counts = _line_counts()
+    over = sorted(f"{path} ({n} lines)" for path, n in counts.items()
+                  if n > MAX_MODULE_LINES and path not in OVER_LIMIT_ALLOWED)
+    assert over == [], f"modules over {MAX_MODULE_LINES} lines: split them by concern"
+    stale = sorted(path for path in OVER_LIMIT_ALLOWED if counts.get(path, 0) <= MAX_MODULE_LINES)
+    assert stale == [], "no longer over the limit: remove from OVER_LIMIT_ALLOWED"
+
+
+# -- README's architecture section ------------------------------------------------------------
+
+
+def _architecture_tree() -> str:
+    """The fenced tree of README.md's "Architecture" section."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    m = re.search(r"^## Architecture\n(.*?)(?=^## |\Z)", text, re.M | re.S)
+    assert m, 'README.md has no "## Architecture" section'
+    tree = re.search(r"^```\w*\n(trtwidgets/\n.*?)^```", m.group(1), re.M | re.S)
+    assert tree, 'the "Architecture" section has no fenced tree starting with "trtwidgets/"'
+    return tree.group(1)
+
+
+def test_readme_architecture_names_every_subpackage():
+    section = _architecture_tree()
+    packages = sorted(p.parent.relative_to(PKG) for p in PKG.rglob("__init__.py") if p.parent != PKG)
+    # Each subpackage is a line of the tree: its name and a slash, indented.
+    missing = [str(p) for p in packages if not re.search(rf"^[ \t│├└─]*{re.escape(p.name)}/", section, re.M)]
+    assert missing == [], "README.md's Architecture section does not name these subpackages"
+
+
+def test_readme_architecture_names_only_modules_that_exist():
+    section = _architecture_tree()
+    existing = {p.name for p in PKG.rglob("*.py")}
+    named = set(re.findall(r"\b(\w+\.py)\b", section))
+    assert named and sorted(named - existing) == []
 
 
 def test_every_module_has_future_annotations():
