@@ -7,12 +7,9 @@ import json
 import pytest
 
 from trtwidgets.core.common.errors import InspectorError
-from trtwidgets.core.engine.inspector_json import (
-    EngineGraph,
-    layout_from_format,
-    parse_inspector_json,
-    precision_from_format,
-)
+from trtwidgets.core.engine.engine_graph import EngineGraph
+from trtwidgets.core.engine.inspector_json import parse_inspector_json
+from trtwidgets.core.engine.tensor_formats import layout_from_format, precision_from_format
 
 from tests.core import inspector_samples as s
 
@@ -205,7 +202,7 @@ def test_layer_that_is_not_an_object():
 
 
 def test_build_context_from_a_folder_and_from_a_build_object(tmp_path):
-    from trtwidgets.core.engine.inspector_json import build_context
+    from trtwidgets.core.engine.build_context import build_context
 
     graph = tmp_path / "engine.graph.json"
     graph.write_text(s.trt_text(s.synthetic_fp16()))

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from trtwidgets.core.common.errors import InspectorError
-from trtwidgets.core.engine.inspector_json import build_context, parse_inspector_json
+from trtwidgets.core.engine.build_context import build_context
+from trtwidgets.core.engine.inspector_json import parse_inspector_json
 from trtwidgets.core.engine.layer_table import layer_table, read_profile
 
 ROOT = Path(__file__).resolve().parents[2] / "fixtures" / "trt86"
