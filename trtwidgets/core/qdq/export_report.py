@@ -99,9 +99,8 @@ class QdqReport:
         return self.high_precision.dtype if self.high_precision is not None else "fp32"
 
     def to_dict(self) -> dict:
-        return {"precision": self.precision, "opset_from": self.opset_from, "opset_to": self.opset_to,
-                "high_precision": (self.high_precision.to_dict() if self.high_precision is not None
-                                   else {"dtype": "fp32"}),
+        extra = {"high_precision": self.high_precision.to_dict()} if self.high_precision is not None else {}
+        return {"precision": self.precision, "opset_from": self.opset_from, "opset_to": self.opset_to, **extra,
                 "activations": [a.to_dict() for a in self.activations],
                 "weights": [w.to_dict() for w in self.weights],
                 "skipped": [s.to_dict() for s in self.skipped],
