@@ -17,7 +17,7 @@ from typing import Callable, List, Optional
 import ipywidgets as widgets
 
 from ..core.common.errors import UserError
-from .html import error_html, esc, html_table
+from .html import disclosure, error_html, esc, html_table
 
 _MAX_LOG_LINES = 400
 _SEVERITY_COLORS = {"INTERNAL_ERROR": "#d93025", "ERROR": "#d93025", "WARNING": "#e37400", "INFO": "#444",
@@ -108,10 +108,11 @@ class BuildPanel(widgets.VBox):
         self.available = trt.available() or build_fn is not None
         if not self.available:
             self.button.disabled = True
+            # One line to act on; the install details behind a disclosure.
             self.result.value = error_html(UserError(
-                "TensorRT is not installed here, so this step cannot build engines.",
-                "Every other step (model, lint, recipe, calibration, Q/DQ export, inspecting saved builds) works.",
-                trt.INSTALL_ADVICE))
+                "TensorRT is not installed here, so this step cannot build engines.", None,
+                "load a saved build below, or build on a GPU machine (every other step works here).")) + disclosure(
+                "How to install TensorRT", esc(trt.INSTALL_ADVICE))
         self.button.on_click(lambda _: self.start())
         self.cancel_button.on_click(lambda _: self._cancel.set())
         super().__init__([widgets.HBox([self.button, self.cancel_button, self.bar, self.phase]),

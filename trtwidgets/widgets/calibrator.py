@@ -15,7 +15,7 @@ import ipywidgets as widgets
 from ..core.common.errors import RecipeError
 from ..core.recipe.recipe import TOOLKIT_METHODS, CalibratorSpec, Recipe
 from .flags import _note, offline_features, resolve_features, unavailable_note
-from .html import error_html
+from .html import disclosure, error_html
 
 #: TensorRT calibrator short name -> (recipe kind, label).
 TRT_CALIBRATORS = {
@@ -153,10 +153,12 @@ class CalibratorPicker(widgets.VBox):
             if missing:
                 absent[", ".join(missing)] = f"Not present in TensorRT {f.version}."
         deprecated = {"TensorRT calibrators": f.deprecated["calibrators"]} if "calibrators" in f.deprecated else {}
-        how = ("<div style='font-size:12px;color:#5f6368'>TensorRT's calibrators run the calibration data through the "
-               "network during the build, at the calibration profile's opt shapes. The toolkit's methods use the "
-               "statistics collected on the CPU and hand TensorRT a calibration cache, so no batches are needed "
-               "at build time.</div>") if f.calibrators else ""
+        how = ("<div style='font-size:12px'>" + disclosure(
+            "TensorRT's calibrators or the toolkit's?",
+            "<span style='color:#5f6368'>TensorRT's calibrators run the calibration data through the network during "
+            "the build, at the calibration profile's opt shapes. The toolkit's methods use the statistics collected "
+            "on the CPU and hand TensorRT a calibration cache, so no batches are needed at build time.</span>")
+               + "</div>") if f.calibrators else ""
         return (unavailable_note(f) + how
                 + _note("Not offered by this TensorRT:", absent, "trtw-absent", "#1a73e8")
                 + _note("Deprecated in this TensorRT:", deprecated, "trtw-deprecated", "#e37400"))

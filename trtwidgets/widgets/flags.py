@@ -13,7 +13,7 @@ from typing import Callable, Dict, List, Optional
 import ipywidgets as widgets
 
 from ..core.recipe.recipe import FLAGS, Recipe
-from .html import esc
+from .html import disclosure, esc
 
 #: Label shown beside each flag checkbox.
 FLAG_LABELS = {"fp16": "FP16", "bf16": "BF16", "int8": "INT8", "fp8": "FP8", "tf32": "TF32"}
@@ -52,9 +52,11 @@ def unavailable_note(features) -> str:
     """The 'TensorRT is not installed' banner, or '' when it is."""
     if features.available:
         return ""
-    return _note("TensorRT is not installed here: choices below are those of TensorRT 8.6/10; the recipe is checked "
-                 "against the real TensorRT when it is built.", {"install": features.explanations.get("build", "")},
-                 "trtw-no-trt", "#e37400")
+    # One line; the install details (wheels, index, Python versions) only for who opens them.
+    return ('<div class="trtw-no-trt" style="border-left:4px solid #e37400;padding:2px 8px;margin:4px 0;font-size:12px">'
+            "<b>No TensorRT here</b>: these are TensorRT 8.6/10's choices; the recipe is checked when it is built "
+            "on a GPU machine." + disclosure("How to install TensorRT", esc(features.explanations.get("build", "")))
+            + "</div>")
 
 
 class FlagsPicker(widgets.VBox):

@@ -16,7 +16,7 @@ from typing import Any, Optional
 import ipywidgets as widgets
 
 from ..core.common.errors import UserError
-from ..core.engine.layer_table import COLUMNS, filter_table, layer_table, summary_dict, table_html
+from ..core.engine.layer_table import COLUMNS, filter_table, layer_table, table_html
 from .html import error_html
 
 ALL = "(all)"
@@ -38,8 +38,9 @@ class Inspector(widgets.VBox):
     ----------
     source : EngineGraph, build result, inspector JSON path or text, optional
         What to show; see :meth:`load`.
-    recipe, calibration, qdq_tensors, profile : optional
-        Passed to :func:`~trtwidgets.core.engine.layer_table.layer_table` (why-not-INT8 and latency).
+    recipe, calibration, qdq_tensors, profile, kept_float : optional
+        Passed to :func:`~trtwidgets.core.engine.layer_table.layer_table` (why-not-INT8 and latency);
+        ``kept_float``: the Q/DQ export's skip records, so layers it kept float say by which rule.
     max_rows : int, default 200
         Rows rendered at most.
     session : Session, optional
@@ -53,10 +54,11 @@ class Inspector(widgets.VBox):
 
     def __init__(self, source: Any = None, recipe: Any = None, calibration: Any = None, qdq_tensors: Any = None,
                  profile: Any = None, max_rows: int = 200, session: Any = None, use_siblings: bool = True,
-                 **kwargs):
+                 kept_float: Any = None, **kwargs):
         self.max_rows = int(max_rows)
         self.use_siblings = bool(use_siblings)
-        self.options = dict(recipe=recipe, calibration=calibration, qdq_tensors=qdq_tensors, profile=profile)
+        self.options = dict(recipe=recipe, calibration=calibration, qdq_tensors=qdq_tensors, profile=profile,
+                            kept_float=kept_float)
         self.graph = None
         self.table = None
         self.session = session
@@ -179,14 +181,16 @@ class Inspector(widgets.VBox):
         self.chart_box.children = [self.chart]
 
     def _causes_html(self) -> str:
-        d = summary_dict(self.table)["why_not_int8"]
-        if not d:
+        # One explanation per cause; the rows carry only a short reason naming the tensor.
+        causes = self.table.attrs.get("why_not_int8_causes") or []
+        if not causes:
             return ""
-        from ..core.engine.why_not_int8 import CODES
-
-        items = "".join(f"<li><code>{html.escape(code)}</code> {html.escape(CODES.get(code, ''))}: {n}</li>"
-                        for code, n in d.items())
-        return f'<div class="trtw-causes"><b>Why not INT8</b><ul style="margin:2px 0">{items}</ul></div>'
+        items = "".join(
+            f"<li><code>{html.escape(c['code'])}</code> <b>{html.escape(c['title'])}</b> "
+            f"({c['layers']} layer{'s' if c['layers'] != 1 else ''}): {html.escape(c['explanation'])}</li>"
+            for c in causes)
+        return (f'<div class="trtw-causes" style="font-size:12px"><b>Why not INT8</b>, one explanation per cause'
+                f'<ul style="margin:2px 0">{items}</ul></div>')
 
     # ------------------------------------------------------------------ filtering
 

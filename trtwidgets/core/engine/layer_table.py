@@ -156,7 +156,8 @@ def read_profile(profile: Any) -> dict:
 
 
 def layer_table(graph: Union[EngineGraph, str, os.PathLike], profile: Any = None, recipe: Any = None,
-                calibration: Any = None, qdq_tensors: Optional[Iterable[str]] = None, explain: bool = True):
+                calibration: Any = None, qdq_tensors: Optional[Iterable[str]] = None, explain: bool = True,
+                kept_float: Any = None):
     """The per-layer precision table of an engine.
 
     Parameters
@@ -164,10 +165,11 @@ def layer_table(graph: Union[EngineGraph, str, os.PathLike], profile: Any = None
     graph : EngineGraph, or inspector JSON text/path
     profile : optional
         Per-layer timings (see :func:`read_profile`); fills ``latency_ms``.
-    recipe, calibration, qdq_tensors : optional
+    recipe, calibration, qdq_tensors, kept_float : optional
         Passed to :func:`~trtwidgets.core.engine.why_not_int8.why_not_int8`.
     explain : bool, default True
-        Fill ``why_not_int8`` (a code) and ``why_not_int8_reason`` (a sentence).
+        Fill ``why_not_int8`` (a code) and ``why_not_int8_reason`` (a short reason naming the tensor
+        or node); each cause is explained once in ``table.attrs["why_not_int8_causes"]``.
 
     Returns
     -------
@@ -175,15 +177,20 @@ def layer_table(graph: Union[EngineGraph, str, os.PathLike], profile: Any = None
         Columns :data:`COLUMNS`, one row per layer in execution order. List-like
         values (ONNX nodes, per-tensor precisions) are ``", "``-joined strings,
         so the table filters with vectorised string operations and writes to CSV.
+        ``attrs["why_not_int8_causes"]``: one dict per cause (``code``, ``title``,
+        ``explanation``, ``layers``), most layers first (see
+        :func:`~trtwidgets.core.engine.why_not_int8.group_causes`).
     """
     import pandas as pd
 
-    from .why_not_int8 import why_not_int8
+    from .inspector_json import as_graph
+    from .why_not_int8 import group_causes, why_not_int8
 
     if not isinstance(graph, EngineGraph):
-        graph = parse_inspector_json(graph)
+        graph = as_graph(graph)
     times = read_profile(profile) if profile is not None else {}
-    reasons = why_not_int8(graph, recipe, calibration, qdq_tensors) if explain else (None,) * len(graph.layers)
+    reasons = (why_not_int8(graph, recipe, calibration, qdq_tensors, kept_float) if explain
+               else (None,) * len(graph.layers))
     rows = []
     for layer, reason in zip(graph.layers, reasons):
         rows.append((
@@ -201,12 +208,15 @@ def layer_table(graph: Union[EngineGraph, str, os.PathLike], profile: Any = None
             layer.tactic,
             times.get(layer.name, math.nan),
             reason.code if reason else "",
-            reason.sentence if reason else "",
+            (reason.short or reason.sentence) if reason else "",
         ))
     table = pd.DataFrame.from_records(rows, columns=list(COLUMNS))
     table["latency_ms"] = table["latency_ms"].astype("float64")
     table.attrs["warnings"] = [w.message for w in graph.warnings]
     table.attrs["source"] = graph.source
+    table.attrs["why_not_int8_causes"] = [
+        {"code": c.code, "title": c.title, "explanation": c.explanation, "layers": c.layers}
+        for c in group_causes(reasons)]
     return table
 
 

@@ -16,6 +16,9 @@ NO_SCALE                 an input or output has no scale: missing from the calib
                          (implicit) or not surrounded by Q/DQ (explicit); tensors named. For an
                          explicit engine without the Q/DQ model, the quantized tensors are read
                          from the engine itself (its Q/DQ layers and INT8 tensors)
+KEPT_FLOAT_BY_EXPORT     (explicit) the Q/DQ export left the layer's node in high precision on
+                         purpose (a placement rule, numbered as in trtwidgets.core.qdq.placement);
+                         given as ``kept_float`` (the export's Skip records)
 QDQ_NOT_FUSED            (explicit) Q/DQ surround the layer, yet TensorRT found no INT8 fusion
                          for it and ran it in floating point between its Q/DQ
 FIRST_TACTIC             INT8 was allowed and the scales were there, but the build ran at builder
@@ -29,6 +32,10 @@ BIAS_FLOAT               (INT8 layers) the bias stays float: expected, said so
 
 In explicit quantization TensorRT does not time INT8 against float for a layer:
 Q/DQ placement decides, so FIRST_TACTIC and HIGHER_PRECISION_FASTER are implicit-only.
+
+Each reason has a ``short`` text for its table row (naming the tensor or node) and a
+``cause``: the explanation shared by every row with the same cause, which
+:func:`group_causes` lists once.
 
 Inputs are the parsed :class:`~trtwidgets.core.engine.inspector_json.EngineGraph` and,
 optionally, the recipe (a :class:`~trtwidgets.core.recipe.recipe.Recipe` or its dict),
@@ -45,7 +52,8 @@ from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequ
 
 from .inspector_json import QUANTIZED, EngineGraph, EngineLayer
 
-__all__ = ["Int8Reason", "CODES", "NO_INT8_TYPES", "why_not_int8", "qdq_tensor_names", "calibration_names"]
+__all__ = ["Int8Reason", "Int8Cause", "CODES", "NO_INT8_TYPES", "why_not_int8", "group_causes", "export_kept_float",
+           "qdq_tensor_names", "calibration_names"]
 
 #: Every code, with a short title for legends and filters.
 CODES: Dict[str, str] = {
@@ -55,6 +63,7 @@ CODES: Dict[str, str] = {
     "PRECISION_CONSTRAINT": "precision override",
     "NO_INT8_IMPLEMENTATION": "no INT8 kernel",
     "NO_SCALE": "no scale",
+    "KEPT_FLOAT_BY_EXPORT": "kept float by the export",
     "FIRST_TACTIC": "opt level 0: first tactic taken",
     "QDQ_NOT_FUSED": "Q/DQ not fused into an INT8 kernel",
     "HIGHER_PRECISION_FASTER": "FP tactic was faster",
@@ -111,12 +120,85 @@ class Int8Reason:
         Tensors concerned (for NO_SCALE: the ones without a scale).
     expected : bool
         True for notes that need no action (BIAS_FLOAT).
+    short : str
+        A few words for the layer's row, naming the tensor or node concerned.
+    cause : str
+        The explanation and the fix, the same for every layer with this cause (no names).
     """
 
     code: str
     sentence: str
     tensors: Tuple[str, ...] = ()
     expected: bool = False
+    short: str = ""
+    cause: str = ""
+
+
+@dataclass(frozen=True)
+class Int8Cause:
+    """One cause, explained once for the layers it concerns (see :func:`group_causes`).
+
+    Attributes
+    ----------
+    code : str
+    title : str
+        :data:`CODES`'s title.
+    explanation : str
+    layers : int
+        How many layers have it.
+    """
+
+    code: str
+    title: str
+    explanation: str
+    layers: int
+
+
+def group_causes(reasons: Iterable[Optional[Int8Reason]]) -> Tuple[Int8Cause, ...]:
+    """One entry per distinct cause among ``reasons`` (most layers first), so a table explains each once."""
+    counts: Dict[Tuple[str, str], int] = {}
+    for r in reasons:
+        if r is not None:
+            key = (r.code, r.cause or r.sentence)
+            counts[key] = counts.get(key, 0) + 1
+    ordered = sorted(counts.items(), key=lambda kv: -kv[1])
+    return tuple(Int8Cause(code, CODES.get(code, code), text, n) for (code, text), n in ordered)
+
+
+#: The export's placement rules (numbered as in trtwidgets.core.qdq.placement), recognised in a Skip's reason
+#: when the record carries no number of its own.
+_RULE_WORDS = ((6, ("grouped",)), (5, ("1x1 spatially", "matrix-vector", "output dimension of 1")),
+               (3, ("pooling",)), (4, ("layernorm", "softmax", "gelu")), (7, ("exclu",)))
+
+
+def _rule_of(skip: Any) -> Optional[int]:
+    rule = getattr(skip, "rule", None)
+    if isinstance(rule, int) and not isinstance(rule, bool):
+        return rule
+    match = re.search(r"\brule (\d+)", str(rule or ""))
+    if match:
+        return int(match.group(1))
+    reason = str(getattr(skip, "reason", "")).lower()
+    return next((n for n, words in _RULE_WORDS if any(w in reason for w in words)), None)
+
+
+def export_kept_float(skipped: Any) -> Dict[str, Tuple[Optional[int], str]]:
+    """Node label -> (rule number or None, reason) from the Q/DQ export's ``Skip`` records.
+
+    Parameters
+    ----------
+    skipped : iterable of Skip, a QdqPlan / export report (``.skipped``), or a mapping node -> reason
+    """
+    if isinstance(skipped, Mapping):
+        return {str(k): (v if isinstance(v, tuple) else (_rule_of(type("S", (), {"reason": v})()), str(v)))
+                for k, v in skipped.items()}
+    skipped = getattr(skipped, "skipped", skipped)
+    out: Dict[str, Tuple[Optional[int], str]] = {}
+    for skip in skipped or ():
+        label = getattr(skip, "node_label", None)
+        if label and label not in out:
+            out[str(label)] = (_rule_of(skip), str(getattr(skip, "reason", "")))
+    return out
 
 
 # --------------------------------------------------------------------------- inputs
@@ -320,7 +402,8 @@ def _fmt_list(names: Sequence[str], limit: int = 4) -> str:
 
 
 def why_not_int8(graph: EngineGraph, recipe: Any = None, calibration: Any = None,
-                 qdq_tensors: Optional[Iterable[str]] = None) -> Tuple[Optional[Int8Reason], ...]:
+                 qdq_tensors: Optional[Iterable[str]] = None,
+                 kept_float: Any = None) -> Tuple[Optional[Int8Reason], ...]:
     """The most likely reason each layer is not INT8.
 
     Parameters
@@ -332,6 +415,9 @@ def why_not_int8(graph: EngineGraph, recipe: Any = None, calibration: Any = None
         The calibration cache the build used (implicit quantization).
     qdq_tensors : iterable of str, optional
         Tensors with Q/DQ in the model (explicit quantization); see :func:`qdq_tensor_names`.
+    kept_float : optional
+        What the Q/DQ export left in high precision on purpose: its ``Skip`` records, a plan or
+        report with ``.skipped``, or node -> reason (see :func:`export_kept_float`).
 
     Returns
     -------
@@ -360,48 +446,64 @@ def why_not_int8(graph: EngineGraph, recipe: Any = None, calibration: Any = None
     else:
         int8_on = None  # not known
 
-    out: List[Optional[Int8Reason]] = []
-    for layer in graph.layers:
-        out.append(_explain(layer, view, cache, qdq, explicit, int8_on, reformat_source, from_engine))
-    return tuple(out)
+    ctx = _Context(view, cache, qdq, explicit, int8_on, reformat_source, from_engine,
+                   export_kept_float(kept_float) if kept_float is not None else {},
+                   sum(layer.precision in QUANTIZED for layer in graph.layers), len(qdq or ()))
+    return tuple(_explain(layer, ctx) for layer in graph.layers)
 
 
-def _explain(layer: EngineLayer, view: Optional[_RecipeView], cache: Optional[FrozenSet[str]],
-             qdq: Optional[FrozenSet[str]], explicit: bool, int8_on: Optional[bool],
-             reformat_source: Mapping[str, str], qdq_from_engine: bool = False) -> Optional[Int8Reason]:
+@dataclass(frozen=True)
+class _Context:
+    view: Optional[_RecipeView]
+    cache: Optional[FrozenSet[str]]
+    qdq: Optional[FrozenSet[str]]
+    explicit: bool
+    int8_on: Optional[bool]
+    reformat_source: Mapping[str, str]
+    qdq_from_engine: bool
+    kept_float: Mapping[str, Tuple[Optional[int], str]]
+    int8_layers: int
+    quantized_tensors: int
+
+
+def _short_list(names: Sequence[str]) -> str:
+    return _fmt_list(names, 2)
+
+
+def _explain(layer: EngineLayer, ctx: _Context) -> Optional[Int8Reason]:
+    view, cache, qdq, explicit, int8_on = ctx.view, ctx.cache, ctx.qdq, ctx.explicit, ctx.int8_on
     precision = layer.precision
     if precision == "INT8":
         if layer.bias is not None and layer.bias.precision in ("FP32", "FP16", "BF16"):
+            cause = ("Expected: TensorRT adds the bias after rescaling the INT32 accumulator, so biases are never "
+                     "quantized.")
             return Int8Reason(
                 "BIAS_FLOAT",
                 f"Runs in INT8. Its bias stays {layer.bias.precision} ({layer.bias.count} values): expected — "
                 "TensorRT adds the bias after rescaling the INT32 accumulator, so biases are never quantized.",
-                expected=True)
+                expected=True, short=f"INT8; bias stays {layer.bias.precision} (expected)", cause=cause)
         return None
     if precision == "N/A":
-        return Int8Reason(
-            "PRECISION_UNKNOWN",
-            "TensorRT reported 'N/A due to dynamic shapes' for this layer's tensors: the engine was inspected "
-            "without an execution context whose input shapes were set. Attach one at the profile's opt shape "
-            "(trtwidgets.trt does that on fresh builds) and inspect again.")
+        text = ("TensorRT reported 'N/A due to dynamic shapes' for this layer's tensors: the engine was inspected "
+                "without an execution context whose input shapes were set. Attach one at the profile's opt shape "
+                "(trtwidgets.trt does that on fresh builds) and inspect again.")
+        return Int8Reason("PRECISION_UNKNOWN", text, short="precision not reported (dynamic shapes)", cause=text)
     floats = ("FP32", "FP16", "BF16", "FP8", "FP64", "INT8", "INT4", "FP4", "UNKNOWN")
     precisions = [t.precision for t in layer.inputs + layer.outputs]
     if precisions and not any(p in floats for p in precisions):
+        kinds = "/".join(sorted(set(precisions)))
         return Int8Reason(
-            "NOT_FLOAT",
-            f"Works on {'/'.join(sorted(set(precisions)))} data (shapes, indices or masks): quantization does "
-            "not apply.")
+            "NOT_FLOAT", f"Works on {kinds} data (shapes, indices or masks): quantization does not apply.",
+            short=f"{kinds} data", cause="Shapes, indices and masks are integers or booleans: quantization does not apply.")
     if int8_on is False:
         flags = ", ".join(sorted(view.flags)) if view is not None and view.flags else "none"
-        return Int8Reason(
-            "INT8_NOT_ENABLED",
-            f"INT8 was not enabled: the build's precision flags are {flags}, so TensorRT never considered INT8 "
-            "kernels. Add 'int8' to the recipe's flags, with a calibrator or a Q/DQ model.")
+        text = (f"INT8 was not enabled: the build's precision flags are {flags}, so TensorRT never considered INT8 "
+                "kernels. Add 'int8' to the recipe's flags, with a calibrator or a Q/DQ model.")
+        return Int8Reason("INT8_NOT_ENABLED", text, short=f"flags {flags}: no INT8", cause=text)
     if int8_on is None and cache is None and not qdq:
-        return Int8Reason(
-            "INT8_NOT_ENABLED",
-            "No layer of this engine runs INT8 and no recipe was given: INT8 was most likely not enabled. "
-            "Pass the recipe (--recipe) to know for sure.")
+        text = ("No layer of this engine runs INT8 and no recipe was given: INT8 was most likely not enabled. "
+                "Pass the recipe (--recipe) to know for sure.")
+        return Int8Reason("INT8_NOT_ENABLED", text, short="INT8 most likely off", cause=text)
     if view is not None:
         hit = _matching_override(layer, view)
         if hit is not None and hit[1] != "int8":
@@ -413,59 +515,81 @@ def _explain(layer: EngineLayer, view: Optional[_RecipeView], cache: Optional[Fr
                 "PRECISION_CONSTRAINT",
                 f"The recipe pins {cand!r} to {prec.upper()} ({'regex' if regex else 'pattern'} {pattern!r}); "
                 f"{how}. Remove the override to let TensorRT choose INT8.",
-                (cand,))
+                (cand,), short=f"{cand!r} pinned to {prec.upper()} by {pattern!r}",
+                cause=f"A layer-precision override in the recipe pins these layers; {how}. Remove the override to "
+                      "let TensorRT choose INT8.")
     entry = _type_entry(layer)
     missing: List[str] = []
-    names = _network_tensor_names(layer, reformat_source)
+    names = _network_tensor_names(layer, ctx.reformat_source)
     known = qdq if explicit and qdq else cache
     if known is not None:
         missing = [n for n in names if n not in known]
     if entry is not None and not (entry == "myelin" and explicit):
         extra = f" (Also without a scale: {_fmt_list(missing)}.)" if missing and entry not in ("reformat", "noop") else ""
         text = _ZERO_COPY if entry == "noop" and layer.name.startswith("Reformatting") else NO_INT8_TYPES[entry]
-        return Int8Reason("NO_INT8_IMPLEMENTATION", text + extra, tuple(missing))
+        label = {"noop": "zero-copy reformat" if text is _ZERO_COPY else "NoOp"}.get(entry, entry)
+        return Int8Reason("NO_INT8_IMPLEMENTATION", text + extra, tuple(missing),
+                          short=f"{label}: no INT8 kernel" if entry not in ("reformat", "noop", "shuffle", "constant")
+                          else f"{label}: takes its neighbours' precision", cause=text)
     if view is not None and int8_on and view.calibrator == "none" and cache is None and not explicit:
-        return Int8Reason(
-            "NO_SCALE",
-            "INT8 is enabled but nothing gives scales: the recipe has no calibrator and the model no Q/DQ "
-            "nodes, so no tensor has a dynamic range. Choose a calibrator or export a Q/DQ model.",
-            tuple(names))
+        text = ("INT8 is enabled but nothing gives scales: the recipe has no calibrator and the model no Q/DQ "
+                "nodes, so no tensor has a dynamic range. Choose a calibrator or export a Q/DQ model.")
+        return Int8Reason("NO_SCALE", text, tuple(names), short="no calibrator, no Q/DQ", cause=text)
+    kept = [(n, ctx.kept_float[n]) for n in layer.onnx_nodes if n in ctx.kept_float] if explicit else []
+    if kept and missing:
+        node, (rule, reason) = kept[0]
+        rule_text = f"rule {rule}" if rule is not None else "a placement rule"
+        text = (f"The Q/DQ export kept {node!r} in high precision on purpose ({rule_text}): {reason}. TensorRT runs "
+                "it in floating point, as the export intended.")
+        return Int8Reason("KEPT_FLOAT_BY_EXPORT", text, tuple(missing),
+                          short=f"kept float by the export, {rule_text} ({node})",
+                          # The reason without its per-node details, so that one rule reads as one cause.
+                          cause=(f"The Q/DQ export kept these in high precision on purpose ({rule_text}): "
+                                 + re.sub(r"\s*\((?:by|e\.g\.) [^)]*\)", "", re.sub(r"^kept in high precision:\s*", "",
+                                                                                 reason)) + "."))
     if missing:
-        if explicit and qdq and qdq_from_engine:
-            where = ("no Q/DQ around them (none is quantized anywhere in this engine), and with explicit "
-                     "quantization (the engine has Q/DQ layers) TensorRT runs a layer in INT8 only where the model "
-                     "puts Q/DQ on its tensors")
-            fix = ("Insert QuantizeLinear/DequantizeLinear on them (trtwidgets' Q/DQ export does); pass the Q/DQ "
-                   "model (--qdq-model, qdq_tensors=) to check against the model itself")
-        elif explicit and qdq:
-            where = ("not quantized by Q/DQ nodes in the model (explicit quantization: TensorRT runs a layer in "
-                     "INT8 only where the model puts Q/DQ on its tensors)")
-            fix = "Insert QuantizeLinear/DequantizeLinear on them (trtwidgets' Q/DQ export does)"
+        if explicit and qdq:
+            counted = (f"this engine quantizes {ctx.quantized_tensors} tensors and runs {ctx.int8_layers} layers in INT8"
+                       if ctx.qdq_from_engine else f"the Q/DQ model quantizes {ctx.quantized_tensors} tensors")
+            where = (f"no Q/DQ on them ({counted}; these are not among them); with explicit quantization TensorRT "
+                     "runs a layer in INT8 only where the model puts Q/DQ on its tensors")
+            fix = ("If the export left them float on purpose, pass its skip records (kept_float=) to see its rule; "
+                   "otherwise add Q/DQ on them (trtwidgets.export_qdq places them)"
+                   + ("; pass the Q/DQ model (--qdq-model, qdq_tensors=) to check against the model itself"
+                      if ctx.qdq_from_engine else ""))
+            cause = ("Explicit quantization: TensorRT runs a layer in INT8 only where the model puts Q/DQ on its "
+                     f"tensors; {counted}, and the named tensors are not among them. {fix}.")
+            short = f"no Q/DQ on {_short_list(missing)}"
         else:
             where = "missing from the calibration cache"
             fix = "Calibrate with data that reaches this layer, or add amax overrides for them"
+            cause = ("The calibration cache has no scale for the named tensors, so TensorRT keeps these layers in "
+                     f"floating point. {fix}.")
+            short = f"no scale for {_short_list(missing)}"
         return Int8Reason(
             "NO_SCALE",
             f"No scale for {_fmt_list(missing)}: {where}, so TensorRT must keep the layer in floating point. "
             f"{fix}.",
-            tuple(missing))
+            tuple(missing), short=short, cause=cause)
     tactic = f" ({layer.tactic})" if layer.tactic and not layer.tactic.startswith("0x") else ""
     if explicit:
         # Explicit quantization: TensorRT does not time INT8 against float for a layer; Q/DQ decide.
         if known is not None:
+            cause = ("Q/DQ surround these layers' tensors, yet TensorRT found no INT8 fusion for them (no INT8 kernel "
+                     "for this layer or layout, or a Q/DQ pattern its fusion rules do not match), so the DQ and Q ran "
+                     "around a float layer. Check the Q/DQ placement around them (weights quantized per channel on "
+                     "axis 0, Q/DQ directly on inputs and output).")
             return Int8Reason(
                 "QDQ_NOT_FUSED",
                 f"Q/DQ surround its tensors, yet it runs in {precision}{tactic}: TensorRT found no INT8 fusion for "
                 "this layer with these Q/DQ (no INT8 kernel for this layer or layout, or a Q/DQ pattern its fusion "
                 "rules do not match), so the DQ and Q ran around a float layer. Check the Q/DQ placement around "
                 "it (weights quantized per channel on axis 0, Q/DQ directly on its inputs and output).",
-                tuple(names))
-        return Int8Reason(
-            "NO_SCALE",
-            "Explicit quantization (the engine has Q/DQ layers): TensorRT runs a layer in INT8 only where the model "
-            "puts Q/DQ on its tensors, and which tensors have them is not known here. Pass the Q/DQ model "
-            "(--qdq-model, qdq_tensors=) to name them.",
-            tuple(names))
+                tuple(names), short=f"Q/DQ not fused: ran {precision}", cause=cause)
+        text = ("Explicit quantization (the engine has Q/DQ layers): TensorRT runs a layer in INT8 only where the model "
+                "puts Q/DQ on its tensors, and which tensors have them is not known here. Pass the Q/DQ model "
+                "(--qdq-model, qdq_tensors=) to name them.")
+        return Int8Reason("NO_SCALE", text, tuple(names), short="Q/DQ placement not known", cause=text)
     if view is not None and view.opt_level == 0:
         return Int8Reason(
             "FIRST_TACTIC",
@@ -473,15 +597,23 @@ def _explain(layer: EngineLayer, view: Optional[_RecipeView], cache: Optional[Fr
             f"built at builder optimization level 0, where TensorRT takes the first tactic that runs instead of "
             f"timing them: here a {precision} one{tactic}. Rebuild at level 3 (TensorRT's default) or higher to "
             "let it time the INT8 kernels.",
-            tuple(names))
+            tuple(names), short=f"level 0 took a {precision} tactic",
+            cause=("The engine was built at builder optimization level 0, where TensorRT takes the first tactic that "
+                   "runs instead of timing them. Rebuild at level 3 (TensorRT's default) or higher to let it time the "
+                   "INT8 kernels."))
     if known is not None:
         scales = "its tensors have scales"
     else:
         scales = "whether its tensors have scales is not known (pass the calibration cache or the Q/DQ model to check)"
+    cause = ("INT8 was allowed, yet TensorRT timed a floating-point tactic faster than its INT8 kernels for this shape "
+             "(reformats around INT8 often cost more than they save; on an H200 with TensorRT 8.6 a whole calibrated "
+             "CNN built INT8+FP16 ran zero INT8 layers). To compare, pin a layer to INT8 with a layer-precision "
+             "override and OBEY constraints.")
     return Int8Reason(
         "HIGHER_PRECISION_FASTER",
         f"INT8 was allowed and {scales}, yet TensorRT chose a {precision} tactic{tactic}: it timed it faster "
         "than its INT8 kernels for this shape (reformats around INT8 often cost more than they save; on an H200 "
         "with TensorRT 8.6 a whole calibrated CNN built INT8+FP16 ran zero INT8 layers). To compare, pin the "
         "layer to INT8 with a layer-precision override and OBEY constraints.",
-        tuple(names))
+        tuple(names), short=f"{precision} tactic timed faster" + ("" if known is not None else " (scales not known)"),
+        cause=cause)
