@@ -122,7 +122,7 @@ def plan_sweep(
 
 
 def _keep_layers(recipe, layers: Sequence[str], precision: str):
-    from ..recipe.recipe import LayerPrecision
+    from ..recipe.fields import LayerPrecision
 
     if not layers:
         return recipe
