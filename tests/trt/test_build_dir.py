@@ -6,9 +6,9 @@ import os
 
 import pytest
 
+from trtwidgets.core.common.atomic import write_bytes_atomic
 from trtwidgets.core.common.errors import BuildError
-from trtwidgets.trt.build_dir import (check_out_dir, default_build_dir, discard, publish, recipe_hash, staging_dir,
-                                      write_bytes_atomic)
+from trtwidgets.trt.build_dir import check_out_dir, default_build_dir, discard, publish, recipe_hash, staging_dir
 
 
 def test_default_name_is_time_and_recipe_hash_and_unique(tmp_path):

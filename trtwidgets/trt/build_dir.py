@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Optional, Union
 
 from ..core.common.errors import BuildError
-from ..core.common.atomic import write_bytes_atomic  # noqa: F401 - re-exported: build.py and tests import it from here
 
 PathLike = Union[str, "os.PathLike[str]"]
 

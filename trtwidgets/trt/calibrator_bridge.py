@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional, Union
+from typing import Union
 
 from ..core.calibration.cache import parse_cache, retag, trt_version_tag
 from ..core.common.errors import StatsError, TensorRTUnavailable

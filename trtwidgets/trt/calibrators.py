@@ -63,15 +63,19 @@ class LegacyCalibratorDefaults:
     """
 
     def get_quantile(self):
+        """TensorRT's default quantile, 0.9999."""
         return 0.9999
 
     def get_regression_cutoff(self):
+        """TensorRT's default regression cutoff, 1.0."""
         return 1.0
 
     def read_histogram_cache(self, *args):
+        """No histogram cache: TensorRT computes the histograms."""
         return None
 
     def write_histogram_cache(self, *args):
+        """The histogram cache is not kept."""
         return None
 
 

@@ -141,6 +141,7 @@ def require_gpu() -> None:
 
 
 def current_device() -> int:
+    """The index of the current CUDA device."""
     d = ctypes.c_int(0)
     _check("cudaGetDevice", library().cudaGetDevice(ctypes.byref(d)))
     return int(d.value)
@@ -172,12 +173,14 @@ def device_name(device: Optional[int] = None) -> str:
 
 
 def runtime_version() -> int:
+    """The CUDA runtime's version as one number (12040 for 12.4)."""
     v = ctypes.c_int(0)
     _check("cudaRuntimeGetVersion", library().cudaRuntimeGetVersion(ctypes.byref(v)))
     return int(v.value)
 
 
 def synchronize() -> None:
+    """Wait until the current device has finished all its work."""
     _check("cudaDeviceSynchronize", library().cudaDeviceSynchronize())
 
 
@@ -191,15 +194,18 @@ class Stream:
 
     @property
     def handle(self) -> int:
+        """The stream's address as an int (0 once destroyed)."""
         return int(self._h.value or 0)
 
     def __int__(self) -> int:
         return self.handle
 
     def synchronize(self) -> None:
+        """Wait until the work queued on this stream is done."""
         _check("cudaStreamSynchronize", library().cudaStreamSynchronize(self._h))
 
     def destroy(self) -> None:
+        """Destroy the stream (again is a no-op)."""
         if self._h is not None and self._h.value:
             library().cudaStreamDestroy(self._h)
         self._h = None
@@ -220,9 +226,11 @@ class Event:
         self._h = h
 
     def record(self, stream: Optional[Stream] = None) -> None:
+        """Record the event on ``stream`` (default: the legacy default stream)."""
         _check("cudaEventRecord", library().cudaEventRecord(self._h, ctypes.c_void_p(stream.handle if stream else 0)))
 
     def synchronize(self) -> None:
+        """Wait until the event has completed."""
         _check("cudaEventSynchronize", library().cudaEventSynchronize(self._h))
 
     def elapsed_ms(self, end: "Event") -> float:
@@ -232,6 +240,7 @@ class Event:
         return float(ms.value)
 
     def destroy(self) -> None:
+        """Destroy the event (again is a no-op)."""
         if self._h is not None and self._h.value:
             library().cudaEventDestroy(self._h)
         self._h = None
@@ -251,12 +260,20 @@ class DeviceBuffer:
 
     @classmethod
     def from_array(cls, array: np.ndarray, stream: Optional[Stream] = None) -> "DeviceBuffer":
+        """A new buffer the size of ``array``, holding a copy of it."""
         buf = cls(np.ascontiguousarray(array).nbytes)
         buf.copy_from(array, stream)
         return buf
 
     @property
     def ptr(self) -> int:
+        """The device address as an int.
+
+        Raises
+        ------
+        ValueError
+            The buffer has been freed.
+        """
         if self._p is None:
             raise ValueError("the device buffer has been freed")
         return int(self._p.value or 0)
@@ -289,9 +306,11 @@ class DeviceBuffer:
         return out
 
     def to_numpy(self, shape: Sequence[int], dtype) -> np.ndarray:
+        """A new host array of ``shape`` and ``dtype`` copied from the buffer."""
         return self.copy_to(np.empty(tuple(shape), dtype=dtype))
 
     def free(self) -> None:
+        """Free the device memory (again is a no-op)."""
         if self._p is not None and self._p.value:
             library().cudaFree(self._p)
         self._p = None

@@ -90,6 +90,7 @@ class TrtFeatures:
     deprecated: Dict[str, str] = field(default_factory=dict)
 
     def has_flag(self, name: str) -> bool:
+        """Whether this TensorRT has the precision flag ``name`` (any case)."""
         return name.lower() in self.precision_flags
 
     def explain(self, key: str) -> Optional[str]:
@@ -97,6 +98,7 @@ class TrtFeatures:
         return self.explanations.get(key) or self.deprecated.get(key)
 
     def to_dict(self) -> dict:
+        """The features as a JSON-ready dict."""
         return {
             "version": self.version, "major": self.major, "precision_flags": list(self.precision_flags),
             "precision_constraints": self.precision_constraints, "layer_precision": self.layer_precision,
@@ -192,7 +194,7 @@ def _deprecations(f: dict, major: Optional[int], minor: int, version: str) -> Di
     if major is None or major < 10:
         return out
     if f["calibrators"]:
-        out["calibrators"] = (f"TensorRT's INT8 calibrators are deprecated since TensorRT 10.1 and removed in 11; "
+        out["calibrators"] = ("TensorRT's INT8 calibrators are deprecated since TensorRT 10.1 and removed in 11; "
                               "prefer the toolkit's calibration exported as a Q/DQ model.")
     if (major, minor) >= (10, 12):
         for name in ("fp16", "bf16", "int8", "fp8"):

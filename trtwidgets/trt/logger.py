@@ -57,6 +57,7 @@ class LogLine:
 
     @property
     def is_error(self) -> bool:
+        """True for ERROR and INTERNAL_ERROR lines."""
         return self.severity in ("INTERNAL_ERROR", "ERROR")
 
     def format(self) -> str:
@@ -65,6 +66,7 @@ class LogLine:
         return f"[{tag}] {self.message}"
 
     def to_dict(self) -> dict:
+        """The line as a JSON-ready dict (one line of ``build.log.jsonl``)."""
         return {"t": round(self.t, 4), "severity": self.severity, "source": self.source, "message": self.message}
 
 
@@ -103,6 +105,7 @@ class LogCollector:
         self._demote: List[Tuple[str, List[LogLine]]] = []
 
     def add_listener(self, fn: Callable[[LogLine], None]) -> None:
+        """Call ``fn`` with every line, kept or not (e.g. TensorRT 8.6's phase parser)."""
         self._listeners.append(fn)
 
     @contextlib.contextmanager
@@ -145,10 +148,12 @@ class LogCollector:
 
     @property
     def lines(self) -> Tuple[LogLine, ...]:
+        """The kept lines so far, oldest first."""
         with self._lock:
             return tuple(self._lines)
 
     def errors(self) -> Tuple[LogLine, ...]:
+        """The kept ERROR and INTERNAL_ERROR lines."""
         return tuple(line for line in self.lines if line.is_error)
 
     def to_jsonl(self) -> str:

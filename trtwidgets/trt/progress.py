@@ -88,16 +88,19 @@ class BuildProgress:
             self.sink_errors.append(exc)
 
     def now(self) -> float:
+        """Seconds since this progress started."""
         return time.perf_counter() - self._t0
 
     def start(self, phase: str, parent: Optional[str] = None, total: Optional[int] = None,
               source: str = "trtwidgets") -> None:
+        """Open ``phase`` (inside ``parent``, with ``total`` steps where known) and tell the sink."""
         with self._lock:
             self._open[phase] = (self.now(), parent, total)
             self._steps[phase] = 0
         self._emit(ProgressEvent("start", phase, parent, 0, total, "", source, self.now()))
 
     def step(self, phase: str, step: Optional[int] = None, detail: str = "", source: str = "trtwidgets") -> None:
+        """Count one step of ``phase`` (or set it to ``step``), opening the phase if needed."""
         if phase not in self._open:
             # A step of a phase nobody announced (log parsing): announce it, so sinks open a bar.
             self.start(phase, source=source)
@@ -108,6 +111,7 @@ class BuildProgress:
         self._emit(ProgressEvent("step", phase, parent, done, total, detail, source, self.now()))
 
     def finish(self, phase: str, source: str = "trtwidgets") -> None:
+        """Close ``phase`` and record its duration; a phase not open is ignored."""
         with self._lock:
             started = self._open.pop(phase, None)
             if started is None:
@@ -124,12 +128,15 @@ class BuildProgress:
 
     @property
     def open_phases(self) -> Tuple[str, ...]:
+        """Names of the phases open now, in the order they were opened."""
         return tuple(self._open)
 
     def keep_going(self) -> bool:
+        """False once the cancel event is set."""
         return not (self.cancel is not None and self.cancel.is_set())
 
     def timings_dict(self) -> List[dict]:
+        """``{phase, parent, seconds}`` for every finished phase, in finishing order."""
         return [{"phase": p, "parent": parent, "seconds": round(s, 4)} for p, parent, s in self.timings]
 
 
@@ -268,6 +275,7 @@ class TqdmSink:
             print(f"[build {event.t:7.1f}s] {event.phase} {'...' if event.kind == 'start' else 'done'}", file=self.file)
 
     def close(self) -> None:
+        """Close every bar."""
         for bar in self._bars.values():
             bar.close()
         self._bars.clear()

@@ -160,13 +160,22 @@ class EngineRunner:
 
     @property
     def input_names(self) -> List[str]:
+        """The engine's input names, in binding order."""
         return [s.name for s in self.specs if s.is_input]
 
     @property
     def output_names(self) -> List[str]:
+        """The engine's output names, in binding order."""
         return [s.name for s in self.specs if not s.is_input]
 
     def np_dtype(self, spec: TensorSpec):
+        """The numpy dtype of an I/O tensor.
+
+        Raises
+        ------
+        UserError
+            A type numpy cannot hold, naming the tensor.
+        """
         try:
             return numpy_dtype(self.trt, spec.dtype)
         except UserError as err:
@@ -315,6 +324,7 @@ class EngineRunner:
         return self.fetch(names)
 
     def close(self) -> None:
+        """Free the device buffers, the stream, the context, engine and runtime, in that order."""
         for buf in self._buffers.values():
             buf.free()
         self._buffers.clear()

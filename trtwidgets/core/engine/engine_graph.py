@@ -117,10 +117,12 @@ class EngineLayer:
 
     @property
     def input_precisions(self) -> Tuple[str, ...]:
+        """Precision of each input tensor, in input order."""
         return tuple(t.precision for t in self.inputs)
 
     @property
     def output_precisions(self) -> Tuple[str, ...]:
+        """Precision of each output tensor, in output order."""
         return tuple(t.precision for t in self.outputs)
 
     @property

@@ -107,9 +107,11 @@ class Finding:
 
     @property
     def is_error(self) -> bool:
+        """True for an error: the build would fail or its result be wrong."""
         return self.severity == "error"
 
     def to_dict(self) -> dict:
+        """The finding as a JSON-ready dict (``nodes`` as a list)."""
         return {"code": self.code, "severity": self.severity, "message": self.message, "why": self.why,
                 "fix": self.fix, "nodes": list(self.nodes)}
 
@@ -117,4 +119,3 @@ class Finding:
 def has_errors(findings: Iterable[Finding]) -> bool:
     """True when any finding is an error (the build would fail or be wrong)."""
     return any(f.is_error for f in findings)
-

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional, Tuple
 
+from ...core.common.atomic import write_bytes_atomic
 from .. import version_of
-from ..build_dir import write_bytes_atomic
 from .state import BuildState
 
 
