@@ -120,3 +120,122 @@ def test_bad_preprocess_exits_2(capsys, cls_model_path, image_folder, value, mes
         args += ["--preprocess", value]
     assert main(args) == 2
     assert message in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- issue 16: hostile input
+
+def _in_thread(fn, seconds: float = 60.0):
+    """``fn()`` on a daemon thread; fails (instead of hanging the suite) if it has not returned in ``seconds``."""
+    import threading
+
+    box = {}
+
+    def target():
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed back to the test
+            box["error"] = exc
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    t.join(seconds)
+    assert not t.is_alive(), f"still running after {seconds} s (a loop that never ends?)"
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+@pytest.fixture()
+def npy_folder(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    for i, feed in enumerate(demo.sample_inputs(1)[:2]):
+        np.save(data / f"{i}.npy", feed["x"])
+    return data
+
+
+@pytest.mark.parametrize("shape", ["x:0x3x48x192", "x:1x0x48x192", "x:1x3x48x0"])
+def test_a_zero_dim_is_refused_not_an_endless_loop(capsys, cls_model_path, npy_folder, shape):
+    # Issue 16: --shape x:0x3x48x192 spun at 100% CPU (a batch of 0 is never full).
+    rc = _in_thread(lambda: main(["calibrate", str(cls_model_path), "--data", str(npy_folder), "--shape", shape,
+                                  "--no-progress"]))
+    err = capsys.readouterr().err
+    assert rc == 2 and "below 1" in err and "Fix:" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("option", ["--batch-size", "--max-samples"])
+def test_a_zero_batch_size_or_sample_count_is_refused(capsys, cls_model_path, npy_folder, option):
+    rc = _in_thread(lambda: main(["calibrate", str(cls_model_path), "--data", str(npy_folder), option, "0",
+                                  "--no-progress"]))
+    assert rc == 2 and "is not positive" in capsys.readouterr().err
+
+
+def test_an_all_nan_sample_is_refused_naming_the_file(tmp_path, capsys, cls_model_path):
+    # Issue 16: exit 0, a warning per tensor, and a cache of 18 of 253 tensors.
+    data = tmp_path / "nan"
+    data.mkdir()
+    np.save(data / "s0.npy", np.full((1, 3, 48, 192), np.nan, np.float32))
+    rc = main(["calibrate", str(cls_model_path), "--data", str(data), "--cache", str(tmp_path / "o.cache"),
+               "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2 and str(data / "s0.npy") in err and "NaN" in err and "Fix:" in err
+    assert not (tmp_path / "o.cache").exists()
+
+
+def test_nan_made_inside_the_model_is_one_line_and_a_partial_cache_is_refused(tmp_path, capsys):
+    from tests.core.calib_models import nan_model, save
+
+    model = save(nan_model(), tmp_path / "nan.onnx")
+    data = tmp_path / "data"
+    data.mkdir()
+    np.save(data / "a.npy", np.full((2, 4), -1.0, np.float32))  # Sqrt(-1): every value of 's' is NaN
+    cache, stats = tmp_path / "o.cache", tmp_path / "o.npz"
+    rc = main(["calibrate", model, "--data", str(data), "--cache", str(cache), "--stats", str(stats), "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "No cache written" in err and "1 of 5 tensors have no range (s)" in err
+    assert not cache.exists() and load_stats(stats).samples == 2  # the statistics are kept
+    np.save(data / "a.npy", np.array([[-1.0, 0.0, 2.0, 4.0]], np.float32))  # some NaN, some Inf, all have a range
+    rc = main(["calibrate", model, "--data", str(data), "--cache", str(cache), "--no-progress"])
+    err = capsys.readouterr().err
+    warnings = [ln for ln in err.splitlines() if ln.startswith("warning")]
+    assert rc == 0 and cache.exists()
+    assert warnings == ["warning: 2 of 5 tensors had NaN/Inf values, left out of their ranges (s, r); "
+                        "--json gives the counts per tensor"]
+
+
+def test_a_malformed_cache_line_stops_export_qdq_before_it_writes(tmp_path, capsys, cls_model_path):
+    # Issue 16: the line was skipped and a Q/DQ model with nothing quantized was written (exit 1).
+    cache = tmp_path / "bad.cache"
+    cache.write_text("TRT-8600-EntropyCalibration2\nx: 3c01f09e\nfoo: zzzz\n")
+    out = tmp_path / "q.onnx"
+    rc = main(["export-qdq", str(cls_model_path), "--cache", str(cache), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2 and f"{cache}, line 3: 'foo: zzzz'" in err and "Fix:" in err
+    assert not out.exists()
+
+
+class _InterruptAfter:
+    """A sample iterator that yields ``n`` samples, then raises KeyboardInterrupt (as Ctrl-C would)."""
+
+    def __init__(self, n):
+        self.feeds = demo.sample_inputs(1)[:n]
+
+    def __iter__(self):
+        yield from self.feeds
+        raise KeyboardInterrupt
+
+
+def test_interrupting_calibration_keeps_and_says_what_it_finished(tmp_path, capsys, cls_model_path, monkeypatch):
+    import trtwidgets.core.calibration.data as data_mod
+
+    stats = tmp_path / "s.npz"
+    real = data_mod.spec_for
+    # The edge: the sample source is interrupted after 3 samples; everything from there on is the real code.
+    monkeypatch.setattr(data_mod, "_raw_samples",
+                        lambda source, names, spec: ((f"sample {k}", f) for k, f in enumerate(_InterruptAfter(3))))
+    assert data_mod.spec_for is real
+    rc = main(["calibrate", str(cls_model_path), "--data", "demo", "--stats", str(stats), "--no-progress"])
+    out = capsys.readouterr().out
+    assert rc == 130 and "3 samples" in out and "interrupted: the statistics of the 3 samples done so far" in out
+    saved = load_stats(stats)
+    assert saved.samples == 3 and saved.interrupted

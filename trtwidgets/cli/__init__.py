@@ -6,6 +6,11 @@ Modules are discovered, so a new command is one new file. Only the chosen
 command's module is imported, keeping ``trtwidgets lint`` free of pandas,
 plotly and TensorRT start-up costs.
 
+A module may also define ``OUTPUTS = {"dest": "file" | "dir"}``: the options that
+name what it writes. They follow one rule (see :mod:`._outputs`): a missing parent
+folder is created and said so on stderr; a path that cannot be written is refused
+with exit 2 before any work starts.
+
 Exit codes: 0 success, 1 the command found problems (e.g. lint errors), 2 bad
 input (the explanation goes to stderr, never a traceback), 130 interrupted.
 """
@@ -46,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
         mod = importlib.import_module(f"{__name__}.{modname}")
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=getattr(mod, "DESCRIPTION", mod.HELP))
         mod.add_arguments(p)
-        p.set_defaults(_run=mod.run)
+        p.set_defaults(_run=mod.run, _outputs=dict(getattr(mod, "OUTPUTS", {})))
     return parser
 
 
@@ -57,7 +62,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help(sys.stderr)
         return EXIT_BAD_INPUT
+    from ._outputs import check_outputs, created_notes
+
+    to_create = {}
     try:
+        to_create = check_outputs(args, getattr(args, "_outputs", {}))
         code = int(args._run(args) or 0)
         # Flush here so that a reader that went away (``| head -1``) is noticed inside this try, not at exit.
         sys.stdout.flush()
@@ -70,6 +79,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     except KeyboardInterrupt:
         print(f"trtwidgets {args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    finally:
+        for note in created_notes(args.command, to_create):
+            print(note, file=sys.stderr)
 
 
 def _reader_gone() -> int:

@@ -12,6 +12,7 @@ import json
 import os
 
 NAME = "bench"
+OUTPUTS = {"save_profile": "file"}  # files it writes: checked and reported by cli._outputs
 HELP = "benchmark an engine: median/p90/p99 latency and throughput per profile shape (needs a GPU)"
 
 

@@ -6,6 +6,7 @@ import json
 import sys
 
 NAME = "build"
+OUTPUTS = {"out": "dir", "builds_root": "dir"}  # files it writes: checked and reported by cli._outputs
 HELP = "build the TensorRT engine a saved recipe describes, into a new build folder"
 DESCRIPTION = (
     "Build the engine described by RECIPE.json (saved from the notebook or with save_recipe) and write the engine, "

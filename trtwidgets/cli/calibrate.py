@@ -9,6 +9,7 @@ import sys
 import time
 
 NAME = "calibrate"
+OUTPUTS = {"cache": "file", "stats": "file"}  # files it writes: checked and reported by cli._outputs
 HELP = "collect activation statistics with ONNX Runtime, compute int8 ranges, write a TensorRT calibration cache"
 DESCRIPTION = (HELP + ". DATA is a folder of .npy/.npz samples (one array per input), a folder of images with "
                "--preprocess, or 'demo' for the bundled crops. Every method's amax is computed; --method picks the one "
@@ -45,13 +46,19 @@ def parse_shapes(items):
     """``["x:1x3x48x192"]`` -> ``{"x": [1, 3, 48, 192]}``."""
     from ..core.common.errors import CalibrationDataError
 
+    from ..core.calibration.shape_adapt import check_shape
+
     out = {}
     for item in items:
         name, sep, dims = item.rpartition(":")
-        if not sep or not name or not re.fullmatch(r"\d+(x\d+)*", dims):
+        if not sep or not name or not re.fullmatch(r"[0-9]+(x[0-9]+)*", dims):
             raise CalibrationDataError(f"--shape {item!r} is not INPUT:DIMS.", "Dims are positive integers joined by 'x'.",
                                        "Write e.g. --shape x:1x3x48x192.")
-        out[name] = [int(d) for d in dims.split("x")]
+        if name in out:
+            raise CalibrationDataError(f"--shape gives input {name!r} twice.", "Each input has one calibration shape.",
+                                       "Give one --shape per input.")
+        # A zero dim used to make the batching loop spin forever; check_shape refuses it and absurd sizes.
+        out[name] = list(check_shape([int(d) for d in dims.split("x")], f"--shape {name}:"))
     return out
 
 
@@ -62,7 +69,7 @@ def parse_adapt(items):
     out = {}
     for item in items:
         name, sep, mode = item.rpartition(":")
-        if not sep or mode not in ADAPT_MODES:
+        if not sep or not name or mode not in ADAPT_MODES:
             raise CalibrationDataError(f"--adapt {item!r} is not INPUT:MODE.", f"MODE is one of {', '.join(ADAPT_MODES)}.",
                                        "Write e.g. --adapt x:resize.")
         out[name] = mode
@@ -84,10 +91,14 @@ def parse_preprocess(text):
             raise CalibrationDataError(f"--preprocess {text!r} is neither a JSON object nor a file.",
                                        "It must start with '{' or name a .json file that exists.",
                                        "Write e.g. --preprocess '{\"input\": \"x\", \"resize\": [48, 192]}'.")
-        source, text = str(path), path.read_text(encoding="utf-8")
+        try:
+            source, text = str(path), path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CalibrationDataError(f"--preprocess file {path} could not be read as text.",
+                                       f"{type(exc).__name__}: {exc}", "Give a UTF-8 .json file.") from None
     try:
         value = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise CalibrationDataError(f"{source} is not valid JSON.", str(exc),
                                    "Quote keys and strings with double quotes.") from None
     if not isinstance(value, dict):
@@ -115,6 +126,35 @@ def report(stats, ranges, seconds: float, method: str) -> dict:
             "interrupted": stats.interrupted, "nonfinite": {k: {"nan": a, "inf": b} for k, (a, b) in stats.nonfinite().items()}}
 
 
+def _names(names, first: int = 3) -> str:
+    return ", ".join(names[:first]) + (f" and {len(names) - first} more" if len(names) > first else "")
+
+
+def nonfinite_summary(stats) -> str:
+    """One line for every tensor with NaN/Inf values (the counts per tensor are in ``--json``); '' when none."""
+    bad = list(stats.nonfinite())
+    if not bad:
+        return ""
+    return (f"warning: {len(bad)} of {len(stats.tensors)} tensors had NaN/Inf values, left out of their ranges "
+            f"({_names(bad)}); --json gives the counts per tensor")
+
+
+def _refuse_partial_cache(stats, amax, args) -> None:
+    """A cache that lacks tensors quantizes less than the user asked for: refuse it (the statistics are kept)."""
+    from ..core.common.errors import StatsError
+
+    missing = [n for n in stats.tensors if n not in amax]
+    if not missing:
+        return
+    kept = f" The statistics are saved in {args.stats}." if args.stats else ""
+    raise StatsError(f"No cache written to {args.cache}: {len(missing)} of {len(stats.tensors)} tensors have no range "
+                     f"({_names(missing)}).",
+                     "Every value they took was NaN or Inf (or they were never computed), so a cache would leave them "
+                     "unquantized without a word." + kept,
+                     "Find where the model makes NaN/Inf on these samples (the first tensor named is the earliest "
+                     "in the graph), fix the samples or the model, and calibrate again.")
+
+
 def run(args) -> int:
     from ..core.calibration.cache import METHOD_ALGORITHM, write_cache
     from ..core.calibration.data import spec_for
@@ -123,7 +163,12 @@ def run(args) -> int:
     from ..core.calibration.ranges import METHODS, amax_table, compute_ranges
     from ..core.calibration.stats import load_stats, save_stats
 
+    from ..core.common.errors import UserError
+
     t0 = time.perf_counter()
+    if not 0 < args.percentile <= 100:
+        raise UserError(f"--percentile {args.percentile} is outside (0, 100].", "It is the share of |x| kept below amax.",
+                        "Use e.g. --percentile 99.99.")
     model = load_model(args.model)
     opt_shapes = parse_shapes(args.shape)
     adapt = parse_adapt(args.adapt)
@@ -138,22 +183,24 @@ def run(args) -> int:
         save_stats(stats, args.stats)
     ranges = compute_ranges(stats, METHODS, args.percentile)
     if args.cache:
-        write_cache(amax_table(ranges, args.method), args.cache, version=args.trt_version,
-                    algorithm=METHOD_ALGORITHM[args.method])
+        amax = amax_table(ranges, args.method)
+        _refuse_partial_cache(stats, amax, args)
+        write_cache(amax, args.cache, version=args.trt_version, algorithm=METHOD_ALGORITHM[args.method])
     seconds = time.perf_counter() - t0
     if args.json:
         print(json.dumps(report(stats, ranges, seconds, args.method), allow_nan=False))
     else:
         print(f"{stats.samples} samples, {len(ranges)} tensors, {seconds:.2f} s"
-              + (" (interrupted: statistics of the samples seen so far)" if stats.interrupted else ""))
+              + (f" (interrupted: the statistics of the {stats.samples} samples done so far)" if stats.interrupted else ""))
         width = min(48, max([len(n) for n in ranges] + [6]))
         print(f"{'tensor':<{width}}  " + "  ".join(f"{m:>10}" for m in METHODS) + f"  {'sqnr dB':>8}  {'clipped':>8}")
         for name, per in ranges.items():
             r = per[args.method]
             print(f"{name[:width]:<{width}}  " + "  ".join(f"{per[m].amax:>10.4g}" for m in METHODS)
                   + f"  {r.sqnr_db:>8.2f}  {r.clipped_fraction:>8.2e}")
-        for name, (nan, inf) in stats.nonfinite().items():
-            print(f"warning: {name}: {nan} NaN and {inf} Inf values (left out of the range)", file=sys.stderr)
+        warning = nonfinite_summary(stats)
+        if warning:
+            print(warning, file=sys.stderr)
         if args.cache:
             print(f"cache ({args.method}) -> {args.cache}")
         if args.stats:

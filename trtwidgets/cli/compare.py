@@ -12,6 +12,7 @@ import json
 import math
 
 NAME = "compare"
+OUTPUTS = {"save_reference": "file"}  # files it writes: checked and reported by cli._outputs
 HELP = "compare an engine's outputs with ONNX Runtime FP32 (cosine, abs error, SNR, top-k)"
 
 

@@ -14,6 +14,7 @@ import json
 import sys
 
 NAME = "export-qdq"
+OUTPUTS = {"out": "file"}  # files it writes: checked and reported by cli._outputs
 HELP = "write an explicitly quantized (Q/DQ) ONNX model from activation statistics"
 DESCRIPTION = __doc__
 
@@ -38,6 +39,10 @@ def add_arguments(parser):
                         help="also quantize grouped (depthwise) convolutions whose output is read in float (e.g. by "
                         "a squeeze-excite pool): by default they stay float, because TensorRT 8.6 cannot fuse them "
                         "and computed wrong results on that path")
+    parser.add_argument("--high-precision", choices=("auto", "fp32", "fp16", "bf16"), default="auto",
+                        help="type of the non-quantized part: auto (default) is FP32 for TensorRT 8.x (its parser "
+                        "reads FP32 scales; the FP16 flag lowers it) and FP16 for 10/11 (strongly typed: the "
+                        "model's type is the precision)")
     parser.add_argument("--out", required=True, help="where to write the Q/DQ model (atomically)")
     parser.add_argument("--data", help="held-back data to validate on: 'demo' (fresh scikit-image crops) or a "
                         "folder of .npy/.npz/images")
@@ -97,7 +102,8 @@ def run(args) -> int:
     result = build_qdq(loaded, amax, exclude=args.exclude, exclude_op_types=args.exclude_op_types,
                        precision="fp8" if args.fp8 else "int8",
                        weights_per_channel=False if args.per_tensor_weights else None,
-                       keep_float_output_grouped_convs=args.keep_float_output_grouped_convs)
+                       keep_float_output_grouped_convs=args.keep_float_output_grouped_convs,
+                       high_precision=args.high_precision, trt_version=args.trt_version)
     # Read and check the held-back data and labels before writing, so bad input keeps an earlier output.
     feeds = _held_back(args, loaded) if args.data else None
     task = {}

@@ -10,6 +10,7 @@ import os
 import sys
 
 NAME = "inspect"
+OUTPUTS = {"csv": "file"}  # files it writes: checked and reported by cli._outputs
 HELP = "per-layer precision table of a built engine from its inspector JSON, with why-not-INT8"
 DESCRIPTION = (HELP + ". Prints a precision summary and the non-INT8 layers; --csv writes one row per engine "
                "layer; --json prints the summary as JSON.")

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 NAME = "run"
+OUTPUTS = {"report": "file", "build_dir": "dir"}  # files it writes: checked and reported by cli._outputs
 HELP = "re-run a saved recipe headless (calibrate, build if TensorRT is present, inspect) and write an HTML report"
 DESCRIPTION = (HELP + ". The report holds the model summary, lint findings, ranges per tensor, histograms of the "
                "most disputed tensors, the layer table and precision chart of each build; it works offline.")

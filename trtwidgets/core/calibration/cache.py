@@ -81,6 +81,11 @@ def trt_version_tag(version: str) -> str:
     """``"8.6.1"`` or ``"8.6.1.6"`` -> ``"8601"`` (TensorRT's NV_TENSORRT_VERSION)."""
     if re.fullmatch(r"\d+", str(version)):
         return str(version)
+    # A prefix match: pre-releases such as 10.0.0b6 carry a suffix.
+    if not re.match(r"\d+\.\d+", str(version).strip()):
+        raise StatsError(f"TensorRT version {version!r} is not a version.",
+                         "A cache header holds TensorRT's version, e.g. 8.6.1 (written 8601).",
+                         "Give e.g. 8.6.1 or 8601.")
     parts = [int(p) for p in re.findall(r"\d+", str(version))[:3]] + [0, 0, 0]
     major, minor, patch = parts[:3]
     return str(major * 1000 + minor * 100 + patch)

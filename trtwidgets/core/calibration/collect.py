@@ -35,7 +35,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import onnx
 
-from .data import iter_feeds
+from .data import iter_labelled_feeds
 from ..common.errors import CalibrationDataError, StatsError
 from .histogram import DEFAULT_BINS, HistogramAccumulator
 from ..model.load import LoadedModel, load_model
@@ -169,6 +169,10 @@ def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequ
         When ``stats`` belong to another model or use another number of bins.
     """
     loaded = model if isinstance(model, LoadedModel) else load_model(model)
+    if isinstance(num_bins, bool) or not isinstance(num_bins, int) or num_bins < 2 or num_bins & (num_bins - 1):
+        raise StatsError(f"num_bins={num_bins!r} is not a power of two of at least 2.",
+                         "Histograms double their range by merging bin pairs, which needs a power of two.",
+                         f"Use e.g. num_bins={DEFAULT_BINS} (the default).")
     inputs, acts = float_tensor_names(loaded.proto)
     if stats is not None:
         if stats.model_sha256 and stats.model_sha256 != loaded.sha256:
@@ -190,22 +194,22 @@ def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequ
     samples = stats.samples if stats is not None else 0
     batches = stats.batches if stats is not None else 0
     shapes = dict(stats.input_shapes) if stats is not None else {}
-    total = None
-    if isinstance(data, (list, tuple)):
-        total = sum(int(next(iter(f.values())).shape[0]) for f in data if f)
+    total = _known_total(data)
     if max_samples is not None:
         total = min(total, max_samples) if total is not None else max_samples
     bar = _progress(progress, total)
     interrupted = False
-    feeds = iter_feeds(data, loaded.summary, batch_size=batch_size, max_samples=max_samples, adapt=adapt,
-                       opt_shapes=opt_shapes)
+    feeds = iter_labelled_feeds(data, loaded.summary, batch_size=batch_size, max_samples=max_samples, adapt=adapt,
+                                opt_shapes=opt_shapes)
     try:
-        for feed in feeds:
+        for label, feed in feeds:
             try:
                 outs = session.run(wanted, feed)
             except Exception as exc:  # noqa: BLE001
-                raise CalibrationDataError("ONNX Runtime failed on a calibration batch.", f"{type(exc).__name__}: {exc}",
-                                           "Check the sample shapes against the model (see describe_adaptation).") from None
+                raise CalibrationDataError(f"ONNX Runtime failed on calibration data {label}.",
+                                           f"{type(exc).__name__}: {exc}",
+                                           "Check that sample against the model (shape, values); "
+                                           "describe_adaptation says what the model is fed.") from None
             parts = [(accs[n], accs[n].batch_update(a)) for n, a in zip(wanted, outs)]
             parts += [(accs[n], accs[n].batch_update(feed[n])) for n in inputs if n in feed]
             del outs
@@ -236,6 +240,17 @@ def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequ
         raise KeyboardInterrupt
     return ActivationStats(tensors={n: a.to_stats(copy=False) for n, a in accs.items()}, samples=samples,
                            model_sha256=loaded.sha256, input_shapes=shapes, interrupted=interrupted, batches=batches)
+
+
+def _known_total(data) -> Optional[int]:
+    """Samples in a list of feeds, for the progress bar; None when that is not plain to see (the feed loop
+    reports anything malformed, naming the sample)."""
+    if not isinstance(data, (list, tuple)):
+        return None
+    try:
+        return sum(int(next(iter(f.values())).shape[0]) for f in data if f)
+    except Exception:  # noqa: BLE001 - a progress bar without a total is fine
+        return None
 
 
 def timed_collect(*args, **kwargs) -> Tuple[ActivationStats, float]:

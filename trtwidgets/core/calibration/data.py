@@ -342,6 +342,11 @@ def iter_labelled_feeds(source, summary, batch_size: Optional[int] = None, max_s
     Every loop here ends: the batch size and every opt-shape dim are checked to be at least 1
     before any sample is read, and each sample adds at least one item (empty ones are refused).
     """
+    # Checked before the spec's defaults fill them in: 0 is a wrong answer, not "not given".
+    if batch_size is not None:
+        batch_size = _count(batch_size, "Calibration batch size", "Use a batch size of 1 or more.")
+    if max_samples is not None:
+        max_samples = _count(max_samples, "max_samples", "Use 1 or more, or None for all.")
     spec = None
     if isinstance(source, (str, os.PathLike, CalibrationDataSpec)):
         spec = spec_for(source)
@@ -349,10 +354,6 @@ def iter_labelled_feeds(source, summary, batch_size: Optional[int] = None, max_s
         max_samples = max_samples if max_samples is not None else spec.max_samples
         adapt = adapt if adapt is not None else spec.adapt
         opt_shapes = opt_shapes if opt_shapes is not None else (spec.opt_shapes or None)
-    if batch_size is not None:
-        batch_size = _count(batch_size, "Calibration batch size", "Use a batch size of 1 or more.")
-    if max_samples is not None:
-        max_samples = _count(max_samples, "max_samples", "Use 1 or more, or None for all.")
     adapt = dict(adapt or {})
     opt_shapes = {k: list(check_shape(v, f"The calibration shape of input {k!r}")) for k, v in (opt_shapes or {}).items()}
     inputs = tuple(summary.inputs)
