@@ -99,7 +99,6 @@ def _compute_capability(cc) -> Optional[Tuple[int, int]]:
                     "Pass a (major, minor) tuple or 'major.minor'.")
 
 
-
 def _run_rules(ctx: LintContext) -> Tuple[Finding, ...]:
     for rule in RULES:
         rule(ctx)

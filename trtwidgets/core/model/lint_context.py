@@ -91,4 +91,3 @@ class LintContext:
                     return self._qtype(producer)
         # ONNX: a QuantizeLinear without zero point or output_dtype produces uint8.
         return dtype_name(qtype) if qtype else "uint8"
-
