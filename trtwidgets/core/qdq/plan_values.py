@@ -40,6 +40,10 @@ class PlanTarget:
     metric_name : str
     max_metric_drop : float
         The metric may fall at most this much below the float model's.
+    metric_factory : callable, optional
+        ``f(reference_outputs, summary, samples) -> (metric, name)``: a metric that needs
+        the float model's outputs or the sample count (mask IoU, top-1 against labels);
+        the planner calls it once the reference is known.
     """
 
     cosine: Optional[float] = 0.99
@@ -47,9 +51,10 @@ class PlanTarget:
     metric: Optional[Callable[[Dict[str, Any]], float]] = field(default=None, compare=False, repr=False)
     metric_name: str = ""
     max_metric_drop: float = 0.01
+    metric_factory: Optional[Callable[..., Tuple[Callable, str]]] = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
-        if self.cosine is None and self.snr_db is None and self.metric is None:
+        if self.cosine is None and self.snr_db is None and self.metric is None and self.metric_factory is None:
             raise UserError("The plan has no accuracy target.", "Without one every candidate would pass.",
                             "Give cosine (e.g. 0.99), snr_db, or a metric.")
         if self.cosine is not None and not -1.0 <= float(self.cosine) <= 1.0:

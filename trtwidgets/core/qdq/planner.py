@@ -24,6 +24,7 @@ reformat) and can lose accuracy. :func:`plan` searches, on the CPU:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from pathlib import Path
@@ -171,7 +172,10 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
 
     from .validate import run_model
 
-    reference, _ = run_model(proto, held)
+    reference, n_held = run_model(proto, held)
+    if target.metric_factory is not None:
+        metric, metric_name = target.metric_factory(reference, loaded.summary, n_held)
+        target = dataclasses.replace(target, metric=metric, metric_name=metric_name, metric_factory=None)
     metric_ref = float(target.metric(reference)) if target.metric is not None else None
     ev = Evaluator(proto, _stack(held), reference, hp, target.metric, metric_ref, trt_version)
 

@@ -1,0 +1,142 @@
+"""``trtwidgets plan MODEL --data DIR --out DIR``: the quantization plan.
+
+Searches, on the CPU, for the fastest explicit quantization that keeps an accuracy
+target (see :mod:`trtwidgets.core.qdq.planner`): the statistics are collected once,
+range methods and the layers kept in high precision are chosen with ONNX Runtime on
+held-back samples, and where INT8 pays comes from a cost model (an estimate) or, with
+``--oracle``, from an implicit INT8+FP16 TensorRT build of the same model.
+
+Writes ``DIR/plan.json`` (every candidate, the pick and why), ``DIR/plan.html`` (the
+Pareto chart of accuracy against latency, offline) and, unless FP16 is the answer,
+``DIR/model.qdq.onnx`` (the pick). Prints the table. Exit 0 when a candidate meets the
+target, 1 when none does (not even FP16), 2 on bad input. With ``--build`` (needs
+TensorRT and a GPU) the pick is built and timed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+NAME = "plan"
+OUTPUTS = {"out": "dir"}
+HELP = "find the fastest Q/DQ quantization that keeps an accuracy target (FP16 when INT8 does not pay)"
+DESCRIPTION = __doc__
+
+
+def add_arguments(parser):
+    parser.add_argument("model", help="path of the float .onnx model")
+    parser.add_argument("--data", required=True, help="samples: a folder of .npy/.npz/images, or 'demo'; the last "
+                        "--holdout fraction is held back to measure accuracy")
+    parser.add_argument("--held-back", help="separate held-back samples (then all of --data calibrates)")
+    parser.add_argument("--holdout", type=float, default=0.25, help="fraction of --data held back (default 0.25)")
+    parser.add_argument("--max-samples", type=int, help="read at most this many samples from --data")
+    tgt = parser.add_argument_group("target (default: --target-cosine 0.99)")
+    tgt.add_argument("--target-cosine", type=float, help="minimum output cosine vs ONNX Runtime FP32")
+    tgt.add_argument("--target-snr", type=float, help="minimum output SNR in dB")
+    tgt.add_argument("--metric", help="a task metric: top1 (with --labels) or mask-iou[:THRESHOLD[:OUTPUT]]")
+    tgt.add_argument("--labels", help="integer labels of the held-back samples, for --metric top1")
+    tgt.add_argument("--max-metric-drop", type=float, default=0.01,
+                     help="how far the metric may fall below the float model's (default 0.01)")
+    parser.add_argument("--trt-version", help="target TensorRT (decides the float part's type; default: installed, "
+                        "else FP32 Q/DQ that every version reads)")
+    parser.add_argument("--high-precision", choices=("auto", "fp32", "fp16", "bf16"), default="auto",
+                        help="type of the non-quantized part (auto: FP32 for 8.x, FP16 for 10/11)")
+    parser.add_argument("--batch", type=int, help="the batch the engine will run at (latency estimated there)")
+    parser.add_argument("--gpu", default="h100", help="the cost model's GPU: h100 (default), h200, a100, l4")
+    parser.add_argument("--oracle", help="an implicit INT8+FP16 build folder of the same model: TensorRT's "
+                        "per-layer choices and times replace the cost model")
+    parser.add_argument("--build", action="store_true", help="build and time the pick (TensorRT and a GPU)")
+    parser.add_argument("--out", required=True, help="folder for plan.json, plan.html and model.qdq.onnx")
+    parser.add_argument("--json", action="store_true", help="print plan.json instead of the table")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def _target(args):
+    import functools
+
+    from ..core.qdq.plan_values import PlanTarget
+
+    factory = None
+    if args.metric:
+        from ..core.qdq.plan_metrics import parse_metric
+
+        labels = None
+        if args.labels:
+            from ..core.qdq.validate import load_labels
+
+            labels = load_labels(args.labels)
+        factory = functools.partial(_metric, parse_metric, args.metric, labels)
+    cosine = args.target_cosine
+    if cosine is None and args.target_snr is None and factory is None:
+        cosine = 0.99
+    return PlanTarget(cosine=cosine, snr_db=args.target_snr, metric_factory=factory,
+                      max_metric_drop=args.max_metric_drop)
+
+
+def _metric(parse, text, labels, reference, summary, samples):
+    return parse(text, reference, summary, samples, labels=labels)
+
+
+def run(args) -> int:
+    from pathlib import Path
+
+    from ..core.common.atomic import write_text_atomic
+    from ..core.common.errors import UserError
+    from ..core.model.load import load_model
+    from ..core.qdq.export import save_qdq_model
+    from ..core.qdq.planner import export_plan, plan
+
+    if not 0 < args.holdout < 1:
+        raise UserError(f"--holdout {args.holdout} is not a fraction.", "It is the share of samples held back.",
+                        "Use a value between 0 and 1, e.g. 0.25.")
+    target = _target(args)
+    loaded = load_model(args.model)
+    data = args.data
+    if data == "demo":
+        from .. import demo
+
+        data = list(demo.iter_skimage_inputs(64, batch_size=1, seed=12345))
+    result = plan(loaded, data, target=target, held_back=args.held_back, holdout=args.holdout,
+                  trt_version=args.trt_version, high_precision=args.high_precision, gpu=args.gpu,
+                  batch_size=args.batch, oracle=args.oracle, max_samples=args.max_samples,
+                  progress=not args.no_progress)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    exported = export_plan(loaded, result)
+    qdq_path = out / "model.qdq.onnx"
+    if exported is not None:
+        save_qdq_model(exported.model, qdq_path)
+    result.save_json(out / "plan.json")
+    from ..plots.pareto import plan_html
+
+    write_text_atomic(out / "plan.html", plan_html(result, result.table()))
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=1))
+    else:
+        print(f"target: {target.describe() if target.metric_factory is None else result.target.describe()}")
+        print(result.table())
+        print(result.reason)
+        for n in result.notes:
+            print(f"note: {n}")
+        secs = result.seconds
+        print(f"searched in {secs.get('total', 0):.1f} s ("
+              + ", ".join(f"{k} {v:.1f} s" for k, v in secs.items() if k != "total") + ")")
+        print(f"wrote {out / 'plan.json'}, {out / 'plan.html'}"
+              + (f", {qdq_path}" if exported is not None else " (no Q/DQ model: FP16 is the pick)"))
+    if args.build and exported is not None:
+        _build(args, loaded, qdq_path, out)
+    if not result.any_meets_target:
+        print("no candidate meets the target, not even FP16", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _build(args, loaded, qdq_path, out) -> None:
+    from ..core.recipe.recipe import Recipe
+    from ..core.model.load import load_model
+    from ..trt import build as trt_build
+
+    recipe = Recipe.for_model(load_model(qdq_path), flags=("fp16", "int8"))
+    res = trt_build.build(recipe, out_dir=out / "build")
+    print(f"built {res.out_dir} in {res.build_seconds:.0f} s")

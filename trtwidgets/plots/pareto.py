@@ -1,0 +1,136 @@
+"""The planner's candidates as a Pareto chart: accuracy against latency.
+
+One point per candidate (x: latency relative to FP16, y: the target's accuracy
+measure), the recommended one ringed, the Pareto front drawn as a line, and the
+target as a dashed rule. Each point's hover (and ``customdata``, for a widget's
+click handler) holds the layers it keeps in high precision.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from typing import List, Mapping, Optional, Tuple, Union
+
+__all__ = ["PlanParetoDisplay", "plan_html"]
+
+
+@dataclass(frozen=True)
+class PlanParetoDisplay:
+    """Data of the chart (scikit-learn Display style: compute in ``from_plan``, draw in ``figure``).
+
+    Attributes
+    ----------
+    names : tuple of str
+    x : tuple of float
+        Latency relative to FP16 (1.0 = FP16).
+    y : tuple of float
+        The accuracy measure shown (``y_label``).
+    kept : tuple of tuple of str
+        Layers each candidate keeps in high precision.
+    meets : tuple of bool
+    recommended : int
+    y_label : str
+    target : float or None
+    latency_source : str
+    """
+
+    names: Tuple[str, ...]
+    x: Tuple[float, ...]
+    y: Tuple[float, ...]
+    kept: Tuple[Tuple[str, ...], ...]
+    meets: Tuple[bool, ...]
+    recommended: int
+    y_label: str
+    target: Optional[float]
+    latency_source: str
+
+    @classmethod
+    def from_plan(cls, plan: Union[Mapping, object]) -> "PlanParetoDisplay":
+        """From a :class:`~trtwidgets.core.qdq.plan_values.Plan` or its ``to_dict()`` / ``plan.json``."""
+        doc = plan.to_dict() if hasattr(plan, "to_dict") else dict(plan)
+        cands = doc["candidates"]
+        tgt = doc.get("target") or {}
+        use_metric = tgt.get("metric") and all(c["accuracy"].get("metric") is not None for c in cands)
+        if use_metric:
+            key, label, target = "metric", str(tgt["metric"]), None
+        elif tgt.get("cosine") is None and tgt.get("snr_db") is not None:
+            key, label, target = "snr_db", "output SNR (dB)", tgt.get("snr_db")
+        else:
+            key, label, target = "cosine", "output cosine vs FP32", tgt.get("cosine")
+        ys = tuple(float(c["accuracy"].get(key) if c["accuracy"].get(key) is not None else float("nan"))
+                   for c in cands)
+        xs = tuple(1.0 / c["speedup_vs_fp16"] if c.get("speedup_vs_fp16") else float("nan") for c in cands)
+        return cls(names=tuple(c["name"] for c in cands), x=xs, y=ys,
+                   kept=tuple(tuple(k["layer"] for k in c["kept"]) for c in cands),
+                   meets=tuple(bool(c["meets_target"]) for c in cands), recommended=int(doc["recommended"]),
+                   y_label=label, target=target,
+                   latency_source=str(cands[0].get("latency_source", "estimate")) if cands else "estimate")
+
+    def front(self) -> List[int]:
+        """Indices on the Pareto front (no other candidate is both faster and more accurate), by latency."""
+        idx = [i for i in range(len(self.x)) if self.x[i] == self.x[i] and self.y[i] == self.y[i]]
+        out = []
+        for i in idx:
+            dominated = any(self.x[j] <= self.x[i] and self.y[j] >= self.y[i] and
+                            (self.x[j] < self.x[i] or self.y[j] > self.y[i]) for j in idx)
+            if not dominated:
+                out.append(i)
+        return sorted(out, key=lambda i: self.x[i])
+
+    def hover(self, i: int, max_layers: int = 12) -> str:
+        kept = self.kept[i]
+        shown = "<br>".join(html.escape(k) for k in kept[:max_layers])
+        more = f"<br>... {len(kept) - max_layers} more" if len(kept) > max_layers else ""
+        return (f"<b>{html.escape(self.names[i])}</b><br>{self.x[i]:.3f}x FP16 ({self.latency_source})<br>"
+                f"{html.escape(self.y_label)}: {self.y[i]:.4f}<br>kept in high precision: {len(kept)}"
+                + (f"<br>{shown}{more}" if kept else ""))
+
+    def figure(self, height: int = 420):
+        """The Plotly figure (a ``go.Figure``)."""
+        import plotly.graph_objects as go
+
+        fig = go.Figure()
+        colors = ["#2e7d32" if m else "#c62828" for m in self.meets]
+        fig.add_trace(go.Scatter(
+            x=list(self.x), y=list(self.y), mode="markers+text", name="candidates",
+            text=[str(i) for i in range(len(self.x))], textposition="top center",
+            marker=dict(size=[18 if i == self.recommended else 11 for i in range(len(self.x))], color=colors,
+                        line=dict(width=[3 if i == self.recommended else 0 for i in range(len(self.x))],
+                                  color="#1565c0")),
+            hovertext=[self.hover(i) for i in range(len(self.x))], hoverinfo="text",
+            customdata=[list(k) for k in self.kept]))
+        front = self.front()
+        if len(front) > 1:
+            fig.add_trace(go.Scatter(x=[self.x[i] for i in front], y=[self.y[i] for i in front], mode="lines",
+                                     name="Pareto front", line=dict(color="#90a4ae", dash="dot"), hoverinfo="skip"))
+        if self.target is not None:
+            fig.add_hline(y=self.target, line=dict(color="#616161", dash="dash"),
+                          annotation_text=f"target {self.target:g}", annotation_position="bottom right")
+        fig.add_vline(x=1.0, line=dict(color="#bdbdbd"), annotation_text="FP16", annotation_position="top")
+        fig.update_layout(height=height, margin=dict(l=60, r=20, t=40, b=50), showlegend=False,
+                          title=f"Candidates: accuracy against latency ({self.latency_source})",
+                          xaxis_title="latency relative to FP16 (lower is faster)", yaxis_title=self.y_label)
+        return fig
+
+
+def plan_html(plan, table_text: str, title: str = "Quantization plan") -> str:
+    """A self-contained ``plan.html``: the reason, the Pareto chart (plotly.js embedded), the table, the notes."""
+    from .report_html import figure_html, plotly_js_head
+
+    doc = plan.to_dict() if hasattr(plan, "to_dict") else dict(plan)
+    fig = PlanParetoDisplay.from_plan(doc).figure()
+    rows: List[str] = []
+    for i, c in enumerate(doc["candidates"]):
+        kept = "".join(f"<li>{html.escape(k['layer'])}: {html.escape(k['reason'])}</li>" for k in c["kept"][:200])
+        rows.append(f"<details{' open' if i == doc['recommended'] else ''}><summary>{i}. {html.escape(c['name'])}"
+                    f"{' (recommended)' if i == doc['recommended'] else ''}: {len(c['quantized'])} INT8 layers, "
+                    f"{len(c['kept'])} kept in high precision</summary><ul>{kept}</ul></details>")
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in doc.get("notes", ()))
+    return ("<!doctype html><html><head><meta charset='utf-8'><title>" + html.escape(title) + "</title>"
+            + plotly_js_head() + "</head><body style='font-family:sans-serif;max-width:1100px;margin:auto'>"
+            f"<h1>{html.escape(title)}</h1><p><b>{html.escape(doc['reason'])}</b></p>"
+            f"<p>Model: {html.escape(doc['model'])}. Target: {html.escape(str(doc['target']))}. "
+            f"Float part: {html.escape(doc.get('high_precision', 'fp32').upper())}.</p>"
+            + figure_html(fig) + f"<pre>{html.escape(table_text)}</pre>" + "".join(rows)
+            + (f"<h2>Notes</h2><ul>{notes}</ul>" if notes else "") + "</body></html>")
