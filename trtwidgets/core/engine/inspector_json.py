@@ -263,6 +263,10 @@ def parse_inspector_json(text_or_path: Union[str, bytes, os.PathLike, Mapping], 
         if raw.get("LayerType") in ("signal", "wait"):
             continue  # multi-stream synchronisation, not computation
         name = str(raw.get("Name", f"layer {i}"))
+        for key in ("Inputs", "Outputs"):
+            if not isinstance(raw.get(key) or [], list):
+                raise InspectorError(f"{source}: layer {name!r} has {key} of type {type(raw[key]).__name__}, not a list.",
+                                     "DETAILED inspector JSON lists each layer's tensors.", _FIX_SOURCE)
         ins = tuple(_tensor(t, f"{name!r} input {j}") for j, t in enumerate(raw.get("Inputs") or ()))
         outs = tuple(_tensor(t, f"{name!r} output {j}") for j, t in enumerate(raw.get("Outputs") or ()))
         for t in list(raw.get("Inputs") or ()) + list(raw.get("Outputs") or ()):
@@ -304,6 +308,9 @@ def parse_inspector_json(text_or_path: Union[str, bytes, os.PathLike, Mapping], 
         layers = kept
     io_key = "I/O Tensors" if "I/O Tensors" in doc else "Bindings"
     io_raw = doc.get(io_key) or []
+    if not isinstance(io_raw, list):
+        raise InspectorError(f"{source}: '{io_key}' is {type(io_raw).__name__}, not a list.",
+                             f"Engine-inspector JSON lists the engine's inputs and outputs under '{io_key}'.", _FIX_SOURCE)
     io_tensors = tuple(_io_tensor(t) for t in io_raw if not (isinstance(t, str) and re.search(r"\[profile \d+\]", t)))
     tensors = [t for layer in layers for t in layer.inputs + layer.outputs]
     na = sum(t.dynamic_na for t in tensors)
