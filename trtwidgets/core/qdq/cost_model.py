@@ -7,9 +7,10 @@ products, and false for small layers, whose time is kernel launch and memory
 (the bundled classifier at batch 1: TensorRT's implicit INT8 build chose FP16 for
 every layer). Without a GPU the toolkit estimates, per weighted layer:
 
-``t(p) = launch + max(2 * MACs / (peak(p) * efficiency(MACs)), bytes(p) / bandwidth)``
+``t(p) = launch + max(floor, 2 * MACs / (peak(p) * efficiency(MACs)), bytes(p) / bandwidth)``
 
-with ``bytes`` the input, weights and output at ``p``'s element size, and an
+with ``floor`` the shortest a kernel runs (a few microseconds, whatever its work),
+``bytes`` the input, weights and output at ``p``'s element size, and an
 efficiency that grows with the layer's work (small GEMMs reach a tiny fraction
 of the tensor-core peak). Depthwise/grouped convolutions with few channels per
 group get no tensor-core INT8 speed-up (their kernels are memory bound either
@@ -45,6 +46,7 @@ class GpuSpec:
     bandwidth: float
     launch_us: float = 2.5
     border_us: float = 1.5
+    min_kernel_us: float = 2.0
 
 
 #: Data-sheet figures (dense tensor-core peaks, HBM bandwidth).
@@ -191,7 +193,8 @@ def layer_costs(proto: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]
         int8_rate = spec.int8_ops if (group == 1 or cin_per_group >= 16) else spec.fp16_flops
         t_int8 = max(2 * macs / (int8_rate * eff), 1 * (x + w + o) / spec.bandwidth)
         out[label] = LayerCost(label, node.op_type, int(macs), 2 * o,
-                               spec.launch_us + 1e6 * t_fp16, spec.launch_us + 1e6 * t_int8)
+                               spec.launch_us + max(spec.min_kernel_us, 1e6 * t_fp16),
+                               spec.launch_us + max(spec.min_kernel_us, 1e6 * t_int8))
     return out
 
 

@@ -225,7 +225,10 @@ def convert_float_part(proto: onnx.ModelProto, dtype: str = "fp16", *, keep_fp32
     read_low: Set[str] = set()
     read_high: Set[str] = set()
     for i, n in enumerate(graph.node):
-        (read_high if i in keep else read_low).update(x for x in n.input if x)
+        fixed = _FLOAT32_INPUTS.get(n.op_type, ())
+        for k, x in enumerate(n.input):
+            if x:
+                (read_high if i in keep or k in fixed else read_low).add(x)
     converted = 0
     new_inits: List[onnx.TensorProto] = []
     renamed: Dict[str, str] = {}  # fp32 initializer read by both sides -> its low-precision copy
@@ -288,7 +291,14 @@ def convert_float_part(proto: onnx.ModelProto, dtype: str = "fp16", *, keep_fp32
                     n.input[k] = high_name[x]
             new_nodes.append(n)
             continue
+        fixed = _FLOAT32_INPUTS.get(n.op_type, ())
         for k, x in enumerate(n.input):
+            if k in fixed:
+                if x in low_tensors:  # a float32-only input (Resize scales): never lowered
+                    if x not in high_name:
+                        high_name[x] = cast(x, F32, "fp32")
+                    n.input[k] = high_name[x]
+                continue
             if x in renamed:
                 n.input[k] = renamed[x]
             elif x in graph_in or (x in float_tensors and x not in low_tensors and x not in inits):

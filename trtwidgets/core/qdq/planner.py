@@ -100,10 +100,41 @@ def _pick(cands: List[Candidate]) -> Tuple[int, str]:
     del fp16
 
 
+def _border_search(pays: List[str], allowed: Sequence[str], latency: Callable[[Sequence[str]], float]
+                   ) -> Tuple[List[str], List[str], List[str]]:
+    """Local search over which layers run INT8, counting the reformats at INT8/float borders.
+
+    A layer that pays alone may not pay once its borders are counted (drop it); a
+    layer that does not pay alone may remove two borders between INT8 neighbours
+    (add it). Moves are taken while they lower the estimated total.
+
+    Returns
+    -------
+    (quantized, dropped, added)
+    """
+    current = list(pays)
+    best = latency(current)
+    dropped: List[str] = []
+    added: List[str] = []
+    for _ in range(4):
+        changed = False
+        for layer in list(allowed):
+            trial = [n for n in current if n != layer] if layer in current else current + [layer]
+            t = latency(trial)
+            if t < best - 1e-9:
+                (dropped if layer in current else added).append(layer)
+                current, best, changed = trial, t, True
+        if not changed:
+            break
+    dropped = [n for n in dropped if n not in current]
+    added = [n for n in added if n in current]
+    return [n for n in allowed if n in current], dropped, added
+
+
 def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, holdout: float = 0.25,
          trt_version: Optional[str] = None, high_precision: str = "auto", gpu: str = "h100",
          batch_size: Optional[int] = None, oracle=None, stats=None, max_samples: Optional[int] = None,
-         max_ranked: int = 96, progress: bool = True,
+         max_ranked: int = 96, progress: bool = True, shapes: Optional[Mapping[str, Sequence[int]]] = None,
          on_step: Optional[Callable[[str], None]] = None) -> Plan:
     """Search for the fastest Q/DQ quantization that meets an accuracy target (see the module docstring).
 
@@ -123,6 +154,9 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
         The cost model's GPU (:data:`~.cost_model.GPUS`), when there is no oracle.
     batch_size : int, optional
         The batch the engine will run at (latency is estimated there); default: the data's.
+    shapes : mapping, optional
+        Input name -> the full shape the engine will run at (e.g. a larger image than the
+        samples'); wins over ``batch_size`` for the latency estimate.
     oracle : LatencyOracle, build folder or path, optional
         An implicit INT8+FP16 build of the same model (:mod:`.latency_oracle`).
     stats : ActivationStats, optional
@@ -206,6 +240,8 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
     input_shapes = {k: tuple(v.shape) for k, v in held[0].items()}
     if batch_size:
         input_shapes = {k: (int(batch_size),) + s[1:] for k, s in input_shapes.items()}
+    if shapes:
+        input_shapes.update({k: tuple(int(d) for d in v) for k, v in shapes.items()})
     costs = layer_costs(proto, input_shapes, gpu)
     all_export = ev.export(amax)
     candidates_layers = list(all_export.report.quantized_layers)
@@ -252,6 +288,12 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
         return total + weighted_borders(proto, q) * 1.5
 
     fp16_us = latency(())
+    if oracle is None:
+        # The oracle's choices already include TensorRT's reformats; the cost model's need the border search.
+        pays, dropped, added = _border_search(pays, candidates_layers, latency)
+        kept_latency = [(n, r) for n, r in kept_latency if n not in added]
+        kept_latency += [(n, "INT8 would pay in this layer alone, but not with the reformats at its borders "
+                             "(its neighbours stay in high precision)") for n in dropped]
     seconds["latency"] = time.perf_counter() - t
 
     cands: List[Candidate] = []

@@ -1,0 +1,37 @@
+"""Models for the planner tests: a conv stack whose cost depends on the shape it is planned for."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def conv_stack(channels: int = 64, depth: int = 4, seed: int = 3) -> onnx.ModelProto:
+    """``x[N, C, H, W] -> (Conv 3x3 -> Relu) x depth -> GlobalAveragePool``; every dim but C dynamic.
+
+    Planned at 32x64x56x56 it is compute bound (INT8 pays); at 1x64x8x8 it is launch bound.
+    """
+    rng = np.random.default_rng(seed)
+    nodes, inits, t = [], [], "x"
+    for i in range(depth):
+        w = (rng.standard_normal((channels, channels, 3, 3)) * np.sqrt(2.0 / (9 * channels))).astype(np.float32)
+        inits.append(numpy_helper.from_array(w, f"w{i}"))
+        inits.append(numpy_helper.from_array(np.full(channels, 0.01, np.float32), f"b{i}"))
+        nodes.append(helper.make_node("Conv", [t, f"w{i}", f"b{i}"], [f"c{i}"], name=f"conv{i}", kernel_shape=[3, 3],
+                                      pads=[1, 1, 1, 1]))
+        nodes.append(helper.make_node("Relu", [f"c{i}"], [f"r{i}"], name=f"relu{i}"))
+        t = f"r{i}"
+    nodes.append(helper.make_node("GlobalAveragePool", [t], ["y"], name="gap"))
+    graph = helper.make_graph(nodes, "conv_stack",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", channels, "H", "W"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", channels, 1, 1])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
+def feeds(n: int = 24, channels: int = 64, size: int = 8, seed: int = 5):
+    rng = np.random.default_rng(seed)
+    return [{"x": np.abs(rng.standard_normal((1, channels, size, size))).astype(np.float32)} for _ in range(n)]

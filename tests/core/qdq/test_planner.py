@@ -1,0 +1,122 @@
+"""The quantization planner: where INT8 pays, what accuracy costs, and FP16 as an answer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+from tests.core.qdq.plan_models import conv_stack, feeds
+from trtwidgets import demo
+from trtwidgets.core.common.errors import UserError
+from trtwidgets.core.qdq.cost_model import layer_costs
+from trtwidgets.core.qdq.latency_oracle import node_aliases, read_oracle
+from trtwidgets.core.qdq.plan_values import PlanTarget, load_plan
+from trtwidgets.core.qdq.planner import export_plan, plan
+
+TRT86 = Path(__file__).resolve().parents[2] / "fixtures" / "trt86"
+
+
+def test_cost_model_int8_pays_only_for_large_work():
+    model = conv_stack()
+    big = layer_costs(model, {"x": (32, 64, 56, 56)})
+    small = layer_costs(model, {"x": (1, 64, 8, 8)})
+    assert set(big) == {"conv0", "conv1", "conv2", "conv3"}
+    assert all(c.gain_us > 0.3 * c.fp16_us for c in big.values())  # compute bound: INT8 ~2x
+    assert all(c.gain_us < 0.3 for c in small.values())  # launch bound: nothing to gain
+    assert big["conv0"].macs == 32 * 56 * 56 * 64 * 64 * 9
+
+
+def test_plan_picks_int8_where_it_pays_and_meets_the_target():
+    model = conv_stack()
+    p = plan(model, feeds(), shapes={"x": (32, 64, 56, 56)}, progress=False, trt_version="10.16")
+    pick = p.pick
+    assert pick.quantized and pick.meets_target and pick.speedup > 1.3
+    assert p.candidates[0].name.startswith("FP16") and not p.candidates[0].quantized
+    assert p.high_precision == "fp16" and "faster than FP16" in p.reason
+    ex = export_plan(model, p)
+    assert ex is not None and set(ex.report.quantized_layers) == set(pick.quantized)
+    assert ex.report.high_precision_dtype == "fp16"
+
+
+def test_plan_says_fp16_when_int8_gains_nothing():
+    model = conv_stack()
+    p = plan(model, feeds(), shapes={"x": (1, 64, 8, 8)}, progress=False)
+    assert p.fp16_is_best and p.reason.startswith("FP16 is best here")
+    assert any("estimate" in n for n in p.notes)
+    # Every INT8 candidate's layers that stay float say why.
+    for c in p.candidates[1:]:
+        assert all(reason for _, reason in c.kept)
+    assert export_plan(model, p) is None
+
+
+def test_plan_keeps_sensitive_layers_float_to_meet_a_strict_target():
+    model = conv_stack()
+    loose = plan(model, feeds(), shapes={"x": (32, 64, 56, 56)}, progress=False,
+                 target=PlanTarget(cosine=0.9))
+    strict_cos = max(c.accuracy.cosine for c in loose.candidates[1:3]) + 1e-5
+    strict = plan(model, feeds(), shapes={"x": (32, 64, 56, 56)}, progress=False,
+                  target=PlanTarget(cosine=min(strict_cos, 0.999999)))
+    kept_for_accuracy = [c for c in strict.candidates if any("for accuracy" in r for _, r in c.kept)]
+    assert kept_for_accuracy, strict.table()
+    # Keeping layers float buys accuracy: the last such candidate beats the all-INT8 one.
+    assert kept_for_accuracy[-1].accuracy.cosine > strict.candidates[1].accuracy.cosine
+
+
+def test_plan_with_a_task_metric_factory():
+    calls = {}
+
+    def factory(reference, summary, samples):
+        calls["samples"] = samples
+        ref = reference["y"]
+        return (lambda out: float(np.mean(np.sign(out["y"] - ref.mean()) == np.sign(ref - ref.mean())))), "sign agr."
+
+    p = plan(conv_stack(), feeds(), shapes={"x": (32, 64, 56, 56)}, progress=False,
+             target=PlanTarget(cosine=None, metric_factory=factory, max_metric_drop=0.5))
+    assert calls["samples"] == 6
+    assert p.target.metric_name == "sign agr." and p.candidates[1].accuracy.metric is not None
+
+
+def test_plan_json_round_trip(tmp_path):
+    p = plan(conv_stack(), feeds(), shapes={"x": (32, 64, 56, 56)}, progress=False)
+    path = p.save_json(tmp_path / "plan.json")
+    doc = load_plan(tmp_path)
+    assert doc["recommended"] == p.recommended and len(doc["candidates"]) == len(p.candidates)
+    assert json.loads(path.read_text())["ranges"]["method"] in ("entropy", "percentile", "mse", "max")
+    ex = export_plan(conv_stack(), doc)
+    assert ex is not None
+
+
+def test_plan_refuses_too_little_data_and_bad_targets():
+    with pytest.raises(UserError, match="at least 2 samples"):
+        plan(conv_stack(), feeds(1), progress=False)
+    with pytest.raises(UserError, match="no accuracy target"):
+        PlanTarget(cosine=None)
+    with pytest.raises(UserError, match="outside"):
+        PlanTarget(cosine=2.0)
+
+
+def test_oracle_from_real_trt86_builds_names_the_demo_layers():
+    proto = onnx.load(demo.MODEL_PATH)
+    aliases = node_aliases(proto)
+    assert aliases["Conv@0"] == aliases["Conv@0"] and "Conv@52" in aliases
+    oracle = read_oracle(TRT86 / "cls_static_int8_entropy2", proto)
+    # TensorRT 8.6 timed FP16 faster for every layer of this batch-1 build (a real H200 build).
+    assert oracle.layers and not oracle.int8_nodes()
+    assert all(layer.latency_ms is None or layer.latency_ms >= 0 for layer in oracle.layers.values())
+
+
+def test_plan_with_the_oracle_follows_tensorrt():
+    data = list(demo.iter_skimage_inputs(16))
+    p = plan(demo.MODEL_PATH, data, oracle=TRT86 / "cls_static_int8_entropy2", progress=False)
+    assert p.fp16_is_best
+    assert p.candidates[0].latency_source == "oracle"
+    assert any("implicit INT8 build" in n for n in p.notes)
+
+
+def test_oracle_of_another_model_is_refused():
+    with pytest.raises(UserError, match="names a weighted node"):
+        read_oracle(TRT86 / "cls_static_int8_entropy2", conv_stack())
