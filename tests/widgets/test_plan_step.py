@@ -1,0 +1,48 @@
+"""The Plan step, driven without a browser: the search, the chart click, the export."""
+
+from __future__ import annotations
+
+import onnx
+
+from tests.core.qdq.plan_models import conv_stack, feeds
+from trtwidgets import demo
+from trtwidgets.widgets.plan_step import PlanStep
+from trtwidgets.widgets.session import Session
+
+
+def test_plan_step_on_the_demo_says_fp16_and_shows_the_chart(tmp_path):
+    session = Session()
+    assert session.load(demo.MODEL_PATH)
+    step = PlanStep(session, out_dir=tmp_path)
+    assert step.run(), step.status.value
+    assert "FP16 is best here" in step.status.value
+    assert "FP16 (no INT8)" in step.table.value
+    assert step.chart is not None and step.chart_box.children
+    assert step.export_button.disabled  # nothing to export when FP16 is the pick
+    step.select(1)  # what a click on point 1 does
+    assert "kept in high precision" in step.detail.value
+
+
+def test_plan_step_exports_an_int8_pick(tmp_path):
+    path = tmp_path / "stack.onnx"
+    onnx.save(conv_stack(), path)
+    session = Session()
+    assert session.load(path)
+    step = PlanStep(session, data=feeds(), out_dir=tmp_path / "out")
+    step.batch.value = 256  # 256x64x8x8: compute bound, INT8 pays
+    assert step.run(), step.status.value
+    assert step.plan.pick.quantized, step.plan.table()
+    assert not step.export_button.disabled
+    written = step.export()
+    assert written is not None and written.exists() and (tmp_path / "out" / "plan.json").exists()
+
+
+def test_plan_step_without_model_or_data_says_what_to_do(tmp_path):
+    session = Session()
+    step = PlanStep(session)
+    assert not step.run() and "Load one" in step.status.value
+    path = tmp_path / "stack.onnx"
+    onnx.save(conv_stack(), path)
+    assert session.load(path)
+    assert not step.run()
+    assert "calibration data" in step.status.value and "Traceback" not in step.status.value
