@@ -10,13 +10,15 @@ from .accuracy import AccuracyView
 from .app import App, quickstart
 from .build_panel import BuildPanel
 from .calib_explorer import CalibrationExplorer
+from .calib_data import DataBox
 from .calibrator import CalibratorPicker
 from .compare import CompareView
 from .flags import FlagsPicker
 from .inspector import Inspector
 from .model_loader import ModelLoader
+from .plan_step import PlanStep
 from .profiles import ProfileEditor
 from .session import Session
 
 __all__ = ["App", "quickstart", "AccuracyView", "BuildPanel", "CalibrationExplorer", "CalibratorPicker",
-           "CompareView", "FlagsPicker", "Inspector", "ModelLoader", "ProfileEditor", "Session"]
+           "CompareView", "DataBox", "FlagsPicker", "Inspector", "ModelLoader", "PlanStep", "ProfileEditor", "Session"]

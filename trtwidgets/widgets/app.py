@@ -1,13 +1,16 @@
 """The app: every step in one widget, in order, around one :class:`Session`.
 
-``App(model_path=...)`` shows tabs for the steps: load the model, choose the
-precision flags, the calibrator and the optimization profiles, calibrate
-(collect activation statistics), build (or load a saved build when TensorRT is
-absent), inspect the engine's layer precisions, and explore the calibration
-histograms. Sensible defaults are filled in at every step (FP16+INT8, the
-toolkit's entropy calibration, profiles at the model's shapes, the bundled crops
-for the bundled demo), so pressing through the steps goes from a model path to
-a layer table and histograms.
+``App(model_path=..., data=...)`` shows tabs for the steps: load the model,
+choose the precision flags, the calibrator and the optimization profiles,
+calibrate (collect activation statistics), plan where INT8 pays, build (or load
+a saved build when TensorRT is absent), inspect the engine's layer precisions,
+and explore the calibration histograms. Sensible defaults are filled in at every
+step (FP16+INT8, the toolkit's entropy calibration, profiles at the shapes of
+the calibration data, the bundled crops for the bundled demo), so pressing
+through the steps goes from a model path to a layer table and histograms.
+
+The tabs are assembled in :mod:`trtwidgets.widgets.app_tabs`; this module holds
+the actions (the public methods, also for scripts) and the session's wiring.
 
 The app only wires the step widgets to the session; when an earlier step
 changes, the banner at the top names the later results that are now stale, and
@@ -17,36 +20,28 @@ why (see :attr:`Session.stale`).
 from __future__ import annotations
 
 import os
+import re
 from typing import Any, Optional
 
 import ipywidgets as widgets
 
 from ..core.common.errors import UserError
-from .html import error_html, esc, html_table
+from . import app_tabs
+from .app_tabs import (BUILD, CALIBRATE, CALIBRATOR, EXPLORE, FLAGS, INSPECT, LOAD, PLAN, STEP_KEYS, STEPS, banner,
+                       stale_html)
+from .html import error_html, esc
 from .model_loader import ModelLoader
 from .session import Session
 
-#: Tab titles, in order.
-STEPS = ("1 Load", "2 Flags", "3 Calibrator & profiles", "4 Calibrate", "5 Build", "6 Inspect", "7 Calibration explorer")
-LOAD, FLAGS, CALIBRATOR, CALIBRATE, BUILD, INSPECT, EXPLORE = range(len(STEPS))
+__all__ = ["App", "quickstart", "STEPS", "STEP_KEYS", "LOAD", "FLAGS", "CALIBRATOR", "CALIBRATE", "PLAN", "BUILD",
+           "INSPECT", "EXPLORE", "QDQ_NAME", "stale_html"]
+
 _STALE_TABS = {"stats": CALIBRATE, "ranges": CALIBRATE}
 #: The calibration explorer's Q/DQ model, in the app's output folder.
 QDQ_NAME = "model.qdq.onnx"
-
-
-def _banner(kind: str, html: str) -> str:
-    color = {"warning": "#e37400", "info": "#1a73e8", "ok": "#188038"}[kind]
-    return (f'<div class="trtw-{kind}" style="border-left:4px solid {color};padding:2px 8px;margin:4px 0">'
-            f"{html}</div>")
-
-
-def stale_html(stale) -> str:
-    """The banner naming stale results and why ('' when all are current)."""
-    if not stale:
-        return ""
-    items = "".join(f"<li><b>{esc(k)}</b>: {esc(v)}</li>" for k, v in sorted(stale.items()))
-    return _banner("warning", "<b>Out of date</b> (kept; redo the step to refresh it):"
-                              f"<ul style='margin:2px 0'>{items}</ul>")
+#: The core's mismatch error names a Python argument; in the app the choice is a control.
+_MISMATCH = re.compile(r"Input '(?P<name>[^']+)'[^:]*: shape (?P<shape>[\dx]+) differs")
+_PYTHON_FIX = re.compile(r"Choose adapt=\{.*?\}")
 
 
 class App(widgets.VBox):
@@ -58,6 +53,9 @@ class App(widgets.VBox):
         Share an existing session (default: a new one).
     model_path : str, optional
         Loaded at once (``trtwidgets.demo.MODEL_PATH`` for the bundled demo).
+    data : str, optional
+        Calibration data (a folder of samples, or ``"demo"``): the profiles' open dimensions
+        take its shapes (see :meth:`use_data`).
     out_dir : str, optional
         Where builds and the calibration cache are written (default ``./trtwidgets-out``).
     features : TrtFeatures, optional
@@ -67,45 +65,31 @@ class App(widgets.VBox):
     ----------
     session : Session
     tabs : ipywidgets.Tab
-    loader, flags, calibrator, profiles, build_panel, inspector, explorer
-        The step widgets (``profiles`` once a model is loaded, ``explorer`` once
-        there are statistics). The explorer writes its calibration cache and its
-        Q/DQ model (:data:`QDQ_NAME`) into ``out_dir``, and draws TensorRT's own
-        amax when a session build was calibrated by TensorRT.
+        One tab per step, in the order of :data:`STEP_KEYS` (index constants ``LOAD`` ... ``EXPLORE``).
+    loader, flags, calibrator, profiles, data_box, plan_step, build_panel, inspector, explorer
+        The step widgets (``profiles`` once a model is loaded, ``plan_step`` when the planner's
+        widget exists, ``explorer`` once there are statistics). The explorer writes its
+        calibration cache and its Q/DQ model (:data:`QDQ_NAME`) into ``out_dir``, and draws
+        TensorRT's own amax when a session build was calibrated by TensorRT.
     accuracy, accuracy_note
         In the Inspect step: the latency each build recorded (side by side), and
         for the inspected build what accuracy needs (TensorRT running the engine).
     """
 
     def __init__(self, session: Optional[Session] = None, model_path: Any = None, out_dir: Optional[str] = None,
-                 features=None, **kwargs):
-        from .build_panel import BuildPanel
+                 features=None, data: Any = None, **kwargs):
         from .calibrator import CalibratorPicker
         from .flags import FlagsPicker, offline_features, resolve_features
-        from .inspector import Inspector
 
         self.session = session if session is not None else Session()
         self.out_dir = out_dir or os.path.join(os.getcwd(), "trtwidgets-out")
         self.features = offline_features(resolve_features(features))
         self._quiet = False
+        self._late_mismatch: dict = {}  # inputs whose odd samples only the calibration found (past the peek)
         s = self.session
-
         self.banner = widgets.HTML()
         self.error = widgets.HTML()
-
-        # 1 load
         self.loader = ModelLoader(s, path=str(model_path or ""))
-        self.recipe_path = widgets.Text(placeholder="recipe.json", description="Recipe",
-                                        layout=widgets.Layout(width="420px"))
-        self.save_recipe_button = widgets.Button(description="Save recipe", icon="save")
-        self.load_recipe_button = widgets.Button(description="Load recipe", icon="folder-open")
-        self.recipe_status = widgets.HTML()
-        self.save_recipe_button.on_click(lambda _: self.save_recipe())
-        self.load_recipe_button.on_click(lambda _: self.load_recipe())
-        load_tab = widgets.VBox([self.loader, widgets.HBox([self.recipe_path, self.save_recipe_button,
-                                                            self.load_recipe_button]), self.recipe_status])
-
-        # 2 flags, 3 calibrator and profiles
         self.flags = FlagsPicker(self.features)
         self.calibrator = CalibratorPicker(self.features)
         self.problems = widgets.HTML()
@@ -113,74 +97,23 @@ class App(widgets.VBox):
         self.profiles_box = widgets.VBox([widgets.HTML("<i>Load a model first: its dynamic inputs get profiles.</i>")])
         self.flags.on_change(lambda _: self._picker_changed(self.flags))
         self.calibrator.on_change(lambda _: self._picker_changed(self.calibrator))
-        flags_tab = widgets.VBox([self.flags, self.problems])
-        cal_tab = widgets.VBox([self.calibrator, self.profiles_box])
-
-        # 4 calibrate
-        self.data_path = widgets.Text(placeholder="folder of .npy/.npz samples or images, or 'demo'",
-                                      description="Data", layout=widgets.Layout(width="520px"))
-        self.max_samples = widgets.BoundedIntText(value=0, min=0, max=10 ** 9, description="Samples (0: all)",
-                                                  style={"description_width": "initial"},
-                                                  layout=widgets.Layout(width="220px"))
-        self.calibrate_button = widgets.Button(description="Collect statistics", button_style="primary", icon="play")
-        self.calibrate_output = widgets.Output()  # tqdm's progress bar renders here
-        self.calibration_view = widgets.HTML()
-        self.calibrate_button.on_click(lambda _: self.calibrate())
-        calibrate_tab = widgets.VBox([
-            widgets.HTML("Runs the float model with ONNX Runtime on the CPU over the calibration data, at the "
-                         "calibration profile's opt shapes, and keeps a histogram of every activation."),
-            widgets.HBox([self.data_path, self.max_samples, self.calibrate_button]),
-            self.calibrate_output, self.calibration_view])
-
-        # 5 build
-        self.build_panel = BuildPanel(session=s, out_dir=None)
-        self.saved_choice = widgets.Dropdown(description="Saved build", options=[], layout=widgets.Layout(width="420px"))
-        self.saved_path = widgets.Text(placeholder="or a build folder / *.graph.json", layout=widgets.Layout(width="360px"))
-        self.load_build_button = widgets.Button(description="Load saved build", icon="folder-open")
-        self.load_build_button.on_click(lambda _: self.load_saved_build())
-        self.use_recipe_button = widgets.Button(description="Use its recipe", icon="clone",
-                                                tooltip="make the inspected build's recipe the session's")
-        self.use_recipe_button.on_click(lambda _: self.use_build_recipe())
-        self.builds_view = widgets.HTML()
-        self._refresh_saved()
-        build_tab = widgets.VBox([self.build_panel,
-                                  widgets.HTML("<b>Saved builds</b> (inspect builds made elsewhere, e.g. on a GPU machine)"),
-                                  widgets.HBox([self.saved_choice, self.saved_path, self.load_build_button,
-                                                self.use_recipe_button]),
-                                  self.builds_view])
-
-        # 6 inspect
-        self.inspect_choice = widgets.Dropdown(description="Build", options=[], layout=widgets.Layout(width="420px"))
-        self.inspect_stale = widgets.HTML()
-        self.inspector = Inspector()
-        self.inspect_choice.observe(lambda c: self.inspect(c["new"]) if c["new"] else None, names="value")
-        from .compare import CompareView
-
-        self.compare = CompareView()
-        self.compare_box = widgets.Accordion(children=[self.compare])
-        self.compare_box.set_title(0, "Compare builds (two or more)")
-        self.compare_box.selected_index = None
-        from .accuracy import AccuracyView
-
-        # Latency recorded with each build, and why accuracy needs TensorRT (see core.build_records).
-        self.accuracy_note = widgets.HTML()
-        self.accuracy = AccuracyView()
-        inspect_tab = widgets.VBox([self.inspect_choice, self.inspect_stale, self.inspector,
-                                    widgets.HTML("<b>Latency and accuracy</b>"), self.accuracy_note, self.accuracy,
-                                    self.compare_box])
-
         # 7 explorer (made when there are statistics: it holds three figures)
         self.explorer = None
-        self.explorer_box = widgets.VBox([widgets.HTML("<i>Collect statistics in step 4 first.</i>")])
-
-        self.tabs = widgets.Tab(children=[load_tab, flags_tab, cal_tab, calibrate_tab, build_tab, inspect_tab,
-                                          self.explorer_box])
+        self.explorer_box = widgets.VBox([widgets.HTML(f"<i>Collect statistics in step {CALIBRATE + 1} first.</i>")])
+        tabs = {"load": app_tabs.load_tab(self), "flags": widgets.VBox([self.flags, self.problems]),
+                "calibrator": widgets.VBox([self.calibrator, self.profiles_box]),
+                "calibrate": app_tabs.calibrate_tab(self), "plan": app_tabs.plan_tab(self),
+                "build": app_tabs.build_tab(self), "inspect": app_tabs.inspect_tab(self), "explore": self.explorer_box}
+        self.tabs = widgets.Tab(children=[tabs[k] for k in STEP_KEYS])
         for i, title in enumerate(STEPS):
             self.tabs.set_title(i, title)
-        super().__init__([widgets.HTML("<b>trtwidgets</b>: model &rarr; flags &rarr; calibrator &amp; profiles "
-                                       "&rarr; calibrate &rarr; build &rarr; inspect &rarr; explore"),
-                          self.banner, self.error, self.tabs], **kwargs)
+        self._refresh_saved()
+        super().__init__([widgets.HTML(app_tabs.TAB_CSS + app_tabs.HEADER), self.banner, self.error, self.tabs],
+                         **kwargs)
+        self.add_class("trtw-app")
 
+        self.data_path.observe(lambda c: self._data_typed(c["new"]), names="value")
+        self.data_box.on_adapt(self._adapt_chosen)
         # The explorer holds three figures: made when its tab is first opened, not on every calibration.
         self.tabs.observe(self._on_tab, names=["selected_index"])
         s.observe(self._on_model, names=["model"])
@@ -193,6 +126,8 @@ class App(widgets.VBox):
             self._on_model({"new": s.model})
         elif model_path:
             self.loader.load()
+        if data is not None and s.model is not None:
+            self.use_data(data)
         if s.graphs:
             self._on_graphs({"new": s.graphs})
         if s.stats is not None:
@@ -204,22 +139,25 @@ class App(widgets.VBox):
         """Step 1: load a model (default: the path in the loader)."""
         return self.loader.load(None if path is None else str(path))
 
+    def use_data(self, data: Any) -> bool:
+        """Calibrate on ``data`` (a folder, ``"demo"`` or a spec): open profile dims take its shapes, said in a note.
+
+        Where samples differ from the opt shape, the data box offers pad / truncate / resize.
+        Unreadable data is refused with a clear error; the recipe stays.
+        """
+        ok = self.session.use_data(data)
+        if ok:
+            self._late_mismatch = {}
+        self._show_error("" if ok else self.session.error)
+        self._render_data()
+        return ok
+
     def calibrate(self, data: Any = None, max_samples: Optional[int] = None, progress: bool = True) -> bool:
         """Step 4: collect statistics with the data in the data field (or ``data``)."""
         s = self.session
-        before = s.recipe
         text = self.data_path.value.strip()
-        if data is None and text and text != self._recipe_data_text():
-            from ..core.calibration.data import spec_for
-
-            try:
-                spec = spec_for(text)
-            except UserError as err:
-                self._show_error(err)
-                return False
-            if not s.set_recipe(calibration_data=spec):
-                self._show_error(s.error)
-                return False
+        if data is None and text and text != self._recipe_data_text() and not self.use_data(text):
+            return False
         n = max_samples if max_samples is not None else (self.max_samples.value or None)
         self.calibrate_button.disabled = True
         self.calibrate_output.clear_output()
@@ -229,18 +167,14 @@ class App(widgets.VBox):
         finally:
             self.calibrate_button.disabled = False
         if not ok:
-            error = s.error
-            if before is not None and s.recipe is not before:
-                # Data that cannot be read does not become part of the recipe.
-                s.set_recipe(before)
-            self._show_error(error)
+            self._show_error(self._mismatch_in_app(s.error))
             return False
         self._show_error("")
-        self._render_calibration()
+        self.calibration_view.value = app_tabs.calibration_html(s)
         return True
 
     def load_saved_build(self, source: Any = None) -> bool:
-        """Step 5 without TensorRT: add a saved build (name from the list, folder, or *.graph.json)."""
+        """Step 6 without TensorRT: add a saved build (name from the list, folder, or *.graph.json)."""
         from ..core.engine.saved_build import find_saved_builds
 
         if source is None:
@@ -252,11 +186,8 @@ class App(widgets.VBox):
         if isinstance(source, str) and source in known:
             source = known[source]
         ok = self.session.add_build(source)
-        if not ok:
-            self._show_error(self.session.error)
-            return False
-        self._show_error("")
-        return True
+        self._show_error("" if ok else self.session.error)
+        return ok
 
     def use_build_recipe(self, label: Optional[str] = None) -> bool:
         """Continue from a build's own recipe (default: the build shown in the inspector)."""
@@ -266,22 +197,29 @@ class App(widgets.VBox):
         return ok
 
     def inspect(self, label: Optional[str] = None) -> bool:
-        """Step 6: show a build's layer table and precision chart (default: the latest build)."""
+        """Step 7: show a build's layer table and precision chart (default: the latest build)."""
         s = self.session
         if label is None:
             label = self._latest_label()
         build = s.build_named(label) if label else None
         if build is None:
             return False
+        # Layers the Q/DQ export kept float on purpose say so, with the rule (when the session holds its source).
+        self.inspector.options["kept_float"] = app_tabs.kept_float_for(s, build)
         ok = self.inspector.load(build)
-        self._render_performance(label, build)
+        self.accuracy_note.value = app_tabs.performance_html(label, build, bool(getattr(self.features, "available",
+                                                                                        False)))
+        # Every build of the session side by side: FP32 vs FP16 vs INT8 is the question.
+        from ..core.engine.build_records import recorded_latencies
+
+        self.accuracy.show(bench=recorded_latencies((k, s.build_named(k)) for k in s.graphs))
         self.inspect_stale.value = stale_html({k: v for k, v in s.stale.items() if k == f"build:{label}"})
         if self.inspect_choice.value != label:
             self.inspect_choice.value = label
         return ok
 
     def explore(self):
-        """Step 7: the calibration explorer of the session's statistics (made on first use)."""
+        """Step 8: the calibration explorer of the session's statistics (made on first use)."""
         if self.explorer is None and self.session.stats is not None:
             self._make_explorer()
         if self.explorer is not None:
@@ -311,6 +249,7 @@ class App(widgets.VBox):
             self._show_error(self.session.error)
         else:
             self.recipe_status.value = f"loaded <code>{esc(path)}</code>"
+            self._render_data()
         return ok
 
     # ------------------------------------------------------------------ session -> widgets
@@ -336,10 +275,10 @@ class App(widgets.VBox):
 
     def _default_recipe(self):
         """FP16+INT8 with the toolkit's entropy ranges, and the bundled crops for the bundled demo."""
+        import dataclasses
+
         from ..core.calibration.recipe_step import calibration_source
         from ..core.recipe.recipe import CalibratorSpec
-
-        import dataclasses
 
         s = self.session
         previous = s.recipe if hasattr(s.recipe, "flags") else None
@@ -380,12 +319,53 @@ class App(widgets.VBox):
         finally:
             self._quiet = False
         self._on_problems({"new": self.session.problems})
+        self._render_data()
 
     def _recipe_data_text(self) -> str:
         spec = getattr(self.session.recipe, "calibration_data", None)
         if spec is None:
             return ""
         return spec.path or spec.kind
+
+    def _data_typed(self, text: str) -> None:
+        # Enter or leaving the box: read the data's shapes now, so the profiles show them before calibrating.
+        text = (text or "").strip()
+        if not self._quiet and text and text != self._recipe_data_text() and self.session.model is not None:
+            self.use_data(text)
+
+    def _adapt_chosen(self, adapt) -> None:
+        if not self._quiet and not self.session.set_adapt(adapt):
+            self._show_error(self.session.error)
+
+    def _render_data(self) -> None:
+        """The data box: the note on profiles from the data, and an adaptation choice per mismatched input."""
+        from ..core.recipe.data_defaults import mismatched_inputs
+
+        s = self.session
+        recipe = s.recipe
+        spec = getattr(recipe, "calibration_data", None)
+        opt = dict(getattr(recipe, "calibration_shapes", None) or {})
+        odd = mismatched_inputs(opt, s.data_shapes) if spec is not None else {}
+        odd.update({k: v for k, v in self._late_mismatch.items() if k in opt and k not in odd})
+        self._quiet = True
+        try:
+            self.data_box.show(s.data_note if spec is not None else "", odd, opt, dict(getattr(spec, "adapt", {}) or {}))
+        finally:
+            self._quiet = False
+        missing = {k: v for k, v in self.data_box.adapt_value.items() if dict(getattr(spec, "adapt", {}) or {}).get(k) != v}
+        if missing and spec is not None:
+            # The choice shown is the one used: a mismatch never waits for a click the user cannot see.
+            s.set_adapt(dict(spec.adapt, **missing))
+
+    def _mismatch_in_app(self, message: str) -> str:
+        """The core's shape-mismatch error, pointing at the data box's control instead of a Python argument."""
+        found = _MISMATCH.search(message or "")
+        if not found:
+            return message
+        shape = tuple(int(d) for d in found.group("shape").split("x"))
+        self._late_mismatch[found.group("name")] = (shape,)
+        self._render_data()
+        return _PYTHON_FIX.sub("Choose pad, truncate or resize under the data box (resize is selected now), then collect again", message)
 
     def _picker_changed(self, picker) -> None:
         if self._quiet or self.session.model is None:
@@ -396,16 +376,10 @@ class App(widgets.VBox):
         except UserError as err:
             self._show_error(err)
             return
-        if s.set_recipe(new):
-            self._show_error("")
-        else:
-            self._show_error(s.error)
+        self._show_error("" if s.set_recipe(new) else s.error)
 
     def _on_problems(self, change) -> None:
-        problems = change["new"] or ()
-        self.problems.value = "" if not problems else _banner(
-            "warning", "<b>The recipe as it stands:</b><ul style='margin:2px 0'>"
-            + "".join(f"<li>{esc(p)}</li>" for p in problems) + "</ul>")
+        self.problems.value = app_tabs.problems_html(change["new"] or ())
 
     def _on_stale(self, change) -> None:
         stale = change["new"] or {}
@@ -421,28 +395,10 @@ class App(widgets.VBox):
         if label:
             self.inspect_stale.value = stale_html({k: v for k, v in stale.items() if k == f"build:{label}"})
 
-    def _render_performance(self, label: str, build) -> None:
-        from ..core.engine.build_records import performance_record, recorded_latencies
-
-        s = self.session
-        rec = performance_record(build, bool(getattr(self.features, "available", False)))
-        meta = getattr(build, "meta", None) or {}
-        where = " on ".join(x for x in (f"TensorRT {meta['trt_version']}" if meta.get("trt_version") else "",
-                                        meta.get("gpu_name") or "") if x)
-        if rec.latency is not None:
-            head = (f"<b>{esc(label)}</b> recorded a median latency of {rec.latency.median_ms:.4f} ms "
-                    f"({rec.latency.runs} runs{', ' + esc(where) if where else ''}). ")
-        else:
-            head = f"<b>{esc(label)}</b> recorded no latency. "
-        self.accuracy_note.value = _banner("info", head + esc(rec.note))
-        # Every build of the session side by side: FP32 vs FP16 vs INT8 is the question.
-        self.accuracy.show(bench=recorded_latencies((k, s.build_named(k)) for k in s.graphs))
-
     def _on_graphs(self, change) -> None:
-        labels = list(change["new"] or {})
-        self.builds_view.value = html_table(
-            [{"build": k, "layers": len(g.layers), "status": self.session.stale.get(f"build:{k}", "current")}
-             for k, g in (change["new"] or {}).items()], ["build", "layers", "status"], caption="Builds in this session") if labels else ""
+        graphs = change["new"] or {}
+        labels = list(graphs)
+        self.builds_view.value = app_tabs.builds_html(graphs, self.session.stale)
         self.inspect_choice.options = labels
         if labels:
             self.inspect(labels[-1])
@@ -455,7 +411,7 @@ class App(widgets.VBox):
     def _on_stats(self, change) -> None:
         if change["new"] is None:
             return
-        self._render_calibration()
+        self.calibration_view.value = app_tabs.calibration_html(self.session)
         if self.explorer is not None or self.tabs.selected_index == EXPLORE:
             self._make_explorer()
 
@@ -486,29 +442,6 @@ class App(widgets.VBox):
         model = self.session.model
         return find_tensorrt_cache(self.session.builds, model.sha256 if model is not None else None)
 
-    def _render_calibration(self) -> None:
-        s = self.session
-        cal = s.calibration
-        if s.stats is None:
-            return
-        from ..core.calibration.ranges import METHODS
-
-        rows = []
-        ranges = s.ranges or {}
-        method = getattr(cal, "method", "entropy")
-        worst = sorted(ranges.items(), key=lambda kv: kv[1][method].sqnr_db if method in kv[1] else 0)[:10]
-        for name, per in worst:
-            row = {"tensor": name}
-            row.update({m: f"{per[m].amax:.4g}" for m in METHODS if m in per})
-            row["SQNR dB"] = f"{per[method].sqnr_db:.1f}" if method in per else ""
-            rows.append(row)
-        head = (f"{s.stats.samples} samples from {esc(getattr(cal, 'data', '') or 'the given data')}, "
-                f"{len(s.stats.tensors)} tensors; exported method <b>{esc(method)}</b>. "
-                "Explore every tensor in step 7.")
-        columns = ["tensor"] + [m for m in METHODS] + ["SQNR dB"]
-        self.calibration_view.value = _banner("ok", head) + html_table(
-            rows, columns, caption=f"The 10 tensors with the lowest {method} SQNR (amax per method)")
-
     def _refresh_saved(self) -> None:
         from ..core.engine.saved_build import find_saved_builds
 
@@ -526,16 +459,16 @@ class App(widgets.VBox):
 
 
 def quickstart(model_path: Any = None, saved_build: Optional[str] = "auto", calibrate: bool = True,
-               max_samples: Optional[int] = None) -> App:
+               max_samples: Optional[int] = None, data: Any = None) -> App:
     """An :class:`App` on a model (default: the bundled demo), walked through the default path.
 
-    Loads the model, calibrates (the bundled crops for the demo), loads a saved
-    build (``"auto"``: the first saved INT8 build of the demo, when the
-    repository's are present) and opens the inspector.
+    Loads the model (with ``data``, its shapes fill the profiles), calibrates (the bundled
+    crops for the demo), loads a saved build (``"auto"``: the first saved INT8 build of the
+    demo, when the repository's are present) and opens the inspector.
     """
     from .. import demo
 
-    app = App(model_path=model_path or demo.MODEL_PATH)
+    app = App(model_path=model_path or demo.MODEL_PATH, data=data)
     if calibrate and app.session.model is not None:
         app.calibrate(max_samples=max_samples, progress=False)
     if saved_build:

@@ -27,9 +27,10 @@ from typing import Dict, Mapping, Optional, Sequence
 
 import ipywidgets as widgets
 
-from ..core.common.errors import UserError
 from ..core.calibration.explorer_data import (clear_override, effective_amax, rank_tensors, search_tensors,
                                   set_override)
+from ..core.calibration.opening_tensor import opening_tensor
+from ..core.common.errors import UserError
 from ..plots.histogram import TensorHistogramDisplay
 from ..plots.int8_grid import Int8GridDisplay
 from ..plots.overview import TensorOverviewDisplay
@@ -145,6 +146,7 @@ class CalibrationExplorer(widgets.VBox):
         self.overview = TensorOverviewDisplay.from_ranges(self.ranges, by="disagreement", kind=overview_kind,
                                                           top=top, methods=self.methods)
         self.overview_fig = self.overview.figure(widget=True)
+        first = opening_tensor(self.stats, self.overview.ranking.names) or first
         self.hist_fig = self._hist_display(first).figure(widget=True)
         self.grid_fig = Int8GridDisplay.from_stats(self.stats, self._active_amax(first) or 1.0,
                                                    tensor=first).figure(widget=True)
@@ -183,7 +185,8 @@ class CalibrationExplorer(widgets.VBox):
             self.error, self.status,
             self.figure_tabs,
         ]
-        self.select(self.overview.ranking.names[0] if len(self.overview.ranking) else first)
+        # Not the top of the ranking as such: that is often a tiny tensor (a 160-value Reshape).
+        self.select(opening_tensor(self.stats, self.overview.ranking.names) or first)
 
     # ------------------------------------------------------------------ state
 

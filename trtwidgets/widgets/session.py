@@ -70,6 +70,10 @@ class Session(traitlets.HasTraits):
         Stale results stay in the session.
     problems : tuple of str
         What is wrong with the recipe as it stands (see :func:`~trtwidgets.core.recipe.recipe.recipe_problems`).
+    data_shapes : dict
+        Input name -> shapes of the first calibration samples (see :meth:`use_data`).
+    data_note : str
+        What the calibration data set in the recipe (profiles from its shapes), '' when nothing.
     error : str
         The last user-facing error message, '' when the last action succeeded.
     """
@@ -84,6 +88,8 @@ class Session(traitlets.HasTraits):
     graphs = traitlets.Dict()
     stale = traitlets.Dict()
     problems = traitlets.Tuple()
+    data_shapes = traitlets.Dict()
+    data_note = traitlets.Unicode("")
     error = traitlets.Unicode("")
 
     def __init__(self, **kwargs):
@@ -191,6 +197,52 @@ class Session(traitlets.HasTraits):
             self.recipe = new
         return True
 
+    def use_data(self, source: Any) -> bool:
+        """Calibrate on ``source`` (a folder, ``"demo"`` or a spec); its shapes fill the profiles left unset.
+
+        The recipe's dynamic inputs whose ranges were never set (see
+        :func:`~trtwidgets.core.recipe.data_defaults.profiles_from_data`) take the data's shapes,
+        and :attr:`data_note` says so. Adaptations already chosen are kept. Data that cannot be
+        read sets :attr:`error` and changes nothing.
+
+        Returns
+        -------
+        bool
+            True when the recipe now names this data.
+        """
+        from ..core.calibration.data import spec_for
+        from ..core.recipe.data_defaults import fill_recipe_from_data
+
+        if self.model is None:
+            self.error = "There is no model to calibrate. Why: the data must fit a model's inputs. Fix: load a model first."
+            return False
+        try:
+            spec = spec_for(source)
+            old = getattr(self.recipe, "calibration_data", None)
+            if old is not None and old.adapt and not spec.adapt:
+                spec = spec.replace(adapt=dict(old.adapt))
+            recipe = (self.recipe or self.default_recipe()).replace(calibration_data=spec)
+            recipe, note, shapes = fill_recipe_from_data(recipe, self.model)
+        except UserError as err:
+            self.error = err.message
+            return False
+        with self.hold_trait_notifications():
+            self.data_shapes = {k: [tuple(x) for x in v] for k, v in shapes.items()}
+            self.data_note = note
+        return self.set_recipe(recipe)
+
+    def set_adapt(self, adapt: Dict[str, str]) -> bool:
+        """How samples of another shape reach the opt shape: input name -> ``pad``, ``truncate`` or ``resize``."""
+        spec = getattr(self.recipe, "calibration_data", None)
+        if spec is None:
+            self.error = "There is no calibration data to adapt. Fix: choose the data first."
+            return False
+        try:
+            return self.set_recipe(calibration_data=spec.replace(adapt=dict(adapt)))
+        except UserError as err:
+            self.error = err.message
+            return False
+
     def save_recipe(self, path: Union[str, os.PathLike]) -> Optional[str]:
         """Write the recipe as JSON (atomically); returns the path, or None (and :attr:`error`)."""
         from ..core.recipe.recipe import save_recipe
@@ -221,7 +273,21 @@ class Session(traitlets.HasTraits):
                 return False
             if previous is not None and self.model is not previous:
                 self.update_stale()
-        return self.set_recipe(recipe)
+        note, shapes = "", {}
+        if recipe.calibration_data is not None:
+            from ..core.recipe.data_defaults import fill_recipe_from_data
+
+            try:
+                # A recipe that names data but leaves the dynamic dims open takes them from the data.
+                recipe, note, shapes = fill_recipe_from_data(recipe, self.model)
+            except UserError:
+                pass  # the data is not readable here (another machine's path): the calibrate step says so
+        if not self.set_recipe(recipe):
+            return False
+        with self.hold_trait_notifications():
+            self.data_shapes = {k: [tuple(x) for x in v] for k, v in shapes.items()}
+            self.data_note = note
+        return True
 
     def _on_recipe(self, change) -> None:
         self.relint()
