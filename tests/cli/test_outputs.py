@@ -26,6 +26,7 @@ def _argv(command: str, option: str, value: str, tmp_path, model) -> list:
         "compare": ["compare", str(tmp_path)],
         "bench": ["bench", str(tmp_path)],
         "build": ["build", str(recipe)],
+        "plan": ["plan", str(model), "--data", "demo", "--no-progress"],
     }[command]
     if option in base:  # a required option given above: replace its value
         i = base.index(option)

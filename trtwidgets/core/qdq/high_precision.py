@@ -11,7 +11,9 @@ this module does the same for the toolkit's exports:
 * ``Cast(to=FLOAT)`` inside the graph casts to the new type; ``ConstantOfShape``
   makes it;
 * graph inputs and outputs keep their FP32 type: one ``Cast`` after each float
-  input and before each float output, so callers feed and read what they did.
+  input and before each float output, so callers feed and read what they did;
+* BatchNormalization statistics are first rewritten as the equivalent scale and
+  shift (a running variance above 65504 is common and would not survive FP16).
 
 Casts are kept only where an op needs FP32, each listed with its reason in
 :attr:`HighPrecisionReport.kept_fp32`:
@@ -216,6 +218,7 @@ def convert_float_part(proto: onnx.ModelProto, dtype: str = "fp16", *, keep_fp32
     new_type = HIGH_PRECISIONS[dtype]
     F32 = onnx.TensorProto.FLOAT
     graph = proto.graph
+    _normalize_batchnorms(graph)
     index = GraphIndex(graph)
     keep = _fp32_nodes(graph, index, patterns, keep_fp32)
     clamped: List[str] = []
@@ -283,7 +286,8 @@ def convert_float_part(proto: onnx.ModelProto, dtype: str = "fp16", *, keep_fp32
             new_nodes.append(n)
             continue
         if i in keep:
-            kept_rows.append((_label(n), keep[i]))
+            if n.op_type != "Constant":  # a value, not math: not worth a row
+                kept_rows.append((_label(n), keep[i]))
             for k, x in enumerate(n.input):
                 if x in low_tensors:
                     if x not in high_name:
@@ -334,6 +338,44 @@ def convert_float_part(proto: onnx.ModelProto, dtype: str = "fp16", *, keep_fp32
     report = HighPrecisionReport(dtype=dtype, converted_initializers=converted, kept_fp32=tuple(kept_rows),
                                  casts=casts, clamped=tuple(dict.fromkeys(clamped)))
     return proto, report
+
+
+def _normalize_batchnorms(graph: onnx.GraphProto) -> None:
+    """Rewrite BatchNormalization parameters as an equivalent scale and shift (mean 0, variance 1 - eps).
+
+    Running statistics often leave FP16's range (a variance above 65504 is common in
+    exported detectors) while ``gamma / sqrt(var + eps)`` does not. The math is the
+    same, done in FP32 before the cast; TensorRT folds the result into the convolution.
+    Parameters may be initializers or ``Constant`` nodes (Paddle exports).
+    """
+    values: Dict[str, onnx.TensorProto] = {t.name: t for t in graph.initializer}
+    for n in graph.node:
+        if n.op_type == "Constant" and n.output:
+            for a in n.attribute:
+                if a.name == "value":
+                    values[n.output[0]] = a.t
+    readers: Dict[str, int] = {}
+    for n in graph.node:
+        for x in n.input:
+            readers[x] = readers.get(x, 0) + 1
+    for n in graph.node:
+        if n.op_type != "BatchNormalization" or len(n.input) != 5:
+            continue
+        names = list(n.input[1:])
+        if not all(x in values and values[x].data_type == onnx.TensorProto.FLOAT for x in names):
+            continue
+        eps = next((a.f for a in n.attribute if a.name == "epsilon"), 1e-5)
+        gamma, beta, mean, var = (numpy_helper.to_array(values[x]).astype(np.float64) for x in names)
+        scale = gamma / np.sqrt(var + eps)
+        new_values = (scale, beta - mean * scale, np.zeros_like(mean), np.full_like(var, max(1.0 - eps, 0.0)))
+        for k, (x, v) in enumerate(zip(names, new_values)):
+            arr = v.astype(np.float32)
+            if readers.get(x, 0) == 1:
+                values[x].CopyFrom(numpy_helper.from_array(arr, values[x].name))
+            else:  # shared with another node: a copy of its own
+                new = f"{x}__bn_{n.output[0]}"
+                graph.initializer.append(numpy_helper.from_array(arr, new))
+                n.input[k + 1] = new
 
 
 def _toposort(nodes: List[onnx.NodeProto], available: Set[str]) -> List[onnx.NodeProto]:
