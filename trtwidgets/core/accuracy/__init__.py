@@ -1,1 +1,1 @@
-"""Accuracy: metrics, reference data, per-layer errors and the sensitivity sweep."""
+"""Accuracy: metrics, reference data, intermediate tensors, per-layer errors and the sensitivity sweep."""
