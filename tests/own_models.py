@@ -146,3 +146,47 @@ def token_samples(folder: Path, n: int = 6, seq: int = 12, vocab: int = 64, seed
         mask = (np.arange(seq) < length).astype(np.int64)[None]
         np.savez(folder / f"sample_{i:03d}.npz", input_ids=ids * mask, attention_mask=mask)
     return folder
+
+
+def own_engine_doc(h: int = 96, w: int = 128) -> dict:
+    """Inspector JSON for an INT8+FP16 engine of :func:`dynamic_hw_model` at ``1x3xHxW``.
+
+    Hand-made in TensorRT 8.6's format (tests/core/inspector_samples.py), since no GPU is at hand
+    where these tests run: the convolutions run INT8, the pooling and the classifier FP16.
+    """
+    from tests.core.inspector_samples import (CHW32_INT8, CHW4_INT8, HWC8_FP16, LINEAR_FP16, LINEAR_FP32, conv, simple,
+                                              tensor)
+
+    x = tensor("x", [1, 3, h, w], LINEAR_FP32)
+    x8 = tensor("Reformatted Input Tensor 0 to stem + stem.act", [1, 3, h, w], CHW4_INT8)
+    stem = tensor("stem.relu", [1, 8, h, w], CHW32_INT8)
+    b1 = tensor("block1.relu", [1, 16, h // 2, w // 2], CHW32_INT8)
+    b2 = tensor("block2.relu", [1, 16, h // 2, w // 2], HWC8_FP16)
+    layers = [
+        simple("Reformatting CopyNode for Input Tensor 0 to stem + stem.act", "Reformat", [x], [x8], "Reformat",
+               Origin="REFORMAT", tactic_value="0x00000000000003e8"),
+        conv("stem + stem.act", ["stem", "stem.act"], x8, stem, weights="Int8", count=216, outmaps=8,
+             tactic="sm90_xmma_fprop_implicit_gemm_interleaved_i8i8_i8i32_f32_nchw_vect_c_32kcrs_vect_c_32"),
+        conv("block1 + block1.act", ["block1", "block1.act"], stem, b1, weights="Int8", count=1152, outmaps=16,
+             tactic="sm90_xmma_fprop_implicit_gemm_interleaved_i8i8_i8i32_f32_nchw_vect_c_32kcrs_vect_c_32"),
+        conv("block2 + block2.act", ["block2", "block2.act"], b1, b2, weights="Int8", count=2304, outmaps=16,
+             tactic="sm90_xmma_fprop_implicit_gemm_interleaved_i8i8_f16f32_f32_nchw_vect_c_32kcrs_vect_c_32"),
+        simple("pool", "CaskPooling", [b2], [tensor("pooled", [1, 16, 1, 1], HWC8_FP16)], "Pooling", ["pool"],
+               PoolingType="AVERAGE", WindowSize=[h // 2, w // 2], TacticName="sm50_xmma_pooling_coalescedC_NHWC_kAVG",
+               tactic_value="0x56d7b61f084f251e"),
+        simple("flatten", "NoOp", [tensor("pooled", [1, 16, 1, 1], HWC8_FP16)], [tensor("flat", [1, 16], HWC8_FP16)],
+               None, ["flatten"]),
+        simple("fc", "CaskGemmMatrixMultiply", [tensor("flat", [1, 16], LINEAR_FP16)],
+               [tensor("logits", [1, 4], LINEAR_FP32)], "MatrixMultiply", ["fc"], tactic_value="0x000000000000001c"),
+    ]
+    return {"Layers": layers, "Bindings": ["x", "logits"]}
+
+
+def own_saved_build(parent: Path, recipe, name: str = "detector_int8") -> Path:
+    """A saved build folder of :func:`dynamic_hw_model` (see :func:`own_engine_doc`) with ``recipe``."""
+    from tests.core.inspector_samples import saved_build_dir
+
+    parent = Path(parent)
+    parent.mkdir(parents=True, exist_ok=True)
+    (h, w) = recipe.calibration_shapes["x"][2:]
+    return saved_build_dir(parent, name, own_engine_doc(h, w), recipe)

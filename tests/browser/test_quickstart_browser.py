@@ -25,6 +25,8 @@ from tests.conftest import ROOT, require_or_skip
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 NOTEBOOK = "notebooks/01_quickstart.ipynb"
+#: JupyterLab's base URL -> its root folder, for tests that write their own notebooks and data there.
+LAB_ROOTS = {}
 
 
 def _free_port() -> int:
@@ -68,6 +70,7 @@ def jupyterlab(tmp_path_factory):
     else:
         proc.terminate()
         raise RuntimeError(f"JupyterLab did not start: {(workdir / 'lab.log').read_text()[-2000:]}")
+    LAB_ROOTS[base] = workdir
     yield base, token
     proc.terminate()
     try:

@@ -14,6 +14,7 @@ from .calib_data import DataBox
 from .calibrator import CalibratorPicker
 from .compare import CompareView
 from .flags import FlagsPicker
+from .html import findings_html
 from .inspector import Inspector
 from .model_loader import ModelLoader
 from .plan_step import PlanStep
@@ -21,4 +22,4 @@ from .profiles import ProfileEditor
 from .session import Session
 
 __all__ = ["App", "quickstart", "AccuracyView", "BuildPanel", "CalibrationExplorer", "CalibratorPicker",
-           "CompareView", "DataBox", "FlagsPicker", "Inspector", "ModelLoader", "PlanStep", "ProfileEditor", "Session"]
+           "CompareView", "DataBox", "FlagsPicker", "findings_html", "Inspector", "ModelLoader", "PlanStep", "ProfileEditor", "Session"]
