@@ -94,7 +94,7 @@ def test_own_model_reaches_histograms_and_a_layer_table_with_no_profile_typed(ju
         page.wait_for_selector(f"{layer_table} tbody tr", state="attached", timeout=60_000)
         open_tab("7 Inspect", "inspect")
         # The build was made from the app's own recipe: it is current, not marked stale.
-        assert page.get_by_role("tab", name="7 Inspect").count() == 1
+        assert page.get_by_role("tab", name="7 Inspect", exact=True).count() == 1
         assert page.locator(f"{layer_table} tbody td.trtw-p-INT8", has_text="INT8").count() > 0
         assert page.locator(".jp-OutputArea-output .trtw-causes").first.is_visible()
 

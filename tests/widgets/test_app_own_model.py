@@ -137,3 +137,12 @@ def test_the_plan_tab_holds_the_planners_step(tmp_path):
 
     app = App(out_dir=str(tmp_path))
     assert isinstance(app.plan_step, PlanStep) and app.plan_step in app.tabs.children[PLAN].children
+
+
+def test_the_explore_tab_says_the_statistics_are_ready_before_it_is_drawn(own, tmp_path):
+    app = App(model_path=own["model"], data=str(own["same"]), out_dir=str(tmp_path))
+    assert "Collect statistics" in app.explorer_box.children[0].value
+    assert app.calibrate(progress=False)
+    assert app.explorer is None and "4 samples are ready" in app.explorer_box.children[0].value
+    app.tabs.selected_index = EXPLORE
+    assert app.explorer is not None and app.explorer_box.children == (app.explorer,)

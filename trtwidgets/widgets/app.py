@@ -414,9 +414,15 @@ class App(widgets.VBox):
         self.calibration_view.value = app_tabs.calibration_html(self.session)
         if self.explorer is not None or self.tabs.selected_index == EXPLORE:
             self._make_explorer()
+        else:
+            self.explorer_box.children = [widgets.HTML(
+                f"<i>Statistics of {int(change['new'].samples)} samples are ready: the explorer is drawn when this "
+                "tab opens.</i>")]
 
     def _on_tab(self, change) -> None:
         if change["new"] == EXPLORE and self.explorer is None and self.session.stats is not None:
+            # Three figures take a few seconds: say so first (the message reaches the page before the work).
+            self.explorer_box.children = [widgets.HTML("<i>Drawing the explorer...</i>")]
             self._make_explorer()
 
     def _make_explorer(self) -> None:
