@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 import numpy as np
 import onnx
@@ -59,9 +59,20 @@ class Evaluator:
     trt_version: Optional[str] = None
     runs: int = 0
     _labels: Dict[str, onnx.NodeProto] = field(default_factory=dict, repr=False)
+    _rank: tuple = field(default=(), repr=False)
 
     def __post_init__(self):
         self._labels = {node_label(n): n for n in self.proto.graph.node}
+        self._rank = (self.feeds, self.reference, self.metric, self.metric_reference)
+
+    def set_rank_data(self, feeds, reference, metric=None) -> None:
+        """The (smaller) held-back subset that ranking runs on, with the metric built for it."""
+        self._rank = (list(feeds), dict(reference), metric,
+                      float(metric(dict(reference))) if metric is not None else None)
+
+    def node(self, label: str) -> Optional[onnx.NodeProto]:
+        """The node with this label, or None."""
+        return self._labels.get(label)
 
     def exclude_for(self, float_layers: Iterable[str]) -> List[str]:
         return [exclusion_key(self._labels[n]) for n in float_layers if n in self._labels]
@@ -76,26 +87,26 @@ class Evaluator:
     def eval_dtype(self) -> str:
         return "fp32" if self.high_precision == "bf16" else self.high_precision
 
-    def score_model(self, model: onnx.ModelProto, feeds: Optional[Sequence[Mapping[str, np.ndarray]]] = None,
-                    reference: Optional[Mapping[str, np.ndarray]] = None) -> PlanAccuracy:
+    def score_model(self, model: onnx.ModelProto, rank: bool = False) -> PlanAccuracy:
+        """Accuracy of ``model`` on all held-back feeds, or on the ranking subset (``rank``)."""
         from .validate import run_model
 
-        feeds = self.feeds if feeds is None else feeds
-        reference = self.reference if reference is None else reference
+        feeds, reference, metric, metric_ref = (self._rank if rank else
+                                                (self.feeds, self.reference, self.metric, self.metric_reference))
         out, _ = run_model(model, feeds)
         self.runs += 1
         metrics = compare_outputs(dict(reference), out, topk=(1,))
         cos = min((m.cosine for m in metrics.values()), default=math.nan)
         snr = min((m.snr_db for m in metrics.values()), default=math.nan)
-        value = float(self.metric(out)) if self.metric is not None and feeds is self.feeds else None
+        value = float(metric(out)) if metric is not None else None
         return PlanAccuracy(cosine=float(cos), snr_db=float(snr), metric=value,
-                            metric_reference=self.metric_reference if value is not None else None)
+                            metric_reference=metric_ref if value is not None else None)
 
     def score(self, amax: Mapping[str, float], float_layers: Iterable[str] = (),
-              feeds=None, reference=None) -> Tuple[PlanAccuracy, Tuple[str, ...]]:
+              rank: bool = False) -> Tuple[PlanAccuracy, Tuple[str, ...]]:
         """Accuracy of the Q/DQ model with ``float_layers`` kept float, and the layers it quantized."""
         ex = self.export(amax, float_layers)
-        return self.score_model(ex.model, feeds, reference), ex.report.quantized_layers
+        return self.score_model(ex.model, rank), ex.report.quantized_layers
 
     def score_fp16(self) -> PlanAccuracy:
         """The all-FP16 model's accuracy (what the FP16 engine is predicted to keep)."""

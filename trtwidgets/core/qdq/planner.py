@@ -15,9 +15,10 @@ reformat) and can lose accuracy. :func:`plan` searches, on the CPU:
    (``oracle``), exactly the layers TensorRT ran in INT8; without one, the layers
    the cost model (:mod:`.cost_model`) expects to be faster in INT8. Layers that do
    not pay stay in high precision, with that reason.
-4. **Accuracy.** Each paying layer's cost is measured (that layer alone kept float,
-   ONNX Runtime against FP32 on held-back data); candidates keep the 1, 2, 4, ...
-   most costly float until the target holds.
+4. **Accuracy.** Each paying layer's cost is measured (that layer alone in INT8,
+   ONNX Runtime against FP32 on held-back data); layers are taken by latency gain
+   per unit of cost, and a bisection finds the longest such prefix that keeps the
+   target (:mod:`.plan_search`).
 5. **The pick.** The fastest candidate that meets the target, or FP16 when no INT8
    candidate is both faster and accurate: "FP16 is best here" is a real answer.
 """
@@ -36,6 +37,7 @@ import onnx
 from ..common.errors import UserError
 from .cost_model import layer_costs
 from .plan_eval import Evaluator, weighted_borders
+from .plan_search import bisect_prefix, gain_per_cost, layer_costs_alone, tune_ranges
 from .plan_values import Candidate, Plan, PlanAccuracy, PlanTarget
 
 __all__ = ["plan", "PlanTarget", "Plan", "Candidate", "export_plan", "METHOD_ORDER"]
@@ -207,8 +209,9 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
     from .validate import run_model
 
     reference, n_held = run_model(proto, held)
-    if target.metric_factory is not None:
-        metric, metric_name = target.metric_factory(reference, loaded.summary, n_held)
+    factory = target.metric_factory
+    if factory is not None:
+        metric, metric_name = factory(reference, loaded.summary, n_held)
         target = dataclasses.replace(target, metric=metric, metric_name=metric_name, metric_factory=None)
     metric_ref = float(target.metric(reference)) if target.metric is not None else None
     ev = Evaluator(proto, _stack(held), reference, hp, target.metric, metric_ref, trt_version)
@@ -218,9 +221,19 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
     say("choosing range methods")
     bar = _progress(len(METHOD_ORDER), progress, "range methods")
     per_method: Dict[str, Tuple[PlanAccuracy, Dict[str, float]]] = {}
+    # Ranking uses at most 16 held-back samples; the candidates shown are scored on all of them.
+    rank_feeds = ev.feeds[: max(1, min(len(ev.feeds), 16))]
+    n_rank = sum(int(np.shape(next(iter(f.values())))[0]) for f in rank_feeds)
+    rank_ref = {k: v[:n_rank] for k, v in reference.items()}
+    rank_metric = None
+    if factory is not None:
+        rank_metric = factory(rank_ref, loaded.summary, n_rank)[0]
+    elif target.metric is not None and n_rank < n_held:
+        notes.append("the metric is a plain callable: layers are ranked by cosine on a subset, candidates by the metric")
+    ev.set_rank_data(rank_feeds, rank_ref, rank_metric)
     for method in METHOD_ORDER:
         amax = amax_from_stats(stats, method)
-        acc, _ = ev.score(amax)
+        acc, _ = ev.score(amax, (), rank=True)
         per_method[method] = (acc, amax)
         if bar is not None:
             bar.update(1)
@@ -306,7 +319,7 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
 
     say("scoring FP16 and full INT8")
     add("FP16 (no INT8)", (), (), ev.score_fp16())
-    full_acc = per_method[best_method][0]
+    full_acc = ev.score_model(all_export.model)
     if hp != ev.eval_dtype:
         notes.append("BF16 is evaluated as FP32 in ONNX Runtime (no BF16 kernels on the CPU)")
     add(f"INT8 everywhere the rules allow ({best_method})", candidates_layers,
@@ -314,67 +327,46 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
               if s.op_type in ("Conv", "ConvTranspose", "MatMul", "Gemm") and s.node_label not in candidates_layers),
         full_acc)
 
-    # Accuracy cost of each paying layer: that layer alone kept float.
+    # Accuracy: each paying layer's cost alone, then the longest gain-per-cost prefix that meets the target.
     t = time.perf_counter()
     not_paying = [n for n, _ in kept_latency]
-    rank_feeds = ev.feeds[: max(1, min(len(ev.feeds), 16))]
-    rank_ref = {k: v[: sum(int(np.shape(next(iter(f.values())))[0]) for f in rank_feeds)] for k, v in reference.items()}
     if pays:
         base, _ = ev.score(amax, not_paying)
         c_pays = add("INT8 where it pays", pays, tuple(kept_latency), base)
-        order = sorted(pays, key=lambda n: -(costs[n].gain_us if n in costs else 0.0))[:max_ranked]
-        say(f"ranking {len(order)} layers by accuracy cost")
-        bar = _progress(len(order), progress, "layer sensitivity")
-        base_small, _ = ev.score(amax, not_paying, rank_feeds, rank_ref)
-        sens: Dict[str, float] = {}
-        for layer in order:
-            acc, _ = ev.score(amax, not_paying + [layer], rank_feeds, rank_ref)
-            sens[layer] = (acc.cosine - base_small.cosine) + (acc.snr_db - base_small.snr_db) / 100.0
-            if bar is not None:
-                bar.update(1)
+        gains = {n: (costs[n].gain_us if n in costs else 0.0) for n in pays}
+        ranked_layers = sorted(pays, key=lambda n: -gains[n])[:max_ranked]
+        say(f"measuring what INT8 costs in each of {len(ranked_layers)} layers")
+        bar = _progress(len(ranked_layers), progress, "layer cost")
+        cost = layer_costs_alone(ev, amax, ranked_layers, candidates_layers,
+                                 tick=(bar.update if bar is not None else None))
         if bar is not None:
             bar.close()
         seconds["sensitivity"] = time.perf_counter() - t
-        ranked = sorted(sens, key=lambda n: -sens[n])
-        # Per-tensor ranges: the inputs of the most costly layers may take another method.
+        # Per-tensor ranges: the costliest layers' inputs may take another method.
         t = time.perf_counter()
-        tuned = 0
-        for layer in ranked[:4]:
-            node = ev._labels.get(layer)
-            tensor = node.input[0] if node is not None and node.input else None
-            if tensor is None or tensor not in amax:
-                continue
-            best_acc, best_val = base_small, amax[tensor]
-            for method in METHOD_ORDER:
-                alt = per_method[method][1].get(tensor)
-                if alt is None or alt == amax[tensor]:
-                    continue
-                trial = dict(amax)
-                trial[tensor] = alt
-                acc, _ = ev.score(trial, not_paying, rank_feeds, rank_ref)
-                if key(acc) > key(best_acc):
-                    best_acc, best_val = acc, alt
-            if best_val != amax[tensor]:
-                amax[tensor] = best_val
-                base_small = best_acc
-                tuned += 1
-        seconds["per-tensor ranges"] = time.perf_counter() - t
-        if tuned:
+        worst = sorted(cost, key=lambda n: -cost[n])[:4]
+        if tune_ranges(ev, amax, {m: per_method[m][1] for m in METHOD_ORDER}, worst, candidates_layers):
+            cost.update(layer_costs_alone(ev, amax, worst, candidates_layers))
             base, _ = ev.score(amax, not_paying)
             cands[-1] = c_pays = Candidate(c_pays.name + " (tuned ranges)", c_pays.quantized, c_pays.kept, base,
                                            c_pays.latency_us, fp16_us, source, base.meets(target))
+        seconds["per-tensor ranges"] = time.perf_counter() - t
         t = time.perf_counter()
-        k = 1
-        last = c_pays
-        say("keeping the most costly layers float until the target holds")
-        while not last.meets_target and k <= len(ranked):
-            keep = ranked[:k]
-            acc, _ = ev.score(amax, not_paying + keep)
-            quantized = [n for n in pays if n not in keep]
-            kept = tuple(kept_latency) + tuple((n, f"kept in high precision for accuracy (rank {i + 1} of "
-                                                  f"{len(ranked)} by output cost)") for i, n in enumerate(keep))
-            last = add(f"INT8 where it pays, {k} kept float", quantized, kept, acc)
-            k = k * 2 if k < len(ranked) and k * 2 <= len(ranked) else (len(ranked) + 1 if k < len(ranked) else k + 1)
+        order = gain_per_cost(pays, gains, cost)
+        say("finding how many layers INT8 can take within the target")
+
+        def probe(k: int):
+            chosen = order[:k]
+            float_layers = [n for n in pays if n not in chosen]
+            acc, _ = ev.score(amax, not_paying + float_layers)
+            rank = {n: i for i, n in enumerate(order)}
+            kept = tuple(kept_latency) + tuple(
+                (n, f"kept in high precision for accuracy (INT8 here costs {cost.get(n, 0.0):.4f} of the target "
+                    f"measure alone; rank {rank[n] + 1} of {len(order)} by gain per cost)") for n in float_layers)
+            c = add(f"INT8 in the {k} layers most worth it", chosen, kept, acc)
+            return acc, c.meets_target
+
+        bisect_prefix(order, probe, c_pays.meets_target)
         seconds["search"] = time.perf_counter() - t
     else:
         notes.append("no layer is expected to be faster in INT8 at this shape"
