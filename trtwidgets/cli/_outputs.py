@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Tuple
 
 from ..core.common.errors import UserError
+from ..core.common.paths import user_path
 
 #: (input dest, output dest) pairs that may name the same file: continuing from statistics and saving the
 #: merged result over them is a normal workflow (the write is atomic and holds the earlier samples too).
@@ -78,7 +79,7 @@ def check_outputs(args, outputs: Mapping[str, str]) -> Dict[Path, str]:
         option = _option(dest)
         if not str(value).strip():
             raise UserError(f"{option} is empty.", "It names the file to write.", f"Give a path, e.g. {option} out/{dest}.")
-        path = Path(str(value)).expanduser()
+        path = user_path(str(value))
         real = os.path.realpath(path)
         if real in seen:
             raise UserError(f"{option} and {seen[real]} both name {value}.", "One would overwrite the other.",

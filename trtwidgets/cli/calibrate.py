@@ -78,15 +78,14 @@ def parse_adapt(items):
 
 def parse_preprocess(text):
     """``--preprocess``: a JSON object, or the path of a .json file holding one (never evaluated as code)."""
-    from pathlib import Path
-
     from ..core.common.errors import CalibrationDataError
+    from ..core.common.paths import user_path
 
     if text is None:
         return None
     source = "--preprocess"
     if text.lstrip()[:1] not in ("{", "["):
-        path = Path(text).expanduser()
+        path = user_path(text)
         if not path.is_file():
             raise CalibrationDataError(f"--preprocess {text!r} is neither a JSON object nor a file.",
                                        "It must start with '{' or name a .json file that exists.",

@@ -28,6 +28,7 @@ from typing import Dict, Mapping, Tuple, Union
 
 from ..common.errors import StatsError
 from ..common.atomic import write_bytes_atomic
+from ..common.paths import user_path
 
 ALGORITHMS = ("EntropyCalibration2", "EntropyCalibration", "MinMaxCalibration", "LegacyCalibration")
 #: Toolkit range method -> the TensorRT algorithm whose calibrator the cache is handed to.
@@ -112,7 +113,7 @@ def cache_text(amax: Mapping[str, float], version: str = "8600", algorithm: str 
 def write_cache(amax: Mapping[str, float], path: Union[str, os.PathLike], version: str = "8600",
                 algorithm: str = "EntropyCalibration2") -> Path:
     """Write a calibration cache atomically; returns the path."""
-    path = Path(path).expanduser()
+    path = user_path(path)
     data = cache_text(amax, version, algorithm).encode("utf-8")
     write_bytes_atomic(path, data)
     return path
@@ -178,7 +179,7 @@ def read_cache(path: Union[str, os.PathLike, bytes]) -> CalibrationCache:
     """
     if isinstance(path, bytes):
         return parse_cache(path)
-    p = Path(path).expanduser()
+    p = user_path(path)
     if not p.is_file():
         raise StatsError(f"No calibration cache at {p}.", "The path does not exist or is a directory.",
                          "Give the .cache file TensorRT or `trtwidgets calibrate --cache` wrote.")

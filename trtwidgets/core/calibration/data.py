@@ -14,8 +14,7 @@ from __future__ import annotations
 import numbers
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -23,6 +22,7 @@ from ..common.errors import CalibrationDataError
 from ..common.frozen import deep_freeze, mapping_hash, readonly_mapping, thaw
 from .shape_adapt import ADAPT_MODES, adapt_array, check_opt_shapes, check_shape, shape_text
 from .sources import check_preprocessing, detect_kind, dir_samples
+from ..common.paths import user_path
 
 KINDS = ("demo", "npy_dir", "image_dir")
 
@@ -177,7 +177,7 @@ def spec_for(source: Union[str, os.PathLike, CalibrationDataSpec], **overrides) 
     if text == "demo":
         d = {"kind": "demo"}
     else:
-        d = {"kind": detect_kind(Path(text).expanduser()), "path": text}
+        d = {"kind": detect_kind(user_path(text)), "path": text}
     d.update({k: v for k, v in overrides.items() if v is not None})
     return CalibrationDataSpec.from_dict(d)
 
@@ -280,7 +280,7 @@ def _raw_samples(source, input_names: Sequence[str], spec: Optional[CalibrationD
             from ... import demo
 
             return ((f"demo sample {k}", f) for k, f in enumerate(demo.sample_inputs(1)))
-        return dir_samples(Path(spec.path).expanduser(), spec.kind, input_names, spec.preprocessing)
+        return dir_samples(user_path(spec.path), spec.kind, input_names, spec.preprocessing)
     if isinstance(source, Mapping):
         # One feed given directly: treat it as a one-element source.
         return iter([("sample 0", source)])

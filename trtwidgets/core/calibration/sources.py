@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from pathlib import Path
 from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Tuple
 
@@ -46,7 +47,9 @@ def _bad_pre(key: str, value, why: Optional[str] = None) -> CalibrationDataError
 
 
 def _number(key: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(float(value)):
+    # Finite in float32 too: the pixels are float32, and 1e308 would silently become Inf there.
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(float(value)) \
+            or abs(float(value)) > float(np.finfo(np.float32).max):
         raise _bad_pre(key, value)
     return float(value)
 
@@ -111,7 +114,10 @@ def load_array_file(path: Path, input_names: Sequence[str]) -> Dict[str, np.ndar
     path = Path(path)
     if path.suffix.lower() == ".npz":
         try:
-            with np.load(str(path), allow_pickle=False) as f:
+            # Our own handle: numpy leaves its file open when the zip inside is damaged.
+            with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as f, warnings.catch_warnings():
+                # numpy warns about Python 2 headers it can still read; the data is what matters here.
+                warnings.simplefilter("ignore")
                 data = {k: f[k] for k in f.files}
         except Exception as exc:  # noqa: BLE001 - zip, format and pickle errors all mean "not a plain .npz"
             raise _not_readable(path, ".npz", exc, "Re-save it with numpy.savez(path, x=array).") from None
@@ -125,7 +131,9 @@ def load_array_file(path: Path, input_names: Sequence[str]) -> Dict[str, np.ndar
             "A .npy file holds one array and cannot say which input it is for.",
             "Save each sample as .npz with one array per input name: np.savez(path, **{name: array}).")
     try:
-        arr = np.load(str(path), allow_pickle=False, mmap_mode="r")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            arr = np.load(str(path), allow_pickle=False, mmap_mode="r")
     except Exception as exc:  # noqa: BLE001 - numpy raises many types for damaged headers
         raise _not_readable(path, ".npy", exc, "Re-save it with numpy.save(path, array).") from None
     if not isinstance(arr, np.ndarray):
@@ -163,14 +171,17 @@ def load_image(path: Path, pre: Mapping[str, Any]) -> np.ndarray:
         arr = arr[:, :, None]
     if color == "BGR":
         arr = arr[:, :, ::-1]
-    arr = arr * np.float32(pre.get("scale", 1.0 / 255.0))
-    if pre.get("mean") is not None:
-        arr = arr - np.asarray(pre["mean"], dtype=np.float32)
-    if pre.get("std") is not None:
-        arr = arr / np.asarray(pre["std"], dtype=np.float32)
+    # Extreme (but float32-finite) settings can still overflow; the feed check then refuses the Inf, naming the file.
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        arr = arr * np.float32(pre.get("scale", 1.0 / 255.0))
+        if pre.get("mean") is not None:
+            arr = arr - np.asarray(pre["mean"], dtype=np.float32)
+        if pre.get("std") is not None:
+            arr = arr / np.asarray(pre["std"], dtype=np.float32)
     if str(pre.get("layout", "NCHW")).upper() == "NCHW":
         arr = arr.transpose(2, 0, 1)
-    return np.ascontiguousarray(arr[None].astype(pre.get("dtype", "float32")))
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.ascontiguousarray(arr[None].astype(pre.get("dtype", "float32")))
 
 
 def sample_files(path: Path, kind: str) -> list:

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..common.atomic import atomic_write
 from ..common.errors import StatsError
+from ..common.paths import user_path
 
 #: Format tag written into statistics files.
 STATS_FORMAT = "trtwidgets-activation-stats"
@@ -283,7 +284,7 @@ def save_stats(stats: ActivationStats, path: Union[str, os.PathLike]) -> Path:
 
     Returns the path written.
     """
-    path = Path(path).expanduser()
+    path = user_path(path)
     names = list(stats.tensors)
     meta = {
         "format": STATS_FORMAT, "version": STATS_VERSION, "samples": int(stats.samples),
@@ -313,43 +314,114 @@ def save_stats(stats: ActivationStats, path: Union[str, os.PathLike]) -> Path:
 def load_stats(path: Union[str, os.PathLike]) -> ActivationStats:
     """Read statistics written by :func:`save_stats` (never unpickles).
 
+    Every field is checked (types, counts, histogram lengths and ranges), so a damaged or
+    hand-edited file is refused here, naming what is wrong, rather than failing later inside
+    the range algorithms.
+
     Raises
     ------
     StatsError
-        When the file is missing, not an npz, or not a statistics file.
+        When the file is missing, not an npz, not a statistics file, or inconsistent.
     """
-    path = Path(path).expanduser()
+    path = user_path(path)
     if not path.is_file():
         raise StatsError(f"No statistics file at {path}.", "The path does not exist or is a directory.",
                          "Give the .npz written by `trtwidgets calibrate --stats` or save_stats().")
     try:
-        with np.load(str(path), allow_pickle=False) as f:
+        # Our own handle: numpy leaves its file open when the zip inside is damaged.
+        with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as f:
             meta = json.loads(bytes(f["meta"].astype(np.uint8)).decode("utf-8"))
-            if meta.get("format") != STATS_FORMAT:
-                raise ValueError(f"format tag is {meta.get('format')!r}")
+            if not isinstance(meta, dict) or meta.get("format") != STATS_FORMAT:
+                raise ValueError(f"format tag is {meta.get('format') if isinstance(meta, dict) else None!r}")
             entries = meta["tensors"]
+            if not isinstance(entries, list):
+                raise ValueError("'tensors' is not a list")
             if "hists" in f.files:
                 hists = f["hists"]
                 hist_list = [hists[i] for i in range(len(entries))]
             else:
                 hist_list = [f[f"hist_{i}"] for i in range(len(entries))]
             trt_rows = iter(f["trt_hists"]) if "trt_hists" in f.files else iter(())
-            trt_list = [np.asarray(next(trt_rows), dtype=np.int64) if e.get("trt_hist") else None for e in entries]
-    except StatsError:
-        raise
+            trt_list = [np.asarray(next(trt_rows), dtype=np.int64) if isinstance(e, dict) and e.get("trt_hist") else None
+                        for e in entries]
     except Exception as exc:  # noqa: BLE001 - zip, json and key errors all mean "not ours"
         raise StatsError(f"{path} is not a trtwidgets statistics file.", f"{type(exc).__name__}: {exc}",
                          "Collect the statistics again and save them with save_stats().") from None
-    tensors = {}
-    for e, h, th in zip(entries, hist_list, trt_list):
-        tensors[e["name"]] = TensorStats(name=e["name"], count=int(e["count"]), nan_count=int(e["nan_count"]),
-                                         inf_count=int(e["inf_count"]), min=float(e["min"]), max=float(e["max"]),
-                                         hist=np.asarray(h, dtype=np.int64), hist_max=float(e["hist_max"]),
-                                         first_absmax=float(e.get("first_absmax", float("nan"))),
-                                         trt_hist=th, trt_range=float(e.get("trt_range", float("nan"))))
-    return ActivationStats(tensors=tensors, samples=int(meta["samples"]), model_sha256=str(meta["model_sha256"]),
-                           input_shapes={k: tuple(v) for k, v in meta.get("input_shapes", {}).items()},
-                           interrupted=bool(meta.get("interrupted", False)), batches=int(meta.get("batches", 0)))
+    try:
+        tensors = {}
+        for i, (e, h, th) in enumerate(zip(entries, hist_list, trt_list)):
+            t = _tensor_from_entry(e, h, th, i)
+            if t.name in tensors:
+                raise ValueError(f"tensor {t.name!r} is listed twice")
+            tensors[t.name] = t
+        shapes = meta.get("input_shapes", {})
+        if not isinstance(shapes, dict):
+            raise ValueError("'input_shapes' is not an object")
+        return ActivationStats(tensors=tensors, samples=_whole(meta["samples"], "samples"),
+                               model_sha256=_text(meta["model_sha256"], "model_sha256"),
+                               input_shapes={str(k): tuple(_whole(d, f"input_shapes[{k!r}]", -1) for d in _seq(v, k))
+                                             for k, v in shapes.items()},
+                               interrupted=bool(meta.get("interrupted", False)),
+                               batches=_whole(meta.get("batches", 0), "batches"))
+    except (ValueError, KeyError, TypeError, OverflowError) as exc:
+        raise StatsError(f"{path} is a damaged statistics file.", f"{type(exc).__name__}: {exc}",
+                         "Collect the statistics again (trtwidgets calibrate --stats); the file was not changed.") from None
+
+
+def _whole(value, what: str, low: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < low \
+            or value != int(value):
+        raise ValueError(f"{what} is {value!r}, not a whole number of at least {low}")
+    return int(value)
+
+
+def _number(value, what: str) -> float:
+    # NaN is how save_stats writes "unknown" (min/max of an empty tensor, first_absmax), so it is allowed.
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{what} is {value!r}, not a number")
+    return float(value)
+
+
+def _text(value, what: str) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{what} is {value!r}, not text")
+    return value
+
+
+def _seq(value, what) -> list:
+    if not isinstance(value, list):
+        raise ValueError(f"input_shapes[{what!r}] is {value!r}, not a list")
+    return value
+
+
+def _tensor_from_entry(e, hist, trt_hist, i: int) -> TensorStats:
+    if not isinstance(e, dict):
+        raise ValueError(f"tensor entry {i} is {type(e).__name__}, not an object")
+    name = _text(e["name"], f"tensor {i}'s name")
+    hist = np.asarray(hist)
+    n = len(hist) if hist.ndim == 1 else 0
+    if hist.ndim != 1 or n < 2 or n & (n - 1) or hist.dtype.kind not in "iu" or (hist < 0).any():
+        raise ValueError(f"tensor {name!r}: the histogram is not a power-of-two count of non-negative integers "
+                         f"(shape {hist.shape}, dtype {hist.dtype})")
+    if trt_hist is not None and (trt_hist.shape != (TRT_BINS,) or (trt_hist < 0).any()):
+        raise ValueError(f"tensor {name!r}: TensorRT's histogram has shape {trt_hist.shape}, not ({TRT_BINS},) counts")
+    t = TensorStats(name=name, count=_whole(e["count"], f"{name!r} count"),
+                    nan_count=_whole(e["nan_count"], f"{name!r} nan_count"),
+                    inf_count=_whole(e["inf_count"], f"{name!r} inf_count"),
+                    min=_number(e["min"], f"{name!r} min"), max=_number(e["max"], f"{name!r} max"),
+                    hist=hist.astype(np.int64), hist_max=_number(e["hist_max"], f"{name!r} hist_max"),
+                    first_absmax=_number(e.get("first_absmax", float("nan")), f"{name!r} first_absmax"),
+                    trt_hist=trt_hist, trt_range=_number(e.get("trt_range", float("nan")), f"{name!r} trt_range"))
+    if t.count:
+        if not (np.isfinite(t.min) and np.isfinite(t.max) and t.min <= t.max):
+            raise ValueError(f"tensor {name!r}: min {t.min} and max {t.max} are not a finite range")
+        if not (t.hist_max == 0 or (t.hist_max > t.absmax and np.log2(t.hist_max) == int(np.log2(t.hist_max)))):
+            raise ValueError(f"tensor {name!r}: hist_max {t.hist_max} is not a power of two above |x| {t.absmax}")
+        if int(t.hist.sum()) != t.count:
+            raise ValueError(f"tensor {name!r}: the histogram counts {int(t.hist.sum())} values, not {t.count}")
+    elif t.hist.any():
+        raise ValueError(f"tensor {name!r}: no values counted, yet the histogram is not empty")
+    return t
 
 
 def empty_tensor_stats(name: str, bins: int) -> TensorStats:

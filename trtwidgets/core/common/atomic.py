@@ -13,6 +13,8 @@ import tempfile
 from pathlib import Path
 from typing import BinaryIO, Callable, Union
 
+from .paths import user_path
+
 __all__ = ["atomic_write", "write_bytes_atomic", "write_text_atomic"]
 
 
@@ -37,7 +39,7 @@ def atomic_write(path: Union[str, os.PathLike], write: Callable[[BinaryIO], None
     pathlib.Path
         ``path``.
     """
-    path = Path(path).expanduser()
+    path = user_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
     try:

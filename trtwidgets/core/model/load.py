@@ -22,6 +22,7 @@ from onnx import external_data_helper
 
 from ..common.errors import ModelLoadError
 from .onnx_graph import GraphIndex, attribute, dtype_name
+from ..common.paths import user_path
 
 #: protobuf cannot parse a message of 2 GiB or more; such models need external data.
 PROTOBUF_LIMIT = 2**31
@@ -217,7 +218,7 @@ def load_model(path: Union[str, os.PathLike], load_external_data: bool = True) -
         For a missing path, a directory, a file that is not ONNX or is truncated,
         missing external-data files, a single file over 2 GiB, or an empty graph.
     """
-    path = Path(path).expanduser()
+    path = user_path(path)
     _check_path(path)
     try:
         proto = onnx.load(str(path), load_external_data=False)

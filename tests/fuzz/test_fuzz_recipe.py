@@ -1,0 +1,64 @@
+"""Fuzz the recipe loader: random text, byte mutations and structural mutations of real recipes
+(tests/fixtures/trt86, each saved beside a real TensorRT 8.6 build)."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from trtwidgets.core.common.errors import RecipeError, UserError
+from trtwidgets.core.recipe.recipe import Recipe, load_recipe
+
+from .fuzzing import FIXTURES, fuzz_settings, json_mutated, mutated, only_user_errors
+
+REAL = [json.loads(p.read_text()) for p in sorted((FIXTURES / "trt86").glob("**/recipe.json"))]
+# One recipe with every optional part filled in, so that mutations reach them too.
+RICH = dict(REAL[0], layer_precisions=[{"pattern": "conv.*", "precision": "fp32", "regex": True}],
+            calibration_data={"kind": "image_dir", "path": "/data", "batch_size": 2, "max_samples": 5,
+                              "preprocessing": {"input": "x", "resize": [48, 192], "layout": "NCHW",
+                                                "mean": [0.5, 0.5, 0.5], "std": [0.5, 0.5, 0.5]},
+                              "adapt": {"x": "pad"}, "opt_shapes": {"x": [1, 3, 48, 192]}})
+DOCS = REAL + [RICH]
+_DIR = Path(tempfile.mkdtemp(prefix="trtwidgets-fuzz-recipe-"))
+
+
+def _check(result):
+    assert isinstance(result, (Recipe, UserError))
+    if isinstance(result, Recipe):
+        # What loads can be saved and read back as the same recipe.
+        assert Recipe.from_json(result.to_json()) == result
+
+
+def test_the_fixtures_load():
+    for doc in DOCS:
+        assert isinstance(Recipe.from_dict(doc), Recipe)
+
+
+@fuzz_settings(600)
+@given(st.text(max_size=200))
+def test_random_text(text):
+    _check(only_user_errors(Recipe.from_json, text))
+
+
+@pytest.mark.slow
+@fuzz_settings(1200)
+@given(st.sampled_from(range(len(DOCS))).flatmap(lambda i: json_mutated(DOCS[i])).flatmap(
+    lambda d: st.one_of(st.just(d), json_mutated(d))))
+def test_structural_mutations_of_real_recipes(doc):
+    _check(only_user_errors(Recipe.from_json, json.dumps(doc)))
+
+
+@pytest.mark.slow
+@fuzz_settings(500)
+@given(st.sampled_from(range(len(DOCS))).flatmap(lambda i: mutated(json.dumps(DOCS[i]).encode())))
+def test_byte_mutations_of_a_recipe_file(data):
+    path = _DIR / "recipe.json"
+    path.write_bytes(data)
+    result = only_user_errors(load_recipe, path)
+    if isinstance(result, UserError):
+        assert isinstance(result, RecipeError)
