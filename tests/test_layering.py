@@ -210,12 +210,7 @@ MAX_MODULE_LINES = 500
 
 #: Modules over the limit, each with the reason it may be; expected to be empty. An entry
 #: whose module is back under the limit (or gone) fails the test, so the list only shrinks.
-OVER_LIMIT_ALLOWED = {
-    # grew past the limit this round (issue 15: why-not-INT8 causes grouped, the session's data
-    # defaults and plan); to be split next round
-    "trtwidgets/core/engine/why_not_int8.py": "grew this round, to be split",
-    "trtwidgets/widgets/session.py": "grew this round, to be split",
-}
+OVER_LIMIT_ALLOWED: dict = {}
 
 
 def _line_counts():

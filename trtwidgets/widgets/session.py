@@ -25,6 +25,7 @@ from ..core.recipe import staleness
 from ..core.common.errors import UserError
 from ..core.model.lint import lint
 from ..core.model.load import LoadedModel, load_model
+from .session_data import DataDefaults
 
 
 def build_label(build: Any) -> str:
@@ -44,7 +45,7 @@ def _build_recipe(build: Any, fallback: Any) -> Any:
     return own if own is not None else fallback
 
 
-class Session(traitlets.HasTraits):
+class Session(DataDefaults, traitlets.HasTraits):
     """Shared state of one exploration.
 
     Attributes
@@ -196,52 +197,6 @@ class Session(traitlets.HasTraits):
             self.problems = problems
             self.recipe = new
         return True
-
-    def use_data(self, source: Any) -> bool:
-        """Calibrate on ``source`` (a folder, ``"demo"`` or a spec); its shapes fill the profiles left unset.
-
-        The recipe's dynamic inputs whose ranges were never set (see
-        :func:`~trtwidgets.core.recipe.data_defaults.profiles_from_data`) take the data's shapes,
-        and :attr:`data_note` says so. Adaptations already chosen are kept. Data that cannot be
-        read sets :attr:`error` and changes nothing.
-
-        Returns
-        -------
-        bool
-            True when the recipe now names this data.
-        """
-        from ..core.calibration.data import spec_for
-        from ..core.recipe.data_defaults import fill_recipe_from_data
-
-        if self.model is None:
-            self.error = "There is no model to calibrate. Why: the data must fit a model's inputs. Fix: load a model first."
-            return False
-        try:
-            spec = spec_for(source)
-            old = getattr(self.recipe, "calibration_data", None)
-            if old is not None and old.adapt and not spec.adapt:
-                spec = spec.replace(adapt=dict(old.adapt))
-            recipe = (self.recipe or self.default_recipe()).replace(calibration_data=spec)
-            recipe, note, shapes = fill_recipe_from_data(recipe, self.model)
-        except UserError as err:
-            self.error = err.message
-            return False
-        with self.hold_trait_notifications():
-            self.data_shapes = {k: [tuple(x) for x in v] for k, v in shapes.items()}
-            self.data_note = note
-        return self.set_recipe(recipe)
-
-    def set_adapt(self, adapt: Dict[str, str]) -> bool:
-        """How samples of another shape reach the opt shape: input name -> ``pad``, ``truncate`` or ``resize``."""
-        spec = getattr(self.recipe, "calibration_data", None)
-        if spec is None:
-            self.error = "There is no calibration data to adapt. Fix: choose the data first."
-            return False
-        try:
-            return self.set_recipe(calibration_data=spec.replace(adapt=dict(adapt)))
-        except UserError as err:
-            self.error = err.message
-            return False
 
     def save_recipe(self, path: Union[str, os.PathLike]) -> Optional[str]:
         """Write the recipe as JSON (atomically); returns the path, or None (and :attr:`error`)."""
