@@ -58,6 +58,23 @@ def _saved_sources(args, recipe_path: Path):
     return out
 
 
+def _profiles_from_data(args, recipe, model, steps):
+    """The recipe with its open profile dims taken from the calibration data's shapes, as in the app (said in a step)."""
+    from ..core.calibration.data import spec_for
+    from ..core.common.errors import UserError
+    from ..core.recipe.data_defaults import fill_recipe_from_data
+
+    try:
+        source = recipe.replace(calibration_data=spec_for(args.data)) if args.data else recipe
+        filled, note, _ = fill_recipe_from_data(source, model)
+    except UserError:
+        return recipe  # unreadable data: the calibrate step says what is wrong with it
+    if not note:
+        return recipe
+    steps.append({"step": "profiles", "status": "done", "detail": note})
+    return recipe.replace(profiles=filled.profiles)
+
+
 def _calibrate(args, recipe, model, steps, build_dir: Path):
     from ..core.calibration.recipe_step import calibrate_recipe
     from ..core.calibration.cache import METHOD_ALGORITHM, write_cache
@@ -143,6 +160,7 @@ def run(args) -> int:
     build_dir = Path(args.build_dir) if args.build_dir else report_path.with_name(report_path.stem + "-build")
     saved = _saved_sources(args, recipe_path)  # read first: a bad --graph fails before any long work
     steps = [{"step": "load", "status": "done", "detail": f"{recipe_path} -> {model.path}"}]
+    recipe = _profiles_from_data(args, recipe, model, steps)
 
     findings = lint(model, flags=recipe.flags, trt_version=recipe.trt_version, calibrator=recipe.calibrator.kind,
                     profiles=recipe.profiles or None)
