@@ -37,7 +37,7 @@ import onnx
 from ..common.errors import UserError
 from .cost_model import layer_costs
 from .plan_eval import Evaluator, weighted_borders
-from .plan_search import bisect_prefix, gain_per_cost, layer_costs_alone, tune_ranges
+from .plan_search import bisect_prefix, gain_per_cost, layer_costs_alone, loss, tune_ranges
 from .plan_values import Candidate, Plan, PlanAccuracy, PlanTarget
 
 __all__ = ["plan", "PlanTarget", "Plan", "Candidate", "export_plan", "METHOD_ORDER"]
@@ -345,11 +345,17 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
         # Per-tensor ranges: the costliest layers' inputs may take another method.
         t = time.perf_counter()
         worst = sorted(cost, key=lambda n: -cost[n])[:4]
+        before = dict(amax)
         if tune_ranges(ev, amax, {m: per_method[m][1] for m in METHOD_ORDER}, worst, candidates_layers):
-            cost.update(layer_costs_alone(ev, amax, worst, candidates_layers))
-            base, _ = ev.score(amax, not_paying)
-            cands[-1] = c_pays = Candidate(c_pays.name + " (tuned ranges)", c_pays.quantized, c_pays.kept, base,
-                                           c_pays.latency_us, fp16_us, source, base.meets(target))
+            # A range better for a layer alone must not hurt the model as a whole: check, else undo.
+            if loss(ev.score(amax, not_paying, rank=True)[0]) <= loss(ev.score(before, not_paying, rank=True)[0]):
+                cost.update(layer_costs_alone(ev, amax, worst, candidates_layers))
+                base, _ = ev.score(amax, not_paying)
+                cands[-1] = c_pays = Candidate(c_pays.name + " (tuned ranges)", c_pays.quantized, c_pays.kept,
+                                               base, c_pays.latency_us, fp16_us, source, base.meets(target))
+            else:
+                amax.clear()
+                amax.update(before)
         seconds["per-tensor ranges"] = time.perf_counter() - t
         t = time.perf_counter()
         order = gain_per_cost(pays, gains, cost)
