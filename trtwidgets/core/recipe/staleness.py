@@ -130,8 +130,16 @@ def changes(made_with: Mapping[str, Any], now: Mapping[str, Any]) -> Dict[str, s
             continue
         new = now[field]
         if old != new:
-            out[field] = f"{_short(old)} -> {_short(new)}"
+            out[field] = _change_text(old, new)
     return out
+
+
+def _change_text(old, new) -> str:
+    # An object (the calibrator, the data) reads best as the keys that changed, not as two JSON dumps.
+    if isinstance(old, dict) and isinstance(new, dict):
+        keys = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+        return ", ".join(f"{k}: {_short(old.get(k), 30)} -> {_short(new.get(k), 30)}" for k in keys)
+    return f"{_short(old)} -> {_short(new)}"
 
 
 def stale_reason(made_with: Mapping[str, Any], now: Mapping[str, Any]) -> str:
