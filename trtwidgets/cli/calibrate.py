@@ -101,7 +101,8 @@ def parse_preprocess(text):
         raise CalibrationDataError(f"{source} is not valid JSON.", str(exc),
                                    "Quote keys and strings with double quotes.") from None
     if not isinstance(value, dict):
-        raise CalibrationDataError(f"{source} holds a {type(value).__name__}, not a JSON object.", None,
+        raise CalibrationDataError(f"{source} holds a {type(value).__name__}, not a JSON object.",
+                                   "The preprocessing is a set of named settings.",
                                    "Give an object such as {\"input\": \"x\", \"resize\": [48, 192]}.")
     return value
 

@@ -96,7 +96,8 @@ def cache_text(amax: Mapping[str, float], version: str = "8600", algorithm: str 
     """The text of a calibration cache for ``amax`` (tensor -> amax)."""
     version = trt_version_tag(version)
     if algorithm not in ALGORITHMS:
-        raise StatsError(f"Unknown calibration algorithm {algorithm!r}.", f"TensorRT knows: {', '.join(ALGORITHMS)}.")
+        raise StatsError(f"Unknown calibration algorithm {algorithm!r}.", f"TensorRT knows: {', '.join(ALGORITHMS)}.",
+                         "Use one of those names.")
     lines = [f"TRT-{version}-{algorithm}"]
     for name, a in amax.items():
         if "\n" in name:
@@ -193,7 +194,8 @@ def retag(data: Union[bytes, str], version: str, algorithm: str) -> bytes:
     """
     c = parse_cache(data)  # validates
     if algorithm not in ALGORITHMS:
-        raise StatsError(f"Unknown calibration algorithm {algorithm!r}.", f"TensorRT knows: {', '.join(ALGORITHMS)}.")
+        raise StatsError(f"Unknown calibration algorithm {algorithm!r}.", f"TensorRT knows: {', '.join(ALGORITHMS)}.",
+                         "Use one of those names.")
     lines = [f"TRT-{trt_version_tag(version)}-{algorithm}"]
     lines += [f"{name}: {scale_hex(s)}" for name, s in c.scales.items()]
     return ("\n".join(lines) + "\n").encode("utf-8")

@@ -33,14 +33,14 @@ def _count(value, what: str, fix: str) -> int:
     Zero is refused: a batch of 0 is never full, and the loop that fills it would never end.
     """
     if isinstance(value, bool) or not isinstance(value, (numbers.Integral, float, str)):
-        raise CalibrationDataError(f"{what} {value!r} is not a whole number.", None, fix)
+        raise CalibrationDataError(f"{what} {value!r} is not a whole number.", "It counts samples, so it is a whole number.", fix)
     try:
         n = int(value)
         exact = float(value) == n
     except (TypeError, ValueError, OverflowError):
-        raise CalibrationDataError(f"{what} {value!r} is not a whole number.", None, fix) from None
+        raise CalibrationDataError(f"{what} {value!r} is not a whole number.", "It counts samples, so it is a whole number.", fix) from None
     if not exact:
-        raise CalibrationDataError(f"{what} {value!r} is not a whole number.", None, fix)
+        raise CalibrationDataError(f"{what} {value!r} is not a whole number.", "It counts samples, so it is a whole number.", fix)
     if n < 1:
         raise CalibrationDataError(f"{what} {n} is not positive.", "At least one sample is needed.", fix)
     return n
@@ -85,7 +85,7 @@ class CalibrationDataSpec:
         for key in ("adapt", "opt_shapes") + (("preprocessing",) if self.preprocessing is not None else ()):
             if not isinstance(getattr(self, key), Mapping):
                 raise CalibrationDataError(f"The calibration data's {key} must be a mapping, got {type(getattr(self, key)).__name__}.",
-                                           fix=f"Give {key} as a dict (input name -> value).")
+                                           "It maps input names to values.", f"Give {key} as a dict (input name -> value).")
         object.__setattr__(self, "adapt", readonly_mapping(self.adapt))
         object.__setattr__(self, "opt_shapes", readonly_mapping(
             {k: check_shape(v, f"The calibration shape of input {k!r}") for k, v in self.opt_shapes.items()}))
@@ -96,7 +96,7 @@ class CalibrationDataSpec:
             raise CalibrationDataError(f"Unknown calibration data kind {self.kind!r}.",
                                        f"Known kinds: {', '.join(KINDS)}.", "Use one of them.")
         if self.path is not None and not isinstance(self.path, (str, os.PathLike)):
-            raise CalibrationDataError(f"The calibration data path {self.path!r} is not a path.", None,
+            raise CalibrationDataError(f"The calibration data path {self.path!r} is not a path.", "It names a folder.",
                                        "Give the folder as a string.")
         object.__setattr__(self, "batch_size", _count(self.batch_size, "Calibration batch size",
                                                       "Use a batch size of 1 or more."))
@@ -106,9 +106,10 @@ class CalibrationDataSpec:
         for name, mode in self.adapt.items():
             if mode not in ADAPT_MODES:
                 raise CalibrationDataError(f"Unknown adaptation {mode!r} for input {name!r}.",
-                                           f"Known: {', '.join(ADAPT_MODES)}.")
+                                           f"Known: {', '.join(ADAPT_MODES)}.", f"Use one of {', '.join(ADAPT_MODES)}.")
         if self.kind != "demo" and not self.path:
-            raise CalibrationDataError(f"Calibration data of kind {self.kind!r} needs a path.", fix="Give the folder.")
+            raise CalibrationDataError(f"Calibration data of kind {self.kind!r} needs a path.",
+                                       "Only the bundled demo data has no folder.", "Give the folder.")
         if self.kind == "image_dir" and not self.preprocessing:
             raise CalibrationDataError(
                 "An image folder needs a declared preprocessing.",
@@ -144,11 +145,11 @@ class CalibrationDataSpec:
         unknown = sorted(map(str, set(d) - known))
         if unknown:
             raise CalibrationDataError(f"Unknown calibration data settings: {', '.join(unknown)}.",
-                                       f"Known settings: {', '.join(sorted(known))}.")
+                                       f"Known settings: {', '.join(sorted(known))}.", "Remove or rename them.")
         for key in ("adapt", "opt_shapes", "preprocessing"):
             if d.get(key) is not None and not isinstance(d[key], Mapping):
                 raise CalibrationDataError(f"The calibration data's {key} is a {type(d[key]).__name__}, not a mapping.",
-                                           None, f"Give {key} as an object (input name -> value).")
+                                           "It maps input names to values.", f"Give {key} as an object (input name -> value).")
         return cls(kind=d.get("kind", "demo"), path=d.get("path"), batch_size=d.get("batch_size", 1),
                    max_samples=d.get("max_samples"), preprocessing=d.get("preprocessing"),
                    adapt=dict(d.get("adapt") or {}), opt_shapes=dict(d.get("opt_shapes") or {}))
@@ -235,7 +236,8 @@ def check_feed(feed: Mapping[str, np.ndarray], inputs: Sequence, where: str = ""
         if not info.shape:
             # The model declares no shape for this input: nothing to check it against.
             if arr.size == 0:
-                raise CalibrationDataError(f"Input {info.name!r}{at} is empty.", fix="Remove empty samples.")
+                raise CalibrationDataError(f"Input {info.name!r}{at} is empty.", "An empty sample has no values to calibrate on.",
+                                           "Remove empty samples.")
             out[info.name] = arr
             continue
         if arr.ndim != len(info.shape):
@@ -252,7 +254,7 @@ def check_feed(feed: Mapping[str, np.ndarray], inputs: Sequence, where: str = ""
                 "Resize or crop the samples in the preprocessing.")
         if arr.size == 0:
             raise CalibrationDataError(f"Input {info.name!r}{at} is empty (shape {shape_text(arr.shape)}).",
-                                       fix="Remove empty samples.")
+                                       "An empty sample has no values to calibrate on.", "Remove empty samples.")
         _check_finite(arr, info.name, at)
         out[info.name] = arr
     return out

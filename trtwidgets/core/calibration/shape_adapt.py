@@ -65,7 +65,7 @@ def check_opt_shapes(opt_shapes: Mapping[str, Sequence[int]], inputs: Sequence) 
         if dims is not None and len(dims) != len(shape):
             raise CalibrationDataError(
                 f"The calibration shape of input {name!r} has {len(shape)} dims ({shape_text(shape)}); "
-                f"the input has {len(dims)}.", None,
+                f"the input has {len(dims)}.", "A calibration shape gives every dim of the input, batch included.",
                 f"Give all {len(dims)} dims of {name!r} (its shape in the model: "
                 f"[{', '.join(str(d) for d in dims)}]).")
 
@@ -101,7 +101,8 @@ def adapt_array(arr: np.ndarray, target: Sequence[int], mode: str, name: str = "
     """
     if len(target) != arr.ndim:
         raise CalibrationDataError(f"Input {name!r}: opt shape {shape_text(target)} has rank {len(target)}, "
-                                   f"samples have rank {arr.ndim}.", fix="Fix the calibration profile.")
+                                   f"samples have rank {arr.ndim}.", "Samples can only be adapted to a shape of their own rank.",
+                                   "Fix the calibration profile.")
     check_shape(target, f"The opt shape of input {name!r}")
     out = arr
     for axis in range(1, arr.ndim):
@@ -114,7 +115,7 @@ def adapt_array(arr: np.ndarray, target: Sequence[int], mode: str, name: str = "
             if have > want:
                 raise CalibrationDataError(
                     f"Input {name!r}: dimension {axis} is {have}, larger than the opt shape's {want}; padding cannot shrink it.",
-                    fix="Use adapt='truncate' or 'resize' for this input.")
+                    "Padding only adds zeros at the end.", "Use adapt='truncate' or 'resize' for this input.")
             widths = [(0, 0)] * out.ndim
             widths[axis] = (0, want - have)
             out = np.pad(out, widths)
@@ -122,10 +123,11 @@ def adapt_array(arr: np.ndarray, target: Sequence[int], mode: str, name: str = "
             if have < want:
                 raise CalibrationDataError(
                     f"Input {name!r}: dimension {axis} is {have}, smaller than the opt shape's {want}; truncating cannot grow it.",
-                    fix="Use adapt='pad' or 'resize' for this input.")
+                    "Truncating only keeps the leading part.", "Use adapt='pad' or 'resize' for this input.")
             out = np.take(out, np.arange(want), axis=axis)
         else:
-            raise CalibrationDataError(f"Unknown adaptation {mode!r} for input {name!r}.", fix=f"Use one of {ADAPT_MODES}.")
+            raise CalibrationDataError(f"Unknown adaptation {mode!r} for input {name!r}.",
+                                       f"Known: {', '.join(ADAPT_MODES)}.", f"Use one of {', '.join(ADAPT_MODES)}.")
     return np.ascontiguousarray(out)
 
 

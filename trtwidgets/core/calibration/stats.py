@@ -136,7 +136,7 @@ class TensorStats:
         """Statistics of both tensors' samples together (exact for min/max and counts)."""
         if other.name != self.name:
             raise StatsError(f"Cannot merge statistics of tensor {other.name!r} into {self.name!r}.",
-                             "Only statistics of the same tensor can be merged.")
+                             "Only statistics of the same tensor can be merged.", "Merge statistics tensor by tensor.")
         if self.bins != other.bins:
             raise StatsError(f"Cannot merge histograms of tensor {self.name!r} with {self.bins} and {other.bins} bins.",
                              "Both collections must use the same number of bins.",

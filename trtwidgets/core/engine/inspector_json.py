@@ -138,7 +138,7 @@ def _read_text(text_or_path) -> Tuple[str, str]:
     if not is_file:
         raise InspectorError(
             f"Inspector JSON {path} does not exist." if not path.exists() else f"{path} is not a file.",
-            None,
+            "Nothing is at that path." if not path.exists() else "The inspector JSON is one .json file.",
             "Give the path of the .json file written beside the engine (trtwidgets saves it as <engine>.graph.json).",
         )
     try:
