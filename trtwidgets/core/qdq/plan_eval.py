@@ -80,7 +80,9 @@ class Evaluator:
     def export(self, amax: Mapping[str, float], float_layers: Iterable[str] = (), high_precision: Optional[str] = None):
         from .export import build_qdq
 
-        return build_qdq(self.proto, amax, exclude=self.exclude_for(float_layers),
+        # Matrix-vector layers are left to the cost model and the accuracy search (which know the planned
+        # batch), not to placement rule 5 (which sees only the model's static shapes).
+        return build_qdq(self.proto, amax, exclude=self.exclude_for(float_layers), skip_matrix_vector=False,
                          high_precision=high_precision or self.eval_dtype, trt_version=self.trt_version)
 
     @property

@@ -419,7 +419,7 @@ def export_plan(model, plan_: Union[Plan, Mapping], candidate: Optional[int] = N
     weighted = [n for n in proto.graph.node if n.op_type in ("Conv", "ConvTranspose", "MatMul", "Gemm")]
     exclude = [exclusion_key(n) for n in weighted if node_label(n) not in quantized]
     hp = doc.get("high_precision") or "fp32"
-    return build_qdq(proto, doc["ranges"]["amax"], exclude=exclude, high_precision=hp,
+    return build_qdq(proto, doc["ranges"]["amax"], exclude=exclude, high_precision=hp, skip_matrix_vector=False,
                      trt_version=doc.get("trt_version") or None)
 
 
