@@ -346,7 +346,10 @@ def check_profiles(ctx: LintContext) -> None:
     if not dyn:
         return
     if ctx.profiles is None or len(ctx.profiles) == 0:
-        dims = "; ".join(f"{t.name}: " + ", ".join(f"dim {i} ({n})" for i, n in t.dynamic_dims.items()) for t in dyn)
+        from .dim_text import dim_text  # p2o.DynamicDimension.1 reads as H
+
+        dims = "; ".join(f"{t.name}: " + ", ".join(f"dim {i} ({dim_text(n, i, len(t.shape))})"
+                                                   for i, n in t.dynamic_dims.items()) for t in dyn)
         ctx.add("DYNAMIC_INPUT_NEEDS_PROFILE", f"Dynamic input dims ({dims}) need an optimization profile (min, opt, "
                 f"max shapes); without one the build fails with \"{TRT_TEXT['no_profile']}\".",
                 "TensorRT picks kernels for a range of shapes, given by the profile; TensorRT 8.5+ also calibrates "
