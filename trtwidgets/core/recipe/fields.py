@@ -36,8 +36,14 @@ OPT_LEVELS = range(0, 6)
 
 
 def bad(what: str, why: Optional[str] = None, fix: Optional[str] = None) -> RecipeError:
-    """A :class:`RecipeError` (what is wrong, why, what to do), to raise."""
-    return RecipeError(what, why, fix)
+    """A :class:`RecipeError` (what is wrong, why, what to do), to raise.
+
+    A message given without a why or a fix gets the general ones, so that no recipe error is
+    left with only its first line (issue 16: every bad input says what, why and what to do).
+    """
+    return RecipeError(what, why or "A recipe is read strictly: a wrong setting is refused, never guessed at or ignored.",
+                       fix or "Correct that setting in the recipe's JSON, or save the recipe again from the app "
+                              "(Save recipe).")
 
 
 def check_str(value, name: str, allow_none: bool = False) -> None:
