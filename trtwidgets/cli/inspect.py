@@ -55,8 +55,11 @@ def format_report(table, summary: dict) -> str:
     problems = table[(table["why_not_int8"] != "") & (table["why_not_int8"] != "BIAS_FLOAT")]
     if len(problems):
         lines.append("why not INT8:")
+        causes = table.attrs.get("why_not_int8_causes") or []
         for code, group in problems.groupby("why_not_int8", sort=False):
             lines.append(f"  {code} ({len(group)} layers)")
+            # Each cause explained once; the rows below give the short reason that names the tensor.
+            lines.extend(f"    why: {c['explanation']}" for c in causes if c["code"] == code)
             for _, row in group.head(5).iterrows():
                 lines.append(f"    {row['name'][:70]} [{row['precision']}]: {row['why_not_int8_reason']}")
             if len(group) > 5:
