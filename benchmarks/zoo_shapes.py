@@ -1,0 +1,91 @@
+"""Pin a model's dynamic input dims to one static shape (the zoo builds every engine at a static shape).
+
+Only ``onnx`` and ``numpy``: it runs on the GPU machine's Python 3.9 too, where
+``zoo_gpu.py`` makes the batch-32 copy of a model (float or Q/DQ) from its batch-1 file.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Sequence
+
+
+def input_shapes(model) -> Dict[str, list]:
+    """``{input name: [dim value or dim_param or None]}`` of the graph inputs that are not initializers."""
+    inits = {t.name for t in model.graph.initializer}
+    out = {}
+    for vi in model.graph.input:
+        if vi.name in inits:
+            continue
+        dims = []
+        for d in vi.type.tensor_type.shape.dim:
+            dims.append(d.dim_value if d.HasField("dim_value") else (d.dim_param or None))
+        out[vi.name] = dims
+    return out
+
+
+def fix_static(model, shapes: Dict[str, Sequence[int]]):
+    """A copy of ``model`` whose inputs have exactly ``shapes``; the dims of the graph outputs are cleared.
+
+    Parameters
+    ----------
+    model : onnx.ModelProto
+    shapes : dict
+        Input name -> full static shape. A dim already fixed in the model must agree
+        (a mismatch is a mistake in the zoo, not something to paper over).
+
+    Returns
+    -------
+    onnx.ModelProto
+        Intermediate ``value_info`` is dropped, since it may carry the old dynamic
+        dims; ONNX Runtime and TensorRT infer it again.
+    """
+    import onnx
+
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    have = input_shapes(m)
+    missing = set(have) - set(shapes)
+    if missing:
+        raise ValueError(f"no static shape given for input(s) {sorted(missing)}; inputs: {have}")
+    for vi in m.graph.input:
+        if vi.name not in shapes:
+            continue
+        want = [int(v) for v in shapes[vi.name]]
+        dims = vi.type.tensor_type.shape.dim
+        if len(dims) != len(want):
+            raise ValueError(f"input {vi.name!r} has {len(dims)} dims {have[vi.name]}, the shape given has {len(want)}")
+        for d, v in zip(dims, want):
+            if d.HasField("dim_value") and d.dim_value > 0 and d.dim_value != v:
+                raise ValueError(f"input {vi.name!r}: dim {d.dim_value} is fixed in the model, {v} was asked for")
+            d.Clear()
+            d.dim_value = v
+    for vo in m.graph.output:
+        for i, d in enumerate(vo.type.tensor_type.shape.dim):
+            d.Clear()
+            d.dim_param = f"{vo.name}_dim{i}"
+    del m.graph.value_info[:]
+    return m
+
+
+def with_batch(model, batch: int):
+    """``model`` (static at some batch) with every input's first dim set to ``batch``."""
+    shapes = {}
+    for name, dims in input_shapes(model).items():
+        if any(not isinstance(d, int) or d <= 0 for d in dims[1:]):
+            raise ValueError(f"input {name!r} has dynamic dims beyond the batch: {dims}; fix them first (fix_static)")
+        shapes[name] = [batch] + list(dims[1:])
+    return fix_static(_unfix_batch(model), shapes)
+
+
+def _unfix_batch(model):
+    import onnx
+
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    inits = {t.name for t in m.graph.initializer}
+    for vi in m.graph.input:
+        if vi.name not in inits and vi.type.tensor_type.shape.dim:
+            d = vi.type.tensor_type.shape.dim[0]
+            d.Clear()
+            d.dim_param = "batch"
+    return m
