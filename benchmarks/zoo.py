@@ -51,7 +51,7 @@ TensorRT's calibrator). Commands::
 
     python benchmarks/zoo.py prepare [--models cls,det,...]   # models, data, FP32 references
     python benchmarks/zoo.py first   [--models ...]           # the first export (3adb33c)
-    python benchmarks/zoo.py pack --dest .zoo --models resnet,cls,det  # what the GPU machine needs
+    python benchmarks/zoo.py pack --dest .zoo --models resnet,cls  # what the GPU machine needs (<= ~50 MB a carry)
     benchmarks/zoo_plan.sh                                     # trtwidgets plan on every model
 """
 
@@ -318,13 +318,18 @@ def first_export(name: str, src: Path) -> None:
         log(f"{name}: {last[-1].strip()}")
 
 
-def pack(names: List[str], dest: Path) -> None:
-    """Copy what zoo_gpu.py needs into ``dest`` (carried to the GPU machine): models, cache, held-back inputs (fp16)."""
+def pack(names: List[str], dest: Path, first: bool = True) -> None:
+    """Copy what zoo_gpu.py needs into ``dest`` (carried to the GPU machine): models, cache, held-back inputs (fp16).
+
+    ``first=False`` leaves the first export out (32 MB for the ResNet-50 shape) when only
+    the plan's picks and FP16 are to be built.
+    """
     dest.mkdir(parents=True, exist_ok=True)
     for name in names:
         d, o = model_dir(name), dest / name
         o.mkdir(parents=True, exist_ok=True)
-        files = ["meta.json", "model.cache", "first.qdq.onnx"] + ([] if name == "resnet" else ["float.onnx"])
+        files = ["meta.json", "model.cache"] + (["first.qdq.onnx"] if first else [])
+        files += [] if name == "resnet" else ["float.onnx"]
         files += [str(p.relative_to(d)) for p in sorted(d.glob("plan*/model.qdq.onnx"))]
         for f in files:
             if (d / f).exists():
@@ -342,6 +347,7 @@ def main(argv=None) -> int:
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--src", default="/work/zoo_first", help="worktree of trtwidgets at 3adb33c (for 'first')")
     ap.add_argument("--dest", default=str(ROOT / ".zoo"), help="for 'pack'")
+    ap.add_argument("--no-first", action="store_true", help="for 'pack': leave first.qdq.onnx out")
     a = ap.parse_args(argv)
     names = [m.strip() for m in a.models.split(",") if m.strip()]
     for n in names:
@@ -356,7 +362,7 @@ def main(argv=None) -> int:
         elif a.command == "first":
             first_export(n, Path(a.src))
     if a.command == "pack":
-        pack(names, Path(a.dest))
+        pack(names, Path(a.dest), first=not a.no_first)
     return 0
 
 

@@ -32,6 +32,26 @@ median/p90/p99 over ``--runs``, layer precision counts, engine size, model sha25
 the error), ``.graph.json`` (the engine inspector's JSON) and ``.outputs.npz`` (engine
 outputs on every held-back input, run B at a time). ``benchmarks/zoo_report.py``
 compares them with ONNX Runtime on the CPU.
+
+Plan-pick runbook (FP16 again beside each pick: engine-to-engine timing differs by up to
+~10% on the launch-bound models, so compare within one run)::
+
+    benchmarks/zoo_plan.sh resnet cls                        # CPU: /work/zoo/<m>/plan_b{1,32}/
+    python benchmarks/zoo.py pack --models resnet,cls --no-first --dest .zoo   # .zoo is git-ignored
+    # device: the bundle's 11 parts (../shared/gpu/README.md), then one call carrying [".zoo"]:
+    #   rm -rf /tmp/zoo && cp -r .zoo /tmp/zoo
+    # and, back to back (each call <= 10 min; --budget-s stops starting builds):
+    export EXTRA_PYTHONPATH=$PWD && source /tmp/trtb/env.sh && $PY39 benchmarks/zoo_gpu.py --zoo /tmp/zoo \\
+        --out /tmp/zoo_out --budget-s 300 \\
+        --jobs resnet:32:fp16,resnet:32:plan_pick,cls:32:fp16,cls:32:plan_pick,cls:1:fp16,cls:1:plan_pick
+    tar czf $OUT/zoo.tgz -C /tmp zoo_out
+    # CPU: unpack, then
+    python benchmarks/zoo_report.py --runs benchmarks/results/zoo/h100_trt86 RUN/zoo_out \\
+        --fixtures benchmarks/results/zoo/h100_trt86 --readme
+
+The committed baselines were built with trtwidgets at 3adb33c (``EXTRA_PYTHONPATH`` pointing
+at a copy of that commit's package), since the working tree's TensorRT layer was being
+rewritten at the time; every run records which ``trtwidgets`` it imported.
 """
 
 from __future__ import annotations
