@@ -238,7 +238,7 @@ def load_saved_build(path: Union[str, os.PathLike]) -> SavedBuild:
         folder = p
         graph_path = find_graph_json(p)
     else:
-        raise InspectorError(f"{p} does not exist.", None,
+        raise InspectorError(f"{p} does not exist.", "A saved build is read from its folder or its inspector JSON.",
                              "Pass a build directory (with a *.graph.json) or an engine-inspector JSON file.")
     text = graph_path.read_text(encoding="utf-8", errors="replace")
     recipe = _read_json(folder / "recipe.json", "the build's recipe") if (folder / "recipe.json").is_file() else None
