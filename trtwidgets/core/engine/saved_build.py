@@ -105,6 +105,9 @@ def _read_log(path: Path) -> Tuple[Tuple[str, str], ...]:
         try:
             rec = json.loads(line, strict=False)
         except ValueError:
+            # Kept, not skipped: a damaged log line (a build cut off mid-write) may be the one that explains it.
+            if line.strip():
+                out.append(("INFO", f"(not a JSON log line) {line.strip()[:300]}"))
             continue
         if isinstance(rec, dict) and "message" in rec:
             out.append((str(rec.get("severity", "INFO")), str(rec["message"])))
