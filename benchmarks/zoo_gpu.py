@@ -29,8 +29,10 @@ already in ``--out`` is not built again, so back-to-back commands continue a run
 
 Per job, in ``--out``: ``<model>-b<B>-<variant>.json`` (build seconds, latency: CUDA-event
 median/p90/p99 over ``--runs``, layer precision counts, engine size, model sha256, or
-the error), ``.graph.json`` (the engine inspector's JSON) and ``.outputs.npz`` (engine
-outputs on every held-back input, run B at a time). ``benchmarks/zoo_report.py``
+the error), ``.graph.json`` (the engine inspector's JSON), ``.outputs.npz`` (engine
+outputs on every held-back input, run B at a time) and ``.timings.json`` (per-layer IProfiler
+times); for ``int8_implicit`` also ``.oracle/``, a saved build for ``trtwidgets plan --oracle``.
+(The committed baselines predate the per-layer times.) ``benchmarks/zoo_report.py``
 compares them with ONNX Runtime on the CPU.
 
 Plan-pick runbook (FP16 again beside each pick: engine-to-engine timing differs by up to
@@ -227,6 +229,22 @@ def build_job(model: str, batch: int, variant: str, path: Path, zoo: Path, work:
     return build(recipe, out_dir=out, progress=False, tactic_sources=sources)
 
 
+def save_layer_times(runner, feeds, bench, res, out: Path, jid: str, variant: str, runs: int) -> None:
+    """``<jid>.timings.json`` (CUDA-event latency + IProfiler per-layer times); for implicit INT8 also
+    ``<jid>.oracle/`` (``engine.graph.json`` + ``timings.json``): a saved build that ``trtwidgets plan
+    --oracle`` reads as TensorRT's per-layer choices and times."""
+    from trtwidgets.trt.profiler import profile_layers
+
+    doc = {"latency": bench.to_dict(), "layers": profile_layers(runner, feeds, runs=runs).to_dict()}
+    text = json.dumps(doc, indent=1, allow_nan=True) + "\n"
+    (out / f"{jid}.timings.json").write_text(text)
+    if variant == "int8_implicit":
+        oracle = out / f"{jid}.oracle"
+        oracle.mkdir(exist_ok=True)
+        (oracle / "engine.graph.json").write_text(res.inspector_json)
+        (oracle / "timings.json").write_text(text)
+
+
 def error_text(exc: BaseException) -> str:
     """The exception's message plus TensorRT's own error lines, when the toolkit attached its log."""
     lines = [str(getattr(exc, "message", None) or exc)]
@@ -270,6 +288,12 @@ def run_job(model: str, batch: int, variant: str, args, trt) -> dict:
     with EngineRunner(res.engine_path) as runner:
         bench = benchmark_runner(runner, {k: v[:batch] for k, v in feeds.items()}, runs=args.runs, warmup=args.warmup)
         outputs = run_heldback(runner, feeds, batch)
+        if args.profile_runs > 0:  # last: the profiler stays attached to the context
+            try:
+                save_layer_times(runner, {k: v[:batch] for k, v in feeds.items()}, bench, res, out, jid, variant,
+                                 args.profile_runs)
+            except Exception as exc:  # noqa: BLE001 - per-layer times are a bonus; the measurement stands
+                row["profile_error"] = f"{type(exc).__name__}: {exc}"
     row["latency"] = bench.to_dict()
     saved = {k: (v.astype(np.float16) if v.size > MAX_FP32_ELEMENTS and v.dtype == np.float32 else v)
              for k, v in outputs.items()}
@@ -291,6 +315,7 @@ def main(argv=None) -> int:
     ap.add_argument("--variants", default="fp16,int8_implicit,first_export")
     ap.add_argument("--runs", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=50)
+    ap.add_argument("--profile-runs", type=int, default=20, help="IProfiler runs for per-layer times (0: none)")
     ap.add_argument("--budget-s", type=float, default=480.0, help="start no build after this many seconds")
     ap.add_argument("--redo", action="store_true", help="build again even when --out has the job's result")
     ap.add_argument("--dry-run", action="store_true", help="resolve jobs and files, build nothing (no TensorRT)")

@@ -91,11 +91,14 @@ def copy_fixtures(jobs: Dict[Tuple[str, int, str], dict], dest: Path) -> None:
         src = Path(row["_dir"])
         if src.resolve() == dest.resolve():
             continue
-        names = [f"{jid}.error.json"] if "error" in row else [f"{jid}.json", f"{jid}.graph.json", f"{jid}.outputs.npz"]
+        names = [f"{jid}.error.json"] if "error" in row else [f"{jid}.json", f"{jid}.graph.json", f"{jid}.outputs.npz",
+                                                              f"{jid}.timings.json"]
         for name in names:
             f = src / name
             if f.exists() and f.stat().st_size <= MAX_FIXTURE_BYTES:
                 shutil.copy2(f, dest / name)
+        if (src / f"{jid}.oracle").is_dir():
+            shutil.copytree(src / f"{jid}.oracle", dest / f"{jid}.oracle", dirs_exist_ok=True)
         row["_dir"] = str(dest)
         if row.get("_outputs") and (dest / f"{jid}.outputs.npz").exists():
             row["_outputs"] = str(dest / f"{jid}.outputs.npz")
