@@ -298,6 +298,11 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
                 else list(index.constant(w.tensor).shape)
             node.attribute.append(helper.make_attribute("kernel_shape", dims[2:]))
         quantized_layers.append(w.node_label)
+    # Activation-by-activation products (attention's Q·Kᵀ and P·V) have no weight: quantized when both inputs are.
+    with_weights = {w.node for w in plan.weights}
+    for i, count in planned.items():
+        if i not in with_weights and done_nodes.get(i, 0) >= count:
+            quantized_layers.append(node_label(graph.node[i]))
 
     _rebuild(graph, prefix, after, new_inits)
     try:

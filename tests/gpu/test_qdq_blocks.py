@@ -1,0 +1,89 @@
+"""Placement rules against real TensorRT 8.6: the blocks real models use, exported and built.
+
+Python 3.9 with numpy, onnx and tensorrt only. On the GPU machine::
+
+    source /tmp/trtb/env.sh && TRTWIDGETS_ARTIFACTS=$OUT EXTRA_PYTHONPATH=$PWD \\
+        $PY39 -m pytest tests/gpu/test_qdq_blocks.py -v -s
+
+For each block of ``tests/core/qdq_blocks.py`` (depthwise + BN + HardSwish,
+squeeze-excite, residual add, Concat + Resize, ConvTranspose head, pooling + Gemm
+tail, a transformer encoder layer) the toolkit's Q/DQ export is built with
+FP16+INT8 at a static shape, and the engine's layers are read back:
+
+* every layer the export quantized runs INT8 (the Q/DQ fused where TensorRT can);
+* LayerNorm and Softmax never run INT8;
+* no compute layer runs in FP32 (the float part is FP16 with the FP16 flag);
+* what remains is recorded: reformat layers, the precision of every layer.
+
+The squeeze-excite block is built twice: with placement rule 6 (its depthwise conv,
+read in float by the SE pool and Mul, stays float) and without, to see again what
+TensorRT 8.6 does with a quantized grouped conv whose output is read in float.
+
+``$TRTWIDGETS_ARTIFACTS/qdq_blocks/blocks.json`` holds every build's layer table; it is
+committed as ``tests/fixtures/trt86/qdq_blocks.json`` for the CPU tests.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.core import qdq_blocks as qb
+from tests.gpu.build_helpers import artifacts_dir, build_or_explain, fresh_dir
+from trtwidgets.core.model.load import load_model
+from trtwidgets.core.qdq.export import build_qdq, save_qdq_model
+from trtwidgets.core.recipe.recipe import Recipe
+
+pytestmark = pytest.mark.usefixtures("no_cublas_cudnn")
+
+VARIANTS = [(name, True) for name in qb.BLOCKS] + [("squeeze_excite", False)]
+RESULTS: dict = {}
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory) -> Path:
+    return artifacts_dir(tmp_path_factory, "qdq_blocks")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def write_results(work):
+    yield
+    (work / "blocks.json").write_text(json.dumps(RESULTS, indent=1))
+
+
+@pytest.mark.parametrize("name, rule6", VARIANTS, ids=[f"{n}{'' if r else '-no-rule6'}" for n, r in VARIANTS])
+def test_block_runs_int8_where_the_export_says(trt, work, name, rule6):
+    from trtwidgets.core.engine.inspector_json import parse_inspector_json
+
+    maker, never_int8 = qb.BLOCKS[name]
+    model = maker()
+    ex = build_qdq(model, qb.simple_amax(model), high_precision="fp32", keep_float_output_grouped_convs=rule6)
+    key = name + ("" if rule6 else "-no-rule6")
+    path = save_qdq_model(ex.model, work / f"{key}.qdq.onnx")
+    recipe = Recipe.for_model(load_model(path), flags=("fp16", "int8"), builder_optimization_level=1,
+                              timing_cache=str(work / "timing.cache"))
+    result = build_or_explain(recipe, fresh_dir(work, key), verbose=False)
+    layers = parse_inspector_json(result.inspector_json_path).layers
+    by_node: dict = {}
+    for layer in layers:
+        for node in layer.onnx_nodes:
+            by_node.setdefault(node, set()).add(layer.precision)
+    compute = [lay for lay in layers if lay.type not in ("Reformat", "NoOp", "Shuffle")
+               and not lay.name.startswith("Reformatting")]
+    RESULTS[key] = {
+        "quantized_by_export": list(ex.report.quantized_layers),
+        "kept_float_by_export": [s.node_label for s in ex.report.skipped],
+        "layers": [{"name": lay.name, "type": lay.type, "precision": lay.precision,
+                    "onnx_nodes": list(lay.onnx_nodes)} for lay in layers],
+        "reformats": sum(1 for lay in layers if lay.name.startswith("Reformatting") or lay.type == "Reformat"),
+        "fp32_compute": [lay.name for lay in compute if lay.precision == "FP32"],
+    }
+    table = "\n".join(f"  {lay.precision:<6} {lay.type:<14} {lay.name}" for lay in layers)
+    print(f"\n{key}: {len(layers)} layers, {RESULTS[key]['reformats']} reformats\n{table}")
+    not_int8 = [n for n in ex.report.quantized_layers if "INT8" not in by_node.get(n, set())]
+    assert not not_int8, f"quantized by the export but not INT8 in the engine: {not_int8}\n{table}"
+    wrongly = [n for n in never_int8 if "INT8" in by_node.get(n, set())]
+    assert not wrongly, f"must not run INT8: {wrongly}\n{table}"
+    assert not RESULTS[key]["fp32_compute"], f"FP32 islands: {RESULTS[key]['fp32_compute']}\n{table}"
