@@ -2,9 +2,11 @@
 
 Every ``import`` counts as an arrow, wherever it stands: at module level, inside
 a function (the lazy imports that keep tensorrt, pandas and plotly out of
-``import trtwidgets``) or under ``if TYPE_CHECKING``. A function-level import
-does not fail at import time, but two modules that reach into each other are
-one room split in two, and the next module-level import between them breaks.
+``import trtwidgets``) or under ``if TYPE_CHECKING`` (as in tests/test_layering.py's
+stage rules). A function-level or type-only import does not fail at import time,
+but two modules that reach into each other are one room split in two, and the
+next module-level import between them breaks. The fix is to move the shared part
+(often a value type) to where both can import it, or to the side that owns it.
 
 Relative imports are resolved; ``from pkg import name`` points at the submodule
 ``pkg.name`` when there is one, else at ``pkg`` itself. Importing a submodule
