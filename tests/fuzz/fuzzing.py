@@ -23,8 +23,13 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 _SCALE = float(os.environ.get("TRTWIDGETS_FUZZ_SCALE", "1"))
 
 
+#: Cases asked for by every fuzz test defined so far (tests/fuzz/test_fuzz_budget.py checks the total).
+REQUESTED = []
+
+
 def fuzz_settings(examples: int) -> settings:
     """``examples`` cases, no deadline (2 shared cores), no example database in the repository."""
+    REQUESTED.append(examples)
     return settings(max_examples=max(1, int(examples * _SCALE)), deadline=None, database=None,
                     derandomize=not os.environ.get("TRTWIDGETS_FUZZ_EXPLORE"),
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,

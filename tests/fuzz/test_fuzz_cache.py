@@ -24,7 +24,7 @@ def _check(result):
         assert isinstance(result, StatsError)
 
 
-@fuzz_settings(1500)
+@fuzz_settings(1000)
 @given(st.text(max_size=300))
 @example("TRT-8600-EntropyCalibration2\nfoo: zzzz\n")  # issue 16: was skipped, a cache of nothing
 @example("TRT-8600-EntropyCalibration2\nx: 7fc00000\n")  # a NaN scale
@@ -39,7 +39,7 @@ def test_random_bytes(data):
     _check(only_user_errors(parse_cache, data))
 
 
-@fuzz_settings(800)
+@fuzz_settings(500)
 @given(st.text(alphabet=st.sampled_from(list("TR-86x0:f3c a\n\r\t")), max_size=80).map(
     lambda t: "TRT-8600-EntropyCalibration2\n" + t))
 def test_lines_after_a_valid_header(text):
@@ -47,7 +47,7 @@ def test_lines_after_a_valid_header(text):
 
 
 @pytest.mark.slow
-@fuzz_settings(1500)
+@fuzz_settings(1000)
 @given(st.one_of(mutated(REAL), mutated(TINY)))
 def test_mutations_of_real_caches(data):
     _check(only_user_errors(parse_cache, data))

@@ -37,7 +37,7 @@ def test_random_bytes(data):
     _parse(data)
 
 
-@fuzz_settings(800)
+@fuzz_settings(600)
 @given(st.fixed_dictionaries({"Layers": st.lists(json_values, max_size=4)},
                              optional={"Bindings": json_values, "I/O Tensors": json_values}))
 @example({"Layers": [{}], "Bindings": True})  # found here: TypeError, 'bool' object is not iterable
@@ -48,7 +48,7 @@ def test_random_documents_with_a_layers_list(doc):
 
 
 @pytest.mark.slow
-@fuzz_settings(1200)
+@fuzz_settings(800)
 @given(st.sampled_from(range(len(REAL_DOCS))).flatmap(lambda i: json_mutated(REAL_DOCS[i])))
 def test_structural_mutations_of_real_json(doc):
     _parse(json.dumps(doc))

@@ -46,7 +46,7 @@ def test_random_text(text):
 
 
 @pytest.mark.slow
-@fuzz_settings(1200)
+@fuzz_settings(800)
 @given(st.sampled_from(range(len(DOCS))).flatmap(lambda i: json_mutated(DOCS[i])).flatmap(
     lambda d: st.one_of(st.just(d), json_mutated(d))))
 def test_structural_mutations_of_real_recipes(doc):

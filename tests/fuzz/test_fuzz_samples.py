@@ -50,7 +50,7 @@ def test_random_bytes_as_arrays(data, suffix):
 
 
 @pytest.mark.slow
-@fuzz_settings(1000)
+@fuzz_settings(600)
 @given(mutated(NPY))
 def test_mutations_of_a_real_npy(data):
     _array_file(".npy", data)
@@ -73,7 +73,7 @@ def test_mutations_of_a_real_png(data):
     assert isinstance(result, np.ndarray) or str(path) in result.what
 
 
-@fuzz_settings(1000)
+@fuzz_settings(600)
 @given(json_mutated(PRE))
 @example(dict(PRE, mean=[1e308, 0.0, 0.0]))  # found: float32 overflow warned (an error under pytest)
 @example(dict(PRE, std=[0, 1, 1]))  # a division by zero made every pixel Inf
@@ -88,7 +88,7 @@ def test_preprocessing_settings(pre):
         only_user_errors(load_image, path, spec.preprocessing)
 
 
-@fuzz_settings(800)
+@fuzz_settings(500)
 @given(json_mutated(CalibrationDataSpec(kind="image_dir", path="/data", batch_size=2, max_samples=3, preprocessing=PRE,
                                         adapt={"x": "pad"}, opt_shapes={"x": [1, 3, 8, 16]}).to_dict()))
 @example({"kind": "npy_dir", "path": "/d", "batch_size": "x"})  # was a ValueError from int("x")

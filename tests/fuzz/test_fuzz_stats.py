@@ -63,14 +63,14 @@ def test_random_bytes(data):
 
 
 @pytest.mark.slow
-@fuzz_settings(700)
+@fuzz_settings(400)
 @given(mutated(SMALL))
 def test_byte_mutations(data):
     _load(data)
 
 
 @pytest.mark.slow
-@fuzz_settings(1200)
+@fuzz_settings(500)
 @given(json_mutated(META))
 # Found here (each was a TypeError/KeyError/ValueError from load_stats, now a StatsError):
 @example(dict(META, batches=None))
