@@ -67,6 +67,10 @@ def make_bad_inputs(bad: Path) -> None:
     from tests.core.calib_models import nan_model, save
 
     save(nan_model(), bad / "nan_model.onnx")
+    from trtwidgets.core.model.load import load_model
+    from trtwidgets.core.recipe.recipe import Recipe, save_recipe
+
+    save_recipe(Recipe.for_model(load_model(bad / "nan_model.onnx")), bad / "nan_model.recipe.json")
     d = bad / "data_negative"
     d.mkdir()
     np.save(d / "s.npy", np.full((2, 4), -1.0, np.float32))

@@ -139,24 +139,8 @@ def nonfinite_summary(stats) -> str:
             f"({_names(bad)}); --json gives the counts per tensor")
 
 
-def _refuse_partial_cache(stats, amax, args) -> None:
-    """A cache that lacks tensors quantizes less than the user asked for: refuse it (the statistics are kept)."""
-    from ..core.common.errors import StatsError
-
-    missing = [n for n in stats.tensors if n not in amax]
-    if not missing:
-        return
-    kept = f" The statistics are saved in {args.stats}." if args.stats else ""
-    raise StatsError(f"No cache written to {args.cache}: {len(missing)} of {len(stats.tensors)} tensors have no range "
-                     f"({_names(missing)}).",
-                     "Every value they took was NaN or Inf (or they were never computed), so a cache would leave them "
-                     "unquantized without a word." + kept,
-                     "Find where the model makes NaN/Inf on these samples (the first tensor named is the earliest "
-                     "in the graph), fix the samples or the model, and calibrate again.")
-
-
 def run(args) -> int:
-    from ..core.calibration.cache import METHOD_ALGORITHM, write_cache
+    from ..core.calibration.cache import METHOD_ALGORITHM, check_complete, write_cache
     from ..core.calibration.data import spec_for
     from ..core.calibration.collect import collect_stats
     from ..core.model.load import load_model
@@ -184,7 +168,7 @@ def run(args) -> int:
     ranges = compute_ranges(stats, METHODS, args.percentile)
     if args.cache:
         amax = amax_table(ranges, args.method)
-        _refuse_partial_cache(stats, amax, args)
+        check_complete(stats.tensors, amax, args.cache, f"The statistics are saved in {args.stats}." if args.stats else "")
         write_cache(amax, args.cache, version=args.trt_version, algorithm=METHOD_ALGORITHM[args.method])
     seconds = time.perf_counter() - t0
     if args.json:

@@ -77,7 +77,7 @@ def _profiles_from_data(args, recipe, model, steps):
 
 def _calibrate(args, recipe, model, steps, build_dir: Path):
     from ..core.calibration.recipe_step import calibrate_recipe
-    from ..core.calibration.cache import METHOD_ALGORITHM, write_cache
+    from ..core.calibration.cache import METHOD_ALGORITHM, check_complete, write_cache
     from ..core.common.errors import CalibrationDataError
 
     cal = recipe.calibrator
@@ -96,6 +96,7 @@ def _calibrate(args, recipe, model, steps, build_dir: Path):
             return None, None
         raise
     cache = build_dir / "calibration.cache"
+    check_complete(result.stats.tensors, result.amax, str(cache))  # a cache of some tensors is no cache
     build_dir.mkdir(parents=True, exist_ok=True)
     write_cache(result.amax, cache, algorithm=METHOD_ALGORITHM.get(result.method, "EntropyCalibration2"))
     steps.append({"step": "calibrate", "status": "done",

@@ -120,6 +120,39 @@ def write_cache(amax: Mapping[str, float], path: Union[str, os.PathLike], versio
     return path
 
 
+def check_complete(tensors, amax: Mapping[str, float], target: str, kept: str = "") -> None:
+    """Refuse to write a cache that would leave some of ``tensors`` without a scale.
+
+    A cache missing most tensors (every value NaN/Inf on the samples, or never computed) quantizes far
+    less than asked for, and nothing in the engine says so; it is refused instead, naming the first few.
+
+    Parameters
+    ----------
+    tensors : iterable of str
+        The tensors statistics were collected for, in graph order.
+    amax : mapping
+        Tensor -> amax, as about to be written.
+    target : str
+        Where the cache would have gone (for the message).
+    kept : str, optional
+        A sentence saying what was kept (e.g. where the statistics were saved).
+
+    Raises
+    ------
+    StatsError
+    """
+    tensors = list(tensors)
+    missing = [n for n in tensors if n not in amax]
+    if not missing:
+        return
+    names = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+    raise StatsError(f"No cache written to {target}: {len(missing)} of {len(tensors)} tensors have no range ({names}).",
+                     "Every value they took was NaN or Inf (or they were never computed), so a cache would leave them "
+                     "unquantized without a word." + (f" {kept}" if kept else ""),
+                     "Find where the model makes NaN/Inf on these samples (the first tensor named is the earliest "
+                     "in the graph), fix the samples or the model, and calibrate again.")
+
+
 def parse_cache(data: Union[bytes, str], source: str = "calibration cache") -> CalibrationCache:
     """Parse cache bytes or text (as written by TensorRT or :func:`write_cache`)."""
     if isinstance(data, bytes):
