@@ -51,25 +51,11 @@ from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequ
 
 from .inspector_json import QUANTIZED, EngineGraph, EngineLayer
 from .why_not_int8_causes import Int8Cause, export_kept_float, group_causes
+from .why_not_int8_codes import CODES, Int8Reason
 from .why_not_int8_inputs import _RecipeView, _recipe_view, calibration_names, qdq_tensor_names
 
 __all__ = ["Int8Reason", "Int8Cause", "CODES", "NO_INT8_TYPES", "why_not_int8", "group_causes", "export_kept_float",
            "qdq_tensor_names", "calibration_names"]
-
-#: Every code, with a short title for legends and filters.
-CODES: Dict[str, str] = {
-    "PRECISION_UNKNOWN": "precision unknown",
-    "NOT_FLOAT": "integer/bool data",
-    "INT8_NOT_ENABLED": "INT8 not enabled",
-    "PRECISION_CONSTRAINT": "precision override",
-    "NO_INT8_IMPLEMENTATION": "no INT8 kernel",
-    "NO_SCALE": "no scale",
-    "KEPT_FLOAT_BY_EXPORT": "kept float by the export",
-    "FIRST_TACTIC": "opt level 0: first tactic taken",
-    "QDQ_NOT_FUSED": "Q/DQ not fused into an INT8 kernel",
-    "HIGHER_PRECISION_FASTER": "FP tactic was faster",
-    "BIAS_FLOAT": "bias stays float (expected)",
-}
 
 #: Layer types (matched case-insensitively against ``ParameterType`` and
 #: ``LayerType``, as substrings) that TensorRT does not run in INT8, or that
@@ -105,34 +91,6 @@ _QDQ_NAME = re.compile(r"(?:^|[/_.])(?:Quantize|Dequantize)Linear", re.I)
 #: A reformat TensorRT found free (compatible layouts on both sides): LayerType NoOp, a reformat's name.
 _ZERO_COPY = ("A zero-copy reformat: TensorRT needed no data movement between these layouts, so the copy became "
               "a NoOp that only relabels its input; it has no precision of its own and carries its producer's.")
-
-
-@dataclass(frozen=True)
-class Int8Reason:
-    """Why one layer is not INT8 (or, for BIAS_FLOAT, a note on an INT8 layer).
-
-    Attributes
-    ----------
-    code : str
-        One of :data:`CODES`.
-    sentence : str
-        The explanation, naming tensors, nodes and settings.
-    tensors : tuple of str
-        Tensors concerned (for NO_SCALE: the ones without a scale).
-    expected : bool
-        True for notes that need no action (BIAS_FLOAT).
-    short : str
-        A few words for the layer's row, naming the tensor or node concerned.
-    cause : str
-        The explanation and the fix, the same for every layer with this cause (no names).
-    """
-
-    code: str
-    sentence: str
-    tensors: Tuple[str, ...] = ()
-    expected: bool = False
-    short: str = ""
-    cause: str = ""
 
 
 # --------------------------------------------------------------------------- inputs

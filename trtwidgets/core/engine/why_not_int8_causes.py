@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, Iterable, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
 
-if TYPE_CHECKING:
-    from .why_not_int8 import Int8Reason
+from .why_not_int8_codes import CODES, Int8Reason
 
 
 @dataclass(frozen=True)
@@ -39,8 +38,6 @@ class Int8Cause:
 
 def group_causes(reasons: Iterable[Optional[Int8Reason]]) -> Tuple[Int8Cause, ...]:
     """One entry per distinct cause among ``reasons`` (most layers first), so a table explains each once."""
-    from .why_not_int8 import CODES  # the table of codes lives with the rules that produce them
-
     counts: Dict[Tuple[str, str], int] = {}
     for r in reasons:
         if r is not None:
