@@ -44,7 +44,7 @@ __all__ = ["plan", "PlanTarget", "Plan", "Candidate", "export_plan", "METHOD_ORD
 
 #: Range methods tried, in order (entropy first: TensorRT's default).
 METHOD_ORDER = ("entropy", "percentile", "mse", "max")
-#: INT8 must save at least this fraction of FP16's time to be recommended.
+#: INT8 must save at least this fraction of FP16's time (by the cost model's estimate) to be recommended.
 MIN_GAIN = 0.02
 
 
@@ -92,7 +92,9 @@ def _pick(cands: List[Candidate]) -> Tuple[int, str]:
                else "no layer is expected to be faster in INT8")
         return 0, f"FP16 is best here: {why}."
     best = min(good, key=lambda i: cands[i].latency_us)
-    if cands[best].speedup < 1 + MIN_GAIN:
+    # An estimate must promise a clear gain; TensorRT's own timing (the oracle) needs only to promise one.
+    margin = MIN_GAIN if cands[best].latency_source == "estimate" else 0.0
+    if cands[best].speedup <= 1 + margin:
         return 0, (f"FP16 is best here: INT8 gains nothing (the best INT8 candidate that meets the target is "
                    f"{1 / cands[best].speedup:.2f}x FP16, {cands[best].latency_source}).")
     gain = 1 - 1 / cands[best].speedup
@@ -285,20 +287,33 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
     if any(layer not in costs for layer in candidates_layers) and oracle is None:
         notes.append("some layers' shapes are unknown to shape inference; their latency is not estimated")
 
+    oracle_int8 = set(oracle.int8_nodes()) if oracle is not None else set()
+    oracle_borders = weighted_borders(proto, oracle_int8) if oracle is not None else 0
+
     def latency(quantized: Sequence[str]) -> float:
         q = set(quantized)
         total = 0.0
         for layer, c in costs.items():
             fp16_us, int8_us = c.fp16_us, c.int8_us
-            if oracle is not None and layer in oracle.layers and oracle.layers[layer].latency_ms:
-                measured = 1000 * oracle.layers[layer].latency_ms
-                # Scale the measured time by the cost model's ratio for the other precision.
-                if oracle.layers[layer].precision == "INT8":
-                    fp16_us, int8_us = measured * c.fp16_us / c.int8_us, measured
+            choice = oracle.layers.get(layer) if oracle is not None else None
+            if choice is not None:
+                # TensorRT timed both precisions and kept the faster: trust its order, the cost model's sizes.
+                if choice.latency_ms:
+                    measured = 1000 * choice.latency_ms
+                    if choice.precision == "INT8":
+                        fp16_us, int8_us = measured * max(c.fp16_us / c.int8_us, 1.05), measured
+                    else:
+                        fp16_us, int8_us = measured, measured * max(c.int8_us / c.fp16_us, 1.05)
+                elif choice.precision == "INT8":
+                    int8_us = min(int8_us, 0.8 * fp16_us)
                 else:
-                    fp16_us, int8_us = measured, measured * c.int8_us / c.fp16_us
+                    fp16_us = min(fp16_us, int8_us)
             total += int8_us if layer in q else fp16_us
-        return total + weighted_borders(proto, q) * 1.5
+        borders = weighted_borders(proto, q)
+        if oracle is not None:
+            # The implicit engine's own borders are in TensorRT's choice already; count only new ones.
+            borders = max(0, borders - oracle_borders)
+        return total + borders * 1.5
 
     fp16_us = latency(())
     if oracle is None:
