@@ -91,7 +91,8 @@ def _pick(cands: List[Candidate]) -> Tuple[int, str]:
         why = ("no INT8 candidate keeps the accuracy target" if any(c.quantized for c in cands)
                else "no layer is expected to be faster in INT8")
         return 0, f"FP16 is best here: {why}."
-    best = min(good, key=lambda i: cands[i].latency_us)
+    # Fastest first; on a tie, the more accurate.
+    best = min(good, key=lambda i: (round(cands[i].latency_us, 3), -cands[i].accuracy.cosine))
     # An estimate must promise a clear gain; TensorRT's own timing (the oracle) needs only to promise one.
     margin = MIN_GAIN if cands[best].latency_source == "estimate" else 0.0
     if cands[best].speedup <= 1 + margin:
@@ -307,7 +308,7 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
                 elif choice.precision == "INT8":
                     int8_us = min(int8_us, 0.8 * fp16_us)
                 else:
-                    fp16_us = min(fp16_us, int8_us)
+                    int8_us = max(int8_us, 1.05 * fp16_us)
             total += int8_us if layer in q else fp16_us
         borders = weighted_borders(proto, q)
         if oracle is not None:
