@@ -66,11 +66,7 @@ def test_the_table_is_big_enough():
 
 
 #: Found by this table in code owned by the widgets' author; strict, so the fix must remove the mark.
-KNOWN = {
-    "recipe-save-under-a-file": "App.save_recipe calls os.makedirs before Session.save_recipe, which raises "
-                                "FileExistsError (a traceback) when a file stands where the folder would be; and "
-                                "Session.save_recipe's OSError message has no why or fix (widgets/app.py, session.py)",
-}
+KNOWN: dict = {}
 
 
 def _param(case):

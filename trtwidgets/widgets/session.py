@@ -207,8 +207,13 @@ class Session(DataDefaults, traitlets.HasTraits):
             return None
         try:
             return str(save_recipe(self.recipe, path))
-        except (UserError, OSError) as err:
-            self.error = getattr(err, "message", None) or f"Could not write {path}: {err}"
+        except UserError as err:
+            self.error = err.message
+            return None
+        except OSError as err:
+            self.error = UserError(f"Could not write the recipe to {path}.", f"{err.strerror or err}.",
+                                   "Choose a folder you can write to (a file may stand where a folder is needed); "
+                                   "nothing was changed.").message
             return None
 
     def load_recipe(self, path: Union[str, os.PathLike]) -> bool:
