@@ -146,3 +146,11 @@ def test_the_explore_tab_says_the_statistics_are_ready_before_it_is_drawn(own, t
     assert app.explorer is None and "4 samples are ready" in app.explorer_box.children[0].value
     app.tabs.selected_index = EXPLORE
     assert app.explorer is not None and app.explorer_box.children == (app.explorer,)
+
+
+def test_another_model_forgets_the_previous_datas_shapes(own, tmp_path):
+    app = App(model_path=own["model"], data=str(own["mixed"]), out_dir=str(tmp_path))
+    assert app.session.data_shapes and "x" in app.data_box.adapt
+    assert app.load(demo.MODEL_PATH)  # the demo's input is also called 'x'
+    assert app.session.data_shapes == {} and app.session.data_note == ""
+    assert app.data_box.adapt == {} and app.data_box.note.value == ""

@@ -126,6 +126,9 @@ class Session(DataDefaults, traitlets.HasTraits):
             self.model = model
             self.findings = findings
             self.error = error
+            # The data's shapes belonged to the previous model's inputs.
+            self.data_shapes = {}
+            self.data_note = ""
         self.update_stale()
         return True
 
