@@ -99,6 +99,9 @@ CASES = [
     ("run-recipe-not-json", ["run", "{bad}/not_json.recipe.json", "--report", "{user}/report.html"], "not valid JSON"),
     ("run-recipe-unknown-key", ["run", "{bad}/unknown_key.recipe.json", "--report", "{user}/report.html"], "flagz"),
     ("run-recipe-zero-shape", ["run", "{bad}/zero_shape.recipe.json", "--report", "{user}/report.html"], "below 1"),
+    ("run-recipe-unknown-home", ["run", "~no_such_user_16/r.json", "--report", "{user}/report.html"], "no user"),
+    ("output-unknown-home", ["export-qdq", M, "--stats", "{user}/stats.npz", "--out", "~no_such_user_16/q.onnx"],
+     "no user"),
     ("build-recipe-missing", ["build", "{ws}/none.json", "--out", "{ws}/b"], "none.json"),
 ]
 

@@ -41,6 +41,7 @@ from onnx import helper, numpy_helper
 
 from ..common.atomic import write_bytes_atomic
 from ..common.errors import UserError
+from ..common.paths import user_path
 from .export_report import QdqExport, QdqReport, QuantizedTensor, QuantizedWeight
 from .weights import PRECISIONS, quantize_weight, weight_tensor
 from ..model.onnx_graph import GraphIndex, attribute
@@ -394,7 +395,7 @@ def save_qdq_model(model: onnx.ModelProto, path: Union[str, os.PathLike]) -> Pat
     Returns the path written. An existing file is only replaced once the new one
     is complete.
     """
-    path = Path(path).expanduser()
+    path = user_path(path)
     if path.is_dir():
         raise QdqExportError(f"{path} is a directory.", "The output must be a file path.",
                              "Give a file name such as model.qdq.onnx.")

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Dict, Mapping, Optional, Tuple, Union
 
 from ..common.atomic import write_text_atomic
 from ..common.errors import RecipeError
+from ..common.paths import user_path
 from .fields import (CALIBRATOR_KINDS, FLAGS, LAYER_PRECISIONS, OPT_LEVELS, PRECISION_CONSTRAINTS, TOOLKIT_METHODS,
                      CalibratorSpec, LayerPrecision, bad, check_choice, check_int, check_str, major_version)
 from .profiles import Profile, ShapeRange, default_profiles
@@ -325,12 +326,12 @@ def load_recipe(path: Union[str, os.PathLike]) -> Recipe:
         For a missing file, bad JSON, unknown keys, wrong types or an unknown
         schema version.
     """
-    path = Path(path).expanduser()
+    path = user_path(path)
     if not path.is_file():
         raise bad(f"No recipe at {path}.", "The path does not exist or is a directory.",
                   "Give the path of a recipe .json file saved by the notebook or save_recipe().")
     recipe = Recipe.from_json(path.read_bytes(), source=str(path))
-    if recipe.model_path and not Path(recipe.model_path).expanduser().is_absolute():
+    if recipe.model_path and not user_path(recipe.model_path).is_absolute():
         recipe = recipe.replace(model_path=str((path.parent / recipe.model_path).resolve()))
     return recipe
 
