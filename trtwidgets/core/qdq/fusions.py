@@ -105,11 +105,12 @@ def _elementwise_epilogue(node: onnx.NodeProto, index: GraphIndex) -> bool:
     return node.op_type in ("Add", "Sub", "Mul", "Div") and len(_nonconst_inputs(node, index)) == 1
 
 
-def _epilogue_end(index: GraphIndex, tensor: str, fused_adds: Set[tuple]) -> str:
+def _epilogue_end(index: GraphIndex, tensor: str, fused_adds: Set[tuple], through_gates: bool = True) -> str:
     """Follow a convolution's output through what TensorRT fuses into it; the tensor it finally writes.
 
-    Fused: BatchNormalization, activations (also a decomposed HardSwish / Swish),
-    constant bias / scale ops, and the residual adds in ``fused_adds`` (node keys).
+    Fused: BatchNormalization, activations (also a decomposed HardSwish / Swish unless
+    ``through_gates`` is False), constant bias / scale ops, and the residual adds in
+    ``fused_adds`` (node keys).
     """
     t = tensor
     for _ in range(12):
@@ -117,7 +118,7 @@ def _epilogue_end(index: GraphIndex, tensor: str, fused_adds: Set[tuple]) -> str
         if len(cons) == 1 and (_elementwise_epilogue(cons[0], index) or _key(cons[0]) in fused_adds):
             t = cons[0].output[0]
             continue
-        join = _gated_join(index, t, cons)
+        join = _gated_join(index, t, cons) if through_gates else None
         if join is None:
             return t
         t = join.output[0]

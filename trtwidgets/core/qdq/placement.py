@@ -40,16 +40,18 @@ and pytorch-quantization:
    turns the rule off.
 6. **Grouped convolutions whose output is read in float stay float.** A
    ``Conv`` with ``group > 1`` (e.g. depthwise) is quantized only when the tensor
-   it finally writes (after BatchNormalization, activations, including a
-   decomposed HardSwish ``x * Clip(x + 3, 0, 6) / 6``, bias / scale ops, and a
-   residual add fused into it) is read through a QuantizeLinear by every
-   consumer. Otherwise (read by a GlobalAveragePool or the Mul of a
-   squeeze-excite block, a graph output, ...) TensorRT 8.6 cannot fuse the layer:
-   it dequantizes weights and input separately and runs the convolution in
-   FP16 with the weights as a tensor input, and on an H200 that path computed
-   wrong results (the demo cls engine reached cosine 0.75 against FP32 with the
-   nine squeeze-excite depthwise convolutions quantized, 0.993 with them float).
-   Depthwise convolutions are cheap, so little speed is lost.
+   it finally writes (after BatchNormalization, simple activations, bias / scale
+   ops, and a residual add fused into it) is read through a QuantizeLinear by
+   every consumer. Otherwise (read by a GlobalAveragePool or the Mul of a
+   squeeze-excite block, by a decomposed HardSwish ``x * Clip(x + 3, 0, 6) / 6``,
+   a graph output, ...) TensorRT 8.6 cannot fuse the layer: it dequantizes
+   weights and input separately and runs the convolution unfused (FP16 or FP32)
+   with the weights as a tensor input. On an H200 that path computed wrong
+   results (the demo cls engine reached cosine 0.75 against FP32 with the nine
+   squeeze-excite depthwise convolutions quantized, 0.993 with them float); on an
+   H100 a depthwise conv + BN + decomposed HardSwish ran so, in FP32
+   (``tests/gpu/test_qdq_blocks.py``). Whether INT8 would pay there at all is
+   the planner's question (:mod:`.planner`), not this rule's.
    ``keep_float_output_grouped_convs=False`` turns the rule off.
 7. **User exclusions** keep nodes in high precision: by node name, by output
    tensor name, by regular expression (``re.fullmatch``) over either, or by op
@@ -285,7 +287,10 @@ def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[s
             node = graph.node[i]
             if node.op_type != "Conv" or (attribute(node, "group", 1) or 1) <= 1:
                 continue
-            readers = float_readers(_epilogue_end(index, node.output[0], fused_adds.get(i, set())))
+            # A gated activation (decomposed HardSwish / Swish) is a pointwise layer of its own after a grouped
+            # conv: TensorRT 8.6 left such a depthwise conv unfused in FP32 (tests/gpu/test_qdq_blocks.py, H100).
+            readers = float_readers(_epilogue_end(index, node.output[0], fused_adds.get(i, set()),
+                                                  through_gates=False))
             if readers:
                 found[i] = _grouped_reason(readers)
         if not found:

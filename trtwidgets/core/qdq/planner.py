@@ -349,6 +349,9 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
     if pays:
         base, _ = ev.score(amax, not_paying)
         c_pays = add("INT8 where it pays", pays, tuple(kept_latency), base)
+    if pays and c_pays.meets_target:
+        notes.append("every layer where INT8 pays keeps the target: no layer was ranked by accuracy cost")
+    elif pays:
         gains = {n: (costs[n].gain_us if n in costs else 0.0) for n in pays}
         ranked_layers = sorted(pays, key=lambda n: -gains[n])[:max_ranked]
         say(f"measuring what INT8 costs in each of {len(ranked_layers)} layers")
