@@ -17,7 +17,10 @@ FP16+INT8 at a static shape, and the engine's layers are read back:
 
 The squeeze-excite block is built twice: with placement rule 6 (its depthwise conv,
 read in float by the SE pool and Mul, stays float) and without, to see again what
-TensorRT 8.6 does with a quantized grouped conv whose output is read in float.
+TensorRT 8.6 does with a quantized grouped conv whose output is read in float. The
+blocks with float layers between INT8 ones are built again with those layers pinned
+to FP16 (precision constraints ``prefer``; ``core.qdq.float_part``), the weakly
+typed way to an FP16 float part.
 
 ``$TRTWIDGETS_ARTIFACTS/qdq_blocks/blocks.json`` holds every build's layer table; it is
 committed as ``tests/fixtures/trt86/qdq_blocks.json`` for the CPU tests.
@@ -38,7 +41,8 @@ from trtwidgets.core.recipe.recipe import Recipe
 
 pytestmark = pytest.mark.usefixtures("no_cublas_cudnn")
 
-VARIANTS = [(name, True) for name in qb.BLOCKS] + [("squeeze_excite", False)]
+VARIANTS = [(name, "") for name in qb.BLOCKS] + [("squeeze_excite", "no-rule6")] + [
+    (name, "fp16pin") for name in ("squeeze_excite", "transpose_head", "concat_resize", "depthwise_hardswish")]
 RESULTS: dict = {}
 
 
@@ -53,17 +57,26 @@ def write_results(work):
     (work / "blocks.json").write_text(json.dumps(RESULTS, indent=1))
 
 
-@pytest.mark.parametrize("name, rule6", VARIANTS, ids=[f"{n}{'' if r else '-no-rule6'}" for n, r in VARIANTS])
-def test_block_runs_int8_where_the_export_says(trt, work, name, rule6):
+@pytest.mark.parametrize("name, variant", VARIANTS, ids=[f"{n}-{v}" if v else n for n, v in VARIANTS])
+def test_block_runs_int8_where_the_export_says(trt, work, name, variant):
     from trtwidgets.core.engine.inspector_json import parse_inspector_json
+    from trtwidgets.core.qdq.float_part import float_part_nodes, float_part_pattern
+    from trtwidgets.core.recipe.fields import LayerPrecision
 
     maker, never_int8 = qb.BLOCKS[name]
     model = maker()
-    ex = build_qdq(model, qb.simple_amax(model), high_precision="fp32", keep_float_output_grouped_convs=rule6)
-    key = name + ("" if rule6 else "-no-rule6")
+    ex = build_qdq(model, qb.simple_amax(model), high_precision="fp32",
+                   keep_float_output_grouped_convs=variant != "no-rule6")
+    key = f"{name}-{variant}" if variant else name
     path = save_qdq_model(ex.model, work / f"{key}.qdq.onnx")
+    pins = {}
+    if variant == "fp16pin":
+        # The weakly typed twin of an FP16 float part: pin every float layer to FP16, prefer constraints.
+        pattern, _ = float_part_pattern(float_part_nodes(ex.model, ex.report.quantized_layers))
+        pins = {"precision_constraints": "prefer",
+                "layer_precisions": (LayerPrecision(pattern, "fp16", regex=True),)}
     recipe = Recipe.for_model(load_model(path), flags=("fp16", "int8"), builder_optimization_level=1,
-                              timing_cache=str(work / "timing.cache"))
+                              timing_cache=str(work / "timing.cache"), **pins)
     result = build_or_explain(recipe, fresh_dir(work, key), verbose=False)
     layers = parse_inspector_json(result.inspector_json_path).layers
     by_node: dict = {}

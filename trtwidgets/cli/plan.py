@@ -107,6 +107,10 @@ def run(args) -> int:
     qdq_path = out / "model.qdq.onnx"
     if exported is not None:
         save_qdq_model(exported.model, qdq_path)
+    elif qdq_path.exists():
+        # A Q/DQ model left by an earlier plan in this folder would read as this plan's pick.
+        qdq_path.unlink()
+        print(f"removed {qdq_path} (an earlier plan's pick; FP16 is this plan's)", file=sys.stderr)
     result.save_json(out / "plan.json")
     from ..plots.pareto import plan_html
 

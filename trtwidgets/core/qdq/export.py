@@ -263,6 +263,7 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
             planned[e.node] = planned.get(e.node, 0) + 1
     weights: List[QuantizedWeight] = []
     cache: Dict[Tuple[str, Optional[int]], str] = {}
+    float_weight_nodes = _myelin_matmuls(proto, plan, trt_version)
     quantized_layers: List[str] = []
     for w in plan.weights:
         if done_nodes.get(w.node, 0) < planned.get(w.node, 0) or w.node not in planned:
@@ -279,13 +280,25 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
         if key not in cache:
             arr = index.constant(w.tensor)
             q, scale, err = quantize_weight(arr, axis, precision)
-            q_name = names(f"{w.tensor}_{precision}")
-            new_inits.append(weight_tensor(q_name, q, precision))
             s_name = names(f"{w.tensor}_scale")
             new_inits.append(numpy_helper.from_array(scale, s_name))
             zp = zero_point(w.tensor, scale.shape)
             dq_out = names(f"{w.tensor}_dequantized")
             attrs = {"axis": axis} if axis is not None else {}
+            if w.node in float_weight_nodes and precision == "int8":
+                # TensorRT 8.6's Myelin (transformer MatMuls) asserts on INT8 weight constants
+                # ("convertMyelinWeightsToFp32 ... weights.type() != kINT8", H100): give it FP32 weights
+                # already on the INT8 grid, with their own Q/DQ pair, which it folds itself.
+                f_name = names(f"{w.tensor}_on_int8_grid")
+                bshape = tuple(scale.size if i == axis else 1 for i in range(q.ndim)) if axis is not None else ()
+                new_inits.append(numpy_helper.from_array((q.astype(np.float32) * scale.reshape(bshape))
+                                                         .astype(np.float32), f_name))
+                q_name = names(f"{w.tensor}_quantized")
+                prefix.append(helper.make_node("QuantizeLinear", [f_name, s_name, zp], [q_name],
+                                               name=names(f"{w.tensor}_QuantizeLinear"), **attrs))
+            else:
+                q_name = names(f"{w.tensor}_{precision}")
+                new_inits.append(weight_tensor(q_name, q, precision))
             prefix.append(helper.make_node("DequantizeLinear", [q_name, s_name, zp], [dq_out],
                                            name=names(f"{w.tensor}_DequantizeLinear"), **attrs))
             cache[key] = dq_out
@@ -324,6 +337,35 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
                        patterns=plan.patterns, excluded=plan.excluded,
                        quantized_layers=tuple(dict.fromkeys(quantized_layers)), warnings=plan.warnings)
     return QdqExport(model=proto, report=report)
+
+
+def _myelin_matmuls(proto: onnx.ModelProto, plan: QdqPlan, trt_version) -> set:
+    """MatMul nodes whose weights TensorRT 8.x wants as FP32 + Q/DQ: those on activations of rank >= 3.
+
+    Batched (transformer) MatMuls go to TensorRT's Myelin backend, which in 8.6 cannot take INT8
+    weight constants; a rank-2 MatMul (a classifier's FC) becomes a convolution and takes them.
+    Unknown versions get the FP32 form too: every TensorRT reads it.
+    """
+    if trt_version is not None:
+        from ..model.trt_version import parse_trt_version
+
+        if parse_trt_version(trt_version).major >= 10:
+            return set()
+    wanted = {w.node for w in plan.weights if w.op_type == "MatMul"}
+    if not wanted:
+        return set()
+    try:
+        inferred = onnx.shape_inference.infer_shapes(proto)
+    except Exception:  # noqa: BLE001 - without shapes, assume the batched form (the safe one)
+        return wanted
+    ranks = {v.name: len(v.type.tensor_type.shape.dim) for v in list(inferred.graph.value_info)
+             + list(inferred.graph.input) if v.type.tensor_type.HasField("shape")}
+    out = set()
+    for i in wanted:
+        data = [x for x in proto.graph.node[i].input if x in ranks]
+        if not data or max(ranks[x] for x in data) >= 3:
+            out.add(i)
+    return out
 
 
 def _resolve_high_precision(high_precision: str, trt_version) -> str:
