@@ -77,9 +77,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 # Appended, not prepended: a trtwidgets on PYTHONPATH wins (the GPU runs used 3adb33c's copy, see the report).
 sys.path.append(str(ROOT))
 
-VARIANTS = ("fp16", "int8_implicit", "first_export", "plan_pick")
+VARIANTS = ("fp16", "int8_implicit", "first_export", "plan_pick", "plan_pin")
 FLAGS = {"fp16": ("fp16",), "int8_implicit": ("fp16", "int8"), "first_export": ("fp16", "int8"),
-         "plan_pick": ("fp16", "int8")}
+         "plan_pick": ("fp16", "int8"), "plan_pin": ("fp16", "int8")}
 STUBBED_TACTIC_SOURCES = ("CUBLAS", "CUBLAS_LT", "CUDNN")
 #: Outputs larger than this many elements are saved as float16 (the recognizer's 64x40x6625 softmax).
 MAX_FP32_ELEMENTS = 4_000_000
@@ -150,6 +150,7 @@ def source_file(zoo: Path, plan_dir: Path, model: str, variant: str, batch: int 
         return None if model == "resnet" else zoo / model / "float.onnx"
     if variant == "first_export":
         return zoo / model / "first.qdq.onnx"
+    # plan_pick and plan_pin build the same model (plan_pin pins its float part to FP16).
     per_batch = plan_dir / model / f"plan_b{batch}" / "model.qdq.onnx"
     return per_batch if per_batch.exists() else plan_dir / model / "plan" / "model.qdq.onnx"
 
@@ -209,7 +210,8 @@ def precision_counts(inspector_json: str) -> Dict[str, int]:
     return counts
 
 
-def build_job(model: str, batch: int, variant: str, path: Path, zoo: Path, work: Path, trt):
+def build_job(model: str, batch: int, variant: str, path: Path, zoo: Path, work: Path, trt,
+              plan_json: Optional[Path] = None):
     from trtwidgets.core.model.load import load_model
     from trtwidgets.core.recipe.recipe import CalibratorSpec, Recipe
     from trtwidgets.trt.build import build
@@ -220,8 +222,23 @@ def build_job(model: str, batch: int, variant: str, path: Path, zoo: Path, work:
         if not cache.exists():
             raise FileNotFoundError(str(cache))
         calibrator = CalibratorSpec(kind="toolkit", cache_path=str(cache))
+    pins = {}
+    if variant == "plan_pin":
+        # The plan's pick with its float part pinned to FP16 (precision constraints 'prefer'): the weakly
+        # typed way to the FP16 float part that TensorRT 8.6's parser cannot read from the model.
+        import onnx
+
+        from trtwidgets.core.qdq.float_part import float_part_nodes, float_part_pattern
+        from trtwidgets.core.recipe.fields import LayerPrecision
+
+        plan = json.loads(plan_json.read_text()) if plan_json is not None and plan_json.exists() else {}
+        pick = plan["candidates"][plan["recommended"]]["quantized"] if plan else ()
+        names = float_part_nodes(onnx.load(str(path)), pick)
+        if names:
+            pins = {"precision_constraints": "prefer",
+                    "layer_precisions": (LayerPrecision(float_part_pattern(names)[0], "fp16", regex=True),)}
     recipe = Recipe.for_model(load_model(str(path)), flags=FLAGS[variant], calibrator=calibrator,
-                              builder_optimization_level=1, timing_cache=str(work / "timing.cache"))
+                              builder_optimization_level=1, timing_cache=str(work / "timing.cache"), **pins)
     sources = [n for n in trt.TacticSource.__members__ if n not in STUBBED_TACTIC_SOURCES]
     out = work / "builds" / job_id(model, batch, variant)
     if out.exists():
@@ -263,7 +280,7 @@ def run_job(model: str, batch: int, variant: str, args, trt) -> dict:
     row: dict = {"model": model, "batch": batch, "variant": variant, "flags": list(FLAGS[variant]), "opt_level": 1}
     src = source_file(zoo, plan_dir, model, variant, batch)
     if src is not None and not src.exists():
-        if variant == "plan_pick" and (src.parent / "plan.json").exists():
+        if variant in ("plan_pick", "plan_pin") and (src.parent / "plan.json").exists():
             row["skipped"] = f"{src.parent / 'plan.json'}: the pick is FP16 (no Q/DQ model); the fp16 job stands for it"
         else:
             row["skipped"] = f"{src} is missing"
@@ -278,7 +295,7 @@ def run_job(model: str, batch: int, variant: str, args, trt) -> dict:
     row["model_sha256"] = sha256(path)
     row["weights_sha256"] = weights_sha256(path)
     log(f"{jid}: building {path.name} ({path.stat().st_size / 1e6:.1f} MB), flags {','.join(FLAGS[variant])}")
-    res = build_job(model, batch, variant, path, zoo, work, trt)
+    res = build_job(model, batch, variant, path, zoo, work, trt, plan_json=src.parent / "plan.json" if src else None)
     row.update(build_seconds=res.build_seconds, engine_bytes=res.engine_bytes, trt_version=res.trt_version,
                gpu=res.gpu_name, warnings=[ln.format() for ln in res.log if ln.severity in ("WARNING", "ERROR")][-20:])
     (out / f"{jid}.graph.json").write_text(res.inspector_json)
