@@ -20,7 +20,7 @@ from ..accuracy.metrics import compare_outputs
 from .graph_patterns import node_label
 from .plan_values import PlanAccuracy
 
-__all__ = ["Evaluator", "exclusion_key", "weighted_borders"]
+__all__ = ["Evaluator", "exclusion_key", "weighted_borders", "weighted_edges"]
 
 _WEIGHTED = ("Conv", "ConvTranspose", "MatMul", "Gemm")
 
@@ -123,20 +123,20 @@ class Evaluator:
         return self.score_model(converted)
 
 
-def weighted_borders(proto: onnx.ModelProto, quantized: Set[str]) -> int:
-    """How many data edges between weighted layers cross from INT8 to float or back.
+def weighted_edges(proto: onnx.ModelProto) -> List[Tuple[str, str]]:
+    """``(upstream, downstream)`` pairs of weighted layers linked through non-weighted ops.
 
     Each weighted layer is linked to the nearest weighted layers upstream (through
-    activations, pooling, adds, reshapes); an edge whose ends differ in precision is
-    a border where TensorRT inserts or fuses a reformat.
+    activations, pooling, adds, reshapes). Where the two ends of a pair differ in
+    precision, TensorRT inserts a reformat (explicit engines: a layer of its own).
     """
     graph = proto.graph
     producer = {o: n for n in graph.node for o in n.output}
-    borders = 0
+    edges: List[Tuple[str, str]] = []
     for node in graph.node:
         if node.op_type not in _WEIGHTED:
             continue
-        me = node_label(node) in quantized
+        me = node_label(node)
         seen: Set[str] = set()
         todo = [node.input[0]] if node.input else []
         steps = 0
@@ -150,8 +150,12 @@ def weighted_borders(proto: onnx.ModelProto, quantized: Set[str]) -> int:
             if prod is None:
                 continue
             if prod.op_type in _WEIGHTED:
-                if (node_label(prod) in quantized) != me:
-                    borders += 1
+                edges.append((node_label(prod), me))
                 continue
             todo.extend(i for i in prod.input if i and i in producer)
-    return borders
+    return edges
+
+
+def weighted_borders(proto: onnx.ModelProto, quantized: Set[str]) -> int:
+    """How many :func:`weighted_edges` cross from INT8 to float or back."""
+    return sum(1 for u, d in weighted_edges(proto) if (u in quantized) != (d in quantized))

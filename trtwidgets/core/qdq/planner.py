@@ -35,8 +35,8 @@ import numpy as np
 import onnx
 
 from ..common.errors import UserError
-from .cost_model import layer_costs
-from .plan_eval import Evaluator, weighted_borders
+from .cost_model import GPUS, layer_costs
+from .plan_eval import Evaluator, weighted_edges
 from .plan_search import bisect_prefix, gain_per_cost, layer_costs_alone, loss, tune_ranges
 from .plan_values import Candidate, Plan, PlanAccuracy, PlanTarget
 
@@ -288,8 +288,15 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
     if any(layer not in costs for layer in candidates_layers) and oracle is None:
         notes.append("some layers' shapes are unknown to shape inference; their latency is not estimated")
 
-    oracle_int8 = set(oracle.int8_nodes()) if oracle is not None else set()
-    oracle_borders = weighted_borders(proto, oracle_int8) if oracle is not None else 0
+    edges = weighted_edges(proto)
+    spec = GPUS.get(gpu.lower(), GPUS["h100"])
+
+    def border_us(producer: str) -> float:
+        # An explicit engine's INT8/float border is a reformat layer of its own: a launch, plus reading and
+        # writing the tensor. Measured on an H100 (TensorRT 8.6): ~5 us per border on the batch-32 classifier,
+        # ~18 us on the batch-32 detector, whose tensors are larger (benchmarks/results/zoo).
+        c = costs.get(producer)
+        return spec.launch_us + (2e6 * c.out_bytes_fp16 / spec.bandwidth if c is not None else 0.0)
 
     def latency(quantized: Sequence[str]) -> float:
         q = set(quantized)
@@ -310,19 +317,16 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
                 else:
                     int8_us = max(int8_us, 1.05 * fp16_us)
             total += int8_us if layer in q else fp16_us
-        borders = weighted_borders(proto, q)
-        if oracle is not None:
-            # The implicit engine's own borders are in TensorRT's choice already; count only new ones.
-            borders = max(0, borders - oracle_borders)
-        return total + borders * 1.5
+        # Every border costs, the oracle's too: an implicit engine picks formats without reformat layers,
+        # an explicit one gets what its Q/DQ say.
+        return total + sum(border_us(u) for u, d in edges if (u in q) != (d in q))
 
     fp16_us = latency(())
-    if oracle is None:
-        # The oracle's choices already include TensorRT's reformats; the cost model's need the border search.
-        pays, dropped, added = _border_search(pays, candidates_layers, latency)
-        kept_latency = [(n, r) for n, r in kept_latency if n not in added]
-        kept_latency += [(n, "INT8 would pay in this layer alone, but not with the reformats at its borders "
-                             "(its neighbours stay in high precision)") for n in dropped]
+    # Borders decide as much as the layers do: drop layers whose gain the reformats eat, add ones that remove them.
+    pays, dropped, added = _border_search(pays, candidates_layers, latency)
+    kept_latency = [(n, r) for n, r in kept_latency if n not in added]
+    kept_latency += [(n, "INT8 would pay in this layer alone, but not with the reformats at its borders "
+                         "(its neighbours stay in high precision)") for n in dropped]
     seconds["latency"] = time.perf_counter() - t
 
     cands: List[Candidate] = []

@@ -1,0 +1,63 @@
+"""What TensorRT 8.6 built from the toolkit's Q/DQ export of each block (H100, tests/gpu/test_qdq_blocks.py).
+
+The fixture ``tests/fixtures/trt86/qdq_blocks.json`` is that run's layer tables. These tests keep
+the exporter in step with it (the placement it builds is the one TensorRT was given) and state
+what the run showed, which the placement rules and :mod:`trtwidgets.core.qdq.float_part` rest on.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.core import qdq_blocks as qb
+from trtwidgets.core.qdq.export import build_qdq
+
+BLOCKS_JSON = "trt86/qdq_blocks.json"
+
+
+@pytest.fixture(scope="module")
+def run(fixtures_dir):
+    return json.loads((fixtures_dir / BLOCKS_JSON).read_text())
+
+
+@pytest.mark.parametrize("name", sorted(qb.BLOCKS))
+def test_the_export_places_today_what_tensorrt_was_given(run, name):
+    model = qb.BLOCKS[name][0]()
+    ex = build_qdq(model, qb.simple_amax(model), high_precision="fp32")
+    assert list(ex.report.quantized_layers) == run[name]["quantized_by_export"]
+
+
+def _int8(run, key):
+    return {n for layer in run[key]["layers"] if layer["precision"] == "INT8" for n in layer["onnx_nodes"]}
+
+
+def test_residual_add_and_pooling_fuse_into_int8_layers(run):
+    for key in ("residual", "pool_classifier"):
+        assert run[key]["fp32_compute"] == [] and run[key]["reformats"] <= 1
+        assert set(run[key]["quantized_by_export"]) <= _int8(run, key)
+    # The residual add ran inside the second conv's INT8 kernel (rule 2).
+    assert any("add" in layer["onnx_nodes"] and layer["precision"] == "INT8" for layer in run["residual"]["layers"])
+
+
+def test_a_grouped_conv_read_in_float_is_not_fused_when_quantized(run):
+    # Rule 6's evidence: quantized anyway, the depthwise conv ran unfused (weights dequantized by a Scale layer).
+    key = "squeeze_excite-no-rule6"
+    assert "dw" in run[key]["quantized_by_export"] and "dw" not in _int8(run, key)
+    assert any(layer["type"] == "Scale" and "w_dw_DequantizeLinear" in layer["onnx_nodes"]
+               for layer in run[key]["layers"])
+    assert "dw" not in run["squeeze_excite"]["quantized_by_export"]
+
+
+def test_float_layers_between_int8_ran_fp32_unless_pinned_to_fp16(run):
+    # With only the FP16 flag, TensorRT 8.6 ran the float part of these blocks in FP32; pinned (prefer), in FP16.
+    for name in ("squeeze_excite", "transpose_head", "concat_resize", "depthwise_hardswish"):
+        assert run[name]["fp32_compute"], name
+        assert run[f"{name}-fp16pin"]["fp32_compute"] == [], name
+
+
+def test_the_encoder_layer_goes_to_myelin_whole(run):
+    # TensorRT 8.6 hands a transformer layer to Myelin as one foreign node: its INT8 use is not visible per layer.
+    layers = run["encoder_layer"]["layers"]
+    assert len(layers) == 1 and layers[0]["name"].startswith("{ForeignNode[")
