@@ -77,9 +77,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 # Appended, not prepended: a trtwidgets on PYTHONPATH wins (the GPU runs used 3adb33c's copy, see the report).
 sys.path.append(str(ROOT))
 
-VARIANTS = ("fp16", "int8_implicit", "first_export", "plan_pick", "plan_pin")
+VARIANTS = ("fp16", "int8_implicit", "first_export", "plan_pick", "plan_pin", "plan_v1", "plan_v1_pin")
 FLAGS = {"fp16": ("fp16",), "int8_implicit": ("fp16", "int8"), "first_export": ("fp16", "int8"),
-         "plan_pick": ("fp16", "int8"), "plan_pin": ("fp16", "int8")}
+         "plan_pick": ("fp16", "int8"), "plan_pin": ("fp16", "int8"), "plan_v1": ("fp16", "int8"),
+         "plan_v1_pin": ("fp16", "int8")}
 STUBBED_TACTIC_SOURCES = ("CUBLAS", "CUBLAS_LT", "CUDNN")
 #: Outputs larger than this many elements are saved as float16 (the recognizer's 64x40x6625 softmax).
 MAX_FP32_ELEMENTS = 4_000_000
@@ -150,6 +151,9 @@ def source_file(zoo: Path, plan_dir: Path, model: str, variant: str, batch: int 
         return None if model == "resnet" else zoo / model / "float.onnx"
     if variant == "first_export":
         return zoo / model / "first.qdq.onnx"
+    if variant in ("plan_v1", "plan_v1_pin"):
+        # The planner's pick before its border cost was calibrated on these runs (kept: it is the evidence).
+        return plan_dir / model / f"plan_v1_b{batch}" / "model.qdq.onnx"
     # plan_pick and plan_pin build the same model (plan_pin pins its float part to FP16).
     per_batch = plan_dir / model / f"plan_b{batch}" / "model.qdq.onnx"
     return per_batch if per_batch.exists() else plan_dir / model / "plan" / "model.qdq.onnx"
@@ -223,7 +227,7 @@ def build_job(model: str, batch: int, variant: str, path: Path, zoo: Path, work:
             raise FileNotFoundError(str(cache))
         calibrator = CalibratorSpec(kind="toolkit", cache_path=str(cache))
     pins = {}
-    if variant == "plan_pin":
+    if variant in ("plan_pin", "plan_v1_pin"):
         # The plan's pick with its float part pinned to FP16 (precision constraints 'prefer'): the weakly
         # typed way to the FP16 float part that TensorRT 8.6's parser cannot read from the model.
         import onnx

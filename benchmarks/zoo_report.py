@@ -43,10 +43,11 @@ sys.path.append(str(ROOT))
 from zoo_gpu import source_file  # noqa: E402
 from zoo_metrics import task_metric  # noqa: E402
 
-VARIANTS = ("fp16", "int8_implicit", "first_export", "plan_pick", "plan_pin")
+VARIANTS = ("fp16", "int8_implicit", "first_export", "plan_v1", "plan_v1_pin", "plan_pick", "plan_pin")
 LABELS = {"fp16": "FP16", "int8_implicit": "implicit INT8 (toolkit cache)", "first_export": "first export (3adb33c)",
-          "plan_pick": "plan pick", "plan_pin": "plan pick, float part pinned FP16"}
-QDQ_VARIANTS = ("first_export", "plan_pick", "plan_pin")
+          "plan_pick": "plan pick", "plan_pin": "plan pick, float part pinned FP16",
+          "plan_v1": "planner before border calibration", "plan_v1_pin": "same, float part pinned FP16"}
+QDQ_VARIANTS = ("first_export", "plan_v1", "plan_v1_pin", "plan_pick", "plan_pin")
 RESULTS = ROOT / "benchmarks" / "results" / "zoo"
 #: Set by --no-plans: leave the planner's outputs (plan_b*/, plan/) out of the report.
 USE_PLANS = True
