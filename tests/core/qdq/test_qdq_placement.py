@@ -293,3 +293,16 @@ def test_demo_model_keeps_exactly_its_squeeze_excite_depthwise_convs_float():
     assert plan.weights == by_name.weights
     off = plan_qdq(model, keep_float_output_grouped_convs=False)
     assert se <= {e.node_label for e in off.edges} and not _grouped_skips(off)
+
+
+def test_every_skip_names_its_rule():
+    import onnx
+
+    from trtwidgets import demo
+
+    plan = plan_qdq(onnx.load(str(demo.MODEL_PATH)))
+    rules = {s.node_label: s.rule for s in plan.skipped}
+    assert {rules[n] for n in _grouped_skips(plan)} == {6}
+    assert {s.rule for s in plan.skipped if "1x1 spatially" in s.reason} == {5}
+    assert all(1 <= s.rule <= 7 for s in plan.skipped)
+    assert plan.skipped[0].to_dict()["rule"] == plan.skipped[0].rule

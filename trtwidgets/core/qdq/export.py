@@ -268,12 +268,12 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
     for w in plan.weights:
         if done_nodes.get(w.node, 0) < planned.get(w.node, 0) or w.node not in planned:
             skipped.append(Skip(w.node_label, w.op_type, "weights left float: the layer's activation input "
-                                "is not quantized", w.tensor))
+                                "is not quantized", w.tensor, rule=1))
             continue
         init = index.initializers.get(w.tensor)
         if init is not None and init.data_type != onnx.TensorProto.FLOAT or (
                 init is None and index.constant_dtype(w.tensor) != onnx.TensorProto.FLOAT):
-            skipped.append(Skip(w.node_label, w.op_type, "only float32 weights are quantized", w.tensor))
+            skipped.append(Skip(w.node_label, w.op_type, "only float32 weights are quantized", w.tensor, rule=1))
             continue
         axis = w.axis if weights_per_channel else None
         key = (w.tensor, axis)

@@ -142,15 +142,21 @@ class WeightSite:
 
 @dataclass(frozen=True)
 class Skip:
-    """Something a rule looked at and left in high precision, and why."""
+    """Something a rule looked at and left in high precision, and why.
+
+    ``rule`` is the placement rule's number in this module's docstring (0: no rule,
+    e.g. a tensor without a range), so a reader can say "kept float by the export, rule N".
+    """
 
     node_label: str
     op_type: str
     reason: str
     tensor: str = ""
+    rule: int = 0
 
     def to_dict(self) -> dict:
-        return {"node": self.node_label, "op_type": self.op_type, "tensor": self.tensor, "reason": self.reason}
+        return {"node": self.node_label, "op_type": self.op_type, "tensor": self.tensor, "reason": self.reason,
+                "rule": self.rule}
 
 
 @dataclass(frozen=True)
@@ -302,6 +308,11 @@ def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[s
                    excluded=tuple(node_label(graph.node[i]) for i in sorted(excluded)), warnings=warnings)
 
 
+def _by_rule(rule: int, *args) -> Skip:
+    """A :class:`Skip` that names the rule (1-7, the module docstring's numbers) that made it."""
+    return Skip(*args, rule=rule)
+
+
 def _grouped_reason(readers: Sequence[str]) -> str:
     shown = ", ".join(dict.fromkeys(readers))
     return ("kept in high precision: a grouped (e.g. depthwise) convolution whose output is read in float "
@@ -329,7 +340,7 @@ def _place(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], exc
         node = graph.node[i]
         tensor = node.input[k]
         if tensor in internal:
-            skipped.append(Skip(node_label(node), node.op_type, f"input is inside a {internal[tensor]} pattern", tensor))
+            skipped.append(_by_rule(4, node_label(node), node.op_type, f"input is inside a {internal[tensor]} pattern", tensor))
             return False
         edges.append(QuantEdge(tensor, i, k, node_label(node), node.op_type, rule))
         return True
@@ -340,34 +351,34 @@ def _place(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], exc
             continue
         label = node_label(node)
         if i in excluded:
-            skipped.append(Skip(label, node.op_type, excluded[i]))
+            skipped.append(_by_rule(7, label, node.op_type, excluded[i]))
             continue
         gemv = _matrix_vector(node, shapes) if skip_matrix_vector else None
         if gemv:
-            skipped.append(Skip(label, node.op_type, f"kept in high precision: {gemv}"))
+            skipped.append(_by_rule(5, label, node.op_type, f"kept in high precision: {gemv}"))
             continue
         if i in keep_float:
-            skipped.append(Skip(label, node.op_type, keep_float[i]))
+            skipped.append(_by_rule(6, label, node.op_type, keep_float[i]))
             continue
         data = [k for k in _DATA_INPUTS[node.op_type] if k < len(node.input) and node.input[k]]
         consts = [k for k in data if index.is_constant(node.input[k])]
         if node.op_type in ("Conv", "ConvTranspose") and 1 not in consts:
-            skipped.append(Skip(label, node.op_type, "weights are not constant (computed at run time)"))
+            skipped.append(_by_rule(1, label, node.op_type, "weights are not constant (computed at run time)"))
             continue
         if len(consts) == len(data):
-            skipped.append(Skip(label, node.op_type, "all inputs are constant (folded by TensorRT)"))
+            skipped.append(_by_rule(1, label, node.op_type, "all inputs are constant (folded by TensorRT)"))
             continue
         folded = [node.input[k] for k in consts if not index.is_direct_constant(node.input[k])]
         if folded:
-            skipped.append(Skip(label, node.op_type, "weights are computed from constants at build time; fold them "
+            skipped.append(_by_rule(1, label, node.op_type, "weights are computed from constants at build time; fold them "
                                 "first (polygraphy surgeon sanitize --fold-constants)", folded[0]))
             continue
         bad = [node.input[k] for k in consts if index.constant_dtype(node.input[k]) not in _FLOAT_TYPES]
         if bad:
-            skipped.append(Skip(label, node.op_type, "weights are not floating point", bad[0]))
+            skipped.append(_by_rule(1, label, node.op_type, "weights are not floating point", bad[0]))
             continue
         if any(internal.get(node.input[k]) for k in data if k not in consts):
-            skipped.append(Skip(label, node.op_type, "an input is inside a protected pattern"))
+            skipped.append(_by_rule(4, label, node.op_type, "an input is inside a protected pattern"))
             continue
         for k in data:
             if k in consts:
@@ -388,7 +399,7 @@ def _place(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], exc
             continue
         label = node_label(node)
         if i in excluded:
-            skipped.append(Skip(label, "Add", excluded[i]))
+            skipped.append(_by_rule(7, label, "Add", excluded[i]))
             continue
         if all(convs):
             fused = _longer_branch(index, a, b)
@@ -396,7 +407,7 @@ def _place(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], exc
             fused = 0 if convs[0] is not None else 1
         skip = 1 - fused
         if not any(e.node == pos[_key(convs[fused])] for e in edges):
-            skipped.append(Skip(label, "Add", f"the fused convolution {node_label(convs[fused])} is not quantized"))
+            skipped.append(_by_rule(2, label, "Add", f"the fused convolution {node_label(convs[fused])} is not quantized"))
             continue
         if edge(i, skip, f"residual add: skip input (fuses into {node_label(convs[fused])})"):
             fused_adds.setdefault(pos[_key(convs[fused])], set()).add(_key(node))
@@ -430,13 +441,13 @@ def _place(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], exc
         if node.op_type not in POOL_OPS or not node.input:
             continue
         if i in excluded:
-            skipped.append(Skip(node_label(node), node.op_type, excluded[i]))
+            skipped.append(_by_rule(7, node_label(node), node.op_type, excluded[i]))
             continue
         if not float_readers(node.output[0]):
             if edge(i, 0, "pooling input (the pool runs in INT8 between quantized tensors)"):
                 quantized_reads.add((i, 0))
         else:
-            skipped.append(Skip(node_label(node), node.op_type,
+            skipped.append(_by_rule(3, node_label(node), node.op_type,
                                 "its output is not read quantized, so INT8 pooling would not pay off"))
 
     return edges, weights, skipped, fused_adds, float_readers
