@@ -130,6 +130,9 @@ def run(args) -> int:
               + (f", {qdq_path}" if exported is not None else " (no Q/DQ model: FP16 is the pick)"))
     if args.build and exported is not None:
         _build(args, loaded, qdq_path, out)
+    if result.interrupted:
+        print("interrupted: the files hold the candidates measured so far", file=sys.stderr)
+        return 130
     if not result.any_meets_target:
         print("no candidate meets the target, not even FP16", file=sys.stderr)
         return 1

@@ -120,3 +120,24 @@ def test_plan_with_the_oracle_follows_tensorrt():
 def test_oracle_of_another_model_is_refused():
     with pytest.raises(UserError, match="names a weighted node"):
         read_oracle(TRT86 / "cls_static_int8_entropy2", conv_stack())
+
+
+def test_an_interrupted_search_keeps_the_candidates_it_measured():
+    def on_step(text):
+        if text.startswith("measuring"):  # Ctrl-C while layers are being ranked
+            raise KeyboardInterrupt
+
+    p = plan(conv_stack(), feeds(), shapes={"x": (32, 64, 56, 56)}, progress=False, on_step=on_step,
+             target=PlanTarget(cosine=0.9999999))
+    assert p.interrupted and len(p.candidates) >= 3
+    assert any(n.startswith("interrupted") for n in p.notes)
+    assert p.to_dict()["interrupted"] is True
+
+
+def test_an_interrupt_before_any_candidate_propagates():
+    def on_step(text):
+        if text.startswith("choosing"):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        plan(conv_stack(), feeds(), progress=False, on_step=on_step)

@@ -171,6 +171,8 @@ class Plan:
     seconds : dict
         Time spent in each phase of the search.
     notes : tuple of str
+    interrupted : bool
+        The search was interrupted (Ctrl-C): the candidates are those measured before it.
     """
 
     model: str
@@ -184,6 +186,7 @@ class Plan:
     input_shapes: Dict[str, Any] = field(default_factory=dict)
     seconds: Dict[str, float] = field(default_factory=dict)
     notes: Tuple[str, ...] = ()
+    interrupted: bool = False
 
     @property
     def pick(self) -> Candidate:
@@ -205,7 +208,8 @@ class Plan:
                 "candidates": [c.to_dict() for c in self.candidates], "ranges": self.ranges,
                 "high_precision": self.high_precision, "trt_version": self.trt_version,
                 "input_shapes": {k: list(v) for k, v in self.input_shapes.items()},
-                "seconds": {k: round(v, 3) for k, v in self.seconds.items()}, "notes": list(self.notes)}
+                "seconds": {k: round(v, 3) for k, v in self.seconds.items()}, "notes": list(self.notes),
+                "interrupted": self.interrupted}
 
     def table(self) -> str:
         """The candidates as a plain-text table (what the CLI prints)."""

@@ -337,69 +337,78 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
         cands.append(c)
         return c
 
-    say("scoring FP16 and full INT8")
-    add("FP16 (no INT8)", (), (), ev.score_fp16())
-    full_acc = ev.score_model(all_export.model)
-    if hp != ev.eval_dtype:
-        notes.append("BF16 is evaluated as FP32 in ONNX Runtime (no BF16 kernels on the CPU)")
-    add(f"INT8 everywhere the rules allow ({best_method})", candidates_layers,
-        tuple((s.node_label, s.reason) for s in all_export.report.skipped
-              if s.op_type in ("Conv", "ConvTranspose", "MatMul", "Gemm") and s.node_label not in candidates_layers),
-        full_acc)
+    interrupted = False
+    try:
+        say("scoring FP16 and full INT8")
+        add("FP16 (no INT8)", (), (), ev.score_fp16())
+        full_acc = ev.score_model(all_export.model)
+        if hp != ev.eval_dtype:
+            notes.append("BF16 is evaluated as FP32 in ONNX Runtime (no BF16 kernels on the CPU)")
+        add(f"INT8 everywhere the rules allow ({best_method})", candidates_layers,
+            tuple((s.node_label, s.reason) for s in all_export.report.skipped
+                  if s.op_type in ("Conv", "ConvTranspose", "MatMul", "Gemm") and s.node_label not in candidates_layers),
+            full_acc)
 
-    # Accuracy: each paying layer's cost alone, then the longest gain-per-cost prefix that meets the target.
-    t = time.perf_counter()
-    not_paying = [n for n, _ in kept_latency]
-    if pays:
-        base, _ = ev.score(amax, not_paying)
-        c_pays = add("INT8 where it pays", pays, tuple(kept_latency), base)
-    if pays and c_pays.meets_target:
-        notes.append("every layer where INT8 pays keeps the target: no layer was ranked by accuracy cost")
-    elif pays:
-        gains = {n: (costs[n].gain_us if n in costs else 0.0) for n in pays}
-        ranked_layers = sorted(pays, key=lambda n: -gains[n])[:max_ranked]
-        say(f"measuring what INT8 costs in each of {len(ranked_layers)} layers")
-        bar = _progress(len(ranked_layers), progress, "layer cost")
-        cost = layer_costs_alone(ev, amax, ranked_layers, candidates_layers,
-                                 tick=(bar.update if bar is not None else None))
-        if bar is not None:
-            bar.close()
-        seconds["sensitivity"] = time.perf_counter() - t
-        # Per-tensor ranges: the costliest layers' inputs may take another method.
+        # Accuracy: each paying layer's cost alone, then the longest gain-per-cost prefix that meets the target.
         t = time.perf_counter()
-        worst = sorted(cost, key=lambda n: -cost[n])[:4]
-        before = dict(amax)
-        if tune_ranges(ev, amax, {m: per_method[m][1] for m in METHOD_ORDER}, worst, candidates_layers):
-            # A range better for a layer alone must not hurt the model as a whole: check, else undo.
-            if loss(ev.score(amax, not_paying, rank=True)[0]) <= loss(ev.score(before, not_paying, rank=True)[0]):
-                cost.update(layer_costs_alone(ev, amax, worst, candidates_layers))
-                base, _ = ev.score(amax, not_paying)
-                cands[-1] = c_pays = Candidate(c_pays.name + " (tuned ranges)", c_pays.quantized, c_pays.kept,
-                                               base, c_pays.latency_us, fp16_us, source, base.meets(target))
-            else:
-                amax.clear()
-                amax.update(before)
-        seconds["per-tensor ranges"] = time.perf_counter() - t
-        t = time.perf_counter()
-        order = gain_per_cost(pays, gains, cost)
-        say("finding how many layers INT8 can take within the target")
+        not_paying = [n for n, _ in kept_latency]
+        if pays:
+            base, _ = ev.score(amax, not_paying)
+            c_pays = add("INT8 where it pays", pays, tuple(kept_latency), base)
+        if pays and c_pays.meets_target:
+            notes.append("every layer where INT8 pays keeps the target: no layer was ranked by accuracy cost")
+        elif pays:
+            gains = {n: (costs[n].gain_us if n in costs else 0.0) for n in pays}
+            ranked_layers = sorted(pays, key=lambda n: -gains[n])[:max_ranked]
+            say(f"measuring what INT8 costs in each of {len(ranked_layers)} layers")
+            bar = _progress(len(ranked_layers), progress, "layer cost")
+            cost = layer_costs_alone(ev, amax, ranked_layers, candidates_layers,
+                                     tick=(bar.update if bar is not None else None))
+            if bar is not None:
+                bar.close()
+            seconds["sensitivity"] = time.perf_counter() - t
+            # Per-tensor ranges: the costliest layers' inputs may take another method.
+            t = time.perf_counter()
+            worst = sorted(cost, key=lambda n: -cost[n])[:4]
+            before = dict(amax)
+            if tune_ranges(ev, amax, {m: per_method[m][1] for m in METHOD_ORDER}, worst, candidates_layers):
+                # A range better for a layer alone must not hurt the model as a whole: check, else undo.
+                if loss(ev.score(amax, not_paying, rank=True)[0]) <= loss(ev.score(before, not_paying, rank=True)[0]):
+                    cost.update(layer_costs_alone(ev, amax, worst, candidates_layers))
+                    base, _ = ev.score(amax, not_paying)
+                    cands[-1] = c_pays = Candidate(c_pays.name + " (tuned ranges)", c_pays.quantized, c_pays.kept,
+                                                   base, c_pays.latency_us, fp16_us, source, base.meets(target))
+                else:
+                    amax.clear()
+                    amax.update(before)
+            seconds["per-tensor ranges"] = time.perf_counter() - t
+            t = time.perf_counter()
+            order = gain_per_cost(pays, gains, cost)
+            say("finding how many layers INT8 can take within the target")
 
-        def probe(k: int):
-            chosen = order[:k]
-            float_layers = [n for n in pays if n not in chosen]
-            acc, _ = ev.score(amax, not_paying + float_layers)
-            rank = {n: i for i, n in enumerate(order)}
-            kept = tuple(kept_latency) + tuple(
-                (n, f"kept in high precision for accuracy (INT8 here costs {cost.get(n, 0.0):.4f} of the target "
-                    f"measure alone; rank {rank[n] + 1} of {len(order)} by gain per cost)") for n in float_layers)
-            c = add(f"INT8 in the {k} layers most worth it", chosen, kept, acc)
-            return acc, c.meets_target
+            def probe(k: int):
+                chosen = order[:k]
+                float_layers = [n for n in pays if n not in chosen]
+                acc, _ = ev.score(amax, not_paying + float_layers)
+                rank = {n: i for i, n in enumerate(order)}
+                kept = tuple(kept_latency) + tuple(
+                    (n, f"kept in high precision for accuracy (INT8 here costs {cost.get(n, 0.0):.4f} of the target "
+                        f"measure alone; rank {rank[n] + 1} of {len(order)} by gain per cost)") for n in float_layers)
+                c = add(f"INT8 in the {k} layers most worth it", chosen, kept, acc)
+                return acc, c.meets_target
 
-        bisect_prefix(order, probe, c_pays.meets_target)
-        seconds["search"] = time.perf_counter() - t
-    else:
-        notes.append("no layer is expected to be faster in INT8 at this shape"
-                     + (" (TensorRT's implicit INT8 build chose no INT8 layer)" if oracle is not None else ""))
+            bisect_prefix(order, probe, c_pays.meets_target)
+            seconds["search"] = time.perf_counter() - t
+        else:
+            notes.append("no layer is expected to be faster in INT8 at this shape"
+                         + (" (TensorRT's implicit INT8 build chose no INT8 layer)" if oracle is not None else ""))
+    except KeyboardInterrupt:
+        # Keep what the search measured: the candidates so far are a plan, marked as cut short.
+        if not cands:
+            raise
+        interrupted = True
+        notes.append(f"interrupted: the plan holds the {len(cands)} candidates measured before the interrupt")
+
     best, reason = _pick(cands)
     if source == "estimate":
         notes.append(f"latency is an estimate (cost model of an {gpu.upper()}); give an implicit INT8 build "
@@ -413,7 +422,7 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
               "methods_used": methods_count, "amax": {k: float(v) for k, v in amax.items()}}
     return Plan(model=name, target=target, candidates=tuple(cands), recommended=best, reason=reason, ranges=ranges,
                 high_precision=hp, trt_version=str(trt_version or ""), input_shapes=input_shapes, seconds=seconds,
-                notes=tuple(notes))
+                notes=tuple(notes), interrupted=interrupted)
 
 
 def export_plan(model, plan_: Union[Plan, Mapping], candidate: Optional[int] = None):
