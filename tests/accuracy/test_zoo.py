@@ -174,7 +174,13 @@ def test_committed_runs_agree_with_their_inspector_json(gpu, report):
         assert gpu.precision_counts(graph) == row["layer_precisions"], (m, b, v)
         assert row["latency"]["median_ms"] > 0 and row["latency"]["runs"] >= 200
         assert row["trt_version"].startswith("8.6") and row["opt_level"] == 1
-        with np.load(RUNS / f"{m}-b{b}-{v}.outputs.npz", allow_pickle=False) as f:
+        outputs = RUNS / f"{m}-b{b}-{v}.outputs.npz"
+        if not outputs.exists():
+            # Outputs over the fixture size limit (the detector's and recognizer's maps) stay out of the
+            # repository; their accuracy is in results/zoo/<model>.json.
+            assert m in ("det", "rec"), (m, b, v)
+            continue
+        with np.load(outputs, allow_pickle=False) as f:
             assert all(np.all(np.isfinite(f[k])) for k in f.files)
     # The ResNet-50 shape was generated on the GPU machine: the same weights as the CPU's reference model.
     sha = {row.get("weights_sha256") for (m, _, v), row in jobs.items() if m == "resnet" and v != "first_export"}
