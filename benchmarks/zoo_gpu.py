@@ -82,6 +82,8 @@ FLAGS = {"fp16": ("fp16",), "int8_implicit": ("fp16", "int8"), "first_export": (
          "plan_pick": ("fp16", "int8"), "plan_pin": ("fp16", "int8"), "plan_v1": ("fp16", "int8"),
          "plan_v1_pin": ("fp16", "int8")}
 STUBBED_TACTIC_SOURCES = ("CUBLAS", "CUBLAS_LT", "CUDNN")
+#: Builder optimization level (--opt-level; 1 keeps mid-size CNN builds within minutes on this TensorRT).
+OPT_LEVEL = 1
 #: Outputs larger than this many elements are saved as float16 (the recognizer's 64x40x6625 softmax).
 MAX_FP32_ELEMENTS = 4_000_000
 
@@ -242,7 +244,7 @@ def build_job(model: str, batch: int, variant: str, path: Path, zoo: Path, work:
             pins = {"precision_constraints": "prefer",
                     "layer_precisions": (LayerPrecision(float_part_pattern(names)[0], "fp16", regex=True),)}
     recipe = Recipe.for_model(load_model(str(path)), flags=FLAGS[variant], calibrator=calibrator,
-                              builder_optimization_level=1, timing_cache=str(work / "timing.cache"), **pins)
+                              builder_optimization_level=OPT_LEVEL, timing_cache=str(work / "timing.cache"), **pins)
     sources = [n for n in trt.TacticSource.__members__ if n not in STUBBED_TACTIC_SOURCES]
     out = work / "builds" / job_id(model, batch, variant)
     if out.exists():
@@ -281,7 +283,8 @@ def run_job(model: str, batch: int, variant: str, args, trt) -> dict:
     zoo, work, out = Path(args.zoo), Path(args.work), Path(args.out)
     plan_dir = Path(args.plan_dir) if args.plan_dir else zoo
     jid = job_id(model, batch, variant)
-    row: dict = {"model": model, "batch": batch, "variant": variant, "flags": list(FLAGS[variant]), "opt_level": 1}
+    row: dict = {"model": model, "batch": batch, "variant": variant, "flags": list(FLAGS[variant]),
+                 "opt_level": OPT_LEVEL}
     src = source_file(zoo, plan_dir, model, variant, batch)
     if src is not None and not src.exists():
         if variant in ("plan_pick", "plan_pin") and (src.parent / "plan.json").exists():
@@ -334,6 +337,7 @@ def main(argv=None) -> int:
     ap.add_argument("--models", default="resnet,cls,det,rec,minilm")
     ap.add_argument("--batches", default="1,32")
     ap.add_argument("--variants", default="fp16,int8_implicit,first_export")
+    ap.add_argument("--opt-level", type=int, default=1, help="builder optimization level (default 1)")
     ap.add_argument("--runs", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=50)
     ap.add_argument("--profile-runs", type=int, default=20, help="IProfiler runs for per-layer times (0: none)")
@@ -341,6 +345,8 @@ def main(argv=None) -> int:
     ap.add_argument("--redo", action="store_true", help="build again even when --out has the job's result")
     ap.add_argument("--dry-run", action="store_true", help="resolve jobs and files, build nothing (no TensorRT)")
     args = ap.parse_args(argv)
+    global OPT_LEVEL
+    OPT_LEVEL = int(args.opt_level)
     args.out = args.out or os.path.join(os.environ.get("OUT", "/tmp"), "zoo")
     out, work = Path(args.out), Path(args.work)
     out.mkdir(parents=True, exist_ok=True)
