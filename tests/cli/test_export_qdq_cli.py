@@ -176,3 +176,16 @@ def test_failed_validation_names_the_failed_check(capsys, tmp_path, stats_path):
     assert len(failed) == 1 and failed[0].strip().startswith("FAILED: lint error QDQ_TYPE_NEEDS_NEWER_TRT:"), text
     # The thresholds are listed, not blamed: no measured cosine on the FAILED line.
     assert "min_cosine 0.5" in failed[0] and not re.search(r"(?<!min_)cosine \d", failed[0]), failed[0]
+
+
+def test_bad_samples_and_min_cosine_are_exit_2(tmp_path, capsys):
+    from trtwidgets import demo
+    from trtwidgets.cli import main
+
+    stats = tmp_path.parent / "unused.npz"
+    for extra, word in ((["--samples", "0"], "--samples"), (["--min-cosine", "nan"], "--min-cosine")):
+        rc = main(["export-qdq", str(demo.MODEL_PATH), "--stats", str(stats), "--out", str(tmp_path / "q.onnx"),
+                   "--data", "demo", *extra])
+        err = capsys.readouterr().err
+        assert rc == 2 and word in err and "Traceback" not in err
+        assert not (tmp_path / "q.onnx").exists()

@@ -89,6 +89,15 @@ def run(args) -> int:
     from ..core.model.load import load_model
     from ..core.qdq.export import build_qdq, save_qdq_model
 
+    import math
+
+    if args.samples < 1:
+        raise UserError(f"--samples {args.samples} is not a number of samples.",
+                        "Validation compares the two models on at least one held-back sample.",
+                        "Use --samples 64 (the default), or leave --data out to skip validation.")
+    if not (math.isfinite(args.min_cosine) and -1.0 <= args.min_cosine <= 1.0):
+        raise UserError(f"--min-cosine {args.min_cosine} is not a cosine threshold.",
+                        "A cosine similarity lies between -1 and 1.", "Use e.g. --min-cosine 0.99.")
     if args.labels and not args.data:
         raise UserError("--labels needs --data.", "The labels belong to the held-back samples that --data names.",
                         "Add --data demo or --data FOLDER (the samples the labels are for).")
