@@ -33,7 +33,7 @@ import onnx
 from ..model.onnx_graph import GraphIndex, attribute
 from .graph_patterns import node_label
 
-__all__ = ["GpuSpec", "GPUS", "LayerCost", "layer_costs", "static_shapes", "estimate_latency_us"]
+__all__ = ["GpuSpec", "GPUS", "LayerCost", "layer_costs", "static_shapes"]
 
 
 @dataclass(frozen=True)
@@ -197,14 +197,3 @@ def layer_costs(proto: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]
                                spec.launch_us + max(spec.min_kernel_us, 1e6 * t_int8))
     return out
 
-
-def estimate_latency_us(costs: Mapping[str, LayerCost], quantized: Sequence[str], borders: int,
-                        border_bytes: int = 0, gpu: str = "h100") -> float:
-    """Total estimated time of the weighted layers with ``quantized`` in INT8 and the rest in FP16.
-
-    ``borders`` INT8/float borders each add a reformat of ``border_bytes / borders`` on average.
-    """
-    spec = GPUS[gpu.lower()] if gpu.lower() in GPUS else GPUS["h100"]
-    q = set(quantized)
-    total = sum(c.int8_us if n in q else c.fp16_us for n, c in costs.items())
-    return total + borders * spec.border_us + 1e6 * border_bytes / spec.bandwidth

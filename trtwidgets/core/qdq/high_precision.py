@@ -152,7 +152,7 @@ def _fp32_nodes(graph: onnx.GraphProto, index: GraphIndex, patterns, keep_fp32: 
         if _label(n) in ln_labels and n.op_type in _LAYERNORM_FP32:
             keep.setdefault(i, "LayerNorm variance: x**2 overflows FP16 above 256, the mean loses precision")
     # Shape arithmetic feeding float32-only inputs, walked backwards.
-    pos = {id(n): i for i, n in enumerate(graph.node)}
+    produced_at = {o: i for i, n in enumerate(graph.node) for o in n.output if o}
     todo: List[str] = []
     for n in graph.node:
         for k in _FLOAT32_INPUTS.get(n.op_type, ()):
@@ -164,12 +164,10 @@ def _fp32_nodes(graph: onnx.GraphProto, index: GraphIndex, patterns, keep_fp32: 
         if t in seen:
             continue
         seen.add(t)
-        prod = index.producer.get(t)
+        i = produced_at.get(t)
+        prod = graph.node[i] if i is not None else None
         if prod is None or prod.op_type not in _SHAPE_OPS:
             continue
-        i = pos.get(id(prod))
-        if i is None:
-            i = next(j for j, m in enumerate(graph.node) if m is prod or list(m.output) == list(prod.output))
         keep.setdefault(i, f"computes {t}, an input {prod.op_type} chains into a Resize/Upsample "
                            "scales or roi, which ONNX types as float32")
         todo.extend(x for x in prod.input if x)

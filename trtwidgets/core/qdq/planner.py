@@ -26,7 +26,6 @@ reformat) and can lose accuracy. :func:`plan` searches, on the CPU:
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -85,7 +84,6 @@ def _stack(feeds: Sequence[Mapping[str, np.ndarray]]) -> List[Dict[str, np.ndarr
 
 
 def _pick(cands: List[Candidate]) -> Tuple[int, str]:
-    fp16 = cands[0]
     good = [i for i, c in enumerate(cands) if c.meets_target and c.quantized]
     if not good:
         why = ("no INT8 candidate keeps the accuracy target" if any(c.quantized for c in cands)
@@ -102,7 +100,6 @@ def _pick(cands: List[Candidate]) -> Tuple[int, str]:
     return best, (f"{cands[best].name}: the fastest candidate that meets the target, {gain:.0%} faster than FP16 "
                   f"({cands[best].latency_source}), {len(cands[best].quantized)} INT8 layers"
                   + (f", {len(cands[best].kept)} kept in high precision" if cands[best].kept else "") + ".")
-    del fp16
 
 
 def _border_search(pays: List[str], allowed: Sequence[str], latency: Callable[[Sequence[str]], float]
@@ -454,6 +451,3 @@ def export_plan(model, plan_: Union[Plan, Mapping], candidate: Optional[int] = N
     return build_qdq(proto, doc["ranges"]["amax"], exclude=exclude, high_precision=hp, skip_matrix_vector=False,
                      trt_version=doc.get("trt_version") or None)
 
-
-def _finite(v: float) -> bool:
-    return isinstance(v, float) and math.isfinite(v)
