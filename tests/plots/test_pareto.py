@@ -33,3 +33,8 @@ def test_plan_html_escapes_and_embeds_plotly():
     html = plan_html(_doc(), "table <t>")
     assert "table &lt;t&gt;" in html and "why &lt;b&gt;" in html and "n &lt;i&gt;" in html
     assert "<script" in html and "plotly" in html.lower()
+
+
+def test_plan_html_states_the_target_in_words():
+    html = plan_html(_doc(), "t")
+    assert "output cosine &gt;= 0.99" in html and "'cosine'" not in html

@@ -130,7 +130,18 @@ def plan_html(plan, table_text: str, title: str = "Quantization plan") -> str:
     return ("<!doctype html><html><head><meta charset='utf-8'><title>" + html.escape(title) + "</title>"
             + plotly_js_head() + "</head><body style='font-family:sans-serif;max-width:1100px;margin:auto'>"
             f"<h1>{html.escape(title)}</h1><p><b>{html.escape(doc['reason'])}</b></p>"
-            f"<p>Model: {html.escape(doc['model'])}. Target: {html.escape(str(doc['target']))}. "
+            f"<p>Model: {html.escape(doc['model'])}. Target: {html.escape(_target_text(doc.get('target') or {}))}. "
             f"Float part: {html.escape(doc.get('high_precision', 'fp32').upper())}.</p>"
             + figure_html(fig) + f"<pre>{html.escape(table_text)}</pre>" + "".join(rows)
             + (f"<h2>Notes</h2><ul>{notes}</ul>" if notes else "") + "</body></html>")
+
+
+def _target_text(target: Mapping) -> str:
+    parts = []
+    if target.get("cosine") is not None:
+        parts.append(f"output cosine >= {target['cosine']:g}")
+    if target.get("snr_db") is not None:
+        parts.append(f"SNR >= {target['snr_db']:g} dB")
+    if target.get("metric"):
+        parts.append(f"{target['metric']} within {target.get('max_metric_drop') or 0:g} of FP32")
+    return ", ".join(parts) or "none"

@@ -213,13 +213,13 @@ class Plan:
 
     def table(self) -> str:
         """The candidates as a plain-text table (what the CLI prints)."""
-        rows = [f"{'':2}{'candidate':<28}{'INT8':>6}{'float':>7}{'cosine':>9}{'SNR dB':>8}"
+        rows = [f"{'':2}{'candidate':<44}{'INT8':>6}{'float':>7}{'cosine':>9}{'SNR dB':>8}"
                 + ("   metric" if any(c.accuracy.metric is not None for c in self.candidates) else "")
                 + f"{'est. x FP16':>13}  target"]
         for i, c in enumerate(self.candidates):
             mark = "->" if i == self.recommended else ""
             metric = f"{c.accuracy.metric:9.4f}" if c.accuracy.metric is not None else ""
-            rows.append(f"{mark:2}{c.name[:27]:<28}{len(c.quantized):>6}{len(c.kept):>7}{c.accuracy.cosine:>9.4f}"
+            rows.append(f"{mark:2}{c.name[:43]:<44}{len(c.quantized):>6}{len(c.kept):>7}{c.accuracy.cosine:>9.4f}"
                         f"{c.accuracy.snr_db:>8.1f}{metric}{1 / c.speedup if c.speedup else math.nan:>13.3f}  "
                         f"{'meets' if c.meets_target else 'misses'}")
         return "\n".join(rows)
