@@ -56,6 +56,11 @@ def sample_inputs(batch_size: int = 1) -> List[Dict[str, np.ndarray]]:
 
     The last batch is dropped if incomplete, so every feed has the same shape.
     """
+    if int(batch_size) < 1:
+        from ..core.common.errors import UserError
+
+        raise UserError(f"batch_size {batch_size} is not a batch size.", "A feed holds at least one crop.",
+                        "Use batch_size=1 or more.")
     x = preprocess(sample_images())
     n = (len(x) // batch_size) * batch_size
     return [{INPUT_NAME: x[i:i + batch_size]} for i in range(0, n, batch_size)]
