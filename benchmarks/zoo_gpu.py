@@ -64,7 +64,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -76,6 +75,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 # Appended, not prepended: a trtwidgets on PYTHONPATH wins (the GPU runs used 3adb33c's copy, see the report).
 sys.path.append(str(ROOT))
+
+from trtwidgets.core.common.atomic import write_text_atomic  # noqa: E402  (numpy-only: runs under the bundle)
 
 VARIANTS = ("fp16", "int8_implicit", "first_export", "plan_pick", "plan_pin", "plan_v1", "plan_v1_pin")
 FLAGS = {"fp16": ("fp16",), "int8_implicit": ("fp16", "int8"), "first_export": ("fp16", "int8"),
@@ -93,10 +94,8 @@ def log(msg: str) -> None:
 
 
 def write_json_atomic(path: Path, doc) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=str(path.parent))
-    with os.fdopen(fd, "w") as f:
-        json.dump(doc, f, indent=1, allow_nan=True)
-    os.replace(tmp, path)
+    """``doc`` as JSON through the toolkit's one atomic write (core.common.atomic)."""
+    write_text_atomic(path, json.dumps(doc, indent=1, allow_nan=True))
 
 
 def sha256(path: Path) -> str:
@@ -260,12 +259,12 @@ def save_layer_times(runner, feeds, bench, res, out: Path, jid: str, variant: st
 
     doc = {"latency": bench.to_dict(), "layers": profile_layers(runner, feeds, runs=runs).to_dict()}
     text = json.dumps(doc, indent=1, allow_nan=True) + "\n"
-    (out / f"{jid}.timings.json").write_text(text)
+    write_text_atomic(out / f"{jid}.timings.json", text)
     if variant == "int8_implicit":
         oracle = out / f"{jid}.oracle"
         oracle.mkdir(exist_ok=True)
-        (oracle / "engine.graph.json").write_text(res.inspector_json)
-        (oracle / "timings.json").write_text(text)
+        write_text_atomic(oracle / "engine.graph.json", res.inspector_json)
+        write_text_atomic(oracle / "timings.json", text)
 
 
 def error_text(exc: BaseException) -> str:
@@ -305,7 +304,7 @@ def run_job(model: str, batch: int, variant: str, args, trt) -> dict:
     res = build_job(model, batch, variant, path, zoo, work, trt, plan_json=src.parent / "plan.json" if src else None)
     row.update(build_seconds=res.build_seconds, engine_bytes=res.engine_bytes, trt_version=res.trt_version,
                gpu=res.gpu_name, warnings=[ln.format() for ln in res.log if ln.severity in ("WARNING", "ERROR")][-20:])
-    (out / f"{jid}.graph.json").write_text(res.inspector_json)
+    write_text_atomic(out / f"{jid}.graph.json", res.inspector_json)
     row["layer_precisions"] = precision_counts(res.inspector_json)
     log(f"{jid}: built in {res.build_seconds:.1f} s; layers {row['layer_precisions']}")
     feeds = heldback(zoo, model)
