@@ -178,9 +178,9 @@ def static_model(zoo: Path, plan_dir: Path, work: Path, model: str, batch: int, 
         if not src.exists():
             raise FileNotFoundError(str(src))
         proto = with_batch(onnx.load(str(src)), batch)
-    tmp = out.with_suffix(".tmp")
-    onnx.save(proto, str(tmp))
-    os.replace(tmp, out)
+    from trtwidgets.core.common.atomic import write_bytes_atomic
+
+    write_bytes_atomic(out, proto.SerializeToString())
     return out
 
 
