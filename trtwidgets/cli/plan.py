@@ -129,7 +129,7 @@ def run(args) -> int:
         print(f"wrote {out / 'plan.json'}, {out / 'plan.html'}"
               + (f", {qdq_path}" if exported is not None else " (no Q/DQ model: FP16 is the pick)"))
     if args.build and exported is not None:
-        _build(args, loaded, qdq_path, out)
+        _build(qdq_path, out)
     if result.interrupted:
         print("interrupted: the files hold the candidates measured so far", file=sys.stderr)
         return 130
@@ -139,9 +139,9 @@ def run(args) -> int:
     return 0
 
 
-def _build(args, loaded, qdq_path, out) -> None:
-    from ..core.recipe.recipe import Recipe
+def _build(qdq_path, out) -> None:
     from ..core.model.load import load_model
+    from ..core.recipe.recipe import Recipe
     from ..trt import build as trt_build
 
     recipe = Recipe.for_model(load_model(qdq_path), flags=("fp16", "int8"))
