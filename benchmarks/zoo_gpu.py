@@ -16,7 +16,10 @@ Variants (each one build, FP16+INT8 flags for the INT8 ones):
 ``first_export``   ``<model>/first.qdq.onnx``: the toolkit's Q/DQ export at commit 3adb33c.
 ``plan_pick``      ``<model>/plan_b<B>/model.qdq.onnx``, else ``<model>/plan/model.qdq.onnx``
                    (``--plan-dir``, default the zoo folder): the planner's recommended Q/DQ model
-                   (``trtwidgets plan``, benchmarks/zoo_plan.sh).
+                   (``trtwidgets plan``, benchmarks/zoo_plan.sh). Where only ``plan.json`` travelled,
+                   the pick is exported here from ``<model>/float.onnx`` (a transformer's Q/DQ model is
+                   as large as its float model).
+``x_NAME``         ``<model>/x/NAME.onnx``: an experiment's Q/DQ model (FP16+INT8).
 
 Models are built at a static shape: ``zoo_shapes.with_batch`` makes the batch-B copy of
 the batch-1 file on this machine; the ResNet-50 shape is generated here
@@ -89,6 +92,11 @@ OPT_LEVEL = 1
 MAX_FP32_ELEMENTS = 4_000_000
 
 
+def flags_of(variant: str) -> Tuple[str, ...]:
+    """Builder flags: FP16 for ``fp16``, FP16+INT8 for the rest (``x_*`` experiments are Q/DQ models)."""
+    return FLAGS.get(variant, ("fp16", "int8"))
+
+
 def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
@@ -137,8 +145,8 @@ def parse_jobs(args) -> List[Tuple[str, int, str]]:
                 for v in args.variants.split(","):
                     jobs.append((m.strip(), int(b), v.strip()))
     for _, _, v in jobs:
-        if v not in VARIANTS:
-            raise SystemExit(f"unknown variant {v!r}; choose from {', '.join(VARIANTS)}")
+        if v not in VARIANTS and not (v.startswith("x_") and len(v) > 2):
+            raise SystemExit(f"unknown variant {v!r}; choose from {', '.join(VARIANTS)} or x_NAME")
     return jobs
 
 
@@ -152,12 +160,36 @@ def source_file(zoo: Path, plan_dir: Path, model: str, variant: str, batch: int 
         return None if model == "resnet" else zoo / model / "float.onnx"
     if variant == "first_export":
         return zoo / model / "first.qdq.onnx"
+    if variant.startswith("x_"):
+        # An experiment's Q/DQ model, named by the variant: <plan_dir>/<model>/x/<name>.onnx (batch 1).
+        return plan_dir / model / "x" / f"{variant[2:]}.onnx"
     if variant in ("plan_v1", "plan_v1_pin"):
         # The planner's pick before its border cost was calibrated on these runs (kept: it is the evidence).
         return plan_dir / model / f"plan_v1_b{batch}" / "model.qdq.onnx"
     # plan_pick and plan_pin build the same model (plan_pin pins its float part to FP16).
     per_batch = plan_dir / model / f"plan_b{batch}" / "model.qdq.onnx"
     return per_batch if per_batch.exists() else plan_dir / model / "plan" / "model.qdq.onnx"
+
+
+def regenerate_pick(zoo: Path, model: str, dest: Path) -> None:
+    """Write the plan's Q/DQ pick from ``<model>/float.onnx`` and ``plan.json`` (numpy + onnx only).
+
+    A transformer's Q/DQ model is as large as its float model (~90 MB for MiniLM): carrying
+    the plan instead halves what travels to the GPU machine. The export is deterministic
+    (the weights' sha256 is recorded with the result, to compare with the CPU's file).
+    """
+    import onnx
+
+    from trtwidgets.core.qdq.export import save_qdq_model
+    from trtwidgets.core.qdq.planner import export_plan
+
+    plan_json, float_onnx = dest.parent / "plan.json", zoo / model / "float.onnx"
+    if not plan_json.exists() or not float_onnx.exists():
+        return
+    ex = export_plan(onnx.load(str(float_onnx)), json.loads(plan_json.read_text()))
+    if ex is not None:
+        save_qdq_model(ex.model, dest)
+        log(f"{model}: wrote the plan's pick {dest} from {float_onnx.name} + plan.json")
 
 
 def static_model(zoo: Path, plan_dir: Path, work: Path, model: str, batch: int, variant: str) -> Path:
@@ -242,7 +274,7 @@ def build_job(model: str, batch: int, variant: str, path: Path, zoo: Path, work:
         if names:
             pins = {"precision_constraints": "prefer",
                     "layer_precisions": (LayerPrecision(float_part_pattern(names)[0], "fp16", regex=True),)}
-    recipe = Recipe.for_model(load_model(str(path)), flags=FLAGS[variant], calibrator=calibrator,
+    recipe = Recipe.for_model(load_model(str(path)), flags=flags_of(variant), calibrator=calibrator,
                               builder_optimization_level=OPT_LEVEL, timing_cache=str(work / "timing.cache"), **pins)
     sources = [n for n in trt.TacticSource.__members__ if n not in STUBBED_TACTIC_SOURCES]
     out = work / "builds" / job_id(model, batch, variant)
@@ -282,9 +314,11 @@ def run_job(model: str, batch: int, variant: str, args, trt) -> dict:
     zoo, work, out = Path(args.zoo), Path(args.work), Path(args.out)
     plan_dir = Path(args.plan_dir) if args.plan_dir else zoo
     jid = job_id(model, batch, variant)
-    row: dict = {"model": model, "batch": batch, "variant": variant, "flags": list(FLAGS[variant]),
+    row: dict = {"model": model, "batch": batch, "variant": variant, "flags": list(flags_of(variant)),
                  "opt_level": OPT_LEVEL}
     src = source_file(zoo, plan_dir, model, variant, batch)
+    if src is not None and not src.exists() and variant in ("plan_pick", "plan_pin"):
+        regenerate_pick(zoo, model, src)
     if src is not None and not src.exists():
         if variant in ("plan_pick", "plan_pin") and (src.parent / "plan.json").exists():
             row["skipped"] = f"{src.parent / 'plan.json'}: the pick is FP16 (no Q/DQ model); the fp16 job stands for it"
@@ -300,7 +334,7 @@ def run_job(model: str, batch: int, variant: str, args, trt) -> dict:
     row["source"] = str(src) if src is not None else "benchmarks/resnet50.py"
     row["model_sha256"] = sha256(path)
     row["weights_sha256"] = weights_sha256(path)
-    log(f"{jid}: building {path.name} ({path.stat().st_size / 1e6:.1f} MB), flags {','.join(FLAGS[variant])}")
+    log(f"{jid}: building {path.name} ({path.stat().st_size / 1e6:.1f} MB), flags {','.join(flags_of(variant))}")
     res = build_job(model, batch, variant, path, zoo, work, trt, plan_json=src.parent / "plan.json" if src else None)
     row.update(build_seconds=res.build_seconds, engine_bytes=res.engine_bytes, trt_version=res.trt_version,
                gpu=res.gpu_name, warnings=[ln.format() for ln in res.log if ln.severity in ("WARNING", "ERROR")][-20:])

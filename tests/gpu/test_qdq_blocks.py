@@ -17,9 +17,12 @@ FP16+INT8 at a static shape, and the engine's layers are read back:
   alone, TensorRT 8.6 ran the float layers between INT8 ones in FP32: recorded);
 * what remains is recorded: reformat layers, the precision of every layer.
 
-The squeeze-excite block is built twice: with placement rule 6 (its depthwise conv,
-read in float by the SE pool and Mul, stays float) and without, to see again what
-TensorRT 8.6 does with a quantized grouped conv whose output is read in float. The
+The squeeze-excite block is built three times: with placement rule 6 (its depthwise conv,
+read in float by the SE pool and Mul, stays float), without, to see again what
+TensorRT 8.6 does with a quantized grouped conv whose output is read in float, and
+"dense" (rule 6's other way: the conv quantized with a Q/DQ on its output, so it
+fuses INT8 in and out, as in an implicit INT8 engine; the depthwise + HardSwish
+block too). The
 blocks with float layers between INT8 ones are built again with those layers pinned
 to FP16 (precision constraints ``prefer``; ``core.qdq.float_part``), the weakly
 typed way to an FP16 float part.
@@ -44,7 +47,8 @@ from trtwidgets.core.recipe.recipe import Recipe
 pytestmark = pytest.mark.usefixtures("no_cublas_cudnn")
 
 VARIANTS = [(name, "") for name in qb.BLOCKS] + [("squeeze_excite", "no-rule6")] + [
-    (name, "fp16pin") for name in ("squeeze_excite", "transpose_head", "concat_resize", "depthwise_hardswish")]
+    (name, "fp16pin") for name in ("squeeze_excite", "transpose_head", "concat_resize", "depthwise_hardswish")] + [
+    (name, "dense") for name in ("squeeze_excite", "depthwise_hardswish")]
 RESULTS: dict = {}
 
 
@@ -68,7 +72,8 @@ def test_block_runs_int8_where_the_export_says(trt, work, name, variant):
     maker, never_int8 = qb.BLOCKS[name]
     model = maker()
     ex = build_qdq(model, qb.simple_amax(model), high_precision="fp32",
-                   keep_float_output_grouped_convs=variant != "no-rule6")
+                   keep_float_output_grouped_convs=variant != "no-rule6",
+                   quantize_grouped_outputs=variant == "dense")
     key = f"{name}-{variant}" if variant else name
     path = save_qdq_model(ex.model, work / f"{key}.qdq.onnx")
     pins = {}

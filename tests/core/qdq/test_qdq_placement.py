@@ -247,6 +247,65 @@ def test_user_exclusion_wins_over_the_grouped_rule():
         "excluded by the user (pattern 'convDW')"]
 
 
+# ---------------------------------------------------------------------------- rule 6, quantized outputs
+
+
+def _output_edges(plan):
+    return {(e.tensor, e.node_label) for e in plan.edges if e.rule.startswith("grouped conv output")}
+
+
+@pytest.mark.parametrize("activation, end, readers", [
+    ("relu", "d", {"gap", "scale"}),
+    # Before a decomposed HardSwish: the gate is a pointwise layer of its own in TensorRT 8.6, which then
+    # reads INT8 (its Add and Mul both read the conv's output).
+    ("hardswish", "bn", {"hs_add", "hs_mul"})])
+def test_quantized_grouped_outputs_give_the_conv_a_qdq_on_what_it_writes(activation, end, readers):
+    plan = plan_qdq(qm.depthwise_block("se", activation), quantize_grouped_outputs=True)
+    assert not _grouped_skips(plan)
+    assert "convDW" in {e.node_label for e in plan.edges if e.rule == "weighted-op input"}
+    assert ("wDW", 0) in {(w.tensor, w.axis) for w in plan.weights}
+    assert _output_edges(plan) == {(end, r) for r in readers}
+    assert all("convDW" in e.rule for e in plan.edges if e.tensor == end)
+
+
+def test_quantized_grouped_outputs_add_nothing_where_the_output_is_already_read_quantized():
+    plain = plan_qdq(qm.depthwise_block("conv", "relu"))
+    dense = plan_qdq(qm.depthwise_block("conv", "relu"), quantize_grouped_outputs=True)
+    assert not _output_edges(dense) and dense.edges == plain.edges and dense.weights == plain.weights
+
+
+def test_a_grouped_conv_writing_the_graph_output_stays_float_even_with_quantized_outputs():
+    # No Q/DQ can go on a graph output: convDW2 stays float (rule 6), and convDW, now read by a float
+    # conv, gets its output quantized instead of being left float.
+    plan = plan_qdq(qm.depthwise_block("dw"), quantize_grouped_outputs=True)
+    assert set(_grouped_skips(plan)) == {"convDW2"}
+    assert "(by the graph output)" in _grouped_skips(plan)["convDW2"]
+    assert {label for _, label in _output_edges(plan)} == {"convDW2"}
+    assert "convDW" in {e.node_label for e in plan.edges if e.rule == "weighted-op input"}
+
+
+def test_an_excluded_grouped_conv_gets_no_output_qdq():
+    plan = plan_qdq(qm.depthwise_block("se", "hardswish"), quantize_grouped_outputs=True, exclude=["convDW"])
+    assert not _output_edges(plan)
+    assert "convDW" not in {e.node_label for e in plan.edges}
+
+
+def test_demo_model_with_quantized_grouped_outputs_quantizes_every_grouped_conv():
+    import onnx
+
+    from trtwidgets import demo
+    from trtwidgets.core.model.onnx_graph import attribute
+
+    model = onnx.load(str(demo.MODEL_PATH))
+    grouped = {n.name for n in model.graph.node if n.op_type == "Conv" and (attribute(n, "group", 1) or 1) > 1}
+    plan = plan_qdq(model, quantize_grouped_outputs=True)
+    assert not _grouped_skips(plan)
+    assert grouped <= {e.node_label for e in plan.edges if e.rule == "weighted-op input"}
+    # Exactly the nine squeeze-excite depthwise convs (read in float otherwise) get an output Q/DQ.
+    owners = {e.rule.split("fuses ")[1].split(" ")[0] for e in plan.edges if e.rule.startswith("grouped conv output")}
+    assert owners == _demo_se_depthwise(model)
+
+
 def _demo_se_depthwise(model):
     """Grouped convs of the demo from which a GlobalAveragePool is reached without crossing another Conv."""
     from trtwidgets.core.model.onnx_graph import GraphIndex, attribute

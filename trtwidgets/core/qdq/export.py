@@ -120,7 +120,8 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
               exclude_op_types: Iterable[str] = (), precision: str = "int8",
               weights_per_channel: Optional[bool] = None, opset: Optional[int] = None,
               skip_matrix_vector: bool = True, keep_float_output_grouped_convs: bool = True,
-              high_precision: str = "auto", trt_version=None, keep_fp32: Iterable[str] = ()) -> QdqExport:
+              quantize_grouped_outputs: bool = False, high_precision: str = "auto", trt_version=None,
+              keep_fp32: Iterable[str] = ()) -> QdqExport:
     """Insert Q/DQ nodes into a copy of ``model``; return it with a report.
 
     Parameters
@@ -147,6 +148,9 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
         Keep grouped (depthwise) convolutions whose output is read in float in high
         precision: TensorRT 8.6 cannot fuse them and computed wrong results on that
         path (see :func:`~.qdq_placement.plan_qdq`).
+    quantize_grouped_outputs : bool
+        Instead, quantize such a convolution together with its output, so that it
+        fuses INT8 in and out (see :func:`~.qdq_placement.plan_qdq`).
     high_precision : {"auto", "fp32", "fp16", "bf16"}
         The type of the non-quantized part (see :mod:`.high_precision`): FP16/BF16
         writes float initializers, Q/DQ scales and DequantizeLinear outputs in that
@@ -204,7 +208,8 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
     graph = proto.graph
     plan: QdqPlan = plan_qdq(proto, exclude=exclude, exclude_op_types=exclude_op_types,
                              skip_matrix_vector=skip_matrix_vector,
-                             keep_float_output_grouped_convs=keep_float_output_grouped_convs)
+                             keep_float_output_grouped_convs=keep_float_output_grouped_convs,
+                             quantize_grouped_outputs=quantize_grouped_outputs)
     index = GraphIndex(graph)
     produced_at = {o: i for i, n in enumerate(graph.node) for o in n.output if o}
     names = _Names(graph)
@@ -422,12 +427,14 @@ def export_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
                exclude_op_types: Iterable[str] = (), precision: str = "int8",
                weights_per_channel: Optional[bool] = None, opset: Optional[int] = None,
                skip_matrix_vector: bool = True, keep_float_output_grouped_convs: bool = True,
-               high_precision: str = "auto", trt_version=None) -> onnx.ModelProto:
+               quantize_grouped_outputs: bool = False, high_precision: str = "auto",
+               trt_version=None) -> onnx.ModelProto:
     """The Q/DQ model only (see :func:`build_qdq` for parameters and the report)."""
     return build_qdq(model, amax, exclude=exclude, exclude_op_types=exclude_op_types, precision=precision,
                      weights_per_channel=weights_per_channel, opset=opset,
                      skip_matrix_vector=skip_matrix_vector,
                      keep_float_output_grouped_convs=keep_float_output_grouped_convs,
+                     quantize_grouped_outputs=quantize_grouped_outputs,
                      high_precision=high_precision, trt_version=trt_version).model
 
 

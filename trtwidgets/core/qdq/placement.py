@@ -245,7 +245,8 @@ def _matrix_vector(node: onnx.NodeProto, shapes: Mapping[str, Tuple[Optional[int
 
 
 def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[str] = (),
-             skip_matrix_vector: bool = True, keep_float_output_grouped_convs: bool = True) -> QdqPlan:
+             skip_matrix_vector: bool = True, keep_float_output_grouped_convs: bool = True,
+             quantize_grouped_outputs: bool = False) -> QdqPlan:
     """Decide where Q/DQ go (see the module docstring for the rules).
 
     Parameters
@@ -264,6 +265,13 @@ def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[s
         Leave a grouped (e.g. depthwise) Conv in high precision when its output,
         after what TensorRT fuses into it, is read in float (rule 6): TensorRT 8.6
         cannot fuse such a layer and computed wrong results on that path.
+    quantize_grouped_outputs : bool
+        Rule 6's other way out: quantize such a grouped conv *and* its output (a
+        Q/DQ on the tensor it writes, before a gated activation), so that TensorRT
+        fuses it INT8 in and INT8 out and its point-wise readers run in INT8 too, as
+        in an implicit INT8 engine. The conv stays float only where its output is a
+        graph output (no Q/DQ can go there). Wins over
+        ``keep_float_output_grouped_convs``.
 
     Returns
     -------
@@ -282,6 +290,7 @@ def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[s
     # removes the Q on its input, which can leave another grouped conv's output read in
     # float: place, find such convs, and place again until none is added (the set only grows).
     keep_float: Dict[int, str] = {}
+    dense: Dict[int, str] = {}  # grouped conv -> the tensor it writes, quantized (quantize_grouped_outputs)
     while True:
         edges, weights, skipped, fused_adds, float_readers = _place(
             graph, index, pos, excluded, internal, protected_nodes, shapes, skip_matrix_vector, keep_float)
@@ -289,23 +298,49 @@ def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[s
             break
         quantized = {e.node for e in edges if e.rule == "weighted-op input"}
         found = {}
+        dense.clear()
         for i in sorted(quantized - set(keep_float)):
             node = graph.node[i]
             if node.op_type != "Conv" or (attribute(node, "group", 1) or 1) <= 1:
                 continue
             # A gated activation (decomposed HardSwish / Swish) is a pointwise layer of its own after a grouped
             # conv: TensorRT 8.6 left such a depthwise conv unfused in FP32 (tests/gpu/test_qdq_blocks.py, H100).
-            readers = float_readers(_epilogue_end(index, node.output[0], fused_adds.get(i, set()),
-                                                  through_gates=False))
-            if readers:
+            end = _epilogue_end(index, node.output[0], fused_adds.get(i, set()), through_gates=False)
+            readers = float_readers(end)
+            if readers and quantize_grouped_outputs and "the graph output" not in readers and \
+                    "no quantized reader" not in readers and end not in internal:
+                dense[i] = end
+            elif readers:
                 found[i] = _grouped_reason(readers)
         if not found:
             break
         keep_float.update(found)
+    if quantize_grouped_outputs:
+        edges.extend(_output_edges(graph, index, pos, edges, dense, keep_float))
 
     edges.sort(key=lambda e: (e.node, e.input_index))
     return QdqPlan(edges=tuple(edges), weights=tuple(weights), skipped=tuple(skipped), patterns=patterns,
                    excluded=tuple(node_label(graph.node[i]) for i in sorted(excluded)), warnings=warnings)
+
+
+def _output_edges(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], edges: Sequence[QuantEdge],
+                  dense: Mapping[int, str], keep_float: Mapping[int, str]) -> List[QuantEdge]:
+    """Rule 6, quantized: a Q/DQ on every float read of what each grouped conv in ``dense`` writes."""
+    quantized = {e.node for e in edges if e.rule == "weighted-op input"}
+    done = {(e.node, e.input_index) for e in edges}
+    out: List[QuantEdge] = []
+    for i, tensor in sorted(dense.items()):
+        if i in keep_float or i not in quantized:
+            continue
+        conv = node_label(graph.node[i])
+        for c in index.consumers.get(tensor, []):
+            ci = pos[_key(c)]
+            for k, t in enumerate(c.input):
+                if t == tensor and (ci, k) not in done and c.op_type not in ("Shape", "Size"):
+                    done.add((ci, k))
+                    out.append(QuantEdge(tensor, ci, k, node_label(c), c.op_type,
+                                         f"grouped conv output (fuses {conv} INT8 in and out)"))
+    return out
 
 
 def _by_rule(rule: int, *args) -> Skip:

@@ -173,6 +173,9 @@ class Plan:
     notes : tuple of str
     interrupted : bool
         The search was interrupted (Ctrl-C): the candidates are those measured before it.
+    placement : dict
+        Placement options every candidate was exported with (``quantize_grouped_outputs``),
+        so that :func:`~.planner.export_plan` writes the same model.
     """
 
     model: str
@@ -187,6 +190,7 @@ class Plan:
     seconds: Dict[str, float] = field(default_factory=dict)
     notes: Tuple[str, ...] = ()
     interrupted: bool = False
+    placement: Dict[str, Any] = field(default_factory=dict)
 
     @property
     def pick(self) -> Candidate:
@@ -209,7 +213,7 @@ class Plan:
                 "high_precision": self.high_precision, "trt_version": self.trt_version,
                 "input_shapes": {k: list(v) for k, v in self.input_shapes.items()},
                 "seconds": {k: round(v, 3) for k, v in self.seconds.items()}, "notes": list(self.notes),
-                "interrupted": self.interrupted}
+                "interrupted": self.interrupted, "placement": dict(self.placement)}
 
     def table(self) -> str:
         """The candidates as a plain-text table (what the CLI prints)."""

@@ -137,7 +137,7 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
          trt_version: Optional[str] = None, high_precision: str = "auto", gpu: str = "h100",
          batch_size: Optional[int] = None, oracle=None, stats=None, max_samples: Optional[int] = None,
          max_ranked: int = 96, progress: bool = True, shapes: Optional[Mapping[str, Sequence[int]]] = None,
-         on_step: Optional[Callable[[str], None]] = None) -> Plan:
+         quantize_grouped_outputs: bool = True, on_step: Optional[Callable[[str], None]] = None) -> Plan:
     """Search for the fastest Q/DQ quantization that meets an accuracy target (see the module docstring).
 
     Parameters
@@ -167,6 +167,10 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
         Rank at most this many layers by accuracy cost (the ones INT8 saves most on).
     progress : bool
         A progress bar per phase.
+    quantize_grouped_outputs : bool
+        A grouped (depthwise) conv that the plan quantizes gets a Q/DQ on its output
+        too, so it fuses INT8 in and out and an INT8 region has no reformat inside
+        (placement rule 6, :func:`~.placement.plan_qdq`); False keeps such convs float.
     on_step : callable, optional
         Called with a short text before each phase (the widget's status line).
 
@@ -214,7 +218,8 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
         metric, metric_name = factory(reference, loaded.summary, n_held)
         target = dataclasses.replace(target, metric=metric, metric_name=metric_name, metric_factory=None)
     metric_ref = float(target.metric(reference)) if target.metric is not None else None
-    ev = Evaluator(proto, _stack(held), reference, hp, target.metric, metric_ref, trt_version)
+    ev = Evaluator(proto, _stack(held), reference, hp, target.metric, metric_ref, trt_version,
+                   quantize_grouped_outputs=quantize_grouped_outputs)
 
     # Ranges: the best single method on the full placement.
     t = time.perf_counter()
@@ -419,7 +424,8 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
               "methods_used": methods_count, "amax": {k: float(v) for k, v in amax.items()}}
     return Plan(model=name, target=target, candidates=tuple(cands), recommended=best, reason=reason, ranges=ranges,
                 high_precision=hp, trt_version=str(trt_version or ""), input_shapes=input_shapes, seconds=seconds,
-                notes=tuple(notes), interrupted=interrupted)
+                notes=tuple(notes), interrupted=interrupted,
+                placement={"quantize_grouped_outputs": bool(quantize_grouped_outputs)})
 
 
 def export_plan(model, plan_: Union[Plan, Mapping], candidate: Optional[int] = None):
@@ -448,6 +454,8 @@ def export_plan(model, plan_: Union[Plan, Mapping], candidate: Optional[int] = N
     weighted = [n for n in proto.graph.node if n.op_type in ("Conv", "ConvTranspose", "MatMul", "Gemm")]
     exclude = [exclusion_key(n) for n in weighted if node_label(n) not in quantized]
     hp = doc.get("high_precision") or "fp32"
+    placement = doc.get("placement") or {}
     return build_qdq(proto, doc["ranges"]["amax"], exclude=exclude, high_precision=hp, skip_matrix_vector=False,
+                     quantize_grouped_outputs=bool(placement.get("quantize_grouped_outputs", False)),
                      trt_version=doc.get("trt_version") or None)
 
