@@ -73,7 +73,7 @@ def test_block_runs_int8_where_the_export_says(trt, work, name, variant):
     model = maker()
     ex = build_qdq(model, qb.simple_amax(model), high_precision="fp32",
                    keep_float_output_grouped_convs=variant != "no-rule6",
-                   quantize_grouped_outputs=variant == "dense")
+                   dense_int8=variant == "dense")
     key = f"{name}-{variant}" if variant else name
     path = save_qdq_model(ex.model, work / f"{key}.qdq.onnx")
     pins = {}

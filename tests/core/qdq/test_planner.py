@@ -30,6 +30,57 @@ def test_cost_model_int8_pays_only_for_large_work():
     assert big["conv0"].macs == 32 * 56 * 56 * 64 * 64 * 9
 
 
+def test_cost_model_charges_int8_for_the_channel_padding_of_an_image_stem():
+    from onnx import helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    stem = helper.make_model(helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["y"], name="stem", kernel_shape=[3, 3], pads=[1, 1, 1, 1])], "stem",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [32, 3, 224, 224])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [32, 64, 224, 224])],
+        [numpy_helper.from_array(rng.standard_normal((64, 3, 3, 3)).astype(np.float32), "w")]))
+    cost = layer_costs(stem, {"x": (32, 3, 224, 224)})["stem"]
+    # 3 input channels run padded to 32 in INT8 (to 8 in FP16): INT8 does not pay for an RGB stem.
+    assert cost.int8_us >= cost.fp16_us
+    wide = layer_costs(conv_stack(), {"x": (32, 64, 56, 56)})["conv0"]
+    assert wide.int8_us < 0.7 * wide.fp16_us
+
+
+def test_plan_keeps_transformer_matmuls_float_for_tensorrt_8():
+    from tests.core import qdq_blocks as qb
+    from trtwidgets.core.qdq.myelin import MYELIN_REASON
+
+    model = qb.encoder_layer(batch=1, seq=64, d=256)
+    data = qb.feeds(model, n=6)
+    old = plan(model, data, trt_version="8.6", batch_size=32, progress=False, target=PlanTarget(cosine=0.9))
+    # All eight MatMuls (projections, MLP, and attention's two activation x activation products) go to Myelin.
+    assert f"8 batched MatMuls kept in high precision: {MYELIN_REASON}" in old.notes
+    assert old.fp16_is_best and old.candidates[1].speedup < 1 / 1.4
+    # TensorRT 10+ runs them with its own kernels: the planner may quantize them.
+    new = plan(model, data, trt_version="10.16", batch_size=32, progress=False, target=PlanTarget(cosine=0.9))
+    assert not any(MYELIN_REASON in n for n in new.notes)
+    assert not any(r == MYELIN_REASON for c in new.candidates for _, r in c.kept)
+
+
+def test_export_plan_uses_the_placement_the_plan_was_scored_with():
+    model = onnx.load(demo.MODEL_PATH)
+    data = list(demo.iter_skimage_inputs(12))
+    p = plan(model, data, shapes={"x": (32, 3, 48, 192)}, progress=False, target=PlanTarget(cosine=0.5))
+    doc = p.to_dict()
+    assert doc["placement"] == {"dense_int8": True}
+    dense = export_plan(model, doc, candidate=1)
+
+    def rules(ex):
+        return {r.split(" (")[0] for a in ex.report.activations for r in a.rules}
+
+    assert "grouped conv output" in rules(dense)
+    # A plan.json from before the placement was recorded exports with rule 6 (grouped convs float).
+    del doc["placement"]
+    old = export_plan(model, doc, candidate=1)
+    assert "grouped conv output" not in rules(old)
+    assert len(old.report.quantized_layers) < len(dense.report.quantized_layers)
+
+
 def test_plan_picks_int8_where_it_pays_and_meets_the_target():
     model = conv_stack()
     p = plan(model, feeds(), shapes={"x": (32, 64, 56, 56)}, progress=False, trt_version="10.16")

@@ -1,4 +1,7 @@
-"""What TensorRT 8.6 built from the toolkit's Q/DQ export of each block (H100, tests/gpu/test_qdq_blocks.py).
+"""What TensorRT 8.6 built from the toolkit's Q/DQ export of each block (tests/gpu/test_qdq_blocks.py).
+
+The run committed is an H200's (2026-11-24, the second session; the first, on an H100, showed the
+same precisions and fusions).
 
 The fixture ``tests/fixtures/trt86/qdq_blocks.json`` is that run's layer tables. These tests keep
 the exporter in step with it (the placement it builds is the one TensorRT was given) and state
@@ -29,13 +32,38 @@ def test_the_export_places_today_what_tensorrt_was_given(run, name):
     assert list(ex.report.quantized_layers) == run[name]["quantized_by_export"]
 
 
+@pytest.mark.parametrize("name", ["squeeze_excite", "depthwise_hardswish"])
+def test_the_dense_export_places_today_what_tensorrt_was_given(run, name):
+    model = qb.BLOCKS[name][0]()
+    ex = build_qdq(model, qb.simple_amax(model), high_precision="fp32", dense_int8=True)
+    assert list(ex.report.quantized_layers) == run[f"{name}-dense"]["quantized_by_export"]
+
+
+def test_a_grouped_conv_quantized_with_its_output_fuses_int8_in_and_out(run):
+    # Rule 8's evidence: with a Q/DQ on what it writes, the depthwise conv is one INT8 kernel and the
+    # HardSwish after it a point-wise INT8 layer: no FP32 layer, no reformat but the input's quantize.
+    block = run["depthwise_hardswish-dense"]
+    assert "dw" in block["quantized_by_export"] and {"dw", "hs_add3", "hs_mul", "hs_div"} <= _int8(
+        run, "depthwise_hardswish-dense")
+    assert block["fp32_compute"] == [] and _real_reformats(run, "depthwise_hardswish-dense") == 1
+    # Rule 6's way (the conv float) costs an FP32 conv and a reformat on the same block.
+    assert run["depthwise_hardswish"]["fp32_compute"] and _real_reformats(run, "depthwise_hardswish") == 2
+    se = run["squeeze_excite-dense"]
+    assert "dw" in _int8(run, "squeeze_excite-dense") and {"se_gate", "se_mul"} <= _int8(run, "squeeze_excite-dense")
+
+
+def _real_reformats(run, key):
+    return sum(1 for layer in run[key]["layers"] if layer["type"] == "Reformat")
+
+
 def _int8(run, key):
     return {n for layer in run[key]["layers"] if layer["precision"] == "INT8" for n in layer["onnx_nodes"]}
 
 
 def test_residual_add_and_pooling_fuse_into_int8_layers(run):
     for key in ("residual", "pool_classifier"):
-        assert run[key]["fp32_compute"] == [] and run[key]["reformats"] <= 1
+        # At most the input's quantize; a NoOp "Reformatting CopyNode" (the H200 run's classifier output) moves nothing.
+        assert run[key]["fp32_compute"] == [] and _real_reformats(run, key) <= 1
         assert set(run[key]["quantized_by_export"]) <= _int8(run, key)
     # The residual add ran inside the second conv's INT8 kernel (rule 2).
     assert any("add" in layer["onnx_nodes"] and layer["precision"] == "INT8" for layer in run["residual"]["layers"])

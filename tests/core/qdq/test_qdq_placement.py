@@ -260,7 +260,7 @@ def _output_edges(plan):
     # reads INT8 (its Add and Mul both read the conv's output).
     ("hardswish", "bn", {"hs_add", "hs_mul"})])
 def test_quantized_grouped_outputs_give_the_conv_a_qdq_on_what_it_writes(activation, end, readers):
-    plan = plan_qdq(qm.depthwise_block("se", activation), quantize_grouped_outputs=True)
+    plan = plan_qdq(qm.depthwise_block("se", activation), dense_int8=True)
     assert not _grouped_skips(plan)
     assert "convDW" in {e.node_label for e in plan.edges if e.rule == "weighted-op input"}
     assert ("wDW", 0) in {(w.tensor, w.axis) for w in plan.weights}
@@ -270,14 +270,14 @@ def test_quantized_grouped_outputs_give_the_conv_a_qdq_on_what_it_writes(activat
 
 def test_quantized_grouped_outputs_add_nothing_where_the_output_is_already_read_quantized():
     plain = plan_qdq(qm.depthwise_block("conv", "relu"))
-    dense = plan_qdq(qm.depthwise_block("conv", "relu"), quantize_grouped_outputs=True)
+    dense = plan_qdq(qm.depthwise_block("conv", "relu"), dense_int8=True)
     assert not _output_edges(dense) and dense.edges == plain.edges and dense.weights == plain.weights
 
 
 def test_a_grouped_conv_writing_the_graph_output_stays_float_even_with_quantized_outputs():
     # No Q/DQ can go on a graph output: convDW2 stays float (rule 6), and convDW, now read by a float
     # conv, gets its output quantized instead of being left float.
-    plan = plan_qdq(qm.depthwise_block("dw"), quantize_grouped_outputs=True)
+    plan = plan_qdq(qm.depthwise_block("dw"), dense_int8=True)
     assert set(_grouped_skips(plan)) == {"convDW2"}
     assert "(by the graph output)" in _grouped_skips(plan)["convDW2"]
     assert {label for _, label in _output_edges(plan)} == {"convDW2"}
@@ -285,7 +285,7 @@ def test_a_grouped_conv_writing_the_graph_output_stays_float_even_with_quantized
 
 
 def test_an_excluded_grouped_conv_gets_no_output_qdq():
-    plan = plan_qdq(qm.depthwise_block("se", "hardswish"), quantize_grouped_outputs=True, exclude=["convDW"])
+    plan = plan_qdq(qm.depthwise_block("se", "hardswish"), dense_int8=True, exclude=["convDW"])
     assert not _output_edges(plan)
     assert "convDW" not in {e.node_label for e in plan.edges}
 
@@ -298,12 +298,54 @@ def test_demo_model_with_quantized_grouped_outputs_quantizes_every_grouped_conv(
 
     model = onnx.load(str(demo.MODEL_PATH))
     grouped = {n.name for n in model.graph.node if n.op_type == "Conv" and (attribute(n, "group", 1) or 1) > 1}
-    plan = plan_qdq(model, quantize_grouped_outputs=True)
+    plan = plan_qdq(model, dense_int8=True)
     assert not _grouped_skips(plan)
     assert grouped <= {e.node_label for e in plan.edges if e.rule == "weighted-op input"}
     # Exactly the nine squeeze-excite depthwise convs (read in float otherwise) get an output Q/DQ.
     owners = {e.rule.split("fuses ")[1].split(" ")[0] for e in plan.edges if e.rule.startswith("grouped conv output")}
     assert owners == _demo_se_depthwise(model)
+
+
+def test_dense_squeeze_excite_gate_is_written_quantized_for_its_mul():
+    # The SE conv's HardSigmoid output is read only by the Mul (a point-wise INT8 reader): rule 8 quantizes it,
+    # since TensorRT 8.6 left a DequantizeLinear unfused before a point-wise layer whose other input was float.
+    from tests.core import qdq_blocks as qb
+
+    plan = plan_qdq(qb.squeeze_excite(), dense_int8=True, skip_matrix_vector=False)
+    gate = [e for e in plan.edges if e.rule.startswith("layer output read by INT8 layers")]
+    assert [(e.tensor, e.node_label) for e in gate] == [("s", "se_mul")] and "se2" in gate[0].rule
+    # The conv output chain into a Concat is quantized for the Concat, and a graph output never is.
+    cat = plan_qdq(qb.concat_resize(), dense_int8=True)
+    assert {(e.tensor, e.node_label) for e in cat.edges if e.rule.startswith("layer output")} >= {
+        ("ar", "cat"), ("br", "cat")}
+    assert not {e.tensor for e in cat.edges} & {o.name for o in qb.concat_resize().graph.output}
+
+
+def test_dense_shared_reads_make_every_pointwise_reader_of_a_quantized_tensor_read_it_quantized():
+    import onnx
+
+    from trtwidgets import demo
+
+    model = onnx.load(str(demo.MODEL_PATH))
+    plan = plan_qdq(model, dense_int8=True, skip_matrix_vector=False)
+    shared = [e for e in plan.edges if e.rule.startswith("shared read")]
+    assert shared and all(e.op_type in ("Mul", "GlobalAveragePool", "Add") for e in shared)
+    quantized = {e.tensor for e in plan.edges}
+    reads = {(e.node, e.input_index) for e in plan.edges}
+    for i, node in enumerate(model.graph.node):
+        if node.op_type in ("Mul", "GlobalAveragePool"):
+            for k, t in enumerate(node.input):
+                if t in quantized:
+                    assert (i, k) in reads, (node.name, t)
+
+
+def test_dense_regions_leave_a_transformer_layer_as_rules_1_to_4_place_it():
+    # Rule 8's evidence is convolutional engines: a transformer's residual stream and attention keep their placement.
+    from tests.core import qdq_blocks as qb
+
+    model = qb.encoder_layer()
+    assert plan_qdq(model, dense_int8=True, skip_matrix_vector=False).edges == \
+        plan_qdq(model, skip_matrix_vector=False).edges
 
 
 def _demo_se_depthwise(model):

@@ -126,6 +126,13 @@ def _efficiency(macs: float) -> float:
     return max(0.01, min(0.6, macs / (macs + 2e9) * 0.6 + 0.005))
 
 
+def _padding(cin_per_group: int, group: int, multiple: int) -> float:
+    """How much work a dense conv's channel padding to ``multiple`` adds (1.0: none, or a grouped conv)."""
+    if group != 1 or cin_per_group <= 0:
+        return 1.0
+    return math.ceil(cin_per_group / multiple) * multiple / cin_per_group
+
+
 def _numel(shape: Optional[Tuple[int, ...]]) -> int:
     return int(math.prod(shape)) if shape else 0
 
@@ -188,10 +195,14 @@ def layer_costs(proto: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]
         group = int(attribute(node, "group", 1) or 1)
         cin_per_group = (shapes.get(node.input[1]) or (0, 0))[1] if node.op_type == "Conv" else 64
         eff = _efficiency(macs)
-        t_fp16 = max(2 * macs / (spec.fp16_flops * eff), 2 * (x + w + o) / spec.bandwidth)
+        # Tensor-core kernels pad the input channels: to 8 in FP16 (NHWC8), to 32 in INT8 (NC/32HW32).
+        # A 3-channel image stem does 10.7x its MACs in INT8 against 2.7x in FP16 (TensorRT's implicit
+        # builds keep it FP16; quantized, the classifier's stem took 2x its FP16 time, H200).
+        pad16, pad8 = _padding(cin_per_group, group, 8), _padding(cin_per_group, group, 32)
+        t_fp16 = max(2 * macs * pad16 / (spec.fp16_flops * eff), 2 * (x * pad16 + w + o) / spec.bandwidth)
         # Few channels per group (depthwise): no tensor-core INT8 path, only half the bytes.
         int8_rate = spec.int8_ops if (group == 1 or cin_per_group >= 16) else spec.fp16_flops
-        t_int8 = max(2 * macs / (int8_rate * eff), 1 * (x + w + o) / spec.bandwidth)
+        t_int8 = max(2 * macs * pad8 / (int8_rate * eff), 1 * (x * pad8 + w + o) / spec.bandwidth)
         out[label] = LayerCost(label, node.op_type, int(macs), 2 * o,
                                spec.launch_us + max(spec.min_kernel_us, 1e6 * t_fp16),
                                spec.launch_us + max(spec.min_kernel_us, 1e6 * t_int8))

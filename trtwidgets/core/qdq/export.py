@@ -46,6 +46,7 @@ from .export_report import QdqExport, QdqReport, QuantizedTensor, QuantizedWeigh
 from .weights import PRECISIONS, quantize_weight, weight_tensor
 from ..model.onnx_graph import GraphIndex, attribute
 from .high_precision import MIN_OPSET as HP_MIN_OPSET, HIGH_PRECISIONS, convert_float_part, default_high_precision
+from .myelin import myelin_matmuls
 from .placement import QdqPlan, Skip, node_label, plan_qdq
 
 __all__ = ["PRECISIONS", "QdqExportError", "QuantizedTensor", "QuantizedWeight", "QdqReport", "QdqExport",
@@ -120,7 +121,7 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
               exclude_op_types: Iterable[str] = (), precision: str = "int8",
               weights_per_channel: Optional[bool] = None, opset: Optional[int] = None,
               skip_matrix_vector: bool = True, keep_float_output_grouped_convs: bool = True,
-              quantize_grouped_outputs: bool = False, high_precision: str = "auto", trt_version=None,
+              dense_int8: bool = False, high_precision: str = "auto", trt_version=None,
               keep_fp32: Iterable[str] = ()) -> QdqExport:
     """Insert Q/DQ nodes into a copy of ``model``; return it with a report.
 
@@ -144,13 +145,11 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
         Target opset; default: the model's, raised to the minimum the precision needs.
     skip_matrix_vector : bool
         Keep matrix-vector layers in high precision (see :func:`~.qdq_placement.plan_qdq`).
-    keep_float_output_grouped_convs : bool
-        Keep grouped (depthwise) convolutions whose output is read in float in high
-        precision: TensorRT 8.6 cannot fuse them and computed wrong results on that
-        path (see :func:`~.qdq_placement.plan_qdq`).
-    quantize_grouped_outputs : bool
-        Instead, quantize such a convolution together with its output, so that it
-        fuses INT8 in and out (see :func:`~.qdq_placement.plan_qdq`).
+    keep_float_output_grouped_convs, dense_int8 : bool
+        Placement rules 6 and 8 (see :func:`~.placement.plan_qdq`): keep grouped
+        convs whose output is read in float in high precision, or (``dense_int8``)
+        quantize them with their output, and give every point-wise reader of a
+        quantized tensor the same Q/DQ, as an implicit INT8 engine runs.
     high_precision : {"auto", "fp32", "fp16", "bf16"}
         The type of the non-quantized part (see :mod:`.high_precision`): FP16/BF16
         writes float initializers, Q/DQ scales and DequantizeLinear outputs in that
@@ -209,7 +208,7 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
     plan: QdqPlan = plan_qdq(proto, exclude=exclude, exclude_op_types=exclude_op_types,
                              skip_matrix_vector=skip_matrix_vector,
                              keep_float_output_grouped_convs=keep_float_output_grouped_convs,
-                             quantize_grouped_outputs=quantize_grouped_outputs)
+                             dense_int8=dense_int8)
     index = GraphIndex(graph)
     produced_at = {o: i for i, n in enumerate(graph.node) for o in n.output if o}
     names = _Names(graph)
@@ -268,7 +267,7 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
             planned[e.node] = planned.get(e.node, 0) + 1
     weights: List[QuantizedWeight] = []
     cache: Dict[Tuple[str, Optional[int]], str] = {}
-    float_weight_nodes = _myelin_matmuls(proto, plan, trt_version)
+    float_weight_nodes = myelin_matmuls(proto, {w.node for w in plan.weights if w.op_type == "MatMul"}, trt_version)
     quantized_layers: List[str] = []
     for w in plan.weights:
         if done_nodes.get(w.node, 0) < planned.get(w.node, 0) or w.node not in planned:
@@ -344,35 +343,6 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
     return QdqExport(model=proto, report=report)
 
 
-def _myelin_matmuls(proto: onnx.ModelProto, plan: QdqPlan, trt_version) -> set:
-    """MatMul nodes whose weights TensorRT 8.x wants as FP32 + Q/DQ: those on activations of rank >= 3.
-
-    Batched (transformer) MatMuls go to TensorRT's Myelin backend, which in 8.6 cannot take INT8
-    weight constants; a rank-2 MatMul (a classifier's FC) becomes a convolution and takes them.
-    Unknown versions get the FP32 form too: every TensorRT reads it.
-    """
-    if trt_version is not None:
-        from ..model.trt_version import parse_trt_version
-
-        if parse_trt_version(trt_version).major >= 10:
-            return set()
-    wanted = {w.node for w in plan.weights if w.op_type == "MatMul"}
-    if not wanted:
-        return set()
-    try:
-        inferred = onnx.shape_inference.infer_shapes(proto)
-    except Exception:  # noqa: BLE001 - without shapes, assume the batched form (the safe one)
-        return wanted
-    ranks = {v.name: len(v.type.tensor_type.shape.dim) for v in list(inferred.graph.value_info)
-             + list(inferred.graph.input) if v.type.tensor_type.HasField("shape")}
-    out = set()
-    for i in wanted:
-        data = [x for x in proto.graph.node[i].input if x in ranks]
-        if not data or max(ranks[x] for x in data) >= 3:
-            out.add(i)
-    return out
-
-
 def _resolve_high_precision(high_precision: str, trt_version) -> str:
     if high_precision == "auto":
         if trt_version is None:
@@ -427,14 +397,14 @@ def export_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
                exclude_op_types: Iterable[str] = (), precision: str = "int8",
                weights_per_channel: Optional[bool] = None, opset: Optional[int] = None,
                skip_matrix_vector: bool = True, keep_float_output_grouped_convs: bool = True,
-               quantize_grouped_outputs: bool = False, high_precision: str = "auto",
+               dense_int8: bool = False, high_precision: str = "auto",
                trt_version=None) -> onnx.ModelProto:
     """The Q/DQ model only (see :func:`build_qdq` for parameters and the report)."""
     return build_qdq(model, amax, exclude=exclude, exclude_op_types=exclude_op_types, precision=precision,
                      weights_per_channel=weights_per_channel, opset=opset,
                      skip_matrix_vector=skip_matrix_vector,
                      keep_float_output_grouped_convs=keep_float_output_grouped_convs,
-                     quantize_grouped_outputs=quantize_grouped_outputs,
+                     dense_int8=dense_int8,
                      high_precision=high_precision, trt_version=trt_version).model
 
 

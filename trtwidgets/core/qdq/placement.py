@@ -58,6 +58,22 @@ and pytorch-quantization:
    type. An excluded weighted layer gets no Q/DQ on any input; an excluded Add or
    pool is left out of rules 2 and 3.
 
+8. **Dense INT8 regions** (``dense_int8=True``, what the planner uses): inside
+   the quantized part, quantize the way an implicit INT8 engine runs. A grouped
+   conv that rule 6 would keep float is quantized with a Q/DQ on its output (before
+   a gated activation): TensorRT 8.6 then fuses it INT8 in and INT8 out and runs
+   the HardSwish / squeeze-excite point-wise layers after it in INT8
+   (``tests/gpu/test_qdq_blocks.py``, variant ``dense``). A quantized layer whose
+   output (after its fused epilogue, e.g. a squeeze-excite conv's HardSigmoid) is
+   read in float only by point-wise, pooling or Concat layers writes it quantized:
+   TensorRT 8.6 does not fuse a DequantizeLinear into a point-wise layer whose
+   other input is float (a layer of its own, 7-12 us each on the batch-32
+   classifier, H200). And every such reader of a quantized tensor reads it
+   through the same Q/DQ: a tensor read both quantized and in float is written in
+   float and quantized by a layer of its own. On the batch-32 classifier (H200) the fully quantized
+   engine then has the implicit engine's layers and formats, without a reformat
+   inside the INT8 region.
+
 Why hand-written and not a library: modelopt implements these rules but needs
 torch, cupy and onnxruntime-gpu, far too heavy for a CPU / Binder tool whose core
 must import on Python 3.9 with only numpy and onnx. onnx-graphsurgeon is light,
@@ -68,16 +84,17 @@ but placement only needs producer/consumer lookups, which
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 import onnx
 
 from ..model.onnx_graph import GraphIndex, attribute
+from .dense_regions import POOL_OPS, conv_output_reads, grouped_output_edges, shared_reads
 from .exclusions import WEIGHTED_OPS, QdqExclusionError, match_exclusions
 from .fusions import _epilogue_end, _fused_conv, _longer_branch
 from .graph_patterns import (PROTECTED_OPS, PatternMatch, _ConstIndex, _key,
                              find_protected_patterns, node_label)
+from .placement_records import QdqPlan, QuantEdge, Skip, WeightSite
 
 __all__ = [
     "WEIGHTED_OPS", "POOL_OPS", "COPY_OPS", "QdqExclusionError",
@@ -85,8 +102,6 @@ __all__ = [
     "node_label", "find_protected_patterns", "match_exclusions", "plan_qdq", "PROTECTED_OPS",
 ]
 
-#: Pooling ops that run in INT8 between quantized tensors (rule 3).
-POOL_OPS = ("MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool")
 #: Ops that only move data: a Q/DQ commutes with them.
 COPY_OPS = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity")
 
@@ -94,92 +109,6 @@ COPY_OPS = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity
 _DATA_INPUTS = {"Conv": (0, 1), "ConvTranspose": (0, 1), "Gemm": (0, 1), "MatMul": (0, 1)}
 _FLOAT_TYPES = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16,
                 onnx.TensorProto.DOUBLE)
-
-
-@dataclass(frozen=True)
-class QuantEdge:
-    """One activation input that gets a Q/DQ pair.
-
-    Attributes
-    ----------
-    tensor : str
-        The quantized tensor.
-    node : int
-        Index (in ``graph.node``) of the consumer that reads the dequantized tensor.
-    input_index : int
-        Which input of that consumer.
-    node_label : str
-        The consumer's name, or ``Op(output)`` for an unnamed node.
-    op_type : str
-        The consumer's op type.
-    rule : str
-        Why: ``"weighted-op input"``, ``"residual add: skip input"`` or ``"pooling input"``.
-    """
-
-    tensor: str
-    node: int
-    input_index: int
-    node_label: str
-    op_type: str
-    rule: str
-
-
-@dataclass(frozen=True)
-class WeightSite:
-    """A constant input of a weighted layer that becomes int8/fp8 + DequantizeLinear.
-
-    ``axis`` is the per-channel axis (output channels), or None where the layout
-    has none (a constant first input of MatMul/Gemm is quantized per tensor).
-    """
-
-    tensor: str
-    node: int
-    input_index: int
-    node_label: str
-    op_type: str
-    axis: Optional[int]
-
-
-@dataclass(frozen=True)
-class Skip:
-    """Something a rule looked at and left in high precision, and why.
-
-    ``rule`` is the placement rule's number in this module's docstring (0: no rule,
-    e.g. a tensor without a range), so a reader can say "kept float by the export, rule N".
-    """
-
-    node_label: str
-    op_type: str
-    reason: str
-    tensor: str = ""
-    rule: int = 0
-
-    def to_dict(self) -> dict:
-        return {"node": self.node_label, "op_type": self.op_type, "tensor": self.tensor, "reason": self.reason,
-                "rule": self.rule}
-
-
-@dataclass(frozen=True)
-class QdqPlan:
-    """Where Q/DQ go in one model: the result of :func:`plan_qdq`.
-
-    Node indices refer to the ``graph.node`` list of the model the plan was made for.
-    """
-
-    edges: Tuple[QuantEdge, ...]
-    weights: Tuple[WeightSite, ...]
-    skipped: Tuple[Skip, ...]
-    patterns: Tuple[PatternMatch, ...]
-    excluded: Tuple[str, ...]
-    warnings: Tuple[str, ...] = field(default=())
-
-    @property
-    def activation_tensors(self) -> Tuple[str, ...]:
-        """Distinct quantized activation tensors, in first-use order."""
-        return tuple(dict.fromkeys(e.tensor for e in self.edges))
-
-    def edges_of(self, tensor: str) -> Tuple[QuantEdge, ...]:
-        return tuple(e for e in self.edges if e.tensor == tensor)
 
 
 # ---------------------------------------------------------------------------- rules
@@ -246,7 +175,7 @@ def _matrix_vector(node: onnx.NodeProto, shapes: Mapping[str, Tuple[Optional[int
 
 def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[str] = (),
              skip_matrix_vector: bool = True, keep_float_output_grouped_convs: bool = True,
-             quantize_grouped_outputs: bool = False) -> QdqPlan:
+             dense_int8: bool = False) -> QdqPlan:
     """Decide where Q/DQ go (see the module docstring for the rules).
 
     Parameters
@@ -265,12 +194,15 @@ def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[s
         Leave a grouped (e.g. depthwise) Conv in high precision when its output,
         after what TensorRT fuses into it, is read in float (rule 6): TensorRT 8.6
         cannot fuse such a layer and computed wrong results on that path.
-    quantize_grouped_outputs : bool
-        Rule 6's other way out: quantize such a grouped conv *and* its output (a
-        Q/DQ on the tensor it writes, before a gated activation), so that TensorRT
-        fuses it INT8 in and INT8 out and its point-wise readers run in INT8 too, as
-        in an implicit INT8 engine. The conv stays float only where its output is a
-        graph output (no Q/DQ can go there). Wins over
+    dense_int8 : bool
+        Quantize the way an implicit INT8 engine runs (rule 8): a grouped conv whose
+        output is read in float is quantized *with* its output (a Q/DQ on the tensor
+        it writes, before a gated activation), so TensorRT fuses it INT8 in and out
+        (it stays float only where it writes a graph output); a quantized layer
+        whose output (after its fused epilogue) is read in float only by point-wise,
+        pooling or Concat layers writes it quantized; and every such reader of a
+        quantized tensor reads it through the same Q/DQ, so its producer writes INT8
+        once instead of a float tensor plus a separate quantize layer. Wins over
         ``keep_float_output_grouped_convs``.
 
     Returns
@@ -290,7 +222,7 @@ def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[s
     # removes the Q on its input, which can leave another grouped conv's output read in
     # float: place, find such convs, and place again until none is added (the set only grows).
     keep_float: Dict[int, str] = {}
-    dense: Dict[int, str] = {}  # grouped conv -> the tensor it writes, quantized (quantize_grouped_outputs)
+    dense: Dict[int, str] = {}  # grouped conv -> the tensor it writes, quantized (dense_int8)
     while True:
         edges, weights, skipped, fused_adds, float_readers = _place(
             graph, index, pos, excluded, internal, protected_nodes, shapes, skip_matrix_vector, keep_float)
@@ -307,7 +239,7 @@ def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[s
             # conv: TensorRT 8.6 left such a depthwise conv unfused in FP32 (tests/gpu/test_qdq_blocks.py, H100).
             end = _epilogue_end(index, node.output[0], fused_adds.get(i, set()), through_gates=False)
             readers = float_readers(end)
-            if readers and quantize_grouped_outputs and "the graph output" not in readers and \
+            if readers and dense_int8 and "the graph output" not in readers and \
                     "no quantized reader" not in readers and end not in internal:
                 dense[i] = end
             elif readers:
@@ -315,32 +247,16 @@ def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[s
         if not found:
             break
         keep_float.update(found)
-    if quantize_grouped_outputs:
-        edges.extend(_output_edges(graph, index, pos, edges, dense, keep_float))
+    if dense_int8:
+        edges.extend(grouped_output_edges(graph, index, pos, edges, dense, keep_float))
+        ends = {i: _epilogue_end(index, graph.node[i].output[0], fused_adds.get(i, set()))
+                for i in {e.node for e in edges if e.rule == "weighted-op input"} - set(dense)}
+        edges.extend(conv_output_reads(graph, index, pos, edges, ends, internal))
+        edges.extend(shared_reads(graph, index, pos, edges, excluded, internal))
 
     edges.sort(key=lambda e: (e.node, e.input_index))
     return QdqPlan(edges=tuple(edges), weights=tuple(weights), skipped=tuple(skipped), patterns=patterns,
                    excluded=tuple(node_label(graph.node[i]) for i in sorted(excluded)), warnings=warnings)
-
-
-def _output_edges(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], edges: Sequence[QuantEdge],
-                  dense: Mapping[int, str], keep_float: Mapping[int, str]) -> List[QuantEdge]:
-    """Rule 6, quantized: a Q/DQ on every float read of what each grouped conv in ``dense`` writes."""
-    quantized = {e.node for e in edges if e.rule == "weighted-op input"}
-    done = {(e.node, e.input_index) for e in edges}
-    out: List[QuantEdge] = []
-    for i, tensor in sorted(dense.items()):
-        if i in keep_float or i not in quantized:
-            continue
-        conv = node_label(graph.node[i])
-        for c in index.consumers.get(tensor, []):
-            ci = pos[_key(c)]
-            for k, t in enumerate(c.input):
-                if t == tensor and (ci, k) not in done and c.op_type not in ("Shape", "Size"):
-                    done.add((ci, k))
-                    out.append(QuantEdge(tensor, ci, k, node_label(c), c.op_type,
-                                         f"grouped conv output (fuses {conv} INT8 in and out)"))
-    return out
 
 
 def _by_rule(rule: int, *args) -> Skip:

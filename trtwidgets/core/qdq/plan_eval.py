@@ -57,7 +57,7 @@ class Evaluator:
     metric: Optional[Callable] = None
     metric_reference: Optional[float] = None
     trt_version: Optional[str] = None
-    quantize_grouped_outputs: bool = False
+    dense_int8: bool = False
     runs: int = 0
     _labels: Dict[str, onnx.NodeProto] = field(default_factory=dict, repr=False)
     _rank: tuple = field(default=(), repr=False)
@@ -84,7 +84,7 @@ class Evaluator:
         # Matrix-vector layers are left to the cost model and the accuracy search (which know the planned
         # batch), not to placement rule 5 (which sees only the model's static shapes).
         return build_qdq(self.proto, amax, exclude=self.exclude_for(float_layers), skip_matrix_vector=False,
-                         quantize_grouped_outputs=self.quantize_grouped_outputs,
+                         dense_int8=self.dense_int8,
                          high_precision=high_precision or self.eval_dtype, trt_version=self.trt_version)
 
     @property

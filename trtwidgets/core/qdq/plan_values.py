@@ -174,7 +174,7 @@ class Plan:
     interrupted : bool
         The search was interrupted (Ctrl-C): the candidates are those measured before it.
     placement : dict
-        Placement options every candidate was exported with (``quantize_grouped_outputs``),
+        Placement options every candidate was exported with (``dense_int8``),
         so that :func:`~.planner.export_plan` writes the same model.
     """
 

@@ -35,6 +35,7 @@ import onnx
 
 from ..common.errors import UserError
 from .cost_model import GPUS, layer_costs
+from .myelin import MYELIN_QDQ_SLOWDOWN, MYELIN_REASON, myelin_matmuls, myelin_target
 from .plan_eval import Evaluator, weighted_edges
 from .plan_search import bisect_prefix, gain_per_cost, layer_costs_alone, loss, tune_ranges
 from .plan_values import Candidate, Plan, PlanAccuracy, PlanTarget
@@ -102,6 +103,17 @@ def _pick(cands: List[Candidate]) -> Tuple[int, str]:
                   + (f", {len(cands[best].kept)} kept in high precision" if cands[best].kept else "") + ".")
 
 
+def _myelin_layers(proto: onnx.ModelProto, layers: Sequence[str], trt_version) -> set:
+    """Labels of the ``layers`` that TensorRT 8.x would run in Myelin (none for 10+ or an unknown version)."""
+    from .graph_patterns import node_label
+
+    if not myelin_target(trt_version):
+        return set()
+    wanted = set(layers)
+    idx = [i for i, n in enumerate(proto.graph.node) if node_label(n) in wanted]
+    return {node_label(proto.graph.node[i]) for i in myelin_matmuls(proto, idx, trt_version)}
+
+
 def _border_search(pays: List[str], allowed: Sequence[str], latency: Callable[[Sequence[str]], float]
                    ) -> Tuple[List[str], List[str], List[str]]:
     """Local search over which layers run INT8, counting the reformats at INT8/float borders.
@@ -137,7 +149,7 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
          trt_version: Optional[str] = None, high_precision: str = "auto", gpu: str = "h100",
          batch_size: Optional[int] = None, oracle=None, stats=None, max_samples: Optional[int] = None,
          max_ranked: int = 96, progress: bool = True, shapes: Optional[Mapping[str, Sequence[int]]] = None,
-         quantize_grouped_outputs: bool = True, on_step: Optional[Callable[[str], None]] = None) -> Plan:
+         dense_int8: bool = True, on_step: Optional[Callable[[str], None]] = None) -> Plan:
     """Search for the fastest Q/DQ quantization that meets an accuracy target (see the module docstring).
 
     Parameters
@@ -167,7 +179,7 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
         Rank at most this many layers by accuracy cost (the ones INT8 saves most on).
     progress : bool
         A progress bar per phase.
-    quantize_grouped_outputs : bool
+    dense_int8 : bool
         A grouped (depthwise) conv that the plan quantizes gets a Q/DQ on its output
         too, so it fuses INT8 in and out and an INT8 region has no reformat inside
         (placement rule 6, :func:`~.placement.plan_qdq`); False keeps such convs float.
@@ -219,7 +231,7 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
         target = dataclasses.replace(target, metric=metric, metric_name=metric_name, metric_factory=None)
     metric_ref = float(target.metric(reference)) if target.metric is not None else None
     ev = Evaluator(proto, _stack(held), reference, hp, target.metric, metric_ref, trt_version,
-                   quantize_grouped_outputs=quantize_grouped_outputs)
+                   dense_int8=dense_int8)
 
     # Ranges: the best single method on the full placement.
     t = time.perf_counter()
@@ -268,7 +280,13 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
     source = "oracle" if oracle is not None else "estimate"
     pays: List[str] = []
     kept_latency: List[Tuple[str, str]] = []
+    myelin = _myelin_layers(proto, candidates_layers, trt_version)
+    if myelin:
+        notes.append(f"{len(myelin)} batched MatMuls kept in high precision: {MYELIN_REASON}")
     for layer in candidates_layers:
+        if layer in myelin:
+            kept_latency.append((layer, MYELIN_REASON))
+            continue
         if oracle is not None:
             choice = oracle.layers.get(layer)
             if choice is not None and choice.precision == "INT8":
@@ -318,6 +336,8 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
                     int8_us = min(int8_us, 0.8 * fp16_us)
                 else:
                     int8_us = max(int8_us, 1.05 * fp16_us)
+            if layer in myelin:
+                int8_us = max(int8_us, MYELIN_QDQ_SLOWDOWN * fp16_us)
             total += int8_us if layer in q else fp16_us
         # Every border costs, the oracle's too: an implicit engine picks formats without reformat layers,
         # an explicit one gets what its Q/DQ say.
@@ -325,7 +345,7 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
 
     fp16_us = latency(())
     # Borders decide as much as the layers do: drop layers whose gain the reformats eat, add ones that remove them.
-    pays, dropped, added = _border_search(pays, candidates_layers, latency)
+    pays, dropped, added = _border_search(pays, [n for n in candidates_layers if n not in myelin], latency)
     kept_latency = [(n, r) for n, r in kept_latency if n not in added]
     kept_latency += [(n, "INT8 would pay in this layer alone, but not with the reformats at its borders "
                          "(its neighbours stay in high precision)") for n in dropped]
@@ -425,7 +445,7 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
     return Plan(model=name, target=target, candidates=tuple(cands), recommended=best, reason=reason, ranges=ranges,
                 high_precision=hp, trt_version=str(trt_version or ""), input_shapes=input_shapes, seconds=seconds,
                 notes=tuple(notes), interrupted=interrupted,
-                placement={"quantize_grouped_outputs": bool(quantize_grouped_outputs)})
+                placement={"dense_int8": bool(dense_int8)})
 
 
 def export_plan(model, plan_: Union[Plan, Mapping], candidate: Optional[int] = None):
@@ -456,6 +476,6 @@ def export_plan(model, plan_: Union[Plan, Mapping], candidate: Optional[int] = N
     hp = doc.get("high_precision") or "fp32"
     placement = doc.get("placement") or {}
     return build_qdq(proto, doc["ranges"]["amax"], exclude=exclude, high_precision=hp, skip_matrix_vector=False,
-                     quantize_grouped_outputs=bool(placement.get("quantize_grouped_outputs", False)),
+                     dense_int8=bool(placement.get("dense_int8", False)),
                      trt_version=doc.get("trt_version") or None)
 

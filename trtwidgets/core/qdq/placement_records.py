@@ -1,0 +1,100 @@
+"""What placement decides, as records: the Q/DQ edges, weight sites, skips and the whole plan.
+
+Kept apart from the rules (:mod:`.placement`) so that the rule helpers
+(:mod:`.dense_regions`) and readers of a plan need no rule code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Tuple
+
+from .graph_patterns import PatternMatch
+
+__all__ = ["QuantEdge", "WeightSite", "Skip", "QdqPlan"]
+
+
+@dataclass(frozen=True)
+class QuantEdge:
+    """One activation input that gets a Q/DQ pair.
+
+    Attributes
+    ----------
+    tensor : str
+        The quantized tensor.
+    node : int
+        Index (in ``graph.node``) of the consumer that reads the dequantized tensor.
+    input_index : int
+        Which input of that consumer.
+    node_label : str
+        The consumer's name, or ``Op(output)`` for an unnamed node.
+    op_type : str
+        The consumer's op type.
+    rule : str
+        Why: ``"weighted-op input"``, ``"residual add: skip input"`` or ``"pooling input"``.
+    """
+
+    tensor: str
+    node: int
+    input_index: int
+    node_label: str
+    op_type: str
+    rule: str
+
+
+@dataclass(frozen=True)
+class WeightSite:
+    """A constant input of a weighted layer that becomes int8/fp8 + DequantizeLinear.
+
+    ``axis`` is the per-channel axis (output channels), or None where the layout
+    has none (a constant first input of MatMul/Gemm is quantized per tensor).
+    """
+
+    tensor: str
+    node: int
+    input_index: int
+    node_label: str
+    op_type: str
+    axis: Optional[int]
+
+
+@dataclass(frozen=True)
+class Skip:
+    """Something a rule looked at and left in high precision, and why.
+
+    ``rule`` is the placement rule's number in this module's docstring (0: no rule,
+    e.g. a tensor without a range), so a reader can say "kept float by the export, rule N".
+    """
+
+    node_label: str
+    op_type: str
+    reason: str
+    tensor: str = ""
+    rule: int = 0
+
+    def to_dict(self) -> dict:
+        return {"node": self.node_label, "op_type": self.op_type, "tensor": self.tensor, "reason": self.reason,
+                "rule": self.rule}
+
+
+@dataclass(frozen=True)
+class QdqPlan:
+    """Where Q/DQ go in one model: the result of :func:`plan_qdq`.
+
+    Node indices refer to the ``graph.node`` list of the model the plan was made for.
+    """
+
+    edges: Tuple[QuantEdge, ...]
+    weights: Tuple[WeightSite, ...]
+    skipped: Tuple[Skip, ...]
+    patterns: Tuple[PatternMatch, ...]
+    excluded: Tuple[str, ...]
+    warnings: Tuple[str, ...] = field(default=())
+
+    @property
+    def activation_tensors(self) -> Tuple[str, ...]:
+        """Distinct quantized activation tensors, in first-use order."""
+        return tuple(dict.fromkeys(e.tensor for e in self.edges))
+
+    def edges_of(self, tensor: str) -> Tuple[QuantEdge, ...]:
+        return tuple(e for e in self.edges if e.tensor == tensor)
