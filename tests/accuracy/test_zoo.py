@@ -14,6 +14,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "benchmarks"
 RUNS = BENCH / "results" / "zoo" / "h100_trt86"
+#: The second session's run (H200): same-run FP16 / implicit / picks for cls, ResNet, MiniLM.
+RUNS_H200 = BENCH / "results" / "zoo" / "h200_trt86"
 
 
 def _module(name: str):
@@ -163,10 +165,16 @@ def test_readme_section_is_replaced_in_place(report, tmp_path):
     assert text.count(report.BEGIN) == 1 and "second" in text and "first" not in text and "before" in text
 
 
-def test_committed_runs_agree_with_their_inspector_json(gpu, report):
+@pytest.mark.parametrize("runs, required", [
+    (RUNS, {("resnet", 32, "fp16"), ("cls", 1, "fp16"), ("cls", 32, "int8_implicit")}),
+    (RUNS_H200, {("cls", 32, v) for v in ("fp16", "int8_implicit", "plan_pick")}
+     | {("resnet", 32, v) for v in ("fp16", "int8_implicit", "plan_pick")}
+     | {("minilm", 32, v) for v in ("fp16", "int8_implicit", "plan_prev")})], ids=["h100", "h200"])
+def test_committed_runs_agree_with_their_inspector_json(gpu, report, runs, required):
     """Every committed zoo build: its layer counts are what its engine-inspector JSON says, and it is complete."""
+    RUNS = runs
     jobs = report.load_runs([RUNS])
-    assert {("resnet", 32, "fp16"), ("cls", 1, "fp16"), ("cls", 32, "int8_implicit")} <= set(jobs)
+    assert required <= set(jobs)
     for (m, b, v), row in jobs.items():
         if "error" in row:
             continue

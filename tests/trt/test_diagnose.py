@@ -38,6 +38,19 @@ def test_known_texts_map_to_their_codes():
         assert [c.code for c in match_causes([text])] == [code], text
 
 
+def test_tensorrt_86_texts_of_a_real_failed_build_name_no_wrong_cause():
+    # A real implicit INT8 build of the PP-OCRv4 detector at batch 32 (H200, TensorRT 8.6) that failed in an
+    # internal assertion: the per-tensor fallback warnings around it are not its cause.
+    texts = ["[refitUtils.cpp::buildRefitEngine::71] Error Code 2: Internal Error (Assertion engine failed. )",
+             "Missing scale and zero-point for tensor (Unnamed Layer* 3) [Constant]_output, expect fall back to "
+             "non-int8 implementation for any layer consuming or producing given tensor"]
+    assert match_causes(texts) == []
+    asym = ("In node 0 (QuantDequantLinearHelper): INVALID_NODE: Assertion failed: shiftIsAllZeros(zeroPoint) && "
+            "\"TensorRT only supports symmetric quantization. The zero point for the QuantizeLinear/DequantizeLinear "
+            "operator must be all zeros.\"")
+    assert [c.code for c in match_causes([asym])] == ["NONZERO_ZERO_POINT"]
+
+
 def test_unknown_text_has_no_cause():
     assert match_causes(["Error Code 1: Cuda Runtime (something new)"]) == []
     assert summarize_causes([]) == (None, None)

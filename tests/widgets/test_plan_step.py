@@ -20,7 +20,13 @@ def test_plan_step_on_the_demo_says_fp16_and_shows_the_chart(tmp_path):
     assert step.chart is not None and step.chart_box.children
     assert step.export_button.disabled  # nothing to export when FP16 is the pick
     step.select(1)  # what a click on point 1 does
-    assert "kept in high precision" in step.detail.value
+    cand = step.plan.candidates[1]
+    assert f"{len(cand.quantized)} INT8 layers" in step.detail.value
+    # A candidate with layers kept float lists them with the reason.
+    kept = next((i for i, c in enumerate(step.plan.candidates) if c.kept), None)
+    if kept is not None:
+        step.select(kept)
+        assert "kept in high precision" in step.detail.value
 
 
 def test_plan_step_exports_an_int8_pick(tmp_path):

@@ -59,7 +59,10 @@ _RULES: Tuple[Tuple[re.Pattern, str, str, str], ...] = tuple((re.compile(p, re.I
      "or load a plugin library."),
     (r"No importer registered for op", "UNSUPPORTED_OP",
      "An op has no TensorRT importer.", "Run lint to see which ops, and replace or implement them as a plugin."),
-    (r"only supports symmetric quantization|zero.?point", "NONZERO_ZERO_POINT",
+    # Not a bare "zero-point": "Missing scale and zero-point for tensor ..." is a harmless warning of every
+    # implicit INT8 build (it named a detector's failed build asymmetric, H200).
+    (r"only supports symmetric quantization|shiftIsAllZeros|zero.?point .*must be (all )?zero",
+     "NONZERO_ZERO_POINT",
      "TensorRT supports symmetric quantization only (zero point 0).",
      "Re-export the Q/DQ model with symmetric (zero point 0) INT8 quantization."),
     (r"no optimization profile has been defined|dynamic or shape inputs, but no optimization profile",
@@ -69,7 +72,8 @@ _RULES: Tuple[Tuple[re.Pattern, str, str, str], ...] = tuple((re.compile(p, re.I
     (r"Calibration failure|calibration failed|Calibrator .*failed", "CALIBRATION_FAILED",
      "TensorRT could not compute INT8 scales from the calibration batches.",
      "Check that the calibration data is real and shaped like the calibration profile's opt shape; try more samples."),
-    (r"Missing scale and zero-point|Calibrator is not being used", "INT8_WITHOUT_CALIBRATION",
+    # "Missing scale and zero-point for tensor X, expect fall back to non-int8" is one tensor's fallback, not a failure.
+    (r"Calibrator is not being used", "INT8_WITHOUT_CALIBRATION",
      "The INT8 flag is on but TensorRT got no ranges for some tensors.",
      "Choose a calibrator, or export a Q/DQ model from the toolkit's calibration."),
     (r"out of memory|Requested amount of GPU memory|insufficient memory|cudaErrorMemoryAllocation|"
