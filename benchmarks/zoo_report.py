@@ -49,6 +49,19 @@ LABELS = {"fp16": "FP16", "int8_implicit": "implicit INT8 (toolkit cache)", "fir
           "plan_v1": "planner before border calibration", "plan_v1_pin": "same, float part pinned FP16",
           "plan_prev": "previous planner's pick (superseded)"}
 QDQ_VARIANTS = ("first_export", "plan_v1", "plan_v1_pin", "plan_prev", "plan_pick", "plan_pin")
+
+
+def order(variant: str) -> int:
+    """Table order: the known variants, then experiments (``x_NAME``, zoo_gpu.py)."""
+    return VARIANTS.index(variant) if variant in VARIANTS else len(VARIANTS)
+
+
+def label(variant: str) -> str:
+    return LABELS.get(variant) or f"experiment {variant[2:]} (<model>/x/{variant[2:]}.onnx)"
+
+
+def is_qdq(variant: str) -> bool:
+    return variant in QDQ_VARIANTS or variant.startswith("x_")
 RESULTS = ROOT / "benchmarks" / "results" / "zoo"
 #: Set by --no-plans: leave the planner's outputs (plan_b*/, plan/) out of the report.
 USE_PLANS = True
@@ -162,10 +175,10 @@ def model_rows(model: str, jobs: dict, zoo: Path) -> List[dict]:
     ref = _npz(zoo / model / "ref_fp32.npz")
     rows = []
     ort_cache: Dict[Tuple[str, int], Optional[dict]] = {}
-    for (m, b, v), job in sorted(jobs.items(), key=lambda kv: (kv[0][1], VARIANTS.index(kv[0][2]))):
+    for (m, b, v), job in sorted(jobs.items(), key=lambda kv: (kv[0][1], order(kv[0][2]), kv[0][2])):
         if m != model:
             continue
-        row = {"model": m, "batch": b, "variant": v, "label": LABELS[v], "metric": metric}
+        row = {"model": m, "batch": b, "variant": v, "label": label(v), "metric": metric}
         if "error" in job:
             row["error"] = job["error"]
             rows.append(row)
@@ -178,7 +191,7 @@ def model_rows(model: str, jobs: dict, zoo: Path) -> List[dict]:
         if job.get("_outputs"):
             out = _npz(Path(job["_outputs"]))
             row["vs_fp32"] = accuracy(ref, out, metric)
-            if v in QDQ_VARIANTS:
+            if is_qdq(v):
                 if (v, b) not in ort_cache:
                     ort_cache[(v, b)] = ort_qdq_outputs(zoo, model, v, b)
                 ort = ort_cache[(v, b)]
@@ -196,7 +209,7 @@ def model_rows(model: str, jobs: dict, zoo: Path) -> List[dict]:
             rows.append(pick)
         if pick is not None and info:
             pick["plan"] = info
-    rows.sort(key=lambda r: (r["batch"], VARIANTS.index(r["variant"])))
+    rows.sort(key=lambda r: (r["batch"], order(r["variant"]), r["variant"]))
     by = {(r["batch"], r["variant"]): r for r in rows}
     for r in rows:
         fp16 = by.get((r["batch"], "fp16"))
@@ -278,7 +291,7 @@ def cpu_table(rows: List[dict]) -> List[str]:
     lines = ["| model | Q/DQ model | cosine vs FP32 | SNR dB | task metric vs FP32 |", "|---|---|---|---|---|"]
     for r in rows:
         a = r["vs_fp32"]
-        name = LABELS[r["variant"]] + (f" (planned for b{r['batch']})" if r["batch"] else "")
+        name = label(r["variant"]) + (f" (planned for b{r['batch']})" if r["batch"] else "")
         lines.append(f"| {r['model']} | {name} | {_f(a['cosine'], '.5f')} | {_f(a['snr_db'], '.1f')} | "
                      f"{r['metric']} {_f(a[r['metric']], '.4f')} |")
     return lines
@@ -301,7 +314,7 @@ def readme_section(all_rows: List[dict], all_targets: List[dict], runs: List[Pat
     lines += table(all_rows)
     lines += ["", "Targets of issue 14:", "", "| model | batch | engine | target | status | detail |", "|---|---|---|---|---|---|"]
     for t in all_targets:
-        lines.append(f"| {t['model']} | {t['batch']} | {LABELS[t['variant']]} | {t['target']} | {t['status']} | {t['detail']} |")
+        lines.append(f"| {t['model']} | {t['batch']} | {label(t['variant'])} | {t['target']} | {t['status']} | {t['detail']} |")
     lines += ["", "ONNX Runtime (CPU) running each Q/DQ model on the held-back data, against FP32 (every zoo "
               "model, built on the GPU or not):", ""]
     lines += cpu_table(cpu_rows)
@@ -372,7 +385,7 @@ def main(argv=None) -> int:
     print("\n".join(cpu_table(cpu_rows)))
     print()
     for t in all_targets:
-        print(f"{t['status']:<8} {t['model']} b{t['batch']} {LABELS[t['variant']]}: {t['target']} ({t['detail']})")
+        print(f"{t['status']:<8} {t['model']} b{t['batch']} {label(t['variant'])}: {t['target']} ({t['detail']})")
     if a.readme:
         update_readme(readme_section(all_rows, all_targets, runs, cpu_rows))
         print(f"\nwrote the zoo section of {_rel(README)}")
