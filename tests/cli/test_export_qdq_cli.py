@@ -74,6 +74,24 @@ def test_grouped_convs_read_in_float_can_be_quantized_on_request(capsys, tmp_pat
     assert not any("TensorRT 8.6 cannot fuse" in s["reason"] for s in forced["skipped"])
 
 
+def test_dense_int8_quantizes_grouped_convs_with_their_outputs(capsys, tmp_path, stats_path):
+    args = ["export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--method", "percentile", "--json"]
+    code, text, err = run_cli(capsys, *args, "--out", tmp_path / "default.onnx")
+    default = json.loads(text)["report"]
+    code, text, err = run_cli(capsys, *args, "--dense-int8", "--out", tmp_path / "dense.onnx")
+    assert code == 0, err
+    dense = json.loads(text)["report"]
+    kept = {s["node"] for s in default["skipped"] if "TensorRT 8.6 cannot fuse" in s["reason"]}
+    assert kept and kept <= set(dense["quantized_layers"])
+    rules = {r.split(" (")[0] for t in dense["activations"] for r in t["rules"]}
+    # The squeeze-excite convs are matrix-vector products at the demo's batch of 1 (rule 5, float), so their
+    # gates stay float: the only new Q/DQ are on what the grouped convs write.
+    assert "grouped conv output" in rules and "layer output read by INT8 layers" not in rules
+    model = onnx.load(tmp_path / "dense.onnx")
+    assert sum(n.op_type == "QuantizeLinear" for n in model.graph.node) > sum(
+        n.op_type == "QuantizeLinear" for n in onnx.load(tmp_path / "default.onnx").graph.node)
+
+
 def test_ranges_from_a_calibration_cache(capsys, tmp_path, stats_path):
     from trtwidgets.core.calibration.cache import write_cache
     from trtwidgets.core.qdq.export import amax_from_stats

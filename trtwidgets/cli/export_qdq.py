@@ -39,6 +39,10 @@ def add_arguments(parser):
                         help="also quantize grouped (depthwise) convolutions whose output is read in float (e.g. by "
                         "a squeeze-excite pool): by default they stay float, because TensorRT 8.6 cannot fuse them "
                         "and computed wrong results on that path")
+    parser.add_argument("--dense-int8", action="store_true",
+                        help="quantize the way an implicit INT8 engine runs (placement rule 8, what `trtwidgets plan` "
+                        "uses): depthwise convs with a Q/DQ on their output, squeeze-excite gates written in INT8, "
+                        "every point-wise reader of a quantized tensor reading it quantized; fewer reformat layers")
     parser.add_argument("--high-precision", choices=("auto", "fp32", "fp16", "bf16"), default="auto",
                         help="type of the non-quantized part: auto (default) is FP32 for TensorRT 8.x (its parser "
                         "reads FP32 scales; the FP16 flag lowers it) and FP16 for 10/11 (strongly typed: the "
@@ -112,6 +116,7 @@ def run(args) -> int:
                        precision="fp8" if args.fp8 else "int8",
                        weights_per_channel=False if args.per_tensor_weights else None,
                        keep_float_output_grouped_convs=args.keep_float_output_grouped_convs,
+                       dense_int8=args.dense_int8,
                        high_precision=args.high_precision, trt_version=args.trt_version)
     # Read and check the held-back data and labels before writing, so bad input keeps an earlier output.
     feeds = _held_back(args, loaded) if args.data else None

@@ -104,9 +104,15 @@ def _pick(cands: List[Candidate]) -> Tuple[int, str]:
 
 
 def _myelin_layers(proto: onnx.ModelProto, layers: Sequence[str], trt_version) -> set:
-    """Labels of the ``layers`` that TensorRT 8.x would run in Myelin (none for 10+ or an unknown version)."""
+    """Labels of the ``layers`` that TensorRT 8.x would run in Myelin (none for 10+ or an unknown version).
+
+    ``trt_version`` None means the installed TensorRT's.
+    """
+    from ..model.trt_version import installed_trt_version
     from .graph_patterns import node_label
 
+    if trt_version is None:
+        trt_version = installed_trt_version()  # None without TensorRT: no rule (the target is unknown)
     if not myelin_target(trt_version):
         return set()
     wanted = set(layers)
