@@ -59,3 +59,15 @@ def test_plan_bad_input_is_exit_2(tmp_path, capsys):
     assert "Unknown metric" in capsys.readouterr().err
     assert main(["plan", str(model), "--data", str(data), "--out", str(tmp_path / "o"), "--metric", "top1"]) == 2
     assert "--labels" in capsys.readouterr().err
+
+
+def test_plan_records_its_placement_and_can_leave_rule_8_off(tmp_path, capsys):
+    model = tmp_path / "m.onnx"
+    onnx.save(conv_stack(), model)
+    data = _data(tmp_path)
+    for flag, dense in (([], True), (["--no-dense-int8"], False)):
+        out = tmp_path / f"plan{int(dense)}"
+        code = main(["plan", str(model), "--data", str(data), "--out", str(out), "--no-progress",
+                     "--trt-version", "10.16", "--batch", "32"] + flag)
+        assert code in (0, 1), capsys.readouterr().out
+        assert json.loads((out / "plan.json").read_text())["placement"] == {"dense_int8": dense}

@@ -46,6 +46,9 @@ def add_arguments(parser):
     parser.add_argument("--gpu", default="h100", help="the cost model's GPU: h100 (default), h200, a100, l4")
     parser.add_argument("--oracle", help="an implicit INT8+FP16 build folder of the same model: TensorRT's "
                         "per-layer choices and times replace the cost model")
+    parser.add_argument("--no-dense-int8", action="store_false", dest="dense_int8",
+                        help="place Q/DQ by rules 1-7 only: a depthwise conv read in float stays float (default: "
+                        "rule 8, quantize INT8 regions the way an implicit INT8 engine runs them)")
     parser.add_argument("--build", action="store_true", help="build and time the pick (TensorRT and a GPU)")
     parser.add_argument("--out", required=True, help="folder for plan.json, plan.html and model.qdq.onnx")
     parser.add_argument("--json", action="store_true", help="print plan.json instead of the table")
@@ -100,7 +103,7 @@ def run(args) -> int:
     result = plan(loaded, data, target=target, held_back=args.held_back, holdout=args.holdout,
                   trt_version=args.trt_version, high_precision=args.high_precision, gpu=args.gpu,
                   batch_size=args.batch, oracle=args.oracle, max_samples=args.max_samples,
-                  progress=not args.no_progress)
+                  dense_int8=args.dense_int8, progress=not args.no_progress)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     exported = export_plan(loaded, result)

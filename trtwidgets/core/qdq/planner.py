@@ -186,9 +186,11 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
     progress : bool
         A progress bar per phase.
     dense_int8 : bool
-        A grouped (depthwise) conv that the plan quantizes gets a Q/DQ on its output
-        too, so it fuses INT8 in and out and an INT8 region has no reformat inside
-        (placement rule 6, :func:`~.placement.plan_qdq`); False keeps such convs float.
+        Export every candidate with placement rule 8 (:func:`~.placement.plan_qdq`):
+        inside the quantized part, depthwise convs quantized with their output,
+        gates written in INT8 and shared reads, as an implicit INT8 engine runs, so
+        an INT8 region has no reformat layer inside. False: rules 1-7 only (a
+        depthwise conv read in float stays float).
     on_step : callable, optional
         Called with a short text before each phase (the widget's status line).
 
