@@ -70,9 +70,10 @@ and pytorch-quantization:
    other input is float (a layer of its own, 7-12 us each on the batch-32
    classifier, H200). And every such reader of a quantized tensor reads it
    through the same Q/DQ: a tensor read both quantized and in float is written in
-   float and quantized by a layer of its own. On the batch-32 classifier (H200) the fully quantized
-   engine then has the implicit engine's layers and formats, without a reformat
-   inside the INT8 region.
+   float and quantized by a layer of its own. The rule stays in convolutional
+   regions (its evidence); a transformer keeps rules 1-4. On the batch-32
+   classifier (H200) the fully quantized engine then has the implicit engine's
+   layers and formats, without a reformat inside the INT8 region.
 
 Why hand-written and not a library: modelopt implements these rules but needs
 torch, cupy and onnxruntime-gpu, far too heavy for a CPU / Binder tool whose core

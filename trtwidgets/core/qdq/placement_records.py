@@ -31,7 +31,9 @@ class QuantEdge:
     op_type : str
         The consumer's op type.
     rule : str
-        Why: ``"weighted-op input"``, ``"residual add: skip input"`` or ``"pooling input"``.
+        Why: ``"weighted-op input"``, ``"residual add: skip input"``, ``"pooling input"``, or
+        rule 8's ``"grouped conv output"``, ``"layer output read by INT8 layers"`` and
+        ``"shared read"`` (each may be followed by details in parentheses).
     """
 
     tensor: str
