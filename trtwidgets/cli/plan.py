@@ -44,8 +44,9 @@ def add_arguments(parser):
                         help="type of the non-quantized part (auto: FP32 for 8.x, FP16 for 10/11)")
     parser.add_argument("--batch", type=int, help="the batch the engine will run at (latency estimated there)")
     parser.add_argument("--gpu", default="h100", help="the cost model's GPU: h100 (default), h200, a100, l4")
-    parser.add_argument("--oracle", help="an implicit INT8+FP16 build folder of the same model: TensorRT's "
-                        "per-layer choices and times replace the cost model")
+    parser.add_argument("--oracle", help="an implicit INT8+FP16 build folder of the same model, built on the GPU "
+                        "the engine will run on (TensorRT's choices differ between GPUs): its per-layer choices and "
+                        "times replace the cost model")
     parser.add_argument("--no-dense-int8", action="store_false", dest="dense_int8",
                         help="place Q/DQ by rules 1-7 only: a depthwise conv read in float stays float (default: "
                         "rule 8, quantize INT8 regions the way an implicit INT8 engine runs them)")
