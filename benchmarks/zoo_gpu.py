@@ -321,9 +321,12 @@ def run_job(model: str, batch: int, variant: str, args, trt) -> dict:
     jid = job_id(model, batch, variant)
     row: dict = {"model": model, "batch": batch, "variant": variant, "flags": list(flags_of(variant)),
                  "opt_level": OPT_LEVEL}
+    if variant in ("plan_pick", "plan_pin"):
+        # Into the per-batch folder whose plan.json travelled (source_file falls back to plan/ while it is empty).
+        per_batch = plan_dir / model / f"plan_b{batch}" / "model.qdq.onnx"
+        if not per_batch.exists():
+            regenerate_pick(zoo, model, per_batch)
     src = source_file(zoo, plan_dir, model, variant, batch)
-    if src is not None and not src.exists() and variant in ("plan_pick", "plan_pin"):
-        regenerate_pick(zoo, model, src)
     if src is not None and not src.exists():
         if variant in ("plan_pick", "plan_pin") and (src.parent / "plan.json").exists():
             row["skipped"] = f"{src.parent / 'plan.json'}: the pick is FP16 (no Q/DQ model); the fp16 job stands for it"

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -136,6 +137,30 @@ def test_jobs_and_heldback_batches(gpu, tmp_path):
     (tmp_path / "m" / "plan_b32" / "model.qdq.onnx").write_bytes(b"x")
     assert gpu.source_file(tmp_path, tmp_path, "m", "plan_pick", 32).parent.name == "plan_b32"
     assert gpu.source_file(tmp_path, tmp_path, "resnet", "fp16", 32) is None  # generated on the GPU machine
+    assert gpu.source_file(tmp_path, tmp_path, "m", "x_dense", 32) == tmp_path / "m" / "x" / "dense.onnx"
+    assert gpu.parse_jobs(type("A", (), {"jobs": "cls:32:x_dense,cls:32:plan_prev"})) == [
+        ("cls", 32, "x_dense"), ("cls", 32, "plan_prev")]
+
+
+def test_the_pick_is_exported_on_the_device_from_plan_json(gpu, tmp_path):
+    # What travels for a large model is float.onnx + plan.json; the device writes the same Q/DQ model the CPU would.
+    from tests.core.qdq.plan_models import conv_stack, feeds
+    from trtwidgets.core.qdq.planner import export_plan, plan
+
+    model = conv_stack()
+    p = plan(model, feeds(), shapes={"x": (32, 64, 56, 56)}, progress=False, trt_version="8.6")
+    assert p.pick.quantized
+    (tmp_path / "m" / "plan_b32").mkdir(parents=True)
+    onnx.save(model, str(tmp_path / "m" / "float.onnx"))
+    p.save_json(tmp_path / "m" / "plan_b32" / "plan.json")
+    dest = tmp_path / "m" / "plan_b32" / "model.qdq.onnx"
+    gpu.regenerate_pick(tmp_path, "m", dest)
+    assert gpu.weights_sha256(dest) == gpu.weights_sha256(_saved(export_plan(model, p).model, tmp_path / "cpu.onnx"))
+
+
+def _saved(model, path):
+    onnx.save(model, str(path))
+    return path
 
 
 def _timed(variant, batch, ms):

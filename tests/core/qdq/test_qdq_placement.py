@@ -284,6 +284,11 @@ def test_a_grouped_conv_writing_the_graph_output_stays_float_even_with_quantized
     assert "convDW" in {e.node_label for e in plan.edges if e.rule == "weighted-op input"}
 
 
+def test_quantized_grouped_outputs_win_over_turning_rule_6_off():
+    plan = plan_qdq(qm.depthwise_block("se", "hardswish"), dense_int8=True, keep_float_output_grouped_convs=False)
+    assert _output_edges(plan) == {("bn", "hs_add"), ("bn", "hs_mul")}
+
+
 def test_an_excluded_grouped_conv_gets_no_output_qdq():
     plan = plan_qdq(qm.depthwise_block("se", "hardswish"), dense_int8=True, exclude=["convDW"])
     assert not _output_edges(plan)

@@ -54,6 +54,17 @@ def conv_feature_map(index: GraphIndex, tensor: str, depth: int = 12) -> bool:
     return False
 
 
+def _float_reads(index: GraphIndex, pos: Dict[tuple, int], tensor: str, done: set):
+    """``(node index, input index, node)`` of each read of ``tensor`` not yet quantized (shape reads left out)."""
+    for c in index.consumers.get(tensor, []):
+        if c.op_type in ("Shape", "Size"):
+            continue
+        ci = pos[_key(c)]
+        for k, t in enumerate(c.input):
+            if t == tensor and (ci, k) not in done:
+                yield ci, k, c
+
+
 def grouped_output_edges(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int],
                          edges: Sequence[QuantEdge], dense: Mapping[int, str],
                          keep_float: Mapping[int, str]) -> List[QuantEdge]:
@@ -65,13 +76,10 @@ def grouped_output_edges(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tu
         if i in keep_float or i not in quantized:
             continue
         conv = node_label(graph.node[i])
-        for c in index.consumers.get(tensor, []):
-            ci = pos[_key(c)]
-            for k, t in enumerate(c.input):
-                if t == tensor and (ci, k) not in done and c.op_type not in ("Shape", "Size"):
-                    done.add((ci, k))
-                    out.append(QuantEdge(tensor, ci, k, node_label(c), c.op_type,
-                                         f"grouped conv output (fuses {conv} INT8 in and out)"))
+        for ci, k, c in list(_float_reads(index, pos, tensor, done)):
+            done.add((ci, k))
+            out.append(QuantEdge(tensor, ci, k, node_label(c), c.op_type,
+                                 f"grouped conv output (fuses {conv} INT8 in and out)"))
     return out
 
 
@@ -90,9 +98,7 @@ def conv_output_reads(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple
     for i, tensor in sorted(ends.items()):
         if graph.node[i].op_type not in _CONVS or tensor in outputs or tensor in internal:
             continue
-        reads = [(pos[_key(c)], k, c) for c in index.consumers.get(tensor, []) if c.op_type not in ("Shape", "Size")
-                 for k, t in enumerate(c.input) if t == tensor]
-        floats = [(ci, k, c) for ci, k, c in reads if (ci, k) not in done]
+        floats = list(_float_reads(index, pos, tensor, done))
         if not floats or any(c.op_type not in INT8_READERS or c.domain not in ("", "ai.onnx") for _, _, c in floats):
             continue
         layer = node_label(graph.node[i])
@@ -115,13 +121,9 @@ def shared_reads(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int
     for tensor in dict.fromkeys(e.tensor for e in edges):
         if tensor in internal or not conv_feature_map(index, tensor):
             continue
-        for c in index.consumers.get(tensor, []):
-            ci = pos[_key(c)]
+        for ci, k, c in list(_float_reads(index, pos, tensor, done)):
             if c.op_type not in INT8_READERS or ci in excluded or c.domain not in ("", "ai.onnx"):
                 continue
-            for k, t in enumerate(c.input):
-                if t == tensor and (ci, k) not in done:
-                    done.add((ci, k))
-                    out.append(QuantEdge(tensor, ci, k, node_label(c), c.op_type,
-                                         "shared read (the producer writes INT8 once)"))
+            done.add((ci, k))
+            out.append(QuantEdge(tensor, ci, k, node_label(c), c.op_type, "shared read (the producer writes INT8 once)"))
     return out

@@ -227,7 +227,7 @@ def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[s
     while True:
         edges, weights, skipped, fused_adds, float_readers = _place(
             graph, index, pos, excluded, internal, protected_nodes, shapes, skip_matrix_vector, keep_float)
-        if not keep_float_output_grouped_convs:
+        if not keep_float_output_grouped_convs and not dense_int8:
             break
         quantized = {e.node for e in edges if e.rule == "weighted-op input"}
         found = {}
@@ -251,7 +251,8 @@ def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[s
     if dense_int8:
         edges.extend(grouped_output_edges(graph, index, pos, edges, dense, keep_float))
         ends = {i: _epilogue_end(index, graph.node[i].output[0], fused_adds.get(i, set()))
-                for i in {e.node for e in edges if e.rule == "weighted-op input"} - set(dense)}
+                for i in {e.node for e in edges if e.rule == "weighted-op input"} - set(dense)
+                if graph.node[i].op_type in ("Conv", "ConvTranspose")}
         edges.extend(conv_output_reads(graph, index, pos, edges, ends, internal))
         edges.extend(shared_reads(graph, index, pos, edges, excluded, internal))
 
