@@ -79,6 +79,10 @@ def test_export_plan_uses_the_placement_the_plan_was_scored_with():
     old = export_plan(model, doc, candidate=1)
     assert "grouped conv output" not in rules(old)
     assert len(old.report.quantized_layers) < len(dense.report.quantized_layers)
+    for bad in (["dense"], {"dense_int8": "yes"}):
+        doc["placement"] = bad
+        with pytest.raises(UserError, match="placement"):
+            export_plan(model, doc, candidate=1)
 
 
 def test_plan_picks_int8_where_it_pays_and_meets_the_target():

@@ -483,6 +483,10 @@ def export_plan(model, plan_: Union[Plan, Mapping], candidate: Optional[int] = N
     exclude = [exclusion_key(n) for n in weighted if node_label(n) not in quantized]
     hp = doc.get("high_precision") or "fp32"
     placement = doc.get("placement") or {}
+    if not isinstance(placement, Mapping) or not isinstance(placement.get("dense_int8", False), bool):
+        raise UserError("The plan's placement is not what the planner writes.",
+                        f"plan.json has placement {placement!r}; it should be {{\"dense_int8\": true}} or false.",
+                        "Run the planner again, or restore the plan.json it wrote.")
     return build_qdq(proto, doc["ranges"]["amax"], exclude=exclude, high_precision=hp, skip_matrix_vector=False,
                      dense_int8=bool(placement.get("dense_int8", False)),
                      trt_version=doc.get("trt_version") or None)
