@@ -34,7 +34,7 @@ _LAZY: Dict[str, Tuple[str, str]] = {
     "load": ("trtwidgets.core.model.load", "load_model"),
     "lint": ("trtwidgets.core.model.lint", "lint"),
     "calibrate": ("trtwidgets.core.recipe.calibrate", "calibrate"),
-    "export_qdq": ("trtwidgets.core.qdq.export", "export_qdq_from_stats"),
+    "export_qdq": ("trtwidgets.core.qdq.export", "export_qdq"),
     "plan": ("trtwidgets.core.qdq.planner", "plan"),
     "build": ("trtwidgets.trt.build", "build"),
     "inspect": ("trtwidgets.core.engine.inspect_build", "inspect"),

@@ -35,14 +35,14 @@ def test_export_with_report_and_validation(capsys, tmp_path, stats_path):
     assert code == (0 if "PASSED" in text else 1), err
     assert "PASSED" in text or "FAILED" in text
     assert out.is_file()
-    # 53 Conv + MatMul, less 18 squeeze-excite 1x1 convs (matrix-vector) and the 9 depthwise convs
-    # whose output the squeeze-excite pool and Mul read in float (TensorRT 8.6 cannot fuse those).
-    assert "quantized layers    27" in text and "opset 11 -> 13" in text
+    # 53 Conv + MatMul, less 18 squeeze-excite 1x1 convs (matrix-vector). Dense INT8 (the default) quantizes
+    # the 9 depthwise convs whose output the squeeze-excite pool and Mul read, with a Q/DQ on that output.
+    assert "quantized layers    36" in text and "opset 11 -> 13" in text
     assert "Validation on 32 held-back samples" in text and "cosine" in text
     assert "QDQ_REQUIRES_INT8" in text  # lint without the INT8 flag, TensorRT 8.6
     model = onnx.load(str(out))
     ops = [n.op_type for n in model.graph.node]
-    assert ops.count("DequantizeLinear") == ops.count("QuantizeLinear") + 27  # + one per quantized weight
+    assert ops.count("DequantizeLinear") == ops.count("QuantizeLinear") + 36  # + one per quantized weight
 
 
 def test_exclusions_fp8_and_json(capsys, tmp_path, stats_path):
@@ -54,14 +54,16 @@ def test_exclusions_fp8_and_json(capsys, tmp_path, stats_path):
     report = json.loads(text)["report"]
     assert report["precision"] == "fp8" and report["opset_to"] == 19
     assert set(report["excluded"]) == {"Conv@0", "Conv@1", "Conv@2", "Conv@3", "Conv@4", "MatMul@0"}
-    # Conv@3 and Conv@4 are squeeze-excite convs and Conv@2 an SE depthwise conv (float anyway):
-    # 27 - Conv@0 - Conv@1 - the MatMul.
-    assert len(report["quantized_layers"]) == 27 - 3
+    # Conv@3 and Conv@4 are squeeze-excite convs (matrix-vector, float anyway):
+    # 36 - Conv@0 - Conv@1 - Conv@2 (an SE depthwise conv, quantized by dense INT8) - the MatMul.
+    assert len(report["quantized_layers"]) == 36 - 4
     assert any(s["node"] == "MatMul@0" and "op type MatMul" in s["reason"] for s in report["skipped"])
 
 
 def test_grouped_convs_read_in_float_can_be_quantized_on_request(capsys, tmp_path, stats_path):
-    args = ["export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--method", "percentile", "--json"]
+    # Rule 6 is a rule of the sparse placement (rules 1-7); dense INT8 (the default) quantizes them anyway.
+    args = ["export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--method", "percentile", "--json",
+            "--no-dense-int8"]
     code, text, err = run_cli(capsys, *args, "--out", tmp_path / "default.onnx")
     assert code == 0, err
     default = json.loads(text)["report"]
@@ -75,12 +77,16 @@ def test_grouped_convs_read_in_float_can_be_quantized_on_request(capsys, tmp_pat
 
 
 def test_dense_int8_quantizes_grouped_convs_with_their_outputs(capsys, tmp_path, stats_path):
+    # Dense INT8 is the default (as in `trtwidgets plan` and the API); --no-dense-int8 is rules 1-7.
     args = ["export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--method", "percentile", "--json"]
-    code, text, err = run_cli(capsys, *args, "--out", tmp_path / "default.onnx")
+    code, text, err = run_cli(capsys, *args, "--no-dense-int8", "--out", tmp_path / "default.onnx")
     default = json.loads(text)["report"]
-    code, text, err = run_cli(capsys, *args, "--dense-int8", "--out", tmp_path / "dense.onnx")
+    code, text, err = run_cli(capsys, *args, "--out", tmp_path / "dense.onnx")
     assert code == 0, err
     dense = json.loads(text)["report"]
+    code, text, err = run_cli(capsys, *args, "--dense-int8", "--out", tmp_path / "dense_flag.onnx")
+    assert code == 0 and json.loads(text)["report"]["activations"] == dense["activations"], err
+    assert dense["ranges"].startswith("percentile ranges (percentile 99.99) computed from statistics")
     kept = {s["node"] for s in default["skipped"] if "TensorRT 8.6 cannot fuse" in s["reason"]}
     assert kept and kept <= set(dense["quantized_layers"])
     rules = {r.split(" (")[0] for t in dense["activations"] for r in t["rules"]}
@@ -94,7 +100,7 @@ def test_dense_int8_quantizes_grouped_convs_with_their_outputs(capsys, tmp_path,
 
 def test_ranges_from_a_calibration_cache(capsys, tmp_path, stats_path):
     from trtwidgets.core.calibration.cache import write_cache
-    from trtwidgets.core.qdq.export import amax_from_stats
+    from trtwidgets.core.calibration.ranges import amax_from_stats
     from trtwidgets.core.calibration.stats import load_stats
 
     amax = amax_from_stats(load_stats(stats_path), "max")

@@ -20,13 +20,17 @@ DESCRIPTION = __doc__
 
 
 def add_arguments(parser):
+    from ..core.qdq.options import QdqOptions
+
+    defaults = QdqOptions()  # the one set of defaults the API, the planner and the App share
     parser.add_argument("model", help="path of the float .onnx model")
     src = parser.add_mutually_exclusive_group(required=True)
     src.add_argument("--stats", help="activation statistics .npz (from `trtwidgets calibrate` / save_stats)")
     src.add_argument("--cache", help="a TensorRT calibration cache to take the ranges from instead")
-    parser.add_argument("--method", default="entropy", help="range method for --stats: entropy (default), max, "
-                        "percentile, mse")
-    parser.add_argument("--percentile", type=float, default=99.99, help="percentile for --method percentile")
+    parser.add_argument("--method", default=defaults.method, help=f"range method for --stats: {defaults.method} "
+                        "(default), max, percentile, mse, entropy")
+    parser.add_argument("--percentile", type=float, default=defaults.percentile,
+                        help=f"percentile for --method percentile (default {defaults.percentile:g})")
     parser.add_argument("--exclude", nargs="+", default=[], metavar="PATTERN",
                         help="keep these nodes in high precision: node or output names, or regular expressions")
     parser.add_argument("--exclude-op-type", nargs="+", default=[], metavar="OP", dest="exclude_op_types",
@@ -39,11 +43,15 @@ def add_arguments(parser):
                         help="also quantize grouped (depthwise) convolutions whose output is read in float (e.g. by "
                         "a squeeze-excite pool): by default they stay float, because TensorRT 8.6 cannot fuse them "
                         "and computed wrong results on that path")
-    parser.add_argument("--dense-int8", action="store_true",
-                        help="quantize the way an implicit INT8 engine runs (placement rule 8, what `trtwidgets plan` "
-                        "uses): depthwise convs with a Q/DQ on their output, squeeze-excite gates written in INT8, "
-                        "every point-wise reader of a quantized tensor reading it quantized; fewer reformat layers")
-    parser.add_argument("--high-precision", choices=("auto", "fp32", "fp16", "bf16"), default="auto",
+    parser.add_argument("--dense-int8", action="store_true", dest="dense_int8",
+                        help="quantize the way an implicit INT8 engine runs (placement rule 8, the default, as in "
+                        "`trtwidgets plan` and the API): depthwise convs with a Q/DQ on their output, squeeze-excite "
+                        "gates written in INT8, every point-wise reader of a quantized tensor reading it quantized; "
+                        "fewer reformat layers")
+    parser.add_argument("--no-dense-int8", action="store_false", dest="dense_int8",
+                        help="place Q/DQ by rules 1-7 only (a depthwise conv read in float stays float)")
+    parser.set_defaults(dense_int8=defaults.dense_int8)
+    parser.add_argument("--high-precision", choices=("auto", "fp32", "fp16", "bf16"), default=defaults.high_precision,
                         help="type of the non-quantized part: auto (default) is FP32 for TensorRT 8.x (its parser "
                         "reads FP32 scales; the FP16 flag lowers it) and FP16 for 10/11 (strongly typed: the "
                         "model's type is the precision)")
@@ -54,22 +62,40 @@ def add_arguments(parser):
     parser.add_argument("--labels", metavar="FILE", help="integer class labels of the held-back samples (.npy, or .npz "
                         "with one array or one named 'labels'; labels[i] belongs to the i-th sample, in data order): "
                         "adds top-1 accuracy of the float and the Q/DQ model (needs --data)")
-    parser.add_argument("--trt-version", default="8.6", help="TensorRT version to lint for (default 8.6)")
+    parser.add_argument("--trt-version", default=defaults.trt_version,
+                        help="target TensorRT: decides the float part's type and what lint checks (default: the "
+                        "installed one, else FP32 Q/DQ that every version reads, linted for 8.6)")
     parser.add_argument("--min-cosine", type=float, default=0.99, help="validation threshold: exit 1 below it "
                         "(default 0.99)")
     parser.add_argument("--json", action="store_true", help="print the report (and validation) as JSON")
 
 
-def _amax(args):
-    from ..core.qdq.export import amax_from_stats
+def options(args):
+    """The :class:`~trtwidgets.core.qdq.options.QdqOptions` these arguments ask for."""
+    from ..core.qdq.options import QdqOptions
+
+    return QdqOptions(method=args.method, percentile=args.percentile, precision="fp8" if args.fp8 else "int8",
+                      dense_int8=args.dense_int8, high_precision=args.high_precision, trt_version=args.trt_version,
+                      exclude=args.exclude, exclude_op_types=args.exclude_op_types,
+                      weights_per_channel=False if args.per_tensor_weights else None,
+                      keep_float_output_grouped_convs=args.keep_float_output_grouped_convs)
+
+
+def _amax(args, opts):
+    """``(amax, where it came from in words)``."""
+    from ..core.qdq.export import export_ranges
 
     if args.cache:
         from ..core.calibration.cache import read_cache
 
-        return dict(read_cache(args.cache).amax)
-    from ..core.calibration.stats import load_stats
+        return dict(read_cache(args.cache).amax), f"the calibration cache {args.cache}"
+    return export_ranges(args.stats, opts)
 
-    return amax_from_stats(load_stats(args.stats), args.method, args.percentile)
+
+def _lint_version(opts):
+    from ..core.model.trt_version import installed_trt_version
+
+    return opts.trt_version or installed_trt_version() or "8.6"
 
 
 def _held_back(args, loaded):
@@ -93,6 +119,7 @@ def run(args) -> int:
     from ..core.model.load import load_model
     from ..core.qdq.export import build_qdq, save_qdq_model
 
+    import dataclasses
     import math
 
     if args.samples < 1:
@@ -110,14 +137,11 @@ def run(args) -> int:
         from ..core.qdq.validate import load_labels
 
         labels = load_labels(args.labels)
+    opts = options(args)
     loaded = load_model(args.model)
-    amax = _amax(args)
-    result = build_qdq(loaded, amax, exclude=args.exclude, exclude_op_types=args.exclude_op_types,
-                       precision="fp8" if args.fp8 else "int8",
-                       weights_per_channel=False if args.per_tensor_weights else None,
-                       keep_float_output_grouped_convs=args.keep_float_output_grouped_convs,
-                       dense_int8=args.dense_int8,
-                       high_precision=args.high_precision, trt_version=args.trt_version)
+    amax, described = _amax(args, opts)
+    result = build_qdq(loaded, amax, opts)
+    result = dataclasses.replace(result, report=dataclasses.replace(result.report, ranges=described))
     # Read and check the held-back data and labels before writing, so bad input keeps an earlier output.
     feeds = _held_back(args, loaded) if args.data else None
     task = {}
@@ -131,7 +155,7 @@ def run(args) -> int:
     if feeds is not None:
         from ..core.qdq.validate import validate_qdq
 
-        validation = validate_qdq(loaded, result.model, feeds, trt_version=args.trt_version,
+        validation = validate_qdq(loaded, result.model, feeds, trt_version=_lint_version(opts),
                                   precision=result.report.precision, min_cosine=args.min_cosine, **task)
     if args.json:
         out = {"out": str(path), "report": result.report.to_dict()}

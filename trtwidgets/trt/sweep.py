@@ -29,12 +29,12 @@ def step_recipe(step: SweepStep, base_recipe, amax: Optional[Mapping[str, float]
         return step.recipe if step.recipe is not None else base_recipe
     if amax is None:
         raise UserError("An explicit (Q/DQ) sweep needs the activation ranges.", None,
-                        "Pass amax= (e.g. amax_from_stats(stats) or read_cache(cache).amax).")
+                        "Pass amax= (e.g. calibration.amax or read_cache(cache).amax).")
     from ..core.model.load import load_model
-    from ..core.qdq.export import export_qdq, save_qdq_model
+    from ..core.qdq.export import qdq_model, save_qdq_model
     from ..core.recipe.recipe import CalibratorSpec
 
-    model = export_qdq(base_recipe.model_path, amax, exclude=step.exclude)
+    model = qdq_model(base_recipe.model_path, amax, exclude=step.exclude)
     path = save_qdq_model(model, out_root / f"step{step.n}.qdq.onnx")
     loaded = load_model(path)
     flags = tuple(base_recipe.flags)

@@ -297,9 +297,9 @@ class CalibrationExplorer(widgets.VBox):
     # ------------------------------------------------------------------ internals
 
     def _write_qdq(self) -> str:
-        from ..core.qdq.export import export_qdq, save_qdq_model
+        from ..core.qdq.export import qdq_model, save_qdq_model
 
-        save_qdq_model(export_qdq(self.model, self.export_amax()), self.qdq_path)
+        save_qdq_model(qdq_model(self.model, self.export_amax()), self.qdq_path)
         self.last_export["qdq"] = str(self.qdq_path)
         return str(self.qdq_path)
 

@@ -55,7 +55,7 @@ def test_fp16_export_types_io_and_accuracy():
 def test_demo_fp16_export_runs_and_stays_close():
     feeds = list(demo.iter_skimage_inputs(8))
     from trtwidgets.core.calibration.collect import collect_stats
-    from trtwidgets.core.qdq.export import amax_from_stats
+    from trtwidgets.core.calibration.ranges import amax_from_stats
 
     amax = amax_from_stats(collect_stats(demo.MODEL_PATH, demo.sample_inputs()[:8], progress=False))
     a, _ = run_model(build_qdq(demo.MODEL_PATH, amax, high_precision="fp32").model, feeds)

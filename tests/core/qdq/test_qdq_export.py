@@ -9,7 +9,7 @@ from onnx import numpy_helper
 
 from trtwidgets.core.accuracy.metrics import cosine_similarity
 from trtwidgets.core.model.onnx_graph import GraphIndex, attribute
-from trtwidgets.core.qdq.export import (QdqExportError, build_qdq, export_qdq, quantize_weight,
+from trtwidgets.core.qdq.export import (QdqExportError, build_qdq, qdq_model, quantize_weight,
                                         save_qdq_model)
 
 from tests.core import qdq_models as qm
@@ -41,13 +41,16 @@ def test_exported_model_runs_and_stays_close_to_float():
         assert not np.array_equal(ref, got)  # it really is quantized
     rep = result.report
     assert set(rep.quantized_layers) == {"convA", "convB", "convC"}
-    assert {a.tensor for a in rep.activations} == {"x", "t", "r", "pool"}
+    # Dense INT8 (the default): the residual Add reads convC's output quantized too (rule 8).
+    assert {a.tensor for a in rep.activations} == {"x", "t", "r", "pool", "convC"}
+    sparse = build_qdq(model, amax, dense_int8=False).report
+    assert {a.tensor for a in sparse.activations} == {"x", "t", "r", "pool"}
 
 
 def test_activation_qdq_is_symmetric_int8_with_scale_amax_over_127():
     model = qm.residual_cnn()
     amax, _ = _calibrated(model)
-    q = export_qdq(model, amax)
+    q = qdq_model(model, amax, dense_int8=False)  # rules 1-7: the residual's conv branch stays float
     idx = GraphIndex(q.graph)
     qs = [n for n in q.graph.node if n.op_type == "QuantizeLinear"]
     assert len(qs) == 4
@@ -68,7 +71,7 @@ def test_activation_qdq_is_symmetric_int8_with_scale_amax_over_127():
 def test_weights_are_int8_initializers_with_per_channel_dequantize():
     model = qm.residual_cnn()
     amax, _ = _calibrated(model)
-    q = export_qdq(model, amax)
+    q = qdq_model(model, amax)
     idx = GraphIndex(q.graph)
     original = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     for conv, w in (("convA", "wA"), ("convB", "wB"), ("convC", "wC")):
@@ -90,7 +93,7 @@ def test_weights_are_int8_initializers_with_per_channel_dequantize():
 def test_per_channel_axes_for_gemm_matmul_and_convtranspose(weights_per_channel):
     model = qm.weighted_ops()
     amax, held_back = _calibrated(model)
-    q = export_qdq(model, amax, weights_per_channel=weights_per_channel)
+    q = qdq_model(model, amax, weights_per_channel=weights_per_channel)
     expected = {"gemm_tb": (0, 6), "gemm_nt": (1, 7), "matmul": (1, 12), "deconv": (1, 9)}
     idx = GraphIndex(q.graph)
     for name, (axis, channels) in expected.items():
@@ -109,7 +112,7 @@ def test_per_channel_axes_for_gemm_matmul_and_convtranspose(weights_per_channel)
 def test_constant_node_weights_and_missing_kernel_shape():
     model = qm.constant_weight_conv(kernel_shape=False)
     amax, held_back = _calibrated(model)
-    q = export_qdq(model, amax)
+    q = qdq_model(model, amax)
     conv = next(n for n in q.graph.node if n.op_type == "Conv")
     assert attribute(conv, "kernel_shape") == [3, 3]  # TensorRT 8.6 needs it with DQ weights
     assert not any(n.op_type == "Constant" for n in q.graph.node)  # the float Constant is dropped
@@ -174,20 +177,20 @@ def test_input_model_is_not_modified():
     model = qm.residual_cnn()
     before = model.SerializeToString()
     amax, _ = _calibrated(model)
-    export_qdq(model, amax, exclude=["convC"])
+    qdq_model(model, amax, exclude=["convC"])
     assert model.SerializeToString() == before
 
 
 def test_refuses_already_quantized_models_bad_precision_and_low_opset():
     model = qm.residual_cnn()
     amax, _ = _calibrated(model)
-    q = export_qdq(model, amax)
+    q = qdq_model(model, amax)
     with pytest.raises(QdqExportError, match="already contains Q/DQ"):
-        export_qdq(q, amax)
+        qdq_model(q, amax)
     with pytest.raises(QdqExportError, match="Unknown precision"):
-        export_qdq(model, amax, precision="int4")
+        qdq_model(model, amax, precision="int4")
     with pytest.raises(QdqExportError, match="too low"):
-        export_qdq(model, amax, precision="fp8", opset=17)
+        qdq_model(model, amax, precision="fp8", opset=17)
 
 
 def test_report_summary_and_dict():
@@ -215,7 +218,7 @@ def test_quantize_weight_per_channel_error_bound_and_zero_channel():
 def test_save_is_atomic_and_replaces(tmp_path):
     model = qm.residual_cnn()
     amax, _ = _calibrated(model)
-    q = export_qdq(model, amax)
+    q = qdq_model(model, amax)
     out = tmp_path / "sub" / "m.qdq.onnx"
     save_qdq_model(model, out)
     save_qdq_model(q, out)
@@ -242,7 +245,7 @@ def test_constants_read_only_inside_a_subgraph_survive():
     ])
     g.output.append(helper.make_tensor_value_info("k_out", TensorProto.FLOAT, [1]))
     amax, held_back = _calibrated(qm.residual_cnn())
-    q = export_qdq(model, amax)
+    q = qdq_model(model, amax)
     assert "k_outer" in {o for n in q.graph.node for o in n.output}
     sess_out = qm.run(q, held_back[0], output="k_out")
     assert sess_out.tolist() == [1.0]

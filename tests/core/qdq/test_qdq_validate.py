@@ -26,7 +26,8 @@ import onnx
 import pytest
 
 from trtwidgets import demo
-from trtwidgets.core.qdq.export import amax_from_stats, build_qdq, export_qdq_from_stats
+from trtwidgets.core.calibration.ranges import amax_from_stats
+from trtwidgets.core.qdq.export import build_qdq, export_qdq
 from trtwidgets.core.qdq.validate import lint_qdq, run_model, validate_qdq
 
 
@@ -48,7 +49,8 @@ def demo_proto():
 
 
 def test_demo_export_structure(demo_stats, demo_proto):
-    result = build_qdq(demo_proto, amax_from_stats(demo_stats, "mse"))
+    # Rules 1-7 (dense INT8 off): rule 6 keeps the squeeze-excite depthwise convs float.
+    result = build_qdq(demo_proto, amax_from_stats(demo_stats, "mse"), dense_int8=False)
     rep = result.report
     assert (rep.opset_from, rep.opset_to) == (11, 13)
     # 53 Conv + the classifier MatMul, less the 18 squeeze-excite convs (matrix-vector products)
@@ -135,10 +137,10 @@ def test_excluding_depthwise_convs_recovers_accuracy(demo_stats, demo_proto, hel
     assert len(kept.report.quantized_layers) == 54 - 18 - len(depthwise)
     part = validate_qdq(demo_proto, kept.model, held_back, run_lint=False)
     assert part.cosine > full.cosine and part.cosine >= 0.99
-    # The default keeps the 9 squeeze-excite depthwise convs float (for TensorRT 8.6's sake, which
-    # computes them wrongly); in ONNX Runtime that is more accurate too (max ranges: cosine 0.986 -> 0.989).
-    default = validate_qdq(demo_proto, build_qdq(demo_proto, amax).model, held_back, run_lint=False)
-    assert default.cosine > full.cosine
+    # Rule 6 (rules 1-7, dense INT8 off) keeps the 9 squeeze-excite depthwise convs float (for TensorRT 8.6's
+    # sake, which computes them wrongly); in ONNX Runtime that is more accurate too (max: cosine 0.986 -> 0.989).
+    rule6 = validate_qdq(demo_proto, build_qdq(demo_proto, amax, dense_int8=False).model, held_back, run_lint=False)
+    assert rule6.cosine > full.cosine
 
 
 @pytest.mark.parametrize("trt_version, requires_int8", [("8.6", True), ("10.8", True), ("11.0", False)])
@@ -158,8 +160,8 @@ def test_export_from_stats_file_for_the_explorer_button(demo_stats, tmp_path):
 
     stats_path = save_stats(demo_stats, tmp_path / "stats.npz")
     out = tmp_path / "demo.qdq.onnx"
-    result = export_qdq_from_stats(demo.MODEL_PATH, stats_path, out, method="percentile", percentile=99.9,
-                                   amax_overrides={"x": 1.0})
+    result = export_qdq(demo.MODEL_PATH, stats_path, out, method="percentile", percentile=99.9,
+                        amax_overrides={"x": 1.0})
     assert out.is_file()
     x = next(a for a in result.report.activations if a.tensor == "x")
     assert x.amax == 1.0 and x.scale == pytest.approx(1.0 / 127)

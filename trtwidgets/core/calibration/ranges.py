@@ -325,6 +325,23 @@ def amax_table(ranges: Mapping[str, Mapping[str, RangeResult]], method: str) -> 
     return {name: r[method].amax for name, r in ranges.items() if method in r}
 
 
+def amax_from_stats(stats: ActivationStats, method: str = "entropy", percentile: float = 99.99) -> Dict[str, float]:
+    """Tensor -> amax of one range method, for every tensor with a finite positive range.
+
+    Tensors that saw no finite value, or whose range is not finite and positive, are left
+    out (the export lists them as having no range).
+    """
+    _check_method(method)
+    out: Dict[str, float] = {}
+    for name, t in stats.tensors.items():
+        if t.count - t.nan_count - t.inf_count <= 0:
+            continue
+        value = float(compute_amax(t, method, percentile=percentile))
+        if math.isfinite(value) and value > 0:
+            out[name] = value
+    return out
+
+
 def ranges_table(stats: ActivationStats, ranges: Mapping[str, Mapping[str, RangeResult]]):
     """One row per (tensor, method): amax, scale, mse, sqnr_db, clipped_fraction, plus the tensor's
     min/max and NaN/Inf counts, as a ``pandas.DataFrame`` (pandas is imported here)."""

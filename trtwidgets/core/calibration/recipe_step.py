@@ -46,6 +46,65 @@ class Calibration:
     overrides: Dict[str, float] = field(default_factory=dict)
     data: str = ""
 
+    @classmethod
+    def fit(cls, stats: Any, method: str = "entropy", percentile: float = 99.99,
+            overrides: Optional[Mapping[str, float]] = None, data: str = "", ranges=None) -> "Calibration":
+        """The calibration of ``stats``: every method's ranges, ``method``'s amax with ``overrides`` applied.
+
+        Parameters
+        ----------
+        stats : ActivationStats
+        method : str
+            The range method whose amax is exported.
+        percentile : float
+        overrides : mapping, optional
+            Tensor -> amax chosen by hand; they win over ``method`` (tensors the
+            statistics do not hold are left out).
+        data : str
+            What the data was, in words.
+        ranges : dict, optional
+            Ranges already computed from ``stats`` at ``percentile`` (not recomputed).
+        """
+        from .ranges import METHODS, amax_table, compute_ranges
+
+        if method not in METHODS:
+            from ..common.errors import StatsError
+
+            raise StatsError(f"Unknown range method {method!r}.", f"Known methods: {', '.join(METHODS)}.",
+                             "entropy is TensorRT's default (EntropyCalibrator2); max keeps every value.")
+        pct = float(percentile)
+        if ranges is None:
+            ranges = compute_ranges(stats, METHODS, pct)
+        amax = amax_table(ranges, method)
+        kept = {k: float(v) for k, v in dict(overrides or {}).items() if k in stats.tensors}
+        amax.update(kept)
+        return cls(stats=stats, ranges=ranges, method=method, percentile=pct, amax=amax,
+                   overrides=dict(overrides or {}), data=data)
+
+    def refit(self, *, method: Optional[str] = None, percentile: Optional[float] = None,
+              overrides: Optional[Mapping[str, float]] = None) -> "Calibration":
+        """This calibration with another method, percentile or overrides (the statistics are kept).
+
+        Ranges are recomputed only when the percentile changes.
+        """
+        pct = self.percentile if percentile is None else float(percentile)
+        return Calibration.fit(self.stats, method or self.method, pct,
+                               self.overrides if overrides is None else overrides, self.data,
+                               ranges=self.ranges if pct == self.percentile else None)
+
+    def amax_for(self, method: Optional[str] = None) -> Dict[str, float]:
+        """Tensor -> amax the export writes: ``method``'s (default: this calibration's), overrides applied."""
+        if method is None or method == self.method:
+            return dict(self.amax)
+        return dict(self.refit(method=method).amax)
+
+    def describe(self, method: Optional[str] = None) -> str:
+        """The ranges in words: method, percentile and overrides (what an export says it used)."""
+        m = method or self.method
+        n = sum(1 for k in self.overrides if k in self.stats.tensors)
+        return (f"{m} ranges from the calibration" + (f" (percentile {self.percentile:g})" if m == "percentile" else "")
+                + (f", {n} amax overrides" if n else ""))
+
 
 def export_method(recipe: Any) -> str:
     """The range method a recipe exports: its toolkit method, else the one matching its TensorRT calibrator."""
@@ -156,8 +215,6 @@ def calibrate_recipe(recipe: Any, model=None, data: Any = None, progress: bool =
     """
     from .collect import collect_stats
     from ..model.load import LoadedModel, load_model
-    from .ranges import METHODS, amax_table, compute_ranges
-
     if model is None:
         model = load_model(recipe.model_path)
     elif not isinstance(model, LoadedModel):
@@ -171,10 +228,5 @@ def calibrate_recipe(recipe: Any, model=None, data: Any = None, progress: bool =
     pct = float(percentile if percentile is not None else getattr(cal, "percentile", 99.99))
     stats = collect_stats(model, source, providers=providers, stats=stats, progress=progress,
                           max_samples=max_samples, adapt=adapt or None, opt_shapes=opt or None)
-    ranges = compute_ranges(stats, METHODS, pct)
-    method = export_method(recipe)
-    amax = amax_table(ranges, method)
-    overrides: Mapping[str, float] = dict(getattr(cal, "amax_overrides", None) or {})
-    amax.update({k: float(v) for k, v in overrides.items() if k in stats.tensors})
-    return Calibration(stats=stats, ranges=ranges, method=method, percentile=pct, amax=amax,
-                       overrides=dict(overrides), data=str(described))
+    return Calibration.fit(stats, export_method(recipe), pct, dict(getattr(cal, "amax_overrides", None) or {}),
+                           str(described))

@@ -30,6 +30,7 @@ editing (see :mod:`.qdq_placement` for why no library).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import os
 from pathlib import Path
@@ -40,23 +41,17 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..common.atomic import write_bytes_atomic
-from ..common.errors import UserError
 from ..common.paths import user_path
 from .export_report import QdqExport, QdqReport, QuantizedTensor, QuantizedWeight
 from .weights import PRECISIONS, quantize_weight, weight_tensor
 from ..model.onnx_graph import GraphIndex, attribute
-from .high_precision import MIN_OPSET as HP_MIN_OPSET, HIGH_PRECISIONS, convert_float_part, default_high_precision
+from .high_precision import MIN_OPSET as HP_MIN_OPSET, convert_float_part
 from .myelin import myelin_matmuls
+from .options import QdqExportError, QdqOptions
 from .placement import QdqPlan, Skip, node_label, plan_qdq
 
-__all__ = ["PRECISIONS", "QdqExportError", "QuantizedTensor", "QuantizedWeight", "QdqReport", "QdqExport",
-           "build_qdq", "export_qdq", "save_qdq_model", "amax_from_stats", "export_qdq_from_stats",
-           "quantize_weight"]
-
-
-
-class QdqExportError(UserError):
-    """The model or the ranges cannot be turned into a Q/DQ model."""
+__all__ = ["PRECISIONS", "QdqExportError", "QdqOptions", "QuantizedTensor", "QuantizedWeight", "QdqReport",
+           "QdqExport", "build_qdq", "qdq_model", "export_qdq", "export_ranges", "save_qdq_model", "quantize_weight"]
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -117,12 +112,7 @@ class _Names:
 # ---------------------------------------------------------------------------- export
 
 
-def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
-              exclude_op_types: Iterable[str] = (), precision: str = "int8",
-              weights_per_channel: Optional[bool] = None, opset: Optional[int] = None,
-              skip_matrix_vector: bool = True, keep_float_output_grouped_convs: bool = True,
-              dense_int8: bool = False, high_precision: str = "auto", trt_version=None,
-              keep_fp32: Iterable[str] = ()) -> QdqExport:
+def build_qdq(model, amax: Mapping[str, float], options: Optional[QdqOptions] = None, **choices) -> QdqExport:
     """Insert Q/DQ nodes into a copy of ``model``; return it with a report.
 
     Parameters
@@ -133,34 +123,12 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
         Activation tensor name -> largest magnitude to represent. Tensors the
         placement wants but that have no (finite, positive) amax stay float and
         are listed in the report.
-    exclude, exclude_op_types
-        Keep nodes in high precision (see :func:`~.qdq_placement.plan_qdq`).
-    precision : {"int8", "fp8"}
-        FP8 (E4M3) needs opset 19 and TensorRT 10 or later on Hopper/Ada GPUs.
-    weights_per_channel : bool, optional
-        Per-output-channel weight scales; False uses one scale per weight. Default:
-        per channel for INT8, per tensor for FP8 (TensorRT's FP8 kernels take
-        per-tensor scales; per-channel FP8 weights are rejected by older releases).
-    opset : int, optional
-        Target opset; default: the model's, raised to the minimum the precision needs.
-    skip_matrix_vector : bool
-        Keep matrix-vector layers in high precision (see :func:`~.qdq_placement.plan_qdq`).
-    keep_float_output_grouped_convs, dense_int8 : bool
-        Placement rules 6 and 8 (see :func:`~.placement.plan_qdq`): keep grouped
-        convs whose output is read in float in high precision, or (``dense_int8``)
-        quantize them with their output, and give every point-wise reader of a
-        quantized tensor the same Q/DQ, as an implicit INT8 engine runs.
-    high_precision : {"auto", "fp32", "fp16", "bf16"}
-        The type of the non-quantized part (see :mod:`.high_precision`): FP16/BF16
-        writes float initializers, Q/DQ scales and DequantizeLinear outputs in that
-        type (opset >= 19), with FP32 graph inputs/outputs. ``"auto"`` picks by
-        ``trt_version`` (:func:`~.high_precision.default_high_precision`): FP32 for
-        TensorRT 8.x, whose parser reads FP32 scales only (the FP16 builder flag
-        lowers the float part there), FP16 for 10 and 11.
-    trt_version : str, optional
-        The target TensorRT; default: the installed one, else FP32 (works everywhere).
-    keep_fp32 : iterable of str
-        Node names, output names or op types whose float math stays FP32.
+    options : QdqOptions, optional
+        The export's choices (:class:`~.options.QdqOptions`: precision, dense INT8,
+        high precision, TensorRT version, exclusions ...); default: its defaults.
+    **choices
+        Single fields of :class:`~.options.QdqOptions` that replace ``options``'s
+        (e.g. ``exclude=["conv3"]``, ``high_precision="fp32"``).
 
     Returns
     -------
@@ -174,13 +142,28 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
     QdqExclusionError
         For exclusions that match nothing.
     """
-    if precision not in PRECISIONS:
-        raise QdqExportError(f"Unknown precision {precision!r}.", f"Choose one of {', '.join(PRECISIONS)}.",
-                             "Use precision='int8' (TensorRT 8.6+) or 'fp8' (TensorRT 10+, Hopper/Ada).")
-    qmax, min_opset = PRECISIONS[precision]
-    if weights_per_channel is None:
-        weights_per_channel = precision == "int8"
-    source = _proto_of(model)
+    opts = (options or QdqOptions()).replace(**choices)
+    proto, hp, opset_from, target = _prepared_copy(_proto_of(model), opts)
+    plan: QdqPlan = plan_qdq(proto, exclude=opts.exclude, exclude_op_types=opts.exclude_op_types,
+                             skip_matrix_vector=opts.skip_matrix_vector,
+                             keep_float_output_grouped_convs=opts.keep_float_output_grouped_convs,
+                             dense_int8=opts.dense_int8)
+    writer = _QdqWriter(proto, opts.precision)
+    activations, done_nodes = writer.quantize_activations(plan, amax)
+    per_channel = opts.weights_per_channel if opts.weights_per_channel is not None else opts.precision == "int8"
+    weights, quantized_layers = writer.quantize_weights(plan, done_nodes, per_channel, opts.trt_version)
+    writer.finish()
+    proto, hp_report = _checked(proto, hp, opts.keep_fp32, plan.patterns)
+    report = QdqReport(precision=opts.precision, opset_from=opset_from, opset_to=target, high_precision=hp_report,
+                       activations=tuple(activations), weights=tuple(weights), skipped=tuple(writer.skipped),
+                       patterns=plan.patterns, excluded=plan.excluded,
+                       quantized_layers=tuple(dict.fromkeys(quantized_layers)), warnings=plan.warnings)
+    return QdqExport(model=proto, report=report)
+
+
+def _prepared_copy(source: onnx.ModelProto, opts: QdqOptions) -> Tuple[onnx.ModelProto, str, int, int]:
+    """``(copy at the target opset, float part's type, opset before, opset after)``, or the reason why not."""
+    _, min_opset = PRECISIONS[opts.precision]
     existing = [n for n in source.graph.node if n.op_type in ("QuantizeLinear", "DequantizeLinear")]
     if existing:
         raise QdqExportError(
@@ -188,13 +171,13 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
             f"({len(existing)}, e.g. {node_label(existing[0])}).",
             "It is already explicitly quantized; adding a second set of Q/DQ would quantize twice.",
             "Export from the float model instead.")
-    hp = _resolve_high_precision(high_precision, trt_version)
+    hp = opts.resolved_high_precision()
     if hp != "fp32":
         min_opset = max(min_opset, HP_MIN_OPSET)
     opset_from = _opset(source)
-    target = max(opset_from, min_opset) if opset is None else int(opset)
+    target = max(opset_from, min_opset) if opts.opset is None else int(opts.opset)
     if target < min_opset:
-        raise QdqExportError(f"Opset {target} is too low for {precision.upper()} Q/DQ.",
+        raise QdqExportError(f"Opset {target} is too low for {opts.precision.upper()} Q/DQ.",
                              "Per-channel DequantizeLinear needs opset 13; FP8 types need 19.",
                              f"Leave opset unset or use {min_opset} or later.")
     if target < opset_from:
@@ -203,158 +186,174 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
     proto = copy.deepcopy(source)
     if target != opset_from:
         proto = _upgrade(proto, target)
+    return proto, hp, opset_from, target
 
-    graph = proto.graph
-    plan: QdqPlan = plan_qdq(proto, exclude=exclude, exclude_op_types=exclude_op_types,
-                             skip_matrix_vector=skip_matrix_vector,
-                             keep_float_output_grouped_convs=keep_float_output_grouped_convs,
-                             dense_int8=dense_int8)
-    index = GraphIndex(graph)
-    produced_at = {o: i for i, n in enumerate(graph.node) for o in n.output if o}
-    names = _Names(graph)
-    skipped: List[Skip] = list(plan.skipped)
-    new_inits: List[onnx.TensorProto] = []
-    after: Dict[int, List[onnx.NodeProto]] = {}  # node index -> Q/DQ nodes to emit after it
-    prefix: List[onnx.NodeProto] = []
 
-    def zero_point(base: str, shape: Tuple[int, ...]) -> str:
-        name = names(f"{base}_zero_point")
-        if precision == "int8":
-            new_inits.append(numpy_helper.from_array(np.zeros(shape, np.int8), name))
-        else:
-            new_inits.append(weight_tensor(name, np.zeros(shape, np.uint8), "fp8"))
-        return name
-
-    # Activations.
-    activations: List[QuantizedTensor] = []
-    done_nodes: Dict[int, int] = {}  # node -> count of its quantized activation edges
-    for tensor in plan.activation_tensors:
-        edges = plan.edges_of(tensor)
-        value = amax.get(tensor)
-        reason = None
-        if value is None:
-            reason = "no range for this tensor (not in the statistics)"
-        elif not math.isfinite(float(value)) or float(value) <= 0:
-            reason = f"its amax is {value} (needs a finite positive value)"
-        if reason:
-            for e in edges:
-                skipped.append(Skip(e.node_label, e.op_type, reason, tensor))
-            continue
-        value = float(value)
-        scale = np.float32(value / qmax)
-        s_name = names(f"{tensor}_scale")
-        new_inits.append(numpy_helper.from_array(np.array(scale, np.float32), s_name))
-        zp = zero_point(tensor, ())
-        q_out, dq_out = names(f"{tensor}_quantized"), names(f"{tensor}_dequantized")
-        q = helper.make_node("QuantizeLinear", [tensor, s_name, zp], [q_out], name=names(f"{tensor}_QuantizeLinear"))
-        dq = helper.make_node("DequantizeLinear", [q_out, s_name, zp], [dq_out],
-                              name=names(f"{tensor}_DequantizeLinear"))
-        where = produced_at.get(tensor)
-        if where is None:
-            prefix.extend([q, dq])
-        else:
-            after.setdefault(where, []).extend([q, dq])
-        for e in edges:
-            graph.node[e.node].input[e.input_index] = dq_out
-            done_nodes[e.node] = done_nodes.get(e.node, 0) + 1
-        activations.append(QuantizedTensor(tensor, value, float(scale), tuple(e.node_label for e in edges),
-                                           tuple(dict.fromkeys(e.rule for e in edges))))
-
-    # Weights: only for layers whose activation inputs are quantized, else the layer stays float.
-    planned = {}
-    for e in plan.edges:
-        if e.rule == "weighted-op input":
-            planned[e.node] = planned.get(e.node, 0) + 1
-    weights: List[QuantizedWeight] = []
-    cache: Dict[Tuple[str, Optional[int]], str] = {}
-    float_weight_nodes = myelin_matmuls(proto, {w.node for w in plan.weights if w.op_type == "MatMul"}, trt_version)
-    quantized_layers: List[str] = []
-    for w in plan.weights:
-        if done_nodes.get(w.node, 0) < planned.get(w.node, 0) or w.node not in planned:
-            skipped.append(Skip(w.node_label, w.op_type, "weights left float: the layer's activation input "
-                                "is not quantized", w.tensor, rule=1))
-            continue
-        init = index.initializers.get(w.tensor)
-        if init is not None and init.data_type != onnx.TensorProto.FLOAT or (
-                init is None and index.constant_dtype(w.tensor) != onnx.TensorProto.FLOAT):
-            skipped.append(Skip(w.node_label, w.op_type, "only float32 weights are quantized", w.tensor, rule=1))
-            continue
-        axis = w.axis if weights_per_channel else None
-        key = (w.tensor, axis)
-        if key not in cache:
-            arr = index.constant(w.tensor)
-            q, scale, err = quantize_weight(arr, axis, precision)
-            s_name = names(f"{w.tensor}_scale")
-            new_inits.append(numpy_helper.from_array(scale, s_name))
-            zp = zero_point(w.tensor, scale.shape)
-            dq_out = names(f"{w.tensor}_dequantized")
-            attrs = {"axis": axis} if axis is not None else {}
-            if w.node in float_weight_nodes and precision == "int8":
-                # TensorRT 8.6's Myelin (transformer MatMuls) asserts on INT8 weight constants
-                # ("convertMyelinWeightsToFp32 ... weights.type() != kINT8", H100): give it FP32 weights
-                # already on the INT8 grid, with their own Q/DQ pair, which it folds itself.
-                f_name = names(f"{w.tensor}_on_int8_grid")
-                bshape = tuple(scale.size if i == axis else 1 for i in range(q.ndim)) if axis is not None else ()
-                new_inits.append(numpy_helper.from_array((q.astype(np.float32) * scale.reshape(bshape))
-                                                         .astype(np.float32), f_name))
-                q_name = names(f"{w.tensor}_quantized")
-                prefix.append(helper.make_node("QuantizeLinear", [f_name, s_name, zp], [q_name],
-                                               name=names(f"{w.tensor}_QuantizeLinear"), **attrs))
-            else:
-                q_name = names(f"{w.tensor}_{precision}")
-                new_inits.append(weight_tensor(q_name, q, precision))
-            prefix.append(helper.make_node("DequantizeLinear", [q_name, s_name, zp], [dq_out],
-                                           name=names(f"{w.tensor}_DequantizeLinear"), **attrs))
-            cache[key] = dq_out
-            weights.append(QuantizedWeight(w.tensor, w.node_label, w.op_type, axis,
-                                           int(scale.size) if axis is not None else 1, err))
-        node = graph.node[w.node]
-        node.input[w.input_index] = cache[key]
-        if node.op_type in ("Conv", "ConvTranspose") and attribute(node, "kernel_shape") is None:
-            # TensorRT 8.6 cannot infer the kernel from a DequantizeLinear output.
-            dims = list(index.initializers[w.tensor].dims) if w.tensor in index.initializers \
-                else list(index.constant(w.tensor).shape)
-            node.attribute.append(helper.make_attribute("kernel_shape", dims[2:]))
-        quantized_layers.append(w.node_label)
-    # Activation-by-activation products (attention's Q·Kᵀ and P·V) have no weight: quantized when both inputs are.
-    with_weights = {w.node for w in plan.weights}
-    for i, count in planned.items():
-        if i not in with_weights and done_nodes.get(i, 0) >= count:
-            quantized_layers.append(node_label(graph.node[i]))
-
-    _rebuild(graph, prefix, after, new_inits)
+def _checked(proto: onnx.ModelProto, hp: str, keep_fp32, patterns):
+    """``(model, high-precision report)``: checked by onnx.checker, its float part converted to ``hp``."""
     try:
         onnx.checker.check_model(proto)
     except onnx.checker.ValidationError as exc:  # pragma: no cover - would be an exporter bug
         raise QdqExportError("The exported Q/DQ model does not pass onnx.checker.", str(exc),
                              "Please report this with the model; exclude the failing node meanwhile.") from None
-    hp_report = None
-    if hp != "fp32":
-        proto, hp_report = convert_float_part(proto, hp, keep_fp32=keep_fp32, patterns=plan.patterns)
-        try:
-            onnx.checker.check_model(proto)
-        except onnx.checker.ValidationError as exc:  # pragma: no cover - would be a converter bug
-            raise QdqExportError(f"The {hp.upper()} Q/DQ model does not pass onnx.checker.", str(exc),
-                                 "Export with high_precision='fp32' meanwhile, and please report the model.") from None
-    report = QdqReport(precision=precision, opset_from=opset_from, opset_to=target, high_precision=hp_report,
-                       activations=tuple(activations), weights=tuple(weights), skipped=tuple(skipped),
-                       patterns=plan.patterns, excluded=plan.excluded,
-                       quantized_layers=tuple(dict.fromkeys(quantized_layers)), warnings=plan.warnings)
-    return QdqExport(model=proto, report=report)
+    if hp == "fp32":
+        return proto, None
+    proto, hp_report = convert_float_part(proto, hp, keep_fp32=keep_fp32, patterns=patterns)
+    try:
+        onnx.checker.check_model(proto)
+    except onnx.checker.ValidationError as exc:  # pragma: no cover - would be a converter bug
+        raise QdqExportError(f"The {hp.upper()} Q/DQ model does not pass onnx.checker.", str(exc),
+                             "Export with high_precision='fp32' meanwhile, and please report the model.") from None
+    return proto, hp_report
 
 
-def _resolve_high_precision(high_precision: str, trt_version) -> str:
-    if high_precision == "auto":
-        if trt_version is None:
-            from ..model.trt_version import installed_trt_version
+def _amax_problem(value) -> Optional[str]:
+    if value is None:
+        return "no range for this tensor (not in the statistics)"
+    if not math.isfinite(float(value)) or float(value) <= 0:
+        return f"its amax is {value} (needs a finite positive value)"
+    return None
 
-            trt_version = installed_trt_version()
-        return default_high_precision(trt_version) if trt_version is not None else "fp32"
-    if high_precision not in HIGH_PRECISIONS:
-        raise QdqExportError(f"Unknown high-precision dtype {high_precision!r}.",
-                             f"Choose auto or one of {', '.join(HIGH_PRECISIONS)}.",
-                             "auto picks FP32 for TensorRT 8.x and FP16 for 10/11.")
-    return high_precision
+
+class _QdqWriter:
+    """The graph edits of one export: new Q/DQ nodes and initializers, collected, then written in order."""
+
+    def __init__(self, proto: onnx.ModelProto, precision: str):
+        self.proto = proto
+        self.graph = proto.graph
+        self.precision = precision
+        self.qmax = PRECISIONS[precision][0]
+        self.index = GraphIndex(self.graph)
+        self.produced_at = {o: i for i, n in enumerate(self.graph.node) for o in n.output if o}
+        self.names = _Names(self.graph)
+        self.skipped: List[Skip] = []
+        self.new_inits: List[onnx.TensorProto] = []
+        self.after: Dict[int, List[onnx.NodeProto]] = {}  # node index -> Q/DQ nodes to emit after it
+        self.prefix: List[onnx.NodeProto] = []
+
+    def zero_point(self, base: str, shape: Tuple[int, ...]) -> str:
+        name = self.names(f"{base}_zero_point")
+        if self.precision == "int8":
+            self.new_inits.append(numpy_helper.from_array(np.zeros(shape, np.int8), name))
+        else:
+            self.new_inits.append(weight_tensor(name, np.zeros(shape, np.uint8), "fp8"))
+        return name
+
+    def quantize_activations(self, plan: QdqPlan, amax: Mapping[str, float]
+                             ) -> Tuple[List[QuantizedTensor], Dict[int, int]]:
+        """A Q/DQ pair on each planned activation with a usable amax; ``(tensors, node -> edges quantized)``."""
+        self.skipped.extend(plan.skipped)
+        activations: List[QuantizedTensor] = []
+        done_nodes: Dict[int, int] = {}
+        names = self.names
+        for tensor in plan.activation_tensors:
+            edges = plan.edges_of(tensor)
+            reason = _amax_problem(amax.get(tensor))
+            if reason:
+                self.skipped.extend(Skip(e.node_label, e.op_type, reason, tensor) for e in edges)
+                continue
+            value = float(amax[tensor])
+            scale = np.float32(value / self.qmax)
+            s_name = names(f"{tensor}_scale")
+            self.new_inits.append(numpy_helper.from_array(np.array(scale, np.float32), s_name))
+            zp = self.zero_point(tensor, ())
+            q_out, dq_out = names(f"{tensor}_quantized"), names(f"{tensor}_dequantized")
+            q = helper.make_node("QuantizeLinear", [tensor, s_name, zp], [q_out],
+                                 name=names(f"{tensor}_QuantizeLinear"))
+            dq = helper.make_node("DequantizeLinear", [q_out, s_name, zp], [dq_out],
+                                  name=names(f"{tensor}_DequantizeLinear"))
+            where = self.produced_at.get(tensor)
+            if where is None:
+                self.prefix.extend([q, dq])
+            else:
+                self.after.setdefault(where, []).extend([q, dq])
+            for e in edges:
+                self.graph.node[e.node].input[e.input_index] = dq_out
+                done_nodes[e.node] = done_nodes.get(e.node, 0) + 1
+            activations.append(QuantizedTensor(tensor, value, float(scale), tuple(e.node_label for e in edges),
+                                               tuple(dict.fromkeys(e.rule for e in edges))))
+        return activations, done_nodes
+
+    def quantize_weights(self, plan: QdqPlan, done_nodes: Mapping[int, int], per_channel: bool, trt_version
+                         ) -> Tuple[List[QuantizedWeight], List[str]]:
+        """Weights of layers whose activation inputs are all quantized (else the layer stays float).
+
+        Returns ``(weights, quantized layer labels)``; activation-by-activation products
+        (attention's Q·Kᵀ and P·V) have no weight and count when both inputs are quantized.
+        """
+        planned: Dict[int, int] = {}
+        for e in plan.edges:
+            if e.rule == "weighted-op input":
+                planned[e.node] = planned.get(e.node, 0) + 1
+        weights: List[QuantizedWeight] = []
+        cache: Dict[Tuple[str, Optional[int]], str] = {}
+        float_weight_nodes = myelin_matmuls(self.proto, {w.node for w in plan.weights if w.op_type == "MatMul"},
+                                            trt_version)
+        quantized_layers: List[str] = []
+        for w in plan.weights:
+            if done_nodes.get(w.node, 0) < planned.get(w.node, 0) or w.node not in planned:
+                self.skipped.append(Skip(w.node_label, w.op_type, "weights left float: the layer's activation "
+                                         "input is not quantized", w.tensor, rule=1))
+                continue
+            init = self.index.initializers.get(w.tensor)
+            if init is not None and init.data_type != onnx.TensorProto.FLOAT or (
+                    init is None and self.index.constant_dtype(w.tensor) != onnx.TensorProto.FLOAT):
+                self.skipped.append(Skip(w.node_label, w.op_type, "only float32 weights are quantized", w.tensor,
+                                         rule=1))
+                continue
+            axis = w.axis if per_channel else None
+            key = (w.tensor, axis)
+            if key not in cache:
+                cache[key], record = self._weight_dq(w, axis, w.node in float_weight_nodes)
+                weights.append(record)
+            self._rewire_weight(w, cache[key])
+            quantized_layers.append(w.node_label)
+        with_weights = {w.node for w in plan.weights}
+        for i, count in planned.items():
+            if i not in with_weights and done_nodes.get(i, 0) >= count:
+                quantized_layers.append(node_label(self.graph.node[i]))
+        return weights, quantized_layers
+
+    def _weight_dq(self, w, axis: Optional[int], float_grid: bool) -> Tuple[str, QuantizedWeight]:
+        """The DequantizeLinear output that replaces weight ``w``, and its record."""
+        names, precision = self.names, self.precision
+        q, scale, err = quantize_weight(self.index.constant(w.tensor), axis, precision)
+        s_name = names(f"{w.tensor}_scale")
+        self.new_inits.append(numpy_helper.from_array(scale, s_name))
+        zp = self.zero_point(w.tensor, scale.shape)
+        dq_out = names(f"{w.tensor}_dequantized")
+        attrs = {"axis": axis} if axis is not None else {}
+        if float_grid and precision == "int8":
+            # TensorRT 8.6's Myelin (transformer MatMuls) asserts on INT8 weight constants
+            # ("convertMyelinWeightsToFp32 ... weights.type() != kINT8", H100): give it FP32 weights
+            # already on the INT8 grid, with their own Q/DQ pair, which it folds itself.
+            f_name = names(f"{w.tensor}_on_int8_grid")
+            bshape = tuple(scale.size if i == axis else 1 for i in range(q.ndim)) if axis is not None else ()
+            self.new_inits.append(numpy_helper.from_array((q.astype(np.float32) * scale.reshape(bshape))
+                                                          .astype(np.float32), f_name))
+            q_name = names(f"{w.tensor}_quantized")
+            self.prefix.append(helper.make_node("QuantizeLinear", [f_name, s_name, zp], [q_name],
+                                                name=names(f"{w.tensor}_QuantizeLinear"), **attrs))
+        else:
+            q_name = names(f"{w.tensor}_{precision}")
+            self.new_inits.append(weight_tensor(q_name, q, precision))
+        self.prefix.append(helper.make_node("DequantizeLinear", [q_name, s_name, zp], [dq_out],
+                                            name=names(f"{w.tensor}_DequantizeLinear"), **attrs))
+        return dq_out, QuantizedWeight(w.tensor, w.node_label, w.op_type, axis,
+                                       int(scale.size) if axis is not None else 1, err)
+
+    def _rewire_weight(self, w, dq_out: str) -> None:
+        node = self.graph.node[w.node]
+        node.input[w.input_index] = dq_out
+        if node.op_type in ("Conv", "ConvTranspose") and attribute(node, "kernel_shape") is None:
+            # TensorRT 8.6 cannot infer the kernel from a DequantizeLinear output.
+            dims = list(self.index.initializers[w.tensor].dims) if w.tensor in self.index.initializers \
+                else list(self.index.constant(w.tensor).shape)
+            node.attribute.append(helper.make_attribute("kernel_shape", dims[2:]))
+
+    def finish(self) -> None:
+        """Write the collected nodes and initializers into the graph (see :func:`_rebuild`)."""
+        _rebuild(self.graph, self.prefix, self.after, self.new_inits)
 
 
 def _subgraph_reads(nodes: Iterable[onnx.NodeProto]) -> set:
@@ -393,19 +392,10 @@ def _rebuild(graph: onnx.GraphProto, prefix: List[onnx.NodeProto], after: Dict[i
         graph.input.extend(kept_inputs)
 
 
-def export_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
-               exclude_op_types: Iterable[str] = (), precision: str = "int8",
-               weights_per_channel: Optional[bool] = None, opset: Optional[int] = None,
-               skip_matrix_vector: bool = True, keep_float_output_grouped_convs: bool = True,
-               dense_int8: bool = False, high_precision: str = "auto",
-               trt_version=None) -> onnx.ModelProto:
-    """The Q/DQ model only (see :func:`build_qdq` for parameters and the report)."""
-    return build_qdq(model, amax, exclude=exclude, exclude_op_types=exclude_op_types, precision=precision,
-                     weights_per_channel=weights_per_channel, opset=opset,
-                     skip_matrix_vector=skip_matrix_vector,
-                     keep_float_output_grouped_convs=keep_float_output_grouped_convs,
-                     dense_int8=dense_int8,
-                     high_precision=high_precision, trt_version=trt_version).model
+def qdq_model(model, amax: Mapping[str, float], options: Optional[QdqOptions] = None, **choices
+              ) -> onnx.ModelProto:
+    """The Q/DQ model only (see :func:`build_qdq` for the parameters and the report)."""
+    return build_qdq(model, amax, options, **choices).model
 
 
 def save_qdq_model(model: onnx.ModelProto, path: Union[str, os.PathLike]) -> Path:
@@ -421,53 +411,84 @@ def save_qdq_model(model: onnx.ModelProto, path: Union[str, os.PathLike]) -> Pat
     return write_bytes_atomic(path, model.SerializeToString())
 
 
-def amax_from_stats(stats, method: str = "entropy", percentile: float = 99.99) -> Dict[str, float]:
-    """``amax`` per tensor from :class:`~.stats.ActivationStats` with one range method."""
-    from ..calibration.ranges import METHODS, compute_amax
-
-    if method not in METHODS:
-        raise QdqExportError(f"Unknown range method {method!r}.", f"Choose one of {', '.join(METHODS)}.",
-                             "entropy is TensorRT's default (EntropyCalibrator2); max keeps every value.")
-    out: Dict[str, float] = {}
-    for name, t in stats.tensors.items():
-        if t.count - t.nan_count - t.inf_count <= 0:
-            continue
-        value = float(compute_amax(t, method, percentile=percentile))
-        if math.isfinite(value) and value > 0:
-            out[name] = value
-    return out
 
 
-def export_qdq_from_stats(model, stats, out_path: Union[str, os.PathLike, None] = None, *, method: str = "entropy",
-                          percentile: float = 99.99, exclude: Iterable[str] = (),
-                          exclude_op_types: Iterable[str] = (), precision: str = "int8",
-                          amax_overrides: Optional[Mapping[str, float]] = None, high_precision: str = "auto",
-                          trt_version=None) -> QdqExport:
-    """One call for the calibration explorer's "Export Q/DQ model" button.
+def export_qdq(model, calibration, out_path: Union[str, os.PathLike, None] = None, *,
+               options: Optional[QdqOptions] = None, method: Optional[str] = None,
+               percentile: Optional[float] = None, amax_overrides: Optional[Mapping[str, float]] = None,
+               exclude: Optional[Iterable[str]] = None, exclude_op_types: Optional[Iterable[str]] = None,
+               precision: Optional[str] = None, dense_int8: Optional[bool] = None,
+               high_precision: Optional[str] = None, trt_version: Optional[str] = None) -> QdqExport:
+    """Write the Q/DQ model of a calibration: ``trtwidgets.export_qdq(model, cal, "model.qdq.onnx")``.
 
     Parameters
     ----------
     model : LoadedModel, onnx.ModelProto or path
-    stats : ActivationStats or path of a statistics ``.npz``
+    calibration : Calibration, ActivationStats, path of a statistics ``.npz``, or mapping
+        The :class:`~trtwidgets.core.calibration.recipe_step.Calibration` from
+        :func:`trtwidgets.calibrate` exports its own method, percentile and amax overrides.
+        Bare statistics (the older form) are turned into ranges with ``method``
+        (default: entropy), and the report says so. A mapping is tensor -> amax as is
+        (e.g. a calibration cache's ``read_cache(path).amax``).
     out_path : path, optional
         Where to write the model (atomically); nothing is written when None.
+    options : QdqOptions, optional
+        The export's choices; the keyword arguments below replace single fields of it.
     method, percentile
-        Range method applied to every tensor (see :mod:`.ranges`).
+        The range method; for a Calibration, a method other than its own recomputes the
+        amax from its ranges (its overrides still win).
     amax_overrides : mapping, optional
-        Tensor -> amax chosen by hand in the explorer; wins over ``method``.
+        Tensor -> amax chosen by hand (the explorer's); wins over everything else.
+    exclude, exclude_op_types, precision, dense_int8, high_precision, trt_version
+        See :class:`~.options.QdqOptions`.
 
     Returns
     -------
     QdqExport
+        Its ``report.ranges`` says where the ranges came from.
     """
+    opts = (options or QdqOptions()).replace(
+        method=method, percentile=percentile, exclude=exclude, exclude_op_types=exclude_op_types,
+        precision=precision, dense_int8=dense_int8, high_precision=high_precision, trt_version=trt_version)
+    amax, described = export_ranges(calibration, opts, explicit_method=method is not None)
+    if amax_overrides:
+        amax.update({k: float(v) for k, v in amax_overrides.items()})
+        described += f", {len(amax_overrides)} amax chosen by hand"
+    result = build_qdq(model, amax, opts)
+    result = dataclasses.replace(result, report=dataclasses.replace(result.report, ranges=described))
+    if out_path is not None:
+        save_qdq_model(result.model, out_path)
+    return result
+
+
+def export_ranges(calibration, options: QdqOptions, explicit_method: bool = True) -> Tuple[Dict[str, float], str]:
+    """``(amax, in words)`` that an export of ``calibration`` writes (see :func:`export_qdq`).
+
+    A Calibration keeps its method unless ``explicit_method`` (the caller named one);
+    statistics take ``options.method``.
+    """
+    from ..calibration.recipe_step import Calibration
+    from ..calibration.ranges import amax_from_stats
+
+    if isinstance(calibration, Calibration):
+        cal = calibration
+        if options.percentile != cal.percentile and explicit_method and options.method == "percentile":
+            cal = cal.refit(percentile=options.percentile)
+        method = options.method if explicit_method else cal.method
+        return cal.amax_for(method), cal.describe(method)
+    if isinstance(calibration, Mapping):
+        return {str(k): float(v) for k, v in calibration.items()}, f"the {len(calibration)} amax given"
+    stats = calibration
     if isinstance(stats, (str, os.PathLike)):
         from ..calibration.stats import load_stats
 
         stats = load_stats(stats)
-    amax = amax_from_stats(stats, method, percentile)
-    amax.update({k: float(v) for k, v in (amax_overrides or {}).items()})
-    result = build_qdq(model, amax, exclude=exclude, exclude_op_types=exclude_op_types, precision=precision,
-                       high_precision=high_precision, trt_version=trt_version)
-    if out_path is not None:
-        save_qdq_model(result.model, out_path)
-    return result
+    if not hasattr(stats, "tensors"):
+        raise QdqExportError(f"Cannot export ranges from a {type(calibration).__name__}.",
+                             "The export takes the Calibration from trtwidgets.calibrate, activation statistics "
+                             "(or their .npz path), or a mapping of tensor -> amax.",
+                             "Pass cal = trtwidgets.calibrate(model, data) itself.")
+    pct = f" (percentile {options.percentile:g})" if options.method == "percentile" else ""
+    return (amax_from_stats(stats, options.method, options.percentile),
+            f"{options.method} ranges{pct} computed from statistics without a Calibration (no overrides); "
+            "pass the Calibration from trtwidgets.calibrate to export its own method and overrides")

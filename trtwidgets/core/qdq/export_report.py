@@ -79,6 +79,9 @@ class QdqReport:
         Weighted layers (Conv, Gemm, ...) whose inputs and weights are all quantized:
         the layers TensorRT will run in INT8/FP8.
     warnings : tuple of str
+    ranges : str
+        Where the amax came from, in words (a calibration's method and overrides, or
+        statistics turned into ranges with a stated method); '' when the caller gave amax.
     """
 
     precision: str
@@ -92,6 +95,7 @@ class QdqReport:
     quantized_layers: Tuple[str, ...]
     warnings: Tuple[str, ...] = field(default=())
     high_precision: Optional[HighPrecisionReport] = None
+    ranges: str = ""
 
     @property
     def high_precision_dtype(self) -> str:
@@ -106,7 +110,7 @@ class QdqReport:
                 "skipped": [s.to_dict() for s in self.skipped],
                 "patterns": [p.to_dict() for p in self.patterns],
                 "excluded": list(self.excluded), "quantized_layers": list(self.quantized_layers),
-                "warnings": list(self.warnings)}
+                "warnings": list(self.warnings), **({"ranges": self.ranges} if self.ranges else {})}
 
     def summary(self, max_lines: int = 20) -> str:
         """Plain-text report: counts, then each skip with its reason."""
@@ -119,6 +123,8 @@ class QdqReport:
                  f"  float part          {self.high_precision_dtype.upper()}"
                  + (f" ({len(self.high_precision.kept_fp32)} nodes kept FP32, {self.high_precision.casts} casts)"
                     if self.high_precision is not None else "")]
+        if self.ranges:
+            lines.append(f"  ranges              {self.ranges}")
         rules: Dict[str, int] = {}
         for a in self.activations:
             for r in a.rules:

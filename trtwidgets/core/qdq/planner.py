@@ -205,7 +205,8 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
     """
     from ..calibration.collect import collect_stats
     from ..model.load import LoadedModel, load_model, summarize
-    from .export import _resolve_high_precision, amax_from_stats
+    from ..calibration.ranges import amax_from_stats
+    from .options import resolve_high_precision as _resolve_high_precision
     from .latency_oracle import LatencyOracle, read_oracle
 
     t0 = time.perf_counter()

@@ -1,0 +1,162 @@
+"""The Q/DQ export's choices as one value, with one set of defaults.
+
+The command line (``trtwidgets export-qdq``, ``trtwidgets plan``), the App's Plan
+step, the planner and the Python API (:func:`trtwidgets.export_qdq`) each build a
+:class:`QdqOptions` from their own inputs and hand it on, so a default (say, dense
+INT8 regions) is decided here once instead of in every signature on the way.
+A plan records the options it scored its candidates with, so its pick is exported
+the same way later (:func:`trtwidgets.core.plan.planner.export_plan`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Tuple
+
+from ..calibration.ranges import METHODS as RANGE_METHODS
+from ..common.errors import UserError
+from .high_precision import HIGH_PRECISIONS, default_high_precision
+from .weights import PRECISIONS
+
+__all__ = ["QdqOptions", "QdqExportError", "resolve_high_precision"]
+
+
+class QdqExportError(UserError):
+    """The model, the ranges or the options cannot be turned into a Q/DQ model."""
+
+
+def _names(value: Any) -> Tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    return tuple(str(v) for v in value)
+
+
+@dataclass(frozen=True)
+class QdqOptions:
+    """How a Q/DQ model is written from a model and its ranges.
+
+    Attributes
+    ----------
+    method : str
+        Range method used when the ranges come from statistics without a Calibration
+        (``"entropy"``, ``"max"``, ``"percentile"``, ``"mse"``). A Calibration brings its own.
+    percentile : float
+        For ``method="percentile"``.
+    precision : {"int8", "fp8"}
+        FP8 (E4M3) needs opset 19 and TensorRT 10 or later on Hopper/Ada GPUs.
+    dense_int8 : bool
+        Placement rule 8 (:func:`~.placement.plan_qdq`): quantize INT8 regions the way an
+        implicit INT8 engine runs them (depthwise convs with their output, gates in INT8,
+        every point-wise reader of a quantized tensor reading it quantized), so a region
+        has no reformat layer inside. On by default everywhere.
+    high_precision : {"auto", "fp32", "fp16", "bf16"}
+        The type of the non-quantized part; ``"auto"`` decides by ``trt_version``
+        (:func:`resolve_high_precision`).
+    trt_version : str, optional
+        The target TensorRT; None: the installed one, else FP32 (read by every version).
+    exclude, exclude_op_types : tuple of str
+        Nodes (names, output names or regular expressions) and op types kept in high precision.
+    weights_per_channel : bool, optional
+        Per-output-channel weight scales; default: per channel for INT8, per tensor for FP8.
+    skip_matrix_vector : bool
+        Placement rule 5: keep matrix-vector layers in high precision (the planner turns it
+        off: it decides with the batch it plans for).
+    keep_float_output_grouped_convs : bool
+        Placement rule 6 (dense INT8 wins over it inside quantized regions).
+    keep_fp32 : tuple of str
+        Node names, output names or op types whose float math stays FP32.
+    opset : int, optional
+        Target opset; default: the model's, raised to what the precision needs.
+    """
+
+    method: str = "entropy"
+    percentile: float = 99.99
+    precision: str = "int8"
+    dense_int8: bool = True
+    high_precision: str = "auto"
+    trt_version: Optional[str] = None
+    exclude: Tuple[str, ...] = ()
+    exclude_op_types: Tuple[str, ...] = ()
+    weights_per_channel: Optional[bool] = None
+    skip_matrix_vector: bool = True
+    keep_float_output_grouped_convs: bool = True
+    keep_fp32: Tuple[str, ...] = ()
+    opset: Optional[int] = None
+
+    def __post_init__(self):
+        for name in ("exclude", "exclude_op_types", "keep_fp32"):
+            object.__setattr__(self, name, _names(getattr(self, name)))
+        if self.trt_version is not None:
+            object.__setattr__(self, "trt_version", str(self.trt_version) or None)
+        if self.method not in RANGE_METHODS:
+            raise QdqExportError(f"Unknown range method {self.method!r}.", f"Choose one of {', '.join(RANGE_METHODS)}.",
+                            "entropy is TensorRT's default (EntropyCalibrator2); max keeps every value.")
+        if not 0.0 < float(self.percentile) <= 100.0:
+            raise QdqExportError(f"Percentile {self.percentile} is not in (0, 100].",
+                            "It is the share of |x| values the range keeps.", "Use e.g. 99.99.")
+        if self.precision not in PRECISIONS:
+            raise QdqExportError(f"Unknown precision {self.precision!r}.", f"Choose one of {', '.join(PRECISIONS)}.",
+                            "Use precision='int8' (TensorRT 8.6+) or 'fp8' (TensorRT 10+, Hopper/Ada).")
+        if self.high_precision != "auto" and self.high_precision not in HIGH_PRECISIONS:
+            raise QdqExportError(f"Unknown high-precision dtype {self.high_precision!r}.",
+                            f"Choose auto or one of {', '.join(HIGH_PRECISIONS)}.",
+                            "auto picks FP32 for TensorRT 8.x and FP16 for 10/11.")
+
+    def replace(self, **changes: Any) -> "QdqOptions":
+        """A copy with ``changes``; a change of None keeps the current value (an input left unset)."""
+        return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    def resolved_high_precision(self) -> str:
+        """The float part's type these options write (``"auto"`` decided by :attr:`trt_version`)."""
+        return resolve_high_precision(self.high_precision, self.trt_version)
+
+    def to_dict(self) -> dict:
+        """Plain data (plan.json)."""
+        out = dataclasses.asdict(self)
+        for name in ("exclude", "exclude_op_types", "keep_fp32"):
+            out[name] = list(out[name])
+        return out
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> "QdqOptions":
+        """Options from :meth:`to_dict`'s data; keys this version does not know are refused.
+
+        Raises
+        ------
+        UserError
+            A key that is not an option, or a value an option does not take.
+        """
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(doc) - known)
+        if unknown:
+            raise QdqExportError(f"Unknown Q/DQ options: {', '.join(unknown)}.",
+                            f"The export knows {', '.join(sorted(known))}.",
+                            "Remove them, or use the trtwidgets version that wrote them.")
+        return cls(**dict(doc))
+
+
+def resolve_high_precision(high_precision: str, trt_version: Optional[str] = None) -> str:
+    """``"fp32"``, ``"fp16"`` or ``"bf16"``: ``"auto"`` means FP32 for TensorRT 8.x, FP16 for 10 and 11.
+
+    ``trt_version`` None means the installed TensorRT; without one, FP32 (every version reads it).
+
+    Raises
+    ------
+    UserError
+        An unknown dtype.
+    """
+    if high_precision == "auto":
+        if trt_version is None:
+            from ..model.trt_version import installed_trt_version
+
+            trt_version = installed_trt_version()
+        return default_high_precision(trt_version) if trt_version is not None else "fp32"
+    if high_precision not in HIGH_PRECISIONS:
+        raise QdqExportError(f"Unknown high-precision dtype {high_precision!r}.",
+                        f"Choose auto or one of {', '.join(HIGH_PRECISIONS)}.",
+                        "auto picks FP32 for TensorRT 8.x and FP16 for 10/11.")
+    return high_precision
+
