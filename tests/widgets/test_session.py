@@ -76,6 +76,23 @@ def test_percentile_and_overrides(session, tmp_path):
     assert "build:int8" in session.stale and "calibrator" in session.stale["build:int8"]
 
 
+def test_recomputed_ranges_refit_the_calibration(session):
+    # The calibration, the statistics and the ranges agree after a new percentile (issue 20).
+    assert session.calibrate(progress=False)
+    before = session.calibration
+    assert session.recompute_ranges(99.0)
+    cal = session.calibration
+    assert cal is not before and cal.stats is session.stats and cal.ranges is session.ranges
+    assert cal.percentile == 99.0 == session.recipe.calibrator.percentile and cal.method == before.method
+    t = next(iter(cal.ranges))
+    assert session.ranges[t]["percentile"].amax != before.ranges[t]["percentile"].amax
+    assert cal.amax[t] == cal.ranges[t][cal.method].amax
+    # Statistics set from outside get a calibration fitted to them.
+    session.calibration = None
+    assert session.recompute_ranges(99.9)
+    assert session.calibration.stats is session.stats and session.calibration.ranges is session.ranges
+
+
 def test_saved_build_with_other_paths_is_current(session, tmp_path):
     # A build made elsewhere has another cache path and model path: the same build all the same.
     elsewhere = session.recipe.replace(model_path="/gpu/box/cls.onnx",

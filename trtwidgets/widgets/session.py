@@ -301,16 +301,26 @@ class Session(DataDefaults, traitlets.HasTraits):
         return True
 
     def recompute_ranges(self, percentile: Optional[float] = None) -> bool:
-        """Ranges of the current statistics at another percentile (statistics unchanged)."""
-        from ..core.calibration.ranges import METHODS, compute_ranges
+        """Ranges of the current statistics at another percentile (statistics unchanged).
+
+        :attr:`calibration` is refitted with them (its method and overrides kept), so
+        the calibration, :attr:`stats` and :attr:`ranges` agree afterwards.
+        """
+        from ..core.calibration.recipe_step import Calibration, export_method
 
         if self.stats is None:
             self.error = "There are no statistics yet. Fix: run the calibration step first."
             return False
-        pct = float(percentile if percentile is not None else getattr(getattr(self.recipe, "calibrator", None),
-                                                                       "percentile", 99.99))
+        calibrator = getattr(self.recipe, "calibrator", None)
+        pct = float(percentile if percentile is not None else getattr(calibrator, "percentile", 99.99))
+        cal = self.calibration
         try:
-            ranges = compute_ranges(self.stats, METHODS, pct)
+            if cal is not None and cal.stats is self.stats:
+                cal = cal.refit(percentile=pct)
+            else:
+                # Statistics set from outside (loaded from a file): fit them as the recipe says.
+                cal = Calibration.fit(self.stats, export_method(self.recipe), pct,
+                                      dict(getattr(calibrator, "amax_overrides", None) or {}))
         except UserError as err:
             self.error = err.message
             return False
@@ -320,7 +330,9 @@ class Session(DataDefaults, traitlets.HasTraits):
 
             recipe = recipe.replace(calibrator=dataclasses.replace(recipe.calibrator, percentile=pct))
         self.made_with["ranges"] = staleness.fingerprint("ranges", self._sha(), recipe)
-        self.ranges = ranges
+        with self.hold_trait_notifications():
+            self.calibration = cal
+            self.ranges = cal.ranges
         if recipe is not self.recipe:
             self.recipe = recipe
         self.update_stale()
