@@ -186,7 +186,7 @@ def regenerate_pick(zoo: Path, model: str, dest: Path) -> None:
     import onnx
 
     from trtwidgets.core.qdq.export import save_qdq_model
-    from trtwidgets.core.qdq.planner import export_plan
+    from trtwidgets.core.plan.planner import export_plan
 
     plan_json, float_onnx = dest.parent / "plan.json", zoo / model / "float.onnx"
     if not plan_json.exists() or not float_onnx.exists():

@@ -24,8 +24,8 @@ def test_import_is_cheap():
 
 
 def test_every_step_is_listed_and_resolves():
-    assert trtwidgets.__all__ == ["load", "lint", "calibrate", "export_qdq", "plan", "build", "inspect", "compare",
-                                  "App", "Recipe"]
+    assert trtwidgets.__all__ == ["load", "lint", "calibrate", "export_qdq", "plan", "export_plan", "build", "layers",
+                                  "inspect", "compare", "App", "Recipe", "QdqOptions", "PlanTarget"]
     assert set(trtwidgets.__all__) <= set(dir(trtwidgets))
     for name in [n for n in trtwidgets.__all__ if n != "plan"]:  # plan: see test_plan_is_the_planner
         assert callable(getattr(trtwidgets, name)), name
@@ -33,6 +33,29 @@ def test_every_step_is_listed_and_resolves():
     from trtwidgets.core.recipe.recipe import Recipe
 
     assert trtwidgets.load is load_model and trtwidgets.Recipe is Recipe
+    # tw.layers: the layer table without shadowing the standard library's inspect in user code.
+    assert trtwidgets.layers is trtwidgets.inspect
+
+
+def test_every_lazy_name_is_imported_for_type_checkers():
+    # Editors and mypy see the real signatures: each _LAZY name is imported, as itself, under TYPE_CHECKING.
+    import ast
+
+    tree = ast.parse((ROOT / "trtwidgets" / "__init__.py").read_text(encoding="utf-8"))
+    lazy = next(n.value for n in tree.body if isinstance(n, ast.AnnAssign) and getattr(n.target, "id", "") == "_LAZY")
+    wanted = {ast.literal_eval(k): tuple(ast.literal_eval(v)) for k, v in zip(lazy.keys, lazy.values)}
+    block = next(n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING")
+    typed = {a.asname: (imp.module, a.name) for imp in block.body for a in imp.names}
+    assert typed == wanted
+    assert set(wanted) == set(trtwidgets.__all__)
+
+
+def test_the_public_export_is_the_calibration_export():
+    # One export_qdq: the public name is the core function (the amax-only one is qdq_model).
+    from trtwidgets.core.qdq import export
+
+    assert trtwidgets.export_qdq is export.export_qdq and export.qdq_model is not export.export_qdq
+    assert trtwidgets.QdqOptions().dense_int8 is True and trtwidgets.PlanTarget().cosine == 0.99
 
 
 def test_an_unknown_name_is_an_attribute_error():
@@ -68,8 +91,8 @@ def test_the_steps_read_like_the_notebook(tmp_path):
     assert not [f for f in trtwidgets.lint(model) if f.severity == "error"]
     cal = trtwidgets.calibrate(model, data, progress=False)
     assert cal.stats.samples == 4 and "stem.relu" in cal.ranges
-    out = trtwidgets.export_qdq(model, cal.stats, tmp_path / "det.qdq.onnx")
-    assert (tmp_path / "det.qdq.onnx").is_file() and out is not None
+    out = trtwidgets.export_qdq(model, cal, tmp_path / "det.qdq.onnx")
+    assert (tmp_path / "det.qdq.onnx").is_file() and out.report.ranges.startswith("entropy ranges from the calib")
 
 
 def test_inspect_and_compare_a_saved_build():
@@ -83,8 +106,8 @@ def test_inspect_and_compare_a_saved_build():
 
 
 def test_plan_is_the_planner():
-    # The lead's planner (trtwidgets.core.qdq.planner.plan); run last, it lands late in this round.
-    from trtwidgets.core.qdq import planner
+    # The lead's planner (trtwidgets.core.plan.planner.plan); run last, it lands late in this round.
+    from trtwidgets.core.plan import planner
 
     assert trtwidgets.plan is planner.plan and callable(trtwidgets.plan)
 

@@ -133,10 +133,12 @@ STAGE_IMPORTS = {
     # Why-not-INT8 reads the calibration cache; a saved build's records carry the recipe
     # that made it (staleness).
     "engine": ("common", "calibration", "recipe"),
-    # Placement walks the model's graph, export writes calibration's ranges into Q/DQ nodes,
-    # validation measures the Q/DQ model's accuracy, and the planner reads where INT8 pays
-    # from a saved implicit-INT8 build (TensorRT's per-layer choices are its latency oracle).
-    "qdq": ("common", "model", "calibration", "accuracy", "engine"),
+    # Placement walks the model's graph, export writes a Calibration's ranges into Q/DQ nodes,
+    # validation measures the Q/DQ model's accuracy (accuracy's metrics).
+    "qdq": ("common", "model", "calibration", "accuracy"),
+    # The planner exports candidates (qdq), scores them (accuracy), fits statistics (calibration)
+    # and reads where INT8 pays from a saved implicit-INT8 build (engine: its latency oracle).
+    "plan": ("common", "model", "calibration", "accuracy", "engine", "qdq"),
 }
 
 CORE = PKG / "core"

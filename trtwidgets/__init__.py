@@ -7,10 +7,11 @@ The steps of a notebook, flat and in order::
     model = tw.load("model.onnx")                 # inputs, dynamic dims, ops, Q/DQ nodes
     tw.lint(model, flags="fp16,int8")              # what TensorRT would refuse or ignore
     cal = tw.calibrate(model, "samples/")          # statistics and ranges; profiles from the data's shapes
-    tw.export_qdq(model, cal.stats, "model.qdq.onnx")
-    plan = tw.plan(...)                            # where INT8 pays (see trtwidgets.core.qdq.planner)
+    tw.export_qdq(model, cal, "model.qdq.onnx")    # the calibration's own method and overrides
+    plan = tw.plan(model, "samples/", calibration=cal)  # where INT8 pays (see trtwidgets.core.plan.planner)
+    tw.export_plan(model, plan, "pick.qdq.onnx")   # the pick, exported as it was scored
     result = tw.build(tw.Recipe.for_model(model))  # needs TensorRT and a GPU
-    table = tw.inspect(result)                     # layer precisions, why not INT8
+    table = tw.layers(result)                      # layer precisions, why not INT8 (also tw.inspect)
     tw.compare({"fp16": "a/", "int8": "b/"})        # layers of two builds side by side
     tw.App(model_path="model.onnx", data="samples/")
 
@@ -19,13 +20,32 @@ The package is layered (see DESIGN.md): ``trtwidgets.core`` is pure computation,
 builds Plotly figures and ``trtwidgets.widgets`` is a thin ipywidgets layer.
 The names above are resolved on first use (PEP 562), so ``import trtwidgets``
 imports nothing heavy, and ``import trtwidgets.core`` works with only numpy and
-onnx installed (the GPU machine runs Python 3.9 with just those).
+onnx installed (the GPU machine runs Python 3.9 with just those). Editors and type
+checkers see the real signatures through the ``TYPE_CHECKING`` imports below.
+``tw.QdqOptions`` holds the Q/DQ export's choices (one set of defaults) and
+``tw.PlanTarget`` the planner's accuracy target.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any, Dict, List, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Tuple
+
+if TYPE_CHECKING:  # what _LAZY resolves to, for editors and type checkers (never imported at run time)
+    from trtwidgets.core.engine.inspect_build import compare as compare
+    from trtwidgets.core.engine.inspect_build import inspect as inspect
+    from trtwidgets.core.engine.inspect_build import inspect as layers
+    from trtwidgets.core.model.lint import lint as lint
+    from trtwidgets.core.model.load import load_model as load
+    from trtwidgets.core.plan.plan_export import export_plan as export_plan
+    from trtwidgets.core.plan.plan_values import PlanTarget as PlanTarget
+    from trtwidgets.core.plan.planner import plan as plan
+    from trtwidgets.core.qdq.export import export_qdq as export_qdq
+    from trtwidgets.core.qdq.options import QdqOptions as QdqOptions
+    from trtwidgets.core.recipe.calibrate import calibrate as calibrate
+    from trtwidgets.core.recipe.recipe import Recipe as Recipe
+    from trtwidgets.trt.build import build as build
+    from trtwidgets.widgets.app import App as App
 
 __version__ = "0.1.0"
 
@@ -35,12 +55,16 @@ _LAZY: Dict[str, Tuple[str, str]] = {
     "lint": ("trtwidgets.core.model.lint", "lint"),
     "calibrate": ("trtwidgets.core.recipe.calibrate", "calibrate"),
     "export_qdq": ("trtwidgets.core.qdq.export", "export_qdq"),
-    "plan": ("trtwidgets.core.qdq.planner", "plan"),
+    "plan": ("trtwidgets.core.plan.planner", "plan"),
+    "export_plan": ("trtwidgets.core.plan.plan_export", "export_plan"),
     "build": ("trtwidgets.trt.build", "build"),
+    "layers": ("trtwidgets.core.engine.inspect_build", "inspect"),
     "inspect": ("trtwidgets.core.engine.inspect_build", "inspect"),
     "compare": ("trtwidgets.core.engine.inspect_build", "compare"),
     "App": ("trtwidgets.widgets.app", "App"),
     "Recipe": ("trtwidgets.core.recipe.recipe", "Recipe"),
+    "QdqOptions": ("trtwidgets.core.qdq.options", "QdqOptions"),
+    "PlanTarget": ("trtwidgets.core.plan.plan_values", "PlanTarget"),
 }
 
 __all__ = list(_LAZY)

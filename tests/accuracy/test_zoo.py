@@ -144,8 +144,8 @@ def test_jobs_and_heldback_batches(gpu, tmp_path):
 
 def test_the_pick_is_exported_on_the_device_from_plan_json(gpu, tmp_path):
     # What travels for a large model is float.onnx + plan.json; the device writes the same Q/DQ model the CPU would.
-    from tests.core.qdq.plan_models import conv_stack, feeds
-    from trtwidgets.core.qdq.planner import export_plan, plan
+    from tests.core.plan.plan_models import conv_stack, feeds
+    from trtwidgets.core.plan.planner import export_plan, plan
 
     model = conv_stack()
     p = plan(model, feeds(), shapes={"x": (32, 64, 56, 56)}, progress=False, trt_version="8.6")

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import onnx
 
-from tests.core.qdq.plan_models import conv_stack, feeds
+from tests.core.plan.plan_models import conv_stack, feeds
 from trtwidgets.cli import main
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import onnx
 
-from tests.core.qdq.plan_models import conv_stack, feeds
+from tests.core.plan.plan_models import conv_stack, feeds
 from trtwidgets import demo
 from trtwidgets.widgets.plan_step import PlanStep
 from trtwidgets.widgets.session import Session

@@ -1,7 +1,7 @@
 """``trtwidgets plan MODEL --data DIR --out DIR``: the quantization plan.
 
 Searches, on the CPU, for the fastest explicit quantization that keeps an accuracy
-target (see :mod:`trtwidgets.core.qdq.planner`): the statistics are collected once,
+target (see :mod:`trtwidgets.core.plan.planner`): the statistics are collected once,
 range methods and the layers kept in high precision are chosen with ONNX Runtime on
 held-back samples, and where INT8 pays comes from a cost model (an estimate) or, with
 ``--oracle``, from an implicit INT8+FP16 TensorRT build of the same model.
@@ -25,6 +25,9 @@ DESCRIPTION = __doc__
 
 
 def add_arguments(parser):
+    from ..core.qdq.options import QdqOptions
+
+    defaults = QdqOptions()  # the one set of defaults the API, export-qdq and the App share
     parser.add_argument("model", help="path of the float .onnx model")
     parser.add_argument("--data", required=True, help="samples: a folder of .npy/.npz/images, or 'demo'; the last "
                         "--holdout fraction is held back to measure accuracy")
@@ -40,7 +43,7 @@ def add_arguments(parser):
                      help="how far the metric may fall below the float model's (default 0.01)")
     parser.add_argument("--trt-version", help="target TensorRT (decides the float part's type; default: installed, "
                         "else FP32 Q/DQ that every version reads)")
-    parser.add_argument("--high-precision", choices=("auto", "fp32", "fp16", "bf16"), default="auto",
+    parser.add_argument("--high-precision", choices=("auto", "fp32", "fp16", "bf16"), default=defaults.high_precision,
                         help="type of the non-quantized part (auto: FP32 for 8.x, FP16 for 10/11)")
     parser.add_argument("--batch", type=int, help="the batch the engine will run at (latency estimated there)")
     parser.add_argument("--gpu", default="h100", help="the cost model's GPU: h100 (default), h200, a100, l4")
@@ -50,6 +53,7 @@ def add_arguments(parser):
     parser.add_argument("--no-dense-int8", action="store_false", dest="dense_int8",
                         help="place Q/DQ by rules 1-7 only: a depthwise conv read in float stays float (default: "
                         "rule 8, quantize INT8 regions the way an implicit INT8 engine runs them)")
+    parser.set_defaults(dense_int8=defaults.dense_int8)
     parser.add_argument("--build", action="store_true", help="build and time the pick (TensorRT and a GPU)")
     parser.add_argument("--out", required=True, help="folder for plan.json, plan.html and model.qdq.onnx")
     parser.add_argument("--json", action="store_true", help="print plan.json instead of the table")
@@ -59,11 +63,11 @@ def add_arguments(parser):
 def _target(args):
     import functools
 
-    from ..core.qdq.plan_values import PlanTarget
+    from ..core.plan.plan_values import PlanTarget
 
     factory = None
     if args.metric:
-        from ..core.qdq.plan_metrics import parse_metric
+        from ..core.plan.plan_metrics import parse_metric
 
         labels = None
         if args.labels:
@@ -78,6 +82,13 @@ def _target(args):
                       max_metric_drop=args.max_metric_drop)
 
 
+def options(args):
+    """The :class:`~trtwidgets.core.qdq.options.QdqOptions` these arguments ask for (its defaults otherwise)."""
+    from ..core.qdq.options import QdqOptions
+
+    return QdqOptions(trt_version=args.trt_version, high_precision=args.high_precision, dense_int8=args.dense_int8)
+
+
 def _metric(parse, text, labels, reference, summary, samples):
     return parse(text, reference, summary, samples, labels=labels)
 
@@ -88,8 +99,7 @@ def run(args) -> int:
     from ..core.common.atomic import write_text_atomic
     from ..core.common.errors import UserError
     from ..core.model.load import load_model
-    from ..core.qdq.export import save_qdq_model
-    from ..core.qdq.planner import export_plan, plan
+    from ..core.plan.planner import export_plan, plan
 
     if not 0 < args.holdout < 1:
         raise UserError(f"--holdout {args.holdout} is not a fraction.", "It is the share of samples held back.",
@@ -102,16 +112,13 @@ def run(args) -> int:
 
         data = list(demo.iter_skimage_inputs(64, batch_size=1, seed=12345))
     result = plan(loaded, data, target=target, held_back=args.held_back, holdout=args.holdout,
-                  trt_version=args.trt_version, high_precision=args.high_precision, gpu=args.gpu,
-                  batch_size=args.batch, oracle=args.oracle, max_samples=args.max_samples,
-                  dense_int8=args.dense_int8, progress=not args.no_progress)
+                  options=options(args), gpu=args.gpu, batch_size=args.batch, oracle=args.oracle,
+                  max_samples=args.max_samples, progress=not args.no_progress)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    exported = export_plan(loaded, result)
     qdq_path = out / "model.qdq.onnx"
-    if exported is not None:
-        save_qdq_model(exported.model, qdq_path)
-    elif qdq_path.exists():
+    exported = export_plan(loaded, result, qdq_path)
+    if exported is None and qdq_path.exists():
         # A Q/DQ model left by an earlier plan in this folder would read as this plan's pick.
         qdq_path.unlink()
         print(f"removed {qdq_path} (an earlier plan's pick; FP16 is this plan's)", file=sys.stderr)

@@ -47,7 +47,7 @@ class PlanParetoDisplay:
 
     @classmethod
     def from_plan(cls, plan: Union[Mapping, object]) -> "PlanParetoDisplay":
-        """From a :class:`~trtwidgets.core.qdq.plan_values.Plan` or its ``to_dict()`` / ``plan.json``."""
+        """From a :class:`~trtwidgets.core.plan.plan_values.Plan` or its ``to_dict()`` / ``plan.json``."""
         doc = plan.to_dict() if hasattr(plan, "to_dict") else dict(plan)
         cands = doc["candidates"]
         tgt = doc.get("target") or {}

@@ -1,6 +1,6 @@
 """The *Plan* step: search for the fastest Q/DQ quantization that keeps an accuracy target.
 
-Thin: the search is :func:`trtwidgets.core.qdq.planner.plan`, the chart
+Thin: the search is :func:`trtwidgets.core.plan.planner.plan`, the chart
 :class:`trtwidgets.plots.pareto.PlanParetoDisplay`. Clicking a point of the chart
 shows the layers that candidate keeps in high precision and why; *Export the pick*
 writes its Q/DQ model. Model-provided names are escaped.
@@ -81,10 +81,16 @@ class PlanStep(widgets.VBox):
                 return build.out_dir
         return None
 
+    def options(self):
+        """The Q/DQ export's choices for this session: the defaults, at the recipe's TensorRT version."""
+        from ..core.qdq.options import QdqOptions
+
+        return QdqOptions(trt_version=getattr(self.session.recipe, "trt_version", None) or None)
+
     def run(self) -> bool:
         """Run the search; True when it finished (its table and chart are shown)."""
-        from ..core.qdq.plan_values import PlanTarget
-        from ..core.qdq.planner import plan
+        from ..core.plan.plan_values import PlanTarget
+        from ..core.plan.planner import plan
 
         if self.session.model is None:
             self.status.value = "<b>There is no model.</b> Load one in the first step."
@@ -93,9 +99,8 @@ class PlanStep(widgets.VBox):
         try:
             data, held = self._sources()
             oracle = self._oracle()
-            trt_version = getattr(self.session.recipe, "trt_version", None) or None
             self.plan = plan(self.session.model, data, held_back=held, target=PlanTarget(cosine=self.target.value),
-                             trt_version=trt_version, batch_size=self.batch.value, gpu=self.gpu.value,
+                             options=self.options(), batch_size=self.batch.value, gpu=self.gpu.value,
                              oracle=oracle, progress=True,
                              on_step=lambda text: setattr(self.status, "value", f"<i>{esc(text)} ...</i>"))
         except (UserError, OSError) as err:
@@ -142,17 +147,15 @@ class PlanStep(widgets.VBox):
 
     def export(self) -> Optional[Path]:
         """Write the pick's Q/DQ model and ``plan.json`` into :attr:`out_dir`; the model's path."""
-        from ..core.qdq.export import save_qdq_model
-        from ..core.qdq.planner import export_plan
+        from ..core.plan.planner import export_plan
 
         if self.plan is None:
             return None
+        path = self.out_dir / "model.qdq.onnx"
         try:
-            exported = export_plan(self.session.model, self.plan)
-            if exported is None:
+            if export_plan(self.session.model, self.plan, path) is None:
                 self.status.value = "<b>FP16 is the pick:</b> there is no Q/DQ model to write."
                 return None
-            path = save_qdq_model(exported.model, self.out_dir / "model.qdq.onnx")
             self.plan.save_json(self.out_dir / "plan.json")
         except (UserError, OSError) as err:
             self.status.value = f"<div class='trtw-error'>{esc(getattr(err, 'message', str(err)))}</div>"

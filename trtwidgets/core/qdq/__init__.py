@@ -1,1 +1,1 @@
-"""Explicit quantization: Q/DQ placement, export, validation and the quantization planner."""
+"""Explicit quantization: Q/DQ placement, export, high precision and validation (the planner is core.plan)."""

@@ -17,7 +17,8 @@ import numpy as np
 import onnx
 
 from ..accuracy.metrics import compare_outputs
-from .graph_patterns import node_label
+from ..qdq.graph_patterns import node_label
+from ..qdq.options import QdqOptions
 from .plan_values import PlanAccuracy
 
 __all__ = ["Evaluator", "exclusion_key", "weighted_borders", "weighted_edges"]
@@ -42,9 +43,10 @@ class Evaluator:
         Held-back feeds.
     reference : dict
         The float model's outputs on ``feeds``.
-    high_precision : str
-        The float part's type for evaluation (BF16 is evaluated as FP32: ONNX Runtime
-        has no BF16 kernels on the CPU).
+    options : QdqOptions
+        How every candidate is exported (its ``high_precision`` resolved: BF16 is
+        evaluated as FP32, ONNX Runtime has no BF16 kernels on the CPU); the layers a
+        candidate keeps float are added to its exclusions.
     metric : callable, optional
     runs : int
         How many ORT runs so far (for the progress line).
@@ -53,11 +55,9 @@ class Evaluator:
     proto: onnx.ModelProto
     feeds: List[Dict[str, np.ndarray]]
     reference: Dict[str, np.ndarray]
-    high_precision: str = "fp32"
+    options: QdqOptions = field(default_factory=lambda: QdqOptions(high_precision="fp32"))
     metric: Optional[Callable] = None
     metric_reference: Optional[float] = None
-    trt_version: Optional[str] = None
-    dense_int8: bool = False
     runs: int = 0
     _labels: Dict[str, onnx.NodeProto] = field(default_factory=dict, repr=False)
     _rank: tuple = field(default=(), repr=False)
@@ -76,16 +76,20 @@ class Evaluator:
         return self._labels.get(label)
 
     def exclude_for(self, float_layers: Iterable[str]) -> List[str]:
-        return [exclusion_key(self._labels[n]) for n in float_layers if n in self._labels]
+        """The exclusions of a candidate: the options' own, plus exactly ``float_layers``."""
+        return list(self.options.exclude) + [exclusion_key(self._labels[n]) for n in float_layers
+                                             if n in self._labels]
 
     def export(self, amax: Mapping[str, float], float_layers: Iterable[str] = (), high_precision: Optional[str] = None):
-        from .export import build_qdq
+        from ..qdq.export import build_qdq
 
-        # Matrix-vector layers are left to the cost model and the accuracy search (which know the planned
-        # batch), not to placement rule 5 (which sees only the model's static shapes).
-        return build_qdq(self.proto, amax, exclude=self.exclude_for(float_layers), skip_matrix_vector=False,
-                         dense_int8=self.dense_int8,
-                         high_precision=high_precision or self.eval_dtype, trt_version=self.trt_version)
+        return build_qdq(self.proto, amax, self.options, exclude=self.exclude_for(float_layers),
+                         high_precision=high_precision or self.eval_dtype)
+
+    @property
+    def high_precision(self) -> str:
+        """The float part's type the plan writes."""
+        return self.options.resolved_high_precision()
 
     @property
     def eval_dtype(self) -> str:
@@ -93,7 +97,7 @@ class Evaluator:
 
     def score_model(self, model: onnx.ModelProto, rank: bool = False) -> PlanAccuracy:
         """Accuracy of ``model`` on all held-back feeds, or on the ranking subset (``rank``)."""
-        from .validate import run_model
+        from ..qdq.validate import run_model
 
         feeds, reference, metric, metric_ref = (self._rank if rank else
                                                 (self.feeds, self.reference, self.metric, self.metric_reference))
@@ -114,7 +118,7 @@ class Evaluator:
 
     def score_fp16(self) -> PlanAccuracy:
         """The all-FP16 model's accuracy (what the FP16 engine is predicted to keep)."""
-        from .high_precision import convert_float_part
+        from ..qdq.high_precision import convert_float_part
 
         model = onnx.ModelProto()
         model.CopyFrom(self.proto)

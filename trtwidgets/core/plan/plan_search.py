@@ -12,33 +12,26 @@ from __future__ import annotations
 
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from .judge import Judge
 from .plan_values import PlanAccuracy
 
-__all__ = ["loss", "layer_costs_alone", "tune_ranges", "bisect_prefix", "gain_per_cost"]
-
-
-def loss(acc: PlanAccuracy) -> float:
-    """One number to minimise: the metric's drop, else 1 - cosine (plus a little of each)."""
-    drop = 0.0
-    if acc.metric is not None and acc.metric_reference is not None:
-        drop = max(0.0, acc.metric_reference - acc.metric)
-    return drop + max(0.0, 1.0 - acc.cosine) + 1e-3 * max(0.0, 60.0 - min(acc.snr_db, 60.0)) / 60.0
+__all__ = ["layer_costs_alone", "tune_ranges", "bisect_prefix", "gain_per_cost", "border_search"]
 
 
 def layer_costs_alone(ev, amax: Mapping[str, float], layers: Sequence[str], everything: Sequence[str],
-                      tick: Optional[Callable[[], None]] = None) -> Dict[str, float]:
-    """Layer -> loss of the model with only that layer in INT8 (every other weighted layer float)."""
+                      judge: Judge, tick: Optional[Callable[[], None]] = None) -> Dict[str, float]:
+    """Layer -> loss (:meth:`.Judge.loss`) of the model with only that layer in INT8 (every other weighted layer float)."""
     out: Dict[str, float] = {}
     for layer in layers:
         acc, quantized = ev.score(amax, [n for n in everything if n != layer], rank=True)
-        out[layer] = loss(acc) if quantized else 0.0
+        out[layer] = judge.loss(acc) if quantized else 0.0
         if tick is not None:
             tick()
     return out
 
 
 def tune_ranges(ev, amax: Dict[str, float], per_method: Mapping[str, Mapping[str, float]], layers: Sequence[str],
-                everything: Sequence[str]) -> int:
+                everything: Sequence[str], judge: Judge) -> int:
     """For each of ``layers`` (alone in INT8), give its input tensor the range method with the least loss.
 
     Changes ``amax`` in place; returns how many tensors changed method.
@@ -51,14 +44,14 @@ def tune_ranges(ev, amax: Dict[str, float], per_method: Mapping[str, Mapping[str
             continue
         others = [n for n in everything if n != layer]
         best_val = amax[tensor]
-        best = loss(ev.score(amax, others, rank=True)[0])
+        best = judge.loss(ev.score(amax, others, rank=True)[0])
         for values in per_method.values():
             alt = values.get(tensor)
             if alt is None or alt == amax[tensor]:
                 continue
             trial = dict(amax)
             trial[tensor] = alt
-            value = loss(ev.score(trial, others, rank=True)[0])
+            value = judge.loss(ev.score(trial, others, rank=True)[0])
             if value < best - 1e-6:
                 best, best_val = value, alt
         if best_val != amax[tensor]:
@@ -93,3 +86,34 @@ def gain_per_cost(layers: Sequence[str], gains: Mapping[str, float], costs: Mapp
     """Layers ordered by latency gain per unit of accuracy cost (most worth quantizing first)."""
     eps = 1e-4
     return sorted(layers, key=lambda n: -(max(gains.get(n, 0.0), 0.0) + 1e-6) / (costs.get(n, 0.0) + eps))
+
+
+def border_search(pays: List[str], allowed: Sequence[str], latency: Callable[[Sequence[str]], float]
+                  ) -> Tuple[List[str], List[str], List[str]]:
+    """Local search over which layers run INT8, counting the reformats at INT8/float borders.
+
+    A layer that pays alone may not pay once its borders are counted (drop it); a
+    layer that does not pay alone may remove two borders between INT8 neighbours
+    (add it). Moves are taken while they lower the estimated total.
+
+    Returns
+    -------
+    (quantized, dropped, added)
+    """
+    current = list(pays)
+    best = latency(current)
+    dropped: List[str] = []
+    added: List[str] = []
+    for _ in range(4):
+        changed = False
+        for layer in list(allowed):
+            trial = [n for n in current if n != layer] if layer in current else current + [layer]
+            t = latency(trial)
+            if t < best - 1e-9:
+                (dropped if layer in current else added).append(layer)
+                current, best, changed = trial, t, True
+        if not changed:
+            break
+    dropped = [n for n in dropped if n not in current]
+    added = [n for n in added if n in current]
+    return [n for n in allowed if n in current], dropped, added

@@ -22,7 +22,7 @@ from typing import Dict, Mapping, Optional, Tuple, Union
 import onnx
 
 from ..common.errors import UserError
-from .graph_patterns import node_label
+from ..qdq.graph_patterns import node_label
 
 __all__ = ["OracleLayer", "LatencyOracle", "node_aliases", "read_oracle"]
 

@@ -47,7 +47,7 @@ def parse_metric(text: str, reference: Dict[str, np.ndarray], summary=None, samp
         if labels is None:
             raise UserError("--metric top1 needs --labels.", "Top-1 accuracy compares the class with labels.",
                             "Give --labels FILE (.npy of integer classes, in data order).")
-        from .validate import label_accuracy
+        from ..qdq.validate import label_accuracy
 
         return label_accuracy(labels, summary, samples)
     if kind == "mask-iou":

@@ -31,7 +31,7 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple
 import onnx
 
 from ..model.onnx_graph import GraphIndex, attribute
-from .graph_patterns import node_label
+from ..qdq.graph_patterns import node_label
 
 __all__ = ["GpuSpec", "GPUS", "LayerCost", "layer_costs", "static_shapes"]
 

@@ -174,8 +174,12 @@ class Plan:
     interrupted : bool
         The search was interrupted (Ctrl-C): the candidates are those measured before it.
     placement : dict
-        Placement options every candidate was exported with (``dense_int8``),
-        so that :func:`~.planner.export_plan` writes the same model.
+        Placement options every candidate was exported with (``dense_int8``; kept
+        for readers of older plan.json files).
+    options : dict
+        The :class:`~trtwidgets.core.qdq.options.QdqOptions` every candidate was
+        exported with (``to_dict()``), so that :func:`~.planner.export_plan` writes
+        the same model; empty in a plan.json older than it.
     """
 
     model: str
@@ -191,6 +195,7 @@ class Plan:
     notes: Tuple[str, ...] = ()
     interrupted: bool = False
     placement: Dict[str, Any] = field(default_factory=dict)
+    options: Dict[str, Any] = field(default_factory=dict)
 
     @property
     def pick(self) -> Candidate:
@@ -213,7 +218,7 @@ class Plan:
                 "high_precision": self.high_precision, "trt_version": self.trt_version,
                 "input_shapes": {k: list(v) for k, v in self.input_shapes.items()},
                 "seconds": {k: round(v, 3) for k, v in self.seconds.items()}, "notes": list(self.notes),
-                "interrupted": self.interrupted, "placement": dict(self.placement)}
+                "interrupted": self.interrupted, "placement": dict(self.placement), "options": dict(self.options)}
 
     def table(self) -> str:
         """The candidates as a plain-text table (what the CLI prints)."""

@@ -9,13 +9,13 @@ import numpy as np
 import onnx
 import pytest
 
-from tests.core.qdq.plan_models import conv_stack, feeds
+from tests.core.plan.plan_models import conv_stack, feeds
 from trtwidgets import demo
 from trtwidgets.core.common.errors import UserError
-from trtwidgets.core.qdq.cost_model import layer_costs
-from trtwidgets.core.qdq.latency_oracle import node_aliases, read_oracle
-from trtwidgets.core.qdq.plan_values import PlanTarget, load_plan
-from trtwidgets.core.qdq.planner import export_plan, plan
+from trtwidgets.core.plan.cost_model import layer_costs
+from trtwidgets.core.plan.latency_oracle import node_aliases, read_oracle
+from trtwidgets.core.plan.plan_values import PlanTarget, load_plan
+from trtwidgets.core.plan.planner import export_plan, plan
 
 TRT86 = Path(__file__).resolve().parents[2] / "fixtures" / "trt86"
 
@@ -74,7 +74,14 @@ def test_export_plan_uses_the_placement_the_plan_was_scored_with():
         return {r.split(" (")[0] for a in ex.report.activations for r in a.rules}
 
     assert "grouped conv output" in rules(dense)
-    # A plan.json from before the placement was recorded exports with rule 6 (grouped convs float).
+    assert doc["options"]["dense_int8"] is True and doc["options"]["skip_matrix_vector"] is False
+    # The options win over the older fields: a plan scored without dense INT8 exports without it.
+    sparse_doc = dict(doc, options=dict(doc["options"], dense_int8=False))
+    assert "grouped conv output" not in rules(export_plan(model, sparse_doc, candidate=1))
+    # A plan.json from before the options were recorded exports as it was scored: its placement field ...
+    del doc["options"]
+    assert rules(export_plan(model, doc, candidate=1)) == rules(dense)
+    # ... and before the placement was recorded, with rule 6 (grouped convs float).
     del doc["placement"]
     old = export_plan(model, doc, candidate=1)
     assert "grouped conv output" not in rules(old)
@@ -83,6 +90,9 @@ def test_export_plan_uses_the_placement_the_plan_was_scored_with():
         doc["placement"] = bad
         with pytest.raises(UserError, match="placement"):
             export_plan(model, doc, candidate=1)
+    for bad in (["dense"], {"dense": True}, {"dense_int8": True, "precision": "int4"}):
+        with pytest.raises(UserError, match="options|precision"):
+            export_plan(model, dict(doc, options=bad), candidate=1)
 
 
 def test_plan_picks_int8_where_it_pays_and_meets_the_target():
@@ -196,3 +206,33 @@ def test_an_interrupt_before_any_candidate_propagates():
 
     with pytest.raises(KeyboardInterrupt):
         plan(conv_stack(), feeds(), progress=False, on_step=on_step)
+
+
+def test_plan_takes_the_calibration_and_writes_the_pick(tmp_path):
+    import trtwidgets as tw
+
+    model = tw.load(demo.MODEL_PATH)
+    data = list(demo.iter_skimage_inputs(12))
+    cal = tw.calibrate(model, "demo", method="max", progress=False, max_samples=8)
+    tensor = tw.export_qdq(model, cal).report.activations[3].tensor
+    cal = cal.refit(overrides={tensor: 0.75})
+    p = tw.plan(model, data, calibration=cal, shapes={"x": (32, 3, 48, 192)}, progress=False,
+                target=tw.PlanTarget(cosine=0.5))
+    # The calibration's statistics, its own method first, its overrides in every method.
+    assert p.ranges["statistics"].startswith("the given calibration (max ranges from the calibration, 1 amax")
+    assert list(p.ranges["per_method"])[0] == "max" and p.ranges["overrides"] == {tensor: 0.75}
+    assert p.ranges["amax"][tensor] == 0.75
+    assert any(n.startswith("ranges: the given calibration") for n in p.notes)
+    # The older stats= form still plans, and says what it did with them.
+    old = tw.plan(model, data, stats=cal.stats, shapes={"x": (32, 3, 48, 192)}, progress=False,
+                  target=tw.PlanTarget(cosine=0.5), max_ranked=4)
+    assert "without a Calibration (stats=)" in old.ranges["statistics"] and tensor not in old.ranges["overrides"]
+    # The pick (here: candidate 1, INT8 everywhere) written to disk, as it was scored.
+    out = tmp_path / "pick.qdq.onnx"
+    ex = tw.export_plan(model, p, out, candidate=1)
+    assert out.is_file() and {a.tensor: a.amax for a in ex.report.activations}[tensor] == 0.75
+    p.save_json(tmp_path / "plan.json")
+    again = tw.export_plan(model, tmp_path / "plan.json", candidate=1)
+    assert again.report.quantized_layers == ex.report.quantized_layers
+    assert tw.export_plan(model, p, tmp_path / "fp16.onnx", candidate=0) is None
+    assert not (tmp_path / "fp16.onnx").exists()

@@ -1,0 +1,134 @@
+"""The planner's accuracy search: candidates between all paying layers in INT8 and FP16.
+
+What INT8 costs in each paying layer alone, per-tensor ranges for the costliest,
+then a bisection over the gain-per-cost order (:mod:`.plan_search`); every probe is
+a candidate, timed by one :class:`~.latency.LatencyModel` and judged by one
+:class:`~.judge.Judge`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Mapping, Sequence, Tuple
+
+from .judge import Judge
+from .latency import LatencyModel
+from .phases import progress_bar
+from .plan_eval import Evaluator
+from .plan_search import bisect_prefix, gain_per_cost, layer_costs_alone, tune_ranges
+from .plan_values import Candidate, PlanAccuracy
+
+__all__ = ["Candidates", "Search", "accuracy_search", "measure_layer_costs", "tune_worst_ranges", "prefix_bisection"]
+
+
+@dataclass
+class Candidates:
+    """The candidates so far, each timed by one latency model and judged by one judge."""
+
+    latency: LatencyModel
+    judge: Judge
+    items: List[Candidate] = field(default_factory=list)
+
+    def __post_init__(self):
+        self.fp16_us = self.latency.estimate(())
+
+    def make(self, name: str, quantized: Sequence[str], kept: Sequence[Tuple[str, str]],
+             acc: PlanAccuracy) -> Candidate:
+        return Candidate(name, tuple(quantized), tuple(kept), acc, self.latency.estimate(quantized), self.fp16_us,
+                         self.latency.kind, self.judge.meets(acc))
+
+    def add(self, name: str, quantized: Sequence[str], kept: Sequence[Tuple[str, str]], acc: PlanAccuracy) -> Candidate:
+        c = self.make(name, quantized, kept, acc)
+        self.items.append(c)
+        return c
+
+
+@dataclass(frozen=True)
+class Search:
+    """What the accuracy phases share: the evaluator, the judge, every quantizable layer, progress."""
+
+    ev: Evaluator
+    judge: Judge
+    layers: Tuple[str, ...]
+    progress: bool
+    say: Callable[[str], None]
+
+
+def measure_layer_costs(s: Search, amax: Mapping[str, float], pays: Sequence[str], latency: LatencyModel,
+                        max_ranked: int) -> Dict[str, float]:
+    """What INT8 costs in each paying layer alone (the ``max_ranked`` layers INT8 saves most on)."""
+    ranked = sorted(pays, key=lambda n: -latency.gain_us(n))[:max_ranked]
+    s.say(f"measuring what INT8 costs in each of {len(ranked)} layers")
+    bar = progress_bar(len(ranked), s.progress, "layer cost")
+    cost = layer_costs_alone(s.ev, amax, ranked, s.layers, s.judge, tick=(bar.update if bar is not None else None))
+    if bar is not None:
+        bar.close()
+    return cost
+
+
+def tune_worst_ranges(s: Search, amax: Dict[str, float], per_method: Mapping[str, Tuple[PlanAccuracy, Dict]],
+                      cost: Dict[str, float], not_paying: Sequence[str]) -> bool:
+    """The costliest layers' inputs may take another method; kept only if the model as a whole is no worse.
+
+    Changes ``amax`` and ``cost`` in place; True when the ranges changed.
+    """
+    worst = sorted(cost, key=lambda n: -cost[n])[:4]
+    before = dict(amax)
+    if not tune_ranges(s.ev, amax, {m: v[1] for m, v in per_method.items()}, worst, s.layers, s.judge):
+        return False
+    # A range better for a layer alone must not hurt the model as a whole: check, else undo.
+    if s.judge.loss(s.ev.score(amax, not_paying, rank=True)[0]) <= \
+            s.judge.loss(s.ev.score(before, not_paying, rank=True)[0]):
+        cost.update(layer_costs_alone(s.ev, amax, worst, s.layers, s.judge))
+        return True
+    amax.clear()
+    amax.update(before)
+    return False
+
+
+def prefix_bisection(s: Search, cands: Candidates, amax: Mapping[str, float], pays: Sequence[str],
+                     kept_latency: Sequence[Tuple[str, str]], cost: Mapping[str, float], latency: LatencyModel,
+                     full_meets: bool) -> List[int]:
+    """The longest gain-per-cost prefix of ``pays`` that meets the target; each probe is a candidate."""
+    order = gain_per_cost(pays, {n: latency.gain_us(n) for n in pays}, cost)
+    rank = {n: i for i, n in enumerate(order)}
+    not_paying = [n for n, _ in kept_latency]
+    s.say("finding how many layers INT8 can take within the target")
+
+    def probe(k: int):
+        chosen = order[:k]
+        float_layers = [n for n in pays if n not in chosen]
+        acc, _ = s.ev.score(amax, not_paying + float_layers)
+        kept = tuple(kept_latency) + tuple(
+            (n, f"kept in high precision for accuracy (INT8 here costs {cost.get(n, 0.0):.4f} of the target "
+                f"measure alone; rank {rank[n] + 1} of {len(order)} by gain per cost)") for n in float_layers)
+        c = cands.add(f"INT8 in the {k} layers most worth it", chosen, kept, acc)
+        return acc, c.meets_target
+
+    return bisect_prefix(order, probe, full_meets)
+
+
+def accuracy_search(s: Search, cands: Candidates, amax: Dict[str, float], per_method, pays: List[str],
+                    kept_latency: List[Tuple[str, str]], latency: LatencyModel, max_ranked: int,
+                    seconds: Dict[str, float], notes: List[str]) -> None:
+    """Candidates between all-paying-layers and FP16: costs alone, per-tensor ranges, prefix bisection."""
+    not_paying = [n for n, _ in kept_latency]
+    base, _ = s.ev.score(amax, not_paying)
+    c_pays = cands.add("INT8 where it pays", pays, tuple(kept_latency), base)
+    if c_pays.meets_target:
+        notes.append("every layer where INT8 pays keeps the target: no layer was ranked by accuracy cost")
+        return
+    t = time.perf_counter()
+    cost = measure_layer_costs(s, amax, pays, latency, max_ranked)
+    seconds["sensitivity"] = time.perf_counter() - t
+    t = time.perf_counter()
+    if tune_worst_ranges(s, amax, per_method, cost, not_paying):
+        base, _ = s.ev.score(amax, not_paying)
+        c_pays = cands.items[-1] = cands.make(c_pays.name + " (tuned ranges)", c_pays.quantized, c_pays.kept, base)
+    seconds["per-tensor ranges"] = time.perf_counter() - t
+    t = time.perf_counter()
+    prefix_bisection(s, cands, amax, pays, kept_latency, cost, latency, c_pays.meets_target)
+    seconds["search"] = time.perf_counter() - t
+
+

@@ -1,0 +1,80 @@
+"""Which candidate is better: one definition, used by the method choice, the layer costs, the pick and the report.
+
+A candidate first has to meet the target (:meth:`PlanAccuracy.meets`). Its
+accuracy is then one number, :meth:`Judge.loss`, measured the way the target
+measures: the task metric's drop below the float model's, the output cosine's
+distance from 1 (when the target names a cosine, or names nothing but a metric),
+the SNR's shortfall below 60 dB (when the target names an SNR; otherwise a small
+tie-break). Lower is better. Among candidates that meet the target the faster
+wins, and on a tie the lower loss (:meth:`Judge.rank`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence, Tuple
+
+from .plan_values import Candidate, PlanAccuracy, PlanTarget
+
+__all__ = ["Judge", "MIN_GAIN"]
+
+#: INT8 must save at least this fraction of FP16's time (by an estimate) to be recommended.
+MIN_GAIN = 0.02
+#: SNR above this many dB counts as perfect.
+_SNR_CEILING = 60.0
+
+
+@dataclass(frozen=True)
+class Judge:
+    """The planner's one ordering of candidates, for one target."""
+
+    target: PlanTarget
+
+    def meets(self, acc: PlanAccuracy) -> bool:
+        """Whether ``acc`` keeps every part of the target."""
+        return acc.meets(self.target)
+
+    def loss(self, acc: PlanAccuracy) -> float:
+        """How far ``acc`` is from the float model, as the target measures it (0 is lossless)."""
+        t = self.target
+        drop = 0.0
+        if acc.metric is not None and acc.metric_reference is not None:
+            drop = max(0.0, acc.metric_reference - acc.metric)
+        snr_short = max(0.0, _SNR_CEILING - min(acc.snr_db, _SNR_CEILING)) / _SNR_CEILING
+        cos_short = max(0.0, 1.0 - acc.cosine)
+        uses_cosine = t.cosine is not None or t.snr_db is None
+        return (drop + (cos_short if uses_cosine else 1e-3 * cos_short)
+                + (snr_short if t.snr_db is not None else 1e-3 * snr_short))
+
+    def rank(self, c: Candidate) -> Tuple[bool, float, float]:
+        """Sort key of a candidate: meeting the target first, then the faster, then the lower loss."""
+        return (not c.meets_target, round(c.latency_us, 3), self.loss(c.accuracy))
+
+    def pick(self, cands: Sequence[Candidate]) -> Tuple[int, str]:
+        """``(index, why)``: the best INT8 candidate, or 0 (FP16) when none is faster and accurate."""
+        good = [i for i, c in enumerate(cands) if c.meets_target and c.quantized]
+        if not good:
+            why = ("no INT8 candidate keeps the accuracy target" if any(c.quantized for c in cands)
+                   else "no layer is expected to be faster in INT8")
+            return 0, f"FP16 is best here: {why}."
+        best = min(good, key=lambda i: self.rank(cands[i]))
+        c = cands[best]
+        why_not = self.not_worth_it(c)
+        if why_not:
+            return 0, why_not
+        gain = 1 - 1 / c.speedup
+        return best, (f"{c.name}: the fastest candidate that meets the target, {gain:.0%} faster than FP16 "
+                      f"({c.latency_source}), {len(c.quantized)} INT8 layers"
+                      + (f", {len(c.kept)} kept in high precision" if c.kept else "") + ".")
+
+    @staticmethod
+    def not_worth_it(c: Candidate) -> Optional[str]:
+        """Why the fastest accurate INT8 candidate still loses to FP16, or None.
+
+        An estimate must promise a clear gain; a timing (oracle, measurement) needs only to promise one.
+        """
+        margin = MIN_GAIN if c.latency_source == "estimate" else 0.0
+        if c.speedup > 1 + margin:
+            return None
+        return (f"FP16 is best here: INT8 gains nothing (the best INT8 candidate that meets the target is "
+                f"{1 / c.speedup:.2f}x FP16, {c.latency_source}).")

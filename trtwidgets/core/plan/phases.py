@@ -1,0 +1,179 @@
+"""The planner's phases before the accuracy search: statistics, range methods, engine shapes, where INT8 pays.
+
+Each is a function over values (:func:`~.planner.plan` runs them in order).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+import onnx
+
+from ..common.errors import UserError
+from ..qdq.options import QdqOptions
+from .cost_model import GPUS, layer_costs
+from .judge import Judge
+from .latency import LatencyModel, LayerLatency
+from .plan_eval import Evaluator, weighted_edges
+from .plan_search import border_search
+from .plan_values import PlanAccuracy, PlanTarget
+
+__all__ = ["METHOD_ORDER", "fit_calibration", "evaluator", "score_methods", "engine_shapes", "myelin_layers",
+           "latency_model", "paying_layers", "progress_bar"]
+
+#: Range methods tried, in order (entropy first: TensorRT's default; a calibration's own method goes first).
+METHOD_ORDER = ("entropy", "percentile", "mse", "max")
+
+
+def progress_bar(total: int, enabled: bool, desc: str):
+    if not enabled:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # core runs on the GPU machine without tqdm
+        return None
+    return tqdm(total=total, desc=desc, leave=False)
+
+
+def fit_calibration(loaded, calib: Sequence[Mapping[str, np.ndarray]], options: QdqOptions, calibration=None,
+                    stats=None, progress: bool = True) -> Tuple[Any, str]:
+    """The statistics, once: ``(Calibration, what it is in words)``.
+
+    The caller's ``calibration`` brings its statistics, percentile and amax overrides;
+    bare ``stats`` (the older form) are fitted at ``options.percentile`` with no
+    overrides; otherwise statistics are collected on ``calib``.
+    """
+    from ..calibration.recipe_step import Calibration
+
+    if calibration is not None:
+        if not isinstance(calibration, Calibration):
+            raise UserError(f"calibration= takes a Calibration, not a {type(calibration).__name__}.",
+                            "The planner reads its statistics, percentile and amax overrides.",
+                            "Pass cal = trtwidgets.calibrate(model, data), or stats= for bare statistics.")
+        return calibration, f"the given calibration ({calibration.describe()})"
+    if stats is not None:
+        return (Calibration.fit(stats, options.method, options.percentile),
+                f"statistics given without a Calibration (stats=): percentile {options.percentile:g}, no amax "
+                "overrides; pass calibration= to keep a calibration's overrides")
+    from ..calibration.collect import collect_stats
+
+    collected = collect_stats(loaded, [dict(f) for f in calib], progress=progress)
+    return Calibration.fit(collected, options.method, options.percentile), \
+        f"statistics of {len(calib)} calibration samples"
+
+
+def evaluator(loaded, held, target: PlanTarget, options: QdqOptions) -> Tuple[Evaluator, PlanTarget, List[str]]:
+    """The evaluator on the held-back feeds, the target with its metric built, and notes.
+
+    Ranking runs on at most 16 held-back samples; the candidates shown are scored on all of them.
+    """
+    from ..qdq.validate import run_model
+
+    reference, n_held = run_model(loaded.proto, held)
+    factory = target.metric_factory
+    if factory is not None:
+        metric, metric_name = factory(reference, loaded.summary, n_held)
+        target = dataclasses.replace(target, metric=metric, metric_name=metric_name, metric_factory=None)
+    metric_ref = float(target.metric(reference)) if target.metric is not None else None
+    ev = Evaluator(loaded.proto, [dict(f) for f in held], reference, options, target.metric, metric_ref)
+    notes: List[str] = []
+    rank_feeds = ev.feeds[: max(1, min(len(ev.feeds), 16))]
+    n_rank = sum(int(np.shape(next(iter(f.values())))[0]) for f in rank_feeds)
+    rank_ref = {k: v[:n_rank] for k, v in reference.items()}
+    rank_metric = None
+    if factory is not None:
+        rank_metric = factory(rank_ref, loaded.summary, n_rank)[0]
+    elif target.metric is not None and n_rank < n_held:
+        notes.append("the metric is a plain callable: layers are ranked by cosine on a subset, candidates by the metric")
+    ev.set_rank_data(rank_feeds, rank_ref, rank_metric)
+    return ev, target, notes
+
+
+def score_methods(ev: Evaluator, cal, judge: Judge, progress: bool = True
+                  ) -> Tuple[Dict[str, Tuple[PlanAccuracy, Dict[str, float]]], str]:
+    """Every range method on the full placement: ``({method: (accuracy, amax)}, best method)``.
+
+    The calibration's overrides hold in every method; its own method is tried first, so it wins a tie.
+    """
+    methods = (cal.method,) + tuple(m for m in METHOD_ORDER if m != cal.method)
+    bar = progress_bar(len(methods), progress, "range methods")
+    per_method: Dict[str, Tuple[PlanAccuracy, Dict[str, float]]] = {}
+    for method in methods:
+        amax = cal.amax_for(method)
+        acc, _ = ev.score(amax, (), rank=True)
+        per_method[method] = (acc, amax)
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    best = min(methods, key=lambda m: judge.loss(per_method[m][0]))
+    return per_method, best
+
+
+def engine_shapes(held, batch_size: Optional[int], shapes: Optional[Mapping[str, Sequence[int]]]) -> Dict[str, tuple]:
+    """The input shapes the engine will run at: the data's, at ``batch_size``, overridden by ``shapes``."""
+    input_shapes = {k: tuple(v.shape) for k, v in held[0].items()}
+    if batch_size:
+        input_shapes = {k: (int(batch_size),) + s[1:] for k, s in input_shapes.items()}
+    if shapes:
+        input_shapes.update({k: tuple(int(d) for d in v) for k, v in shapes.items()})
+    return input_shapes
+
+
+def myelin_layers(proto: onnx.ModelProto, layers: Sequence[str], trt_version) -> set:
+    """Labels of the ``layers`` that TensorRT 8.x would run in Myelin (none for 10+ or an unknown version).
+
+    ``trt_version`` None means the installed TensorRT's.
+    """
+    from ..model.trt_version import installed_trt_version
+    from ..qdq.graph_patterns import node_label
+    from ..qdq.myelin import myelin_matmuls, myelin_target
+
+    if trt_version is None:
+        trt_version = installed_trt_version()  # None without TensorRT: no rule (the target is unknown)
+    if not myelin_target(trt_version):
+        return set()
+    wanted = set(layers)
+    idx = [i for i, n in enumerate(proto.graph.node) if node_label(n) in wanted]
+    return {node_label(proto.graph.node[i]) for i in myelin_matmuls(proto, idx, trt_version)}
+
+
+def latency_model(proto: onnx.ModelProto, input_shapes: Mapping[str, tuple], gpu: str, oracle=None,
+                  myelin: Sequence[str] = ()) -> LatencyModel:
+    """The latency of candidates: the cost model at ``input_shapes``, with an implicit build's choices when given.
+
+    ``oracle`` may also be a :class:`~.latency.LatencyModel` of its own (a measured one): it is used as is.
+    """
+    from .latency_oracle import LatencyOracle, read_oracle
+
+    if oracle is not None and callable(getattr(oracle, "estimate", None)) and hasattr(oracle, "kind"):
+        return oracle
+    if oracle is not None and not isinstance(oracle, LatencyOracle):
+        oracle = read_oracle(oracle, proto)
+    return LayerLatency(layer_costs(proto, input_shapes, gpu), weighted_edges(proto),
+                        GPUS.get(gpu.lower(), GPUS["h100"]), oracle, frozenset(myelin))
+
+
+def paying_layers(layers: Sequence[str], latency: LatencyModel) -> Tuple[List[str], List[Tuple[str, str]]]:
+    """Where INT8 pays: ``(paying layers, [(layer, why not)])``, borders counted (:func:`~.plan_search.border_search`)."""
+    pays: List[str] = []
+    kept: List[Tuple[str, str]] = []
+    for layer in layers:
+        why = latency.why_not_int8(layer)
+        if why is None:
+            pays.append(layer)
+        else:
+            kept.append((layer, why))
+    # Borders decide as much as the layers do: drop layers whose gain the reformats eat, add ones that remove them.
+    from ..qdq.myelin import MYELIN_REASON
+
+    allowed = [n for n in layers if (n, MYELIN_REASON) not in kept]
+    pays, dropped, added = border_search(pays, allowed, latency.estimate)
+    kept = [(n, r) for n, r in kept if n not in added]
+    kept += [(n, "INT8 would pay in this layer alone, but not with the reformats at its borders "
+                 "(its neighbours stay in high precision)") for n in dropped]
+    return pays, kept
+
+
