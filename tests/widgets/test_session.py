@@ -87,6 +87,8 @@ def test_recomputed_ranges_refit_the_calibration(session):
     t = next(iter(cal.ranges))
     assert session.ranges[t]["percentile"].amax != before.ranges[t]["percentile"].amax
     assert cal.amax[t] == cal.ranges[t][cal.method].amax
+    opts = session.qdq_options(dense_int8=False)
+    assert (opts.percentile, opts.method, opts.dense_int8) == (99.0, cal.method, False)
     # Statistics set from outside get a calibration fitted to them.
     session.calibration = None
     assert session.recompute_ranges(99.9)

@@ -82,10 +82,8 @@ class PlanStep(widgets.VBox):
         return None
 
     def options(self):
-        """The Q/DQ export's choices for this session: the defaults, at the recipe's TensorRT version."""
-        from ..core.qdq.options import QdqOptions
-
-        return QdqOptions(trt_version=getattr(self.session.recipe, "trt_version", None) or None)
+        """The Q/DQ export's choices: the session's (:meth:`~trtwidgets.widgets.session.Session.qdq_options`)."""
+        return self.session.qdq_options()
 
     def run(self) -> bool:
         """Run the search; True when it finished (its table and chart are shown)."""

@@ -338,6 +338,20 @@ class Session(DataDefaults, traitlets.HasTraits):
         self.update_stale()
         return True
 
+    def qdq_options(self, **changes):
+        """The Q/DQ export's choices for this session (:class:`~trtwidgets.core.qdq.options.QdqOptions`).
+
+        Its defaults, at the recipe's TensorRT version, range method and percentile; ``changes``
+        replace single fields. The Plan step and every App export build theirs here.
+        """
+        from ..core.calibration.recipe_step import export_method
+        from ..core.qdq.options import QdqOptions
+
+        r = self.recipe
+        calibrator = getattr(r, "calibrator", None)
+        return QdqOptions(trt_version=getattr(r, "trt_version", None) or None, method=export_method(r),
+                          percentile=float(getattr(calibrator, "percentile", None) or 99.99)).replace(**changes)
+
     def _set_calibration(self, result, recipe) -> None:
         sha = self._sha()
         self.made_with["stats"] = staleness.fingerprint("stats", sha, recipe)
