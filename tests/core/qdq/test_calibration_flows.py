@@ -90,6 +90,15 @@ def test_another_method_of_a_calibration_keeps_its_overrides(model, cal_max, qua
     assert amax[other] == pytest.approx(cal.ranges[other]["entropy"].amax)
 
 
+def test_a_percentile_given_to_the_export_refits_the_calibration(model, cal_max):
+    pct = cal_max.refit(method="percentile")
+    ex = tw.export_qdq(model, pct, percentile=99.0)
+    t = ex.report.activations[0].tensor
+    assert ex.report.activations[0].amax == pytest.approx(pct.refit(percentile=99.0).amax[t])
+    assert ex.report.activations[0].amax != pytest.approx(pct.amax[t])
+    assert "percentile 99" in ex.report.ranges
+
+
 def test_refit_at_another_percentile_recomputes_only_then(cal_max):
     same = cal_max.refit(method="entropy")
     assert same.ranges is cal_max.ranges and same.method == "entropy"

@@ -113,10 +113,8 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
     target : PlanTarget, optional
         Default: output cosine >= 0.99.
     options : QdqOptions, optional
-        How candidates are exported (dense INT8, high precision, TensorRT version,
-        exclusions, the range method and percentile for collected statistics); default:
-        :class:`~trtwidgets.core.qdq.options.QdqOptions`'s defaults. The planner decides
-        matrix-vector layers itself (placement rule 5 off).
+        How candidates are exported (:class:`~trtwidgets.core.qdq.options.QdqOptions`; its
+        defaults when None). The planner decides matrix-vector layers itself (rule 5 off).
     trt_version, high_precision, dense_int8 : optional
         Replace single fields of ``options`` (see :class:`~trtwidgets.core.qdq.options.QdqOptions`).
     gpu : str

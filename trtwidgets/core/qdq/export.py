@@ -450,7 +450,8 @@ def export_qdq(model, calibration, out_path: Union[str, os.PathLike, None] = Non
     opts = (options or QdqOptions()).replace(
         method=method, percentile=percentile, exclude=exclude, exclude_op_types=exclude_op_types,
         precision=precision, dense_int8=dense_int8, high_precision=high_precision, trt_version=trt_version)
-    amax, described = export_ranges(calibration, opts, explicit_method=method is not None)
+    amax, described = export_ranges(calibration, opts, explicit_method=method is not None,
+                                    explicit_percentile=percentile is not None)
     if amax_overrides:
         amax.update({k: float(v) for k, v in amax_overrides.items()})
         described += f", {len(amax_overrides)} amax chosen by hand"
@@ -461,20 +462,21 @@ def export_qdq(model, calibration, out_path: Union[str, os.PathLike, None] = Non
     return result
 
 
-def export_ranges(calibration, options: QdqOptions, explicit_method: bool = True) -> Tuple[Dict[str, float], str]:
+def export_ranges(calibration, options: QdqOptions, explicit_method: bool = True,
+                  explicit_percentile: bool = True) -> Tuple[Dict[str, float], str]:
     """``(amax, in words)`` that an export of ``calibration`` writes (see :func:`export_qdq`).
 
-    A Calibration keeps its method unless ``explicit_method`` (the caller named one);
-    statistics take ``options.method``.
+    A Calibration keeps its method and percentile unless the caller named one
+    (``explicit_method``, ``explicit_percentile``); statistics take ``options``'.
     """
     from ..calibration.recipe_step import Calibration
     from ..calibration.ranges import amax_from_stats
 
     if isinstance(calibration, Calibration):
         cal = calibration
-        if options.percentile != cal.percentile and explicit_method and options.method == "percentile":
-            cal = cal.refit(percentile=options.percentile)
         method = options.method if explicit_method else cal.method
+        if explicit_percentile and options.percentile != cal.percentile:
+            cal = cal.refit(percentile=options.percentile)
         return cal.amax_for(method), cal.describe(method)
     if isinstance(calibration, Mapping):
         return {str(k): float(v) for k, v in calibration.items()}, f"the {len(calibration)} amax given"
