@@ -166,7 +166,8 @@ def paying_layers(layers: Sequence[str], latency: LatencyModel) -> Tuple[List[st
             pays.append(layer)
         else:
             kept.append((layer, why))
-    # Borders decide as much as the layers do: drop layers whose gain the reformats eat, add ones that remove them.
+    # Borders decide as much as the layers do: drop layers whose gain the reformats eat, add ones that remove them
+    # (never a layer TensorRT 8.x runs in Myelin: INT8 is slower there, borders or not).
     from ..qdq.myelin import MYELIN_REASON
 
     allowed = [n for n in layers if (n, MYELIN_REASON) not in kept]
