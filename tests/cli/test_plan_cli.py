@@ -70,4 +70,8 @@ def test_plan_records_its_placement_and_can_leave_rule_8_off(tmp_path, capsys):
         code = main(["plan", str(model), "--data", str(data), "--out", str(out), "--no-progress",
                      "--trt-version", "10.16", "--batch", "32"] + flag)
         assert code in (0, 1), capsys.readouterr().out
-        assert json.loads((out / "plan.json").read_text())["placement"] == {"dense_int8": dense}
+        doc = json.loads((out / "plan.json").read_text())
+        assert doc["placement"] == {"dense_int8": dense}
+        # The QdqOptions the candidates were scored with: the CLI's inputs on the one set of defaults.
+        assert doc["options"]["dense_int8"] is dense and doc["options"]["trt_version"] == "10.16"
+        assert doc["options"]["high_precision"] == "fp16" and doc["options"]["method"] == "entropy"

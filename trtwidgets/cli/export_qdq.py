@@ -27,8 +27,8 @@ def add_arguments(parser):
     src = parser.add_mutually_exclusive_group(required=True)
     src.add_argument("--stats", help="activation statistics .npz (from `trtwidgets calibrate` / save_stats)")
     src.add_argument("--cache", help="a TensorRT calibration cache to take the ranges from instead")
-    parser.add_argument("--method", default=defaults.method, help=f"range method for --stats: {defaults.method} "
-                        "(default), max, percentile, mse, entropy")
+    parser.add_argument("--method", default=defaults.method, help="range method for --stats: entropy, max, "
+                        f"percentile or mse (default {defaults.method}; the report names the one used)")
     parser.add_argument("--percentile", type=float, default=defaults.percentile,
                         help=f"percentile for --method percentile (default {defaults.percentile:g})")
     parser.add_argument("--exclude", nargs="+", default=[], metavar="PATTERN",
