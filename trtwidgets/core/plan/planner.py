@@ -108,8 +108,8 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
     model : path, onnx.ModelProto or LoadedModel
         The float model.
     data : anything :func:`~..calibration.data.iter_feeds` takes
-        Calibration samples; the last ``holdout`` fraction is held back for accuracy
-        unless ``held_back`` is given.
+        Samples; the last ``holdout`` fraction is held back for accuracy unless ``held_back``
+        is given, the rest calibrates (unused with ``calibration`` or ``stats``).
     target : PlanTarget, optional
         Default: output cosine >= 0.99.
     options : QdqOptions, optional
