@@ -1,0 +1,48 @@
+"""QdqOptions: the Q/DQ export's choices as one value, with one set of defaults (issue 20)."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from trtwidgets.core.qdq.options import QdqExportError, QdqOptions
+
+
+def test_one_set_of_defaults_everywhere():
+    from trtwidgets.cli import export_qdq as export_cli
+    from trtwidgets.cli import plan as plan_cli
+
+    defaults = QdqOptions()
+    assert defaults.dense_int8 is True and defaults.method == "entropy" and defaults.trt_version is None
+    for cli, argv in ((export_cli, ["m.onnx", "--stats", "s.npz", "--out", "q.onnx"]),
+                      (plan_cli, ["m.onnx", "--data", "d", "--out", "o"])):
+        parser = argparse.ArgumentParser()
+        cli.add_arguments(parser)
+        opts = cli.options(parser.parse_args(argv))
+        assert (opts.dense_int8, opts.high_precision, opts.trt_version) == (True, "auto", None), cli.NAME
+        off = cli.options(parser.parse_args(argv + ["--no-dense-int8"]))
+        assert off.dense_int8 is False
+
+
+def test_round_trip_and_replace():
+    opts = QdqOptions(exclude=["conv1"], trt_version="10.16", dense_int8=False)
+    assert opts.exclude == ("conv1",) and opts.resolved_high_precision() == "fp16"
+    assert QdqOptions.from_dict(opts.to_dict()) == opts
+    assert opts.replace(dense_int8=None, method="max") == QdqOptions(exclude=("conv1",), trt_version="10.16",
+                                                                     dense_int8=False, method="max")
+    assert QdqOptions(trt_version="8.6").resolved_high_precision() == "fp32"
+
+
+@pytest.mark.parametrize("changes, match", [
+    ({"method": "kl"}, "Unknown range method"), ({"precision": "int4"}, "Unknown precision"),
+    ({"high_precision": "fp64"}, "high-precision"), ({"percentile": 0.0}, "Percentile"),
+])
+def test_bad_choices_are_clear_errors(changes, match):
+    with pytest.raises(QdqExportError, match=match):
+        QdqOptions(**changes)
+
+
+def test_options_a_newer_version_wrote_are_refused_by_name():
+    with pytest.raises(QdqExportError, match="Unknown Q/DQ options: future_rule"):
+        QdqOptions.from_dict({"dense_int8": True, "future_rule": 1})
