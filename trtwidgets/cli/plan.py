@@ -99,6 +99,7 @@ def run(args) -> int:
     from ..core.common.atomic import write_text_atomic
     from ..core.common.errors import UserError
     from ..core.model.load import load_model
+    from ..core.qdq.export import save_qdq_model
     from ..core.plan.planner import export_plan, plan
 
     if not 0 < args.holdout < 1:
@@ -116,9 +117,11 @@ def run(args) -> int:
                   max_samples=args.max_samples, progress=not args.no_progress)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    exported = export_plan(loaded, result)
     qdq_path = out / "model.qdq.onnx"
-    exported = export_plan(loaded, result, qdq_path)
-    if exported is None and qdq_path.exists():
+    if exported is not None:
+        save_qdq_model(exported.model, qdq_path)
+    elif qdq_path.exists():
         # A Q/DQ model left by an earlier plan in this folder would read as this plan's pick.
         qdq_path.unlink()
         print(f"removed {qdq_path} (an earlier plan's pick; FP16 is this plan's)", file=sys.stderr)
