@@ -2,8 +2,11 @@
 
 Explicit quantization is the only way to quantize with TensorRT 11 and the
 recommended one with 10.x; TensorRT 8.6 and 10 build such models with the INT8
-flag set. The exporter takes a float ONNX model and ``amax`` per activation
-tensor (from :mod:`.ranges`, a calibration cache, or anything else) and writes:
+flag set. :func:`export_qdq` (``trtwidgets.export_qdq``) takes a float ONNX model
+and the fitted :class:`~trtwidgets.core.calibration.recipe_step.Calibration` (its
+method, percentile and amax overrides), or bare statistics, or ``amax`` per tensor
+(a calibration cache's); :func:`build_qdq` takes ``amax`` itself. The choices of
+both are one :class:`~.options.QdqOptions`. The export writes:
 
 * **activations**: ``QuantizeLinear -> DequantizeLinear`` per tensor,
   symmetric: INT8 ``scale = amax / 127``, zero point ``int8 0``; FP8 E4M3
