@@ -414,8 +414,6 @@ def save_qdq_model(model: onnx.ModelProto, path: Union[str, os.PathLike]) -> Pat
     return write_bytes_atomic(path, model.SerializeToString())
 
 
-
-
 def export_qdq(model, calibration, out_path: Union[str, os.PathLike, None] = None, *,
                options: Optional[QdqOptions] = None, method: Optional[str] = None,
                percentile: Optional[float] = None, amax_overrides: Optional[Mapping[str, float]] = None,
