@@ -52,7 +52,7 @@ from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequ
 from .inspector_json import QUANTIZED, EngineGraph, EngineLayer
 from .why_not_int8_causes import Int8Cause, export_kept_float, group_causes
 from .why_not_int8_codes import CODES, Int8Reason
-from .why_not_int8_inputs import _RecipeView, _recipe_view, calibration_names, qdq_tensor_names
+from .why_not_int8_inputs import RecipeView, recipe_view, calibration_names, qdq_tensor_names
 
 __all__ = ["Int8Reason", "Int8Cause", "CODES", "NO_INT8_TYPES", "why_not_int8", "group_causes", "export_kept_float",
            "qdq_tensor_names", "calibration_names"]
@@ -163,7 +163,7 @@ def _engine_quantized_tensors(graph: EngineGraph, aliases: Mapping[str, str]) ->
     return frozenset(names)
 
 
-def _matching_override(layer: EngineLayer, view: _RecipeView) -> Optional[Tuple[str, str, bool, str]]:
+def _matching_override(layer: EngineLayer, view: RecipeView) -> Optional[Tuple[str, str, bool, str]]:
     candidates = list(layer.onnx_nodes) + [layer.name]
     for pattern, precision, regex in reversed(view.overrides):  # later overrides win, as in the build
         for cand in candidates:
@@ -213,7 +213,7 @@ def why_not_int8(graph: EngineGraph, recipe: Any = None, calibration: Any = None
         One entry per layer of ``graph.layers``: None for INT8 layers with
         nothing to say, a BIAS_FLOAT note for INT8 layers with a float bias.
     """
-    view = _recipe_view(recipe)
+    view = recipe_view(recipe)
     cache = calibration_names(calibration)
     qdq = frozenset(qdq_tensors) if qdq_tensors is not None else None
     explicit = _is_explicit(graph, qdq)
@@ -242,7 +242,7 @@ def why_not_int8(graph: EngineGraph, recipe: Any = None, calibration: Any = None
 
 @dataclass(frozen=True)
 class _Context:
-    view: Optional[_RecipeView]
+    view: Optional[RecipeView]
     cache: Optional[FrozenSet[str]]
     qdq: Optional[FrozenSet[str]]
     explicit: bool
