@@ -36,7 +36,8 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import onnx
 
 from .data import iter_labelled_feeds
-from ..common.errors import CalibrationDataError, StatsError
+from ..common.errors import CalibrationDataError, StatsError, UserError
+from ..common.ort import OrtSession, open_session
 from .histogram import DEFAULT_BINS, HistogramAccumulator
 from ..model.load import LoadedModel, load_model
 from .stats import ActivationStats
@@ -88,22 +89,12 @@ def instrumented_model(proto: onnx.ModelProto, names: Sequence[str]) -> onnx.Mod
     return model
 
 
-def make_session(proto: onnx.ModelProto, providers: Optional[Sequence] = None, threads: Optional[int] = None):
-    """An ORT session with graph optimisations off (names must match the ONNX graph)."""
-    import onnxruntime as ort
-
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    so.log_severity_level = 3
-    if threads:
-        so.intra_op_num_threads = int(threads)
-    providers = list(providers) if providers else ["CPUExecutionProvider"]
-    try:
-        return ort.InferenceSession(proto.SerializeToString(), sess_options=so, providers=providers)
-    except Exception as exc:  # noqa: BLE001 - ORT raises its own exception types
-        raise CalibrationDataError("ONNX Runtime could not load the model for calibration.", f"{type(exc).__name__}: {exc}",
-                                   "Check that the model runs in ONNX Runtime, and the providers "
-                                   f"({', '.join(map(str, providers))}) are installed.") from None
+def make_session(proto: onnx.ModelProto, providers: Optional[Sequence] = None, threads: Optional[int] = None
+                 ) -> OrtSession:
+    """An :class:`~trtwidgets.core.common.ort.OrtSession` with graph optimisations off (names must match the
+    ONNX graph); a missing provider or a model ORT refuses is a UserError that says so."""
+    return open_session(proto, providers=providers, threads=threads, optimization="disable",
+                        purpose="collect calibration statistics")
 
 
 @contextmanager
@@ -205,9 +196,9 @@ def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequ
         for label, feed in feeds:
             try:
                 outs = session.run(wanted, feed)
-            except Exception as exc:  # noqa: BLE001
+            except UserError as exc:  # ORT's own failure, or a feed that cannot take the input's type
                 raise CalibrationDataError(f"ONNX Runtime failed on calibration data {label}.",
-                                           f"{type(exc).__name__}: {exc}",
+                                           " ".join(p for p in (exc.what, exc.why) if p),
                                            "Check that sample against the model (shape, values); "
                                            "describe_adaptation says what the model is fed.") from None
             parts = [(accs[n], accs[n].batch_update(a)) for n, a in zip(wanted, outs)]
