@@ -85,7 +85,7 @@ but placement only needs producer/consumer lookups, which
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 import onnx
 
@@ -298,7 +298,17 @@ def _place(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], exc
         edges.append(QuantEdge(tensor, i, k, node_label(node), node.op_type, rule))
         return True
 
-    # Rule 1: weighted layers.
+    _place_weighted(graph, index, excluded, internal, shapes, skip_matrix_vector, keep_float, edge, weights, skipped)
+    _place_residual_adds(graph, index, pos, excluded, protected_nodes, edge, edges, skipped, fused_adds)
+    float_readers = _place_pooling(graph, index, pos, excluded, edge, edges, skipped)
+    return edges, weights, skipped, fused_adds, float_readers
+
+
+def _place_weighted(graph: onnx.GraphProto, index: GraphIndex, excluded: Dict[int, str], internal: Dict[str, str],
+                    shapes: Mapping[str, Tuple[Optional[int], ...]], skip_matrix_vector: bool,
+                    keep_float: Mapping[int, str], edge: Callable[[int, int, str], bool], weights: List[WeightSite],
+                    skipped: List[Skip]) -> None:
+    """Rule 1: weighted layers (their data inputs through ``edge``, their weights as weight sites)."""
     for i, node in enumerate(graph.node):
         if node.op_type not in WEIGHTED_OPS or node.domain not in ("", "ai.onnx"):
             continue
@@ -340,7 +350,11 @@ def _place(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], exc
             else:
                 edge(i, k, "weighted-op input")
 
-    # Rule 2: residual adds.
+
+def _place_residual_adds(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], excluded: Dict[int, str],
+                         protected_nodes: Set[int], edge: Callable[[int, int, str], bool], edges: List[QuantEdge],
+                         skipped: List[Skip], fused_adds: Dict[int, Set[tuple]]) -> None:
+    """Rule 2: residual adds (the skip input quantized where the other branch fuses into a quantized conv)."""
     for i, node in enumerate(graph.node):
         if node.op_type != "Add" or len(node.input) != 2 or i in protected_nodes:
             continue
@@ -365,7 +379,14 @@ def _place(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], exc
         if edge(i, skip, f"residual add: skip input (fuses into {node_label(convs[fused])})"):
             fused_adds.setdefault(pos[node_key(convs[fused])], set()).add(node_key(node))
 
-    # Rule 3: pooling, from the outputs backwards so that pool -> pool -> MatMul chains resolve.
+
+def _place_pooling(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], excluded: Dict[int, str],
+                   edge: Callable[[int, int, str], bool], edges: List[QuantEdge], skipped: List[Skip]
+                   ) -> Callable[[str], List[str]]:
+    """Rule 3: pooling, from the outputs backwards so that pool -> pool -> MatMul chains resolve.
+
+    Returns the function giving the float readers of a tensor, over the finished placement.
+    """
     quantized_reads = {(e.node, e.input_index) for e in edges}
 
     def float_readers(tensor: str, depth: int = 0) -> List[str]:
@@ -402,6 +423,5 @@ def _place(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], exc
         else:
             skipped.append(_by_rule(3, node_label(node), node.op_type,
                                 "its output is not read quantized, so INT8 pooling would not pay off"))
-
-    return edges, weights, skipped, fused_adds, float_readers
+    return float_readers
 
