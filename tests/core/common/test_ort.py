@@ -161,3 +161,28 @@ def test_a_path_loads(tmp_path):
     onnx.save(_one_op("Relu", [TensorProto.FLOAT], TensorProto.FLOAT), path)
     (y,) = tort.open_session(path).run(None, {"x0": np.array([-1.0, 1.0], np.float32)})
     assert y.tolist() == [0.0, 1.0]
+
+
+def _qdq_relu(scale_type: int) -> onnx.ModelProto:
+    scale = onnx.numpy_helper.from_array(np.array(0.1, dtype=helper.tensor_dtype_to_np_dtype(scale_type)), "s")
+    zero = onnx.numpy_helper.from_array(np.array(0, dtype=np.int8), "z")
+    nodes = [helper.make_node("QuantizeLinear", ["x0", "s", "z"], ["q"]),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["dq"]),
+             helper.make_node("Relu", ["dq"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x0", scale_type, [2])],
+                              [helper.make_tensor_value_info("y", scale_type, [2])], [scale, zero])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    model.ir_version = 9
+    return model
+
+
+def test_a_qdq_model_with_fp16_scales_runs_unoptimized():
+    import onnxruntime
+
+    disabled = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+    fp16 = tort.open_session(_qdq_relu(TensorProto.FLOAT16), optimization="all")
+    assert fp16.session.get_session_options().graph_optimization_level == disabled
+    (y,) = fp16.run(None, {"x0": np.array([-1.0, 0.52], np.float32)})
+    assert y.dtype == np.float16 and np.allclose(y, [0.0, 0.5])
+    fp32 = tort.open_session(_qdq_relu(TensorProto.FLOAT), optimization="all")
+    assert fp32.session.get_session_options().graph_optimization_level != disabled

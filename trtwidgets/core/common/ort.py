@@ -12,7 +12,8 @@ loading big models, and of explaining a refusal.
   threads default to 1, since the graphs run sequentially.
 - **Optimization**: ``"all"`` (ORT's default), ``"extended"``, ``"basic"`` or
   ``"disable"``: whoever needs the graph's own tensor names (statistics, the
-  reference) asks for ``"disable"``.
+  reference) asks for ``"disable"``. A Q/DQ model with FP8/FP16/BF16 initializers
+  always runs unoptimized (ORT's QLinear fusions have no kernels for them).
 - **Inputs**: feeds are cast to each input's declared element type (an FP16
   model takes float32 arrays; an int64 input takes int32 ones); a cast that would
   change values (fractions into an integer, out-of-range values) is an error.
@@ -139,11 +140,20 @@ def _session_options(ort, threads: Optional[int], inter_op_threads: Optional[int
     return opts
 
 
-def _has_fp8(proto) -> bool:
+def _qdq_needs_unfused(proto) -> bool:
+    """True for a Q/DQ model with FP8, FP16 or BF16 initializers (scales, weights).
+
+    ORT fuses Q/DQ + Conv (Concat, ...) into QLinearConv (QLinearConcat, ...), which
+    has no FP8 kernel and takes no FP16 scales: such a model must run its Q/DQ ops as
+    they are, with graph optimizations off.
+    """
     import onnx
 
-    fp8 = {onnx.TensorProto.FLOAT8E4M3FN, onnx.TensorProto.FLOAT8E5M2}
-    return any(t.data_type in fp8 for t in proto.graph.initializer)
+    low = {onnx.TensorProto.FLOAT8E4M3FN, onnx.TensorProto.FLOAT8E5M2, onnx.TensorProto.FLOAT16,
+           onnx.TensorProto.BFLOAT16}
+    if not any(t.data_type in low for t in proto.graph.initializer):
+        return False
+    return any(n.op_type in ("QuantizeLinear", "DequantizeLinear") for n in proto.graph.node)
 
 
 class OrtSession:
@@ -196,8 +206,9 @@ def open_session(model, *, providers: Optional[Sequence] = None, threads: Option
     threads, inter_op_threads : int, optional
         Intra-op threads (default :func:`default_threads`) and inter-op threads (default 1).
     optimization : {"all", "extended", "basic", "disable"}
-        ORT's graph optimization level. A model with FP8 initializers always runs
-        with "disable": ORT fuses Q/DQ + Conv into QLinearConv, which has no FP8 kernel.
+        ORT's graph optimization level. A Q/DQ model with FP8, FP16 or BF16
+        initializers always runs with "disable": ORT fuses Q/DQ + Conv into
+        QLinearConv, which has no FP8 kernel and takes no FP16 scales.
     log_severity : int
         ORT's log level (3: errors only).
     purpose : str
@@ -214,7 +225,7 @@ def open_session(model, *, providers: Optional[Sequence] = None, threads: Option
 
     ort = _import_ort()
     providers = check_providers(providers)
-    if isinstance(model, onnx.ModelProto) and _has_fp8(model):
+    if isinstance(model, onnx.ModelProto) and _qdq_needs_unfused(model):
         optimization = "disable"
     opts = _session_options(ort, threads, inter_op_threads, optimization, log_severity)
     try:
