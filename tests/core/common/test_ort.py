@@ -186,3 +186,18 @@ def test_a_qdq_model_with_fp16_scales_runs_unoptimized():
     assert y.dtype == np.float16 and np.allclose(y, [0.0, 0.5])
     fp32 = tort.open_session(_qdq_relu(TensorProto.FLOAT), optimization="all")
     assert fp32.session.get_session_options().graph_optimization_level != disabled
+
+
+def test_one_provider_name_is_a_name():
+    assert tort.check_providers("CPUExecutionProvider") == ["CPUExecutionProvider"]
+
+
+def test_cli_calibrate_with_a_missing_provider_says_which_exist(tmp_path, capsys):
+    from trtwidgets import demo
+    from trtwidgets.cli import main
+
+    rc = main(["calibrate", str(demo.MODEL_PATH), "--data", "demo", "--providers", "NoSuchExecutionProvider",
+               "--cache", str(tmp_path / "c.cache"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "NoSuchExecutionProvider is not available" in err and "CPUExecutionProvider" in err
+    assert not (tmp_path / "c.cache").exists()

@@ -110,6 +110,8 @@ def check_providers(providers: Optional[Sequence] = None) -> List:
         When a requested provider is not available, naming the ones that are.
     """
     ort = _import_ort()
+    if isinstance(providers, str):  # one name, not a sequence of one-letter names
+        providers = [providers]
     wanted = list(providers) if providers else list(DEFAULT_PROVIDERS)
     available = list(ort.get_available_providers())
     missing = [_provider_name(p) for p in wanted if _provider_name(p) not in available]
