@@ -173,9 +173,11 @@ class OrtSession:
         self.input_types = {i.name: i.type for i in session.get_inputs()}
 
     def get_inputs(self):
+        """The model's inputs as ORT describes them (``name``, ``type``, ``shape``)."""
         return self.session.get_inputs()
 
     def get_outputs(self):
+        """The model's outputs as ORT describes them."""
         return self.session.get_outputs()
 
     def run(self, names: Optional[Sequence[str]], feeds: Mapping[str, Any]) -> List[np.ndarray]:
@@ -227,9 +229,9 @@ def open_session(model, *, providers: Optional[Sequence] = None, threads: Option
 
     ort = _import_ort()
     providers = check_providers(providers)
-    if isinstance(model, onnx.ModelProto) and _qdq_needs_unfused(model):
-        optimization = "disable"
     opts = _session_options(ort, threads, inter_op_threads, optimization, log_severity)
+    if isinstance(model, onnx.ModelProto) and _qdq_needs_unfused(model):
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     try:
         if not isinstance(model, onnx.ModelProto):
             session = ort.InferenceSession(os.fspath(model), sess_options=opts, providers=providers)
