@@ -201,3 +201,9 @@ def test_cli_calibrate_with_a_missing_provider_says_which_exist(tmp_path, capsys
     err = capsys.readouterr().err
     assert rc == 2 and "NoSuchExecutionProvider is not available" in err and "CPUExecutionProvider" in err
     assert not (tmp_path / "c.cache").exists()
+
+
+def test_a_missing_file_is_said_plainly(tmp_path):
+    with pytest.raises(ModelLoadError) as info:
+        tort.open_session(tmp_path / "nothing.onnx")
+    assert "found no model file" in info.value.what and "nothing.onnx" in info.value.why

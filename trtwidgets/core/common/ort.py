@@ -342,6 +342,9 @@ def explain_load_error(exc: BaseException, purpose: str = "run the model",
     """A :class:`ModelLoadError` for ORT refusing a model: which op, that the model is the cause, and the fix."""
     text = str(exc)
     ort_said = f"ONNX Runtime said: {type(exc).__name__}: {_first_line(text)}"
+    if "NO_SUCHFILE" in text:
+        return ModelLoadError(f"ONNX Runtime found no model file, so it cannot {purpose}.", ort_said,
+                              "Check the path (and that external data files sit beside the model).")
     for kind, pattern in _PATTERNS:
         m = pattern.search(text)
         if not m:
