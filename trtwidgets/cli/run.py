@@ -140,15 +140,12 @@ def _build(args, recipe, cache_path, steps, build_dir: Path):
 
 
 def run(args) -> int:
-    from ..core.recipe import report as rep
     from ..core.common.atomic import write_text_atomic
     from ..core.calibration.recipe_step import locate_model
-    from ..core.recipe import staleness
     from ..core.common.errors import RecipeError
-    from ..core.engine.inspector_json import CONTEXT_FAILURES, as_graph, build_context, context_failure
-    from ..core.engine.layer_table import layer_table, summary_dict
     from ..core.model.lint import lint
     from ..core.model.load import load_model
+    from ..core.recipe import report as rep
     from ..core.recipe.recipe import load_recipe
     from ..plots import report_html as figs
 
@@ -170,6 +167,25 @@ def run(args) -> int:
 
     calibration, cache_path = _calibrate(args, recipe, model, steps, build_dir)
     built, build_error = _build(args, recipe, cache_path, steps, build_dir)
+    sections, tables, summaries = _inspect_sections(built, saved, model, recipe, steps)
+    head_sections = _head_sections(steps, model, recipe, recipe_path, findings, build_error, saved)
+    body = _body_sections(args, calibration, tables, summaries)
+    doc = rep.render_document(args.title or f"trtwidgets report: {Path(recipe.model_path).name}",
+                              head_sections + body + sections, head=figs.plotly_js_head(),
+                              subtitle=f"recipe {recipe_path}, {time.strftime('%Y-%m-%d %H:%M:%S')}")
+    write_text_atomic(report_path, doc)
+    print(f"report -> {report_path} ({os.path.getsize(report_path) / 1e6:.1f} MB)")
+    for s in steps:
+        print(f"  {s['step']:<24} {s['status']:<8} {s['detail'][:110]}")
+    return 1 if build_error is not None else 0
+
+
+def _inspect_sections(built, saved, model, recipe, steps):
+    """A layer-table section per build (the fresh one, then the saved ones); (sections, tables, summaries)."""
+    from ..core.recipe import report as rep
+    from ..core.recipe import staleness
+    from ..core.engine.inspector_json import CONTEXT_FAILURES, as_graph, build_context, context_failure
+    from ..core.engine.layer_table import layer_table, summary_dict
 
     sections = []
     tables, summaries = {}, {}
@@ -199,6 +215,12 @@ def run(args) -> int:
     if not tables:
         steps.append({"step": "inspect", "status": "skipped",
                       "detail": "no build to inspect: build with TensorRT, or pass a saved build with --graph DIR"})
+    return sections, tables, summaries
+
+
+def _head_sections(steps, model, recipe, recipe_path, findings, build_error, saved):
+    """The report's opening: steps, model and recipe, lint findings, build errors (fresh and saved)."""
+    from ..core.recipe import report as rep
 
     head_sections = [rep.steps_section(steps),
                      rep.summary_section(model.summary, recipe, {"recipe": str(recipe_path)}),
@@ -212,6 +234,14 @@ def run(args) -> int:
         if errors:
             head_sections.append(rep.section(f"TensorRT errors in {s.name}",
                                              f"<pre>{rep.esc(chr(10).join(errors))}</pre>"))
+    return head_sections
+
+
+def _body_sections(args, calibration, tables, summaries):
+    """Calibration ranges and figures, the precision summary and chart."""
+    from ..core.recipe import report as rep
+    from ..plots import report_html as figs
+
     body = []
     if calibration is not None:
         body.append(rep.ranges_section(calibration.ranges, calibration.method, calibration.stats,
@@ -230,12 +260,5 @@ def run(args) -> int:
     if tables:
         body.append(rep.precision_summary_section(summaries))
         body.append(figs.figures_section("Precision chart", [figs.precision_figure(tables)]))
-    doc = rep.render_document(args.title or f"trtwidgets report: {Path(recipe.model_path).name}",
-                              head_sections + body + sections, head=figs.plotly_js_head(),
-                              subtitle=f"recipe {recipe_path}, {time.strftime('%Y-%m-%d %H:%M:%S')}")
-    write_text_atomic(report_path, doc)
-    print(f"report -> {report_path} ({os.path.getsize(report_path) / 1e6:.1f} MB)")
-    for s in steps:
-        print(f"  {s['step']:<24} {s['status']:<8} {s['detail'][:110]}")
-    return 1 if build_error is not None else 0
+    return body
 

@@ -40,7 +40,8 @@ def offline_features(features):
                                calibrators=("entropy2", "minmax", "entropy", "legacy"))
 
 
-def _note(title: str, items: Dict[str, str], css: str, color: str) -> str:
+def note_html(title: str, items: Dict[str, str], css: str, color: str) -> str:
+    """An HTML note box: ``title`` over a list of ``name: reason`` items (escaped); empty for no items."""
     if not items:
         return ""
     rows = "".join(f"<li><b>{esc(k)}</b>: {esc(v)}</li>" for k, v in items.items())
@@ -130,7 +131,7 @@ class FlagsPicker(widgets.VBox):
                 self.constraints.value = recipe.precision_constraints
             else:
                 missing[f"constraints={recipe.precision_constraints}"] = self.features.explain("precision_constraints") or ""
-            self.warning.value = _note(
+            self.warning.value = note_html(
                 f"The recipe asks for what TensorRT {self.features.version} lacks; it is left out here:",
                 missing, "trtw-warning", "#d93025")
 
@@ -160,5 +161,5 @@ class FlagsPicker(widgets.VBox):
         deprecated = {FLAG_LABELS.get(k, k.replace("_", " ")): v for k, v in f.deprecated.items()
                       if k in FLAGS or k == "precision_constraints"}
         return (unavailable_note(f)
-                + _note("Not offered by this TensorRT:", absent, "trtw-absent", "#1a73e8")
-                + _note("Deprecated in this TensorRT:", deprecated, "trtw-deprecated", "#e37400"))
+                + note_html("Not offered by this TensorRT:", absent, "trtw-absent", "#1a73e8")
+                + note_html("Deprecated in this TensorRT:", deprecated, "trtw-deprecated", "#e37400"))
