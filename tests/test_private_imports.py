@@ -20,12 +20,9 @@ from tests.conftest import ROOT
 
 PKG = ROOT / "trtwidgets"
 
-#: Known exceptions, by file and name, each with the change that removes it.
-#: core/qdq/planner.py's ``_resolve_high_precision`` goes when the `contract`
-#: work moves the planner to core/plan/ (issue 20, part 2); drop the entry then.
-ALLOWED = {
-    ("trtwidgets/core/qdq/planner.py", "_resolve_high_precision"),
-}
+#: Known exceptions, by file and name, each with the change that removes it (none left: the planner's
+#: ``_resolve_high_precision`` is ``core.qdq.options.resolve_high_precision`` since issue 20).
+ALLOWED: set = set()
 
 
 def _is_private(name: str) -> bool:
