@@ -135,3 +135,18 @@ def test_an_empty_app_writes_a_page_and_a_bad_path_is_refused(tmp_path):
     assert app.save_html(str(tmp_path / "file" / "page.html")) is None
     assert "Could not write" in app.error.value and "Fix:" in app.error.value
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.html", "file"]  # no half-written file left
+
+
+def test_a_plan_adds_its_reason_chart_and_table(tmp_path):
+    from tests.core.qdq.plan_models import conv_stack, feeds
+
+    path = tmp_path / "stack.onnx"
+    onnx.save(conv_stack(), path)
+    app = App(model_path=str(path), out_dir=str(tmp_path / "out"))
+    app.plan_step.data = feeds()
+    app.plan_step.batch.value = 256
+    assert app.plan_step.run(), app.plan_step.status.value
+    page = Path(app.save_html(str(tmp_path / "plan.html"))).read_text(encoding="utf-8")
+    assert ">Quantization plan</h2>" in page and html.escape(app.plan_step.plan.reason) in page
+    assert html.escape(app.plan_step.plan.table()) in page
+    assert _assert_offline_with_one_script_per_figure(page) == 1  # the Pareto chart; no statistics, no build
