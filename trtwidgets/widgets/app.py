@@ -43,6 +43,7 @@ from .model_loader import LoadStep
 from .plan_step import PlanStep
 from .profiles import ProfilesStep
 from .session import Session
+from .step import StepWidget
 
 __all__ = ["App", "quickstart", "STEPS", "STEP_KEYS", "LOAD", "FLAGS", "CALIBRATOR", "CALIBRATE", "PLAN", "BUILD",
            "INSPECT", "EXPLORE", "QDQ_NAME", "stale_html"]
@@ -173,8 +174,6 @@ class App(widgets.VBox):
 
     def _wire(self) -> None:
         """The events that cross tabs; each step handles its own."""
-        from .step import StepWidget
-
         for step in self.steps.values():
             if isinstance(step, StepWidget):
                 step.on_error(self._show_error)
