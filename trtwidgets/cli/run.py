@@ -18,15 +18,14 @@ import sys
 import time
 from pathlib import Path
 
+# The report's layer-table columns, shared with the App's HTML page (no plotly at import).
+from ..plots.report_sections import LAYER_COLUMNS
+
 NAME = "run"
 OUTPUTS = {"report": "file", "build_dir": "dir"}  # files it writes: checked and reported by cli._outputs
 HELP = "re-run a saved recipe headless (calibrate, build if TensorRT is present, inspect) and write an HTML report"
 DESCRIPTION = (HELP + ". The report holds the model summary, lint findings, ranges per tensor, histograms of the "
                "most disputed tensors, the layer table and precision chart of each build; it works offline.")
-
-#: Layer-table columns shown in the report.
-LAYER_COLUMNS = ("name", "type", "onnx_nodes", "precision", "input_precision", "output_precision", "weights_type",
-                 "tactic", "latency_ms", "why_not_int8", "why_not_int8_reason")
 
 
 def add_arguments(parser):
@@ -244,19 +243,10 @@ def _body_sections(args, calibration, tables, summaries):
 
     body = []
     if calibration is not None:
-        body.append(rep.ranges_section(calibration.ranges, calibration.method, calibration.stats,
-                                       description=f"{calibration.stats.samples} samples from {calibration.data}, "
-                                                   f"percentile {calibration.percentile:g}."))
-        top = figs.overview_figure(calibration.ranges)
-        from ..core.calibration.explorer_data import rank_tensors
+        from ..plots.report_sections import calibration_sections
 
-        names = list(rank_tensors(calibration.ranges, by="disagreement").names)[:max(args.top, 0)]
-        body.append(figs.figures_section(
-            "Calibration figures", [top] + figs.histogram_figures(calibration.stats, calibration.ranges, names,
-                                                                  calibration.percentile, calibration.method,
-                                                                  calibration.overrides),
-            ["Tensors ranked by how much the range methods disagree (log2 of largest / smallest amax)."]
-            + [f"|x| histogram of {n} with each method's amax" for n in names]))
+        body += calibration_sections(calibration.stats, calibration.ranges, calibration.method,
+                                     calibration.percentile, calibration.overrides, calibration.data, args.top)
     if tables:
         body.append(rep.precision_summary_section(summaries))
         body.append(figs.figures_section("Precision chart", [figs.precision_figure(tables)]))
