@@ -37,6 +37,7 @@ import onnx
 
 from .data import iter_labelled_feeds
 from ..common.errors import CalibrationDataError, StatsError
+from .held_back import feed_fingerprints
 from .histogram import DEFAULT_BINS, HistogramAccumulator
 from ..model.load import LoadedModel, load_model
 from .stats import ActivationStats
@@ -194,6 +195,7 @@ def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequ
     samples = stats.samples if stats is not None else 0
     batches = stats.batches if stats is not None else 0
     shapes = dict(stats.input_shapes) if stats is not None else {}
+    hashes = list(stats.sample_hashes) if stats is not None else []  # which samples: a plan warns on held-back ones
     total = _known_total(data)
     if max_samples is not None:
         total = min(total, max_samples) if total is not None else max_samples
@@ -219,6 +221,7 @@ def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequ
                     acc.commit(part)
                 samples += n
                 batches += 1
+                hashes.extend(feed_fingerprints(feed))
                 for k, v in feed.items():
                     shape = tuple(int(d) for d in v.shape)
                     old = shapes.get(k)
@@ -239,7 +242,8 @@ def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequ
     if samples == 0 and interrupted:
         raise KeyboardInterrupt
     return ActivationStats(tensors={n: a.to_stats(copy=False) for n, a in accs.items()}, samples=samples,
-                           model_sha256=loaded.sha256, input_shapes=shapes, interrupted=interrupted, batches=batches)
+                           model_sha256=loaded.sha256, input_shapes=shapes, interrupted=interrupted, batches=batches,
+                           sample_hashes=tuple(hashes))
 
 
 def _known_total(data) -> Optional[int]:
