@@ -20,6 +20,17 @@ def test_detector_layout_in_both_orders():
     assert detector_layout((1, 3, 224, 224)) is None
 
 
+def test_softmax_sequences_are_not_detections():
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(2, 40, 500))
+    probs = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)  # [N, T, C] CTC probabilities
+    assert detector_layout(probs.shape) is not None  # by shape alone it could be
+    assert detector_layout(probs.shape, probs) is None
+    assert channel_layout(probs.shape, reference=probs).kind == "whole"
+    det = packed_output()
+    assert detector_layout(det.shape, det).kind == "detector"
+
+
 def test_channel_layout_defaults():
     assert channel_layout((2, 1000)).axis is None
     seg = channel_layout((2, 21, 64, 64))

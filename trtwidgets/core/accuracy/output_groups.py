@@ -119,19 +119,35 @@ class OutputCheck:
                 "worst": None if self.worst is None else self.worst.to_dict(), "notes": list(self.notes)}
 
 
-def detector_layout(shape: Sequence[int]) -> Optional[ChannelLayout]:
+def _looks_packed(reference: np.ndarray, axis: int, k: int) -> bool:
+    # Scores in [0, 1] (after the head's sigmoid) and boxes in pixels (somewhere above 1): a sequence of
+    # softmax rows [N, T, C] has its "boxes" in [0, 1] too, so it is not taken for a detector.
+    r = np.moveaxis(np.asarray(reference), axis, -1)
+    boxes, scores = r[..., :4], r[..., 4:k]
+    fin_b, fin_s = boxes[np.isfinite(boxes)], scores[np.isfinite(scores)]
+    if not fin_b.size or not fin_s.size:
+        return False
+    return float(fin_s.min()) >= -0.01 and float(fin_s.max()) <= 1.01 and float(np.abs(fin_b).max()) > 1.5
+
+
+def detector_layout(shape: Sequence[int], reference=None) -> Optional[ChannelLayout]:
     """The layout of a packed YOLO-style output ``[N, 4+C, A]`` or ``[N, A, 4+C]``, else None.
 
     A 3-D output is taken as packed detections when one of its last two axes is short
     (5 to 1024 channels: 4 box values and at least one score) and the other at least
-    twice as long and at least 64 (the anchors). The groups are ``boxes`` (channels
-    0-3) and ``scores`` (the rest, objectness included where the model has it).
+    twice as long and at least 64 (the anchors); given the ``reference`` values, also
+    when its scores lie in [0, 1] and its boxes are in pixels (above 1 somewhere), so
+    that softmax sequences ``[N, T, C]`` are not mistaken for detections. The groups
+    are ``boxes`` (channels 0-3) and ``scores`` (the rest, objectness included where the
+    model has it).
     """
     if len(shape) != 3:
         return None
     a, b = int(shape[1]), int(shape[2])
     for axis, k, n in ((1, a, b), (2, b, a)):
         if 5 <= k <= 1024 and n >= 64 and n >= 2 * k:
+            if reference is not None and not _looks_packed(reference, axis, k):
+                continue
             return ChannelLayout(axis, (ChannelGroup("boxes", 0, 4), ChannelGroup("scores", 4, k)), "detector")
     return None
 
@@ -143,7 +159,7 @@ def _split_channels(channels: int) -> Tuple[ChannelGroup, ...]:
     return tuple(ChannelGroup(f"ch {lo}-{hi - 1}", int(lo), int(hi)) for lo, hi in zip(edges[:-1], edges[1:]))
 
 
-def channel_layout(shape: Sequence[int], channel_axis: Optional[int] = None) -> ChannelLayout:
+def channel_layout(shape: Sequence[int], channel_axis: Optional[int] = None, reference=None) -> ChannelLayout:
     """The channel groups of an output of ``shape``.
 
     Parameters
@@ -152,6 +168,8 @@ def channel_layout(shape: Sequence[int], channel_axis: Optional[int] = None) -> 
         The output's shape (batch axis included).
     channel_axis : int, optional
         Cut along this axis (one group per channel, or :data:`MAX_GROUPS` contiguous groups).
+    reference : array_like, optional
+        The reference values: they confirm a detector layout (:func:`detector_layout`).
 
     Returns
     -------
@@ -167,7 +185,7 @@ def channel_layout(shape: Sequence[int], channel_axis: Optional[int] = None) -> 
         if not shape:
             raise ComparisonError("A 0-d output has no channel axis.", None, "Leave channel_axis unset.")
         return ChannelLayout(axis, _split_channels(shape[axis]), "given")
-    det = detector_layout(shape)
+    det = detector_layout(shape, reference)
     if det is not None:
         return det
     if len(shape) == 4 and shape[1] >= 2:
@@ -222,7 +240,7 @@ def group_metrics(reference, candidate, name: str = "output",
                               "The two sides were run with different inputs or models.",
                               "Compare runs of the same model on the same samples.")
     cand = cand.reshape(ref.shape)
-    layout = layout or channel_layout(ref.shape)
+    layout = layout or channel_layout(ref.shape, reference=ref)
     if layout.axis is None:
         r = ref.astype(np.float64).ravel()
         c = cand.astype(np.float64).ravel()
