@@ -24,7 +24,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from tests.gpu import models
-from tests.gpu.build_helpers import artifacts_dir
+from tests.gpu.build_helpers import artifacts_dir, fresh_dir
 from trtwidgets.core.engine.measured import FP16, INT8_IMPLICIT, QDQ, pick_measured
 
 pytestmark = pytest.mark.usefixtures("no_cublas_cudnn")
@@ -86,7 +86,7 @@ def test_measure_builds_once_times_interleaved_and_caches(jobs):
     from trtwidgets.trt.measure import implicit_int8_reason, measure
 
     work, job_list = jobs
-    cache_dir = work / "engines"
+    cache_dir = fresh_dir(work, "engines")  # empty: the first call must build
     events = []
     t0 = time.perf_counter()
     first = measure(job_list, cache_dir, rounds=3, runs=50, warmup=5, gpus=1, progress=events.append)

@@ -57,6 +57,23 @@ def test_cached_engines_are_not_rebuilt(tmp_path):
     assert m.build_one(spec)["cached"]
 
 
+def test_ctrl_c_keeps_the_builds_done(tmp_path):
+    jobs = [m.MeasureJob("a", FP16, _save(_qdq_model(0.1, quantize_second=False), tmp_path / "a.onnx")),
+            m.MeasureJob("b", QDQ, _save(_qdq_model(0.1), tmp_path / "b.onnx"))]
+    _, specs = m._specs(jobs, tmp_path, {}, None, {})
+    for spec in specs.values():
+        Path(spec["out_dir"]).mkdir()
+        (Path(spec["out_dir"]) / "model.engine").write_bytes(b"engine")
+
+    def ctrl_c_after_first(event):
+        if event.done == 1:
+            raise KeyboardInterrupt
+
+    results, interrupted = m._build_all(specs, ctrl_c_after_first, gpus=0, cache=tmp_path)
+    assert interrupted and set(results) == set(specs)
+    assert all(r["engine_path"].endswith("model.engine") and not r["error"] for r in results.values())
+
+
 def test_refusals_are_user_errors(tmp_path):
     model = _save(_qdq_model(0.1), tmp_path / "f.onnx")
     with pytest.raises(UserError, match="2 rounds are too few"):

@@ -396,29 +396,28 @@ def _build_all(specs: Mapping[str, dict], progress, gpus: Optional[int], cache: 
     """Key -> build result for every spec (cache hits first); ``(results, interrupted)``."""
     results: Dict[str, dict] = {}
     todo = []
-    for key, spec in specs.items():
-        hit = _engine_in(Path(spec["out_dir"]))
-        if hit is not None:
-            results[key] = {"key": key, "engine_path": str(hit), "build_seconds": 0.0, "cached": True, "error": ""}
-            _notify(progress, MeasureProgress("build", len(results), len(specs), spec["name"], cached=True))
-        else:
-            todo.append(spec)
-    if gpus is None:
-        from . import cuda
-
-        gpus = cuda.device_count() if todo else 0
     try:
+        for key, spec in specs.items():
+            hit = _engine_in(Path(spec["out_dir"]))
+            if hit is not None:
+                results[key] = {"key": key, "engine_path": str(hit), "build_seconds": 0.0, "cached": True, "error": ""}
+                _notify(progress, MeasureProgress("build", len(results), len(specs), spec["name"], cached=True))
+            else:
+                todo.append(spec)
+        if gpus is None:
+            from . import cuda
+
+            gpus = cuda.device_count() if todo else 0
         if gpus > 1 and len(todo) > 1:
             results.update(_build_on_gpus(todo, gpus, progress, len(results), len(specs), cache))
         else:
             results.update(_build_in_process(todo, progress, len(results), len(specs)))
     except KeyboardInterrupt:
-        # Builds already done are published in the cache; a re-run picks them up.
+        # Builds already done are published in the cache; they are kept, and a re-run picks them up.
         for key, spec in specs.items():
-            if key not in results:
-                hit = _engine_in(Path(spec["out_dir"]))
-                if hit is not None:
-                    results[key] = {"key": key, "engine_path": str(hit), "build_seconds": 0.0, "cached": False,
-                                    "error": ""}
+            hit = _engine_in(Path(spec["out_dir"])) if key not in results else None
+            if hit is not None:
+                results[key] = {"key": key, "engine_path": str(hit), "build_seconds": 0.0, "cached": False,
+                                "error": ""}
         return results, True
     return results, False
