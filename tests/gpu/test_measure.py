@@ -21,7 +21,7 @@ import time
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 
 from tests.gpu import models
 from tests.gpu.build_helpers import artifacts_dir, fresh_dir

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -189,10 +189,3 @@ def stats_overlap_note(stats, held_fingerprints: Sequence[str]) -> Optional[str]
             "accuracy measured on them flatters the plan. Give held-back data the statistics never saw "
             "(--held-back DIR), or collect the statistics on the calibration part of the split only.")
 
-
-def fingerprint_counts(hashes: Iterable[str]) -> Dict[str, int]:
-    """Fingerprint -> how many times it occurs (duplicated samples in one folder show up here)."""
-    out: Dict[str, int] = {}
-    for h in hashes:
-        out[h] = out.get(h, 0) + 1
-    return out
