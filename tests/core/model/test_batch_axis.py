@@ -77,6 +77,12 @@ def test_static_leading_one_is_a_batch_of_one():
     assert axes.inputs == {"X": 0} and axes.fixed_batch == {"X": 1} and not axes.batched
     pytest.importorskip("onnxruntime")
     assert find_batch_axes(model).outputs == {"Y": 0}
+    # A Reshape that fixes the batch at 1 (as YOLO's DFL head does): the batch-2 run fails, the leading 1 stands.
+    shape = numpy_helper.from_array(np.array([1, 2], np.int64), "shape")
+    fixed = _model([1, 4], [1, 2], [helper.make_node("MatMul", ["X", "W"], ["h"]),
+                                    helper.make_node("Reshape", ["h", "shape"], ["Y"])], [w, shape])
+    axes = find_batch_axes(fixed)
+    assert axes.outputs == {"Y": 0} and "fixed batch of 1" in axes.reasons["Y"]
 
 
 def test_dynamic_dims_without_names():

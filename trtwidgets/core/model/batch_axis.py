@@ -12,6 +12,8 @@ has a batch axis of size 1. :func:`find_batch_axes` decides, for each tensor, in
    a static leading dim of 1 is taken as a batch axis of size 1;
 4. for outputs, **a batch-2 run against two batch-1 runs** in ONNX Runtime (imported
    lazily): the axis along which the batch-2 output splits into the two batch-1 outputs;
+   where a static batch-1 model cannot run two samples, an output's static leading 1 is
+   its batch axis, as its inputs' is;
 5. otherwise **no batch axis**: the tensor is one sample, and the model is run sample by sample.
 
 :func:`stack_samples` puts samples together along each input's batch axis,
@@ -228,9 +230,15 @@ def find_batch_axes(model, user: Optional[Mapping[str, Optional[int]]] = None,
             unsettled.append(vi.name)
     if unsettled:
         probed = probe_output_axes(proto, inputs, sample) if run else {}
+        dims_of = {vi.name: _dims(vi) for vi in proto.graph.output}
+        fixed_one = bool(fixed) and all(v == 1 for v in fixed.values()) and len(fixed) == len(
+            [a for a in inputs.values() if a is not None])
         for name in unsettled:
             if name in probed:
                 outputs[name], reasons[name] = probed[name], "a batch-2 run split into the two batch-1 runs"
+            elif fixed_one and dims_of.get(name) and dims_of[name][0] == 1:
+                # A static model of batch 1 (its Reshapes fix the batch, so it cannot run 2): leading 1 as the inputs.
+                outputs[name], reasons[name] = 0, "a static leading dim of 1, as the inputs' fixed batch of 1"
             else:
                 outputs[name] = None
                 reasons[name] = ("the batch-2 check could not run: give --batch-axis" if run else
@@ -309,7 +317,7 @@ def probe_output_axes(model, inputs: Mapping[str, Optional[int]],
         import onnxruntime as ort
 
         opts = ort.SessionOptions()
-        opts.log_severity_level = 3
+        opts.log_severity_level = 4  # a model that cannot take 2 samples is an answer, not an error to print
         sess = ort.InferenceSession(_dynamic_copy(proto, inputs), opts, providers=["CPUExecutionProvider"])
         names = [o.name for o in sess.get_outputs()]
         ra, rb, r2 = (dict(zip(names, sess.run(None, f))) for f in (a, b, two))
