@@ -242,6 +242,15 @@ def _specs(jobs: Sequence[MeasureJob], cache_dir: Path, shapes, opt_level, skip:
     return names, specs
 
 
+def _visible_gpus() -> int:
+    from . import cuda
+
+    try:
+        return cuda.device_count()
+    except Exception:  # noqa: BLE001 - no CUDA library: build in this process, which says why it cannot
+        return 0
+
+
 def _notify(progress, event: MeasureProgress) -> None:
     if callable(progress):
         progress(event)
@@ -405,9 +414,7 @@ def _build_all(specs: Mapping[str, dict], progress, gpus: Optional[int], cache: 
             else:
                 todo.append(spec)
         if gpus is None:
-            from . import cuda
-
-            gpus = cuda.device_count() if todo else 0
+            gpus = _visible_gpus() if todo else 0
         if gpus > 1 and len(todo) > 1:
             results.update(_build_on_gpus(todo, gpus, progress, len(results), len(specs), cache))
         else:
