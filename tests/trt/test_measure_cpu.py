@@ -101,3 +101,18 @@ def test_report_to_dict():
     rep = m.MeasureReport((Measurement("fp16", FP16, (0.3, 0.31, 0.29)),), rounds=3, built=1, shapes={"X": (1, 4)})
     d = rep.to_dict()
     assert d["rounds"] == 3 and d["measurements"][0]["median_ms"] == pytest.approx(0.3) and d["shapes"] == {"X": [1, 4]}
+
+
+def test_without_a_gpu_every_job_says_why(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRTWIDGETS_DISABLE_TRT", "1")
+    monkeypatch.setattr("trtwidgets.trt._module", None)
+    model = _save(_qdq_model(0.1), tmp_path / "f.onnx")
+    cache = tmp_path / "model.cache"
+    cache.write_text("TRT-8600-EntropyCalibration2\n")
+    rep = m.measure([m.MeasureJob("fp16", FP16, model),
+                     m.MeasureJob("int8_implicit", INT8_IMPLICIT, model, calibration_cache=str(cache)),
+                     m.MeasureJob("q", QDQ, model)], tmp_path / "engines", progress=False, gpus=0)
+    assert rep.rounds == 0 and rep.built == 0
+    assert all(not x.ok and x.error for x in rep.measurements)
+    assert "implicit INT8 is not available" in rep.measurements[1].error
+    assert "TensorRT" in rep.measurements[0].error
