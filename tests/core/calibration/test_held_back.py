@@ -68,6 +68,19 @@ def test_fingerprint_is_the_same_in_any_batch():
     assert sample_fingerprint({"x": feeds[0]["x"][0].astype(np.float64)}) != single[0]
 
 
+def test_fingerprints_follow_each_inputs_batch_axis():
+    rng = np.random.default_rng(0)
+    items = [{"input": rng.normal(size=(512,)), "state": rng.normal(size=(2, 128))} for _ in range(3)]
+    feed = {"input": np.stack([i["input"] for i in items]), "state": np.stack([i["state"] for i in items], axis=1),
+            "sr": np.array(16000)}
+    axes = {"input": 0, "state": 1, "sr": None}
+    prints = feed_fingerprints(feed, axes)
+    assert len(set(prints)) == 3
+    one = {"input": feed["input"][1:2], "state": feed["state"][:, 1:2], "sr": feed["sr"]}
+    assert feed_fingerprints(one, axes) == [prints[1]]
+    assert len(feed_fingerprints({"frames": np.zeros((94, 576))}, {"frames": None})) == 1
+
+
 def test_stats_record_samples_and_warn_on_held_back(tmp_path):
     model = save(conv_relu_model(channels=3), tmp_path / "m.onnx")
     feeds = _feeds(8)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -141,22 +141,36 @@ def sample_fingerprint(arrays: Mapping[str, np.ndarray]) -> str:
     return h.hexdigest()[:16]
 
 
-def feed_fingerprints(feed: Mapping[str, np.ndarray], batch_axis: int = 0) -> List[str]:
-    """The fingerprint of each sample of one feed (its items along ``batch_axis``, the axis removed).
+def feed_fingerprints(feed: Mapping[str, np.ndarray], batch_axis: Union[int, Mapping[str, Optional[int]]] = 0
+                      ) -> List[str]:
+    """The fingerprint of each sample of one feed (its items along the batch axis, the axis removed).
 
     A sample gets the same fingerprint in a feed of 1 and in a feed of 32.
+
+    Parameters
+    ----------
+    feed : mapping
+        Input name -> array.
+    batch_axis : int or mapping
+        One axis for every input, or input name -> axis (None: the input has no batch axis,
+        e.g. a scalar sample rate, and is part of every sample; all None: the feed is one sample),
+        as :func:`trtwidgets.core.model.batch_axis.find_batch_axes` gives them.
     """
     if not feed:
         return []
     arrays = {k: np.asarray(v) for k, v in feed.items()}
-    first = next(iter(arrays.values()))
-    if first.ndim == 0:
+    axes = {k: (batch_axis.get(k, 0) if isinstance(batch_axis, Mapping) else batch_axis) for k in arrays}
+    axes = {k: (a if a is not None and arrays[k].ndim > a else None) for k, a in axes.items()}
+    batched = [k for k, a in axes.items() if a is not None]
+    if not batched:
         return [sample_fingerprint(arrays)]
-    n = first.shape[batch_axis]
-    return [sample_fingerprint({k: np.take(v, i, axis=batch_axis) for k, v in arrays.items()}) for i in range(n)]
+    n = arrays[batched[0]].shape[axes[batched[0]]]
+    return [sample_fingerprint({k: (v if axes[k] is None else np.take(v, i, axis=axes[k])) for k, v in arrays.items()})
+            for i in range(n)]
 
 
-def feeds_fingerprints(feeds: Iterable[Mapping[str, np.ndarray]], batch_axis: int = 0) -> List[str]:
+def feeds_fingerprints(feeds: Iterable[Mapping[str, np.ndarray]],
+                       batch_axis: Union[int, Mapping[str, Optional[int]]] = 0) -> List[str]:
     """:func:`feed_fingerprints` of every feed, in order."""
     out: List[str] = []
     for feed in feeds:
