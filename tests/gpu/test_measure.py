@@ -128,3 +128,21 @@ def test_measure_builds_once_times_interleaved_and_caches(jobs):
     assert pick.name in ("fp16", "stack qdq a", "stack qdq b")
     if pick.name != "fp16":
         assert pick.median_ms < by["fp16"].median_ms
+
+
+def test_builds_in_parallel_one_process_per_gpu(jobs):
+    """On a machine with several GPUs (nvidia-h200-x2 or larger): each GPU's worker builds its share."""
+    from trtwidgets.trt import cuda
+    from trtwidgets.trt.measure import measure
+
+    gpus = cuda.device_count()
+    if gpus < 2:
+        pytest.skip(f"{gpus} GPU visible: parallel builds need 2 or more")
+    work, job_list = jobs
+    cache_dir = fresh_dir(work, "engines-parallel")
+    t0 = time.perf_counter()
+    rep = measure(job_list, cache_dir, rounds=3, runs=20, warmup=5, gpus=gpus, progress=True)
+    print(f"{gpus} GPUs: {rep.built} builds in {time.perf_counter() - t0:.1f} s")
+    assert rep.built >= 4 and rep.rounds == 3
+    assert sorted(p.name for p in cache_dir.glob("timing.gpu*.cache"))  # one timing cache per GPU worker
+    assert all(m.ok for m in rep.measurements if m.kind != INT8_IMPLICIT)
