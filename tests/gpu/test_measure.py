@@ -144,5 +144,6 @@ def test_builds_in_parallel_one_process_per_gpu(jobs):
     rep = measure(job_list, cache_dir, rounds=3, runs=20, warmup=5, gpus=gpus, progress=True)
     print(f"{gpus} GPUs: {rep.built} builds in {time.perf_counter() - t0:.1f} s")
     assert rep.built >= 4 and rep.rounds == 3
-    assert sorted(p.name for p in cache_dir.glob("timing.gpu*.cache"))  # one timing cache per GPU worker
+    specs = sorted(p.name for p in cache_dir.glob(".measure-*/gpu*.specs.json"))
+    assert specs == [f"gpu{g}.specs.json" for g in range(min(gpus, rep.built))]  # one worker per GPU
     assert all(m.ok for m in rep.measurements if m.kind != INT8_IMPLICIT)
