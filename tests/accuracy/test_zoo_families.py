@@ -32,13 +32,16 @@ def test_at_least_eight_families_each_with_a_metric(families):
 
 
 def test_time_major_ctc_metric_by_module_name(families):
+    from trtwidgets.core.model.batch_axis import BatchAxes, gather_outputs
+
     rng = np.random.default_rng(0)
-    logits = rng.normal(size=(20, 6, 37)).astype(np.float32)  # [T, N, C], blank = 36
-    ref = {"logits": logits}
-    metric = parse_task_metric("zoo_families:ctc_time_major_agreement", ref)
+    runs = [{"logits": rng.normal(size=(20, 3, 37)).astype(np.float32)} for _ in range(2)]  # [T, N, C] per run
+    ref = gather_outputs(runs, BatchAxes({"image": 0}, {"logits": 1}))  # batch first: [6, 20, 37], blank = 36
+    assert ref["logits"].shape == (6, 20, 37)
+    metric = parse_task_metric("zoo_families:ctc_last_blank_agreement", ref)
     assert metric.reference_value == 1.0
-    worse = logits.copy()
-    worse[:, :3] = rng.normal(size=(20, 3, 37))  # three samples read differently
+    worse = ref["logits"].copy()
+    worse[:3] = rng.normal(size=(3, 20, 37))  # three samples read differently
     assert metric({"logits": worse}) == pytest.approx(0.5)
 
 

@@ -8,7 +8,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from trtwidgets.core.common.errors import UserError
 from trtwidgets.core.model.batch_axis import (BatchAxes, find_batch_axes, gather_outputs, named_batch_axis,
-                                              parse_batch_axis, split_outputs, stack_samples)
+                                              parse_batch_axis, run_in_batches, split_outputs, stack_samples)
 
 
 def _model(inp_shape, out_shape, nodes, inits=(), out_name="Y"):
@@ -122,3 +122,31 @@ def test_stack_split_gather_round_trip_time_major():
     np.testing.assert_array_equal(together["Y"][0], samples[0]["X"])
     with pytest.raises(UserError, match="not the 3 samples run"):
         split_outputs({"Y": y}, axes, 3)
+
+
+@pytest.mark.parametrize("batch_size", [1, 3, 8])
+def test_run_in_batches_time_major_in_onnx_runtime(batch_size):
+    ort = pytest.importorskip("onnxruntime")
+    model = time_major()
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    axes = find_batch_axes(model)
+    rng = np.random.default_rng(0)
+    samples = [{"X": rng.normal(size=(1, 5, 4)).astype(np.float32)} for _ in range(7)]
+    out = run_in_batches(lambda feed: dict(zip(["Y"], sess.run(None, feed))), samples, axes, batch_size,
+                         ranks={"X": 3})
+    assert out["Y"].shape == (7, 5, 4)  # batch first, whatever the batching
+    np.testing.assert_array_equal(out["Y"][6], samples[6]["X"][0])
+
+
+def test_run_in_batches_without_batch_axis_runs_one_at_a_time():
+    calls = []
+    axes = BatchAxes({"X": None}, {"Y": None})
+
+    def run(feed):
+        calls.append(feed["X"].shape)
+        return {"Y": feed["X"].sum(axis=1)}
+
+    out = run_in_batches(run, [{"X": np.full((94, 576), float(i))} for i in range(3)], axes, batch_size=8)
+    assert calls == [(94, 576)] * 3 and out["Y"].shape == (3, 94)
+    with pytest.raises(UserError, match="runs nothing"):
+        run_in_batches(run, [], axes, batch_size=0)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import onnx
@@ -34,7 +34,7 @@ from ..common.errors import UserError
 from .load import as_model_proto
 
 __all__ = ["BATCH_NAMES", "BatchAxes", "find_batch_axes", "gather_outputs", "named_batch_axis", "parse_batch_axis",
-           "probe_output_axes", "split_outputs", "stack_samples"]
+           "probe_output_axes", "run_in_batches", "split_outputs", "stack_samples"]
 
 #: ``dim_param`` names (lower case, without ``_``, ``-`` or spaces) that mean "the batch".
 BATCH_NAMES = ("n", "b", "bs", "batch", "batchsize", "batches", "nbatch", "numbatch", "numsamples", "nsamples",
@@ -410,3 +410,35 @@ def gather_outputs(per_sample: Sequence[Mapping[str, np.ndarray]], axes: BatchAx
         else:
             out[name] = np.moveaxis(np.concatenate(parts, axis=axis), axis, 0)
     return out
+
+
+def run_in_batches(run: Callable[[Dict[str, np.ndarray]], Mapping[str, np.ndarray]],
+                   samples: Sequence[Mapping[str, np.ndarray]], axes: BatchAxes, batch_size: int = 1,
+                   ranks: Optional[Mapping[str, int]] = None) -> Dict[str, np.ndarray]:
+    """Every sample through ``run``, ``batch_size`` at a time where the model takes a batch, outputs batch first.
+
+    Parameters
+    ----------
+    run : callable
+        ``run(feed) -> {output name: array}`` (an ONNX Runtime session's run, an engine's infer).
+    samples : sequence of mapping
+        One sample per entry (each input with or without its batch axis of 1).
+    axes : BatchAxes
+    batch_size : int
+        Samples per run; 1 (one at a time) for a model without a batch axis or a fixed batch.
+    ranks : mapping, optional
+        Input name -> the model's rank (see :func:`stack_samples`).
+
+    Returns
+    -------
+    dict
+        Output name -> all samples' outputs, batch axis first (:func:`gather_outputs`).
+    """
+    if batch_size < 1:
+        raise UserError(f"A batch of {batch_size} runs nothing.", None, "Use a batch size of 1 or more.")
+    step = batch_size if axes.batched else 1
+    parts = []
+    for i in range(0, len(samples), step):
+        chunk = list(samples[i:i + step])
+        parts.append(dict(run(stack_samples(chunk, axes, ranks))))
+    return gather_outputs(parts, axes)
