@@ -15,6 +15,7 @@ from tests.core.engine.test_measured import _qdq_model
 from trtwidgets.core.common.errors import UserError
 from trtwidgets.core.engine.measured import FP16, INT8_IMPLICIT, QDQ
 from trtwidgets.trt import measure as m
+from trtwidgets.trt.build_phases.result import ENGINE_FILE
 
 
 def _save(model, path: Path) -> str:
@@ -49,7 +50,7 @@ def test_cached_engines_are_not_rebuilt(tmp_path):
     _, specs = m._specs(jobs, tmp_path, {}, None, {})
     spec = next(iter(specs.values()))
     Path(spec["out_dir"]).mkdir()
-    (Path(spec["out_dir"]) / "model.engine").write_bytes(b"engine")
+    (Path(spec["out_dir"]) / ENGINE_FILE).write_bytes(b"engine")
     events = []
     results, interrupted = m._build_all(specs, events.append, gpus=0, cache=tmp_path)
     assert not interrupted and results[spec["key"]]["cached"] and results[spec["key"]]["error"] == ""
@@ -63,7 +64,7 @@ def test_ctrl_c_keeps_the_builds_done(tmp_path):
     _, specs = m._specs(jobs, tmp_path, {}, None, {})
     for spec in specs.values():
         Path(spec["out_dir"]).mkdir()
-        (Path(spec["out_dir"]) / "model.engine").write_bytes(b"engine")
+        (Path(spec["out_dir"]) / ENGINE_FILE).write_bytes(b"engine")
 
     def ctrl_c_after_first(event):
         if event.done == 1:
@@ -71,7 +72,7 @@ def test_ctrl_c_keeps_the_builds_done(tmp_path):
 
     results, interrupted = m._build_all(specs, ctrl_c_after_first, gpus=0, cache=tmp_path)
     assert interrupted and set(results) == set(specs)
-    assert all(r["engine_path"].endswith("model.engine") and not r["error"] for r in results.values())
+    assert all(r["engine_path"].endswith(ENGINE_FILE) and not r["error"] for r in results.values())
 
 
 def test_refusals_are_user_errors(tmp_path):

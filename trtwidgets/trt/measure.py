@@ -159,10 +159,11 @@ def build_key(model_path: str, kind: str, shapes: Mapping[str, Sequence[int]], s
 
 
 def _engine_in(folder: Path) -> Optional[Path]:
-    if not folder.is_dir():
-        return None
-    found = sorted(folder.glob("*.engine"))
-    return found[0] if found else None
+    """The engine of a published build folder (``build()`` publishes whole folders only), or None."""
+    from .build_phases.result import ENGINE_FILE
+
+    path = folder / ENGINE_FILE
+    return path if path.is_file() else None
 
 
 def _recipe(spec: Mapping):
@@ -278,12 +279,12 @@ def _build_on_gpus(todo: List[dict], gpus: int, progress, done0: int, total: int
         write_text_atomic(specs_path, json.dumps(share))
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(g))
         cmd = [sys.executable, "-m", "trtwidgets.trt.measure_worker", str(specs_path), str(results_path)]
-        procs.append((subprocess.Popen(cmd, env=env), results_path))
+        procs.append((subprocess.Popen(cmd, env=env), results_path, share))
     results: Dict[str, dict] = {}
     try:
         while True:
-            running = [p for p, _ in procs if p.poll() is None]
-            for _, path in procs:
+            running = [p for p, _, _ in procs if p.poll() is None]
+            for _, path, _ in procs:
                 for r in (json.loads(path.read_text()) if path.exists() else []):
                     if r["key"] not in results:
                         results[r["key"]] = r
@@ -293,10 +294,14 @@ def _build_on_gpus(todo: List[dict], gpus: int, progress, done0: int, total: int
                 break
             time.sleep(0.5)
     except KeyboardInterrupt:
-        for p, _ in procs:  # only the workers this call started
+        for p, _, _ in procs:  # only the workers this call started
             if p.poll() is None:
                 p.terminate()
         raise
+    for p, _, share in procs:  # a worker that died leaves its unbuilt specs with its exit code as their error
+        for spec in share:
+            results.setdefault(spec["key"], {"key": spec["key"], "engine_path": "", "build_seconds": 0.0,
+                                             "cached": False, "error": f"the build worker exited with {p.returncode}"})
     return results
 
 
