@@ -117,3 +117,19 @@ def test_without_a_gpu_every_job_says_why(tmp_path, monkeypatch):
     assert all(not x.ok and x.error for x in rep.measurements)
     assert "implicit INT8 is not available" in rep.measurements[1].error
     assert "TensorRT" in rep.measurements[0].error
+
+
+def test_parallel_builds_run_one_worker_process_per_gpu(tmp_path, monkeypatch):
+    # Without TensorRT each worker's build fails at once: what is tested is the machinery (workers, specs, results).
+    monkeypatch.setenv("TRTWIDGETS_DISABLE_TRT", "1")
+    jobs = [m.MeasureJob("a", FP16, _save(_qdq_model(0.1, quantize_second=False), tmp_path / "a.onnx")),
+            m.MeasureJob("b", QDQ, _save(_qdq_model(0.1), tmp_path / "b.onnx")),
+            m.MeasureJob("c", FP16, _save(_qdq_model(0.1), tmp_path / "c.onnx"))]
+    _, specs = m._specs(jobs, tmp_path, {}, None, {})
+    events = []
+    results, interrupted = m._build_all(specs, events.append, gpus=2, cache=tmp_path)
+    assert not interrupted and set(results) == set(specs)
+    assert all("TensorRT" in r["error"] for r in results.values())
+    assert sorted(e.done for e in events) == [1, 2, 3]
+    assert sorted(p.name for p in tmp_path.glob(".measure-*/gpu*.specs.json")) == ["gpu0.specs.json",
+                                                                                   "gpu1.specs.json"]
