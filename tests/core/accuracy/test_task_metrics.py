@@ -127,3 +127,18 @@ def test_api_callable_and_registry():
         REGISTRY.pop("always-half")
     with pytest.raises(UserError, match="not a metric name"):
         register_metric("Bad Name", None)
+
+
+def test_segmentation_miou():
+    logits = np.zeros((1, 3, 4, 4), np.float32)
+    logits[0, 0] = 1.0
+    logits[0, 1, :2, :2] = 2.0  # class 1 top-left, class 0 elsewhere
+    ref = {"seg": logits}
+    metric = parse_task_metric("seg-miou", ref)
+    assert metric(ref) == 1.0
+    moved = logits.copy()
+    moved[0, 1, :2, :2] = 0.0
+    moved[0, 1, 2:, 2:] = 2.0  # class 1 found in the wrong corner
+    assert metric({"seg": moved}) == pytest.approx((8 / 16 + 0.0) / 2)
+    with pytest.raises(UserError, match="seg-miou reads"):
+        parse_task_metric("seg-miou:x", {"x": np.zeros((2, 10))})

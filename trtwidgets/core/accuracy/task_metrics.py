@@ -15,6 +15,8 @@ Built in (:data:`REGISTRY`; ``--metric`` text, then its ``:``-separated options)
 ``top1-agreement[:OUTPUT]``            fraction of samples whose arg-max class is FP32's
 ``topk-agreement:K[:OUTPUT]``          top-k overlap with FP32 (:func:`.metrics.topk_agreement`)
 ``mask-iou[:T[:OUTPUT]]``              IoU of ``output > T`` against FP32's mask
+``seg-miou[:OUTPUT]``                  mean IoU over classes of the per-pixel arg-max (axis 1 of
+                                       ``[N, K, H, W]`` logits) against FP32's
 ``cosine[:OUTPUT]`` / ``snr[:OUTPUT]`` the pooled metrics of :mod:`.metrics` (SNR in dB)
 ``worst-group``                        the worst channel group's cosine (:mod:`.output_groups`)
 ``top1`` (needs labels)                top-1 accuracy against the user's labels
@@ -170,6 +172,28 @@ def _mask_iou(reference: Outputs, options: List[str], labels=None) -> TaskMetric
     return TaskMetric(iou, f"mask IoU@{thr:g} ({out})")
 
 
+def _seg_miou(reference: Outputs, options: List[str], labels=None) -> TaskMetric:
+    out = _output(reference, _opt(options, 0) or None, lambda s: len(s) == 4 and s[1] >= 2)
+    if np.ndim(reference[out]) != 4 or np.shape(reference[out])[1] < 2:
+        raise UserError(f"seg-miou reads [N, K, H, W] class scores; {out!r} has shape {np.shape(reference[out])}.",
+                        "The class of a pixel is the arg-max over axis 1.",
+                        "Name a segmentation output (seg-miou:OUTPUT), or use mask-iou for a one-channel map.")
+    ref = np.argmax(np.asarray(reference[out]), axis=1)
+    k = np.shape(reference[out])[1]
+
+    def miou(outputs: Outputs) -> float:
+        cand = np.argmax(np.asarray(outputs[out]), axis=1)
+        ious = []
+        for c in range(k):
+            r, p = ref == c, cand == c
+            union = np.logical_or(r, p).sum()
+            if union:
+                ious.append(np.logical_and(r, p).sum() / union)
+        return float(np.mean(ious)) if ious else 1.0
+
+    return TaskMetric(miou, f"segmentation mIoU ({out})")
+
+
 def _pooled(kind: str) -> Factory:
     def factory(reference: Outputs, options: List[str], labels=None) -> TaskMetric:
         out = _output(reference, _opt(options, 0) or None)
@@ -216,6 +240,7 @@ REGISTRY: Dict[str, Factory] = {
     "top1-agreement": _top1_agreement,
     "topk-agreement": _topk_agreement,
     "mask-iou": _mask_iou,
+    "seg-miou": _seg_miou,
     "cosine": _pooled("cosine"),
     "snr": _pooled("snr"),
     "worst-group": _worst_group,
