@@ -10,7 +10,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from trtwidgets.core.common.errors import UserError
 from trtwidgets.core.engine.measured import (FP16, INT8_IMPLICIT, QDQ, MeasuredLatency, Measurement,
-                                             known_estimates, pick_measured, placement_key)
+                                             known_estimates, measurement_rows, pick_measured, placement_key)
 
 # Three interleaved rounds, per-round medians in ms.
 YOLO = [Measurement("fp16", FP16, (0.631, 0.628, 0.634)),
@@ -115,3 +115,15 @@ def test_placement_key_ignores_ranges_but_not_placement():
     renamed = _qdq_model(0.1)
     renamed.doc_string = "another export"
     assert placement_key(renamed) == a
+
+
+def test_estimate_and_measurement_side_by_side():
+    # The YOLO pick: estimated 32% faster than FP16, measured 1.8x slower.
+    ms = [Measurement("fp16", FP16, (0.63, 0.63, 0.63), estimate_ms=1.0),
+          Measurement("pick", QDQ, (1.13, 1.15, 1.22), estimate_ms=0.68),
+          Measurement("int8_implicit", INT8_IMPLICIT, (0.63, 0.62, 0.64))]
+    rows = {r["name"]: r for r in measurement_rows(ms)}
+    assert rows["fp16"]["vs_fp16"] == 1.0 and rows["fp16"]["estimate_error"] == 0.0
+    assert rows["pick"]["vs_fp16"] == pytest.approx(1.15 / 0.63)
+    assert rows["pick"]["estimate_error"] == pytest.approx(0.68 / (1.15 / 0.63) - 1.0)
+    assert math.isnan(rows["int8_implicit"]["estimate_error"]) and rows["int8_implicit"]["vs_fp16"] > 0

@@ -30,7 +30,7 @@ import onnx
 from ..common.errors import UserError
 
 __all__ = ["FP16", "INT8_IMPLICIT", "MeasuredLatency", "MeasuredPick", "Measurement", "known_estimates",
-           "pick_measured", "placement_key"]
+           "measurement_rows", "pick_measured", "placement_key"]
 
 #: Measurement kinds: the FP16 baseline, TensorRT's implicit INT8 (a reference, never picked), Q/DQ candidates.
 FP16 = "fp16"
@@ -315,3 +315,24 @@ def known_estimates(estimates: Mapping[str, Optional[float]]) -> Tuple[Dict[str,
                        "(plan --measure, or `trtwidgets plan measure PLAN_DIR` on the GPU machine).")
     return known, (f"Cannot estimate {shown}; those are not picked by estimate: measure them on a GPU "
                    "(plan --measure).")
+
+
+def measurement_rows(measurements: Sequence[Measurement]) -> List[dict]:
+    """Estimate and measurement side by side, one row per engine (for plan.html, the Pareto chart, the zoo table).
+
+    Each row: ``name, kind, estimate_ms, measured_ms, spread_ms, vs_fp16`` (measured / FP16's measured),
+    ``estimate_vs_fp16`` (estimate / FP16's estimate) and ``estimate_error`` (how far the estimated ratio to
+    FP16 was off the measured one: ``estimate_vs_fp16 / vs_fp16 - 1``; NaN where either is unknown).
+    Ratios, not milliseconds, are compared: a cost model's absolute times are not meant to be right.
+    """
+    base = next((m for m in measurements if m.kind == FP16 and m.ok), None)
+    fp16_ms = base.median_ms if base is not None else float("nan")
+    fp16_est = base.estimate_ms if base is not None else float("nan")
+    rows = []
+    for m in measurements:
+        vs = m.median_ms / fp16_ms if m.ok and fp16_ms > 0 else float("nan")
+        est_vs = m.estimate_ms / fp16_est if math.isfinite(m.estimate_ms) and fp16_est > 0 else float("nan")
+        err = est_vs / vs - 1.0 if math.isfinite(est_vs) and math.isfinite(vs) and vs > 0 else float("nan")
+        rows.append({"name": m.name, "kind": m.kind, "estimate_ms": m.estimate_ms, "measured_ms": m.median_ms,
+                     "spread_ms": m.spread_ms, "vs_fp16": vs, "estimate_vs_fp16": est_vs, "estimate_error": err})
+    return rows
