@@ -32,7 +32,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .metrics import ComparisonError, _cosine, _snr
+from .metrics import ComparisonError, cosine_similarity, snr_db
 
 __all__ = ["ChannelGroup", "ChannelLayout", "GroupMetrics", "OutputCheck", "blind_spots", "channel_layout",
            "check_outputs", "detector_layout", "group_metrics"]
@@ -242,10 +242,7 @@ def group_metrics(reference, candidate, name: str = "output",
     cand = cand.reshape(ref.shape)
     layout = layout or channel_layout(ref.shape, reference=ref)
     if layout.axis is None:
-        r = ref.astype(np.float64).ravel()
-        c = cand.astype(np.float64).ravel()
-        ok = np.isfinite(r) & np.isfinite(c)
-        return (GroupMetrics(name, layout.groups[0].name, _cosine(r[ok], c[ok]), _snr(r[ok], c[ok]), 1.0),)
+        return (GroupMetrics(name, layout.groups[0].name, cosine_similarity(ref, cand), snr_db(ref, cand), 1.0),)
     r2 = _channels_last(ref, layout.axis)
     c2 = _channels_last(cand, layout.axis)
     energy = np.nansum(np.where(np.isfinite(r2), r2, 0.0) ** 2, axis=0)
@@ -255,7 +252,7 @@ def group_metrics(reference, candidate, name: str = "output",
     for g in layout.groups:
         rs, cs = _standardize(r2[:, g.start:g.stop], c2[:, g.start:g.stop], scale[g.start:g.stop])
         share = float(energy[g.start:g.stop].sum()) / total if total > 0 else 0.0
-        out.append(GroupMetrics(name, g.name, _cosine(rs, cs), _snr(rs, cs), share))
+        out.append(GroupMetrics(name, g.name, cosine_similarity(rs, cs), snr_db(rs, cs), share))
     return tuple(out)
 
 

@@ -267,7 +267,7 @@ def _random_sample(proto: onnx.ModelProto, inputs: Mapping[str, Optional[int]]) 
     return out
 
 
-def _dynamic_copy(proto: onnx.ModelProto, inputs: Mapping[str, Optional[int]]) -> bytes:
+def _dynamic_copy(proto: onnx.ModelProto, inputs: Mapping[str, Optional[int]]) -> onnx.ModelProto:
     # The batch axes made dynamic and output shapes cleared, so that ONNX Runtime takes a batch of 2.
     copy = onnx.ModelProto()
     copy.CopyFrom(proto)
@@ -279,7 +279,7 @@ def _dynamic_copy(proto: onnx.ModelProto, inputs: Mapping[str, Optional[int]]) -
     for vi in copy.graph.output:
         vi.type.tensor_type.ClearField("shape")
     del copy.graph.value_info[:]
-    return copy.SerializeToString()
+    return copy
 
 
 def _split_axis(two: np.ndarray, a: np.ndarray, b: np.ndarray) -> Optional[int]:
@@ -314,12 +314,11 @@ def probe_output_axes(model, inputs: Mapping[str, Optional[int]],
              if np.issubdtype(v.dtype, np.floating) else v.copy()) for k, v in a.items()}
     two = {k: (np.concatenate([a[k], b[k]], axis=inputs[k]) if inputs.get(k) is not None else a[k]) for k in a}
     try:
-        import onnxruntime as ort
+        from ..common.ort import open_session
 
-        opts = ort.SessionOptions()
-        opts.log_severity_level = 4  # a model that cannot take 2 samples is an answer, not an error to print
-        sess = ort.InferenceSession(_dynamic_copy(proto, inputs), opts, providers=["CPUExecutionProvider"])
-        names = [o.name for o in sess.get_outputs()]
+        # log_severity 4: a model that cannot take 2 samples is an answer, not an error to print.
+        sess = open_session(_dynamic_copy(proto, inputs), log_severity=4, purpose="check the batch axes")
+        names = list(sess.output_names)
         ra, rb, r2 = (dict(zip(names, sess.run(None, f))) for f in (a, b, two))
     except Exception:  # noqa: BLE001 - no ORT, or a model that cannot take 2 samples: the check says nothing
         return {}
