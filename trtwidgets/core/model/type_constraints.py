@@ -156,6 +156,47 @@ def _direct_reads(graph: onnx.GraphProto, opsets, floats: Set[str], low: str) ->
     return reads
 
 
+def _refused_outputs(n: onnx.NodeProto, i: int, opsets, floats: Set[str], low: str, kept: Dict[int, str],
+                     pinned: Dict[str, str], todo: List[str]) -> None:
+    """An output whose constraint refuses the low type (ConstantOfShape's T2 before BF16) keeps the node FP32."""
+    schema = _schema(n, opsets)
+    if schema is None:
+        return
+    for k, o in enumerate(n.output):
+        p = _formal(schema.outputs, k) if o in floats else None
+        if p is None or low in _allowed(schema, p.type_str):
+            continue
+        kept.setdefault(i, f"{n.op_type} output {k} takes {', '.join(sorted(_allowed(schema, p.type_str)))}, "
+                           f"not {low} (ONNX schema)")
+        for x in (n.input[j] for j in output_type_ties(n, k, opsets) or ()):
+            if x in floats and x not in pinned:
+                pinned[x] = f"tied by type to {n.op_type} output {o}, which stays FP32"
+                todo.append(x)
+
+
+def _walk_back(graph: onnx.GraphProto, opsets, floats: Set[str], kept: Dict[int, str], pinned: Dict[str, str],
+               todo: List[str]) -> None:
+    """From each pinned tensor to its producer (kept), and on through inputs tied to it by a type variable."""
+    producer = {o: (i, k) for i, n in enumerate(graph.node) for k, o in enumerate(n.output) if o}
+    seen: Set[str] = set()
+    while todo:
+        t = todo.pop()
+        if t not in producer or t in seen:
+            continue  # a graph input or an initializer: its FP32 value is read as it is
+        seen.add(t)
+        i, out_k = producer[t]
+        node = graph.node[i]
+        kept.setdefault(i, f"computes {t}, which stays FP32 ({pinned[t]})")
+        ties = output_type_ties(node, out_k, opsets)
+        if ties is None:  # a custom op: its inputs keep their types too
+            ties = tuple(range(len(node.input)))
+        for k in ties:
+            x = node.input[k]
+            if x and x in floats and x not in pinned:
+                pinned[x] = f"tied by type to {node.op_type} output {t}, which stays FP32"
+                todo.append(x)
+
+
 def low_precision_blockers(model: onnx.ModelProto, low_type: int = onnx.TensorProto.FLOAT16,
                            extra: Mapping[str, str] = ()) -> TypeBlockers:
     """The reads, tensors and nodes that must stay FP32 if the float part becomes ``low_type``.
@@ -183,31 +224,16 @@ def low_precision_blockers(model: onnx.ModelProto, low_type: int = onnx.TensorPr
         pinned.setdefault(graph.node[i].input[k], f"read by {_label(graph.node[i])}: {why}")
     for t, why in dict(extra).items():
         pinned.setdefault(t, why)
-    producer = {o: (i, k) for i, n in enumerate(graph.node) for k, o in enumerate(n.output) if o}
     kept: Dict[int, str] = {}
+    todo: List[str] = list(pinned)
+    for i, n in enumerate(graph.node):
+        _refused_outputs(n, i, opsets, floats, low, kept, pinned, todo)
     for (i, k), why in reads.items():
         # An output tied to a refused input (Range's T) is FP32 too: the node computes in FP32.
         node = graph.node[i]
         if any(k in (output_type_ties(node, o, opsets) or ()) for o in range(len(node.output))):
             kept.setdefault(i, why)
-    todo: List[str] = list(pinned)
-    while todo:
-        t = todo.pop()
-        if t not in producer:
-            continue  # a graph input or an initializer: its FP32 value is read as it is
-        i, out_k = producer[t]
-        node = graph.node[i]
-        if i in kept:
-            continue
-        kept[i] = f"computes {t}, which stays FP32 ({pinned[t]})"
-        ties = output_type_ties(node, out_k, opsets)
-        if ties is None:  # a custom op: its inputs keep their types too
-            ties = tuple(range(len(node.input)))
-        for k in ties:
-            x = node.input[k]
-            if x and x in floats and x not in pinned:
-                pinned[x] = f"tied by type to {node.op_type} output {t}, which stays FP32"
-                todo.append(x)
+    _walk_back(graph, opsets, floats, kept, pinned, todo)
     # A custom op's float outputs are FP32 whatever the float part is.
     for i, n in enumerate(graph.node):
         if _schema(n, opsets) is None and any(x in floats for x in list(n.input) + list(n.output)):

@@ -42,6 +42,7 @@ from onnx import helper, numpy_helper
 from ..common.atomic import write_bytes_atomic
 from ..common.errors import UserError
 from ..common.paths import user_path
+from .export_check import DEFAULT_MIN_COSINE, check_export, raise_if_failed
 from .export_report import QdqExport, QdqReport, QuantizedTensor, QuantizedWeight
 from .weights import PRECISIONS, quantize_weight, weight_tensor
 from ..model.onnx_graph import GraphIndex, attribute
@@ -329,7 +330,9 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
         raise QdqExportError("The exported Q/DQ model does not pass onnx.checker.", str(exc),
                              "Please report this with the model; exclude the failing node meanwhile.") from None
     hp_report = None
+    float32_model = None
     if hp != "fp32":
+        float32_model = copy.deepcopy(proto)
         proto, hp_report = convert_float_part(proto, hp, keep_fp32=keep_fp32, patterns=plan.patterns)
         try:
             onnx.checker.check_model(proto)
@@ -340,7 +343,7 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
                        activations=tuple(activations), weights=tuple(weights), skipped=tuple(skipped),
                        patterns=plan.patterns, excluded=plan.excluded,
                        quantized_layers=tuple(dict.fromkeys(quantized_layers)), warnings=plan.warnings)
-    return QdqExport(model=proto, report=report)
+    return QdqExport(model=proto, report=report, float32_model=float32_model)
 
 
 def _resolve_high_precision(high_precision: str, trt_version) -> str:
@@ -408,16 +411,23 @@ def export_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
                      high_precision=high_precision, trt_version=trt_version).model
 
 
-def save_qdq_model(model: onnx.ModelProto, path: Union[str, os.PathLike]) -> Path:
-    """Write a model atomically (temporary file in the same folder, then rename).
+def save_qdq_model(model: onnx.ModelProto, path: Union[str, os.PathLike], *,
+                   reference: Optional[onnx.ModelProto] = None, feeds=None,
+                   min_cosine: float = DEFAULT_MIN_COSINE, check: bool = True) -> Path:
+    """Check a model, then write it atomically (temporary file in the same folder, then rename).
 
     Returns the path written. An existing file is only replaced once the new one
-    is complete.
+    is complete. The check (:mod:`.export_check`: onnx.checker, an ONNX Runtime load,
+    and with ``reference`` and ``feeds`` the outputs against the FP32 float part at
+    ``min_cosine``) raises :class:`~.export_check.ExportCheckError` and writes
+    nothing when it fails; ``check=False`` skips it.
     """
     path = user_path(path)
     if path.is_dir():
         raise QdqExportError(f"{path} is a directory.", "The output must be a file path.",
                              "Give a file name such as model.qdq.onnx.")
+    if check:
+        raise_if_failed(check_export(model, reference=reference, feeds=feeds, min_cosine=min_cosine), path)
     return write_bytes_atomic(path, model.SerializeToString())
 
 
