@@ -7,7 +7,8 @@ Python 3.9 with numpy, onnx and tensorrt only. On the GPU machine::
 
 For each block of ``tests/core/qdq_blocks.py`` (depthwise + BN + HardSwish,
 squeeze-excite, residual add, Concat + Resize, ConvTranspose head, pooling + Gemm
-tail, a transformer encoder layer) the toolkit's Q/DQ export is built with
+tail, a transformer encoder layer; and issue 21's families: conv + SiLU, LeakyReLU/PReLU, C2f, SPPF, an
+upsample + Concat neck, a DFL head, a tanh-GELU MLP) the toolkit's Q/DQ export is built with
 FP16+INT8 at a static shape, and the engine's layers are read back:
 
 * every layer the export quantized runs INT8 (the Q/DQ fused where TensorRT can);
@@ -48,7 +49,9 @@ pytestmark = pytest.mark.usefixtures("no_cublas_cudnn")
 
 VARIANTS = [(name, "") for name in qb.BLOCKS] + [("squeeze_excite", "no-rule6")] + [
     (name, "fp16pin") for name in ("squeeze_excite", "transpose_head", "concat_resize", "depthwise_hardswish")] + [
-    (name, "dense") for name in ("squeeze_excite", "depthwise_hardswish")]
+    (name, "dense") for name in ("squeeze_excite", "depthwise_hardswish")] + [
+    # The model families of issue 21 (tests/core/qdq_family_blocks.py), as the planner exports them too.
+    (name, "dense") for name in qb.FAMILY_BLOCKS]
 RESULTS: dict = {}
 
 

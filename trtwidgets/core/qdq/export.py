@@ -231,7 +231,7 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
     done_nodes: Dict[int, int] = {}  # node -> count of its quantized activation edges
     for tensor in plan.activation_tensors:
         edges = plan.edges_of(tensor)
-        value = amax.get(tensor)
+        value = plan.amax_for(tensor, amax)
         reason = None
         if value is None:
             reason = "no range for this tensor (not in the statistics)"

@@ -96,6 +96,7 @@ from .fusions import _epilogue_end, _fused_conv, _longer_branch
 from .graph_patterns import (PROTECTED_OPS, PatternMatch, _ConstIndex, _key,
                              find_protected_patterns, node_label)
 from .placement_records import QdqPlan, QuantEdge, Skip, WeightSite
+from .scale_groups import scale_group_edges, softmax_fed_layers_float
 
 __all__ = [
     "WEIGHTED_OPS", "POOL_OPS", "COPY_OPS", "QdqExclusionError",
@@ -256,9 +257,23 @@ def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[s
         edges.extend(conv_output_reads(graph, index, pos, edges, ends, internal))
         edges.extend(shared_reads(graph, index, pos, edges, excluded, internal))
 
+    edges, weights, skipped, shared = _family_rules(graph, index, pos, edges, weights, skipped, patterns, excluded,
+                                                    internal)
     edges.sort(key=lambda e: (e.node, e.input_index))
     return QdqPlan(edges=tuple(edges), weights=tuple(weights), skipped=tuple(skipped), patterns=patterns,
-                   excluded=tuple(node_label(graph.node[i]) for i in sorted(excluded)), warnings=warnings)
+                   excluded=tuple(node_label(graph.node[i]) for i in sorted(excluded)), warnings=warnings,
+                   shared_scales=shared)
+
+
+def _family_rules(graph, index, pos, edges, weights, skipped, patterns, excluded, internal):
+    """Rules 10 (a Softmax-fed weighted layer stays float) and 9 (data movement shares one scale)."""
+    edges, weights, more_skips = softmax_fed_layers_float(graph, index, list(edges), list(weights), patterns)
+    more, shared = scale_group_edges(graph, index, pos, edges, excluded, internal)
+    edges.extend(more)
+    pooled = {e.node_label for e in edges}
+    # A pool rule 3 left float but rule 9 quantized: drop the stale reason.
+    skipped = [s for s in skipped if not (s.rule == 3 and s.node_label in pooled)] + more_skips
+    return edges, weights, skipped, shared
 
 
 def _by_rule(rule: int, *args) -> Skip:

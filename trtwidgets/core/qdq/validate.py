@@ -183,8 +183,10 @@ def run_model(model, feeds: Iterable[Mapping[str, np.ndarray]], providers: Optio
     proto = as_model_proto(model)
     opts = ort.SessionOptions()
     opts.log_severity_level = 3
-    if any(t.data_type in (onnx.TensorProto.FLOAT8E4M3FN, onnx.TensorProto.FLOAT8E5M2) for t in proto.graph.initializer):
-        # ORT fuses Q/DQ + Conv into QLinearConv, which has no FP8 kernel: run the Q/DQ ops as they are.
+    if any(t.data_type in (onnx.TensorProto.FLOAT8E4M3FN, onnx.TensorProto.FLOAT8E5M2, onnx.TensorProto.FLOAT16,
+                           onnx.TensorProto.BFLOAT16) for t in proto.graph.initializer):
+        # ORT fuses Q/DQ + Conv (Concat...) into QLinearConv (QLinearConcat), which has no FP8 kernel and
+        # takes no FP16 scales: run the Q/DQ ops as they are.
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     try:
         sess = ort.InferenceSession(proto.SerializeToString(), opts,
