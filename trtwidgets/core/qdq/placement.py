@@ -75,6 +75,20 @@ and pytorch-quantization:
    classifier (H200) the fully quantized engine then has the implicit engine's
    layers and formats, without a reformat inside the INT8 region.
 
+9. **Data movement shares one scale** (:mod:`.scale_groups`): Split, Concat, MaxPool and
+   nearest Resize join tensors into a scale group; when one member is read quantized,
+   every read by the group's movement ops is too, all at the group's largest range. A
+   C2f/CSP block then quantizes the tensor before its Split once (not each output), an
+   SPPF's pools and a neck's upsample + Concat move INT8 bytes without requantizing.
+   Residual adds after a SiLU / HardSwish conv epilogue (``x * Sigmoid(x)``) fuse into
+   the conv (rule 2), as do LeakyReLU and PReLU.
+10. **A weighted layer that reads a Softmax stays float** (YOLOv8's DFL 1x1 conv): INT8
+    loses the probabilities' small bins and the layer is too small to gain speed.
+    Attention's ``P·V`` (no weights) keeps its Q/DQ, as TensorRT's MHA fusion wants.
+
+Evidence for 9 and 10: the family blocks of ``tests/gpu/test_qdq_blocks.py`` on TensorRT 8.6,
+asserted by ``tests/core/qdq/test_qdq_family_blocks.py`` once their run is committed.
+
 Why hand-written and not a library: modelopt implements these rules but needs
 torch, cupy and onnxruntime-gpu, far too heavy for a CPU / Binder tool whose core
 must import on Python 3.9 with only numpy and onnx. onnx-graphsurgeon is light,
