@@ -1,4 +1,4 @@
-"""Blocks of the model families users bring (YOLOv8, CSP/C2f, SPPF, FPN necks, DFL heads, MLPs), onnx.helper only.
+"""Blocks of the model families users bring (YOLOv8, CSP/C2f, SPPF, FPN necks, DFL heads, GELU, MLPs), onnx.helper only.
 
 Merged into :data:`tests.core.qdq_blocks.BLOCKS`, so ``tests/gpu/test_qdq_blocks.py`` builds each one's Q/DQ
 export with TensorRT 8.6 and ``tests/core/qdq/test_qdq_family_blocks.py`` asserts on the recorded layers.
@@ -38,6 +38,19 @@ def conv_silu() -> onnx.ModelProto:
     nodes += [_conv("c3", "s2", "y", "w3", kernel_shape=[1, 1])]
     inits = [_w("w1", C, C, 3, 3), _w("w2", C, C, 3, 3), _w("w3", C, C, 1, 1)] + _bn("bn", C)
     return _model("conv_silu", nodes, [_x()], [_y((1, C, HW, HW))], inits)
+
+
+def conv_gelu() -> onnx.ModelProto:
+    """conv -> GELU (Erf form, as torch writes nn.GELU) -> conv (ConvNeXt / MetaFormer blocks)."""
+    nodes = [_conv("c1", "x", "a", "w1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Div", ["a", "sqrt2"], ["gd"], name="gelu_div"),
+             helper.make_node("Erf", ["gd"], ["ge"], name="gelu_erf"),
+             helper.make_node("Add", ["ge", "one"], ["ga"], name="gelu_add"),
+             helper.make_node("Mul", ["a", "ga"], ["gm"], name="gelu_mul"),
+             helper.make_node("Mul", ["gm", "half"], ["g"], name="gelu_half"),
+             _conv("c2", "g", "y", "w2", kernel_shape=[1, 1])]
+    inits = [_w("w1", C, C, 3, 3), _w("w2", C, C, 1, 1), _c("sqrt2", np.sqrt(2.0)), _c("one", 1.0), _c("half", 0.5)]
+    return _model("conv_gelu", nodes, [_x()], [_y((1, C, HW, HW))], inits)
 
 
 def leaky_prelu() -> onnx.ModelProto:
@@ -134,6 +147,7 @@ def mlp_gelu_tanh(batch: int = 2, seq: int = 32, d: int = 64) -> onnx.ModelProto
 #: name -> (maker, layers that must not run INT8)
 FAMILY_BLOCKS = {
     "conv_silu": (conv_silu, ()),
+    "conv_gelu": (conv_gelu, ()),
     "leaky_prelu": (leaky_prelu, ()),
     "c2f": (c2f, ()),
     "sppf": (sppf, ()),

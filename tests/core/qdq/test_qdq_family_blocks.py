@@ -20,7 +20,7 @@ from trtwidgets.core.qdq.export import build_qdq
 BLOCKS_JSON = "trt86/qdq_blocks.json"
 KEYS = [n for n in fb.FAMILY_BLOCKS] + [f"{n}-dense" for n in fb.FAMILY_BLOCKS]
 # Blocks whose every layer should fuse into a convolution (or be data movement in INT8).
-ALL_FUSED = ("conv_silu", "leaky_prelu", "c2f", "sppf", "upsample_neck")
+ALL_FUSED = ("conv_silu", "conv_gelu", "leaky_prelu", "c2f", "sppf", "upsample_neck")
 
 
 @pytest.fixture(scope="module")

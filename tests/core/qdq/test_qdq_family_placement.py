@@ -112,14 +112,16 @@ def test_attention_matmuls_read_quantized_inputs_and_softmax_stays_float():
     assert not [s for s in plan.skipped if s.node_label == "pv"]  # no weights, but not rule 10's business
 
 
-@pytest.mark.parametrize("maker", [qb.encoder_layer, fb.mlp_gelu_tanh])
-def test_gelu_after_a_gemm_fuses_as_its_epilogue(maker):
-    # Erf form (encoder_layer) and tanh form: no Q/DQ inside GELU; the next MatMul reads its output quantized.
+@pytest.mark.parametrize("maker, first, reader", [(qb.encoder_layer, "m1", "fc2"), (fb.mlp_gelu_tanh, "m1", "fc2"),
+                                                  (fb.conv_gelu, "a", "c2")])
+def test_gelu_after_a_gemm_or_conv_fuses_as_its_epilogue(maker, first, reader):
+    # Erf form (encoder_layer, conv_gelu) and tanh form: no Q/DQ inside GELU or between the layer and it;
+    # the next layer reads its output quantized.
     plan = plan_qdq(maker())
     gelu = next(p for p in plan.patterns if p.kind == "gelu")
     assert not [e for e in plan.edges if e.tensor in set(gelu.internal_tensors)]
-    assert ("g", "fc2") in _edges(plan)
-    assert not [e for e in plan.edges if e.tensor == "m1"]
+    assert ("g", reader) in _edges(plan)
+    assert not [e for e in plan.edges if e.tensor == first]
 
 
 def test_every_family_block_exports_and_runs_in_onnx_runtime():
