@@ -85,7 +85,6 @@ def placement_figures(model) -> Dict[str, int]:
 
     g = model.graph
     index = GraphIndex(g)
-    prod = index.producer
     dq_out = {n.output[0] for n in g.node if n.op_type == "DequantizeLinear"}
     q_reads = {n.input[0] for n in g.node if n.op_type == "QuantizeLinear"}
     scale_of = {}

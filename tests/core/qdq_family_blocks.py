@@ -10,7 +10,7 @@ from typing import List
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 
 from tests.core.qdq_blocks import C, HW, _bn, _c, _conv, _model, _w, _x, _y
 
