@@ -144,6 +144,28 @@ def mlp_gelu_tanh(batch: int = 2, seq: int = 32, d: int = 64) -> onnx.ModelProto
     return _model("mlp_gelu_tanh", nodes, [_x((batch, seq, d))], [_y((batch, seq, d))], inits, opset=17)
 
 
+def vit_attention(batch: int = 2, seq: int = 64, d: int = 64, heads: int = 4) -> onnx.ModelProto:
+    """Multi-head self-attention as ViT / DETR exports it: per-head Reshape/Transpose, Q·Kᵀ, Softmax, P·V."""
+    dh = d // heads
+    nodes = []
+    for name in ("q", "k", "v"):
+        nodes += [helper.make_node("MatMul", ["x", f"w{name}"], [f"{name}0"], name=f"{name}_proj"),
+                  helper.make_node("Reshape", [f"{name}0", "heads_shape"], [f"{name}1"], name=f"{name}_heads"),
+                  helper.make_node("Transpose", [f"{name}1"], [name], name=f"{name}_t",
+                                   perm=[0, 2, 3, 1] if name == "k" else [0, 2, 1, 3])]
+    nodes += [helper.make_node("MatMul", ["q", "k"], ["qk"], name="qk"),
+              helper.make_node("Mul", ["qk", "inv_sqrt_dh"], ["qks"], name="scale"),
+              helper.make_node("Softmax", ["qks"], ["p"], name="softmax", axis=-1),
+              helper.make_node("MatMul", ["p", "v"], ["ctx"], name="pv"),
+              helper.make_node("Transpose", ["ctx"], ["ctx_t"], name="ctx_t", perm=[0, 2, 1, 3]),
+              helper.make_node("Reshape", ["ctx_t", "merge_shape"], ["ctx_m"], name="ctx_merge"),
+              helper.make_node("MatMul", ["ctx_m", "wo"], ["o"], name="o_proj"),
+              helper.make_node("Add", ["x", "o"], ["y"], name="residual")]
+    inits = [_w("wq", d, d), _w("wk", d, d), _w("wv", d, d), _w("wo", d, d), _c("inv_sqrt_dh", 1.0 / np.sqrt(dh)),
+             _i64("heads_shape", [batch, seq, heads, dh]), _i64("merge_shape", [batch, seq, d])]
+    return _model("vit_attention", nodes, [_x((batch, seq, d))], [_y((batch, seq, d))], inits, opset=17)
+
+
 #: name -> (maker, layers that must not run INT8)
 FAMILY_BLOCKS = {
     "conv_silu": (conv_silu, ()),
@@ -154,4 +176,5 @@ FAMILY_BLOCKS = {
     "upsample_neck": (upsample_neck, ()),
     "dfl_head": (dfl_head, ("softmax", "dfl")),
     "mlp_gelu_tanh": (mlp_gelu_tanh, ()),
+    "vit_attention": (vit_attention, ("softmax",)),
 }

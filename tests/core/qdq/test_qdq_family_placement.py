@@ -112,6 +112,15 @@ def test_attention_matmuls_read_quantized_inputs_and_softmax_stays_float():
     assert not [s for s in plan.skipped if s.node_label == "pv"]  # no weights, but not rule 10's business
 
 
+def test_multi_head_attention_quantizes_both_matmul_inputs_through_the_head_reshapes():
+    plan = plan_qdq(fb.vit_attention())
+    reads = {(e.node_label, e.input_index) for e in plan.edges}
+    assert {("qk", 0), ("qk", 1), ("pv", 0), ("pv", 1)} <= reads
+    assert {("q_proj", 0), ("k_proj", 0), ("v_proj", 0), ("o_proj", 0)} <= reads
+    assert not [e for e in plan.edges if e.node_label == "softmax"]
+    assert not [s for s in plan.skipped if s.rule == 10]
+
+
 @pytest.mark.parametrize("maker, first, reader", [(qb.encoder_layer, "m1", "fc2"), (fb.mlp_gelu_tanh, "m1", "fc2"),
                                                   (fb.conv_gelu, "a", "c2")])
 def test_gelu_after_a_gemm_or_conv_fuses_as_its_epilogue(maker, first, reader):
