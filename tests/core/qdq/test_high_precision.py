@@ -175,3 +175,23 @@ def test_a_custom_op_keeps_fp32_with_casts_around_it():
     plugin = next(n for n in out.graph.node if n.name == "plugin")
     cast_in = next(n for n in out.graph.node if plugin.input[0] in n.output)
     assert cast_in.op_type == "Cast" and cast_in.attribute[0].i == TensorProto.FLOAT
+
+
+def test_an_ir3_model_lists_its_converted_initializers_as_fp16_inputs():
+    # Before IR 4 every initializer is a graph input too (old model zoo files): its declared type must follow.
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[1, 1]),
+             helper.make_node("Mul", ["c", "s"], ["y"], name="mul")]
+    inits = [numpy_helper.from_array(np.ones((2, 2, 1, 1), np.float32), "w"),
+             numpy_helper.from_array(np.array(0.5, np.float32), "s")]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4]),
+              helper.make_tensor_value_info("w", TensorProto.FLOAT, [2, 2, 1, 1]),
+              helper.make_tensor_value_info("s", TensorProto.FLOAT, [])]
+    g = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 4, 4])],
+                          inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 9)])
+    m.ir_version = 3
+    out, _ = convert_float_part(m, "fp16", require_opset=False)
+    declared = {v.name: v.type.tensor_type.elem_type for v in out.graph.input}
+    assert declared["w"] == declared["s"] == TensorProto.FLOAT16 and declared["x"] == TensorProto.FLOAT
+    (y,) = _ort_run(out, {"x": np.ones((1, 2, 4, 4), np.float32)})
+    assert np.allclose(y, 1.0)

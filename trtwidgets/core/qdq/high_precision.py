@@ -276,6 +276,18 @@ class _Rewrite:
                 self.low.add(t.name)
             self.converted += 1
         self.graph.initializer.extend(new_inits)
+        self._retype_initializer_inputs(new_inits)
+
+    def _retype_initializer_inputs(self, new_inits: List[onnx.TensorProto]) -> None:
+        """IR < 4 models list every initializer among the graph inputs too: their declared type follows."""
+        declared = {v.name: v for v in self.graph.input}
+        if not any(t.name in declared for t in self.graph.initializer):
+            return
+        for name in self.low:
+            if name in declared:
+                declared[name].type.tensor_type.elem_type = self.new_type
+        for t in new_inits:
+            self.graph.input.append(helper.make_tensor_value_info(t.name, self.new_type, list(t.dims)))
 
     def _cast(self, src: str, to: int, memo: Dict[str, str], suffix: str) -> str:
         if src not in memo:
