@@ -479,5 +479,5 @@ def export_qdq_from_stats(model, stats, out_path: Union[str, os.PathLike, None] 
     result = build_qdq(model, amax, exclude=exclude, exclude_op_types=exclude_op_types, precision=precision,
                        high_precision=high_precision, trt_version=trt_version)
     if out_path is not None:
-        save_qdq_model(result.model, out_path)
+        save_qdq_model(result.model, out_path, reference=result.float32_model)
     return result
