@@ -9,7 +9,9 @@ machine::
     source /tmp/trtb/env.sh && TRTWIDGETS_ARTIFACTS=$OUT EXTRA_PYTHONPATH=$PWD \\
         TRTWIDGETS_YOLO=/path/yolov8n.onnx $PY39 -m pytest tests/gpu/test_yolo_placement.py -v -s
 
-Builds, batch 1 (FP16+INT8 flags, builder optimization level 3):
+Builds at batch 1 and 32 (``$TRTWIDGETS_YOLO_BATCHES``; the batch-32 copy has its batch-pinning Reshape
+targets rewritten to read the batch, as lint's BATCH_PINNED_SHAPE says), FP16+INT8 flags, builder
+optimization level 3:
 
 * ``implicit``: TensorRT's EntropyCalibrator2 on the images;
 * ``explicit``: the toolkit's dense (all-INT8, the planner's) Q/DQ export with TensorRT's own ranges
@@ -18,7 +20,7 @@ Builds, batch 1 (FP16+INT8 flags, builder optimization level 3):
 
 From each engine's inspector JSON: layers, reformat layers, standalone PointWise layers, Scale layers
 (a Q/DQ TensorRT could not fold), INT8 layers; and the median latency. Written to
-``$TRTWIDGETS_ARTIFACTS/yolo_placement/yolo_placement.json``. Issue 21's target: the explicit engine has
+``$TRTWIDGETS_ARTIFACTS/yolo_placement/b<batch>/yolo_placement.json``. Issue 21's target: the explicit engine has
 no more reformat, standalone PointWise or Scale layers than the implicit one.
 """
 
@@ -64,6 +66,38 @@ def _calibration(name: str, shape) -> list:
     return [{name: x[i:i + 1]} for i in range(len(x))]
 
 
+def _rebatch(proto, batch: int):
+    """A copy at ``batch``: the input's first dim set, and the Reshape targets lint finds pinning the batch
+    (BATCH_PINNED_SHAPE) given 0 (copy the input's dim) for it, as lint's fix says."""
+    import onnx
+    from onnx import numpy_helper
+
+    from trtwidgets.core.model.lint import lint
+
+    m = onnx.ModelProto()
+    m.CopyFrom(proto)
+    pinned = {n for f in lint(m) if f.code == "BATCH_PINNED_SHAPE" for n in f.nodes}
+    inits = {t.name: t for t in m.graph.initializer}
+    for n in m.graph.node:
+        if n.op_type == "Reshape" and (n.name or n.output[0]) in pinned and n.input[1] in inits:
+            name = f"{n.input[1]}__batch_from_input"
+            if name not in inits:
+                target = numpy_helper.to_array(inits[n.input[1]]).copy()
+                target[0] = 0
+                inits[name] = numpy_helper.from_array(target, name)
+                m.graph.initializer.append(inits[name])
+            n.input[1] = name
+    for vi in list(m.graph.input) + list(m.graph.output):
+        dim = vi.type.tensor_type.shape.dim[0]
+        dim.Clear()
+        if vi in m.graph.input:
+            dim.dim_value = batch
+        else:
+            dim.dim_param = "batch"
+    del m.graph.value_info[:]
+    return m
+
+
 def _counts(result) -> dict:
     from trtwidgets.core.engine.inspector_json import parse_inspector_json
 
@@ -84,17 +118,35 @@ def _latency_ms(result, feed) -> float:
         return float(benchmark_runner(runner, feed, runs=200, warmup=30).to_dict()["median_ms"])
 
 
-def test_all_int8_export_has_no_more_reformat_pointwise_or_scale_layers_than_implicit_int8(trt, work, model_path):
+BATCHES = [int(b) for b in os.environ.get("TRTWIDGETS_YOLO_BATCHES", "1,32").split(",")]
+
+
+@pytest.mark.parametrize("batch", BATCHES)
+def test_all_int8_export_has_no_more_reformat_pointwise_or_scale_layers_than_implicit_int8(trt, work, model_path,
+                                                                                            batch):
+    import onnx
+
     from trtwidgets.core.calibration.cache import read_cache
     from trtwidgets.core.model.load import load_model
     from trtwidgets.core.qdq.export import build_qdq, save_qdq_model
     from trtwidgets.core.recipe.fields import CalibratorSpec
     from trtwidgets.core.recipe.recipe import Recipe
 
+    work = work / f"b{batch}"
+    work.mkdir(exist_ok=True)
+    proto = onnx.load(str(model_path))
+    if batch != proto.graph.input[0].type.tensor_type.shape.dim[0].dim_value:
+        proto = _rebatch(proto, batch)
+    model_path = work / "model.onnx"
+    onnx.save(proto, str(model_path))
     loaded = load_model(model_path)
     vi = loaded.proto.graph.input[0]
     shape = [d.dim_value for d in vi.type.tensor_type.shape.dim]
     feeds = _calibration(vi.name, shape)
+    if batch > 1:  # whole batches of the images, repeated
+        x = np.concatenate([f[vi.name] for f in feeds])
+        x = np.concatenate([x] * (-(-batch // len(x))))[:batch]
+        feeds = [{vi.name: x}]
 
     def recipe(path, flags, calibrator=None):
         kw = {"calibrator": calibrator} if calibrator else {}
@@ -113,10 +165,11 @@ def test_all_int8_export_has_no_more_reformat_pointwise_or_scale_layers_than_imp
         rows[key]["median_ms_b1"] = _latency_ms(res, feeds[0])
     rows["export"] = {"quantized_layers": len(ex.report.quantized_layers),
                       "qdq_pairs": sum(1 for n in ex.model.graph.node if n.op_type == "QuantizeLinear")}
+    rows["batch"] = batch
     (work / "yolo_placement.json").write_text(json.dumps(rows, indent=1))
     for key in ("implicit", "explicit", "fp16"):
         r = rows[key]
-        print(f"\n{key:<9} layers {r['layers']:>4}  reformats {r['reformats']:>3}  pointwise {r['pointwise']:>3}  "
+        print(f"\nbatch {batch} {key:<9} layers {r['layers']:>4}  reformats {r['reformats']:>3}  pointwise {r['pointwise']:>3}  "
               f"scale {r['scale']:>3}  int8 {r['int8']:>4}  b1 {r['median_ms_b1']:.3f} ms")
     imp, exp = rows["implicit"], rows["explicit"]
     for kind in ("reformats", "pointwise", "scale"):
