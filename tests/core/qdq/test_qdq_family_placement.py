@@ -143,3 +143,9 @@ def test_every_family_block_exports_and_runs_in_onnx_runtime():
             out, _ = run_model(ex.model, qb.feeds(model, 1))
             out = list(out.values())
             assert np.isfinite(out[0]).all(), (name, hp)
+
+
+def test_excluding_the_movement_ops_turns_rule_9_off():
+    plan = plan_qdq(fb.c2f(), exclude_op_types=["Split", "Concat"])
+    assert not [e for e in plan.edges if e.op_type in ("Split", "Concat")]
+    assert not plan.shared_scales

@@ -18,6 +18,9 @@ group's own movement ops is quantized too, all with the group's largest range:
 * necks: ``Resize`` (nearest) + ``Concat``: the upsampled map and the lateral one
   share the Concat's scale, as TensorRT requires for an INT8 concatenation.
 
+Excluded nodes (rule 7) are left out: ``exclude_op_types=["Split", "Concat"]`` (``--exclude-op-type``)
+turns the rule off for them. A tensor without a range of its own stays float whatever its group has.
+
 Rule 10, **a weighted layer that reads a Softmax stays float.** The DFL head of
 YOLOv8 (``Softmax`` over 16 bins, then a fixed 1x1 conv) and similar expectation
 heads read probabilities: INT8 loses the small bins, and the layer is tiny (one
