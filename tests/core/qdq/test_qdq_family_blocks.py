@@ -69,3 +69,13 @@ def test_activations_residuals_and_data_movement_fused(run, key):
     assert not pointwise, f"standalone PointWise layers (an epilogue that did not fuse): {pointwise}"
     reformats = [layer["name"] for layer in block["layers"] if layer["type"] == "Reformat"]
     assert len(reformats) <= 1, f"reformats beyond the input's quantize: {reformats}"
+
+
+@pytest.mark.parametrize("name", ["c2f", "sppf", "upsample_neck"])
+def test_rule_9_gives_no_more_layers_or_reformats_than_data_movement_read_in_float(run, name):
+    # The same block exported with Split/Concat/MaxPool/Resize excluded (rule 9 off), built in the same run.
+    with_rule, without = _block(run, name), _block(run, f"{name}-no-rule9")
+    count = {k: sum(1 for layer in b["layers"] if layer["type"] == "Reformat") for k, b in
+             (("with", with_rule), ("without", without))}
+    assert count["with"] <= count["without"], count
+    assert len(with_rule["layers"]) <= len(without["layers"]), (with_rule["layers"], without["layers"])
