@@ -28,6 +28,10 @@ blocks with float layers between INT8 ones are built again with those layers pin
 to FP16 (precision constraints ``prefer``; ``core.qdq.float_part``), the weakly
 typed way to an FP16 float part.
 
+The family blocks are built with the planner's dense placement too (``-dense``), and C2f, SPPF and
+the neck once more with placement rule 9 off (``-no-rule9``: Split/Concat/MaxPool/Resize excluded),
+the comparison that rule rests on.
+
 ``$TRTWIDGETS_ARTIFACTS/qdq_blocks/blocks.json`` holds every build's layer table; it is
 committed as ``tests/fixtures/trt86/qdq_blocks.json`` for the CPU tests.
 """
