@@ -54,8 +54,9 @@ def check_schema_types(ctx: LintContext) -> None:
     if integers:
         parts.append("integer only: " + ", ".join(f"{name} (x{c})" for name, c in sorted(integers.items())))
     kept = [node_name(graph.node[i]) for i in sorted(blockers.kept_nodes)]
-    does = (f"an FP16/BF16 float part (the Q/DQ export for TensorRT 10/11) keeps these FP32 inputs and the "
-            f"{len(kept)} node(s) computing them in FP32, with Casts at the border")
+    computed = (f" and the {len(kept)} node(s) computing them in FP32, with Casts at the border" if kept else
+                " (constants) in FP32")
+    does = f"an FP16/BF16 float part (the Q/DQ export for TensorRT 10/11) keeps these inputs{computed}"
     ctx.add("SCHEMA_KEEPS_TYPE", f"Inputs the ONNX schemas type narrowly: {'; '.join(parts)}. What the export "
             f"does: {does}; integer inputs are never converted.",
             "An op's type constraints say which types each input takes (Range's T has no float16, Resize's "
