@@ -46,3 +46,13 @@ def test_a_kernel_ort_lacks_is_a_note_not_a_failure():
     ex = build_qdq(dm.anchor_head(), {"x": 3.0, "f": 3.0, "up": 3.0}, high_precision="bf16")
     check = check_export(ex.model)
     assert check.passed and any("no kernel" in n for n in check.notes)
+
+
+def test_a_tensorrt_plugin_op_is_a_note_not_a_failure():
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("EfficientNMS_TRT", ["r"], ["y"], name="nms", domain="trt.plugins")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt.plugins", 1)])
+    check = check_export(m)
+    assert check.passed and any("custom op" in n for n in check.notes)

@@ -82,6 +82,10 @@ def _session(model: onnx.ModelProto, notes: List[str]):
         return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"]), None
     except Exception as exc:  # noqa: BLE001 - ORT raises its own Fail/InvalidGraph/NotImplemented types
         text = str(exc).strip().splitlines()[0][:400]
+        if "is not a registered function/op" in text:
+            # A TensorRT plugin or other custom op: valid ONNX that ONNX Runtime cannot run; TensorRT can.
+            notes.append(f"ONNX Runtime does not know a custom op of the model ({text}): it was not loaded there")
+            return None, None
         if "NOT_IMPLEMENTED" in text:
             notes.append(f"ONNX Runtime's CPU provider has no kernel for part of the model ({text}): "
                          "it was not run on the CPU")
