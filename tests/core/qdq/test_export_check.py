@@ -56,3 +56,13 @@ def test_a_tensorrt_plugin_op_is_a_note_not_a_failure():
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt.plugins", 1)])
     check = check_export(m)
     assert check.passed and any("custom op" in n for n in check.notes)
+
+
+def test_without_onnx_runtime_the_strict_checker_still_refuses_a_type_error(monkeypatch):
+    # The GPU machine has numpy + onnx + tensorrt only: the checker's strict inference is the type check there.
+    import sys
+
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    check = check_export(_fp16_range_model())
+    assert not check.passed and any("onnx.checker" in f for f in check.failures)
+    assert any("not installed" in n for n in check.notes)
