@@ -201,9 +201,3 @@ def simple_amax(model: onnx.ModelProto, value: float = 4.0) -> Dict[str, float]:
     """The same amax for every float tensor: enough to place Q/DQ where a GPU test only reads precisions."""
     names = {o for n in model.graph.node for o in n.output} | {i.name for i in model.graph.input}
     return {n: value for n in names}
-
-
-# The model families users bring (issue 21): built on the helpers above, run by the same GPU test.
-from tests.core.qdq_family_blocks import FAMILY_BLOCKS  # noqa: E402 - needs the helpers defined above
-
-BLOCKS.update(FAMILY_BLOCKS)

@@ -1,7 +1,7 @@
 """Blocks of the model families users bring (YOLOv8, CSP/C2f, SPPF, FPN necks, DFL heads, GELU, MLPs), onnx.helper only.
 
-Merged into :data:`tests.core.qdq_blocks.BLOCKS`, so ``tests/gpu/test_qdq_blocks.py`` builds each one's Q/DQ
-export with TensorRT 8.6 and ``tests/core/qdq/test_qdq_family_blocks.py`` asserts on the recorded layers.
+``tests/gpu/test_qdq_blocks.py`` builds each one's Q/DQ export with TensorRT 8.6 beside the seven blocks of
+:mod:`tests.core.qdq_blocks` and ``tests/core/qdq/test_qdq_family_blocks.py`` asserts on the recorded layers.
 """
 
 from __future__ import annotations

@@ -44,6 +44,7 @@ from pathlib import Path
 import pytest
 
 from tests.core import qdq_blocks as qb
+from tests.core import qdq_family_blocks as fb
 from tests.gpu.build_helpers import artifacts_dir, build_or_explain, fresh_dir
 from trtwidgets.core.model.load import load_model
 from trtwidgets.core.qdq.export import build_qdq, save_qdq_model
@@ -51,11 +52,13 @@ from trtwidgets.core.recipe.recipe import Recipe
 
 pytestmark = pytest.mark.usefixtures("no_cublas_cudnn")
 
-VARIANTS = [(name, "") for name in qb.BLOCKS] + [("squeeze_excite", "no-rule6")] + [
+#: The seven blocks of tests/core/qdq_blocks.py and issue 21's families (tests/core/qdq_family_blocks.py).
+BLOCKS = {**qb.BLOCKS, **fb.FAMILY_BLOCKS}
+VARIANTS = [(name, "") for name in BLOCKS] + [("squeeze_excite", "no-rule6")] + [
     (name, "fp16pin") for name in ("squeeze_excite", "transpose_head", "concat_resize", "depthwise_hardswish")] + [
     (name, "dense") for name in ("squeeze_excite", "depthwise_hardswish")] + [
     # The model families of issue 21 (tests/core/qdq_family_blocks.py), as the planner exports them too.
-    (name, "dense") for name in qb.FAMILY_BLOCKS] + [
+    (name, "dense") for name in fb.FAMILY_BLOCKS] + [
     (name, "no-rule9") for name in ("c2f", "sppf", "upsample_neck")]
 NO_RULE9_OPS = ("Split", "Concat", "MaxPool", "Resize")
 RESULTS: dict = {}
@@ -78,7 +81,7 @@ def test_block_runs_int8_where_the_export_says(trt, work, name, variant):
     from trtwidgets.core.qdq.float_part import float_part_nodes, float_part_pattern
     from trtwidgets.core.recipe.fields import LayerPrecision
 
-    maker, never_int8 = qb.BLOCKS[name]
+    maker, never_int8 = BLOCKS[name]
     model = maker()
     ex = build_qdq(model, qb.simple_amax(model), high_precision="fp32",
                    keep_float_output_grouped_convs=variant != "no-rule6",
