@@ -195,3 +195,14 @@ def test_an_ir3_model_lists_its_converted_initializers_as_fp16_inputs():
     assert declared["w"] == declared["s"] == TensorProto.FLOAT16 and declared["x"] == TensorProto.FLOAT
     (y,) = _ort_run(out, {"x": np.ones((1, 2, 4, 4), np.float32)})
     assert np.allclose(y, 1.0)
+
+
+@pytest.mark.parametrize("trt_version, opset", [(None, 22), ("10.16", 22), ("11.4", 22), ("10.2", 19)])
+def test_a_bf16_float_part_is_written_at_the_opset_whose_convs_take_bfloat16(trt_version, opset):
+    # Conv takes bfloat16 from opset 22; TensorRT 10.0-10.7 parse opset 20 at most: there convs stay FP32.
+    model = qm.residual_cnn()
+    ex = build_qdq(model, qm.max_amax(model, qm.random_feeds(model, 2)), high_precision="bf16",
+                   trt_version=trt_version)
+    assert ex.report.opset_to == opset
+    kept = dict(ex.report.high_precision.kept_fp32)
+    assert ("convA" in kept) == (opset < 22)

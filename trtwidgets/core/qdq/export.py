@@ -46,7 +46,8 @@ from .export_check import DEFAULT_MIN_COSINE, check_export, raise_if_failed
 from .export_report import QdqExport, QdqReport, QuantizedTensor, QuantizedWeight
 from .weights import PRECISIONS, quantize_weight, weight_tensor
 from ..model.onnx_graph import GraphIndex, attribute
-from .high_precision import MIN_OPSET as HP_MIN_OPSET, HIGH_PRECISIONS, convert_float_part, default_high_precision
+from .high_precision import (MIN_OPSET as HP_MIN_OPSET, HIGH_PRECISIONS, convert_float_part, preferred_opset,
+                             default_high_precision)
 from .myelin import myelin_matmuls
 from .placement import QdqPlan, Skip, node_label, plan_qdq
 
@@ -191,7 +192,7 @@ def build_qdq(model, amax: Mapping[str, float], *, exclude: Iterable[str] = (),
             "Export from the float model instead.")
     hp = _resolve_high_precision(high_precision, trt_version)
     if hp != "fp32":
-        min_opset = max(min_opset, HP_MIN_OPSET)
+        min_opset = max(min_opset, HP_MIN_OPSET, preferred_opset(hp, trt_version))
     opset_from = _opset(source)
     target = max(opset_from, min_opset) if opset is None else int(opset)
     if target < min_opset:

@@ -37,6 +37,9 @@ AutoCast decides by accuracy and reads schemas too, but it needs modelopt (torch
 onnxruntime, onnx-graphsurgeon), far too heavy for a core that runs with numpy and
 onnx alone. The schema walk here is ~150 lines and knows Q/DQ scales.
 
+A BF16 float part is exported at opset 22 where the target parses it (TensorRT 10.8+): only from
+there do Conv, MaxPool and GlobalAveragePool take bfloat16 (:func:`preferred_opset`).
+
 TensorRT 8.6's parser reads opset <= 17 and FP32 Q/DQ scales only: for it the
 float part stays FP32 and the FP16 builder flag decides its precision
 (:func:`default_high_precision`).
@@ -55,13 +58,16 @@ from ..common.errors import UserError
 from ..model.type_constraints import float_tensors, low_precision_blockers
 
 __all__ = ["HIGH_PRECISIONS", "HighPrecisionError", "HighPrecisionReport", "default_high_precision",
-           "convert_float_part", "MIN_OPSET"]
+           "convert_float_part", "MIN_OPSET", "PREFERRED_OPSET", "preferred_opset"]
 
 #: Supported high-precision dtypes -> ONNX element type.
 HIGH_PRECISIONS = {"fp32": onnx.TensorProto.FLOAT, "fp16": onnx.TensorProto.FLOAT16,
                    "bf16": onnx.TensorProto.BFLOAT16}
 #: Q/DQ with FP16/BF16 scales needs opset 19.
 MIN_OPSET = 19
+#: The opset a float part in this type wants: Conv, MaxPool, GlobalAveragePool and HardSwish take
+#: bfloat16 from opset 22 on (before it, the schemas keep them FP32 in a BF16 float part).
+PREFERRED_OPSET = {"fp32": 0, "fp16": MIN_OPSET, "bf16": 22}
 _FP16_MAX = 65504.0
 _FP16_MIN_NORMAL = 2.0 ** -14
 
@@ -117,6 +123,20 @@ def default_high_precision(trt_version=None) -> str:
 
     v = parse_trt_version(trt_version)
     return "fp16" if v.major >= 10 else "fp32"
+
+
+def preferred_opset(dtype: str, trt_version=None) -> int:
+    """The opset to export a ``dtype`` float part at: :data:`PREFERRED_OPSET`, unless the target's parser
+    reads less (TensorRT 10.0-10.7 read opset 20), then :data:`MIN_OPSET` (the schemas keep more FP32)."""
+    want = PREFERRED_OPSET.get(dtype, MIN_OPSET)
+    if trt_version is None or want <= MIN_OPSET:
+        return want
+    from ..model.trt_support import MAX_OPSET
+    from ..model.trt_version import parse_trt_version
+
+    v = parse_trt_version(trt_version)
+    limit = max((o for since, o in MAX_OPSET if v >= since), default=want)
+    return want if limit >= want else MIN_OPSET
 
 
 def _label(node: onnx.NodeProto) -> str:
