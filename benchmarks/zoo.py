@@ -243,10 +243,10 @@ def _save_samples(folder: Path, feeds: Dict[str, np.ndarray]) -> None:
 
 def ort_outputs(model_path: Path, feeds: Dict[str, np.ndarray], batch: int = 1) -> Dict[str, np.ndarray]:
     """ONNX Runtime (CPU) outputs of a static-batch model over every sample, ``batch`` at a time."""
-    import onnxruntime as ort
+    from trtwidgets.core.common.ort import open_session
 
-    sess = ort.InferenceSession(str(model_path), providers=["CPUExecutionProvider"])
-    names = [o.name for o in sess.get_outputs()]
+    sess = open_session(model_path, purpose="compute the zoo's FP32 reference")
+    names = sess.output_names
     n = len(next(iter(feeds.values())))
     outs: Dict[str, list] = {k: [] for k in names}
     for i in range(0, n, batch):

@@ -220,9 +220,9 @@ def main(argv=None) -> int:
     model = build_minilm(seq=a.seq)
     onnx.checker.check_model(model)
     onnx.save(model, a.out)
-    import onnxruntime as ort
+    from trtwidgets.core.common.ort import open_session
 
-    sess = ort.InferenceSession(a.out, providers=["CPUExecutionProvider"])
+    sess = open_session(a.out, purpose="embed the check sentences")
     texts = ["A man is eating food.", "A man is eating a piece of bread.", "The new movie is awesome for children."]
     e = sess.run(None, tokenize(texts, a.seq))[0]
     sim = e @ e.T

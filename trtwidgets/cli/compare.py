@@ -66,13 +66,13 @@ def run(args) -> int:
     if args.reference:
         ref = load_reference(args.reference)
     else:
-        try:
-            import onnxruntime  # noqa: F401
-        except ImportError:
+        from ..core.common.ort import is_available
+
+        if not is_available():
             raise UserError("ONNX Runtime is not installed, so the FP32 reference cannot be computed here.",
                             "compare --data runs the model in ONNX Runtime on the CPU.",
                             "pip install onnxruntime, or compute the reference elsewhere with --save-reference "
-                            "and pass it here with --reference.") from None
+                            "and pass it here with --reference.")
         if not model_path:
             raise UserError("The build directory names no model.", "Its recipe.json is missing or has no model_path.",
                             "Pass --model MODEL.onnx.")

@@ -148,20 +148,7 @@ def run(args) -> int:
 
     graphs = [_graph_path(g) for g in args.graph]
     if not graphs:
-        if not args.network:
-            raise UserError("Nothing to inspect.", None,
-                            "Give an engine-inspector JSON (<engine>.graph.json) or a build folder, or --network "
-                            "network_layers.json for the pre-build view.")
-        pre, pre_summary, _ = _network(args, None)
-        if args.csv:
-            _write_csv_atomic(pre, args.csv)
-        if args.json:
-            print(json.dumps(pre_summary, indent=2))
-        else:
-            print(format_prebuild(pre, pre_summary))
-            if args.csv:
-                print(f"wrote {len(pre)} rows to {args.csv}", file=sys.stderr)
-        return 0
+        return _run_network_only(args)
     others = graphs[1:] + [_graph_path(g) for g in (args.compare or ())]
     graph = parse_inspector_json(graphs[0])
     found = _context(graphs[0], args)
@@ -184,23 +171,7 @@ def run(args) -> int:
     except (UserError,) + CONTEXT_FAILURES as exc:
         raise context_failure(exc, siblings, "--no-siblings") from None
     summary = summary_dict(table)
-    cmp = None
-    if others:
-        from ..core.engine.build_compare import compare_builds
-
-        paths = [graphs[0]] + others
-        sources = [graph] + [parse_inspector_json(p) for p in others]
-        labels = [_label(p) for p in paths]
-        if len(set(labels)) < len(labels):
-            labels = [str(p) for p in paths]
-        # Each build's own timings (beside its JSON); --profile is the first build's.
-        contexts = [{"profile": profile} if profile is not None else {}] + [_context(p, args) for p in others]
-        profiles = [c.get("profile") for c in contexts]
-        try:
-            cmp = compare_builds(sources, labels=labels, profiles=profiles)
-        except (UserError,) + CONTEXT_FAILURES as exc:
-            files = {f"profile {i}": p for i, p in enumerate(profiles) if p is not None}
-            raise context_failure(exc, files, "--no-siblings") from None
+    cmp = _compare(args, graphs[0], graph, others, profile) if others else None
     pre, pre_summary, pre_source = _network(args, graphs[0])
     if args.csv:
         _write_csv_atomic(table, args.csv)
@@ -208,25 +179,71 @@ def run(args) -> int:
         if pre_summary is not None:
             summary["network"] = dict(pre_summary, source=pre_source)
         if cmp is not None:
-            counts = cmp.precision_counts()
-            summary["compare"] = {
-                "builds": list(cmp.labels),
-                "precision_counts": {label: {p: int(v) for p, v in counts[label].items()} for label in cmp.labels},
-                "total_latency_ms": {label: (None if v is None else round(float(v), 6))
-                                     for label, v in cmp.total_latency_ms().items()},
-                "differing_layers": sum(1 for r in cmp.rows if r.precision_differs or r.tactic_differs),
-            }
+            summary["compare"] = _compare_summary(cmp)
         print(json.dumps(summary, indent=2))
-    else:
-        print(format_report(table, summary))
-        if cmp is not None:
-            print(format_comparison(cmp))
-        if pre is not None:
-            if args.network:
-                print(format_prebuild(pre, pre_summary))
-            else:  # beside the engine: the gist, and where the whole list is
-                print("\n".join(format_prebuild(pre, pre_summary).splitlines()[:5]))
-                print(f"  (every layer: trtwidgets inspect --network {pre_source})")
-        if args.csv:
-            print(f"wrote {len(table)} rows to {args.csv}", file=sys.stderr)
+        return 0
+    print(format_report(table, summary))
+    if cmp is not None:
+        print(format_comparison(cmp))
+    if pre is not None:
+        if args.network:
+            print(format_prebuild(pre, pre_summary))
+        else:  # beside the engine: the gist, and where the whole list is
+            print("\n".join(format_prebuild(pre, pre_summary).splitlines()[:5]))
+            print(f"  (every layer: trtwidgets inspect --network {pre_source})")
+    if args.csv:
+        print(f"wrote {len(table)} rows to {args.csv}", file=sys.stderr)
     return 0
+
+
+def _run_network_only(args) -> int:
+    """``inspect --network FILE`` without an engine: the pre-build view alone."""
+    from ..core.common.errors import UserError
+
+    if not args.network:
+        raise UserError("Nothing to inspect.", None,
+                        "Give an engine-inspector JSON (<engine>.graph.json) or a build folder, or --network "
+                        "network_layers.json for the pre-build view.")
+    pre, pre_summary, _ = _network(args, None)
+    if args.csv:
+        _write_csv_atomic(pre, args.csv)
+    if args.json:
+        print(json.dumps(pre_summary, indent=2))
+    else:
+        print(format_prebuild(pre, pre_summary))
+        if args.csv:
+            print(f"wrote {len(pre)} rows to {args.csv}", file=sys.stderr)
+    return 0
+
+
+def _compare(args, first: str, graph, others, profile):
+    """The first build compared with ``others`` (inspector JSON paths), each with its own timings."""
+    from ..core.common.errors import UserError
+    from ..core.engine.build_compare import compare_builds
+    from ..core.engine.inspector_json import CONTEXT_FAILURES, context_failure, parse_inspector_json
+
+    paths = [first] + others
+    sources = [graph] + [parse_inspector_json(p) for p in others]
+    labels = [_label(p) for p in paths]
+    if len(set(labels)) < len(labels):
+        labels = [str(p) for p in paths]
+    # Each build's own timings (beside its JSON); --profile is the first build's.
+    contexts = [{"profile": profile} if profile is not None else {}] + [_context(p, args) for p in others]
+    profiles = [c.get("profile") for c in contexts]
+    try:
+        return compare_builds(sources, labels=labels, profiles=profiles)
+    except (UserError,) + CONTEXT_FAILURES as exc:
+        files = {f"profile {i}": p for i, p in enumerate(profiles) if p is not None}
+        raise context_failure(exc, files, "--no-siblings") from None
+
+
+def _compare_summary(cmp) -> dict:
+    """The comparison's part of ``--json``: builds, precision counts, total latency, differing layers."""
+    counts = cmp.precision_counts()
+    return {
+        "builds": list(cmp.labels),
+        "precision_counts": {label: {p: int(v) for p, v in counts[label].items()} for label in cmp.labels},
+        "total_latency_ms": {label: (None if v is None else round(float(v), 6))
+                             for label, v in cmp.total_latency_ms().items()},
+        "differing_layers": sum(1 for r in cmp.rows if r.precision_differs or r.tactic_differs),
+    }

@@ -18,15 +18,14 @@ import sys
 import time
 from pathlib import Path
 
+# The report's layer-table columns, shared with the App's HTML page (no plotly at import).
+from ..plots.report_sections import LAYER_COLUMNS
+
 NAME = "run"
 OUTPUTS = {"report": "file", "build_dir": "dir"}  # files it writes: checked and reported by cli._outputs
 HELP = "re-run a saved recipe headless (calibrate, build if TensorRT is present, inspect) and write an HTML report"
 DESCRIPTION = (HELP + ". The report holds the model summary, lint findings, ranges per tensor, histograms of the "
                "most disputed tensors, the layer table and precision chart of each build; it works offline.")
-
-#: Layer-table columns shown in the report.
-LAYER_COLUMNS = ("name", "type", "onnx_nodes", "precision", "input_precision", "output_precision", "weights_type",
-                 "tactic", "latency_ms", "why_not_int8", "why_not_int8_reason")
 
 
 def add_arguments(parser):
@@ -140,15 +139,12 @@ def _build(args, recipe, cache_path, steps, build_dir: Path):
 
 
 def run(args) -> int:
-    from ..core.recipe import report as rep
     from ..core.common.atomic import write_text_atomic
     from ..core.calibration.recipe_step import locate_model
-    from ..core.recipe import staleness
     from ..core.common.errors import RecipeError
-    from ..core.engine.inspector_json import CONTEXT_FAILURES, as_graph, build_context, context_failure
-    from ..core.engine.layer_table import layer_table, summary_dict
     from ..core.model.lint import lint
     from ..core.model.load import load_model
+    from ..core.recipe import report as rep
     from ..core.recipe.recipe import load_recipe
     from ..plots import report_html as figs
 
@@ -170,6 +166,25 @@ def run(args) -> int:
 
     calibration, cache_path = _calibrate(args, recipe, model, steps, build_dir)
     built, build_error = _build(args, recipe, cache_path, steps, build_dir)
+    sections, tables, summaries = _inspect_sections(built, saved, model, recipe, steps)
+    head_sections = _head_sections(steps, model, recipe, recipe_path, findings, build_error, saved)
+    body = _body_sections(args, calibration, tables, summaries)
+    doc = rep.render_document(args.title or f"trtwidgets report: {Path(recipe.model_path).name}",
+                              head_sections + body + sections, head=figs.plotly_js_head(),
+                              subtitle=f"recipe {recipe_path}, {time.strftime('%Y-%m-%d %H:%M:%S')}")
+    write_text_atomic(report_path, doc)
+    print(f"report -> {report_path} ({os.path.getsize(report_path) / 1e6:.1f} MB)")
+    for s in steps:
+        print(f"  {s['step']:<24} {s['status']:<8} {s['detail'][:110]}")
+    return 1 if build_error is not None else 0
+
+
+def _inspect_sections(built, saved, model, recipe, steps):
+    """A layer-table section per build (the fresh one, then the saved ones); (sections, tables, summaries)."""
+    from ..core.recipe import report as rep
+    from ..core.recipe import staleness
+    from ..core.engine.inspector_json import CONTEXT_FAILURES, as_graph, build_context, context_failure
+    from ..core.engine.layer_table import layer_table, summary_dict
 
     sections = []
     tables, summaries = {}, {}
@@ -199,6 +214,12 @@ def run(args) -> int:
     if not tables:
         steps.append({"step": "inspect", "status": "skipped",
                       "detail": "no build to inspect: build with TensorRT, or pass a saved build with --graph DIR"})
+    return sections, tables, summaries
+
+
+def _head_sections(steps, model, recipe, recipe_path, findings, build_error, saved):
+    """The report's opening: steps, model and recipe, lint findings, build errors (fresh and saved)."""
+    from ..core.recipe import report as rep
 
     head_sections = [rep.steps_section(steps),
                      rep.summary_section(model.summary, recipe, {"recipe": str(recipe_path)}),
@@ -212,30 +233,22 @@ def run(args) -> int:
         if errors:
             head_sections.append(rep.section(f"TensorRT errors in {s.name}",
                                              f"<pre>{rep.esc(chr(10).join(errors))}</pre>"))
+    return head_sections
+
+
+def _body_sections(args, calibration, tables, summaries):
+    """Calibration ranges and figures, the precision summary and chart."""
+    from ..core.recipe import report as rep
+    from ..plots import report_html as figs
+
     body = []
     if calibration is not None:
-        body.append(rep.ranges_section(calibration.ranges, calibration.method, calibration.stats,
-                                       description=f"{calibration.stats.samples} samples from {calibration.data}, "
-                                                   f"percentile {calibration.percentile:g}."))
-        top = figs.overview_figure(calibration.ranges)
-        from ..core.calibration.explorer_data import rank_tensors
+        from ..plots.report_sections import calibration_sections
 
-        names = list(rank_tensors(calibration.ranges, by="disagreement").names)[:max(args.top, 0)]
-        body.append(figs.figures_section(
-            "Calibration figures", [top] + figs.histogram_figures(calibration.stats, calibration.ranges, names,
-                                                                  calibration.percentile, calibration.method,
-                                                                  calibration.overrides),
-            ["Tensors ranked by how much the range methods disagree (log2 of largest / smallest amax)."]
-            + [f"|x| histogram of {n} with each method's amax" for n in names]))
+        body += calibration_sections(calibration.stats, calibration.ranges, calibration.method,
+                                     calibration.percentile, calibration.overrides, calibration.data, args.top)
     if tables:
         body.append(rep.precision_summary_section(summaries))
         body.append(figs.figures_section("Precision chart", [figs.precision_figure(tables)]))
-    doc = rep.render_document(args.title or f"trtwidgets report: {Path(recipe.model_path).name}",
-                              head_sections + body + sections, head=figs.plotly_js_head(),
-                              subtitle=f"recipe {recipe_path}, {time.strftime('%Y-%m-%d %H:%M:%S')}")
-    write_text_atomic(report_path, doc)
-    print(f"report -> {report_path} ({os.path.getsize(report_path) / 1e6:.1f} MB)")
-    for s in steps:
-        print(f"  {s['step']:<24} {s['status']:<8} {s['detail'][:110]}")
-    return 1 if build_error is not None else 0
+    return body
 

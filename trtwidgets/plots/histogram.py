@@ -146,7 +146,7 @@ class TensorHistogramDisplay:
         """
         from ..core.calibration.ranges import METHODS, compute_amax, evaluate_amax
 
-        t = _tensor_stats(stats_or_tensor_stats, tensor)
+        t = pick_tensor_stats(stats_or_tensor_stats, tensor)
         methods = tuple(METHODS if methods is None else methods)
         unknown = [m for m in methods if m not in METHODS]
         if unknown:
@@ -267,7 +267,11 @@ class TensorHistogramDisplay:
 
 # --------------------------------------------------------------------------- helpers
 
-def _tensor_stats(stats, tensor):
+def pick_tensor_stats(stats, tensor):
+    """The TensorStats of ``tensor`` from ActivationStats, or ``stats`` itself when it is one tensor's.
+
+    Raises StatsError when the tensor is not named (many tensors) or was not collected.
+    """
     tensors = getattr(stats, "tensors", None)
     if tensors is None:
         if tensor is not None and tensor != stats.name:

@@ -73,9 +73,9 @@ class Int8GridDisplay:
             Passed to :func:`trtwidgets.core.calibration.explorer_data.int8_levels`: thin the grid, or
             keep only the levels in a zoomed interval.
         """
-        from .histogram import _tensor_stats
+        from .histogram import pick_tensor_stats
 
-        t = _tensor_stats(stats_or_tensor_stats, tensor)
+        t = pick_tensor_stats(stats_or_tensor_stats, tensor)
         levels = int8_levels(amax, max_lines=max_lines, x_range=x_range)
         return cls(t.name, hist_edges(t), np.asarray(t.hist, dtype=np.float64), float(amax), levels,
                    error_split(t, amax), label)

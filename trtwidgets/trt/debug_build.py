@@ -15,22 +15,17 @@ use it to localise error, not to measure it.
 from __future__ import annotations
 
 import os
-import re
 import time
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union
 
-from ..core.common.errors import BuildError, UserError
-from ..core.common.atomic import write_bytes_atomic
+from ..core.common.errors import BuildError
+from .debug_config import (EXCLUDED_TACTIC_SOURCES, ShapeSpec, add_profile, attach_timing_cache, int8_calibrator,
+                           pin_layer_precisions, profile_triplet, restricted_tactic_sources, set_build_options,
+                           save_timing_cache, set_precisions)
 
 __all__ = ["DebugBuild", "mark_outputs", "build_debug_engine", "engine_intermediates", "network_tensors",
-           "pin_layer_precisions", "restricted_tactic_sources"]
-
-#: Tactic sources left out of builds by default: the GPU machine's cuBLAS/cuDNN are stubs,
-#: and TensorRT 10+ dropped them anyway.
-EXCLUDED_TACTIC_SOURCES = ("CUBLAS", "CUBLAS_LT", "CUDNN")
-
-ShapeSpec = Union[Sequence[int], Tuple[Sequence[int], Sequence[int], Sequence[int]]]
+           "pin_layer_precisions", "restricted_tactic_sources", "EXCLUDED_TACTIC_SOURCES"]
 
 
 @dataclass(frozen=True)
@@ -116,82 +111,6 @@ def mark_outputs(network, names: Iterable[str], trt_module=None) -> Tuple[Tuple[
     return tuple(marked), tuple(not_found)
 
 
-def restricted_tactic_sources(trt_module, excluded: Sequence[str] = EXCLUDED_TACTIC_SOURCES) -> Optional[int]:
-    """The tactic-source bit mask of every source this TensorRT knows except ``excluded`` (None if no enum)."""
-    enum = getattr(trt_module, "TacticSource", None)
-    if enum is None:
-        return None
-    mask = 0
-    for name, member in enum.__members__.items():
-        if name not in excluded:
-            mask |= 1 << int(member)
-    return mask
-
-
-_LAYER_DTYPES = {"fp32": "FLOAT", "fp16": "HALF", "bf16": "BF16", "int8": "INT8", "fp8": "FP8"}
-
-
-def pin_layer_precisions(network, layer_precisions: Mapping[str, str], trt_module) -> Tuple[Tuple[str, str], ...]:
-    """Set ``layer.precision`` on the layers whose names fully match a regex of ``layer_precisions``.
-
-    Only layers that compute float tensors are pinned (shape and index
-    arithmetic stays as TensorRT chose). Output types are left to TensorRT, so
-    a marked output keeps the float32 type :func:`mark_outputs` gave it.
-
-    Returns
-    -------
-    tuple of (layer name, precision)
-
-    Raises
-    ------
-    UserError
-        An unknown precision, or a pattern that matches no layer.
-    """
-    trt = trt_module
-    compiled = []
-    for pattern, prec in layer_precisions.items():
-        key = str(prec).lower()
-        if key not in _LAYER_DTYPES or not hasattr(trt.DataType, _LAYER_DTYPES[key]):
-            raise UserError(f"Cannot pin layers to {prec!r}.", f"TensorRT {trt.__version__} layers take "
-                            + ", ".join(k for k, v in _LAYER_DTYPES.items() if hasattr(trt.DataType, v)) + ".",
-                            "Use one of those precisions.")
-        compiled.append((pattern, re.compile(pattern), getattr(trt.DataType, _LAYER_DTYPES[key]), key))
-    floats = {getattr(trt.DataType, n) for n in ("FLOAT", "HALF", "BF16") if hasattr(trt.DataType, n)}
-    hits = {pattern: 0 for pattern, _, _, _ in compiled}
-    pinned = []
-    for i in range(network.num_layers):
-        layer = network.get_layer(i)
-        for pattern, rx, dt, key in compiled:
-            if not rx.fullmatch(layer.name):
-                continue
-            hits[pattern] += 1
-            outs = [layer.get_output(j) for j in range(layer.num_outputs)]
-            if any(o is None or o.dtype not in floats for o in outs):
-                continue
-            if not hasattr(layer, "precision"):
-                raise UserError(f"TensorRT {trt.__version__} cannot pin layer precisions.",
-                                "Layer precision was removed with strong typing (TensorRT 11).",
-                                "Cast the ONNX model instead, or export Q/DQ for INT8.")
-            layer.precision = dt
-            pinned.append((layer.name, key))
-            break
-    unmatched = [p for p, n in hits.items() if n == 0]
-    if unmatched:
-        names = [network.get_layer(i).name for i in range(network.num_layers)]
-        raise UserError(f"Layer pattern(s) {', '.join(map(repr, unmatched))} match no layer of the parsed network.",
-                        f"Patterns are regular expressions matched against the whole TensorRT layer name "
-                        f"(e.g. {', '.join(map(repr, names[:4]))}).", "Fix the pattern, e.g. 'conv.*'.")
-    return tuple(pinned)
-
-
-def _profile_triplet(shape: ShapeSpec) -> Tuple[Tuple[int, ...], Tuple[int, ...], Tuple[int, ...]]:
-    if len(shape) == 3 and all(isinstance(s, (list, tuple)) for s in shape):
-        mn, opt, mx = shape  # type: ignore[misc]
-        return tuple(int(d) for d in mn), tuple(int(d) for d in opt), tuple(int(d) for d in mx)
-    s = tuple(int(d) for d in shape)  # type: ignore[arg-type]
-    return s, s, s
-
-
 def build_debug_engine(
     model_path: Union[str, os.PathLike],
     mark: Union[Iterable[str], str] = (),
@@ -243,108 +162,56 @@ def build_debug_engine(
     BuildError
         The model does not parse or the build fails (with TensorRT's decisive lines).
     """
-    if trt_module is None:
-        from . import tensorrt
+    from . import cuda, tensorrt
+    from .logger import LogCollector, trt_logger
 
-        trt_module = tensorrt()
-    trt = trt_module
-    from . import cuda
-
+    trt = trt_module if trt_module is not None else tensorrt()
     cuda.require_gpu()
-    from .logger import LogCollector, decisive_lines, trt_logger
-
     collector = LogCollector(on_line=(lambda ln: on_log(ln.format())) if on_log else None)
     logger = trt_logger(collector, trt)
     builder = trt.Builder(logger)
+    notes: list = []
+    # The parser owns weights the network points to: it must live until the build is done.
+    network, parser = _parse_network(trt, builder, logger, os.fspath(model_path), shapes, notes)
+    marked, not_found = mark_outputs(network, list(network_tensors(network)) if mark == "all" else list(mark), trt)
+
+    config = builder.create_builder_config()
+    pinned = set_precisions(trt, network, config, flags, precision_constraints, layer_precisions)
+    set_build_options(trt, config, builder_optimization_level, workspace_mib)
+    cache_obj, empty_cache = attach_timing_cache(config, timing_cache, builder_optimization_level, collector, notes)
+    add_profile(trt, builder, network, config, shapes, flags)
+    if "int8" in [f.lower() for f in flags]:
+        calibrator = int8_calibrator(trt, network, shapes, calibrator, calibration_cache)
+        if calibrator is not None:
+            config.int8_calibrator = calibrator
+
+    engine, seconds = _build(builder, network, config, collector)
+    save_timing_cache(cache_obj, empty_cache, timing_cache)
+    log = tuple(ln.format() for ln in collector.lines if ln.severity in ("WARNING", "ERROR", "INTERNAL_ERROR"))
+    return DebugBuild(engine=engine, marked=marked, not_found=tuple(not_found),
+                      build_seconds=seconds, log=log, pinned=pinned, notes=tuple(notes))
+
+
+def _parse_network(trt, builder, logger, path: str, shapes, notes: list):
+    """(network, parser) of the ONNX file at ``path``; BuildError when the parser rejects it."""
     flag_bits = 0
     explicit = getattr(trt.NetworkDefinitionCreationFlag, "EXPLICIT_BATCH", None)
     if explicit is not None and int(trt.__version__.split(".")[0]) < 10:
         flag_bits |= 1 << int(explicit)
     network = builder.create_network(flag_bits)
     parser = trt.OnnxParser(network, logger)
-    path = os.fspath(model_path)
-    notes = []
     renamed = _renamed_copy(path, shapes, notes)
     ok = parser.parse(renamed, path) if renamed is not None else parser.parse_from_file(path)
     if not ok:
         errs = [str(parser.get_error(i)) for i in range(parser.num_errors)]
         raise BuildError(f"TensorRT could not parse {path}.", "The ONNX parser rejected the model.",
                          "Run `trtwidgets lint` on the model for known causes.", log_lines=errs[:8])
-    if mark == "all":
-        names = [n for n in network_tensors(network)]
-    else:
-        names = list(mark)
-    marked, not_found = mark_outputs(network, names, trt)
+    return network, parser
 
-    config = builder.create_builder_config()
-    pinned: Tuple[Tuple[str, str], ...] = ()
-    if precision_constraints is not None:
-        pc = str(precision_constraints).lower()
-        if pc not in ("obey", "prefer"):
-            raise UserError(f"Unknown precision_constraints {precision_constraints!r}.", None, "Use 'obey' or 'prefer'.")
-        flag = getattr(trt.BuilderFlag, pc.upper() + "_PRECISION_CONSTRAINTS", None)
-        if flag is None:
-            raise UserError(f"TensorRT {trt.__version__} has no precision constraints.",
-                            "Strongly typed TensorRT (11) takes precisions from the model's types and Q/DQ nodes.",
-                            "Cast the ONNX model, or export Q/DQ for INT8, instead of pinning layers.")
-        config.set_flag(flag)
-    if layer_precisions:
-        if precision_constraints is None:
-            raise UserError("layer_precisions without precision_constraints.",
-                            "TensorRT ignores layer precisions unless told to obey or prefer them.",
-                            "Pass precision_constraints='obey' (fail if impossible) or 'prefer'.")
-        pinned = pin_layer_precisions(network, layer_precisions, trt)
-    for f in flags:
-        attr = {"fp16": "FP16", "int8": "INT8", "bf16": "BF16", "fp8": "FP8", "tf32": "TF32"}.get(f.lower())
-        if attr is None or not hasattr(trt.BuilderFlag, attr):
-            raise UserError(f"TensorRT {trt.__version__} has no precision flag {f!r}.", None,
-                            "Use the flags trtwidgets.trt.features() lists.")
-        config.set_flag(getattr(trt.BuilderFlag, attr))
-    if "tf32" not in [f.lower() for f in flags] and hasattr(trt.BuilderFlag, "TF32"):
-        # TensorRT enables TF32 by default; a debug build compares against FP32 and must not add its own error.
-        config.clear_flag(trt.BuilderFlag.TF32)
-    if hasattr(trt, "ProfilingVerbosity"):
-        config.profiling_verbosity = trt.ProfilingVerbosity.DETAILED
-    mask = restricted_tactic_sources(trt)
-    if mask is not None:
-        config.set_tactic_sources(mask)
-    if builder_optimization_level is not None and hasattr(config, "builder_optimization_level"):
-        config.builder_optimization_level = int(builder_optimization_level)
-    if workspace_mib is not None:
-        config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, int(workspace_mib) << 20)
-    cache_obj, empty_cache = _attach_timing_cache(config, timing_cache, builder_optimization_level, collector, notes)
 
-    dynamic = False
-    profile = builder.create_optimization_profile()
-    for i in range(network.num_inputs):
-        t = network.get_input(i)
-        if any(d < 0 for d in t.shape):
-            dynamic = True
-            if not shapes or t.name not in shapes:
-                raise UserError(f"Input {t.name!r} has dynamic shape {list(t.shape)}.",
-                                "A build needs a shape range for every dynamic input.",
-                                f"Pass shapes={{{t.name!r}: (1, 3, 48, 192)}} or a (min, opt, max) triple.")
-            mn, opt, mx = _profile_triplet(shapes[t.name])
-            profile.set_shape(t.name, mn, opt, mx)
-    if dynamic:
-        config.add_optimization_profile(profile)
-        if "int8" in [f.lower() for f in flags] and hasattr(config, "set_calibration_profile"):
-            config.set_calibration_profile(profile)
-
-    if "int8" in [f.lower() for f in flags]:
-        if calibrator is None and calibration_cache is not None:
-            from .calibrators import make_calibrator
-
-            with open(os.fspath(calibration_cache), "rb") as f:
-                data = f.read()
-            specs = {}
-            for i in range(network.num_inputs):
-                t = network.get_input(i)
-                shape = _profile_triplet(shapes[t.name])[1] if shapes and t.name in shapes else tuple(t.shape)
-                specs[t.name] = (shape, "float32")
-            calibrator = make_calibrator("entropy2", [], specs, trt, cache_in=data)
-        if calibrator is not None:
-            config.int8_calibrator = calibrator
+def _build(builder, network, config, collector) -> Tuple[bytes, float]:
+    """The serialized engine and the build's seconds; BuildError with TensorRT's decisive lines when it fails."""
+    from .logger import decisive_lines
 
     start = time.perf_counter()
     serialized = builder.build_serialized_network(network, config)
@@ -353,14 +220,7 @@ def build_debug_engine(
         raise BuildError("The TensorRT debug build failed.", "TensorRT returned no engine.",
                          "Read TensorRT's lines below; try fewer marked tensors or another precision.",
                          log_lines=decisive_lines(collector.lines))
-    if cache_obj is not None:
-        data = bytes(memoryview(cache_obj.serialize()))
-        # An empty cache is not worth a file, and TensorRT 8.6 cannot read its own empty caches back.
-        if data and data != empty_cache:
-            write_bytes_atomic(timing_cache, data)
-    log = tuple(ln.format() for ln in collector.lines if ln.severity in ("WARNING", "ERROR", "INTERNAL_ERROR"))
-    return DebugBuild(engine=bytes(memoryview(serialized)), marked=marked, not_found=tuple(not_found),
-                      build_seconds=seconds, log=log, pinned=pinned, notes=tuple(notes))
+    return bytes(memoryview(serialized)), seconds
 
 
 def _renamed_copy(path: str, shapes: Optional[Mapping[str, ShapeSpec]], notes: list) -> Optional[bytes]:
@@ -375,7 +235,7 @@ def _renamed_copy(path: str, shapes: Optional[Mapping[str, ShapeSpec]], notes: l
     from ..core.model.dim_names import with_unique_dim_names
 
     proto = onnx.load(path, load_external_data=False)
-    profiles = [{k: _profile_triplet(v) for k, v in shapes.items()}] if shapes else None
+    profiles = [{k: profile_triplet(v) for k, v in shapes.items()}] if shapes else None
     copy, shared = with_unique_dim_names(proto, profiles)
     if copy is None:
         return None
@@ -383,50 +243,6 @@ def _renamed_copy(path: str, shapes: Optional[Mapping[str, ShapeSpec]], notes: l
         notes.append(f"dim name {sh.describe()} renamed " + ", ".join(f"{i}[{a}] -> {n!r}" for i, a, n in sh.renames)
                      + " for TensorRT (the model file is unchanged).")
     return copy.SerializeToString()
-
-
-def _attach_timing_cache(config, timing_cache, level: Optional[int], collector, notes: list):
-    """Attach the timing cache as the release build does: ``(cache or None, empty cache bytes)``.
-
-    Level 0 does not time tactics (nothing read or written); a missing or empty
-    file starts a new cache; a file TensorRT cannot read is noted and replaced
-    after the build, never fed to the builder (TensorRT 8.6 logs ``[E] ... Myelin``
-    and "The timing cache will not be used!" for those).
-    """
-    if timing_cache is None or not hasattr(config, "create_timing_cache"):
-        return None, b""
-    from .build import timing_cache_plan
-
-    tc = os.fspath(timing_cache)
-    empty = config.create_timing_cache(b"")
-    empty_bytes = bytes(memoryview(empty.serialize())) if empty is not None else b""
-    data = b""
-    if os.path.isfile(tc):
-        with open(tc, "rb") as f:
-            data = f.read()
-    action, why = timing_cache_plan(level, data, empty_bytes)
-    notes.append(f"timing cache {tc}: {why}")
-    if action == "off":
-        return None, empty_bytes
-    cache = None
-    if action == "load":
-        demote = getattr(collector, "demoting_errors", None)
-        if demote is not None:
-            with demote("timing cache: ") as complaints:
-                cache = config.create_timing_cache(data)
-        else:
-            complaints = []
-            cache = config.create_timing_cache(data)
-        if cache is None or complaints:
-            notes.append(f"timing cache {tc} cannot be read by this TensorRT/GPU; a new one replaces it.")
-            cache = None
-    if cache is None:
-        cache = empty if empty is not None else config.create_timing_cache(b"")
-    ok = config.set_timing_cache(cache, False)
-    if ok is False:
-        notes.append(f"timing cache {tc} does not match this TensorRT/GPU; building without it.")
-        return None, empty_bytes
-    return cache, empty_bytes
 
 
 def engine_intermediates(model_path: Union[str, os.PathLike], feeds: Mapping[str, "object"],

@@ -8,18 +8,24 @@ from __future__ import annotations
 
 from .accuracy import AccuracyView
 from .app import App, quickstart
-from .build_panel import BuildPanel
+from .build_panel import BuildPanel, BuildStep
 from .calib_explorer import CalibrationExplorer
-from .calib_data import DataBox
+from .calib_data import CalibrateStep, DataBox
 from .calibrator import CalibratorPicker
 from .compare import CompareView
-from .flags import FlagsPicker
+from .explore_step import ExploreStep
+from .flags import FlagsPicker, FlagsStep
 from .html import findings_html
-from .inspector import Inspector
-from .model_loader import ModelLoader
+from .inspector import Inspector, InspectStep
+from .model_loader import LoadStep, ModelLoader
 from .plan_step import PlanStep
-from .profiles import ProfileEditor
+from .profiles import ProfileEditor, ProfilesStep
 from .session import Session
+from .step import StepWidget
 
 __all__ = ["App", "quickstart", "AccuracyView", "BuildPanel", "CalibrationExplorer", "CalibratorPicker",
-           "CompareView", "DataBox", "FlagsPicker", "findings_html", "Inspector", "ModelLoader", "PlanStep", "ProfileEditor", "Session"]
+           "CompareView", "DataBox", "FlagsPicker", "findings_html", "Inspector", "ModelLoader", "PlanStep",
+           "ProfileEditor", "Session",
+           # the App's tabs, one widget per step
+           "StepWidget", "LoadStep", "FlagsStep", "ProfilesStep", "CalibrateStep", "BuildStep", "InspectStep",
+           "ExploreStep"]

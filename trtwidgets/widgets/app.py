@@ -9,39 +9,57 @@ step (FP16+INT8, the toolkit's entropy calibration, profiles at the shapes of
 the calibration data, the bundled crops for the bundled demo), so pressing
 through the steps goes from a model path to a layer table and histograms.
 
-The tabs are assembled in :mod:`trtwidgets.widgets.app_tabs`; this module holds
-the actions (the public methods, also for scripts) and the session's wiring.
-
-The app only wires the step widgets to the session; when an earlier step
-changes, the banner at the top names the later results that are now stale, and
-why (see :attr:`Session.stale`).
+Each tab is a step widget that owns its controls and handlers and talks to the
+session (:class:`~trtwidgets.widgets.model_loader.LoadStep`,
+:class:`~trtwidgets.widgets.flags.FlagsStep`, :class:`~trtwidgets.widgets.profiles.ProfilesStep`,
+:class:`~trtwidgets.widgets.calib_data.CalibrateStep`, :class:`~trtwidgets.widgets.plan_step.PlanStep`,
+:class:`~trtwidgets.widgets.build_panel.BuildStep`, :class:`~trtwidgets.widgets.inspector.InspectStep`,
+:class:`~trtwidgets.widgets.explore_step.ExploreStep`). The app composes them and wires
+the few events that cross tabs: one error panel, a new model's default recipe, the
+inspected build, the open tab. When an earlier step changes, the banner at the top
+names the later results that are now stale, and why (see :attr:`Session.stale`).
+:meth:`App.save_html` writes the whole state as one page to share.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from typing import Any, Optional
 
 import ipywidgets as widgets
+import traitlets
 
 from ..core.common.errors import UserError
 from . import app_tabs
-from .app_tabs import (BUILD, CALIBRATE, CALIBRATOR, EXPLORE, FLAGS, INSPECT, LOAD, PLAN, STEP_KEYS, STEPS, banner,
+from .app_tabs import (BUILD, CALIBRATE, CALIBRATOR, EXPLORE, FLAGS, INSPECT, LOAD, PLAN, STEP_KEYS, STEPS,
                        stale_html)
+from .build_panel import BuildStep
+from .calib_data import CalibrateStep
+from .explore_step import QDQ_NAME, ExploreStep
+from .flags import FlagsStep
 from .html import error_html, esc
-from .model_loader import ModelLoader
+from .inspector import InspectStep, kept_float_for
+from .model_loader import LoadStep
+from .plan_step import PlanStep
+from .profiles import ProfilesStep
 from .session import Session
+from .step import StepWidget
 
 __all__ = ["App", "quickstart", "STEPS", "STEP_KEYS", "LOAD", "FLAGS", "CALIBRATOR", "CALIBRATE", "PLAN", "BUILD",
            "INSPECT", "EXPLORE", "QDQ_NAME", "stale_html"]
 
 _STALE_TABS = {"stats": CALIBRATE, "ranges": CALIBRATE}
-#: The calibration explorer's Q/DQ model, in the app's output folder.
-QDQ_NAME = "model.qdq.onnx"
-#: The core's mismatch error names a Python argument; in the app the choice is a control.
-_MISMATCH = re.compile(r"Input '(?P<name>[^']+)'[^:]*: shape (?P<shape>[\dx]+) differs")
-_PYTHON_FIX = re.compile(r"Choose adapt=\{.*?\}")
+#: Histograms in the HTML page: this many tensors on which the range methods disagree most.
+HTML_TOP = 6
+
+
+def _part(step: str, name: Optional[str] = None) -> property:
+    """``App.<x>``: a part of one of its steps (kept so that ``app.data_path`` and the like still work)."""
+    def get(self):
+        owner = getattr(self, step)
+        return owner if name is None else getattr(owner, name)
+
+    return property(get, doc=f"``{step}.{name}``" if name else f"``{step}``")
 
 
 class App(widgets.VBox):
@@ -57,7 +75,7 @@ class App(widgets.VBox):
         Calibration data (a folder of samples, or ``"demo"``): the profiles' open dimensions
         take its shapes (see :meth:`use_data`).
     out_dir : str, optional
-        Where builds and the calibration cache are written (default ``./trtwidgets-out``).
+        Where builds, the calibration cache and the HTML page are written (default ``./trtwidgets-out``).
     features : TrtFeatures, optional
         What TensorRT supports (default: the installed TensorRT's).
 
@@ -66,78 +84,125 @@ class App(widgets.VBox):
     session : Session
     tabs : ipywidgets.Tab
         One tab per step, in the order of :data:`STEP_KEYS` (index constants ``LOAD`` ... ``EXPLORE``).
-    loader, flags, calibrator, profiles, data_box, plan_step, build_panel, inspector, explorer
-        The step widgets (``profiles`` once a model is loaded, ``plan_step`` when the planner's
-        widget exists, ``explorer`` once there are statistics). The explorer writes its
-        calibration cache and its Q/DQ model (:data:`QDQ_NAME`) into ``out_dir``, and draws
-        TensorRT's own amax when a session build was calibrated by TensorRT.
+    steps : dict
+        Step key -> its widget (the tab's content): ``load_step``, ``flags_step``, ``profiles_step``,
+        ``calibrate_step``, ``plan_step``, ``build_step``, ``inspect_step``, ``explore_step``.
+    loader, flags, calibrator, profiles, data_box, build_panel, inspector, explorer ...
+        The steps' parts, under the names they had before the steps were widgets of their own
+        (``profiles`` once a model is loaded, ``explorer`` once its tab was opened with statistics).
+        The explorer writes its calibration cache and its Q/DQ model (:data:`QDQ_NAME`) into
+        ``out_dir``, and draws TensorRT's own amax when a session build was calibrated by TensorRT.
     accuracy, accuracy_note
         In the Inspect step: the latency each build recorded (side by side), and
         for the inspected build what accuracy needs (TensorRT running the engine).
+    html_path, save_html_button, html_status
+        Where :meth:`save_html` writes the page, and what it wrote.
     """
+
+    loader = _part("load_step", "loader")
+    recipe_path = _part("load_step", "recipe_path")
+    save_recipe_button = _part("load_step", "save_recipe_button")
+    load_recipe_button = _part("load_step", "load_recipe_button")
+    recipe_status = _part("load_step", "recipe_status")
+    flags = _part("flags_step", "picker")
+    problems = _part("flags_step", "problems")
+    calibrator = _part("profiles_step", "calibrator")
+    profiles = _part("profiles_step", "profiles")
+    profiles_box = _part("profiles_step", "profiles_box")
+    data_box = _part("calibrate_step", "data_box")
+    data_path = _part("calibrate_step", "data_path")
+    max_samples = _part("calibrate_step", "max_samples")
+    calibrate_button = _part("calibrate_step", "calibrate_button")
+    calibrate_output = _part("calibrate_step", "calibrate_output")
+    calibration_view = _part("calibrate_step", "calibration_view")
+    build_panel = _part("build_step", "build_panel")
+    saved_choice = _part("build_step", "saved_choice")
+    saved_path = _part("build_step", "saved_path")
+    load_build_button = _part("build_step", "load_build_button")
+    use_recipe_button = _part("build_step", "use_recipe_button")
+    builds_view = _part("build_step", "builds_view")
+    inspect_choice = _part("inspect_step", "choice")
+    inspect_stale = _part("inspect_step", "stale_note")
+    inspector = _part("inspect_step", "inspector")
+    compare = _part("inspect_step", "compare")
+    compare_box = _part("inspect_step", "compare_box")
+    accuracy_note = _part("inspect_step", "accuracy_note")
+    accuracy = _part("inspect_step", "accuracy")
+    explorer = _part("explore_step", "explorer")
+    explorer_box = _part("explore_step")
 
     def __init__(self, session: Optional[Session] = None, model_path: Any = None, out_dir: Optional[str] = None,
                  features=None, data: Any = None, **kwargs):
-        from .calibrator import CalibratorPicker
-        from .flags import FlagsPicker, offline_features, resolve_features
+        from .flags import offline_features, resolve_features
 
         self.session = session if session is not None else Session()
         self.out_dir = out_dir or os.path.join(os.getcwd(), "trtwidgets-out")
         self.features = offline_features(resolve_features(features))
-        self._quiet = False
-        self._late_mismatch: dict = {}  # inputs whose odd samples only the calibration found (past the peek)
         s = self.session
         self.banner = widgets.HTML()
         self.error = widgets.HTML()
-        self.loader = ModelLoader(s, path=str(model_path or ""))
-        self.flags = FlagsPicker(self.features)
-        self.calibrator = CalibratorPicker(self.features)
-        self.problems = widgets.HTML()
-        self.profiles = None
-        self.profiles_box = widgets.VBox([widgets.HTML("<i>Load a model first: its dynamic inputs get profiles.</i>")])
-        self.flags.on_change(lambda _: self._picker_changed(self.flags))
-        self.calibrator.on_change(lambda _: self._picker_changed(self.calibrator))
-        # 7 explorer (made when there are statistics: it holds three figures)
-        self.explorer = None
-        self.explorer_box = widgets.VBox([widgets.HTML(f"<i>Collect statistics in step {CALIBRATE + 1} first.</i>")])
-        tabs = {"load": app_tabs.load_tab(self), "flags": widgets.VBox([self.flags, self.problems]),
-                "calibrator": widgets.VBox([self.calibrator, self.profiles_box]),
-                "calibrate": app_tabs.calibrate_tab(self), "plan": app_tabs.plan_tab(self),
-                "build": app_tabs.build_tab(self), "inspect": app_tabs.inspect_tab(self), "explore": self.explorer_box}
-        self.tabs = widgets.Tab(children=[tabs[k] for k in STEP_KEYS])
+        self.load_step = LoadStep(s, path=str(model_path or ""), out_dir=self.out_dir)
+        self.flags_step = FlagsStep(s, self.features)
+        self.profiles_step = ProfilesStep(s, self.features)
+        self.calibrate_step = CalibrateStep(s)
+        self.plan_step = PlanStep(s, out_dir=os.path.join(self.out_dir, "plan"))
+        self.build_step = BuildStep(s)
+        self.inspect_step = InspectStep(s, trt_available=bool(getattr(self.features, "available", False)))
+        self.explore_step = ExploreStep(s, out_dir=self.out_dir)
+        self.steps = dict(zip(STEP_KEYS, (self.load_step, self.flags_step, self.profiles_step, self.calibrate_step,
+                                          self.plan_step, self.build_step, self.inspect_step, self.explore_step)))
+        self.tabs = widgets.Tab(children=list(self.steps.values()))
         for i, title in enumerate(STEPS):
             self.tabs.set_title(i, title)
-        self._refresh_saved()
-        super().__init__([widgets.HTML(app_tabs.TAB_CSS + app_tabs.HEADER), self.banner, self.error, self.tabs],
-                         **kwargs)
+        self.html_path = widgets.Text(placeholder="analysis.html", description="Share",
+                                      layout=widgets.Layout(width="420px"))
+        self.save_html_button = widgets.Button(description="Save HTML page", icon="share",
+                                               tooltip="write figures, tables and the recipe as one page that "
+                                                       "opens offline")
+        self.html_status = widgets.HTML()
+        super().__init__([widgets.HTML(app_tabs.TAB_CSS + app_tabs.HEADER), self.banner, self.error, self.tabs,
+                          widgets.HBox([self.html_path, self.save_html_button]), self.html_status], **kwargs)
         self.add_class("trtw-app")
-
-        self.data_path.observe(lambda c: self._data_typed(c["new"]), names="value")
-        self.data_box.on_adapt(self._adapt_chosen)
-        # The explorer holds three figures: made when its tab is first opened, not on every calibration.
-        self.tabs.observe(self._on_tab, names=["selected_index"])
-        s.observe(self._on_model, names=["model"])
-        s.observe(self._on_recipe, names=["recipe"])
-        s.observe(self._on_stale, names=["stale"])
-        s.observe(self._on_problems, names=["problems"])
-        s.observe(self._on_graphs, names=["graphs"])
-        s.observe(self._on_stats, names=["stats"])
+        self._wire()
         if s.model is not None:
             self._on_model({"new": s.model})
         elif model_path:
-            self.loader.load()
+            self.load_step.load()
         if data is not None and s.model is not None:
             self.use_data(data)
-        if s.graphs:
-            self._on_graphs({"new": s.graphs})
-        if s.stats is not None:
-            self._on_stats({"new": s.stats})
+        self._on_stale({"new": s.stale})
+
+    def _wire(self) -> None:
+        """The events that cross tabs; each step handles its own."""
+        for step in self.steps.values():
+            if isinstance(step, StepWidget):
+                step.on_error(self._show_error)
+        # A recipe file names its data: the data box shows what the data set (after the recipe is in).
+        self.load_step.on_recipe_loaded(self.calibrate_step.render_data)
+        # "Use its recipe" in the Build tab takes the recipe of the build the Inspect tab shows.
+        traitlets.dlink((self.inspect_step.choice, "value"), (self.build_step, "inspected"))
+        # The explorer holds three figures: made when its tab is first opened, not on every calibration.
+        self.tabs.observe(self._on_tab, names=["selected_index"])
+        self.save_html_button.on_click(lambda _: self.save_html())
+        self.session.observe(self._on_model, names=["model"])
+        self.session.observe(self._on_stale, names=["stale"])
+
+    @property
+    def _quiet(self) -> bool:
+        """True while every step shows the session without writing back (tests set it to reset boxes)."""
+        return all(getattr(step, "quiet", False) for step in self.steps.values() if hasattr(step, "quiet"))
+
+    @_quiet.setter
+    def _quiet(self, value: bool) -> None:
+        for step in self.steps.values():
+            if hasattr(step, "quiet"):
+                step.quiet = bool(value)
 
     # ------------------------------------------------------------------ steps (also for scripts)
 
     def load(self, path: Any = None) -> bool:
         """Step 1: load a model (default: the path in the loader)."""
-        return self.loader.load(None if path is None else str(path))
+        return self.load_step.load(None if path is None else str(path))
 
     def use_data(self, data: Any) -> bool:
         """Calibrate on ``data`` (a folder, ``"demo"`` or a spec): open profile dims take its shapes, said in a note.
@@ -145,138 +210,126 @@ class App(widgets.VBox):
         Where samples differ from the opt shape, the data box offers pad / truncate / resize.
         Unreadable data is refused with a clear error; the recipe stays.
         """
-        ok = self.session.use_data(data)
-        if ok:
-            self._late_mismatch = {}
-        self._show_error("" if ok else self.session.error)
-        self._render_data()
-        return ok
+        return self.calibrate_step.use_data(data)
 
     def calibrate(self, data: Any = None, max_samples: Optional[int] = None, progress: bool = True) -> bool:
         """Step 4: collect statistics with the data in the data field (or ``data``)."""
-        s = self.session
-        text = self.data_path.value.strip()
-        if data is None and text and text != self._recipe_data_text() and not self.use_data(text):
-            return False
-        n = max_samples if max_samples is not None else (self.max_samples.value or None)
-        self.calibrate_button.disabled = True
-        self.calibrate_output.clear_output()
-        try:
-            with self.calibrate_output:
-                ok = s.calibrate(data=data, progress=progress, max_samples=n)
-        finally:
-            self.calibrate_button.disabled = False
-        if not ok:
-            self._show_error(self._mismatch_in_app(s.error))
-            return False
-        self._show_error("")
-        self.calibration_view.value = app_tabs.calibration_html(s)
-        return True
+        return self.calibrate_step.calibrate(data=data, max_samples=max_samples, progress=progress)
 
     def load_saved_build(self, source: Any = None) -> bool:
         """Step 6 without TensorRT: add a saved build (name from the list, folder, or *.graph.json)."""
-        from ..core.engine.saved_build import find_saved_builds
-
-        if source is None:
-            source = self.saved_path.value.strip() or self.saved_choice.value
-        if not source:
-            self._show_error(UserError("No saved build chosen.", None, "Pick one from the list or type a folder."))
-            return False
-        known = find_saved_builds()
-        if isinstance(source, str) and source in known:
-            source = known[source]
-        ok = self.session.add_build(source)
-        self._show_error("" if ok else self.session.error)
-        return ok
+        return self.build_step.load_saved_build(source)
 
     def use_build_recipe(self, label: Optional[str] = None) -> bool:
         """Continue from a build's own recipe (default: the build shown in the inspector)."""
-        label = label or self.inspect_choice.value or self._latest_label()
-        ok = bool(label) and self.session.use_build_recipe(label)
-        self._show_error("" if ok else (self.session.error or "No build to take a recipe from."))
-        return ok
+        return self.build_step.use_build_recipe(label)
 
     def inspect(self, label: Optional[str] = None) -> bool:
         """Step 7: show a build's layer table and precision chart (default: the latest build)."""
-        s = self.session
-        if label is None:
-            label = self._latest_label()
-        build = s.build_named(label) if label else None
-        if build is None:
-            return False
-        # Layers the Q/DQ export kept float on purpose say so, with the rule (when the session holds its source).
-        self.inspector.options["kept_float"] = app_tabs.kept_float_for(s, build)
-        ok = self.inspector.load(build)
-        self.accuracy_note.value = app_tabs.performance_html(label, build, bool(getattr(self.features, "available",
-                                                                                        False)))
-        # Every build of the session side by side: FP32 vs FP16 vs INT8 is the question.
-        from ..core.engine.build_records import recorded_latencies
-
-        self.accuracy.show(bench=recorded_latencies((k, s.build_named(k)) for k in s.graphs))
-        self.inspect_stale.value = stale_html({k: v for k, v in s.stale.items() if k == f"build:{label}"})
-        if self.inspect_choice.value != label:
-            self.inspect_choice.value = label
-        return ok
+        return self.inspect_step.inspect(label)
 
     def explore(self):
         """Step 8: the calibration explorer of the session's statistics (made on first use)."""
-        if self.explorer is None and self.session.stats is not None:
-            self._make_explorer()
-        if self.explorer is not None:
+        explorer = self.explore_step.explore()
+        if explorer is not None:
             self.tabs.selected_index = EXPLORE
-        return self.explorer
+        return explorer
 
     def save_recipe(self, path: Optional[str] = None) -> Optional[str]:
         """Save the session's recipe as JSON (default: the path in the recipe field, else ``out_dir/recipe.json``)."""
-        path = path or self.recipe_path.value.strip() or os.path.join(self.out_dir, "recipe.json")
-        try:
-            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        except OSError as err:
-            self._show_error(UserError(f"Could not make the folder for {path}.", f"{err.strerror or err}.",
-                                       "Choose a folder you can write to (a file may stand where a folder is needed)."))
-            return None
-        written = self.session.save_recipe(path)
-        if written is None:
-            self._show_error(self.session.error)
-        else:
-            self.recipe_status.value = f"saved to <code>{esc(written)}</code>; re-run it with " \
-                                       f"<code>trtwidgets run {esc(written)} --report report.html</code>"
-        return written
+        return self.load_step.save_recipe(path)
 
     def load_recipe(self, path: Optional[str] = None) -> bool:
         """Load a recipe JSON (and its model); nothing is lost when it is bad."""
-        path = path or self.recipe_path.value.strip()
-        if not path:
-            self._show_error(UserError("No recipe file given.", None, "Type the path of a recipe.json."))
-            return False
-        ok = self.session.load_recipe(path)
-        if not ok:
-            self._show_error(self.session.error)
-        else:
-            self.recipe_status.value = f"loaded <code>{esc(path)}</code>"
-            self._render_data()
-        return ok
+        return self.load_step.load_recipe(path)
 
-    # ------------------------------------------------------------------ session -> widgets
+    def save_html(self, path: Optional[str] = None) -> Optional[str]:
+        """Write the app's state as one self-contained HTML page, to share or keep.
+
+        The page holds the model summary and lint findings, what is out of date, the ranges
+        table and calibration histograms, the plan (if one was made), the precision summary,
+        chart and layer table of every build in the session, and the recipe as JSON. plotly.js
+        is embedded, so it opens offline; every name from the model is escaped. Nothing needs
+        a build or TensorRT: the page holds what the session has.
+
+        Parameters
+        ----------
+        path : str, optional
+            Default: the path in the *Share* field, else ``out_dir/analysis.html``.
+
+        Returns
+        -------
+        str or None
+            The path written, or None (the error panel says why; nothing is lost).
+        """
+        from ..core.common.atomic import write_text_atomic
+        from ..plots.report_sections import analysis_html
+
+        path = path or self.html_path.value.strip() or os.path.join(self.out_dir, "analysis.html")
+        if os.path.splitext(path)[1].lower() not in (".html", ".htm"):
+            self._show_error(UserError(f"{path} is not an .html file.", "The page is HTML; another suffix would "
+                                       "open in the wrong program.", "Give a path ending in .html."))
+            return None
+        try:
+            doc = analysis_html(**self._page_content())
+            written = str(write_text_atomic(path, doc))
+        except UserError as err:
+            self._show_error(err)
+            return None
+        except OSError as err:
+            self._show_error(UserError(f"Could not write the page to {path}.", f"{err.strerror or err}.",
+                                       "Choose a folder you can write to; nothing was changed."))
+            return None
+        self._show_error("")
+        self.html_status.value = (f"page written to <code>{esc(written)}</code> "
+                                  f"({os.path.getsize(written) / 1e6:.1f} MB, opens offline)")
+        return written
+
+    def _page_content(self) -> dict:
+        """What the session holds, as the arguments of :func:`~trtwidgets.plots.report_sections.analysis_html`."""
+        from ..core.calibration.recipe_step import export_method
+        from ..plots.report_sections import build_tables
+
+        s = self.session
+        model, recipe = s.model, s.recipe
+        cal = getattr(recipe, "calibrator", None)
+        steps = [{"step": "model", "status": "loaded" if model is not None else "missing",
+                  "detail": str(model.path) if model is not None else "load a model in step 1"}]
+        calibration = None
+        if s.stats is not None and s.ranges:
+            explorer = self.explore_step.explorer
+            calibration = dict(stats=s.stats, ranges=s.ranges, method=export_method(recipe),
+                               percentile=float(getattr(cal, "percentile", None) or 99.99),
+                               overrides=dict(getattr(cal, "amax_overrides", None) or {}),
+                               data=str(getattr(s.calibration, "data", "") or ""), top=HTML_TOP,
+                               first=[explorer.tensor] if explorer is not None and explorer.tensor else [])
+        steps.append({"step": "calibrate", "status": "done" if calibration else "not yet",
+                      "detail": f"{s.stats.samples} samples" if calibration else "collect statistics in step 4"})
+        plan = getattr(self.plan_step, "plan", None)
+        steps.append({"step": "plan", "status": "done" if plan is not None else "not yet",
+                      "detail": str(plan.reason) if plan is not None else "run the planner in step 5"})
+        builds = {label: s.build_named(label) for label in s.graphs}
+        tables, errors = build_tables(builds, {label: {"kept_float": kept_float_for(s, b)}
+                                               for label, b in builds.items()})
+        steps.append({"step": "builds", "status": f"{len(tables)} shown" if builds else "none",
+                      "detail": ", ".join(builds) or "build in step 6, or load a saved build"})
+        name = os.path.basename(str(model.path)) if model is not None else "no model"
+        return dict(title=f"trtwidgets analysis: {name}", summary=model.summary if model is not None else None,
+                    findings=s.findings, recipe=recipe, calibration=calibration, plan=plan, tables=tables,
+                    build_errors=errors, stale=s.stale, steps=steps)
+
+    # ------------------------------------------------------------------ session -> app
 
     def _on_model(self, change) -> None:
-        from .profiles import ProfileEditor
-
         model = change["new"]
         if model is None:
             return
         s = self.session
-        self.profiles = None  # the previous model's editor must not receive this model's profiles
-        recipe = s.recipe if getattr(s.recipe, "model_sha256", None) == model.sha256 else None
-        if recipe is None:
+        if getattr(s.recipe, "model_sha256", None) != model.sha256:
             recipe = self._default_recipe()
             if recipe is not None:
-                s.set_recipe(recipe)
-        self.profiles = ProfileEditor(model.summary, profiles=getattr(s.recipe, "profiles", None),
-                                      calibration_profile=getattr(s.recipe, "calibration_profile", 0))
-        self.profiles.on_change(lambda _: self._picker_changed(self.profiles))
-        self.profiles_box.children = [self.profiles]
-        self._on_recipe({"new": s.recipe})
+                s.set_recipe(recipe)  # every step shows it (they observe the recipe)
+        self.calibrate_step.render_data()  # the previous model's data shapes are gone
 
     def _default_recipe(self):
         """FP16+INT8 with the toolkit's entropy ranges, and the bundled crops for the bundled demo."""
@@ -308,84 +361,6 @@ class App(widgets.VBox):
             self._show_error(err)
             return None
 
-    def _on_recipe(self, change) -> None:
-        recipe = change["new"]
-        if not hasattr(recipe, "flags"):
-            return
-        self._quiet = True
-        try:
-            self.flags.set_from_recipe(recipe)
-            self.calibrator.set_from_recipe(recipe)
-            if self.profiles is not None and hasattr(self.profiles, "fields") and self.profiles.fields:
-                current = self.profiles.value if not self.profiles.problems else None
-                if current is None or tuple(current.get("profiles", ())) != tuple(recipe.profiles):
-                    self.profiles.set_profiles(recipe.profiles, recipe.calibration_profile)
-            self.data_path.value = self._recipe_data_text()
-        finally:
-            self._quiet = False
-        self._on_problems({"new": self.session.problems})
-        self._render_data()
-
-    def _recipe_data_text(self) -> str:
-        spec = getattr(self.session.recipe, "calibration_data", None)
-        if spec is None:
-            return ""
-        return spec.path or spec.kind
-
-    def _data_typed(self, text: str) -> None:
-        # Enter or leaving the box: read the data's shapes now, so the profiles show them before calibrating.
-        text = (text or "").strip()
-        if not self._quiet and text and text != self._recipe_data_text() and self.session.model is not None:
-            self.use_data(text)
-
-    def _adapt_chosen(self, adapt) -> None:
-        if not self._quiet and not self.session.set_adapt(adapt):
-            self._show_error(self.session.error)
-
-    def _render_data(self) -> None:
-        """The data box: the note on profiles from the data, and an adaptation choice per mismatched input."""
-        from ..core.recipe.data_defaults import mismatched_inputs
-
-        s = self.session
-        recipe = s.recipe
-        spec = getattr(recipe, "calibration_data", None)
-        opt = dict(getattr(recipe, "calibration_shapes", None) or {})
-        odd = mismatched_inputs(opt, s.data_shapes) if spec is not None else {}
-        odd.update({k: v for k, v in self._late_mismatch.items() if k in opt and k not in odd})
-        self._quiet = True
-        try:
-            self.data_box.show(s.data_note if spec is not None else "", odd, opt, dict(getattr(spec, "adapt", {}) or {}))
-        finally:
-            self._quiet = False
-        missing = {k: v for k, v in self.data_box.adapt_value.items() if dict(getattr(spec, "adapt", {}) or {}).get(k) != v}
-        if missing and spec is not None:
-            # The choice shown is the one used: a mismatch never waits for a click the user cannot see.
-            s.set_adapt(dict(spec.adapt, **missing))
-
-    def _mismatch_in_app(self, message: str) -> str:
-        """The core's shape-mismatch error, pointing at the data box's control instead of a Python argument."""
-        found = _MISMATCH.search(message or "")
-        if not found:
-            return message
-        shape = tuple(int(d) for d in found.group("shape").split("x"))
-        self._late_mismatch[found.group("name")] = (shape,)
-        self._render_data()
-        return _PYTHON_FIX.sub("Choose pad, truncate or resize under the data box (resize is selected now), then collect again", message)
-
-    def _picker_changed(self, picker) -> None:
-        if self._quiet or self.session.model is None:
-            return
-        s = self.session
-        try:
-            new = picker.to_recipe(s.recipe or s.default_recipe())
-        except UserError as err:
-            self._show_error(err)
-            return
-        self._show_error("" if s.set_recipe(new) else s.error)
-
-    def _on_problems(self, change) -> None:
-        self.problems.value = app_tabs.problems_html(change["new"] or ())
-
     def _on_stale(self, change) -> None:
         stale = change["new"] or {}
         self.banner.value = stale_html(stale)
@@ -396,78 +371,12 @@ class App(widgets.VBox):
                 marks.add(EXPLORE)
         for i, title in enumerate(STEPS):
             self.tabs.set_title(i, title + (" (stale)" if i in marks else ""))
-        label = self.inspect_choice.value
-        if label:
-            self.inspect_stale.value = stale_html({k: v for k, v in stale.items() if k == f"build:{label}"})
-
-    def _on_graphs(self, change) -> None:
-        graphs = change["new"] or {}
-        labels = list(graphs)
-        self.builds_view.value = app_tabs.builds_html(graphs, self.session.stale)
-        self.inspect_choice.options = labels
-        if labels:
-            self.inspect(labels[-1])
-        if len(labels) >= 2:
-            builds = {k: self.session.build_named(k) for k in labels}
-            self.compare.load(builds, profiles={k: getattr(b, "timings", None) for k, b in builds.items()})
-        if self.explorer is not None:
-            self.explorer.set_trt_cache(self._trt_cache())
-
-    def _on_stats(self, change) -> None:
-        if change["new"] is None:
-            return
-        self.calibration_view.value = app_tabs.calibration_html(self.session)
-        if self.explorer is not None or self.tabs.selected_index == EXPLORE:
-            self._make_explorer()
-        else:
-            self.explorer_box.children = [widgets.HTML(
-                f"<i>Statistics of {int(change['new'].samples)} samples are ready: the explorer is drawn when this "
-                "tab opens.</i>")]
 
     def _on_tab(self, change) -> None:
-        if change["new"] == EXPLORE and self.explorer is None and self.session.stats is not None:
-            # Three figures take a few seconds: say so first (the message reaches the page before the work).
-            self.explorer_box.children = [widgets.HTML("<i>Drawing the explorer...</i>")]
-            self._make_explorer()
-
-    def _make_explorer(self) -> None:
-        from .calib_explorer import CalibrationExplorer
-
-        s = self.session
-        cal = getattr(s.recipe, "calibrator", None)
-        cache = getattr(cal, "cache_path", None) or os.path.join(self.out_dir, "calibration.cache")
-        try:
-            self.explorer = CalibrationExplorer(session=s, ranges=s.ranges, cache_path=cache,
-                                                qdq_path=os.path.join(self.out_dir, QDQ_NAME),
-                                                trt_cache=self._trt_cache(),
-                                                percentile=getattr(cal, "percentile", None))
-        except UserError as err:
-            self._show_error(err)
-            return
-        self.explorer_box.children = [self.explorer]
-
-    def _trt_cache(self) -> Optional[str]:
-        """The newest session build's cache written by TensorRT's own calibrator (its amax is drawn as a line)."""
-        from ..core.engine.build_records import find_tensorrt_cache
-
-        model = self.session.model
-        return find_tensorrt_cache(self.session.builds, model.sha256 if model is not None else None)
-
-    def _refresh_saved(self) -> None:
-        from ..core.engine.saved_build import find_saved_builds
-
-        names = list(find_saved_builds())
-        self.saved_choice.options = names
-        if names:
-            self.saved_choice.value = next((n for n in names if "int8" in n), names[0])
-
-    def _latest_label(self) -> Optional[str]:
-        labels = list(self.session.graphs)
-        return labels[-1] if labels else None
+        self.explore_step.active = change["new"] == EXPLORE
 
     def _show_error(self, err) -> None:
         self.error.value = error_html(err) if err else ""
-
 
 def quickstart(model_path: Any = None, saved_build: Optional[str] = "auto", calibrate: bool = True,
                max_samples: Optional[int] = None, data: Any = None) -> App:

@@ -1,15 +1,15 @@
-"""The app's tabs: their titles, the widgets of each step laid out, and the HTML they render.
+"""The app's tabs: their keys and titles, and the escaped HTML its steps render.
 
-:class:`~trtwidgets.widgets.app.App` holds the actions and the wiring to the
-session; this module only assembles what each tab shows, so a new step (the
-*Plan* step) is one builder here and one entry in :data:`STEP_KEYS`.
+Each tab is a step widget in the module of its step (``LoadStep`` in
+:mod:`~trtwidgets.widgets.model_loader`, ``FlagsStep`` in :mod:`~trtwidgets.widgets.flags`, ...);
+:class:`~trtwidgets.widgets.app.App` composes them. This module holds what they share:
+the tab order, and HTML fragments built from session values (pure strings, every
+model-provided name escaped).
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
-
-import ipywidgets as widgets
+from typing import Any, Dict
 
 from .html import esc, html_table
 
@@ -50,87 +50,6 @@ def problems_html(problems) -> str:
         return ""
     return banner("warning", "<b>The recipe as it stands:</b><ul style='margin:2px 0'>"
                   + "".join(f"<li>{esc(p)}</li>" for p in problems) + "</ul>")
-
-
-def load_tab(app) -> widgets.Widget:
-    app.recipe_path = widgets.Text(placeholder="recipe.json", description="Recipe", layout=widgets.Layout(width="420px"))
-    app.save_recipe_button = widgets.Button(description="Save recipe", icon="save")
-    app.load_recipe_button = widgets.Button(description="Load recipe", icon="folder-open")
-    app.recipe_status = widgets.HTML()
-    app.save_recipe_button.on_click(lambda _: app.save_recipe())
-    app.load_recipe_button.on_click(lambda _: app.load_recipe())
-    return widgets.VBox([app.loader, widgets.HBox([app.recipe_path, app.save_recipe_button, app.load_recipe_button]),
-                         app.recipe_status])
-
-
-def calibrate_tab(app) -> widgets.Widget:
-    from .calib_data import DataBox
-
-    app.data_box = DataBox()
-    app.data_path = app.data_box.path
-    app.max_samples = widgets.BoundedIntText(value=0, min=0, max=10 ** 9, description="Samples (0: all)",
-                                             style={"description_width": "initial"}, layout=widgets.Layout(width="220px"))
-    app.calibrate_button = widgets.Button(description="Collect statistics", button_style="primary", icon="play")
-    app.calibrate_output = widgets.Output()  # tqdm's progress bar renders here
-    app.calibration_view = widgets.HTML()
-    app.calibrate_button.on_click(lambda _: app.calibrate())
-    return widgets.VBox([
-        widgets.HTML("Runs the float model with ONNX Runtime on the CPU over the calibration data, at the "
-                     "calibration profile's opt shapes, and keeps a histogram of every activation."),
-        widgets.HBox([app.data_box.path, app.max_samples, app.calibrate_button]),
-        app.data_box.note, app.data_box.adapt_box, app.calibrate_output, app.calibration_view])
-
-
-def plan_tab(app) -> widgets.Widget:
-    """The *Plan* step: ``trtwidgets.widgets.plan_step.PlanStep(session)`` once that module exists."""
-    try:
-        from .plan_step import PlanStep
-    except ImportError:
-        app.plan_step = None
-        return widgets.VBox([widgets.HTML("<i>The planner (where INT8 pays, from the statistics) is not part of "
-                                          "this version yet.</i>")])
-    import os
-
-    app.plan_step = PlanStep(app.session, out_dir=os.path.join(app.out_dir, "plan"))
-    return widgets.VBox([app.plan_step])
-
-
-def build_tab(app) -> widgets.Widget:
-    from .build_panel import BuildPanel
-
-    app.build_panel = BuildPanel(session=app.session, out_dir=None)
-    app.saved_choice = widgets.Dropdown(description="Saved build", options=[], layout=widgets.Layout(width="420px"))
-    app.saved_path = widgets.Text(placeholder="or a build folder / *.graph.json", layout=widgets.Layout(width="360px"))
-    app.load_build_button = widgets.Button(description="Load saved build", icon="folder-open")
-    app.load_build_button.on_click(lambda _: app.load_saved_build())
-    app.use_recipe_button = widgets.Button(description="Use its recipe", icon="clone",
-                                           tooltip="make the inspected build's recipe the session's")
-    app.use_recipe_button.on_click(lambda _: app.use_build_recipe())
-    app.builds_view = widgets.HTML()
-    return widgets.VBox([app.build_panel,
-                         widgets.HTML("<b>Saved builds</b> (inspect builds made elsewhere, e.g. on a GPU machine)"),
-                         widgets.HBox([app.saved_choice, app.saved_path, app.load_build_button, app.use_recipe_button]),
-                         app.builds_view])
-
-
-def inspect_tab(app) -> widgets.Widget:
-    from .accuracy import AccuracyView
-    from .compare import CompareView
-    from .inspector import Inspector
-
-    app.inspect_choice = widgets.Dropdown(description="Build", options=[], layout=widgets.Layout(width="420px"))
-    app.inspect_stale = widgets.HTML()
-    app.inspector = Inspector()
-    app.inspect_choice.observe(lambda c: app.inspect(c["new"]) if c["new"] else None, names="value")
-    app.compare = CompareView()
-    app.compare_box = widgets.Accordion(children=[app.compare])
-    app.compare_box.set_title(0, "Compare builds (two or more)")
-    app.compare_box.selected_index = None
-    # Latency recorded with each build, and why accuracy needs TensorRT (see core.build_records).
-    app.accuracy_note = widgets.HTML()
-    app.accuracy = AccuracyView()
-    return widgets.VBox([app.inspect_choice, app.inspect_stale, app.inspector,
-                         widgets.HTML("<b>Latency and accuracy</b>"), app.accuracy_note, app.accuracy, app.compare_box])
 
 
 def calibration_html(session) -> str:
@@ -178,25 +97,3 @@ def builds_html(graphs, stale) -> str:
         return ""
     return html_table([{"build": k, "layers": len(g.layers), "status": stale.get(f"build:{k}", "current")}
                        for k, g in graphs.items()], ["build", "layers", "status"], caption="Builds in this session")
-
-
-def kept_float_for(session, build) -> Optional[tuple]:
-    """The Q/DQ export's skip records when ``build`` is explicit and the session's model is its float source.
-
-    A user who loaded a float model and built the toolkit's Q/DQ export of it inspects an explicit
-    engine: the export's placement says which layers it kept float on purpose, by rule.
-    """
-    model = session.model
-    if model is None or model.summary.qdq.count:
-        return None
-    own = getattr(build, "recipe", None) or {}
-    sha = own.get("model_sha256") if isinstance(own, dict) else getattr(own, "model_sha256", None)
-    if sha == model.sha256:
-        return None  # built from the float model itself: implicit quantization
-    from ..core.common.errors import UserError
-    from ..core.qdq.placement import plan_qdq
-
-    try:
-        return tuple(plan_qdq(model.proto).skipped)
-    except (UserError, ValueError, KeyError):
-        return None  # an explanation aid only: the table works without it

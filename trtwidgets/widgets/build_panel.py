@@ -7,17 +7,23 @@ the log as it arrives, and the result or the error (what, why, fix and
 TensorRT's decisive lines). The build runs in a thread so the notebook stays
 responsive. Without TensorRT the button is disabled and the panel says what to
 install; every other step of the notebook keeps working.
+
+:class:`BuildStep` is the App's *Build* tab: this panel, and saved builds (made elsewhere,
+e.g. on a GPU machine) loaded into the session.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Callable, List, Optional
+from typing import Any, Callable, List, Optional
 
 import ipywidgets as widgets
+import traitlets
 
 from ..core.common.errors import UserError
+from .app_tabs import builds_html
 from .html import disclosure, error_html, esc, html_table
+from .step import StepWidget
 
 _MAX_LOG_LINES = 400
 _SEVERITY_COLORS = {"INTERNAL_ERROR": "#d93025", "ERROR": "#d93025", "WARNING": "#e37400", "INFO": "#444",
@@ -208,3 +214,83 @@ class BuildPanel(widgets.VBox):
             self.log_view.value = log_html(self._lines)
             self.button.disabled = not self.available
             self.cancel_button.disabled = True
+
+
+class BuildStep(StepWidget):
+    """The App's *Build* tab: build with TensorRT, or load a saved build; the session's builds.
+
+    Parameters
+    ----------
+    session : Session
+        Builds are added to it; its recipe is what the panel builds.
+
+    Attributes
+    ----------
+    build_panel : BuildPanel
+    saved_choice : ipywidgets.Dropdown
+        The saved builds found (see :func:`~trtwidgets.core.engine.saved_build.find_saved_builds`).
+    saved_path : ipywidgets.Text
+        Or a build folder / ``*.graph.json``.
+    load_build_button, use_recipe_button : ipywidgets.Button
+    builds_view : ipywidgets.HTML
+        The session's builds, one row each, with whether each still matches the recipe.
+    inspected : str or None
+        The build the inspector shows (set by the App): *Use its recipe* takes that build's.
+    """
+
+    inspected = traitlets.Unicode(None, allow_none=True)
+
+    def __init__(self, session, **kwargs):
+        self.build_panel = BuildPanel(session=session, out_dir=None)
+        self.saved_choice = widgets.Dropdown(description="Saved build", options=[], layout=widgets.Layout(width="420px"))
+        self.saved_path = widgets.Text(placeholder="or a build folder / *.graph.json",
+                                       layout=widgets.Layout(width="360px"))
+        self.load_build_button = widgets.Button(description="Load saved build", icon="folder-open")
+        self.use_recipe_button = widgets.Button(description="Use its recipe", icon="clone",
+                                                tooltip="make the inspected build's recipe the session's")
+        self.builds_view = widgets.HTML()
+        super().__init__(session, [
+            self.build_panel, widgets.HTML("<b>Saved builds</b> (inspect builds made elsewhere, e.g. on a GPU machine)"),
+            widgets.HBox([self.saved_choice, self.saved_path, self.load_build_button, self.use_recipe_button]),
+            self.builds_view], **kwargs)
+        self.load_build_button.on_click(lambda _: self.load_saved_build())
+        self.use_recipe_button.on_click(lambda _: self.use_build_recipe())
+        session.observe(self._on_builds, names=["graphs", "stale"])
+        self.refresh_saved()
+        self._on_builds()
+
+    def load_saved_build(self, source: Any = None) -> bool:
+        """Add a saved build to the session (a name from the list, a folder, or ``*.graph.json``)."""
+        from ..core.engine.saved_build import find_saved_builds
+
+        if source is None:
+            source = self.saved_path.value.strip() or self.saved_choice.value
+        if not source:
+            self.show_error(UserError("No saved build chosen.", None, "Pick one from the list or type a folder."))
+            return False
+        known = find_saved_builds()
+        if isinstance(source, str) and source in known:
+            source = known[source]
+        ok = self.session.add_build(source)
+        self.show_error("" if ok else self.session.error)
+        return ok
+
+    def use_build_recipe(self, label: Optional[str] = None) -> bool:
+        """Continue from a build's own recipe (default: the inspected build, else the latest)."""
+        labels = list(self.session.graphs)
+        label = label or self.inspected or (labels[-1] if labels else None)
+        ok = bool(label) and self.session.use_build_recipe(label)
+        self.show_error("" if ok else (self.session.error or "No build to take a recipe from."))
+        return ok
+
+    def refresh_saved(self) -> None:
+        """List the saved builds found again (an INT8 one selected first)."""
+        from ..core.engine.saved_build import find_saved_builds
+
+        names = list(find_saved_builds())
+        self.saved_choice.options = names
+        if names:
+            self.saved_choice.value = next((n for n in names if "int8" in n), names[0])
+
+    def _on_builds(self, change=None) -> None:
+        self.builds_view.value = builds_html(self.session.graphs or {}, self.session.stale)

@@ -4,21 +4,30 @@ The box holds the folder typed by the user, a note on the profiles taken from
 the data (see :mod:`trtwidgets.core.recipe.data_defaults`), and, for each input
 whose samples do not all have the calibration opt shape, a pad / truncate /
 resize choice with a one-line explanation of each. It computes nothing: the
-app asks the core and calls :meth:`DataBox.show`.
+step asks the core and calls :meth:`DataBox.show`.
+
+:class:`CalibrateStep` is the App's *Calibrate* tab: the data box, the sample count and
+the button that collects statistics into the session, and their summary.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Mapping, Optional, Sequence
+import re
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import ipywidgets as widgets
 
 from ..core.model.dim_text import shape_text
 from ..core.recipe.data_defaults import ADAPT_CHOICES
+from .app_tabs import calibration_html
 from .html import esc
+from .step import StepWidget
 
 #: The adaptation offered first: the one that works for samples of any size.
 DEFAULT_ADAPT = "resize"
+#: The core's mismatch error names a Python argument; in the app the choice is a control.
+_MISMATCH = re.compile(r"Input '(?P<name>[^']+)'[^:]*: shape (?P<shape>[\dx]+) differs")
+_PYTHON_FIX = re.compile(r"Choose adapt=\{.*?\}")
 
 
 class DataBox(widgets.VBox):
@@ -98,3 +107,145 @@ class DataBox(widgets.VBox):
     def _changed(self, change=None) -> None:
         for cb in self._callbacks:
             cb(self.adapt_value)
+
+
+class CalibrateStep(StepWidget):
+    """The App's *Calibrate* tab: collect activation statistics into the session.
+
+    Typing a folder in the data box (Enter, or leaving the box) reads the data's shapes at
+    once, so the profiles show them before calibrating (:meth:`use_data`).
+
+    Parameters
+    ----------
+    session : Session
+
+    Attributes
+    ----------
+    data_box : DataBox
+    data_path : ipywidgets.Text
+        The data box's folder field.
+    max_samples : ipywidgets.BoundedIntText
+        At most this many samples (0: all).
+    calibrate_button : ipywidgets.Button
+    calibrate_output : ipywidgets.Output
+        Where the progress bar renders.
+    calibration_view : ipywidgets.HTML
+        The statistics collected, and the tensors with the lowest SQNR.
+    """
+
+    def __init__(self, session, **kwargs):
+        self.data_box = DataBox()
+        self.data_path = self.data_box.path
+        self.max_samples = widgets.BoundedIntText(value=0, min=0, max=10 ** 9, description="Samples (0: all)",
+                                                  style={"description_width": "initial"},
+                                                  layout=widgets.Layout(width="220px"))
+        self.calibrate_button = widgets.Button(description="Collect statistics", button_style="primary", icon="play")
+        self.calibrate_output = widgets.Output()  # tqdm's progress bar renders here
+        self.calibration_view = widgets.HTML()
+        self._late_mismatch: dict = {}  # inputs whose odd samples only the calibration found (past the peek)
+        super().__init__(session, [
+            widgets.HTML("Runs the float model with ONNX Runtime on the CPU over the calibration data, at the "
+                         "calibration profile's opt shapes, and keeps a histogram of every activation."),
+            widgets.HBox([self.data_path, self.max_samples, self.calibrate_button]),
+            self.data_box.note, self.data_box.adapt_box, self.calibrate_output, self.calibration_view], **kwargs)
+        self.calibrate_button.on_click(lambda _: self.calibrate())
+        self.data_path.observe(lambda c: self._data_typed(c["new"]), names="value")
+        self.data_box.on_adapt(self._adapt_chosen)
+        session.observe(self._on_recipe, names=["recipe"])
+        session.observe(self._on_stats, names=["stats"])
+        self._on_recipe()
+        self._on_stats()
+
+    # ------------------------------------------------------------------ actions
+
+    def use_data(self, data: Any) -> bool:
+        """Calibrate on ``data`` (a folder, ``"demo"`` or a spec): open profile dims take its shapes, said in a note.
+
+        Where samples differ from the opt shape, the data box offers pad / truncate / resize.
+        Unreadable data is refused with a clear error; the recipe stays.
+        """
+        ok = self.session.use_data(data)
+        if ok:
+            self._late_mismatch = {}
+        self.show_error("" if ok else self.session.error)
+        self.render_data()
+        return ok
+
+    def calibrate(self, data: Any = None, max_samples: Optional[int] = None, progress: bool = True) -> bool:
+        """Collect statistics with the data in the data field (or ``data``)."""
+        s = self.session
+        text = self.data_path.value.strip()
+        if data is None and text and text != self.recipe_data_text() and not self.use_data(text):
+            return False
+        n = max_samples if max_samples is not None else (self.max_samples.value or None)
+        self.calibrate_button.disabled = True
+        self.calibrate_output.clear_output()
+        try:
+            with self.calibrate_output:
+                ok = s.calibrate(data=data, progress=progress, max_samples=n)
+        finally:
+            self.calibrate_button.disabled = False
+        if not ok:
+            self.show_error(self._mismatch_in_app(s.error))
+            return False
+        self.show_error("")
+        self._on_stats()
+        return True
+
+    def recipe_data_text(self) -> str:
+        """The recipe's calibration data as the data field shows it ('' when none)."""
+        spec = getattr(self.session.recipe, "calibration_data", None)
+        if spec is None:
+            return ""
+        return spec.path or spec.kind
+
+    def render_data(self) -> None:
+        """The data box: the note on profiles from the data, and an adaptation choice per mismatched input."""
+        from ..core.recipe.data_defaults import mismatched_inputs
+
+        s = self.session
+        spec = getattr(s.recipe, "calibration_data", None)
+        opt = dict(getattr(s.recipe, "calibration_shapes", None) or {})
+        chosen = dict(getattr(spec, "adapt", {}) or {})
+        odd = mismatched_inputs(opt, s.data_shapes) if spec is not None else {}
+        odd.update({k: v for k, v in self._late_mismatch.items() if k in opt and k not in odd})
+        with self.quietly():
+            self.data_box.show(s.data_note if spec is not None else "", odd, opt, chosen)
+        missing = {k: v for k, v in self.data_box.adapt_value.items() if chosen.get(k) != v}
+        if missing and spec is not None:
+            # The choice shown is the one used: a mismatch never waits for a click the user cannot see.
+            s.set_adapt(dict(spec.adapt, **missing))
+
+    # ------------------------------------------------------------------ handlers
+
+    def _on_recipe(self, change=None) -> None:
+        if not hasattr(self.session.recipe, "flags"):
+            return
+        with self.quietly():
+            self.data_path.value = self.recipe_data_text()
+        self.render_data()
+
+    def _on_stats(self, change=None) -> None:
+        if self.session.stats is not None:
+            self.calibration_view.value = calibration_html(self.session)
+
+    def _data_typed(self, text: str) -> None:
+        # Enter or leaving the box: read the data's shapes now, so the profiles show them before calibrating.
+        text = (text or "").strip()
+        if not self.quiet and text and text != self.recipe_data_text() and self.session.model is not None:
+            self.use_data(text)
+
+    def _adapt_chosen(self, adapt) -> None:
+        if not self.quiet and not self.session.set_adapt(adapt):
+            self.show_error(self.session.error)
+
+    def _mismatch_in_app(self, message: str) -> str:
+        """The core's shape-mismatch error, pointing at the data box's control instead of a Python argument."""
+        found = _MISMATCH.search(message or "")
+        if not found:
+            return message
+        shape = tuple(int(d) for d in found.group("shape").split("x"))
+        self._late_mismatch[found.group("name")] = (shape,)
+        self.render_data()
+        return _PYTHON_FIX.sub("Choose pad, truncate or resize under the data box (resize is selected now), then "
+                               "collect again", message)

@@ -111,9 +111,16 @@ class CalibrationExplorer(widgets.VBox):
         self._syncing = False
 
         start = tuple(methods) if methods is not None else self._all_methods
-        default_export = export_method or getattr(cal, "method", None) or "entropy"
+        self._build_controls(start, export_method or getattr(cal, "method", None) or "entropy")
+        first = self._build_figures(overview_kind, top)
+        self._wire()
+        self._refresh_list()
+        self.children = self._layout()
+        # Not the top of the ranking as such: that is often a tiny tensor (a 160-value Reshape).
+        self.select(opening_tensor(self.stats, self.overview.ranking.names) or first)
 
-        # ---- controls
+    def _build_controls(self, start: Sequence[str], default_export: str) -> None:
+        """The search box, tensor list, method toggles, percentile slider and override/export buttons."""
         self.search = widgets.Text(placeholder="search tensors (words, any order)", description="Find",
                                    continuous_update=True, layout=widgets.Layout(width="100%"))
         self.rank_by = widgets.ToggleButtons(options=[("by disagreement", "disagreement"), ("by error", "error")],
@@ -138,7 +145,8 @@ class CalibrationExplorer(widgets.VBox):
         self.status = widgets.HTML()
         self.error = widgets.HTML(layout=widgets.Layout(display="none"))
 
-        # ---- figures (created once, updated in place)
+    def _build_figures(self, overview_kind: str, top: int) -> str:
+        """The histogram, ranked-tensors and INT8-grid figures (created once, updated in place); the first tensor."""
         first = next(iter(self.stats.tensors), None)
         if first is None:
             raise UserError("the statistics hold no tensors", "collection saw no float activations",
@@ -155,8 +163,10 @@ class CalibrationExplorer(widgets.VBox):
         self.figure_tabs = widgets.Tab(children=[self.hist_fig, self.overview_fig, self.grid_fig])
         for i, title in enumerate(("histogram", "ranked tensors", "int8 grid")):
             self.figure_tabs.set_title(i, title)
+        return first
 
-        # ---- wiring
+    def _wire(self) -> None:
+        """Connect the controls and figures to their handlers."""
         self.search.observe(self._on_search, "value")
         self.rank_by.observe(self._on_rank_by, "value")
         self.tensor_list.observe(self._on_list, "value")
@@ -171,8 +181,9 @@ class CalibrationExplorer(widgets.VBox):
         self.overview_fig.data[0].on_click(self._on_overview_click)
         self.figure_tabs.observe(lambda _c: self._refresh_grid(), "selected_index")
 
-        self._refresh_list()
-        self.children = [
+    def _layout(self) -> list:
+        """The explorer's children: title, list and controls side by side, messages, figures."""
+        return [
             widgets.HTML(f"<b>Calibration explorer</b> — {len(self.stats.tensors)} tensors, "
                          f"{int(self.stats.samples)} samples"),
             widgets.HBox([
@@ -185,8 +196,6 @@ class CalibrationExplorer(widgets.VBox):
             self.error, self.status,
             self.figure_tabs,
         ]
-        # Not the top of the ranking as such: that is often a tiny tensor (a 160-value Reshape).
-        self.select(opening_tensor(self.stats, self.overview.ranking.names) or first)
 
     # ------------------------------------------------------------------ state
 

@@ -14,7 +14,7 @@ import ipywidgets as widgets
 
 from ..core.common.errors import RecipeError
 from ..core.recipe.recipe import TOOLKIT_METHODS, CalibratorSpec, Recipe
-from .flags import _note, offline_features, resolve_features, unavailable_note
+from .flags import note_html, offline_features, resolve_features, unavailable_note
 from .html import disclosure, error_html
 
 #: TensorRT calibrator short name -> (recipe kind, label).
@@ -117,7 +117,7 @@ class CalibratorPicker(widgets.VBox):
                 self.error.value = ""
             else:
                 self.choice.value = "none"
-                self.error.value = _note(f"The recipe's calibrator is not available in TensorRT {self.features.version}:",
+                self.error.value = note_html(f"The recipe's calibrator is not available in TensorRT {self.features.version}:",
                                          {value: self.features.explain("calibrators") or ""}, "trtw-warning", "#d93025")
         self._update_visibility()
 
@@ -160,5 +160,5 @@ class CalibratorPicker(widgets.VBox):
             "on the CPU and hand TensorRT a calibration cache, so no batches are needed at build time.</span>")
                + "</div>") if f.calibrators else ""
         return (unavailable_note(f) + how
-                + _note("Not offered by this TensorRT:", absent, "trtw-absent", "#1a73e8")
-                + _note("Deprecated in this TensorRT:", deprecated, "trtw-deprecated", "#e37400"))
+                + note_html("Not offered by this TensorRT:", absent, "trtw-absent", "#1a73e8")
+                + note_html("Deprecated in this TensorRT:", deprecated, "trtw-deprecated", "#e37400"))

@@ -3,7 +3,8 @@
 Offers only the flags and constraint modes that the installed TensorRT has
 (:func:`trtwidgets.trt.features.features`) and explains the others in a note:
 on TensorRT 11 there are no FP16/INT8/FP8/BF16 flags because networks are
-always strongly typed, so precision comes from the model.
+always strongly typed, so precision comes from the model. :class:`FlagsStep` is the
+App's *Flags* tab: the picker, writing into the session's recipe, and the recipe's problems.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from typing import Callable, Dict, List, Optional
 import ipywidgets as widgets
 
 from ..core.recipe.recipe import FLAGS, Recipe
+from .app_tabs import problems_html
 from .html import disclosure, esc
+from .step import StepWidget
 
 #: Label shown beside each flag checkbox.
 FLAG_LABELS = {"fp16": "FP16", "bf16": "BF16", "int8": "INT8", "fp8": "FP8", "tf32": "TF32"}
@@ -40,7 +43,8 @@ def offline_features(features):
                                calibrators=("entropy2", "minmax", "entropy", "legacy"))
 
 
-def _note(title: str, items: Dict[str, str], css: str, color: str) -> str:
+def note_html(title: str, items: Dict[str, str], css: str, color: str) -> str:
+    """An HTML note box: ``title`` over a list of ``name: reason`` items (escaped); empty for no items."""
     if not items:
         return ""
     rows = "".join(f"<li><b>{esc(k)}</b>: {esc(v)}</li>" for k, v in items.items())
@@ -130,7 +134,7 @@ class FlagsPicker(widgets.VBox):
                 self.constraints.value = recipe.precision_constraints
             else:
                 missing[f"constraints={recipe.precision_constraints}"] = self.features.explain("precision_constraints") or ""
-            self.warning.value = _note(
+            self.warning.value = note_html(
                 f"The recipe asks for what TensorRT {self.features.version} lacks; it is left out here:",
                 missing, "trtw-warning", "#d93025")
 
@@ -160,5 +164,44 @@ class FlagsPicker(widgets.VBox):
         deprecated = {FLAG_LABELS.get(k, k.replace("_", " ")): v for k, v in f.deprecated.items()
                       if k in FLAGS or k == "precision_constraints"}
         return (unavailable_note(f)
-                + _note("Not offered by this TensorRT:", absent, "trtw-absent", "#1a73e8")
-                + _note("Deprecated in this TensorRT:", deprecated, "trtw-deprecated", "#e37400"))
+                + note_html("Not offered by this TensorRT:", absent, "trtw-absent", "#1a73e8")
+                + note_html("Deprecated in this TensorRT:", deprecated, "trtw-deprecated", "#e37400"))
+
+
+class FlagsStep(StepWidget):
+    """The App's *Flags* tab: a :class:`FlagsPicker` on the session's recipe, and the recipe's problems.
+
+    A change of the picker replaces the session's recipe (see :meth:`StepWidget.apply`); a new
+    recipe in the session (loaded, or another model) is shown in the picker.
+
+    Parameters
+    ----------
+    session : Session
+    features : TrtFeatures, optional
+        What TensorRT supports (default: the installed TensorRT's).
+
+    Attributes
+    ----------
+    picker : FlagsPicker
+    problems : ipywidgets.HTML
+        What is wrong with the recipe as it stands (:attr:`Session.problems`), '' when nothing.
+    """
+
+    def __init__(self, session, features=None, **kwargs):
+        self.picker = FlagsPicker(features)
+        self.problems = widgets.HTML()
+        super().__init__(session, [self.picker, self.problems], **kwargs)
+        self.picker.on_change(lambda _: self.apply(self.picker))
+        session.observe(self._on_recipe, names=["recipe"])
+        session.observe(self._on_problems, names=["problems"])
+        self._on_recipe()
+        self._on_problems()
+
+    def _on_recipe(self, change=None) -> None:
+        recipe = self.session.recipe
+        if hasattr(recipe, "flags"):
+            with self.quietly():
+                self.picker.set_from_recipe(recipe)
+
+    def _on_problems(self, change=None) -> None:
+        self.problems.value = problems_html(self.session.problems or ())

@@ -6,6 +6,9 @@ Thin: parsing, the table, why-not-INT8 and filtering are in :mod:`trtwidgets.cor
 :mod:`trtwidgets.plots.precision`. Filtering is vectorised and only the first
 ``max_rows`` matching rows are rendered, with a "showing N of M" note, so that
 typing in the search box stays fast on engines with thousands of layers.
+
+:class:`InspectStep` is the App's *Inspect* tab: one of the session's builds in the
+inspector, the latency every build recorded side by side, and the builds compared.
 """
 
 from __future__ import annotations
@@ -17,7 +20,11 @@ import ipywidgets as widgets
 
 from ..core.common.errors import UserError
 from ..core.engine.layer_table import COLUMNS, filter_table, layer_table, table_html
+from .accuracy import AccuracyView
+from .app_tabs import performance_html, stale_html
+from .compare import CompareView
 from .html import error_html
+from .step import StepWidget
 
 ALL = "(all)"
 #: Columns shown in the table (the full table stays in :attr:`Inspector.table`).
@@ -216,3 +223,117 @@ class Inspector(widgets.VBox):
             self.count.value = (f'<div class="trtw-count">showing {shown} of {len(rows)} matching layers '
                                 f'({len(self.table)} in the engine)</div>')
             self.table_view.value = table_html(rows, self.max_rows, SHOWN)
+
+
+def kept_float_for(session, build) -> Optional[tuple]:
+    """The Q/DQ export's skip records when ``build`` is explicit and the session's model is its float source.
+
+    A user who loaded a float model and built the toolkit's Q/DQ export of it inspects an explicit
+    engine: the export's placement says which layers it kept float on purpose, by rule.
+    """
+    model = session.model
+    if model is None or model.summary.qdq.count:
+        return None
+    own = getattr(build, "recipe", None) or {}
+    sha = own.get("model_sha256") if isinstance(own, dict) else getattr(own, "model_sha256", None)
+    if sha == model.sha256:
+        return None  # built from the float model itself: implicit quantization
+    from ..core.qdq.placement import plan_qdq
+
+    try:
+        return tuple(plan_qdq(model.proto).skipped)
+    except (UserError, ValueError, KeyError):
+        return None  # an explanation aid only: the table works without it
+
+
+class InspectStep(StepWidget):
+    """The App's *Inspect* tab: a build's layer table and precision chart, latency, and the builds compared.
+
+    Each new build in the session is shown at once; the dropdown picks another.
+
+    Parameters
+    ----------
+    session : Session
+    trt_available : bool
+        Whether TensorRT runs here (the accuracy note says what needs it).
+
+    Attributes
+    ----------
+    choice : ipywidgets.Dropdown
+        The build shown (a label of :attr:`Session.graphs`).
+    stale_note : ipywidgets.HTML
+        Why the build shown no longer matches the recipe ('' when it does).
+    inspector : Inspector
+    accuracy_note : ipywidgets.HTML
+        The latency the shown build recorded, and what accuracy needs.
+    accuracy : AccuracyView
+        The latency every build of the session recorded, side by side.
+    compare : CompareView
+        The session's builds compared (two or more), in :attr:`compare_box`.
+    compare_box : ipywidgets.Accordion
+    """
+
+    def __init__(self, session, trt_available: bool = False, **kwargs):
+        self.trt_available = bool(trt_available)
+        self.choice = widgets.Dropdown(description="Build", options=[], layout=widgets.Layout(width="420px"))
+        self.stale_note = widgets.HTML()
+        self.inspector = Inspector()
+        self.compare = CompareView()
+        self.compare_box = widgets.Accordion(children=[self.compare])
+        self.compare_box.set_title(0, "Compare builds (two or more)")
+        self.compare_box.selected_index = None
+        # Latency recorded with each build, and why accuracy needs TensorRT (see core.build_records).
+        self.accuracy_note = widgets.HTML()
+        self.accuracy = AccuracyView()
+        super().__init__(session, [self.choice, self.stale_note, self.inspector,
+                                   widgets.HTML("<b>Latency and accuracy</b>"), self.accuracy_note, self.accuracy,
+                                   self.compare_box], **kwargs)
+        self.choice.observe(lambda c: self.inspect(c["new"]) if c["new"] else None, names="value")
+        session.observe(self._on_graphs, names=["graphs"])
+        session.observe(self._on_stale, names=["stale"])
+        if session.graphs:
+            self._on_graphs()
+
+    @property
+    def label(self) -> Optional[str]:
+        """The label of the build shown, or None."""
+        return self.choice.value
+
+    def inspect(self, label: Optional[str] = None) -> bool:
+        """Show a build's layer table and precision chart (default: the latest build)."""
+        from ..core.engine.build_records import recorded_latencies
+
+        s = self.session
+        if label is None:
+            labels = list(s.graphs)
+            label = labels[-1] if labels else None
+        build = s.build_named(label) if label else None
+        if build is None:
+            return False
+        # Layers the Q/DQ export kept float on purpose say so, with the rule (when the session holds its source).
+        self.inspector.options["kept_float"] = kept_float_for(s, build)
+        ok = self.inspector.load(build)
+        self.accuracy_note.value = performance_html(label, build, self.trt_available)
+        # Every build of the session side by side: FP32 vs FP16 vs INT8 is the question.
+        self.accuracy.show(bench=recorded_latencies((k, s.build_named(k)) for k in s.graphs))
+        self._show_stale(label)
+        if self.choice.value != label:
+            self.choice.value = label
+        return ok
+
+    def _on_graphs(self, change=None) -> None:
+        labels = list(self.session.graphs or {})
+        self.choice.options = labels
+        if labels:
+            self.inspect(labels[-1])
+        if len(labels) >= 2:
+            builds = {k: self.session.build_named(k) for k in labels}
+            self.compare.load(builds, profiles={k: getattr(b, "timings", None) for k, b in builds.items()})
+
+    def _on_stale(self, change=None) -> None:
+        if self.choice.value:
+            self._show_stale(self.choice.value)
+
+    def _show_stale(self, label: str) -> None:
+        stale = self.session.stale or {}
+        self.stale_note.value = stale_html({k: v for k, v in stale.items() if k == f"build:{label}"})

@@ -2,16 +2,20 @@
 
 Thin: loading and lint happen in :class:`~trtwidgets.widgets.session.Session`
 (which calls :mod:`trtwidgets.core`); this module only renders the session.
+:class:`LoadStep` is the App's first tab: the loader, and saving or loading the recipe.
 """
 
 from __future__ import annotations
 
-from typing import Optional
+import os
+from typing import Callable, List, Optional
 
 import ipywidgets as widgets
 
-from .html import error_html, findings_html, summary_html
+from ..core.common.errors import UserError
+from .html import error_html, esc, findings_html, summary_html
 from .session import Session
+from .step import StepWidget
 
 
 class ModelLoader(widgets.VBox):
@@ -57,3 +61,79 @@ class ModelLoader(widgets.VBox):
             self.error.value = error_html(s.error)
             self.summary.value = summary_html(s.model.summary) if s.model is not None else ""
             self.findings.value = findings_html(s.findings) if s.model is not None else ""
+
+
+class LoadStep(StepWidget):
+    """The App's *Load* tab: the :class:`ModelLoader`, and the recipe saved or loaded as JSON.
+
+    Parameters
+    ----------
+    session : Session
+    path : str
+        Initial text of the model path box.
+    out_dir : str
+        Where :meth:`save_recipe` writes ``recipe.json`` when no path is given.
+
+    Attributes
+    ----------
+    loader : ModelLoader
+    recipe_path : ipywidgets.Text
+    save_recipe_button, load_recipe_button : ipywidgets.Button
+    recipe_status : ipywidgets.HTML
+        Where the recipe was saved (with the command that re-runs it) or loaded from.
+    """
+
+    def __init__(self, session: Session, path: str = "", out_dir: str = ".", **kwargs):
+        self.out_dir = out_dir
+        self.loader = ModelLoader(session, path=path)
+        self.recipe_path = widgets.Text(placeholder="recipe.json", description="Recipe",
+                                        layout=widgets.Layout(width="420px"))
+        self.save_recipe_button = widgets.Button(description="Save recipe", icon="save")
+        self.load_recipe_button = widgets.Button(description="Load recipe", icon="folder-open")
+        self.recipe_status = widgets.HTML()
+        self._loaded: List[Callable[[], None]] = []
+        super().__init__(session, [self.loader, widgets.HBox([self.recipe_path, self.save_recipe_button,
+                                                              self.load_recipe_button]), self.recipe_status],
+                         **kwargs)
+        self.save_recipe_button.on_click(lambda _: self.save_recipe())
+        self.load_recipe_button.on_click(lambda _: self.load_recipe())
+
+    def load(self, path: Optional[str] = None) -> bool:
+        """Load a model (default: the path in the loader)."""
+        return self.loader.load(path)
+
+    def on_recipe_loaded(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` after a recipe file was loaded (the data it names has its own note)."""
+        self._loaded.append(callback)
+
+    def save_recipe(self, path: Optional[str] = None) -> Optional[str]:
+        """Save the session's recipe as JSON (default: the path in the recipe field, else ``out_dir/recipe.json``)."""
+        path = path or self.recipe_path.value.strip() or os.path.join(self.out_dir, "recipe.json")
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        except OSError as err:
+            self.show_error(UserError(f"Could not make the folder for {path}.", f"{err.strerror or err}.",
+                                      "Choose a folder you can write to (a file may stand where a folder is needed)."))
+            return None
+        written = self.session.save_recipe(path)
+        if written is None:
+            self.show_error(self.session.error)
+        else:
+            self.recipe_status.value = f"saved to <code>{esc(written)}</code>; re-run it with " \
+                                       f"<code>trtwidgets run {esc(written)} --report report.html</code>"
+        return written
+
+    def load_recipe(self, path: Optional[str] = None) -> bool:
+        """Load a recipe JSON (and its model); nothing is lost when it is bad."""
+        path = path or self.recipe_path.value.strip()
+        if not path:
+            self.show_error(UserError("No recipe file given.", None, "Type the path of a recipe.json."))
+            return False
+        ok = self.session.load_recipe(path)
+        if not ok:
+            self.show_error(self.session.error)
+            return False
+        self.recipe_status.value = f"loaded <code>{esc(path)}</code>"
+        for callback in self._loaded:
+            callback()
+        return True

@@ -64,10 +64,10 @@ class PlanStep(widgets.VBox):
 
     def _sources(self):
         from .. import demo
-        from ..core.calibration.recipe_step import _is_demo, calibration_source
+        from ..core.calibration.recipe_step import is_demo_model, calibration_source
 
         model = self.session.model
-        if self.data is None and _is_demo(model, demo.MODEL_PATH):
+        if self.data is None and is_demo_model(model, demo.MODEL_PATH):
             return demo.sample_inputs(), list(demo.iter_skimage_inputs(32, seed=12345))
         source, _ = calibration_source(self.session.recipe, model, self.data)
         return source, None

@@ -5,6 +5,9 @@ and the calibration data's shapes; every edit is checked against the model
 (:func:`~trtwidgets.core.recipe.profiles.profile_problems`) and problems are shown
 naming the input and the dimension. A standing warning says that calibration
 runs at the calibration profile's ``opt`` shapes.
+
+:class:`ProfilesStep` is the App's *Profiles* tab: the calibrator picker and this editor,
+made for each model the session loads, both writing into the session's recipe.
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from ..core.common.errors import RecipeError
 from ..core.model.dim_text import dim_text, shape_text
 from ..core.recipe.profiles import Profile, ShapeRange, default_profiles, format_shape, parse_shape, profile_problems
 from ..core.recipe.recipe import Recipe
+from .calibrator import CalibratorPicker
 from .html import SEVERITY_COLORS, esc
+from .step import StepWidget
 
 _KEYS = ("min", "opt", "max")
 
@@ -229,3 +234,66 @@ class ProfileEditor(widgets.VBox):
                 "resized to opt.")
         for cb in self._callbacks:
             cb(self)
+
+
+class ProfilesStep(StepWidget):
+    """The App's *Profiles* tab: how INT8 ranges are obtained, and the optimization profiles.
+
+    The :class:`ProfileEditor` is made for each model once the session's recipe is that
+    model's (the previous model's editor never receives another model's profiles).
+
+    Parameters
+    ----------
+    session : Session
+    features : TrtFeatures, optional
+        What TensorRT supports (default: the installed TensorRT's).
+
+    Attributes
+    ----------
+    calibrator : CalibratorPicker
+    profiles : ProfileEditor or None
+        None until a model is loaded.
+    profiles_box : ipywidgets.VBox
+        Holds :attr:`profiles` (or a note asking for a model).
+    """
+
+    def __init__(self, session, features=None, **kwargs):
+        self.calibrator = CalibratorPicker(features)
+        self.profiles: Optional[ProfileEditor] = None
+        self._profiles_sha: Optional[str] = None
+        self.profiles_box = widgets.VBox([widgets.HTML("<i>Load a model first: its dynamic inputs get profiles.</i>")])
+        super().__init__(session, [self.calibrator, self.profiles_box], **kwargs)
+        self.calibrator.on_change(lambda _: self.apply(self.calibrator))
+        session.observe(self._on_model, names=["model"])
+        session.observe(self._on_recipe, names=["recipe"])
+        self._on_recipe()
+
+    def _on_model(self, change) -> None:
+        model = change["new"]
+        if model is not None and model.sha256 != self._profiles_sha:
+            self.profiles = None  # a new editor comes with this model's recipe (see _on_recipe)
+        self._on_recipe()
+
+    def _on_recipe(self, change=None) -> None:
+        s = self.session
+        recipe = s.recipe
+        if not hasattr(recipe, "flags"):
+            return
+        with self.quietly():
+            self.calibrator.set_from_recipe(recipe)
+            if self.profiles is None:
+                self._make_editor(recipe)
+            elif self.profiles.fields:
+                current = self.profiles.value if not self.profiles.problems else None
+                if current is None or tuple(current.get("profiles", ())) != tuple(recipe.profiles):
+                    self.profiles.set_profiles(recipe.profiles, recipe.calibration_profile)
+
+    def _make_editor(self, recipe) -> None:
+        model = self.session.model
+        if model is None or getattr(recipe, "model_sha256", None) != model.sha256:
+            return
+        self.profiles = ProfileEditor(model.summary, profiles=recipe.profiles,
+                                      calibration_profile=recipe.calibration_profile)
+        self._profiles_sha = model.sha256
+        self.profiles.on_change(lambda _: self.apply(self.profiles))
+        self.profiles_box.children = [self.profiles]

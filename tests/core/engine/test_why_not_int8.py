@@ -263,3 +263,17 @@ def test_explicit_layer_between_qdq_that_stayed_float_is_not_fused_not_timed():
     implicit = {"Layers": [doc["Layers"][1], doc["Layers"][2]], "Bindings": ["x_q", "z"]}
     graph = parse_inspector_json(json.dumps(implicit))
     assert why_not_int8(graph, {"flags": ["fp16", "int8"]}, ["x_q", "y", "z"])[1].code == "HIGHER_PRECISION_FASTER"
+
+
+def test_the_rule_table_covers_every_code_and_ends_with_a_catch_all():
+    from trtwidgets.core.engine.why_not_int8_rules import RULES, ExplainContext, layer_facts
+    from trtwidgets.core.engine.engine_graph import EngineLayer
+
+    # BIAS_FLOAT is the note on INT8 layers, outside the table of why-not causes.
+    assert {code for code, _rule in RULES} | {"BIAS_FLOAT"} == set(CODES)
+    layer = EngineLayer(name="conv", layer_type="CaskConvolution", parameter_type="Convolution", inputs=(), outputs=())
+    ctx = ExplainContext(view=None, cache=frozenset(), qdq=None, explicit=False, int8_on=True, reformat_source={},
+                         qdq_from_engine=False, kept_float={}, int8_layers=1, quantized_tensors=0)
+    code, last = RULES[-1]
+    reason = last(layer, ctx, layer_facts(layer, ctx))
+    assert reason is not None and reason.code == code

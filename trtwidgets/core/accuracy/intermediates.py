@@ -107,16 +107,13 @@ def run_reference(
     providers : sequence of str, optional
         ORT execution providers; default CPU only (the FP32 reference).
     """
-    import onnxruntime as ort
+    from ..common.ort import open_session
 
     proto = as_model_proto(model)
     if names:
         proto = with_intermediate_outputs(proto, names)
-    opts = ort.SessionOptions()
     # No graph fusions: the reference must compute each exposed tensor as written.
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    opts.log_severity_level = 3
-    sess = ort.InferenceSession(proto.SerializeToString(), opts, providers=list(providers or ["CPUExecutionProvider"]))
-    out_names = [o.name for o in sess.get_outputs()]
-    values = sess.run(out_names, {k: np.asarray(v) for k, v in feeds.items()})
+    sess = open_session(proto, providers=providers, optimization="disable", purpose="compute the FP32 reference")
+    out_names = sess.output_names
+    values = sess.run(out_names, feeds)
     return dict(zip(out_names, values))

@@ -212,9 +212,7 @@ def layer_errors(
     """
     if growth not in GROWTH_MODES:
         raise UserError(f"Unknown growth measure {growth!r}.", f"Choose one of {', '.join(GROWTH_MODES)}.", None)
-    grow = _ratio_growth_db if growth == "ratio" else _growth_db
     proto = as_model_proto(model)
-    graph = proto.graph
     wanted = float_intermediates(proto) if names is None else list(names)
     missing = tuple(n for n in wanted if n not in reference or n not in candidate)
     compared = [n for n in wanted if n in reference and n in candidate]
@@ -226,12 +224,17 @@ def layer_errors(
         except ComparisonError:
             # e.g. a tensor TensorRT computes at another size (padded channels): not comparable, not fatal.
             incomparable.append(n)
-    err = {n: nsr_db(m) for n, m in metrics.items()}
+    local_db = local_errors(proto, reference, candidate, metrics) if growth == "local" else {}
+    layers = _rank_nodes(proto.graph, metrics, growth, local_db)
+    return ErrorReport(layers=tuple(layers), missing=missing, incomparable=tuple(incomparable))
 
+
+def _rank_nodes(graph, metrics: Mapping[str, OutputMetrics], growth: str, local_db: Mapping[str, float]
+                ) -> List[LayerError]:
+    """One LayerError per compared node output, in graph order, with its error and its growth."""
+    grow = _ratio_growth_db if growth == "ratio" else _growth_db
+    err = {n: nsr_db(m) for n, m in metrics.items()}
     upstream: Dict[str, float] = {}
-    local_db: Dict[str, float] = {}
-    if growth == "local":
-        local_db = local_errors(proto, reference, candidate, metrics)
 
     def up_error(t: str) -> float:
         # Nodes are in topological order, so an uncompared tensor's upstream error
@@ -261,4 +264,4 @@ def layer_errors(
                 ))
             else:
                 upstream[out] = in_err
-    return ErrorReport(layers=tuple(layers), missing=missing, incomparable=tuple(incomparable))
+    return layers

@@ -42,17 +42,12 @@ def _node_model(proto: onnx.ModelProto, index: GraphIndex, node: onnx.NodeProto,
 
 
 def _evaluate_node(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> Optional[List[np.ndarray]]:
+    from ..common.ort import is_available, open_session
+
     try:
-        import onnxruntime as ort
-    except ImportError:
-        ort = None
-    try:
-        if ort is not None:
-            so = ort.SessionOptions()
-            so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-            so.log_severity_level = 4
-            sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
-            return sess.run(None, dict(feeds))
+        if is_available():
+            sess = open_session(model, optimization="disable", log_severity=4, purpose="run one node alone")
+            return sess.run(None, feeds)
         from onnx.reference import ReferenceEvaluator
 
         return ReferenceEvaluator(model).run(None, dict(feeds))

@@ -98,10 +98,10 @@ def make_reference(model, feeds: Iterable[Mapping[str, np.ndarray]], providers: 
     if not ins:
         raise UserError("No data to compute a reference from.", "The data source yielded no samples.",
                         "Point --data at a folder with .npy/.npz files or images.")
-    import onnxruntime
+    from ..common.ort import DEFAULT_PROVIDERS, ort_version
 
     return ReferenceData(inputs=_concat(ins), outputs=_concat(outs),
-                         meta={"onnxruntime": onnxruntime.__version__, "providers": list(providers or ["CPUExecutionProvider"])})
+                         meta={"onnxruntime": ort_version(), "providers": list(providers or DEFAULT_PROVIDERS)})
 
 
 def split_batches(arrays: Mapping[str, np.ndarray], batch: int) -> List[Dict[str, np.ndarray]]:

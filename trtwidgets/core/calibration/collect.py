@@ -31,12 +31,14 @@ import signal
 import threading
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import onnx
 
 from .data import iter_labelled_feeds
-from ..common.errors import CalibrationDataError, StatsError
+from ..common.errors import CalibrationDataError, StatsError, UserError
+from ..common.ort import OrtSession, open_session
 from .histogram import DEFAULT_BINS, HistogramAccumulator
 from ..model.load import LoadedModel, load_model
 from .stats import ActivationStats
@@ -88,22 +90,12 @@ def instrumented_model(proto: onnx.ModelProto, names: Sequence[str]) -> onnx.Mod
     return model
 
 
-def make_session(proto: onnx.ModelProto, providers: Optional[Sequence] = None, threads: Optional[int] = None):
-    """An ORT session with graph optimisations off (names must match the ONNX graph)."""
-    import onnxruntime as ort
-
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    so.log_severity_level = 3
-    if threads:
-        so.intra_op_num_threads = int(threads)
-    providers = list(providers) if providers else ["CPUExecutionProvider"]
-    try:
-        return ort.InferenceSession(proto.SerializeToString(), sess_options=so, providers=providers)
-    except Exception as exc:  # noqa: BLE001 - ORT raises its own exception types
-        raise CalibrationDataError("ONNX Runtime could not load the model for calibration.", f"{type(exc).__name__}: {exc}",
-                                   "Check that the model runs in ONNX Runtime, and the providers "
-                                   f"({', '.join(map(str, providers))}) are installed.") from None
+def make_session(proto: onnx.ModelProto, providers: Optional[Sequence] = None, threads: Optional[int] = None
+                 ) -> OrtSession:
+    """An :class:`~trtwidgets.core.common.ort.OrtSession` with graph optimisations off (names must match the
+    ONNX graph); a missing provider or a model ORT refuses is a UserError that says so."""
+    return open_session(proto, providers=providers, threads=threads, optimization="disable",
+                        purpose="collect calibration statistics")
 
 
 @contextmanager
@@ -169,19 +161,8 @@ def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequ
         When ``stats`` belong to another model or use another number of bins.
     """
     loaded = model if isinstance(model, LoadedModel) else load_model(model)
-    if isinstance(num_bins, bool) or not isinstance(num_bins, int) or num_bins < 2 or num_bins & (num_bins - 1):
-        raise StatsError(f"num_bins={num_bins!r} is not a power of two of at least 2.",
-                         "Histograms double their range by merging bin pairs, which needs a power of two.",
-                         f"Use e.g. num_bins={DEFAULT_BINS} (the default).")
+    num_bins = _checked_bins(num_bins, stats, loaded)
     inputs, acts = float_tensor_names(loaded.proto)
-    if stats is not None:
-        if stats.model_sha256 and stats.model_sha256 != loaded.sha256:
-            raise StatsError("The statistics to continue from are of another model.",
-                             f"They were collected on model {stats.model_sha256[:12]}..., this is {loaded.sha256[:12]}....",
-                             "Continue only with statistics of the same ONNX file, or start afresh (stats=None).")
-        some = next(iter(stats.tensors.values()), None)
-        if some is not None:
-            num_bins = some.bins
     accs: Dict[str, HistogramAccumulator] = {}
     for name in inputs + acts:
         if stats is not None and name in stats.tensors:
@@ -189,11 +170,8 @@ def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequ
         else:
             accs[name] = HistogramAccumulator(name, num_bins)
     session = make_session(instrumented_model(loaded.proto, acts), providers, threads)
-    out_names = [o.name for o in session.get_outputs()]
-    wanted = [n for n in out_names if n in accs]
-    samples = stats.samples if stats is not None else 0
-    batches = stats.batches if stats is not None else 0
-    shapes = dict(stats.input_shapes) if stats is not None else {}
+    wanted = [n for n in session.output_names if n in accs]
+    seen = _Seen(stats.samples, stats.batches, dict(stats.input_shapes)) if stats is not None else _Seen()
     total = _known_total(data)
     if max_samples is not None:
         total = min(total, max_samples) if total is not None else max_samples
@@ -203,43 +181,76 @@ def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequ
                                 opt_shapes=opt_shapes)
     try:
         for label, feed in feeds:
-            try:
-                outs = session.run(wanted, feed)
-            except Exception as exc:  # noqa: BLE001
-                raise CalibrationDataError(f"ONNX Runtime failed on calibration data {label}.",
-                                           f"{type(exc).__name__}: {exc}",
-                                           "Check that sample against the model (shape, values); "
-                                           "describe_adaptation says what the model is fed.") from None
-            parts = [(accs[n], accs[n].batch_update(a)) for n, a in zip(wanted, outs)]
-            parts += [(accs[n], accs[n].batch_update(feed[n])) for n in inputs if n in feed]
-            del outs
-            n = int(next(iter(feed.values())).shape[0])
-            with _defer_interrupt():
-                for acc, part in parts:
-                    acc.commit(part)
-                samples += n
-                batches += 1
-                for k, v in feed.items():
-                    shape = tuple(int(d) for d in v.shape)
-                    old = shapes.get(k)
-                    shapes[k] = shape if old is None or len(old) != len(shape) else \
-                        tuple(a if a == b else -1 for a, b in zip(old, shape))
-            del parts
+            n = _collect_batch(session, wanted, inputs, accs, label, feed, seen)
             if bar is not None:
                 bar.update(n)
     except KeyboardInterrupt:
         interrupted = True
     except CalibrationDataError as err:
         # An empty source after a resume is not an error: the earlier samples still stand.
-        if not (samples and "empty" in err.what):
+        if not (seen.samples and "empty" in err.what):
             raise
     finally:
         if bar is not None:
             bar.close()
-    if samples == 0 and interrupted:
+    if seen.samples == 0 and interrupted:
         raise KeyboardInterrupt
-    return ActivationStats(tensors={n: a.to_stats(copy=False) for n, a in accs.items()}, samples=samples,
-                           model_sha256=loaded.sha256, input_shapes=shapes, interrupted=interrupted, batches=batches)
+    return ActivationStats(tensors={n: a.to_stats(copy=False) for n, a in accs.items()}, samples=seen.samples,
+                           model_sha256=loaded.sha256, input_shapes=seen.shapes, interrupted=interrupted,
+                           batches=seen.batches)
+
+
+def _checked_bins(num_bins, stats: Optional[ActivationStats], loaded: LoadedModel) -> int:
+    """The bins to use: ``num_bins`` checked, or those of the statistics to continue from (checked to fit)."""
+    if isinstance(num_bins, bool) or not isinstance(num_bins, int) or num_bins < 2 or num_bins & (num_bins - 1):
+        raise StatsError(f"num_bins={num_bins!r} is not a power of two of at least 2.",
+                         "Histograms double their range by merging bin pairs, which needs a power of two.",
+                         f"Use e.g. num_bins={DEFAULT_BINS} (the default).")
+    if stats is not None:
+        if stats.model_sha256 and stats.model_sha256 != loaded.sha256:
+            raise StatsError("The statistics to continue from are of another model.",
+                             f"They were collected on model {stats.model_sha256[:12]}..., this is {loaded.sha256[:12]}....",
+                             "Continue only with statistics of the same ONNX file, or start afresh (stats=None).")
+        some = next(iter(stats.tensors.values()), None)
+        if some is not None:
+            num_bins = some.bins
+    return num_bins
+
+
+@dataclass
+class _Seen:
+    """Samples, batches and input shapes (-1 where they varied) seen so far."""
+
+    samples: int = 0
+    batches: int = 0
+    shapes: Dict[str, Tuple[int, ...]] = field(default_factory=dict)
+
+
+def _collect_batch(session: OrtSession, wanted: List[str], inputs: List[str], accs: Dict[str, HistogramAccumulator],
+                   label: str, feed: Dict, seen: _Seen) -> int:
+    """Run one batch and fold it into ``accs`` and ``seen``; its sample count."""
+    try:
+        outs = session.run(wanted, feed)
+    except UserError as exc:  # ORT's own failure, or a feed that cannot take the input's type
+        raise CalibrationDataError(f"ONNX Runtime failed on calibration data {label}.",
+                                   " ".join(p for p in (exc.what, exc.why) if p),
+                                   "Check that sample against the model (shape, values); "
+                                   "describe_adaptation says what the model is fed.") from None
+    parts = [(accs[n], accs[n].batch_update(a)) for n, a in zip(wanted, outs)]
+    parts += [(accs[n], accs[n].batch_update(feed[n])) for n in inputs if n in feed]
+    del outs
+    n = int(next(iter(feed.values())).shape[0])
+    with _defer_interrupt():
+        for acc, part in parts:
+            acc.commit(part)
+        seen.samples += n
+        seen.batches += 1
+        for k, v in feed.items():
+            shape = tuple(int(d) for d in v.shape)
+            old = seen.shapes.get(k)
+            seen.shapes[k] = shape if old is None or len(old) != len(shape) else \
+                tuple(a if a == b else -1 for a, b in zip(old, shape))
+    return n
 
 
 def _known_total(data) -> Optional[int]:

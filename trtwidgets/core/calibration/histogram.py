@@ -100,10 +100,10 @@ class HistogramAccumulator:
             acc.trt_range = float(t.trt_range)
         elif t.count:
             # Statistics from before the TensorRT grid was kept: start it from the fine histogram.
-            from .stats import _rebin_linear
+            from .stats import rebin_linear
 
             acc.trt_range = trt_grid_range(t.first_absmax, t.absmax) if t.first_absmax > 0 else t.absmax
-            acc.trt_hist = _rebin_linear(t.hist, t.hist_max, acc.trt_range, TRT_BINS)
+            acc.trt_hist = rebin_linear(t.hist, t.hist_max, acc.trt_range, TRT_BINS)
         return acc
 
     def to_stats(self, copy: bool = True) -> TensorStats:

@@ -80,7 +80,7 @@ def calibration_source(recipe: Any, model, data: Any = None):
         return spec, (spec.path or spec.kind)
     from ... import demo
 
-    if model is not None and _is_demo(model, demo.MODEL_PATH):
+    if model is not None and is_demo_model(model, demo.MODEL_PATH):
         return spec_for("demo"), "the bundled demo crops"
     raise CalibrationDataError(
         "There is no calibration data for this model.",
@@ -89,7 +89,8 @@ def calibration_source(recipe: Any, model, data: Any = None):
         "or pass feeds ({input: array}) directly.")
 
 
-def _is_demo(model, demo_path) -> bool:
+def is_demo_model(model, demo_path) -> bool:
+    """True when ``model`` (anything with ``path`` / ``sha256``) is the demo at ``demo_path`` or a copy of it."""
     import hashlib
     from pathlib import Path
 

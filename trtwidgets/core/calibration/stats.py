@@ -172,7 +172,7 @@ def trt_grid_range(first_range: float, absmax: float) -> float:
     return r
 
 
-def _rebin_linear(hist: np.ndarray, upper: float, new_upper: float, bins: int) -> np.ndarray:
+def rebin_linear(hist: np.ndarray, upper: float, new_upper: float, bins: int) -> np.ndarray:
     """Counts of a ``[0, upper]`` histogram re-binned onto ``bins`` bins over ``[0, new_upper]``.
 
     Values are taken as spread evenly within their bin; rounding keeps integer counts and the total.
@@ -201,8 +201,8 @@ def merge_trt_hist(a: "TensorStats", b: "TensorStats"):
         # wrong, so none (entropy then re-bins the fine histogram).
         return (None, float("nan"))
     new_range = trt_grid_range(a.trt_range, max(a.absmax, b.absmax))
-    return (_rebin_linear(a.trt_hist, a.trt_range, new_range, len(a.trt_hist))
-            + _rebin_linear(b.trt_hist, b.trt_range, new_range, len(a.trt_hist)), new_range)
+    return (rebin_linear(a.trt_hist, a.trt_range, new_range, len(a.trt_hist))
+            + rebin_linear(b.trt_hist, b.trt_range, new_range, len(a.trt_hist)), new_range)
 
 
 def _merge_shapes(a: Mapping[str, tuple], b: Mapping[str, tuple]) -> Dict[str, tuple]:
@@ -431,4 +431,4 @@ def empty_tensor_stats(name: str, bins: int) -> TensorStats:
 
 
 __all__ = ["TensorStats", "ActivationStats", "save_stats", "load_stats", "rebin_to", "empty_tensor_stats",
-           "trt_grid_range", "merge_trt_hist", "TRT_BINS"]
+           "trt_grid_range", "merge_trt_hist", "rebin_linear", "TRT_BINS"]

@@ -152,15 +152,7 @@ def compare_builds(builds: Any, labels: Optional[Sequence[str]] = None, profiles
     """
     from .layer_table import read_profile
 
-    if isinstance(builds, Mapping):
-        labels = list(labels or builds.keys())
-        sources = list(builds.values())
-    else:
-        sources = list(builds)
-        labels = list(labels or [f"build {i + 1}" for i in range(len(sources))])
-    if len(sources) < 2 or len(labels) != len(sources):
-        raise InspectorError(f"Comparing needs two or more builds with one label each; got {len(sources)} builds "
-                             f"and {len(labels)} labels.", None, "Pass two or more builds (and as many labels).")
+    labels, sources = _labelled_sources(builds, labels)
     graphs = tuple(as_graph(src) for src in sources)
     if isinstance(profiles, Mapping):
         prof_list = [profiles.get(label) for label in labels]
@@ -171,54 +163,10 @@ def compare_builds(builds: Any, labels: Optional[Sequence[str]] = None, profiles
     times = [read_profile(p) if p is not None else None for p in prof_list]
 
     n = len(graphs)
-    slots: List[List[Optional[EngineLayer]]] = []
-    kinds: List[str] = []
-    for j, graph in enumerate(graphs):
-        if j == 0:
-            for layer in graph.layers:
-                slots.append([layer] + [None] * (n - 1))
-                kinds.append("unmatched")
-            continue
-        by_name: Dict[str, List[int]] = {}
-        for i, row in enumerate(slots):
-            for layer in row[:j]:
-                if layer is not None:
-                    by_name.setdefault(layer.name, []).append(i)
-                    break
-        pending: List[EngineLayer] = []
-        for layer in graph.layers:
-            idx = next((i for i in by_name.get(layer.name, []) if slots[i][j] is None), None)
-            if idx is None:
-                pending.append(layer)
-            else:
-                slots[idx][j] = layer
-                kinds[idx] = "name" if kinds[idx] in ("unmatched", "name") else kinds[idx]
-        row_nodes = [frozenset(n_ for layer in row[:j] if layer is not None for n_ in layer.onnx_nodes)
-                     for row in slots]
-        still: List[EngineLayer] = []
-        for layer in pending:
-            nodes = frozenset(layer.onnx_nodes)
-            idx = next((i for i, rn in enumerate(row_nodes) if nodes and rn == nodes and slots[i][j] is None), None)
-            if idx is None:
-                still.append(layer)
-            else:
-                slots[idx][j] = layer
-                kinds[idx] = "onnx_nodes" if kinds[idx] != "overlap" else kinds[idx]
-        for layer in still:
-            nodes = frozenset(layer.onnx_nodes)
-            best, best_score = None, 0.0
-            for i, rn in enumerate(row_nodes):
-                if slots[i][j] is None:
-                    score = _jaccard(nodes, rn)
-                    if score > best_score:
-                        best, best_score = i, score
-            if best is None:
-                slots.append([None] * j + [layer] + [None] * (n - j - 1))
-                kinds.append("unmatched")
-                row_nodes.append(nodes)
-            else:
-                slots[best][j] = layer
-                kinds[best] = "overlap"
+    slots: List[List[Optional[EngineLayer]]] = [[layer] + [None] * (n - 1) for layer in graphs[0].layers]
+    kinds: List[str] = ["unmatched"] * len(slots)
+    for j, graph in enumerate(graphs[1:], start=1):
+        _match_build(slots, kinds, graph, j, n)
     rows = []
     for row, kind in zip(slots, kinds):
         present = [layer for layer in row if layer is not None]
@@ -228,3 +176,63 @@ def compare_builds(builds: Any, labels: Optional[Sequence[str]] = None, profiles
                     for j, layer in enumerate(row))
         rows.append(MatchedLayer(present[0].name, kind, tuple(row), lat))
     return BuildComparison(tuple(labels), graphs, tuple(rows), tuple(t is not None for t in times))
+
+
+def _labelled_sources(builds: Any, labels: Optional[Sequence[str]]) -> Tuple[List[str], List[Any]]:
+    """(labels, sources) of ``builds``; InspectorError unless there are two or more, one label each."""
+    if isinstance(builds, Mapping):
+        labels = list(labels or builds.keys())
+        sources = list(builds.values())
+    else:
+        sources = list(builds)
+        labels = list(labels or [f"build {i + 1}" for i in range(len(sources))])
+    if len(sources) < 2 or len(labels) != len(sources):
+        raise InspectorError(f"Comparing needs two or more builds with one label each; got {len(sources)} builds "
+                             f"and {len(labels)} labels.", None, "Pass two or more builds (and as many labels).")
+    return labels, sources
+
+
+def _match_build(slots: List[List[Optional[EngineLayer]]], kinds: List[str], graph: EngineGraph, j: int,
+                 n: int) -> None:
+    """Put build ``j``'s layers into ``slots`` (rows of the ``n`` builds): by name, then by the same ONNX
+    nodes, then by the most overlapping ONNX nodes; a new row for a layer that matches nothing."""
+    by_name: Dict[str, List[int]] = {}
+    for i, row in enumerate(slots):
+        for layer in row[:j]:
+            if layer is not None:
+                by_name.setdefault(layer.name, []).append(i)
+                break
+    pending: List[EngineLayer] = []
+    for layer in graph.layers:
+        idx = next((i for i in by_name.get(layer.name, []) if slots[i][j] is None), None)
+        if idx is None:
+            pending.append(layer)
+        else:
+            slots[idx][j] = layer
+            kinds[idx] = "name" if kinds[idx] in ("unmatched", "name") else kinds[idx]
+    row_nodes = [frozenset(n_ for layer in row[:j] if layer is not None for n_ in layer.onnx_nodes)
+                 for row in slots]
+    still: List[EngineLayer] = []
+    for layer in pending:
+        nodes = frozenset(layer.onnx_nodes)
+        idx = next((i for i, rn in enumerate(row_nodes) if nodes and rn == nodes and slots[i][j] is None), None)
+        if idx is None:
+            still.append(layer)
+        else:
+            slots[idx][j] = layer
+            kinds[idx] = "onnx_nodes" if kinds[idx] != "overlap" else kinds[idx]
+    for layer in still:
+        nodes = frozenset(layer.onnx_nodes)
+        best, best_score = None, 0.0
+        for i, rn in enumerate(row_nodes):
+            if slots[i][j] is None:
+                score = _jaccard(nodes, rn)
+                if score > best_score:
+                    best, best_score = i, score
+        if best is None:
+            slots.append([None] * j + [layer] + [None] * (n - j - 1))
+            kinds.append("unmatched")
+            row_nodes.append(nodes)
+        else:
+            slots[best][j] = layer
+            kinds[best] = "overlap"

@@ -33,7 +33,7 @@ import os
 import re
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping, Optional, Tuple, Union
+from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..common.errors import InspectorError
 # The values, format names and build-folder helpers live in their own modules; they are re-exported
@@ -238,6 +238,30 @@ def parse_inspector_json(text_or_path: Union[str, bytes, os.PathLike, Mapping], 
                              "Engine-inspector JSON is an object with a 'Layers' list (and 'Bindings' or 'I/O Tensors').",
                              fix or _FIX_SOURCE)
     raw_layers = doc["Layers"]
+    _check_detailed(raw_layers, source)
+    layers = []
+    split_keys = False
+    for i, raw in enumerate(raw_layers):
+        layer, split = _engine_layer(i, raw, source)
+        split_keys = split_keys or split
+        if layer is not None:
+            layers.append(layer)
+    warnings = []
+    if profile is not None:
+        layers = _keep_profile(layers, profile, source, warnings)
+    io_key = "I/O Tensors" if "I/O Tensors" in doc else "Bindings"
+    io_raw = doc.get(io_key) or []
+    if not isinstance(io_raw, list):
+        raise InspectorError(f"{source}: '{io_key}' is {type(io_raw).__name__}, not a list.",
+                             f"Engine-inspector JSON lists the engine's inputs and outputs under '{io_key}'.", _FIX_SOURCE)
+    io_tensors = tuple(_io_tensor(t) for t in io_raw if not (isinstance(t, str) and re.search(r"\[profile \d+\]", t)))
+    warnings.extend(_dynamic_na_warnings(layers))
+    trt_major = 11 if (split_keys or "I/O Tensors" in doc) else 8
+    return EngineGraph(tuple(layers), io_tensors, trt_major, tuple(warnings), source)
+
+
+def _check_detailed(raw_layers: list, source: str) -> None:
+    """InspectorError when the JSON lists no layers, or layer names only (not a DETAILED build)."""
     if not raw_layers:
         raise InspectorError(
             f"{source} lists no layers.",
@@ -253,78 +277,80 @@ def parse_inspector_json(text_or_path: Union[str, bytes, os.PathLike, Mapping], 
             "Rebuild with config.profiling_verbosity = trt.ProfilingVerbosity.DETAILED "
             "(trtexec --profilingVerbosity=detailed) and write the inspector JSON again; trtwidgets.trt.build does this.",
         )
-    layers = []
+
+
+def _engine_layer(i: int, raw: Any, source: str) -> Tuple[Optional[EngineLayer], bool]:
+    """Layer ``i`` of the JSON (None for multi-stream sync layers), and whether its tensors use
+    TensorRT 11's split ``Datatype`` / ``Format`` keys."""
+    if not isinstance(raw, Mapping):
+        raise InspectorError(
+            f"{source}: layer {i} is {type(raw).__name__}, not an object.",
+            "DETAILED inspector JSON has one object per layer.", _FIX_SOURCE)
+    if raw.get("LayerType") in ("signal", "wait"):
+        return None, False  # multi-stream synchronisation, not computation
+    name = str(raw.get("Name", f"layer {i}"))
+    for key in ("Inputs", "Outputs"):
+        if not isinstance(raw.get(key) or [], list):
+            raise InspectorError(f"{source}: layer {name!r} has {key} of type {type(raw[key]).__name__}, not a list.",
+                                 "DETAILED inspector JSON lists each layer's tensors.", _FIX_SOURCE)
+    ins = tuple(_tensor(t, f"{name!r} input {j}") for j, t in enumerate(raw.get("Inputs") or ()))
+    outs = tuple(_tensor(t, f"{name!r} output {j}") for j, t in enumerate(raw.get("Outputs") or ()))
     split_keys = False
-    for i, raw in enumerate(raw_layers):
-        if not isinstance(raw, Mapping):
-            raise InspectorError(
-                f"{source}: layer {i} is {type(raw).__name__}, not an object.",
-                "DETAILED inspector JSON has one object per layer.", _FIX_SOURCE)
-        if raw.get("LayerType") in ("signal", "wait"):
-            continue  # multi-stream synchronisation, not computation
-        name = str(raw.get("Name", f"layer {i}"))
-        for key in ("Inputs", "Outputs"):
-            if not isinstance(raw.get(key) or [], list):
-                raise InspectorError(f"{source}: layer {name!r} has {key} of type {type(raw[key]).__name__}, not a list.",
-                                     "DETAILED inspector JSON lists each layer's tensors.", _FIX_SOURCE)
-        ins = tuple(_tensor(t, f"{name!r} input {j}") for j, t in enumerate(raw.get("Inputs") or ()))
-        outs = tuple(_tensor(t, f"{name!r} output {j}") for j, t in enumerate(raw.get("Outputs") or ()))
-        for t in list(raw.get("Inputs") or ()) + list(raw.get("Outputs") or ()):
-            if isinstance(t, Mapping) and "Format/Datatype" not in t and ("Datatype" in t or "DataType" in t):
-                split_keys = True
-        tactic_value = raw.get("TacticValue", "")
-        tactic = raw.get("TacticName") or (str(tactic_value) if tactic_value not in ("", None) else "")
-        metadata = str(raw.get("Metadata") or "")
-        info = parse_layer_name(name)
-        layers.append(EngineLayer(
-            name=name,
-            layer_type=str(raw.get("LayerType", "")),
-            parameter_type=str(raw["ParameterType"]) if raw.get("ParameterType") else None,
-            inputs=ins,
-            outputs=outs,
-            weights=_weights(raw.get("Weights")),
-            bias=_weights(raw.get("Bias")),
-            tactic=str(tactic),
-            tactic_value=str(tactic_value or ""),
-            metadata=metadata,
-            onnx_nodes=onnx_nodes(name, metadata),
-            profile=info.profile,
-            origin=str(raw.get("Origin", "") or ""),
-            raw=MappingProxyType(dict(raw)),
-        ))
-    warnings = []
-    if profile is not None:
-        kept = [layer for layer in layers if layer.profile == profile]
-        dropped = len(layers) - len(kept)
-        if not kept:
-            raise InspectorError(f"{source} has no layers for optimization profile {profile}.",
-                                 f"Profiles present: {sorted({layer.profile for layer in layers})}.",
-                                 "Pick one of those profiles.")
-        if dropped:
-            warnings.append(InspectorWarning(
-                "OTHER_PROFILES_DROPPED",
-                f"The engine has several optimization profiles; showing profile {profile} "
-                f"({len(kept)} layers), {dropped} layers of other profiles left out."))
-        layers = kept
-    io_key = "I/O Tensors" if "I/O Tensors" in doc else "Bindings"
-    io_raw = doc.get(io_key) or []
-    if not isinstance(io_raw, list):
-        raise InspectorError(f"{source}: '{io_key}' is {type(io_raw).__name__}, not a list.",
-                             f"Engine-inspector JSON lists the engine's inputs and outputs under '{io_key}'.", _FIX_SOURCE)
-    io_tensors = tuple(_io_tensor(t) for t in io_raw if not (isinstance(t, str) and re.search(r"\[profile \d+\]", t)))
+    for t in list(raw.get("Inputs") or ()) + list(raw.get("Outputs") or ()):
+        if isinstance(t, Mapping) and "Format/Datatype" not in t and ("Datatype" in t or "DataType" in t):
+            split_keys = True
+    tactic_value = raw.get("TacticValue", "")
+    tactic = raw.get("TacticName") or (str(tactic_value) if tactic_value not in ("", None) else "")
+    metadata = str(raw.get("Metadata") or "")
+    info = parse_layer_name(name)
+    return EngineLayer(
+        name=name,
+        layer_type=str(raw.get("LayerType", "")),
+        parameter_type=str(raw["ParameterType"]) if raw.get("ParameterType") else None,
+        inputs=ins,
+        outputs=outs,
+        weights=_weights(raw.get("Weights")),
+        bias=_weights(raw.get("Bias")),
+        tactic=str(tactic),
+        tactic_value=str(tactic_value or ""),
+        metadata=metadata,
+        onnx_nodes=onnx_nodes(name, metadata),
+        profile=info.profile,
+        origin=str(raw.get("Origin", "") or ""),
+        raw=MappingProxyType(dict(raw)),
+    ), split_keys
+
+
+def _keep_profile(layers: List[EngineLayer], profile: int, source: str, warnings: list) -> List[EngineLayer]:
+    """The layers of optimization profile ``profile``; a warning in ``warnings`` when others were dropped."""
+    kept = [layer for layer in layers if layer.profile == profile]
+    dropped = len(layers) - len(kept)
+    if not kept:
+        raise InspectorError(f"{source} has no layers for optimization profile {profile}.",
+                             f"Profiles present: {sorted({layer.profile for layer in layers})}.",
+                             "Pick one of those profiles.")
+    if dropped:
+        warnings.append(InspectorWarning(
+            "OTHER_PROFILES_DROPPED",
+            f"The engine has several optimization profiles; showing profile {profile} "
+            f"({len(kept)} layers), {dropped} layers of other profiles left out."))
+    return kept
+
+
+def _dynamic_na_warnings(layers: Sequence[EngineLayer]) -> List[InspectorWarning]:
+    """A DYNAMIC_SHAPES_NA warning when TensorRT reported no precisions (dynamic shapes, no context)."""
     tensors = [t for layer in layers for t in layer.inputs + layer.outputs]
     na = sum(t.dynamic_na for t in tensors)
-    if na:
-        scope = "every tensor" if na == len(tensors) else f"{na} of {len(tensors)} tensors"
-        warnings.append(InspectorWarning(
-            "DYNAMIC_SHAPES_NA",
-            f"TensorRT reported '{NA_DYNAMIC}' for {scope}: the engine has dynamic shapes and was inspected "
-            "without an execution context (or with one whose input shapes were not set), so precisions and "
-            "formats are unknown. Attach an execution context at the optimization profile's opt shape "
-            "(context.set_input_shape(...), then inspector.execution_context = context) and write the JSON "
-            "again; trtwidgets.trt does that on fresh builds (trtwidgets.trt.inspect.engine_inspector_json)."))
-    trt_major = 11 if (split_keys or "I/O Tensors" in doc) else 8
-    return EngineGraph(tuple(layers), io_tensors, trt_major, tuple(warnings), source)
+    if not na:
+        return []
+    scope = "every tensor" if na == len(tensors) else f"{na} of {len(tensors)} tensors"
+    return [InspectorWarning(
+        "DYNAMIC_SHAPES_NA",
+        f"TensorRT reported '{NA_DYNAMIC}' for {scope}: the engine has dynamic shapes and was inspected "
+        "without an execution context (or with one whose input shapes were not set), so precisions and "
+        "formats are unknown. Attach an execution context at the optimization profile's opt shape "
+        "(context.set_input_shape(...), then inspector.execution_context = context) and write the JSON "
+        "again; trtwidgets.trt does that on fresh builds (trtwidgets.trt.inspect.engine_inspector_json).")]
 
 
 def as_graph(source: Any) -> EngineGraph:

@@ -12,7 +12,9 @@ from typing import Any, FrozenSet, Iterable, Mapping, Optional, Tuple
 
 
 @dataclass(frozen=True)
-class _RecipeView:
+class RecipeView:
+    """The parts of a recipe why-not-INT8 reads (flags, constraints, overrides, calibrator, level)."""
+
     flags: Optional[FrozenSet[str]]
     constraints: str
     overrides: Tuple[Tuple[str, str, bool], ...]
@@ -41,7 +43,8 @@ def _read_recipe(path) -> dict:
                           "Give the recipe.json saved with the build.") from None
 
 
-def _recipe_view(recipe: Any) -> Optional[_RecipeView]:
+def recipe_view(recipe: Any) -> Optional[RecipeView]:
+    """A :class:`RecipeView` of a Recipe, its dict, a recipe.json path or a build record; None for None."""
     if recipe is None:
         return None
     if isinstance(recipe, (str, os.PathLike)):
@@ -66,7 +69,7 @@ def _recipe_view(recipe: Any) -> Optional[_RecipeView]:
     calibrator = _get(recipe, "calibrator")
     kind = _get(calibrator, "kind", "none") if calibrator is not None else "none"
     level = _get(recipe, "builder_optimization_level")
-    return _RecipeView(frozenset(str(f).lower() for f in flags) if flags is not None else None,
+    return RecipeView(frozenset(str(f).lower() for f in flags) if flags is not None else None,
                        str(_get(recipe, "precision_constraints", "none") or "none"), tuple(overrides), str(kind),
                        int(level) if isinstance(level, int) and not isinstance(level, bool) else None)
 

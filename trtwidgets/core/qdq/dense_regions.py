@@ -14,7 +14,7 @@ from typing import Dict, List, Mapping, Sequence
 import onnx
 
 from ..model.onnx_graph import GraphIndex
-from .graph_patterns import _key, node_label
+from .graph_patterns import node_key, node_label
 from .placement_records import QuantEdge
 
 __all__ = ["INT8_READERS", "conv_feature_map", "grouped_output_edges", "conv_output_reads", "shared_reads"]
@@ -59,7 +59,7 @@ def _float_reads(index: GraphIndex, pos: Dict[tuple, int], tensor: str, done: se
     for c in index.consumers.get(tensor, []):
         if c.op_type in ("Shape", "Size"):
             continue
-        ci = pos[_key(c)]
+        ci = pos[node_key(c)]
         for k, t in enumerate(c.input):
             if t == tensor and (ci, k) not in done:
                 yield ci, k, c

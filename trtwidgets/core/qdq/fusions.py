@@ -14,7 +14,7 @@ from typing import Dict, Optional, Sequence, Set
 import onnx
 
 from ..model.onnx_graph import GraphIndex
-from .graph_patterns import _key, _nonconst_inputs, _single_consumer
+from .graph_patterns import node_key, nonconst_inputs, single_consumer
 
 # Ops TensorRT fuses into a convolution's epilogue ahead of an elementwise add.
 _FUSIBLE_EPILOGUE = ("BatchNormalization", "Relu", "LeakyRelu", "PRelu", "Clip")
@@ -22,7 +22,7 @@ _FUSIBLE_EPILOGUE = ("BatchNormalization", "Relu", "LeakyRelu", "PRelu", "Clip")
 # missing here only makes rule 6 keep a grouped conv float, never quantize a broken one.
 _EPILOGUE_OPS = ("BatchNormalization", "Relu", "Clip", "LeakyRelu", "PRelu", "Sigmoid", "HardSigmoid", "HardSwish")
 
-def _fused_conv(index: GraphIndex, tensor: str, excluded: Dict[int, str], pos: Dict[tuple, int]
+def fused_conv(index: GraphIndex, tensor: str, excluded: Dict[int, str], pos: Dict[tuple, int]
                 ) -> Optional[onnx.NodeProto]:
     """The Conv whose output reaches ``tensor`` through fusible epilogue ops only, and nothing else."""
     if len(index.consumers.get(tensor, [])) != 1:
@@ -33,16 +33,16 @@ def _fused_conv(index: GraphIndex, tensor: str, excluded: Dict[int, str], pos: D
         if prod is None:
             return None
         if prod.op_type in ("Conv", "ConvTranspose"):
-            return None if pos[_key(prod)] in excluded else prod
+            return None if pos[node_key(prod)] in excluded else prod
         gate_src = _gate_source(index, prod)
         fusible = prod.op_type in _FUSIBLE_EPILOGUE or gate_src is not None or (
-            prod.op_type in ("Add", "Mul") and len(_nonconst_inputs(prod, index)) == 1)
+            prod.op_type in ("Add", "Mul") and len(nonconst_inputs(prod, index)) == 1)
         if not fusible:
             return None
-        src = gate_src if gate_src is not None else _nonconst_inputs(prod, index)[0]
         if gate_src is not None:  # x feeds the gate and the Mul: both are the conv's epilogue
-            t = src
+            t = gate_src
             continue
+        src = nonconst_inputs(prod, index)[0]
         # A conv output that also feeds another layer cannot be fused with the add.
         if len(index.consumers.get(src, [])) != 1:
             return None
@@ -68,14 +68,14 @@ def _ancestor_distances(index: GraphIndex, tensor: str, limit: int = 2000) -> Di
         prod = index.producer.get(t)
         if prod is None:
             continue
-        for i in _nonconst_inputs(prod, index):
+        for i in nonconst_inputs(prod, index):
             if i not in dist:
                 dist[i] = dist[t] + 1
                 todo.append(i)
     return dist
 
 
-def _longer_branch(index: GraphIndex, a: str, b: str) -> int:
+def longer_branch(index: GraphIndex, a: str, b: str) -> int:
     """0 if ``a`` is on the longer path from the two tensors' lowest common ancestor, else 1."""
     da, db = _ancestor_distances(index, a), _ancestor_distances(index, b)
     common = set(da) & set(db)
@@ -106,7 +106,7 @@ def _gated_join(index: GraphIndex, tensor: str, cons: Sequence[onnx.NodeProto]) 
                 break
             if node.output[0] == other:
                 return join
-            node = _single_consumer(index, node.output[0], _EPILOGUE_OPS + ("Add", "Sub", "Mul", "Div"))
+            node = single_consumer(index, node.output[0], _EPILOGUE_OPS + ("Add", "Sub", "Mul", "Div"))
             if node is None:
                 break
     return None
@@ -115,11 +115,11 @@ def _gated_join(index: GraphIndex, tensor: str, cons: Sequence[onnx.NodeProto]) 
 def _elementwise_epilogue(node: onnx.NodeProto, index: GraphIndex) -> bool:
     """An activation, or an elementwise op with one non-constant input (bias, scale)."""
     if node.op_type in _EPILOGUE_OPS:
-        return len(_nonconst_inputs(node, index)) == 1
-    return node.op_type in ("Add", "Sub", "Mul", "Div") and len(_nonconst_inputs(node, index)) == 1
+        return len(nonconst_inputs(node, index)) == 1
+    return node.op_type in ("Add", "Sub", "Mul", "Div") and len(nonconst_inputs(node, index)) == 1
 
 
-def _epilogue_end(index: GraphIndex, tensor: str, fused_adds: Set[tuple], through_gates: bool = True) -> str:
+def epilogue_end(index: GraphIndex, tensor: str, fused_adds: Set[tuple], through_gates: bool = True) -> str:
     """Follow a convolution's output through what TensorRT fuses into it; the tensor it finally writes.
 
     Fused: BatchNormalization, activations (also a decomposed HardSwish / Swish unless
@@ -129,7 +129,7 @@ def _epilogue_end(index: GraphIndex, tensor: str, fused_adds: Set[tuple], throug
     t = tensor
     for _ in range(12):
         cons = index.consumers.get(t, [])
-        if len(cons) == 1 and (_elementwise_epilogue(cons[0], index) or _key(cons[0]) in fused_adds):
+        if len(cons) == 1 and (_elementwise_epilogue(cons[0], index) or node_key(cons[0]) in fused_adds):
             t = cons[0].output[0]
             continue
         join = _gated_join(index, t, cons) if through_gates else None

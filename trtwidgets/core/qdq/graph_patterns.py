@@ -15,7 +15,8 @@ import onnx
 
 from ..model.onnx_graph import GraphIndex
 
-__all__ = ["PROTECTED_OPS", "PatternMatch", "node_label", "find_protected_patterns"]
+__all__ = ["PROTECTED_OPS", "PatternMatch", "ConstIndex", "node_label", "node_key", "nonconst_inputs", "single_consumer",
+           "find_protected_patterns"]
 
 #: Single ops that are whole normalisation / activation patterns (rule 4).
 PROTECTED_OPS = {"LayerNormalization": "layernorm", "Softmax": "softmax", "LogSoftmax": "softmax",
@@ -61,7 +62,7 @@ def node_label(node: onnx.NodeProto) -> str:
 _NOT_FOLDABLE = ("RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial")
 
 
-class _ConstIndex(GraphIndex):
+class ConstIndex(GraphIndex):
     """GraphIndex that also treats tensors computed only from constants as constant.
 
     Paddle exports build biases as ``Reshape(Constant, Constant)``; that is a
@@ -87,17 +88,20 @@ class _ConstIndex(GraphIndex):
         return super().is_constant(name)
 
 
-def _key(node: onnx.NodeProto) -> tuple:
+def node_key(node: onnx.NodeProto) -> tuple:
+    """A hashable key that identifies ``node`` in its graph (op, name, outputs, inputs)."""
     # A content key, not id(): protobuf may hand out a new wrapper object on each access.
     # Outputs are unique in a valid (SSA) graph, so this identifies the node.
     return (node.op_type, node.name, tuple(node.output), tuple(node.input))
 
 
-def _nonconst_inputs(node: onnx.NodeProto, index: GraphIndex) -> List[str]:
+def nonconst_inputs(node: onnx.NodeProto, index: GraphIndex) -> List[str]:
+    """The inputs of ``node`` that are not constants (activations), in order."""
     return [i for i in node.input if i and not index.is_constant(i)]
 
 
-def _single_consumer(index: GraphIndex, tensor: str, op_types: Sequence[str]) -> Optional[onnx.NodeProto]:
+def single_consumer(index: GraphIndex, tensor: str, op_types: Sequence[str]) -> Optional[onnx.NodeProto]:
+    """The one node that reads ``tensor`` if it is the only reader and of one of ``op_types``, else None."""
     cons = index.consumers.get(tensor, [])
     if len(cons) == 1 and cons[0].op_type in op_types:
         return cons[0]
@@ -130,17 +134,17 @@ def _match_layernorm(sub: onnx.NodeProto, index: GraphIndex) -> Optional[List[on
             div = c
     if square is None or div is None:
         return None
-    var = _single_consumer(index, square.output[0], ("ReduceMean",))
-    add = var and _single_consumer(index, var.output[0], ("Add",))
-    sqrt = add and _single_consumer(index, add.output[0], ("Sqrt",))
+    var = single_consumer(index, square.output[0], ("ReduceMean",))
+    add = var and single_consumer(index, var.output[0], ("Add",))
+    sqrt = add and single_consumer(index, add.output[0], ("Sqrt",))
     if sqrt is None or div.input[1] != sqrt.output[0]:
         return None
     nodes += [square, var, add, sqrt, div]
     # Optional affine tail (gamma, beta) with constant operands.
     tail = div
     for op in ("Mul", "Add"):
-        nxt = _single_consumer(index, tail.output[0], (op,))
-        if nxt is None or len(_nonconst_inputs(nxt, index)) != 1:
+        nxt = single_consumer(index, tail.output[0], (op,))
+        if nxt is None or len(nonconst_inputs(nxt, index)) != 1:
             break
         nodes.append(nxt)
         tail = nxt
@@ -173,8 +177,8 @@ def _gelu_root_side(index: GraphIndex, tensor: str) -> List[str]:
     # The non-erf operand of the joining Mul is x itself or x scaled by a constant.
     roots = [tensor]
     prod = index.producer.get(tensor)
-    if prod is not None and prod.op_type in ("Mul", "Div") and len(_nonconst_inputs(prod, index)) == 1:
-        roots.append(_nonconst_inputs(prod, index)[0])
+    if prod is not None and prod.op_type in ("Mul", "Div") and len(nonconst_inputs(prod, index)) == 1:
+        roots.append(nonconst_inputs(prod, index)[0])
     return roots
 
 
@@ -187,7 +191,7 @@ def _match_gelu(anchor: onnx.NodeProto, index: GraphIndex) -> Optional[List[onnx
     tensor = anchor.output[0]
     join = root = None
     for _ in range(4):
-        nxt = _single_consumer(index, tensor, ("Add", "Mul", "Div"))
+        nxt = single_consumer(index, tensor, ("Add", "Mul", "Div"))
         if nxt is None:
             break
         fwd.append(nxt)
@@ -205,7 +209,7 @@ def _match_gelu(anchor: onnx.NodeProto, index: GraphIndex) -> Optional[List[onnx
     back: List[onnx.NodeProto] = []
     seen: Set[tuple] = set()
     reached = None
-    todo = deque((i, 0) for i in _nonconst_inputs(anchor, index))
+    todo = deque((i, 0) for i in nonconst_inputs(anchor, index))
     allowed = ("Div", "Mul", "Add", "Pow", "Sqrt")
     while todo:
         t, depth = todo.popleft()
@@ -217,11 +221,11 @@ def _match_gelu(anchor: onnx.NodeProto, index: GraphIndex) -> Optional[List[onnx
         prod = index.producer.get(t)
         if prod is None or prod.op_type not in allowed or depth > 5:
             return None
-        if _key(prod) in seen:
+        if node_key(prod) in seen:
             continue
-        seen.add(_key(prod))
+        seen.add(node_key(prod))
         back.append(prod)
-        todo.extend((i, depth + 1) for i in _nonconst_inputs(prod, index))
+        todo.extend((i, depth + 1) for i in nonconst_inputs(prod, index))
     if reached is None:
         return None
     if anchor.op_type == "Tanh" and not any(n.op_type in ("Pow", "Mul") for n in back):
@@ -234,8 +238,8 @@ def _match_gelu(anchor: onnx.NodeProto, index: GraphIndex) -> Optional[List[onnx
         if prod is not None and prod.op_type in ("Mul", "Div") and s != reached:
             nodes.append(prod)
     # A trailing constant scale (the 0.5 of x * (1 + erf) * 0.5).
-    nxt = _single_consumer(index, join.output[0], ("Mul",))
-    if nxt is not None and len(_nonconst_inputs(nxt, index)) == 1 and any(
+    nxt = single_consumer(index, join.output[0], ("Mul",))
+    if nxt is not None and len(nonconst_inputs(nxt, index)) == 1 and any(
             _is_scalar_const(index, i) for i in nxt.input if i != join.output[0]):
         nodes.append(nxt)
     return nodes
@@ -243,14 +247,14 @@ def _match_gelu(anchor: onnx.NodeProto, index: GraphIndex) -> Optional[List[onnx
 
 def find_protected_patterns(graph: onnx.GraphProto, index: Optional[GraphIndex] = None) -> Tuple[PatternMatch, ...]:
     """LayerNorm, Softmax and GELU subgraphs (single ops and decomposed patterns)."""
-    if not isinstance(index, _ConstIndex):
-        index = _ConstIndex(graph)
-    pos = {_key(n): i for i, n in enumerate(graph.node)}
+    if not isinstance(index, ConstIndex):
+        index = ConstIndex(graph)
+    pos = {node_key(n): i for i, n in enumerate(graph.node)}
     found: List[PatternMatch] = []
     taken: Set[int] = set()
 
     def add(kind: str, nodes: List[onnx.NodeProto]) -> None:
-        ids = sorted({pos[_key(n)] for n in nodes})
+        ids = sorted({pos[node_key(n)] for n in nodes})
         if taken.intersection(ids):
             return
         taken.update(ids)

@@ -99,15 +99,15 @@ but placement only needs producer/consumer lookups, which
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 import onnx
 
 from ..model.onnx_graph import GraphIndex, attribute
 from .dense_regions import POOL_OPS, conv_output_reads, grouped_output_edges, shared_reads
 from .exclusions import WEIGHTED_OPS, QdqExclusionError, match_exclusions
-from .fusions import _epilogue_end, _fused_conv, _longer_branch
-from .graph_patterns import (PROTECTED_OPS, PatternMatch, _ConstIndex, _key,
+from .fusions import epilogue_end, fused_conv, longer_branch
+from .graph_patterns import (PROTECTED_OPS, PatternMatch, ConstIndex, node_key,
                              find_protected_patterns, node_label)
 from .placement_records import QdqPlan, QuantEdge, Skip, WeightSite
 from .scale_groups import scale_group_edges, softmax_fed_layers_float
@@ -226,8 +226,8 @@ def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[s
     QdqPlan
     """
     graph = model.graph if isinstance(model, onnx.ModelProto) else model
-    index = _ConstIndex(graph)
-    pos = {_key(n): i for i, n in enumerate(graph.node)}
+    index = ConstIndex(graph)
+    pos = {node_key(n): i for i, n in enumerate(graph.node)}
     excluded, warnings = match_exclusions(graph, list(exclude), list(exclude_op_types))
     patterns = find_protected_patterns(graph, index)
     shapes = _static_shapes(model) if skip_matrix_vector else {}
@@ -253,7 +253,7 @@ def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[s
                 continue
             # A gated activation (decomposed HardSwish / Swish) is a pointwise layer of its own after a grouped
             # conv: TensorRT 8.6 left such a depthwise conv unfused in FP32 (tests/gpu/test_qdq_blocks.py, H100).
-            end = _epilogue_end(index, node.output[0], fused_adds.get(i, set()), through_gates=False)
+            end = epilogue_end(index, node.output[0], fused_adds.get(i, set()), through_gates=False)
             readers = float_readers(end)
             if readers and dense_int8 and "the graph output" not in readers and \
                     "no quantized reader" not in readers and end not in internal:
@@ -265,7 +265,7 @@ def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[s
         keep_float.update(found)
     if dense_int8:
         edges.extend(grouped_output_edges(graph, index, pos, edges, dense, keep_float))
-        ends = {i: _epilogue_end(index, graph.node[i].output[0], fused_adds.get(i, set()))
+        ends = {i: epilogue_end(index, graph.node[i].output[0], fused_adds.get(i, set()))
                 for i in {e.node for e in edges if e.rule == "weighted-op input"} - set(dense)
                 if graph.node[i].op_type in ("Conv", "ConvTranspose")}
         edges.extend(conv_output_reads(graph, index, pos, edges, ends, internal))
@@ -327,7 +327,17 @@ def _place(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], exc
         edges.append(QuantEdge(tensor, i, k, node_label(node), node.op_type, rule))
         return True
 
-    # Rule 1: weighted layers.
+    _place_weighted(graph, index, excluded, internal, shapes, skip_matrix_vector, keep_float, edge, weights, skipped)
+    _place_residual_adds(graph, index, pos, excluded, protected_nodes, edge, edges, skipped, fused_adds)
+    float_readers = _place_pooling(graph, index, pos, excluded, edge, edges, skipped)
+    return edges, weights, skipped, fused_adds, float_readers
+
+
+def _place_weighted(graph: onnx.GraphProto, index: GraphIndex, excluded: Dict[int, str], internal: Dict[str, str],
+                    shapes: Mapping[str, Tuple[Optional[int], ...]], skip_matrix_vector: bool,
+                    keep_float: Mapping[int, str], edge: Callable[[int, int, str], bool], weights: List[WeightSite],
+                    skipped: List[Skip]) -> None:
+    """Rule 1: weighted layers (their data inputs through ``edge``, their weights as weight sites)."""
     for i, node in enumerate(graph.node):
         if node.op_type not in WEIGHTED_OPS or node.domain not in ("", "ai.onnx"):
             continue
@@ -369,14 +379,18 @@ def _place(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], exc
             else:
                 edge(i, k, "weighted-op input")
 
-    # Rule 2: residual adds.
+
+def _place_residual_adds(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], excluded: Dict[int, str],
+                         protected_nodes: Set[int], edge: Callable[[int, int, str], bool], edges: List[QuantEdge],
+                         skipped: List[Skip], fused_adds: Dict[int, Set[tuple]]) -> None:
+    """Rule 2: residual adds (the skip input quantized where the other branch fuses into a quantized conv)."""
     for i, node in enumerate(graph.node):
         if node.op_type != "Add" or len(node.input) != 2 or i in protected_nodes:
             continue
         a, b = node.input
         if index.is_constant(a) or index.is_constant(b) or a == b:
             continue
-        convs = [_fused_conv(index, a, excluded, pos), _fused_conv(index, b, excluded, pos)]
+        convs = [fused_conv(index, a, excluded, pos), fused_conv(index, b, excluded, pos)]
         if not any(convs):
             continue
         label = node_label(node)
@@ -384,17 +398,24 @@ def _place(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], exc
             skipped.append(_by_rule(7, label, "Add", excluded[i]))
             continue
         if all(convs):
-            fused = _longer_branch(index, a, b)
+            fused = longer_branch(index, a, b)
         else:
             fused = 0 if convs[0] is not None else 1
         skip = 1 - fused
-        if not any(e.node == pos[_key(convs[fused])] for e in edges):
+        if not any(e.node == pos[node_key(convs[fused])] for e in edges):
             skipped.append(_by_rule(2, label, "Add", f"the fused convolution {node_label(convs[fused])} is not quantized"))
             continue
         if edge(i, skip, f"residual add: skip input (fuses into {node_label(convs[fused])})"):
-            fused_adds.setdefault(pos[_key(convs[fused])], set()).add(_key(node))
+            fused_adds.setdefault(pos[node_key(convs[fused])], set()).add(node_key(node))
 
-    # Rule 3: pooling, from the outputs backwards so that pool -> pool -> MatMul chains resolve.
+
+def _place_pooling(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], excluded: Dict[int, str],
+                   edge: Callable[[int, int, str], bool], edges: List[QuantEdge], skipped: List[Skip]
+                   ) -> Callable[[str], List[str]]:
+    """Rule 3: pooling, from the outputs backwards so that pool -> pool -> MatMul chains resolve.
+
+    Returns the function giving the float readers of a tensor, over the finished placement.
+    """
     quantized_reads = {(e.node, e.input_index) for e in edges}
 
     def float_readers(tensor: str, depth: int = 0) -> List[str]:
@@ -408,7 +429,7 @@ def _place(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], exc
         for c in cons:
             if c.op_type in ("Shape", "Size"):
                 continue  # reads only the shape, not the values
-            ci = pos[_key(c)]
+            ci = pos[node_key(c)]
             ks = [k for k, t in enumerate(c.input) if t == tensor]
             if all((ci, k) in quantized_reads for k in ks):
                 continue
@@ -431,6 +452,5 @@ def _place(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], exc
         else:
             skipped.append(_by_rule(3, node_label(node), node.op_type,
                                 "its output is not read quantized, so INT8 pooling would not pay off"))
-
-    return edges, weights, skipped, fused_adds, float_readers
+    return float_readers
 

@@ -36,7 +36,7 @@ import onnx
 
 from ..model.onnx_graph import GraphIndex
 from .dense_regions import conv_feature_map
-from .graph_patterns import _key, node_label
+from .graph_patterns import node_key, node_label
 from .placement_records import QuantEdge, Skip, WeightSite
 
 __all__ = ["MOVEMENT_OPS", "scale_group_edges", "softmax_fed_layers_float"]
@@ -126,7 +126,7 @@ def scale_group_edges(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple
         member_set = set(members)
         for t in members:
             for c in index.consumers.get(t, []):
-                ci = pos[_key(c)]
+                ci = pos[node_key(c)]
                 if ci not in mover_set:
                     continue
                 ks, _ = _data_io(c)
@@ -136,7 +136,7 @@ def scale_group_edges(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple
                         new.append(QuantEdge(t, ci, k, node_label(c), c.op_type,
                                              "data movement: one scale through Split/Concat/MaxPool/Resize"))
         if any(graph.node[i].op_type != "MaxPool" for c_t in members for i in
-               (pos[_key(c)] for c in index.consumers.get(c_t, [])) if i in mover_set):
+               (pos[node_key(c)] for c in index.consumers.get(c_t, [])) if i in mover_set):
             # Pools alone keep their own scales: TensorRT's INT8 pooling rescales on the way
             # (pool_classifier in tests/gpu/test_qdq_blocks.py); Split/Concat/Resize move bytes as they are.
             shared.append(tuple(sorted(member_set & (quantized | {e.tensor for e in new}))))

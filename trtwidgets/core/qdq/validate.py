@@ -13,8 +13,8 @@ Three questions, answered on the CPU with ONNX Runtime:
    unsupported (dynamic / QOperator) quantization op, and, for TensorRT <= 10,
    must report ``QDQ_REQUIRES_INT8`` when the INT8 flag is missing.
 
-onnxruntime is imported inside the functions that need it (core stays numpy +
-onnx at import time).
+Models run through :mod:`trtwidgets.core.common.ort`, which imports onnxruntime
+only when a session is opened (core stays numpy + onnx at import time).
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
-import onnx
 
 from ..common.errors import UserError
+from ..common.ort import open_session
 from ..accuracy.metrics import OutputMetrics, compare_outputs
 from ..model.load import as_model_proto
 
@@ -178,23 +178,9 @@ def run_model(model, feeds: Iterable[Mapping[str, np.ndarray]], providers: Optio
     (dict, int)
         Output name -> array, and the number of batch items.
     """
-    import onnxruntime as ort
-
-    proto = as_model_proto(model)
-    opts = ort.SessionOptions()
-    opts.log_severity_level = 3
-    if any(t.data_type in (onnx.TensorProto.FLOAT8E4M3FN, onnx.TensorProto.FLOAT8E5M2, onnx.TensorProto.FLOAT16,
-                           onnx.TensorProto.BFLOAT16) for t in proto.graph.initializer):
-        # ORT fuses Q/DQ + Conv (Concat...) into QLinearConv (QLinearConcat), which has no FP8 kernel and
-        # takes no FP16 scales: run the Q/DQ ops as they are.
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    try:
-        sess = ort.InferenceSession(proto.SerializeToString(), opts,
-                                    providers=list(providers or ["CPUExecutionProvider"]))
-    except Exception as exc:  # noqa: BLE001 - ORT raises its own exception types
-        raise UserError("ONNX Runtime cannot load the model.", f"{type(exc).__name__}: {exc}",
-                        "Check the model with `trtwidgets lint`; re-export it if it came from an older toolkit.") from None
-    names = [o.name for o in sess.get_outputs()]
+    # The session rules (providers, threads, FP8 models unfused, refusals explained) are core.common.ort's.
+    sess = open_session(as_model_proto(model), providers=providers, purpose="validate it")
+    names = sess.output_names
     parts: Dict[str, List[np.ndarray]] = {n: [] for n in names}
     samples = 0
     for feed in feeds:

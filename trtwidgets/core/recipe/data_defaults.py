@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .profiles import Profile, Shape, ShapeRange, _demo_shapes, default_profiles, format_shape
+from .profiles import Profile, Shape, ShapeRange, demo_shapes, default_profiles, format_shape
 
 #: How samples of another shape are brought to the opt shape: mode -> one-line explanation.
 ADAPT_CHOICES: Dict[str, str] = {
@@ -124,7 +124,7 @@ def profiles_from_data(summary, data_shapes: Mapping[str, Sequence[Shape]],
     """
     untouched = default_profiles(summary)
     # The bundled demo's default is its real shape, not a placeholder: it counts as set.
-    defaults = untouched[0].shapes if untouched and not _demo_shapes(summary) else {}
+    defaults = untouched[0].shapes if untouched and not demo_shapes(summary) else {}
     current = list(profiles) or list(untouched)
     if not current:
         return DataProfiles((), (), "")

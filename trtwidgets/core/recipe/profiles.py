@@ -254,7 +254,8 @@ def _observed(data_shapes: Optional[Mapping[str, object]]) -> Dict[str, List[Sha
     return out
 
 
-def _demo_shapes(summary) -> Dict[str, List[Shape]]:
+def demo_shapes(summary) -> Dict[str, List[Shape]]:
+    """Input name -> the demo's sample shape when ``summary`` is the bundled demo model, else empty."""
     from ... import demo
 
     try:
@@ -293,7 +294,7 @@ def default_profiles(summary, data_shapes: Optional[Mapping[str, object]] = None
     dynamic = summary.dynamic_inputs
     if not dynamic:
         return ()
-    observed = _observed(data_shapes) or _demo_shapes(summary)
+    observed = _observed(data_shapes) or demo_shapes(summary)
     shapes = {}
     for t in dynamic:
         seen = [s for s in observed.get(t.name, []) if len(s) == len(t.shape)]
