@@ -69,25 +69,25 @@ def _checker(model: onnx.ModelProto, full_check: bool) -> Optional[str]:
 
 
 def _session(model: onnx.ModelProto, notes: List[str]):
-    """An ONNX Runtime CPU session, or (None, why it failed) / (None, None) when it cannot be tried."""
-    try:
-        import onnxruntime as ort
-    except ImportError:
+    """An ONNX Runtime CPU session (:mod:`..common.ort`), or (None, why it failed) / (None, None) when it cannot be tried.
+
+    The graph is run as written (no ORT optimizations): ORT's rewrites of it (QLinearConcat...) take
+    no FP16 scales, and the check is of the model, not of ORT's fusions.
+    """
+    from ..common import ort as common_ort
+
+    if not common_ort.is_available():
         notes.append("onnxruntime is not installed: the model was not loaded in ONNX Runtime")
         return None, None
-    opts = ort.SessionOptions()
-    opts.log_severity_level = 3
-    # The model as written, not ORT's rewrite of it: its Q/DQ fusions (QLinearConcat...) take no FP16 scales.
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     try:
-        return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"]), None
-    except Exception as exc:  # noqa: BLE001 - ORT raises its own Fail/InvalidGraph/NotImplemented types
-        text = str(exc).strip().splitlines()[0][:400]
+        return common_ort.open_session(model, optimization="disable", purpose="check the export"), None
+    except UserError as err:
+        text = " ".join(err.message.split())[:600]
         if "is not a registered function/op" in text:
             # A TensorRT plugin or other custom op: valid ONNX that ONNX Runtime cannot run; TensorRT can.
             notes.append(f"ONNX Runtime does not know a custom op of the model ({text}): it was not loaded there")
             return None, None
-        if "NOT_IMPLEMENTED" in text:
+        if "NOT_IMPLEMENTED" in text or "has no kernel" in text:
             notes.append(f"ONNX Runtime's CPU provider has no kernel for part of the model ({text}): "
                          "it was not run on the CPU")
             return None, None
