@@ -39,6 +39,7 @@ import onnx
 from .data import iter_labelled_feeds
 from ..common.errors import CalibrationDataError, StatsError, UserError
 from ..common.ort import OrtSession, open_session
+from .held_back import feed_fingerprints
 from .histogram import DEFAULT_BINS, HistogramAccumulator
 from ..model.load import LoadedModel, load_model
 from .stats import ActivationStats
@@ -171,7 +172,8 @@ def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequ
             accs[name] = HistogramAccumulator(name, num_bins)
     session = make_session(instrumented_model(loaded.proto, acts), providers, threads)
     wanted = [n for n in session.output_names if n in accs]
-    seen = _Seen(stats.samples, stats.batches, dict(stats.input_shapes)) if stats is not None else _Seen()
+    seen = _Seen(stats.samples, stats.batches, dict(stats.input_shapes), list(stats.sample_hashes)) \
+        if stats is not None else _Seen()
     total = _known_total(data)
     if max_samples is not None:
         total = min(total, max_samples) if total is not None else max_samples
@@ -197,7 +199,7 @@ def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequ
         raise KeyboardInterrupt
     return ActivationStats(tensors={n: a.to_stats(copy=False) for n, a in accs.items()}, samples=seen.samples,
                            model_sha256=loaded.sha256, input_shapes=seen.shapes, interrupted=interrupted,
-                           batches=seen.batches)
+                           batches=seen.batches, sample_hashes=tuple(seen.hashes))
 
 
 def _checked_bins(num_bins, stats: Optional[ActivationStats], loaded: LoadedModel) -> int:
@@ -219,11 +221,12 @@ def _checked_bins(num_bins, stats: Optional[ActivationStats], loaded: LoadedMode
 
 @dataclass
 class _Seen:
-    """Samples, batches and input shapes (-1 where they varied) seen so far."""
+    """Samples, batches and input shapes (-1 where they varied) seen so far, and each sample's fingerprint."""
 
     samples: int = 0
     batches: int = 0
     shapes: Dict[str, Tuple[int, ...]] = field(default_factory=dict)
+    hashes: List[str] = field(default_factory=list)  # which samples: a plan warns when it measures on them
 
 
 def _collect_batch(session: OrtSession, wanted: List[str], inputs: List[str], accs: Dict[str, HistogramAccumulator],
@@ -245,6 +248,7 @@ def _collect_batch(session: OrtSession, wanted: List[str], inputs: List[str], ac
             acc.commit(part)
         seen.samples += n
         seen.batches += 1
+        seen.hashes.extend(feed_fingerprints(feed))
         for k, v in feed.items():
             shape = tuple(int(d) for d in v.shape)
             old = seen.shapes.get(k)

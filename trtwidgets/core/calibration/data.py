@@ -295,6 +295,19 @@ def _raw_samples(source, input_names: Sequence[str], spec: Optional[CalibrationD
     return ((f"sample {k}", f) for k, f in enumerate(it))
 
 
+def _contiguous(a: np.ndarray) -> np.ndarray:
+    # np.ascontiguousarray makes a 0-d array 1-d; a scalar input must stay a scalar.
+    return np.ascontiguousarray(a) if a.ndim else a
+
+
+def _join(arrays: Sequence[np.ndarray]) -> np.ndarray:
+    """Samples of one input joined on axis 0; a scalar input (0-d: a sample rate, a flag) has no batch
+    axis and is the same for every sample, so it is passed once, not stacked."""
+    if len(arrays) == 1 or arrays[0].ndim == 0:
+        return arrays[0]
+    return np.concatenate(arrays)
+
+
 def _batch_label(labels: Sequence[str]) -> str:
     if len(labels) == 1:
         return labels[0]
@@ -382,22 +395,21 @@ def iter_labelled_feeds(source, summary, batch_size: Optional[int] = None, max_s
         n = int(feed[names[0]].shape[0]) if feed[names[0]].ndim else 1
         if max_samples is not None and seen + pending_n + n > max_samples:
             keep = max_samples - seen - pending_n
-            feed = {name: a[:keep] for name, a in feed.items()}
+            feed = {name: (a[:keep] if a.ndim else a) for name, a in feed.items()}
             n = keep
         if n <= 0:
             break
         if batch_size is None:
             seen += n
-            yield label, {name: np.ascontiguousarray(a) for name, a in feed.items()}
+            yield label, {name: _contiguous(a) for name, a in feed.items()}
         else:
             pending.append(feed)
             pending_labels.append(label)
             pending_n += n
             while pending_n >= batch_size:
-                cat = {name: np.concatenate([p[name] for p in pending]) if len(pending) > 1 else pending[0][name]
-                       for name in names}
-                out = {name: np.ascontiguousarray(a[:batch_size]) for name, a in cat.items()}
-                rest = {name: a[batch_size:] for name, a in cat.items()}
+                cat = {name: _join([p[name] for p in pending]) for name in names}
+                out = {name: _contiguous(a[:batch_size] if a.ndim else a) for name, a in cat.items()}
+                rest = {name: (a[batch_size:] if a.ndim else a) for name, a in cat.items()}
                 pending_n -= batch_size
                 out_label = _batch_label(pending_labels)
                 pending = [rest] if pending_n else []
@@ -408,7 +420,7 @@ def iter_labelled_feeds(source, summary, batch_size: Optional[int] = None, max_s
             break
     if pending_n:
         # The last, incomplete batch is still fed: dropping samples silently would change the ranges.
-        cat = {name: np.concatenate([p[name] for p in pending]) for name in names}
+        cat = {name: _join([p[name] for p in pending]) for name in names}
         seen += pending_n
         yield _batch_label(pending_labels), cat
     if seen == 0:

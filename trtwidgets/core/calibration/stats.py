@@ -238,6 +238,9 @@ class ActivationStats:
         True when collection was stopped early (Ctrl-C) and holds only the samples seen so far.
     batches : int
         Number of model runs.
+    sample_hashes : tuple of str
+        The fingerprint of every sample seen (:func:`~trtwidgets.core.calibration.held_back.sample_fingerprint`),
+        so that a plan can warn when it measures accuracy on them; empty for older files.
     """
 
     tensors: Dict[str, TensorStats]
@@ -246,6 +249,7 @@ class ActivationStats:
     input_shapes: Dict[str, tuple] = field(default_factory=dict)
     interrupted: bool = False
     batches: int = 0
+    sample_hashes: Tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.tensors)
@@ -272,7 +276,8 @@ class ActivationStats:
                                model_sha256=self.model_sha256 or other.model_sha256,
                                input_shapes=_merge_shapes(self.input_shapes, other.input_shapes),
                                interrupted=self.interrupted or other.interrupted,
-                               batches=self.batches + other.batches)
+                               batches=self.batches + other.batches,
+                               sample_hashes=tuple(self.sample_hashes) + tuple(other.sample_hashes))
 
     def nonfinite(self) -> Dict[str, Tuple[int, int]]:
         """Tensor name -> (nan_count, inf_count) for tensors that had any."""
@@ -290,6 +295,7 @@ def save_stats(stats: ActivationStats, path: Union[str, os.PathLike]) -> Path:
         "format": STATS_FORMAT, "version": STATS_VERSION, "samples": int(stats.samples),
         "batches": int(stats.batches), "model_sha256": stats.model_sha256, "interrupted": bool(stats.interrupted),
         "input_shapes": {k: [int(d) for d in v] for k, v in stats.input_shapes.items()},
+        "sample_hashes": [str(h) for h in stats.sample_hashes],
         "tensors": [{"name": n, "count": int(t.count), "nan_count": int(t.nan_count), "inf_count": int(t.inf_count),
                      "min": float(t.min), "max": float(t.max), "hist_max": float(t.hist_max),
                      "first_absmax": float(t.first_absmax), "trt_range": float(t.trt_range),
@@ -362,7 +368,8 @@ def load_stats(path: Union[str, os.PathLike]) -> ActivationStats:
                                input_shapes={str(k): tuple(_whole(d, f"input_shapes[{k!r}]", -1) for d in _seq(v, k))
                                              for k, v in shapes.items()},
                                interrupted=bool(meta.get("interrupted", False)),
-                               batches=_whole(meta.get("batches", 0), "batches"))
+                               batches=_whole(meta.get("batches", 0), "batches"),
+                               sample_hashes=_hashes(meta.get("sample_hashes", [])))
     except (ValueError, KeyError, TypeError, OverflowError) as exc:
         raise StatsError(f"{path} is a damaged statistics file.", f"{type(exc).__name__}: {exc}",
                          "Collect the statistics again (trtwidgets calibrate --stats); the file was not changed.") from None
@@ -386,6 +393,12 @@ def _text(value, what: str) -> str:
     if not isinstance(value, str):
         raise ValueError(f"{what} is {value!r}, not text")
     return value
+
+
+def _hashes(value) -> Tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(h, str) for h in value):
+        raise ValueError("'sample_hashes' is not a list of text")
+    return tuple(value)
 
 
 def _seq(value, what) -> list:

