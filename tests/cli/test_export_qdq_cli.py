@@ -213,3 +213,23 @@ def test_bad_samples_and_min_cosine_are_exit_2(tmp_path, capsys):
         err = capsys.readouterr().err
         assert rc == 2 and word in err and "Traceback" not in err
         assert not (tmp_path / "q.onnx").exists()
+
+
+def test_an_fp16_float_part_that_drifts_is_not_written(capsys, tmp_path, stats_path):
+    # The check before writing compares the FP16 float part with the FP32 one on the data: at a threshold no
+    # FP16 model can meet, nothing is written, no "wrote" is printed, and the exit is 2 with what/why/fix.
+    out = tmp_path / "fp16.qdq.onnx"
+    out.write_bytes(b"earlier")
+    code, text, err = run_cli(capsys, "export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--trt-version", "10.16",
+                              "--out", out, "--data", "demo", "--samples", "4", "--min-float-cosine", "1.0")
+    assert code == 2 and "wrote" not in text
+    assert "was not written" in err and "drifts from FP32" in err and "cosine" in err
+    assert out.read_bytes() == b"earlier"
+
+
+def test_an_fp16_export_for_tensorrt_10_and_11_passes_its_check(capsys, tmp_path, stats_path):
+    for version in ("10.16", "11.4"):
+        out = tmp_path / f"fp16_{version}.qdq.onnx"
+        code, text, err = run_cli(capsys, "export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--trt-version",
+                                  version, "--out", out, "--data", "demo", "--samples", "4")
+        assert code in (0, 1) and f"wrote {out}" in text, err

@@ -7,7 +7,8 @@ Python 3.9 with numpy, onnx and tensorrt only. On the GPU machine::
 
 For each block of ``tests/core/qdq_blocks.py`` (depthwise + BN + HardSwish,
 squeeze-excite, residual add, Concat + Resize, ConvTranspose head, pooling + Gemm
-tail, a transformer encoder layer) the toolkit's Q/DQ export is built with
+tail, a transformer encoder layer; and issue 21's families: conv + SiLU, LeakyReLU/PReLU, C2f, SPPF, an
+upsample + Concat neck, a DFL head, a tanh-GELU MLP) the toolkit's Q/DQ export is built with
 FP16+INT8 at a static shape, and the engine's layers are read back:
 
 * every layer the export quantized runs INT8 (the Q/DQ fused where TensorRT can);
@@ -27,6 +28,10 @@ blocks with float layers between INT8 ones are built again with those layers pin
 to FP16 (precision constraints ``prefer``; ``core.qdq.float_part``), the weakly
 typed way to an FP16 float part.
 
+The family blocks are built with the planner's dense placement too (``-dense``), and C2f, SPPF and
+the neck once more with placement rule 9 off (``-no-rule9``: Split/Concat/MaxPool/Resize excluded),
+the comparison that rule rests on.
+
 ``$TRTWIDGETS_ARTIFACTS/qdq_blocks/blocks.json`` holds every build's layer table; it is
 committed as ``tests/fixtures/trt86/qdq_blocks.json`` for the CPU tests.
 """
@@ -39,6 +44,7 @@ from pathlib import Path
 import pytest
 
 from tests.core import qdq_blocks as qb
+from tests.core import qdq_family_blocks as fb
 from tests.gpu.build_helpers import artifacts_dir, build_or_explain, fresh_dir
 from trtwidgets.core.model.load import load_model
 from trtwidgets.core.qdq.export import build_qdq, save_qdq_model
@@ -46,9 +52,15 @@ from trtwidgets.core.recipe.recipe import Recipe
 
 pytestmark = pytest.mark.usefixtures("no_cublas_cudnn")
 
-VARIANTS = [(name, "") for name in qb.BLOCKS] + [("squeeze_excite", "no-rule6")] + [
+#: The seven blocks of tests/core/qdq_blocks.py and issue 21's families (tests/core/qdq_family_blocks.py).
+BLOCKS = {**qb.BLOCKS, **fb.FAMILY_BLOCKS}
+VARIANTS = [(name, "") for name in BLOCKS] + [("squeeze_excite", "no-rule6")] + [
     (name, "fp16pin") for name in ("squeeze_excite", "transpose_head", "concat_resize", "depthwise_hardswish")] + [
-    (name, "dense") for name in ("squeeze_excite", "depthwise_hardswish")]
+    (name, "dense") for name in ("squeeze_excite", "depthwise_hardswish")] + [
+    # The model families of issue 21 (tests/core/qdq_family_blocks.py), as the planner exports them too.
+    (name, "dense") for name in fb.FAMILY_BLOCKS] + [
+    (name, "no-rule9") for name in ("c2f", "sppf", "upsample_neck")]
+NO_RULE9_OPS = ("Split", "Concat", "MaxPool", "Resize")
 RESULTS: dict = {}
 
 
@@ -69,11 +81,13 @@ def test_block_runs_int8_where_the_export_says(trt, work, name, variant):
     from trtwidgets.core.qdq.float_part import float_part_nodes, float_part_pattern
     from trtwidgets.core.recipe.fields import LayerPrecision
 
-    maker, never_int8 = qb.BLOCKS[name]
+    maker, never_int8 = BLOCKS[name]
     model = maker()
     ex = build_qdq(model, qb.simple_amax(model), high_precision="fp32",
                    keep_float_output_grouped_convs=variant != "no-rule6",
-                   dense_int8=variant == "dense")
+                   dense_int8=variant == "dense",
+                   # Rule 9 off (data movement read in float, each reader quantizing its own copy): its evidence.
+                   exclude_op_types=NO_RULE9_OPS if variant == "no-rule9" else ())
     key = f"{name}-{variant}" if variant else name
     path = save_qdq_model(ex.model, work / f"{key}.qdq.onnx")
     pins = {}
@@ -105,6 +119,8 @@ def test_block_runs_int8_where_the_export_says(trt, work, name, variant):
     if any(lay.name.startswith("{ForeignNode[") for lay in layers):
         # Myelin (TensorRT 8.6's transformer backend) takes the block whole: per-layer precision is not shown.
         return
+    if variant == "no-rule9":
+        return  # recorded for comparison (tests/core/qdq/test_qdq_family_blocks.py), nothing asserted here
     if variant == "no-rule6":
         # Rule 6's evidence: TensorRT 8.6 does not fuse a quantized grouped conv whose output is read in float.
         assert "INT8" not in by_node.get("dw", set()), table

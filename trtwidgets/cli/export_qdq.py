@@ -67,6 +67,9 @@ def add_arguments(parser):
                         "installed one, else FP32 Q/DQ that every version reads, linted for 8.6)")
     parser.add_argument("--min-cosine", type=float, default=0.99, help="validation threshold: exit 1 below it "
                         "(default 0.99)")
+    parser.add_argument("--min-float-cosine", type=float, default=None, help="with --data and an FP16/BF16 float "
+                        "part: the lowest cosine per output against the same Q/DQ model with an FP32 float part; "
+                        "below it nothing is written (default 0.998)")
     parser.add_argument("--json", action="store_true", help="print the report (and validation) as JSON")
 
 
@@ -150,7 +153,10 @@ def run(args) -> int:
 
         metric, metric_name = label_accuracy(labels, loaded.summary, _samples(feeds))
         task = {"task_metric": metric, "task_metric_name": metric_name}
-    path = save_qdq_model(result.model, args.out)
+    from ..core.qdq.export_check import DEFAULT_MIN_COSINE
+
+    min_float = DEFAULT_MIN_COSINE if args.min_float_cosine is None else args.min_float_cosine
+    path = save_qdq_model(result.model, args.out, reference=result.float32_model, feeds=feeds, min_cosine=min_float)
     validation = None
     if feeds is not None:
         from ..core.qdq.validate import validate_qdq

@@ -120,7 +120,7 @@ def run(args) -> int:
     exported = export_plan(loaded, result)
     qdq_path = out / "model.qdq.onnx"
     if exported is not None:
-        save_qdq_model(exported.model, qdq_path)
+        save_qdq_model(exported.model, qdq_path, reference=exported.float32_model)
     elif qdq_path.exists():
         # A Q/DQ model left by an earlier plan in this folder would read as this plan's pick.
         qdq_path.unlink()

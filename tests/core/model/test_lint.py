@@ -350,3 +350,12 @@ def test_a_1x1_opt_shape_on_a_conv_net_cannot_be_right():
     assert "'x'" in f.message and "1x3x1x1" in f.message and "3x3" in f.message
     real = Profile({"x": ShapeRange((1, 3, 48, 64), (1, 3, 96, 128), (1, 3, 192, 256))})
     assert "PROFILE_OPT_TOO_SMALL" not in [x.code for x in lint(model, profiles=[real])]
+
+
+def test_schema_types_and_batch_pinned_shapes_are_reported():
+    # The rules' own tests: tests/core/model/test_lint_types.py.
+    from tests.core.model.test_lint_types import _reshape_model
+    from tests.core.qdq import dynamic_models as dm
+
+    assert "BATCH_PINNED_SHAPE" in codes(lint(_reshape_model("N", 1)))
+    assert "SCHEMA_KEEPS_TYPE" in codes(lint(dm.anchor_head()))

@@ -123,3 +123,86 @@ def test_unknown_dtype_and_low_opset_are_user_errors():
         build_qdq(model, {}, high_precision="fp12")
     with pytest.raises(UserError, match="opset 19"):
         convert_float_part(qm.residual_cnn(), "fp16")
+
+
+def _ort_run(model, feeds):
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, feeds)
+
+
+@pytest.mark.parametrize("trt_version", ["10.16", "11.4"])
+def test_dynamic_anchor_head_fp16_export_loads_and_runs_at_any_size(trt_version):
+    # The failure: Range (whose schema refuses float16) fed by a Cast of a Shape, every dim dynamic.
+    from tests.core.qdq import dynamic_models as dm
+
+    model = dm.anchor_head()
+    ex = build_qdq(model, {"x": 3.0, "f": 3.0, "up": 3.0}, trt_version=trt_version)
+    kept = dict(ex.report.high_precision.kept_fp32)
+    assert {"cast_w", "range_w", "scale_mul"} <= set(kept) and "Range" in kept["range_w"]
+    assert not {"conv", "conv2", "silu_sig", "anchor_center", "decode"} & set(kept)
+    types = _types(ex.model)
+    assert types["ax"] == TensorProto.FLOAT and types["c_sig"] == TensorProto.FLOAT16
+    ref_model = build_qdq(model, {"x": 3.0, "f": 3.0, "up": 3.0}, high_precision="fp32").model
+    for shape in [(1, 3, 16, 16), (2, 3, 24, 40)]:
+        x = np.random.default_rng(1).random(shape).astype(np.float32)
+        got, ref = _ort_run(ex.model, {"x": x}), _ort_run(ref_model, {"x": x})
+        assert [g.shape for g in got] == [r.shape for r in ref]
+        assert all(np.allclose(g, r, atol=0.1, rtol=0.02) for g, r in zip(got, ref))
+
+
+def test_topk_k_arithmetic_stays_fp32_and_the_values_go_fp16():
+    from tests.core.qdq import dynamic_models as dm
+
+    out, report = convert_float_part(dm.topk_head(), "fp16")
+    kept = dict(report.kept_fp32)
+    # Ceil/Mul admit float16 and nothing downstream refuses it: only what the schemas require stays FP32.
+    assert "topk" not in kept
+    vals, idx = _ort_run(out, {"x": np.arange(30, dtype=np.float32).reshape(3, 10)})
+    assert vals.shape == (3, 5) and idx[0].tolist() == [9, 8, 7, 6, 5]
+
+
+def test_a_custom_op_keeps_fp32_with_casts_around_it():
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("MyPlugin", ["r"], ["p"], name="plugin", domain="my.ops"),
+             helper.make_node("Relu", ["p"], ["y"], name="relu2")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 19), helper.make_opsetid("my.ops", 1)])
+    out, report = convert_float_part(m, "fp16")
+    assert "custom op" in dict(report.kept_fp32)["plugin"]
+    plugin = next(n for n in out.graph.node if n.name == "plugin")
+    cast_in = next(n for n in out.graph.node if plugin.input[0] in n.output)
+    assert cast_in.op_type == "Cast" and cast_in.attribute[0].i == TensorProto.FLOAT
+
+
+def test_an_ir3_model_lists_its_converted_initializers_as_fp16_inputs():
+    # Before IR 4 every initializer is a graph input too (old model zoo files): its declared type must follow.
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[1, 1]),
+             helper.make_node("Mul", ["c", "s"], ["y"], name="mul")]
+    inits = [numpy_helper.from_array(np.ones((2, 2, 1, 1), np.float32), "w"),
+             numpy_helper.from_array(np.array(0.5, np.float32), "s")]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4]),
+              helper.make_tensor_value_info("w", TensorProto.FLOAT, [2, 2, 1, 1]),
+              helper.make_tensor_value_info("s", TensorProto.FLOAT, [])]
+    g = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 4, 4])],
+                          inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 9)])
+    m.ir_version = 3
+    out, _ = convert_float_part(m, "fp16", require_opset=False)
+    declared = {v.name: v.type.tensor_type.elem_type for v in out.graph.input}
+    assert declared["w"] == declared["s"] == TensorProto.FLOAT16 and declared["x"] == TensorProto.FLOAT
+    (y,) = _ort_run(out, {"x": np.ones((1, 2, 4, 4), np.float32)})
+    assert np.allclose(y, 1.0)
+
+
+@pytest.mark.parametrize("trt_version, opset", [(None, 22), ("10.16", 22), ("11.4", 22), ("10.2", 19)])
+def test_a_bf16_float_part_is_written_at_the_opset_whose_convs_take_bfloat16(trt_version, opset):
+    # Conv takes bfloat16 from opset 22; TensorRT 10.0-10.7 parse opset 20 at most: there convs stay FP32.
+    model = qm.residual_cnn()
+    ex = build_qdq(model, qm.max_amax(model, qm.random_feeds(model, 2)), high_precision="bf16",
+                   trt_version=trt_version)
+    assert ex.report.opset_to == opset
+    kept = dict(ex.report.high_precision.kept_fp32)
+    assert ("convA" in kept) == (opset < 22)

@@ -28,6 +28,8 @@ def run(fixtures_dir):
 @pytest.mark.parametrize("name", sorted(qb.BLOCKS))
 def test_the_export_places_today_what_tensorrt_was_given(run, name):
     # The run's plain blocks were exported with placement rules 1-7 (before dense INT8 became the default).
+    if name not in run:
+        pytest.skip(f"{name} is not in {BLOCKS_JSON} yet: run tests/gpu/test_qdq_blocks.py on TensorRT 8.6 and commit it")
     model = qb.BLOCKS[name][0]()
     ex = build_qdq(model, qb.simple_amax(model), high_precision="fp32", dense_int8=False)
     assert list(ex.report.quantized_layers) == run[name]["quantized_by_export"]

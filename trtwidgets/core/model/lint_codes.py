@@ -49,6 +49,8 @@ CODES: Dict[str, Tuple[str, str]] = {
     "SHARED_DIM_NAME": ("warning", "one dim_param name on input axes of different sizes"),
     "INT64_CAST_TO_INT32": ("warning", "INT64 weights or inputs are cast to INT32"),
     "FLOAT64_UNSUPPORTED": ("warning", "FLOAT64 tensors are not supported by TensorRT"),
+    "SCHEMA_KEEPS_TYPE": ("info", "inputs the ONNX schemas type as FP32 or integer only"),
+    "BATCH_PINNED_SHAPE": ("warning", "a Reshape/Expand target holds a literal batch"),
 }
 
 #: TensorRT's own texts, quoted in messages so users can match them to what they saw.

@@ -93,5 +93,5 @@ def export_plan(model, plan_: Union[Plan, Mapping, str, os.PathLike], out_path: 
     if out_path is not None:
         from ..qdq.export import save_qdq_model
 
-        save_qdq_model(result.model, out_path)
+        save_qdq_model(result.model, out_path, reference=result.float32_model)
     return result

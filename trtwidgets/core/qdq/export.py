@@ -45,10 +45,11 @@ from onnx import helper, numpy_helper
 
 from ..common.atomic import write_bytes_atomic
 from ..common.paths import user_path
+from .export_check import DEFAULT_MIN_COSINE, check_export, raise_if_failed
 from .export_report import QdqExport, QdqReport, QuantizedTensor, QuantizedWeight
 from .weights import PRECISIONS, quantize_weight, weight_tensor
 from ..model.onnx_graph import GraphIndex, attribute
-from .high_precision import MIN_OPSET as HP_MIN_OPSET, convert_float_part
+from .high_precision import MIN_OPSET as HP_MIN_OPSET, convert_float_part, preferred_opset
 from .myelin import myelin_matmuls
 from .options import QdqExportError, QdqOptions
 from .placement import QdqPlan, Skip, node_label, plan_qdq
@@ -156,12 +157,12 @@ def build_qdq(model, amax: Mapping[str, float], options: Optional[QdqOptions] = 
     per_channel = opts.weights_per_channel if opts.weights_per_channel is not None else opts.precision == "int8"
     weights, quantized_layers = writer.quantize_weights(plan, done_nodes, per_channel, opts.trt_version)
     writer.finish()
-    proto, hp_report = _checked(proto, hp, opts.keep_fp32, plan.patterns)
+    proto, hp_report, float32_model = _checked(proto, hp, opts.keep_fp32, plan.patterns)
     report = QdqReport(precision=opts.precision, opset_from=opset_from, opset_to=target, high_precision=hp_report,
                        activations=tuple(activations), weights=tuple(weights), skipped=tuple(writer.skipped),
                        patterns=plan.patterns, excluded=plan.excluded,
                        quantized_layers=tuple(dict.fromkeys(quantized_layers)), warnings=plan.warnings)
-    return QdqExport(model=proto, report=report)
+    return QdqExport(model=proto, report=report, float32_model=float32_model)
 
 
 def _prepared_copy(source: onnx.ModelProto, opts: QdqOptions) -> Tuple[onnx.ModelProto, str, int, int]:
@@ -176,7 +177,7 @@ def _prepared_copy(source: onnx.ModelProto, opts: QdqOptions) -> Tuple[onnx.Mode
             "Export from the float model instead.")
     hp = opts.resolved_high_precision()
     if hp != "fp32":
-        min_opset = max(min_opset, HP_MIN_OPSET)
+        min_opset = max(min_opset, HP_MIN_OPSET, preferred_opset(hp, opts.trt_version))
     opset_from = _opset(source)
     target = max(opset_from, min_opset) if opts.opset is None else int(opts.opset)
     if target < min_opset:
@@ -193,21 +194,26 @@ def _prepared_copy(source: onnx.ModelProto, opts: QdqOptions) -> Tuple[onnx.Mode
 
 
 def _checked(proto: onnx.ModelProto, hp: str, keep_fp32, patterns):
-    """``(model, high-precision report)``: checked by onnx.checker, its float part converted to ``hp``."""
+    """``(model, high-precision report, FP32 reference)``: checked by onnx.checker, its float part converted to ``hp``.
+
+    The reference is the same Q/DQ model before the conversion (None when ``hp`` is fp32): the
+    check before writing compares the two on the data.
+    """
     try:
         onnx.checker.check_model(proto)
     except onnx.checker.ValidationError as exc:  # pragma: no cover - would be an exporter bug
         raise QdqExportError("The exported Q/DQ model does not pass onnx.checker.", str(exc),
                              "Please report this with the model; exclude the failing node meanwhile.") from None
     if hp == "fp32":
-        return proto, None
+        return proto, None, None
+    float32_model = copy.deepcopy(proto)
     proto, hp_report = convert_float_part(proto, hp, keep_fp32=keep_fp32, patterns=patterns)
     try:
         onnx.checker.check_model(proto)
     except onnx.checker.ValidationError as exc:  # pragma: no cover - would be a converter bug
         raise QdqExportError(f"The {hp.upper()} Q/DQ model does not pass onnx.checker.", str(exc),
                              "Export with high_precision='fp32' meanwhile, and please report the model.") from None
-    return proto, hp_report
+    return proto, hp_report, float32_model
 
 
 def _amax_problem(value) -> Optional[str]:
@@ -251,11 +257,12 @@ class _QdqWriter:
         names = self.names
         for tensor in plan.activation_tensors:
             edges = plan.edges_of(tensor)
-            reason = _amax_problem(amax.get(tensor))
+            value = plan.amax_for(tensor, amax)
+            reason = _amax_problem(value)
             if reason:
                 self.skipped.extend(Skip(e.node_label, e.op_type, reason, tensor) for e in edges)
                 continue
-            value = float(amax[tensor])
+            value = float(value)
             scale = np.float32(value / self.qmax)
             s_name = names(f"{tensor}_scale")
             self.new_inits.append(numpy_helper.from_array(np.array(scale, np.float32), s_name))
@@ -401,16 +408,23 @@ def qdq_model(model, amax: Mapping[str, float], options: Optional[QdqOptions] = 
     return build_qdq(model, amax, options, **choices).model
 
 
-def save_qdq_model(model: onnx.ModelProto, path: Union[str, os.PathLike]) -> Path:
-    """Write a model atomically (temporary file in the same folder, then rename).
+def save_qdq_model(model: onnx.ModelProto, path: Union[str, os.PathLike], *,
+                   reference: Optional[onnx.ModelProto] = None, feeds=None,
+                   min_cosine: float = DEFAULT_MIN_COSINE, check: bool = True) -> Path:
+    """Check a model, then write it atomically (temporary file in the same folder, then rename).
 
     Returns the path written. An existing file is only replaced once the new one
-    is complete.
+    is complete. The check (:mod:`.export_check`: onnx.checker, an ONNX Runtime load,
+    and with ``reference`` and ``feeds`` the outputs against the FP32 float part at
+    ``min_cosine``) raises :class:`~.export_check.ExportCheckError` and writes
+    nothing when it fails; ``check=False`` skips it.
     """
     path = user_path(path)
     if path.is_dir():
         raise QdqExportError(f"{path} is a directory.", "The output must be a file path.",
                              "Give a file name such as model.qdq.onnx.")
+    if check:
+        raise_if_failed(check_export(model, reference=reference, feeds=feeds, min_cosine=min_cosine), path)
     return write_bytes_atomic(path, model.SerializeToString())
 
 
@@ -459,7 +473,7 @@ def export_qdq(model, calibration, out_path: Union[str, os.PathLike, None] = Non
     result = build_qdq(model, amax, opts)
     result = dataclasses.replace(result, report=dataclasses.replace(result.report, ranges=described))
     if out_path is not None:
-        save_qdq_model(result.model, out_path)
+        save_qdq_model(result.model, out_path, reference=result.float32_model)
     return result
 
 

@@ -157,3 +157,5 @@ class QdqExport:
 
     model: onnx.ModelProto = field(repr=False, compare=False)
     report: QdqReport
+    #: The same Q/DQ model with its float part in FP32 (None when the float part is FP32): the check's reference.
+    float32_model: Optional[onnx.ModelProto] = field(default=None, repr=False, compare=False)

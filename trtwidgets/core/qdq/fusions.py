@@ -17,10 +17,10 @@ from ..model.onnx_graph import GraphIndex
 from .graph_patterns import node_key, nonconst_inputs, single_consumer
 
 # Ops TensorRT fuses into a convolution's epilogue ahead of an elementwise add.
-_FUSIBLE_EPILOGUE = ("BatchNormalization", "Relu")
+_FUSIBLE_EPILOGUE = ("BatchNormalization", "Relu", "LeakyRelu", "PRelu", "Clip")
 # What TensorRT fuses into a convolution's output (rule 6). Kept to ops known to fuse: an op
 # missing here only makes rule 6 keep a grouped conv float, never quantize a broken one.
-_EPILOGUE_OPS = ("BatchNormalization", "Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish")
+_EPILOGUE_OPS = ("BatchNormalization", "Relu", "Clip", "LeakyRelu", "PRelu", "Sigmoid", "HardSigmoid", "HardSwish")
 
 def fused_conv(index: GraphIndex, tensor: str, excluded: Dict[int, str], pos: Dict[tuple, int]
                 ) -> Optional[onnx.NodeProto]:
@@ -34,15 +34,29 @@ def fused_conv(index: GraphIndex, tensor: str, excluded: Dict[int, str], pos: Di
             return None
         if prod.op_type in ("Conv", "ConvTranspose"):
             return None if pos[node_key(prod)] in excluded else prod
-        fusible = prod.op_type in _FUSIBLE_EPILOGUE or (
+        gate_src = _gate_source(index, prod)
+        fusible = prod.op_type in _FUSIBLE_EPILOGUE or gate_src is not None or (
             prod.op_type in ("Add", "Mul") and len(nonconst_inputs(prod, index)) == 1)
         if not fusible:
             return None
+        if gate_src is not None:  # x feeds the gate and the Mul: both are the conv's epilogue
+            t = gate_src
+            continue
         src = nonconst_inputs(prod, index)[0]
         # A conv output that also feeds another layer cannot be fused with the add.
         if len(index.consumers.get(src, [])) != 1:
             return None
         t = src
+    return None
+
+
+def _gate_source(index: GraphIndex, mul: onnx.NodeProto) -> Optional[str]:
+    """``x`` when ``mul`` is the join of a gated activation on ``x`` (SiLU ``x * Sigmoid(x)``, HardSwish), else None."""
+    if mul.op_type != "Mul" or len(mul.input) != 2:
+        return None
+    for x in mul.input:
+        if _gated_join(index, x, index.consumers.get(x, [])) is mul:
+            return x
     return None
 
 

@@ -18,11 +18,27 @@ this module does the same for the toolkit's exports:
 Casts are kept only where an op needs FP32, each listed with its reason in
 :attr:`HighPrecisionReport.kept_fp32`:
 
-* inputs the ONNX spec types as ``float`` only: ``Resize``/``Upsample`` scales and
-  roi, and the shape arithmetic that computes them;
+* where the ONNX operator schemas refuse the lower type
+  (:mod:`trtwidgets.core.model.type_constraints`): an input whose type constraint
+  does not admit ``tensor(float16)`` (``Range``, ``Resize`` scales, ``TopK``'s K...)
+  keeps FP32, and so does everything that computes it through ops whose output type
+  is tied to their inputs (the Shape -> Cast -> Mul -> Range chains of anchor grids);
 * the variance part of a decomposed LayerNorm (``Pow``/``ReduceMean``/``Sqrt``):
   ``x**2`` overflows FP16 above 256 and the mean loses precision;
+* ops without an ONNX schema (custom ops) and values read inside If/Loop bodies;
 * ops the user names (``keep_fp32``).
+
+Why not onnxconverter-common's ``convert_float_to_float16`` or ModelOpt's AutoCast:
+the first keeps FP32 by a hand-written op block list (``DEFAULT_OP_BLOCK_LIST``,
+ML-domain ops plus a few ONNX ones) and casts around whole blocked nodes, so an op
+it does not list (a new opset's, a Range fed by a Cast of a Shape) still breaks the
+model; its ``keep_io_types`` is what this module does for graph inputs/outputs.
+AutoCast decides by accuracy and reads schemas too, but it needs modelopt (torch,
+onnxruntime, onnx-graphsurgeon), far too heavy for a core that runs with numpy and
+onnx alone. The schema walk here is ~150 lines and knows Q/DQ scales.
+
+A BF16 float part is exported at opset 22 where the target parses it (TensorRT 10.8+): only from
+there do Conv, MaxPool and GlobalAveragePool take bfloat16 (:func:`preferred_opset`).
 
 TensorRT 8.6's parser reads opset <= 17 and FP32 Q/DQ scales only: for it the
 float part stays FP32 and the FP16 builder flag decides its precision
@@ -39,24 +55,22 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..common.errors import UserError
-from ..model.onnx_graph import GraphIndex
+from ..model.type_constraints import float_tensors, low_precision_blockers
 
 __all__ = ["HIGH_PRECISIONS", "HighPrecisionError", "HighPrecisionReport", "default_high_precision",
-           "convert_float_part", "MIN_OPSET"]
+           "convert_float_part", "MIN_OPSET", "PREFERRED_OPSET", "preferred_opset"]
 
 #: Supported high-precision dtypes -> ONNX element type.
 HIGH_PRECISIONS = {"fp32": onnx.TensorProto.FLOAT, "fp16": onnx.TensorProto.FLOAT16,
                    "bf16": onnx.TensorProto.BFLOAT16}
 #: Q/DQ with FP16/BF16 scales needs opset 19.
 MIN_OPSET = 19
+#: The opset a float part in this type wants: Conv, MaxPool, GlobalAveragePool and HardSwish take
+#: bfloat16 from opset 22 on (before it, the schemas keep them FP32 in a BF16 float part).
+PREFERRED_OPSET = {"fp32": 0, "fp16": MIN_OPSET, "bf16": 22}
 _FP16_MAX = 65504.0
 _FP16_MIN_NORMAL = 2.0 ** -14
 
-# Inputs the ONNX spec types as float32 only (op -> input indices).
-_FLOAT32_INPUTS = {"Resize": (1, 2), "Upsample": (1,)}
-# Ops that only compute shapes/indices: kept in FP32 when they feed a float32-only input.
-_SHAPE_OPS = {"Shape", "Gather", "Cast", "Div", "Mul", "Add", "Sub", "Concat", "Slice", "Unsqueeze", "Squeeze",
-              "Constant", "Floor", "Ceil", "Reshape", "ConstantOfShape", "Identity", "Size"}
 _LAYERNORM_FP32 = ("Pow", "ReduceMean", "Sqrt", "Add")
 _QDQ = ("QuantizeLinear", "DequantizeLinear")
 
@@ -111,6 +125,20 @@ def default_high_precision(trt_version=None) -> str:
     return "fp16" if v.major >= 10 else "fp32"
 
 
+def preferred_opset(dtype: str, trt_version=None) -> int:
+    """The opset to export a ``dtype`` float part at: :data:`PREFERRED_OPSET`, unless the target's parser
+    reads less (TensorRT 10.0-10.7 read opset 20), then :data:`MIN_OPSET` (the schemas keep more FP32)."""
+    want = PREFERRED_OPSET.get(dtype, MIN_OPSET)
+    if trt_version is None or want <= MIN_OPSET:
+        return want
+    from ..model.trt_support import MAX_OPSET
+    from ..model.trt_version import parse_trt_version
+
+    v = parse_trt_version(trt_version)
+    limit = max((o for since, o in MAX_OPSET if v >= since), default=want)
+    return want if limit >= want else MIN_OPSET
+
+
 def _label(node: onnx.NodeProto) -> str:
     return node.name or f"{node.op_type}({node.output[0] if node.output else ''})"
 
@@ -138,9 +166,8 @@ def _to_dtype(arr: np.ndarray, dtype: str, name: str, clamped: List[str], scale:
     return t
 
 
-def _fp32_nodes(graph: onnx.GraphProto, index: GraphIndex, patterns, keep_fp32: Iterable[str]
-                ) -> Dict[int, str]:
-    """Node index -> why it stays FP32."""
+def _fp32_nodes(graph: onnx.GraphProto, patterns, keep_fp32: Iterable[str]) -> Dict[int, str]:
+    """Node index -> why it stays FP32, for the user's names and decomposed LayerNorms."""
     keep: Dict[int, str] = {}
     names = set(keep_fp32)
     for i, n in enumerate(graph.node):
@@ -151,27 +178,19 @@ def _fp32_nodes(graph: onnx.GraphProto, index: GraphIndex, patterns, keep_fp32: 
     for i, n in enumerate(graph.node):
         if _label(n) in ln_labels and n.op_type in _LAYERNORM_FP32:
             keep.setdefault(i, "LayerNorm variance: x**2 overflows FP16 above 256, the mean loses precision")
-    # Shape arithmetic feeding float32-only inputs, walked backwards.
-    produced_at = {o: i for i, n in enumerate(graph.node) for o in n.output if o}
-    todo: List[str] = []
-    for n in graph.node:
-        for k in _FLOAT32_INPUTS.get(n.op_type, ()):
-            if k < len(n.input) and n.input[k]:
-                todo.append(n.input[k])
-    seen: Set[str] = set()
-    while todo:
-        t = todo.pop()
-        if t in seen:
-            continue
-        seen.add(t)
-        i = produced_at.get(t)
-        prod = graph.node[i] if i is not None else None
-        if prod is None or prod.op_type not in _SHAPE_OPS:
-            continue
-        keep.setdefault(i, f"computes {t}, an input {prod.op_type} chains into a Resize/Upsample "
-                           "scales or roi, which ONNX types as float32")
-        todo.extend(x for x in prod.input if x)
     return keep
+
+
+def _check_request(proto: onnx.ModelProto, dtype: str, require_opset: bool) -> None:
+    if dtype not in HIGH_PRECISIONS:
+        raise HighPrecisionError(f"Unknown high-precision dtype {dtype!r}.",
+                                 f"Choose one of {', '.join(HIGH_PRECISIONS)}.",
+                                 "fp16 suits TensorRT 10/11 on any GPU; bf16 needs Ampere or later; fp32 suits 8.6.")
+    opset = max((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), default=0)
+    if dtype != "fp32" and require_opset and opset < MIN_OPSET:
+        raise HighPrecisionError(f"The model is opset {opset}; FP16/BF16 Q/DQ scales need opset {MIN_OPSET}.",
+                                 "QuantizeLinear/DequantizeLinear take FP16/BF16 scales from opset 19 on.",
+                                 "Export with opset=19 or later (the exporter raises it for you).")
 
 
 def convert_float_part(proto: onnx.ModelProto, dtype: str = "fp16", *, keep_fp32: Iterable[str] = (),
@@ -202,140 +221,161 @@ def convert_float_part(proto: onnx.ModelProto, dtype: str = "fp16", *, keep_fp32
     HighPrecisionError
         For an unknown dtype or an opset below 19.
     """
-    if dtype not in HIGH_PRECISIONS:
-        raise HighPrecisionError(f"Unknown high-precision dtype {dtype!r}.",
-                                 f"Choose one of {', '.join(HIGH_PRECISIONS)}.",
-                                 "fp16 suits TensorRT 10/11 on any GPU; bf16 needs Ampere or later; fp32 suits 8.6.")
+    _check_request(proto, dtype, require_opset)
     if dtype == "fp32":
         return proto, HighPrecisionReport("fp32")
-    opset = max((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), default=0)
-    if require_opset and opset < MIN_OPSET:
-        raise HighPrecisionError(f"The model is opset {opset}; FP16/BF16 Q/DQ scales need opset {MIN_OPSET}.",
-                                 "QuantizeLinear/DequantizeLinear take FP16/BF16 scales from opset 19 on.",
-                                 "Export with opset=19 or later (the exporter raises it for you).")
-    new_type = HIGH_PRECISIONS[dtype]
-    F32 = onnx.TensorProto.FLOAT
     graph = proto.graph
     _normalize_batchnorms(graph)
-    index = GraphIndex(graph)
-    keep = _fp32_nodes(graph, index, patterns, keep_fp32)
-    clamped: List[str] = []
-
-    # Which float tensors each side reads: a tensor read by both gets a converted copy.
-    inits = {t.name: t for t in graph.initializer if t.data_type == F32}
-    read_low: Set[str] = set()
-    read_high: Set[str] = set()
+    new_type = HIGH_PRECISIONS[dtype]
+    subgraph = {t: "read inside an If/Loop/Scan body, which keeps its own types" for t in _subgraph_reads(graph.node)}
+    blockers = low_precision_blockers(proto, new_type, subgraph)
+    keep = dict(blockers.kept_nodes)
+    for i, why in _fp32_nodes(graph, patterns, keep_fp32).items():
+        keep.setdefault(i, why)
     for i, n in enumerate(graph.node):
-        fixed = _FLOAT32_INPUTS.get(n.op_type, ())
-        for k, x in enumerate(n.input):
-            if x:
-                (read_high if i in keep or k in fixed else read_low).add(x)
-    converted = 0
-    new_inits: List[onnx.TensorProto] = []
-    renamed: Dict[str, str] = {}  # fp32 initializer read by both sides -> its low-precision copy
-    scales = {n.input[1] for n in graph.node if n.op_type in _QDQ and len(n.input) > 1}
-    for name, t in inits.items():
-        if name not in read_low:
-            continue
-        arr = numpy_helper.to_array(t)
-        if name in read_high:
-            renamed[name] = f"{name}__{dtype}"
-            new_inits.append(_to_dtype(arr, dtype, renamed[name], clamped, name in scales))
-        else:
-            t.CopyFrom(_to_dtype(arr, dtype, name, clamped, name in scales))
-        converted += 1
-    graph.initializer.extend(new_inits)
-
-    # Tensor types after conversion: float tensors made by converted nodes are low precision.
-    float_tensors: Set[str] = set(inits)
-    for vi in list(graph.value_info) + list(graph.input) + list(graph.output):
-        if vi.type.tensor_type.elem_type == F32:
-            float_tensors.add(vi.name)
-    try:
-        inferred = onnx.shape_inference.infer_shapes(proto)
-        for vi in inferred.graph.value_info:
-            if vi.type.tensor_type.elem_type == F32:
-                float_tensors.add(vi.name)
-    except Exception:  # noqa: BLE001 - inference is a hint; Constant outputs are found below anyway
-        pass
-    casts = 0
-    new_nodes: List[onnx.NodeProto] = []
-    low_name: Dict[str, str] = {}   # fp32 tensor -> its low-precision cast
-    high_name: Dict[str, str] = {}  # low-precision tensor -> its fp32 cast
-    graph_in = {v.name for v in graph.input if v.type.tensor_type.elem_type == F32}
-    graph_out = {v.name for v in graph.output if v.type.tensor_type.elem_type == F32}
-    low_tensors: Set[str] = {n for n in inits if n in read_low and n not in renamed} | set(renamed.values())
-
-    def cast(src: str, to: int, suffix: str) -> str:
-        nonlocal casts
-        out = f"{src}__{suffix}"
-        new_nodes.append(helper.make_node("Cast", [src], [out], name=f"{out}_Cast", to=to))
-        casts += 1
-        return out
-
-    kept_rows: List[Tuple[str, str]] = []
-    for i, n in enumerate(graph.node):
-        if n.op_type == "Constant" and i not in keep:
-            for a in n.attribute:
-                if a.name == "value" and a.t.data_type == F32:
-                    a.t.CopyFrom(_to_dtype(numpy_helper.to_array(a.t), dtype, a.t.name, clamped))
-                    converted += 1
-                    low_tensors.update(n.output)
-            new_nodes.append(n)
-            continue
-        if i in keep:
-            if n.op_type != "Constant":  # a value, not math: not worth a row
-                kept_rows.append((_label(n), keep[i]))
-            for k, x in enumerate(n.input):
-                if x in low_tensors:
-                    if x not in high_name:
-                        high_name[x] = cast(x, F32, "fp32")
-                    n.input[k] = high_name[x]
-            new_nodes.append(n)
-            continue
-        fixed = _FLOAT32_INPUTS.get(n.op_type, ())
-        for k, x in enumerate(n.input):
-            if k in fixed:
-                if x in low_tensors:  # a float32-only input (Resize scales): never lowered
-                    if x not in high_name:
-                        high_name[x] = cast(x, F32, "fp32")
-                    n.input[k] = high_name[x]
-                continue
-            if x in renamed:
-                n.input[k] = renamed[x]
-            elif x in graph_in or (x in float_tensors and x not in low_tensors and x not in inits):
-                # An FP32 value (a graph input, or made by a kept node): cast down once.
-                if x not in low_name:
-                    low_name[x] = cast(x, new_type, dtype)
-                n.input[k] = low_name[x]
-        for a in n.attribute:
-            if n.op_type == "Cast" and a.name == "to" and a.i == F32:
-                a.i = new_type
-            if n.op_type == "ConstantOfShape" and a.name == "value" and a.t.data_type == F32:
-                a.t.CopyFrom(_to_dtype(numpy_helper.to_array(a.t), dtype, a.t.name, clamped))
-        new_nodes.append(n)
-        low_tensors.update(o for o in n.output if o in float_tensors or n.op_type in _QDQ)
-    # Graph outputs: the producer writes a low-precision tensor; a Cast restores FP32 under the old name.
-    for out in graph_out:
-        if out not in low_tensors:
-            continue
-        inner = f"{out}__{dtype}"
-        for n in new_nodes:
-            for k, x in enumerate(n.input):
-                if x == out:
-                    n.input[k] = inner
-            for k, x in enumerate(n.output):
-                if x == out:
-                    n.output[k] = inner
-        new_nodes.append(helper.make_node("Cast", [inner], [out], name=f"{out}_Cast", to=F32))
-        casts += 1
-    # Casts must come after their producers: order by dependencies (Kahn), keeping the original order otherwise.
+        if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in n.attribute):
+            keep.setdefault(i, "holds a subgraph, whose types are its own")
+    high_reads = {r for r in blockers.reads if r[0] not in keep}
+    rewrite = _Rewrite(graph, dtype, keep, high_reads, float_tensors(proto))
+    rewrite.convert_initializers()
+    rewrite.convert_nodes()
+    rewrite.restore_outputs()
     del graph.node[:]
-    graph.node.extend(_toposort(new_nodes, {v.name for v in graph.input} | {t.name for t in graph.initializer}))
+    graph.node.extend(_toposort(rewrite.nodes, {v.name for v in graph.input} | {t.name for t in graph.initializer}))
     del graph.value_info[:]  # stale FP32 types; TensorRT and ORT infer them again
-    report = HighPrecisionReport(dtype=dtype, converted_initializers=converted, kept_fp32=tuple(kept_rows),
-                                 casts=casts, clamped=tuple(dict.fromkeys(clamped)))
+    kept_rows = tuple((_label(graph_node), keep[i]) for i, graph_node in rewrite.kept_math())
+    report = HighPrecisionReport(dtype=dtype, converted_initializers=rewrite.converted, kept_fp32=kept_rows,
+                                 casts=rewrite.casts, clamped=tuple(dict.fromkeys(rewrite.clamped)))
     return proto, report
+
+
+class _Rewrite:
+    """The conversion's bookkeeping: which tensors are low precision, which Casts exist."""
+
+    def __init__(self, graph: onnx.GraphProto, dtype: str, keep: Dict[int, str], high_reads: Set[Tuple[int, int]],
+                 floats: Set[str]):
+        self.graph, self.dtype, self.keep, self.high_reads = graph, dtype, keep, high_reads
+        self.new_type = HIGH_PRECISIONS[dtype]
+        self.floats = floats
+        self.original = list(graph.node)
+        self.nodes: List[onnx.NodeProto] = []
+        self.clamped: List[str] = []
+        self.converted = 0
+        self.casts = 0
+        self.low: Set[str] = set()          # tensors written in the low type
+        self.renamed: Dict[str, str] = {}   # FP32 initializer read by both sides -> its low copy
+        self._down: Dict[str, str] = {}     # FP32 tensor -> its Cast to the low type
+        self._up: Dict[str, str] = {}       # low tensor -> its Cast to FP32
+
+    def _is_high_read(self, i: int, k: int) -> bool:
+        return i in self.keep or (i, k) in self.high_reads
+
+    def kept_math(self):
+        """``(index, node)`` of the kept nodes that compute (Constants are values, not worth a row)."""
+        return [(i, n) for i, n in enumerate(self.original) if i in self.keep and n.op_type != "Constant"]
+
+    def convert_initializers(self) -> None:
+        read_low: Set[str] = set()
+        read_high: Set[str] = set()
+        for i, n in enumerate(self.original):
+            for k, x in enumerate(n.input):
+                if x:
+                    (read_high if self._is_high_read(i, k) else read_low).add(x)
+        scales = {n.input[1] for n in self.original if n.op_type in _QDQ and len(n.input) > 1}
+        new_inits: List[onnx.TensorProto] = []
+        for t in self.graph.initializer:
+            if t.data_type != onnx.TensorProto.FLOAT or t.name not in read_low:
+                continue
+            arr = numpy_helper.to_array(t)
+            if t.name in read_high:
+                self.renamed[t.name] = f"{t.name}__{self.dtype}"
+                new_inits.append(_to_dtype(arr, self.dtype, self.renamed[t.name], self.clamped, t.name in scales))
+                self.low.add(self.renamed[t.name])
+            else:
+                t.CopyFrom(_to_dtype(arr, self.dtype, t.name, self.clamped, t.name in scales))
+                self.low.add(t.name)
+            self.converted += 1
+        self.graph.initializer.extend(new_inits)
+        self._retype_initializer_inputs(new_inits)
+
+    def _retype_initializer_inputs(self, new_inits: List[onnx.TensorProto]) -> None:
+        """IR < 4 models list every initializer among the graph inputs too: their declared type follows."""
+        declared = {v.name: v for v in self.graph.input}
+        if not any(t.name in declared for t in self.graph.initializer):
+            return
+        for name in self.low:
+            if name in declared:
+                declared[name].type.tensor_type.elem_type = self.new_type
+        for t in new_inits:
+            self.graph.input.append(helper.make_tensor_value_info(t.name, self.new_type, list(t.dims)))
+
+    def _cast(self, src: str, to: int, memo: Dict[str, str], suffix: str) -> str:
+        if src not in memo:
+            out = f"{src}__{suffix}"
+            self.nodes.append(helper.make_node("Cast", [src], [out], name=f"{out}_Cast", to=to))
+            self.casts += 1
+            memo[src] = out
+        return memo[src]
+
+    def _read(self, n: onnx.NodeProto, i: int, k: int) -> None:
+        x = n.input[k]
+        if not x:
+            return
+        if self._is_high_read(i, k):
+            if x in self.low:
+                n.input[k] = self._cast(x, onnx.TensorProto.FLOAT, self._up, "fp32")
+        elif x in self.renamed:
+            n.input[k] = self.renamed[x]
+        elif x in self.floats and x not in self.low:
+            # An FP32 value (a graph input, or written by a kept node): cast down once.
+            n.input[k] = self._cast(x, self.new_type, self._down, self.dtype)
+
+    def convert_nodes(self) -> None:
+        F32 = onnx.TensorProto.FLOAT
+        for i, n in enumerate(self.original):
+            if i in self.keep:
+                for k in range(len(n.input)):
+                    self._read(n, i, k)
+                self.nodes.append(n)
+                continue
+            for k in range(len(n.input)):
+                self._read(n, i, k)
+            for a in n.attribute:
+                if n.op_type == "Cast" and a.name == "to" and a.i == F32:
+                    a.i = self.new_type
+                if n.op_type in ("Constant", "ConstantOfShape") and a.name == "value" and a.t.data_type == F32:
+                    a.t.CopyFrom(_to_dtype(numpy_helper.to_array(a.t), self.dtype, a.t.name, self.clamped))
+                    self.converted += n.op_type == "Constant"
+            self.nodes.append(n)
+            self.low.update(o for o in n.output if o in self.floats)
+
+    def restore_outputs(self) -> None:
+        """Graph outputs keep FP32: the producer writes a low tensor, a Cast restores FP32 under the old name."""
+        for v in self.graph.output:
+            out = v.name
+            if v.type.tensor_type.elem_type != onnx.TensorProto.FLOAT or out not in self.low:
+                continue
+            inner = f"{out}__{self.dtype}"
+            for n in self.nodes:
+                for k, x in enumerate(n.input):
+                    if x == out:
+                        n.input[k] = inner
+                for k, x in enumerate(n.output):
+                    if x == out:
+                        n.output[k] = inner
+            self.nodes.append(helper.make_node("Cast", [inner], [out], name=f"{out}_Cast", to=onnx.TensorProto.FLOAT))
+            self.casts += 1
+
+
+def _subgraph_reads(nodes) -> Set[str]:
+    """Names read inside If/Loop/Scan bodies (outer-scope values keep their FP32 type)."""
+    read: Set[str] = set()
+    for node in nodes:
+        for attr in node.attribute:
+            for g in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
+                read.update(i for n in g.node for i in n.input)
+                read.update(_subgraph_reads(g.node))
+    return read
 
 
 def _normalize_batchnorms(graph: onnx.GraphProto) -> None:

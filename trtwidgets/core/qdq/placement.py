@@ -75,6 +75,20 @@ and pytorch-quantization:
    classifier (H200) the fully quantized engine then has the implicit engine's
    layers and formats, without a reformat inside the INT8 region.
 
+9. **Data movement shares one scale** (:mod:`.scale_groups`): Split, Concat, MaxPool and
+   nearest Resize join tensors into a scale group; when one member is read quantized,
+   every read by the group's movement ops is too, all at the group's largest range. A
+   C2f/CSP block then quantizes the tensor before its Split once (not each output), an
+   SPPF's pools and a neck's upsample + Concat move INT8 bytes without requantizing.
+   Residual adds after a SiLU / HardSwish conv epilogue (``x * Sigmoid(x)``) fuse into
+   the conv (rule 2), as do LeakyReLU and PReLU.
+10. **A weighted layer that reads a Softmax stays float** (YOLOv8's DFL 1x1 conv): INT8
+    loses the probabilities' small bins and the layer is too small to gain speed.
+    Attention's ``P·V`` (no weights) keeps its Q/DQ, as TensorRT's MHA fusion wants.
+
+Evidence for 9 and 10: the family blocks of ``tests/gpu/test_qdq_blocks.py`` on TensorRT 8.6,
+asserted by ``tests/core/qdq/test_qdq_family_blocks.py`` once their run is committed.
+
 Why hand-written and not a library: modelopt implements these rules but needs
 torch, cupy and onnxruntime-gpu, far too heavy for a CPU / Binder tool whose core
 must import on Python 3.9 with only numpy and onnx. onnx-graphsurgeon is light,
@@ -96,6 +110,7 @@ from .fusions import epilogue_end, fused_conv, longer_branch
 from .graph_patterns import (PROTECTED_OPS, PatternMatch, ConstIndex, node_key,
                              find_protected_patterns, node_label)
 from .placement_records import QdqPlan, QuantEdge, Skip, WeightSite
+from .scale_groups import scale_group_edges, softmax_fed_layers_float
 
 __all__ = [
     "WEIGHTED_OPS", "POOL_OPS", "COPY_OPS", "QdqExclusionError",
@@ -256,9 +271,23 @@ def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[s
         edges.extend(conv_output_reads(graph, index, pos, edges, ends, internal))
         edges.extend(shared_reads(graph, index, pos, edges, excluded, internal))
 
+    edges, weights, skipped, shared = _family_rules(graph, index, pos, edges, weights, skipped, patterns, excluded,
+                                                    internal)
     edges.sort(key=lambda e: (e.node, e.input_index))
     return QdqPlan(edges=tuple(edges), weights=tuple(weights), skipped=tuple(skipped), patterns=patterns,
-                   excluded=tuple(node_label(graph.node[i]) for i in sorted(excluded)), warnings=warnings)
+                   excluded=tuple(node_label(graph.node[i]) for i in sorted(excluded)), warnings=warnings,
+                   shared_scales=shared)
+
+
+def _family_rules(graph, index, pos, edges, weights, skipped, patterns, excluded, internal):
+    """Rules 10 (a Softmax-fed weighted layer stays float) and 9 (data movement shares one scale)."""
+    edges, weights, more_skips = softmax_fed_layers_float(graph, index, list(edges), list(weights), patterns)
+    more, shared = scale_group_edges(graph, index, pos, edges, excluded, internal)
+    edges.extend(more)
+    pooled = {e.node_label for e in edges}
+    # A pool rule 3 left float but rule 9 quantized: drop the stale reason.
+    skipped = [s for s in skipped if not (s.rule == 3 and s.node_label in pooled)] + more_skips
+    return edges, weights, skipped, shared
 
 
 def _by_rule(rule: int, *args) -> Skip:

@@ -7,7 +7,8 @@ Kept apart from the rules (:mod:`.placement`) so that the rule helpers
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Tuple
+import math
+from typing import Mapping, Optional, Tuple
 
 from .graph_patterns import PatternMatch
 
@@ -92,6 +93,21 @@ class QdqPlan:
     patterns: Tuple[PatternMatch, ...]
     excluded: Tuple[str, ...]
     warnings: Tuple[str, ...] = field(default=())
+    #: Groups of tensors joined by data movement (Split, Concat, MaxPool, nearest Resize, reshapes) that are
+    #: quantized with one scale, so TensorRT moves INT8 data through them without requantizing (rule 9).
+    shared_scales: Tuple[Tuple[str, ...], ...] = field(default=())
+
+    def amax_for(self, tensor: str, amax: Mapping[str, float]) -> Optional[float]:
+        """The range ``tensor`` is quantized with: its own, or its scale group's largest (rule 9)."""
+        own = amax.get(tensor)
+        if own is None or not (math.isfinite(float(own)) and float(own) > 0):
+            return own  # no range of its own: it stays float, whatever its group has
+        for group in self.shared_scales:
+            if tensor in group:
+                values = [float(amax[t]) for t in group if t in amax and math.isfinite(float(amax[t]))
+                          and float(amax[t]) > 0]
+                return max(values)
+        return own
 
     @property
     def activation_tensors(self) -> Tuple[str, ...]:
