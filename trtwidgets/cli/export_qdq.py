@@ -69,7 +69,8 @@ def add_arguments(parser):
                         "(default 0.99)")
     parser.add_argument("--min-float-cosine", type=float, default=None, help="with --data and an FP16/BF16 float "
                         "part: the lowest cosine per output against the same Q/DQ model with an FP32 float part; "
-                        "below it nothing is written (default 0.998)")
+                        "below it nothing is written (default 0.998, where a drift no larger than twice the quantization's own "
+                        "still passes: INT8 rounding of values next to a step; a value given here is strict)")
     parser.add_argument("--json", action="store_true", help="print the report (and validation) as JSON")
 
 
@@ -156,7 +157,9 @@ def run(args) -> int:
     from ..core.qdq.export_check import DEFAULT_MIN_COSINE
 
     min_float = DEFAULT_MIN_COSINE if args.min_float_cosine is None else args.min_float_cosine
-    path = save_qdq_model(result.model, args.out, reference=result.float32_model, feeds=feeds, min_cosine=min_float)
+    path = save_qdq_model(result.model, args.out, reference=result.float32_model, feeds=feeds, min_cosine=min_float,
+                          # The default gate lets INT8 rounding's own drift pass; an explicit one is strict.
+                          original=loaded.proto if args.min_float_cosine is None else None)
     validation = None
     if feeds is not None:
         from ..core.qdq.validate import validate_qdq

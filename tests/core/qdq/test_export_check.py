@@ -66,3 +66,29 @@ def test_without_onnx_runtime_the_strict_checker_still_refuses_a_type_error(monk
     check = check_export(_fp16_range_model())
     assert not check.passed and any("onnx.checker" in f for f in check.failures)
     assert any("not installed" in n for n in check.notes)
+
+
+def _offset_model(scale: float) -> onnx.ModelProto:
+    # y = x + scale * c: stands for a model whose outputs moved by a known amount.
+    c = np.random.default_rng(7).standard_normal((1, 64)).astype(np.float32)
+    nodes = [helper.make_node("Add", ["x", "c"], ["y"], name="add")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64])],
+                          [numpy_helper.from_array(c * np.float32(scale), "c")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("model_offset, passes", [(0.45, True), (1.5, False)])
+def test_a_drift_that_quantization_explains_passes_with_the_original(model_offset, passes):
+    # original: y = x; reference (the FP32 Q/DQ model): off by 0.3; model: off by 0.45 from the original
+    # (about as far from the reference as quantization moved the reference: passes) or by 1.5 (fails).
+    feeds = [{"x": np.random.default_rng(s).standard_normal((1, 64)).astype(np.float32)} for s in range(4)]
+    original, reference, model = _offset_model(0.0), _offset_model(0.3), _offset_model(model_offset)
+    strict = check_export(model, reference=reference, feeds=feeds)
+    assert not strict.passed, "without the original, the default threshold holds"
+    check = check_export(model, reference=reference, feeds=feeds, original=original)
+    assert check.passed is passes, check.failures
+    if passes:
+        assert any("INT8 rounding" in n for n in check.notes)
+    else:
+        assert "drifts from FP32" in check.failures[0]

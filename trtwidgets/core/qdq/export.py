@@ -410,21 +410,24 @@ def qdq_model(model, amax: Mapping[str, float], options: Optional[QdqOptions] = 
 
 def save_qdq_model(model: onnx.ModelProto, path: Union[str, os.PathLike], *,
                    reference: Optional[onnx.ModelProto] = None, feeds=None,
-                   min_cosine: float = DEFAULT_MIN_COSINE, check: bool = True) -> Path:
+                   min_cosine: float = DEFAULT_MIN_COSINE, check: bool = True,
+                   original: Optional[onnx.ModelProto] = None) -> Path:
     """Check a model, then write it atomically (temporary file in the same folder, then rename).
 
     Returns the path written. An existing file is only replaced once the new one
     is complete. The check (:mod:`.export_check`: onnx.checker, an ONNX Runtime load,
     and with ``reference`` and ``feeds`` the outputs against the FP32 float part at
     ``min_cosine``) raises :class:`~.export_check.ExportCheckError` and writes
-    nothing when it fails; ``check=False`` skips it.
+    nothing when it fails; ``check=False`` skips it. ``original`` (the float model
+    before Q/DQ) lets a drift that INT8 rounding explains pass.
     """
     path = user_path(path)
     if path.is_dir():
         raise QdqExportError(f"{path} is a directory.", "The output must be a file path.",
                              "Give a file name such as model.qdq.onnx.")
     if check:
-        raise_if_failed(check_export(model, reference=reference, feeds=feeds, min_cosine=min_cosine), path)
+        raise_if_failed(check_export(model, reference=reference, feeds=feeds, min_cosine=min_cosine,
+                                     original=original), path)
     return write_bytes_atomic(path, model.SerializeToString())
 
 

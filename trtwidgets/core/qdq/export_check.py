@@ -12,6 +12,15 @@ Three checks, cheapest first:
 3. with data and a reference (the same Q/DQ model with its float part in FP32),
    the model's outputs against the reference's, cosine per output, at
    ``min_cosine`` (0.998 by default: issue 21's target for the FP16 float part).
+
+   In a Q/DQ model an FP16 float part also moves values that sit next to a rounding
+   boundary of a QuantizeLinear by one step: that is INT8 rounding, not a broken
+   conversion, and it grows with the depth of the model (the demo classifier: cosine
+   0.9968 between the FP16 and FP32 float parts, while the FP32 Q/DQ model itself is at
+   0.9956 against the float model). Given the ``original`` float model, an output below
+   ``min_cosine`` still passes when its drift (1 - cosine) is at most
+   ``QUANT_DRIFT_ALLOWANCE`` times the drift the quantization itself causes; a broken
+   conversion (overflow to inf, NaN, a wrong op) drifts far beyond that.
 """
 
 from __future__ import annotations
@@ -24,10 +33,12 @@ import onnx
 
 from ..common.errors import UserError
 
-__all__ = ["DEFAULT_MIN_COSINE", "ExportCheck", "ExportCheckError", "check_export", "raise_if_failed"]
+__all__ = ["DEFAULT_MIN_COSINE", "QUANT_DRIFT_ALLOWANCE", "ExportCheck", "ExportCheckError", "check_export", "raise_if_failed"]
 
 #: The FP16 float part must match the FP32 one at least this well on the data (issue 21).
 DEFAULT_MIN_COSINE = 0.998
+#: An FP16 float part may drift from FP32 by this multiple of the quantization's own drift (see above).
+QUANT_DRIFT_ALLOWANCE = 2.0
 _PROTOBUF_LIMIT = 2 ** 31 - 1  # one serialized protobuf message
 
 
@@ -105,26 +116,53 @@ def _cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def _compare(sess, reference: onnx.ModelProto, feeds: Iterable[Mapping[str, np.ndarray]],
-             notes: List[str]) -> Dict[str, float]:
+             notes: List[str], original: Optional[onnx.ModelProto] = None
+             ) -> Tuple[Dict[str, float], Dict[str, float]]:
+    """``(output -> cosine against the reference, output -> reference's cosine against the original)``."""
     ref_sess, why = _session(reference, notes)
     if ref_sess is None:
         notes.append(f"the reference could not run ({why}): no comparison" if why else "no comparison")
-        return {}
+        return {}, {}
+    orig_sess = _session(original, [])[0] if original is not None else None
     names = [o.name for o in sess.get_outputs()]
     got: Dict[str, list] = {n: [] for n in names}
     ref: Dict[str, list] = {n: [] for n in names}
+    orig: Dict[str, list] = {n: [] for n in names}
     inputs = {i.name for i in sess.get_inputs()}
     for feed in feeds:
         feed = {k: v for k, v in feed.items() if k in inputs}
         for n, a, b in zip(names, sess.run(names, feed), ref_sess.run(names, feed)):
             got[n].append(np.ravel(a))
             ref[n].append(np.ravel(b))
-    return {n: _cosine(np.concatenate(ref[n]), np.concatenate(got[n])) for n in names if got[n]}
+        if orig_sess is not None:
+            for n, c in zip(names, orig_sess.run(names, feed)):
+                orig[n].append(np.ravel(c))
+    cosines = {n: _cosine(np.concatenate(ref[n]), np.concatenate(got[n])) for n in names if got[n]}
+    quant = {n: _cosine(np.concatenate(orig[n]), np.concatenate(ref[n])) for n in names if orig[n]}
+    return cosines, quant
+
+
+def _drift_failures(cosines: Mapping[str, float], quant: Mapping[str, float], min_cosine: float,
+                    notes: List[str]) -> Optional[str]:
+    """The failure line for outputs below ``min_cosine`` that INT8 rounding does not explain, or None."""
+    low = {k: v for k, v in cosines.items() if not v >= min_cosine}
+    explained = {k: v for k, v in low.items()
+                 if k in quant and np.isfinite(v) and (1.0 - v) <= QUANT_DRIFT_ALLOWANCE * (1.0 - quant[k])}
+    for k, v in sorted(explained.items()):
+        notes.append(f"output {k}: cosine {v:.4f} against the FP32 float part is below {min_cosine}, but the "
+                     f"quantization itself is at {quant[k]:.4f} against the float model: the difference is "
+                     "INT8 rounding of values next to a step, not the float part's conversion")
+    low = {k: v for k, v in low.items() if k not in explained}
+    if not low:
+        return None
+    shown = ", ".join(f"{k} {v:.4f}" for k, v in sorted(low.items(), key=lambda kv: kv[1]))
+    return f"the float part in low precision drifts from FP32: cosine {shown} < {min_cosine}"
 
 
 def check_export(model: onnx.ModelProto, *, reference: Optional[onnx.ModelProto] = None,
                  feeds: Optional[Iterable[Mapping[str, np.ndarray]]] = None,
-                 min_cosine: float = DEFAULT_MIN_COSINE) -> ExportCheck:
+                 min_cosine: float = DEFAULT_MIN_COSINE,
+                 original: Optional[onnx.ModelProto] = None) -> ExportCheck:
     """Check ``model`` (see the module docstring); nothing is written.
 
     Parameters
@@ -136,6 +174,9 @@ def check_export(model: onnx.ModelProto, *, reference: Optional[onnx.ModelProto]
         Input name -> array, one dict per batch.
     min_cosine : float
         Lowest cosine per output against the reference.
+    original : onnx.ModelProto, optional
+        The float model before Q/DQ: with it, a drift that the quantization's own explains passes
+        (see the module docstring).
 
     Returns
     -------
@@ -161,13 +202,13 @@ def check_export(model: onnx.ModelProto, *, reference: Optional[onnx.ModelProto]
         failures.append(strict)
     if sess is not None and reference is not None and feeds is not None:
         try:
-            cosines = _compare(sess, reference, feeds, notes)
+            cosines, quant = _compare(sess, reference, feeds, notes, original)
         except Exception as exc:  # noqa: BLE001 - a run-time failure (shape, type) is a failed check
             failures.append(f"ONNX Runtime could not run the model on the data: {str(exc).splitlines()[0][:400]}")
-        low = {k: v for k, v in cosines.items() if not v >= min_cosine}
-        if low:
-            shown = ", ".join(f"{k} {v:.4f}" for k, v in sorted(low.items(), key=lambda kv: kv[1]))
-            failures.append(f"the float part in low precision drifts from FP32: cosine {shown} < {min_cosine}")
+            quant = {}
+        drift = _drift_failures(cosines, quant, min_cosine, notes)
+        if drift:
+            failures.append(drift)
     return ExportCheck(passed=not failures, failures=tuple(failures), notes=tuple(notes), cosines=cosines)
 
 
