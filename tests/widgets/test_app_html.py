@@ -138,7 +138,7 @@ def test_an_empty_app_writes_a_page_and_a_bad_path_is_refused(tmp_path):
 
 
 def test_a_plan_adds_its_reason_chart_and_table(tmp_path):
-    from tests.core.qdq.plan_models import conv_stack, feeds
+    from tests.core.plan.plan_models import conv_stack, feeds
 
     path = tmp_path / "stack.onnx"
     onnx.save(conv_stack(), path)

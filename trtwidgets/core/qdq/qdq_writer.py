@@ -1,0 +1,230 @@
+"""Write Q/DQ nodes into a graph: the activation pairs and the quantized weights a placement asks for.
+
+:class:`QdqWriter` is the graph editing behind :func:`~.export.build_qdq`: it adds a
+``QuantizeLinear -> DequantizeLinear`` pair per quantized activation (rewiring only the
+reads the placement chose), stores weights already quantized behind a ``DequantizeLinear``,
+and rebuilds the node list in topological order. Kept apart from the export's flow
+(options, float part, check, write) so that each reads on its own.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Dict, Iterable, List, Mapping, Optional, Tuple
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from ..model.onnx_graph import GraphIndex, attribute
+from .export_report import QuantizedTensor, QuantizedWeight
+from .myelin import myelin_matmuls
+from .placement import QdqPlan, Skip, node_label
+from .weights import PRECISIONS, quantize_weight, weight_tensor
+
+__all__ = ["Names", "QdqWriter", "amax_problem"]
+
+
+class Names:
+    def __init__(self, graph: onnx.GraphProto):
+        used = {n.name for n in graph.node} | {t.name for t in graph.initializer}
+        for n in graph.node:
+            used.update(n.input)
+            used.update(n.output)
+        used.update(v.name for v in graph.input)
+        used.update(v.name for v in graph.output)
+        self.used = used
+
+    def __call__(self, base: str) -> str:
+        name, k = base, 1
+        while name in self.used:
+            name = f"{base}_{k}"
+            k += 1
+        self.used.add(name)
+        return name
+
+
+def amax_problem(value) -> Optional[str]:
+    if value is None:
+        return "no range for this tensor (not in the statistics)"
+    if not math.isfinite(float(value)) or float(value) <= 0:
+        return f"its amax is {value} (needs a finite positive value)"
+    return None
+
+
+class QdqWriter:
+    """The graph edits of one export: new Q/DQ nodes and initializers, collected, then written in order."""
+
+    def __init__(self, proto: onnx.ModelProto, precision: str):
+        self.proto = proto
+        self.graph = proto.graph
+        self.precision = precision
+        self.qmax = PRECISIONS[precision][0]
+        self.index = GraphIndex(self.graph)
+        self.produced_at = {o: i for i, n in enumerate(self.graph.node) for o in n.output if o}
+        self.names = Names(self.graph)
+        self.skipped: List[Skip] = []
+        self.new_inits: List[onnx.TensorProto] = []
+        self.after: Dict[int, List[onnx.NodeProto]] = {}  # node index -> Q/DQ nodes to emit after it
+        self.prefix: List[onnx.NodeProto] = []
+
+    def zero_point(self, base: str, shape: Tuple[int, ...]) -> str:
+        name = self.names(f"{base}_zero_point")
+        if self.precision == "int8":
+            self.new_inits.append(numpy_helper.from_array(np.zeros(shape, np.int8), name))
+        else:
+            self.new_inits.append(weight_tensor(name, np.zeros(shape, np.uint8), "fp8"))
+        return name
+
+    def quantize_activations(self, plan: QdqPlan, amax: Mapping[str, float]
+                             ) -> Tuple[List[QuantizedTensor], Dict[int, int]]:
+        """A Q/DQ pair on each planned activation with a usable amax; ``(tensors, node -> edges quantized)``."""
+        self.skipped.extend(plan.skipped)
+        activations: List[QuantizedTensor] = []
+        done_nodes: Dict[int, int] = {}
+        names = self.names
+        for tensor in plan.activation_tensors:
+            edges = plan.edges_of(tensor)
+            value = plan.amax_for(tensor, amax)
+            reason = amax_problem(value)
+            if reason:
+                self.skipped.extend(Skip(e.node_label, e.op_type, reason, tensor) for e in edges)
+                continue
+            value = float(value)
+            scale = np.float32(value / self.qmax)
+            s_name = names(f"{tensor}_scale")
+            self.new_inits.append(numpy_helper.from_array(np.array(scale, np.float32), s_name))
+            zp = self.zero_point(tensor, ())
+            q_out, dq_out = names(f"{tensor}_quantized"), names(f"{tensor}_dequantized")
+            q = helper.make_node("QuantizeLinear", [tensor, s_name, zp], [q_out],
+                                 name=names(f"{tensor}_QuantizeLinear"))
+            dq = helper.make_node("DequantizeLinear", [q_out, s_name, zp], [dq_out],
+                                  name=names(f"{tensor}_DequantizeLinear"))
+            where = self.produced_at.get(tensor)
+            if where is None:
+                self.prefix.extend([q, dq])
+            else:
+                self.after.setdefault(where, []).extend([q, dq])
+            for e in edges:
+                self.graph.node[e.node].input[e.input_index] = dq_out
+                done_nodes[e.node] = done_nodes.get(e.node, 0) + 1
+            activations.append(QuantizedTensor(tensor, value, float(scale), tuple(e.node_label for e in edges),
+                                               tuple(dict.fromkeys(e.rule for e in edges))))
+        return activations, done_nodes
+
+    def quantize_weights(self, plan: QdqPlan, done_nodes: Mapping[int, int], per_channel: bool, trt_version
+                         ) -> Tuple[List[QuantizedWeight], List[str]]:
+        """Weights of layers whose activation inputs are all quantized (else the layer stays float).
+
+        Returns ``(weights, quantized layer labels)``; activation-by-activation products
+        (attention's Q·Kᵀ and P·V) have no weight and count when both inputs are quantized.
+        """
+        planned: Dict[int, int] = {}
+        for e in plan.edges:
+            if e.rule == "weighted-op input":
+                planned[e.node] = planned.get(e.node, 0) + 1
+        weights: List[QuantizedWeight] = []
+        cache: Dict[Tuple[str, Optional[int]], str] = {}
+        float_weight_nodes = myelin_matmuls(self.proto, {w.node for w in plan.weights if w.op_type == "MatMul"},
+                                            trt_version)
+        quantized_layers: List[str] = []
+        for w in plan.weights:
+            if done_nodes.get(w.node, 0) < planned.get(w.node, 0) or w.node not in planned:
+                self.skipped.append(Skip(w.node_label, w.op_type, "weights left float: the layer's activation "
+                                         "input is not quantized", w.tensor, rule=1))
+                continue
+            init = self.index.initializers.get(w.tensor)
+            if init is not None and init.data_type != onnx.TensorProto.FLOAT or (
+                    init is None and self.index.constant_dtype(w.tensor) != onnx.TensorProto.FLOAT):
+                self.skipped.append(Skip(w.node_label, w.op_type, "only float32 weights are quantized", w.tensor,
+                                         rule=1))
+                continue
+            axis = w.axis if per_channel else None
+            key = (w.tensor, axis)
+            if key not in cache:
+                cache[key], record = self._weight_dq(w, axis, w.node in float_weight_nodes)
+                weights.append(record)
+            self._rewire_weight(w, cache[key])
+            quantized_layers.append(w.node_label)
+        with_weights = {w.node for w in plan.weights}
+        for i, count in planned.items():
+            if i not in with_weights and done_nodes.get(i, 0) >= count:
+                quantized_layers.append(node_label(self.graph.node[i]))
+        return weights, quantized_layers
+
+    def _weight_dq(self, w, axis: Optional[int], float_grid: bool) -> Tuple[str, QuantizedWeight]:
+        """The DequantizeLinear output that replaces weight ``w``, and its record."""
+        names, precision = self.names, self.precision
+        q, scale, err = quantize_weight(self.index.constant(w.tensor), axis, precision)
+        s_name = names(f"{w.tensor}_scale")
+        self.new_inits.append(numpy_helper.from_array(scale, s_name))
+        zp = self.zero_point(w.tensor, scale.shape)
+        dq_out = names(f"{w.tensor}_dequantized")
+        attrs = {"axis": axis} if axis is not None else {}
+        if float_grid and precision == "int8":
+            # TensorRT 8.6's Myelin (transformer MatMuls) asserts on INT8 weight constants
+            # ("convertMyelinWeightsToFp32 ... weights.type() != kINT8", H100): give it FP32 weights
+            # already on the INT8 grid, with their own Q/DQ pair, which it folds itself.
+            f_name = names(f"{w.tensor}_on_int8_grid")
+            bshape = tuple(scale.size if i == axis else 1 for i in range(q.ndim)) if axis is not None else ()
+            self.new_inits.append(numpy_helper.from_array((q.astype(np.float32) * scale.reshape(bshape))
+                                                          .astype(np.float32), f_name))
+            q_name = names(f"{w.tensor}_quantized")
+            self.prefix.append(helper.make_node("QuantizeLinear", [f_name, s_name, zp], [q_name],
+                                                name=names(f"{w.tensor}_QuantizeLinear"), **attrs))
+        else:
+            q_name = names(f"{w.tensor}_{precision}")
+            self.new_inits.append(weight_tensor(q_name, q, precision))
+        self.prefix.append(helper.make_node("DequantizeLinear", [q_name, s_name, zp], [dq_out],
+                                            name=names(f"{w.tensor}_DequantizeLinear"), **attrs))
+        return dq_out, QuantizedWeight(w.tensor, w.node_label, w.op_type, axis,
+                                       int(scale.size) if axis is not None else 1, err)
+
+    def _rewire_weight(self, w, dq_out: str) -> None:
+        node = self.graph.node[w.node]
+        node.input[w.input_index] = dq_out
+        if node.op_type in ("Conv", "ConvTranspose") and attribute(node, "kernel_shape") is None:
+            # TensorRT 8.6 cannot infer the kernel from a DequantizeLinear output.
+            dims = list(self.index.initializers[w.tensor].dims) if w.tensor in self.index.initializers \
+                else list(self.index.constant(w.tensor).shape)
+            node.attribute.append(helper.make_attribute("kernel_shape", dims[2:]))
+
+    def finish(self) -> None:
+        """Write the collected nodes and initializers into the graph (see :func:`_rebuild`)."""
+        _rebuild(self.graph, self.prefix, self.after, self.new_inits)
+
+
+def _subgraph_reads(nodes: Iterable[onnx.NodeProto]) -> set:
+    """Names read inside If/Loop/Scan bodies (outer-scope values they use must survive)."""
+    read: set = set()
+    for node in nodes:
+        for attr in node.attribute:
+            graphs = list(attr.graphs) + ([attr.g] if attr.HasField("g") else [])
+            for g in graphs:
+                read.update(i for n in g.node for i in n.input)
+                read.update(_subgraph_reads(g.node))
+    return read
+
+
+def _rebuild(graph: onnx.GraphProto, prefix: List[onnx.NodeProto], after: Dict[int, List[onnx.NodeProto]],
+             new_inits: List[onnx.TensorProto]) -> None:
+    """Reorder nodes (Q/DQ right after their producers) and drop weights no longer read."""
+    old = list(graph.node)
+    ordered: List[onnx.NodeProto] = list(prefix)
+    for i, n in enumerate(old):
+        ordered.append(n)
+        ordered.extend(after.get(i, []))
+    graph.initializer.extend(new_inits)
+    read = {i for n in ordered for i in n.input} | {o.name for o in graph.output} | _subgraph_reads(ordered)
+    keep = [n for n in ordered if n.op_type != "Constant" or any(o in read for o in n.output)]
+    del graph.node[:]
+    graph.node.extend(keep)
+    unused = [t for t in graph.initializer if t.name not in read]
+    if unused:
+        dead = {t.name for t in unused}
+        kept_inits = [t for t in graph.initializer if t.name not in dead]
+        del graph.initializer[:]
+        graph.initializer.extend(kept_inits)
+        kept_inputs = [v for v in graph.input if v.name not in dead]
+        del graph.input[:]
+        graph.input.extend(kept_inputs)
