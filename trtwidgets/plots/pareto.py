@@ -168,7 +168,10 @@ def plan_html(plan, table_text: str, title: str = "Quantization plan") -> str:
     from .report_html import figure_html, plotly_js_head
 
     doc = plan.to_dict() if hasattr(plan, "to_dict") else dict(plan)
-    fig = PlanParetoDisplay.from_plan(doc).figure()
+    try:
+        head, chart = plotly_js_head(), figure_html(PlanParetoDisplay.from_plan(doc).figure())
+    except ImportError:  # `plan measure` on the GPU machine's Python 3.9 (numpy, onnx, tensorrt only): no chart
+        head, chart = "", "<p><i>The chart needs plotly, which is not installed where this page was written.</i></p>"
     rows: List[str] = []
     for i, c in enumerate(doc["candidates"]):
         kept = "".join(f"<li>{html.escape(k['layer'])}: {html.escape(k['reason'])}</li>" for k in c["kept"][:200])
@@ -177,11 +180,11 @@ def plan_html(plan, table_text: str, title: str = "Quantization plan") -> str:
                     f"{len(c['kept'])} kept in high precision</summary><ul>{kept}</ul></details>")
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in doc.get("notes", ()))
     return ("<!doctype html><html><head><meta charset='utf-8'><title>" + html.escape(title) + "</title>"
-            + plotly_js_head() + "</head><body style='font-family:sans-serif;max-width:1100px;margin:auto'>"
+            + head + "</head><body style='font-family:sans-serif;max-width:1100px;margin:auto'>"
             f"<h1>{html.escape(title)}</h1><p><b>{html.escape(doc['reason'])}</b></p>"
             f"<p>Model: {html.escape(doc['model'])}. Target: {html.escape(_target_text(doc.get('target') or {}))}. "
             f"Float part: {html.escape(doc.get('high_precision', 'fp32').upper())}.</p>"
-            + figure_html(fig) + f"<pre>{html.escape(table_text)}</pre>" + latency_section_html(doc) + "".join(rows)
+            + chart + f"<pre>{html.escape(table_text)}</pre>" + latency_section_html(doc) + "".join(rows)
             + (f"<h2>Notes</h2><ul>{notes}</ul>" if notes else "") + "</body></html>")
 
 
