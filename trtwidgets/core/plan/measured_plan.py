@@ -161,14 +161,16 @@ def apply_measurements(doc: Mapping, measurements: Sequence[Measurement], *, rou
     after = _index_of(pick.name) if pick.name != FP16 else 0
     record["pick"] = dict(pick.to_dict(), candidate=after)
     out["recommended"] = after
-    out["reason"] = _reason(cands, before, after, pick, rounds, interrupted)
+    old = next((r for r in rows if r["candidate"] == before and r["kind"] == QDQ), None)
+    out["reason"] = _reason(cands, before, after, pick, rounds, interrupted, old)
     notes += [f"measured: {n}" for n in pick.notes]
     out["notes"] = notes
     out["measured"] = record
     return out
 
 
-def _reason(cands: Sequence[Mapping], before: int, after: int, pick, rounds: int, interrupted: bool) -> str:
+def _reason(cands: Sequence[Mapping], before: int, after: int, pick, rounds: int, interrupted: bool,
+            old: Optional[Mapping]) -> str:
     head = f"Partial measurement (interrupted; {rounds} round{'s' if rounds != 1 else ''}): " if interrupted else ""
     if after:
         c = cands[after]
@@ -178,7 +180,9 @@ def _reason(cands: Sequence[Mapping], before: int, after: int, pick, rounds: int
     else:
         text = f"FP16 is best here (measured): {pick.reason[len('FP16: '):] if pick.reason.startswith('FP16: ') else pick.reason}"
     if before != after and before and before < len(cands):
-        text += f" The estimate had picked {cands[before]['name']}; measured, it is not the pick (see the notes)."
+        measured = (f"measured {old['vs_fp16']:.3f}x FP16" if old is not None and _finite(old.get("vs_fp16"))
+                    else "not measured")
+        text += f" The estimate had picked {cands[before]['name']} ({measured}; see the notes)."
     return head + text
 
 
