@@ -135,3 +135,16 @@ def test_a_moved_model_is_a_clear_error(cpu_plan, tmp_path):
     doc = dict(cpu_plan.to_dict(), model=str(tmp_path / "gone.onnx"))
     with pytest.raises(UserError, match="float model is not at"):
         measure_plan_doc(doc, tmp_path / "w", measure_fn=StandIn({}))
+
+
+def test_progress_counts_builds_done_and_left_and_a_failed_build_is_a_result(model_path, tmp_path):
+    """The real :func:`measure` without TensorRT: every build fails with the reason, progress still counts them."""
+    other = tmp_path / "other.onnx"
+    onnx.save(conv_stack(channels=32), other)
+    jobs = [MeasureJob("fp16", FP16, str(model_path)), MeasureJob("other", FP16, str(other))]
+    events = []
+    rep = measure(jobs, tmp_path / "engines", shapes={}, gpus=1, progress=events.append)
+    assert [(e.stage, e.done, e.total) for e in events] == [("build", 1, 2), ("build", 2, 2)]
+    assert events[0].text() == "builds 1/2 done, 1 left (fp16 failed)"
+    assert not rep.interrupted and rep.rounds == 0 and rep.built == 0
+    assert all("TensorRT" in m.error for m in rep.measurements)
