@@ -278,5 +278,6 @@ def finish_latency(plan, model, source: Optional[Callable]):
     if source is not None and not plan.interrupted:
         return source(plan, model)
     rec = estimate_record(plan.pick.latency_source or "estimate")
-    return dataclasses.replace(plan, measured=rec, notes=plan.notes + (rec["text"],),
-                               reason=plan.reason + " Not measured: an estimate (see the notes).")
+    # Latency decided the pick only where an INT8 candidate met the target; otherwise accuracy did.
+    reason = plan.reason + (" Not measured: an estimate (see the notes)." if accurate else "")
+    return dataclasses.replace(plan, measured=rec, notes=plan.notes + (rec["text"],), reason=reason)
