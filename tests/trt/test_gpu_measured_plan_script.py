@@ -50,3 +50,26 @@ def test_the_record_holds_each_build_with_its_rounds_spread_and_layer_precisions
 def test_without_tensorrt_the_script_exits_2_and_writes_nothing(script, tmp_path, capsys):
     assert script.main(["--out", str(tmp_path / "o")]) == 2
     assert "cannot build and time engines" in capsys.readouterr().err and not (tmp_path / "o").exists()
+
+
+def test_the_gpu_fixture_once_committed_obeys_the_rules(script):
+    """``tests/fixtures/trt86/cls_b32_measured/`` (written on the GPU by the script): the pick is the measured one."""
+    import json
+
+    from trtwidgets.core.engine.measured import pick_measured
+
+    folder = script.FIXTURE
+    if not (folder / "measurements.json").is_file():
+        pytest.skip("no GPU run committed yet: run scripts/gpu_measured_plan.py on the GPU machine")
+    rec = json.loads((folder / "measurements.json").read_text())
+    doc = load_plan(folder)
+    assert rec["rounds"] >= 3 and rec["status"] == "measured"
+    ok = [b for b in rec["builds"] if not b["error"]]
+    assert all(b["rounds"] == rec["rounds"] and b["layers"].get("layers", 0) > 0 for b in ok)
+    ms = [Measurement.from_dict(m) for m in doc["measured"]["measurements"]]
+    meets = {m.name: doc["candidates"][int(m.name[1:].split(" ")[0])]["meets_target"] for m in ms if m.kind == QDQ}
+    again = pick_measured(ms, meets)
+    assert again.name == doc["measured"]["pick"]["name"]
+    fp16 = next(m for m in ms if m.kind == FP16)
+    chosen = next((m for m in ms if m.name == again.name), fp16)
+    assert chosen.median_ms <= fp16.median_ms + again.noise_ms  # never slower than FP16 beyond the noise
