@@ -168,3 +168,15 @@ def test_a_measurement_source_is_used_as_given_and_skipped_after_an_interrupt():
     assert finish_latency(p, "m.onnx", source) is not None and seen == ["m.onnx"]
     cut = finish_latency(Plan(**{**p.__dict__, "interrupted": True}), "m.onnx", source)
     assert seen == ["m.onnx"] and any("not measured: the search was interrupted" in n for n in cut.notes)
+
+
+def test_candidates_as_fast_within_the_noise_go_to_the_more_accurate():
+    lossy = PlanAccuracy(0.992, 19.0)
+    cands = [cand("FP16 (no INT8)", (), 100.0), cand("all", ("a", "b"), 60.0, acc=lossy), cand("some", ("a",), 70.0)]
+    doc = make_plan(cands).to_dict()
+    n1, n2 = candidate_job_name(1, doc["candidates"][1]), candidate_job_name(2, doc["candidates"][2])
+    fp16 = ms("fp16", (1.0, 1.01, 0.99), FP16)
+    tied = apply_measurements(doc, [fp16, ms(n1, (0.80, 0.81, 0.79)), ms(n2, (0.805, 0.81, 0.80))], rounds=3)
+    assert tied["recommended"] == 2 and "more accurate" in tied["measured"]["pick"]["reason"]
+    clear = apply_measurements(doc, [fp16, ms(n1, (0.70, 0.705, 0.70)), ms(n2, (0.80, 0.81, 0.80))], rounds=3)
+    assert clear["recommended"] == 1  # faster beyond the noise: the faster wins

@@ -158,6 +158,7 @@ def apply_measurements(doc: Mapping, measurements: Sequence[Measurement], *, rou
         notes.append(f"measurement: {err.what}")
         out["notes"] = notes
         return out
+    pick = _prefer_accurate(pick, measurements, meets, doc)
     after = _index_of(pick.name) if pick.name != FP16 else 0
     record["pick"] = dict(pick.to_dict(), candidate=after)
     out["recommended"] = after
@@ -167,6 +168,44 @@ def apply_measurements(doc: Mapping, measurements: Sequence[Measurement], *, rou
     out["notes"] = notes
     out["measured"] = record
     return out
+
+
+def _judge(doc: Mapping):
+    """The plan's one definition of "better" (:class:`~.judge.Judge`), from its recorded target."""
+    from .judge import Judge
+    from .plan_values import PlanTarget
+
+    t = doc.get("target") or {}
+    cosine, snr = t.get("cosine"), t.get("snr_db")
+    metric = (lambda outputs: 0.0) if t.get("metric") or (cosine is None and snr is None) else None
+    return Judge(PlanTarget(cosine=cosine, snr_db=snr, metric=metric, metric_name=str(t.get("metric") or "")))
+
+
+def _prefer_accurate(pick, measurements: Sequence[Measurement], meets: Mapping[str, bool], doc: Mapping):
+    """Among candidates as fast as the pick as far as the run can tell (within the noise), the more accurate."""
+    from ..engine.measured import MeasuredPick
+    from .plan_values import PlanAccuracy
+
+    if pick.name == FP16:
+        return pick
+    best = next(m for m in measurements if m.name == pick.name)
+    tied = [m for m in measurements if m.kind == QDQ and m.ok and meets.get(m.name)
+            and m.median_ms <= best.median_ms + max(best.spread_ms, m.spread_ms)]
+    judge = _judge(doc)
+
+    def loss(m: Measurement) -> float:
+        acc = doc["candidates"][_index_of(m.name)].get("accuracy") or {}
+        return judge.loss(PlanAccuracy(float(acc.get("cosine") or 0.0), float(acc.get("snr_db") or 0.0),
+                                       acc.get("metric"), acc.get("metric_reference")))
+
+    chosen = min(tied, key=lambda m: (loss(m), m.median_ms, m.name))
+    if chosen.name == best.name:
+        return pick
+    noise = max(chosen.spread_ms, next(m for m in measurements if m.kind == FP16 and m.ok).spread_ms)
+    return MeasuredPick(chosen.name, chosen.median_ms, pick.fp16_ms, noise,
+                        f"{chosen.name}: {chosen.median_ms:.4f} ms, within the noise of the fastest ({best.name}, "
+                        f"{best.median_ms:.4f} ms) and more accurate; measured.",
+                        pick.notes + (f"{best.name}: as fast as {chosen.name} within the noise, less accurate.",))
 
 
 def _reason(cands: Sequence[Mapping], before: int, after: int, pick, rounds: int, interrupted: bool,
