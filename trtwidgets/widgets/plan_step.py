@@ -155,7 +155,7 @@ class PlanStep(widgets.VBox):
         """Show the layers candidate ``index`` keeps in high precision, with the reasons."""
         c = self.plan.candidates[index]
         rows = "".join(f"<li>{esc(name)}: {esc(reason)}</li>" for name, reason in c.kept[:300])
-        from ..core.plan.measured_plan import measured_rows_by_candidate
+        from ..core.plan.plan_table import measured_rows_by_candidate
 
         row = measured_rows_by_candidate(self.plan.to_dict()).get(index)
         measured = (f", measured {row['vs_fp16']:.3f}x FP16 (spread {row['spread_ms']:.4f} ms)"

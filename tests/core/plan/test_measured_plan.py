@@ -11,8 +11,8 @@ from trtwidgets.core.engine.measured import FP16, INT8_IMPLICIT, QDQ, Measuremen
 from trtwidgets.core.plan.judge import Judge
 from trtwidgets.core.plan.measured_plan import (apply_measurements, candidate_job_name, estimate_error_entries,
                                                 estimate_record, estimate_text, finish_latency, measure_targets,
-                                                measured_rows_by_candidate, measurement_source)
-from trtwidgets.core.plan.plan_table import plan_table
+                                                measurement_source)
+from trtwidgets.core.plan.plan_table import measured_rows_by_candidate, plan_table
 from trtwidgets.core.plan.plan_values import Candidate, Plan, PlanAccuracy, PlanTarget, load_plan
 
 GOOD = PlanAccuracy(0.999, 30.0)

@@ -28,15 +28,15 @@ import importlib
 import json
 import math
 from pathlib import Path
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Callable, List, Mapping, Optional, Sequence, Union
 
 from ..common.errors import UserError
 from ..engine.measured import (FP16, INT8_IMPLICIT, QDQ, Measurement, known_estimates, measurement_rows,
                                pick_measured)
 
 __all__ = ["ESTIMATE_ERROR_FILE", "MEASURE_HINT", "MEASURE_TOP", "apply_measurements", "candidate_estimate_ms",
-           "candidate_job_name", "estimate_error_entries", "estimate_record", "estimate_text", "finish_latency", "measure_targets", "measurement_source",
-           "measured_rows_by_candidate"]
+           "candidate_job_name", "estimate_error_entries", "estimate_record", "estimate_text", "finish_latency",
+           "measure_targets", "measurement_source"]
 
 #: Candidates built and timed besides FP16 and implicit INT8 (each a build of a few seconds to minutes).
 MEASURE_TOP = 3
@@ -94,13 +94,6 @@ def _index_of(name: str) -> Optional[int]:
         head = name[1:].split(" ", 1)[0]
         return int(head) if head.isdigit() else None
     return None
-
-
-def measured_rows_by_candidate(doc: Mapping) -> Dict[int, dict]:
-    """Candidate index -> its row of :func:`~..engine.measured.measurement_rows` (from ``doc["measured"]``)."""
-    measured = doc.get("measured") or {}
-    rows = measured.get("rows") or []
-    return {int(r["candidate"]): r for r in rows if r.get("candidate") is not None}
 
 
 def _json_row(row: Mapping) -> dict:

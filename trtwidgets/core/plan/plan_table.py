@@ -8,11 +8,16 @@ FP16 with its spread beside it (estimate and measurement side by side).
 from __future__ import annotations
 
 import math
-from typing import List, Mapping
+from typing import Dict, List, Mapping
 
-from .measured_plan import measured_rows_by_candidate
+__all__ = ["measured_rows_by_candidate", "plan_table"]
 
-__all__ = ["plan_table"]
+
+def measured_rows_by_candidate(doc: Mapping) -> Dict[int, dict]:
+    """Candidate index -> its measured row (``doc["measured"]["rows"]``, written by :mod:`.measured_plan`)."""
+    measured = doc.get("measured") or {}
+    rows = measured.get("rows") or []
+    return {int(r["candidate"]): r for r in rows if r.get("candidate") is not None}
 
 
 def _num(v, fmt: str, width: int) -> str:
