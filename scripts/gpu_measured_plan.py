@@ -1,4 +1,4 @@
-"""Measure the demo classifier's CPU plan at batch 32 on the GPU: the fixture ``tests/fixtures/trt86/cls_b32_measured/``.
+"""Measure the demo classifier's CPU plan at batch 32 on the GPU: the fixture ``tests/fixtures/trt86/cls_b32_measured``.
 
 Runs with Python 3.9 + numpy + onnx + tensorrt only (the GPU machine's bundle, see
 ``shared/gpu/README.md``). It reads the committed CPU plan
@@ -79,7 +79,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--plan", default=str(CPU_PLAN), help="the CPU plan to measure (default: the committed one)")
     ap.add_argument("--out", default=str(FIXTURE), help="the fixture folder to write")
-    ap.add_argument("--engine-cache", help="engine cache (default $TRTWIDGETS_ENGINE_CACHE or ~/.cache/trtwidgets/engines)")
+    ap.add_argument("--engine-cache",
+                    help="engine cache (default $TRTWIDGETS_ENGINE_CACHE or ~/.cache/trtwidgets/engines)")
     ap.add_argument("--opt-level", type=int, default=0, help="builder optimization level (default 0: fast builds)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--runs", type=int, default=100)

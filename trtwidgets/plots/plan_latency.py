@@ -32,7 +32,8 @@ def latency_section_html(doc: Mapping) -> str:
     for r in measured.get("rows") or ():
         err = r.get("estimate_error")
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in (
-            html.escape(str(r.get("name", ""))), _num(r.get("estimate_vs_fp16"), ".3f"), _num(r.get("measured_ms"), ".4f"),
+            html.escape(str(r.get("name", ""))), _num(r.get("estimate_vs_fp16"), ".3f"),
+            _num(r.get("measured_ms"), ".4f"),
             _num(r.get("spread_ms"), ".4f"), _num(r.get("vs_fp16"), ".3f"),
             (f"{err:+.0%}" if isinstance(err, (int, float)) and math.isfinite(err) else "-"),
             html.escape(str(r.get("error") or ""))[:300])) + "</tr>")

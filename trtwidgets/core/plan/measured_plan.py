@@ -210,7 +210,8 @@ def _reason(cands: Sequence[Mapping], before: int, after: int, pick, rounds: int
                 f"{pick.fp16_ms:.4f} ms, median of {rounds} interleaved rounds, noise {pick.noise_ms:.4f} ms), "
                 f"the fastest measured candidate that meets the target, {len(c['quantized'])} INT8 layers.")
     else:
-        text = f"FP16 is best here (measured): {pick.reason[len('FP16: '):] if pick.reason.startswith('FP16: ') else pick.reason}"
+        why = pick.reason[len("FP16: "):] if pick.reason.startswith("FP16: ") else pick.reason
+        text = f"FP16 is best here (measured): {why}"
     if before != after and before and before < len(cands):
         measured = (f"measured {old['vs_fp16']:.3f}x FP16" if old is not None and _finite(old.get("vs_fp16"))
                     else "not measured")
