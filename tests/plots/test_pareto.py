@@ -38,3 +38,40 @@ def test_plan_html_escapes_and_embeds_plotly():
 def test_plan_html_states_the_target_in_words():
     html = plan_html(_doc(), "t")
     assert "output cosine &gt;= 0.99" in html and "'cosine'" not in html
+
+
+def _measured_doc():
+    from trtwidgets.core.engine.measured import FP16, QDQ, Measurement
+    from trtwidgets.core.plan.measured_plan import apply_measurements, candidate_job_name
+
+    doc = _doc()
+    for c in doc["candidates"]:
+        c["latency_us"] = 100.0 / c["speedup_vs_fp16"]
+    ms = [Measurement("fp16", FP16, (1.0, 1.02, 0.98), estimate_ms=0.1),
+          Measurement(candidate_job_name(2, doc["candidates"][2]), QDQ, (1.3, 1.32, 1.31), estimate_ms=100 / 1.8 / 1000)]
+    return apply_measurements(doc, ms, rounds=3, built=2, settings={"gpu": "GPU <x>", "trt": "8.6"})
+
+
+def test_a_measured_plan_shows_estimate_and_measurement_side_by_side():
+    doc = _measured_doc()
+    assert doc["recommended"] == 0  # measured 1.31x FP16: never the pick
+    d = PlanParetoDisplay.from_plan(doc)
+    assert d.x[2] == 1 / 1.8 and d.measured_x[2] == 1.31 / 1.0 and d.measured_x[1] != d.measured_x[1]
+    fig = d.figure().to_dict()
+    measured = [t for t in fig["data"] if t.get("name") == "measured"]
+    assert len(measured) == 1 and measured[0]["x"] == [1.0, 1.31] and measured[0]["customdata"] == [[0], [2]]
+    assert "measured 1.310x FP16" in measured[0]["hovertext"][1]
+    assert "estimate and measurement" in fig["layout"]["title"]["text"]
+    assert fig["data"][0]["name"] == "candidates"  # the widget's click handler reads the first trace
+    html = plan_html(doc, "t")
+    assert "Latency: measured" in html and "GPU &lt;x&gt;" in html and "estimate off by" in html
+    assert "-58%" in html  # estimated 0.556x, measured 1.31x
+
+
+def test_an_estimated_plan_says_so_in_plan_html():
+    from trtwidgets.core.plan.measured_plan import estimate_record
+
+    doc = dict(_doc(), measured=estimate_record("estimate"))
+    html = plan_html(doc, "t")
+    assert "Latency: an estimate" in html and "plan measure PLAN_DIR" in html
+    assert PlanParetoDisplay.from_plan(doc).measured_x == ()

@@ -52,3 +52,25 @@ def test_plan_step_without_model_or_data_says_what_to_do(tmp_path):
     assert session.load(path)
     assert not step.run()
     assert "calibration data" in step.status.value and "Traceback" not in step.status.value
+
+
+def test_plan_step_measure_without_a_gpu_says_where_to_measure(tmp_path):
+    from trtwidgets import trt
+
+    if trt.available():
+        import pytest
+
+        pytest.skip("TensorRT is installed here: tests/gpu measure for real")
+    path = tmp_path / "stack.onnx"
+    onnx.save(conv_stack(), path)
+    session = Session()
+    assert session.load(path)
+    step = PlanStep(session, data=feeds(), out_dir=tmp_path / "out")
+    step.measure.value = True
+    assert not step.run() and step.plan is None
+    assert "cannot build and time engines" in step.status.value and "plan measure PLAN_DIR" in step.status.value
+    assert not step.run_button.disabled
+    # Unticked, the same step plans, and the plan says its latency is an estimate.
+    step.measure.value = False
+    assert step.run(), step.status.value
+    assert step.plan.measured["status"] == "estimate" and "Not measured" in step.status.value

@@ -55,10 +55,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Two-word spellings of a command: ``trtwidgets plan measure DIR`` is ``trtwidgets plan-measure DIR``.
+ALIASES = {("plan", "measure"): "plan-measure"}
+
+
+def _aliased(argv: List[str]) -> List[str]:
+    return [ALIASES[tuple(argv[:2])]] + argv[2:] if tuple(argv[:2]) in ALIASES else argv
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of the ``trtwidgets`` console script."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_aliased(list(sys.argv[1:] if argv is None else argv)))
     if not getattr(args, "_run", None):
         parser.print_help(sys.stderr)
         return EXIT_BAD_INPUT

@@ -11,6 +11,12 @@ Pareto chart of accuracy against latency, offline) and, unless FP16 is the answe
 ``DIR/model.qdq.onnx`` (the pick). Prints the table. Exit 0 when a candidate meets the
 target, 1 when none does (not even FP16), 2 on bad input. With ``--build`` (needs
 TensorRT and a GPU) the pick is built and timed.
+
+With ``--measure`` (TensorRT and a GPU; checked before the search) FP16, implicit INT8
+and the top candidates are built (once per placement, cached) and timed in interleaved
+rounds; the pick goes by measured time and plan.json holds each measurement beside its
+estimate. Ctrl-C keeps what was measured (exit 130). Without a GPU, plan here and run
+``trtwidgets plan measure DIR`` on a GPU machine.
 """
 
 from __future__ import annotations
@@ -55,6 +61,9 @@ def add_arguments(parser):
                         "rule 8, quantize INT8 regions the way an implicit INT8 engine runs them)")
     parser.set_defaults(dense_int8=defaults.dense_int8)
     parser.add_argument("--build", action="store_true", help="build and time the pick (TensorRT and a GPU)")
+    from .plan_measure import add_measure_arguments
+
+    add_measure_arguments(parser.add_argument_group("measure (TensorRT and a GPU)"), flag=True)
     parser.add_argument("--out", required=True, help="folder for plan.json, plan.html and model.qdq.onnx")
     parser.add_argument("--json", action="store_true", help="print plan.json instead of the table")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -106,6 +115,11 @@ def run(args) -> int:
         raise UserError(f"--holdout {args.holdout} is not a fraction.", "It is the share of samples held back.",
                         "Use a value between 0 and 1, e.g. 0.25.")
     target = _target(args)
+    measure = None
+    if args.measure:
+        from .plan_measure import measure_source
+
+        measure = measure_source(args, Path(args.out) / "candidates")  # checks TensorRT and a GPU first
     loaded = load_model(args.model)
     data = args.data
     if data == "demo":
@@ -114,7 +128,7 @@ def run(args) -> int:
         data = list(demo.iter_skimage_inputs(64, batch_size=1, seed=12345))
     result = plan(loaded, data, target=target, held_back=args.held_back, holdout=args.holdout,
                   options=options(args), gpu=args.gpu, batch_size=args.batch, oracle=args.oracle,
-                  max_samples=args.max_samples, progress=not args.no_progress)
+                  max_samples=args.max_samples, progress=not args.no_progress, measure=measure)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     exported = export_plan(loaded, result)
@@ -144,8 +158,8 @@ def run(args) -> int:
               + (f", {qdq_path}" if exported is not None else " (no Q/DQ model: FP16 is the pick)"))
     if args.build and exported is not None:
         _build(qdq_path, out)
-    if result.interrupted:
-        print("interrupted: the files hold the candidates measured so far", file=sys.stderr)
+    if result.interrupted or result.measured.get("interrupted"):
+        print("interrupted: the files hold the candidates and measurements so far", file=sys.stderr)
         return 130
     if not result.any_meets_target:
         print("no candidate meets the target, not even FP16", file=sys.stderr)

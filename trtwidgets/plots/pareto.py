@@ -3,7 +3,9 @@
 One point per candidate (x: latency relative to FP16, y: the target's accuracy
 measure), the recommended one ringed, the Pareto front drawn as a line, and the
 target as a dashed rule. Each point's hover (and ``customdata``, for a widget's
-click handler) holds the layers it keeps in high precision.
+click handler) holds the layers it keeps in high precision. A measured plan shows each
+measured candidate twice, side by side: its estimate (the round point) and its
+measurement (a diamond; the round spread in its hover), joined by a dotted line.
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ class PlanParetoDisplay:
     y_label: str
     target: Optional[float]
     latency_source: str
+    measured_x: Tuple[float, ...] = ()
+    measured_spread: Tuple[float, ...] = ()
 
     @classmethod
     def from_plan(cls, plan: Union[Mapping, object]) -> "PlanParetoDisplay":
@@ -61,7 +65,9 @@ class PlanParetoDisplay:
         ys = tuple(float(c["accuracy"].get(key) if c["accuracy"].get(key) is not None else float("nan"))
                    for c in cands)
         xs = tuple(1.0 / c["speedup_vs_fp16"] if c.get("speedup_vs_fp16") else float("nan") for c in cands)
-        return cls(names=tuple(c["name"] for c in cands), x=xs, y=ys,
+        mx, spread = _measured(doc, len(cands))
+        return cls(measured_x=mx, measured_spread=spread,
+                   names=tuple(c["name"] for c in cands), x=xs, y=ys,
                    kept=tuple(tuple(k["layer"] for k in c["kept"]) for c in cands),
                    meets=tuple(bool(c["meets_target"]) for c in cands), recommended=int(doc["recommended"]),
                    y_label=label, target=target,
@@ -82,9 +88,33 @@ class PlanParetoDisplay:
         kept = self.kept[i]
         shown = "<br>".join(html.escape(k) for k in kept[:max_layers])
         more = f"<br>... {len(kept) - max_layers} more" if len(kept) > max_layers else ""
-        return (f"<b>{html.escape(self.names[i])}</b><br>{self.x[i]:.3f}x FP16 ({self.latency_source})<br>"
+        measured = (f"<br>measured {self.measured_x[i]:.3f}x FP16 (spread {self.measured_spread[i]:.4f} ms)"
+                    if i < len(self.measured_x) and self.measured_x[i] == self.measured_x[i] else "")
+        return (f"<b>{html.escape(self.names[i])}</b><br>{self.x[i]:.3f}x FP16 ({self.latency_source}){measured}<br>"
                 f"{html.escape(self.y_label)}: {self.y[i]:.4f}<br>kept in high precision: {len(kept)}"
                 + (f"<br>{shown}{more}" if kept else ""))
+
+    @property
+    def is_measured(self) -> bool:
+        """Whether any candidate was measured."""
+        return any(v == v for v in self.measured_x)
+
+    def _add_measured(self, fig) -> None:
+        """Measurements beside the estimates: a diamond per measured candidate, a dotted line from its estimate."""
+        import plotly.graph_objects as go
+
+        idx = [i for i, v in enumerate(self.measured_x) if v == v]
+        if not idx:
+            return
+        for i in idx:
+            fig.add_trace(go.Scatter(x=[self.x[i], self.measured_x[i]], y=[self.y[i], self.y[i]], mode="lines",
+                                     line=dict(color="#90a4ae", dash="dot", width=1), hoverinfo="skip",
+                                     showlegend=False))
+        fig.add_trace(go.Scatter(
+            x=[self.measured_x[i] for i in idx], y=[self.y[i] for i in idx], mode="markers", name="measured",
+            marker=dict(symbol="diamond", size=12, color=["#2e7d32" if self.meets[i] else "#c62828" for i in idx],
+                        line=dict(width=[3 if i == self.recommended else 1 for i in idx], color="#1565c0")),
+            hovertext=[self.hover(i) for i in idx], hoverinfo="text", customdata=[[i] for i in idx]))
 
     def figure(self, height: int = 420):
         """The Plotly figure (a ``go.Figure``)."""
@@ -100,6 +130,7 @@ class PlanParetoDisplay:
                                   color="#1565c0")),
             hovertext=[self.hover(i) for i in range(len(self.x))], hoverinfo="text",
             customdata=[list(k) for k in self.kept]))
+        self._add_measured(fig)
         front = self.front()
         if len(front) > 1:
             fig.add_trace(go.Scatter(x=[self.x[i] for i in front], y=[self.y[i] for i in front], mode="lines",
@@ -109,17 +140,38 @@ class PlanParetoDisplay:
                           annotation_text=f"target {self.target:g}", annotation_position="bottom right")
         fig.add_vline(x=1.0, line=dict(color="#bdbdbd"), annotation_text="FP16", annotation_position="top")
         fig.update_layout(height=height, margin=dict(l=60, r=20, t=40, b=50), showlegend=False,
-                          title=f"Candidates: accuracy against latency ({self.latency_source})",
+                          title="Candidates: accuracy against latency ("
+                          + ("estimate and measurement" if self.is_measured else self.latency_source) + ")",
                           xaxis_title="latency relative to FP16 (lower is faster)", yaxis_title=self.y_label)
         return fig
 
 
+def _measured(doc: Mapping, n: int) -> Tuple[Tuple[float, ...], Tuple[float, ...]]:
+    """Per candidate: measured time relative to FP16 and the round spread in ms (NaN where not measured)."""
+    rows = {}
+    for r in ((doc.get("measured") or {}).get("rows") or ()):
+        if r.get("candidate") is not None:
+            rows[int(r["candidate"])] = r
+    if not rows:
+        return (), ()
+
+    def num(v):
+        return float(v) if isinstance(v, (int, float)) else float("nan")
+
+    return (tuple(num(rows.get(i, {}).get("vs_fp16")) for i in range(n)),
+            tuple(num(rows.get(i, {}).get("spread_ms")) for i in range(n)))
+
+
 def plan_html(plan, table_text: str, title: str = "Quantization plan") -> str:
     """A self-contained ``plan.html``: the reason, the Pareto chart (plotly.js embedded), the table, the notes."""
+    from .plan_latency import latency_section_html
     from .report_html import figure_html, plotly_js_head
 
     doc = plan.to_dict() if hasattr(plan, "to_dict") else dict(plan)
-    fig = PlanParetoDisplay.from_plan(doc).figure()
+    try:
+        head, chart = plotly_js_head(), figure_html(PlanParetoDisplay.from_plan(doc).figure())
+    except ImportError:  # `plan measure` on the GPU machine's Python 3.9 (numpy, onnx, tensorrt only): no chart
+        head, chart = "", "<p><i>The chart needs plotly, which is not installed where this page was written.</i></p>"
     rows: List[str] = []
     for i, c in enumerate(doc["candidates"]):
         kept = "".join(f"<li>{html.escape(k['layer'])}: {html.escape(k['reason'])}</li>" for k in c["kept"][:200])
@@ -128,11 +180,11 @@ def plan_html(plan, table_text: str, title: str = "Quantization plan") -> str:
                     f"{len(c['kept'])} kept in high precision</summary><ul>{kept}</ul></details>")
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in doc.get("notes", ()))
     return ("<!doctype html><html><head><meta charset='utf-8'><title>" + html.escape(title) + "</title>"
-            + plotly_js_head() + "</head><body style='font-family:sans-serif;max-width:1100px;margin:auto'>"
+            + head + "</head><body style='font-family:sans-serif;max-width:1100px;margin:auto'>"
             f"<h1>{html.escape(title)}</h1><p><b>{html.escape(doc['reason'])}</b></p>"
             f"<p>Model: {html.escape(doc['model'])}. Target: {html.escape(_target_text(doc.get('target') or {}))}. "
             f"Float part: {html.escape(doc.get('high_precision', 'fp32').upper())}.</p>"
-            + figure_html(fig) + f"<pre>{html.escape(table_text)}</pre>" + "".join(rows)
+            + chart + f"<pre>{html.escape(table_text)}</pre>" + latency_section_html(doc) + "".join(rows)
             + (f"<h2>Notes</h2><ul>{notes}</ul>" if notes else "") + "</body></html>")
 
 

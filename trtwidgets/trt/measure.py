@@ -94,11 +94,12 @@ class MeasureProgress:
     total: int
     name: str = ""
     cached: bool = False
+    failed: bool = False
 
     def text(self) -> str:
         if self.stage == "build":
             left = self.total - self.done
-            how = "cached" if self.cached else "built"
+            how = "failed" if self.failed else ("cached" if self.cached else "built")
             return f"builds {self.done}/{self.total} done, {left} left ({self.name} {how})"
         return f"timing round {self.done}/{self.total}"
 
@@ -263,7 +264,8 @@ def _build_in_process(todo: List[dict], progress, done0: int, total: int) -> Dic
     results: Dict[str, dict] = {}
     for spec in todo:
         results[spec["key"]] = build_one(spec)
-        _notify(progress, MeasureProgress("build", done0 + len(results), total, spec["name"]))
+        _notify(progress, MeasureProgress("build", done0 + len(results), total, spec["name"],
+                                          failed=bool(results[spec["key"]]["error"])))
     return results
 
 
@@ -289,7 +291,8 @@ def _build_on_gpus(todo: List[dict], gpus: int, progress, done0: int, total: int
                     if r["key"] not in results:
                         results[r["key"]] = r
                         _notify(progress, MeasureProgress("build", done0 + len(results), total,
-                                                          next(s["name"] for s in todo if s["key"] == r["key"])))
+                                                          next(s["name"] for s in todo if s["key"] == r["key"]),
+                                                          failed=bool(r["error"])))
             if not running:
                 break
             time.sleep(0.5)

@@ -3,7 +3,9 @@
 Thin: the search is :func:`trtwidgets.core.plan.planner.plan`, the chart
 :class:`trtwidgets.plots.pareto.PlanParetoDisplay`. Clicking a point of the chart
 shows the layers that candidate keeps in high precision and why; *Export the pick*
-writes its Q/DQ model. Model-provided names are escaped.
+writes its Q/DQ model. Model-provided names are escaped. *Measure on this GPU* builds
+FP16, implicit INT8 and the top candidates and picks by measured time
+(:mod:`trtwidgets.trt.plan_measure`); the status line shows builds done and left.
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ class PlanStep(widgets.VBox):
                                             style={"description_width": "initial"})
         self.gpu = widgets.Dropdown(options=["h100", "h200", "a100", "l4"], value="h100", description="GPU",
                                     layout=widgets.Layout(width="160px"))
+        self.measure = widgets.Checkbox(value=False, description="measure on this GPU", indent=False,
+                                        layout=widgets.Layout(width="180px"))
         self.run_button = widgets.Button(description="Plan", button_style="primary", icon="search")
         self.export_button = widgets.Button(description="Export the pick", disabled=True, icon="save")
         self.status = widgets.HTML()
@@ -56,7 +60,7 @@ class PlanStep(widgets.VBox):
         intro = widgets.HTML("<div>Finds which layers to quantize so that the engine is faster than FP16 and "
                              "keeps the accuracy target, measured with ONNX Runtime on held-back samples. "
                              "Latency is a cost-model estimate unless an implicit INT8 build is loaded.</div>")
-        super().__init__([intro, widgets.HBox([self.target, self.batch, self.gpu]),
+        super().__init__([intro, widgets.HBox([self.target, self.batch, self.gpu, self.measure]),
                           widgets.HBox([self.run_button, self.export_button]), self.status, self.table,
                           self.chart_box, self.detail], **kwargs)
 
@@ -85,6 +89,19 @@ class PlanStep(widgets.VBox):
         """The Q/DQ export's choices: the session's (:meth:`~trtwidgets.widgets.session.Session.qdq_options`)."""
         return self.session.qdq_options()
 
+    def _measure_source(self):
+        """The measurement source when *measure* is ticked (TensorRT and a GPU checked now), else False."""
+        if not self.measure.value:
+            return False
+        from ..trt.plan_measure import measure_plan, require_measurable
+
+        require_measurable("Measuring on this GPU")
+
+        def progress(event):
+            self.status.value = f"<i>{esc(event.text())} ...</i>"
+
+        return lambda plan_, model: measure_plan(plan_, model, progress=progress)
+
     def run(self) -> bool:
         """Run the search; True when it finished (its table and chart are shown)."""
         from ..core.plan.plan_values import PlanTarget
@@ -99,7 +116,7 @@ class PlanStep(widgets.VBox):
             oracle = self._oracle()
             self.plan = plan(self.session.model, data, held_back=held, target=PlanTarget(cosine=self.target.value),
                              options=self.options(), batch_size=self.batch.value, gpu=self.gpu.value,
-                             oracle=oracle, progress=True,
+                             oracle=oracle, progress=True, measure=self._measure_source(),
                              on_step=lambda text: setattr(self.status, "value", f"<i>{esc(text)} ...</i>"))
         except (UserError, OSError) as err:
             self.status.value = f"<div class='trtw-error'>{esc(getattr(err, 'message', str(err)))}</div>"
@@ -138,8 +155,13 @@ class PlanStep(widgets.VBox):
         """Show the layers candidate ``index`` keeps in high precision, with the reasons."""
         c = self.plan.candidates[index]
         rows = "".join(f"<li>{esc(name)}: {esc(reason)}</li>" for name, reason in c.kept[:300])
+        from ..core.plan.plan_table import measured_rows_by_candidate
+
+        row = measured_rows_by_candidate(self.plan.to_dict()).get(index)
+        measured = (f", measured {row['vs_fp16']:.3f}x FP16 (spread {row['spread_ms']:.4f} ms)"
+                    if row and row.get("vs_fp16") is not None and row.get("spread_ms") is not None else "")
         self.detail.value = (f"<b>{index}. {esc(c.name)}</b>: {len(c.quantized)} INT8 layers, cosine "
-                             f"{c.accuracy.cosine:.4f}, {1 / c.speedup:.3f}x FP16 ({esc(c.latency_source)})"
+                             f"{c.accuracy.cosine:.4f}, {1 / c.speedup:.3f}x FP16 ({esc(c.latency_source)}){measured}"
                              + (f"<details><summary>{len(c.kept)} kept in high precision</summary><ul>{rows}</ul>"
                                 "</details>" if c.kept else ""))
 

@@ -11,6 +11,7 @@ wins, and on a tie the lower loss (:meth:`Judge.rank`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
@@ -52,8 +53,14 @@ class Judge:
 
     def pick(self, cands: Sequence[Candidate]) -> Tuple[int, str]:
         """``(index, why)``: the best INT8 candidate, or 0 (FP16) when none is faster and accurate."""
-        good = [i for i, c in enumerate(cands) if c.meets_target and c.quantized]
+        accurate = [i for i, c in enumerate(cands) if c.meets_target and c.quantized]
+        # An unknown (NaN) latency is never a reason to pick: only candidates with a known speed-up compete.
+        good = [i for i in accurate if math.isfinite(cands[i].speedup)]
         if not good:
+            if accurate:
+                return 0, (f"Cannot estimate the latency of the {len(accurate)} INT8 candidates that meet the "
+                           "target (their shapes are unknown to the estimate): FP16 until they are measured. "
+                           "Measure them on a GPU: plan --measure, or `trtwidgets plan measure PLAN_DIR`.")
             why = ("no INT8 candidate keeps the accuracy target" if any(c.quantized for c in cands)
                    else "no layer is expected to be faster in INT8")
             return 0, f"FP16 is best here: {why}."

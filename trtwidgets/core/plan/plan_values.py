@@ -180,6 +180,10 @@ class Plan:
         The :class:`~trtwidgets.core.qdq.options.QdqOptions` every candidate was
         exported with (``to_dict()``), so that :func:`~.planner.export_plan` writes
         the same model; empty in a plan.json older than it.
+    measured : dict
+        The latency's standing (:mod:`.measured_plan`): ``status`` ``"estimate"`` with how far
+        estimates have been off on the zoo, or ``"measured"`` / ``"partial"`` with every
+        engine's measurement beside its estimate and the pick by measured time.
     """
 
     model: str
@@ -196,6 +200,7 @@ class Plan:
     interrupted: bool = False
     placement: Dict[str, Any] = field(default_factory=dict)
     options: Dict[str, Any] = field(default_factory=dict)
+    measured: Dict[str, Any] = field(default_factory=dict)
 
     @property
     def pick(self) -> Candidate:
@@ -218,20 +223,14 @@ class Plan:
                 "high_precision": self.high_precision, "trt_version": self.trt_version,
                 "input_shapes": {k: list(v) for k, v in self.input_shapes.items()},
                 "seconds": {k: round(v, 3) for k, v in self.seconds.items()}, "notes": list(self.notes),
-                "interrupted": self.interrupted, "placement": dict(self.placement), "options": dict(self.options)}
+                "interrupted": self.interrupted, "placement": dict(self.placement), "options": dict(self.options),
+                "measured": dict(self.measured)}
 
     def table(self) -> str:
-        """The candidates as a plain-text table (what the CLI prints)."""
-        rows = [f"{'':2}{'candidate':<44}{'INT8':>6}{'float':>7}{'cosine':>9}{'SNR dB':>8}"
-                + ("   metric" if any(c.accuracy.metric is not None for c in self.candidates) else "")
-                + f"{'est. x FP16':>13}  target"]
-        for i, c in enumerate(self.candidates):
-            mark = "->" if i == self.recommended else ""
-            metric = f"{c.accuracy.metric:9.4f}" if c.accuracy.metric is not None else ""
-            rows.append(f"{mark:2}{c.name[:43]:<44}{len(c.quantized):>6}{len(c.kept):>7}{c.accuracy.cosine:>9.4f}"
-                        f"{c.accuracy.snr_db:>8.1f}{metric}{1 / c.speedup if c.speedup else math.nan:>13.3f}  "
-                        f"{'meets' if c.meets_target else 'misses'}")
-        return "\n".join(rows)
+        """The candidates as a plain-text table (what the CLI prints; :func:`~.plan_table.plan_table`)."""
+        from .plan_table import plan_table
+
+        return plan_table(self.to_dict())
 
     def save_json(self, path: Union[str, os.PathLike]) -> Path:
         """Write ``plan.json`` atomically."""

@@ -40,6 +40,7 @@ from ..common.errors import UserError
 from ..qdq.options import QdqOptions
 from .accuracy_search import Candidates, Search, accuracy_search
 from .judge import Judge
+from .measured_plan import finish_latency, measurement_source
 from .phases import (METHOD_ORDER, engine_shapes, evaluator, fit_calibration, latency_model, myelin_layers,
                      paying_layers, score_methods)
 from .plan_export import PLANNER_PLACEMENT, export_plan, plan_options
@@ -100,7 +101,7 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
          high_precision: Optional[str] = None, dense_int8: Optional[bool] = None, gpu: str = "h100",
          batch_size: Optional[int] = None, shapes: Optional[Mapping[str, Sequence[int]]] = None, oracle=None,
          calibration=None, stats=None, max_samples: Optional[int] = None, max_ranked: int = 96,
-         progress: bool = True, on_step: Optional[Callable[[str], None]] = None) -> Plan:
+         progress: bool = True, on_step: Optional[Callable[[str], None]] = None, measure=False) -> Plan:
     """Search for the fastest Q/DQ quantization that meets an accuracy target (see the module docstring).
 
     Parameters
@@ -136,6 +137,12 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
         A progress bar per phase.
     on_step : callable, optional
         Called with a short text before each phase.
+    measure : bool or callable
+        True: build FP16, implicit INT8 and the top candidates on this GPU, time them in
+        interleaved rounds and pick by measured time (:mod:`trtwidgets.trt.plan_measure`;
+        TensorRT and a GPU are checked before the search). A callable ``f(plan, model) -> Plan``
+        is used as the measurement source. False: the plan says its latency is an estimate
+        and how far estimates have been off on the zoo (``plan.measured``).
 
     Returns
     -------
@@ -147,6 +154,7 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
         Too few samples, a bad target, an oracle of another model.
     """
     t0 = time.perf_counter()
+    source = measurement_source(measure, progress)
     say = on_step or (lambda text: None)  # the widget's status line
     opts = _planner_options(options, trt_version=trt_version, high_precision=high_precision, dense_int8=dense_int8)
     loaded = _loaded(model)
@@ -169,11 +177,14 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
         search, cands, amax, per_method, pays, kept_latency, latency, max_ranked, seconds, notes)) if pays else None)
     best, reason = search.judge.pick(cands.items)
     seconds["total"] = time.perf_counter() - t0
-    return Plan(model=str(loaded.path), target=target, candidates=tuple(cands.items), recommended=best, reason=reason,
-                ranges=_ranges_record(cal, per_method, best_method, amax, described),
-                high_precision=opts.high_precision, trt_version=str(opts.trt_version or ""),
-                input_shapes=input_shapes, seconds=seconds, notes=tuple(notes), interrupted=interrupted,
-                placement={"dense_int8": bool(opts.dense_int8)}, options=opts.to_dict())
+    result = Plan(model=str(loaded.path), target=target, candidates=tuple(cands.items), recommended=best,
+                  reason=reason, ranges=_ranges_record(cal, per_method, best_method, amax, described),
+                  high_precision=opts.high_precision, trt_version=str(opts.trt_version or ""),
+                  input_shapes=input_shapes, seconds=seconds, notes=tuple(notes), interrupted=interrupted,
+                  placement={"dense_int8": bool(opts.dense_int8)}, options=opts.to_dict())
+    if source is not None:
+        say("building and timing the candidates")
+    return finish_latency(result, str(loaded.path), source)
 
 
 def _planner_options(options: Optional[QdqOptions], **choices) -> QdqOptions:

@@ -1,0 +1,150 @@
+"""Measuring a plan, on the CPU: the jobs a real plan asks for, the re-pick, Ctrl-C and the no-GPU errors.
+
+TensorRT is absent here, so the measurement source (the edge: ``measure_fn``, which on
+the GPU machine is :func:`trtwidgets.trt.measure.measure`) is a stand-in that returns
+times; everything on either side of it is the real code. ``tests/gpu/test_plan_measure.py``
+runs the same path on TensorRT.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+import pytest
+
+from tests.core.plan.plan_models import conv_stack, feeds
+from trtwidgets import trt
+from trtwidgets.cli import main
+from trtwidgets.core.engine.measured import FP16, INT8_IMPLICIT, QDQ, Measurement
+from trtwidgets.core.plan.planner import plan
+from trtwidgets.trt.measure import MeasureJob, MeasureProgress, MeasureReport, measure
+from trtwidgets.trt.plan_measure import measure_plan, measure_plan_doc
+
+pytestmark = pytest.mark.skipif(trt.available(), reason="TensorRT is installed: tests/gpu measure for real")
+
+BIG = {"x": (32, 64, 56, 56)}  # compute bound: INT8 pays, so the plan has INT8 candidates
+
+
+class StandIn:
+    """A measurement source that times each job as told (ms per job kind / candidate), and records the jobs."""
+
+    def __init__(self, times, interrupted=False):
+        self.times, self.interrupted, self.jobs, self.kw = times, interrupted, [], {}
+
+    def __call__(self, jobs, cache_dir, **kw):
+        self.jobs, self.kw = list(jobs), dict(kw, cache_dir=cache_dir)
+        out = []
+        for j in jobs:
+            t = self.times.get(j.name, self.times.get(j.kind))
+            out.append(Measurement(j.name, j.kind, tuple(t or ()), f"key-{j.model_path}", j.estimate_ms,
+                                   j.int8_layers, error="" if t else "interrupted before its build"))
+        if callable(kw.get("progress")):
+            kw["progress"](MeasureProgress("build", 1, len(jobs), jobs[0].name))
+        return MeasureReport(tuple(out), rounds=min((len(t) for t in self.times.values()), default=0),
+                             interrupted=self.interrupted, built=len(jobs), shapes=dict(kw.get("shapes") or {}))
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("m") / "stack.onnx"
+    onnx.save(conv_stack(), path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def cpu_plan(model_path):
+    return plan(model_path, feeds(16), shapes=BIG, trt_version="8.6", progress=False)
+
+
+def test_a_plan_measured_builds_fp16_implicit_and_its_candidates_and_picks_by_time(cpu_plan, model_path, tmp_path):
+    assert cpu_plan.measured["status"] == "estimate" and not cpu_plan.fp16_is_best
+    events = []
+    source = StandIn({FP16: (1.0, 1.01, 0.99), INT8_IMPLICIT: (0.8, 0.8, 0.8), QDQ: (1.3, 1.31, 1.29)})
+    out = measure_plan(cpu_plan, model_path, work_dir=tmp_path / "w", cache_dir=tmp_path / "engines",
+                       measure_fn=source, progress=events.append)
+    kinds = [j.kind for j in source.jobs]
+    assert kinds[:2] == [FP16, INT8_IMPLICIT] and set(kinds[2:]) == {QDQ} and len(kinds) >= 3
+    assert source.kw["shapes"] == BIG and source.kw["rounds"] == 3 and source.kw["cache_dir"] == tmp_path / "engines"
+    implicit = source.jobs[1]
+    assert implicit.model_path == str(model_path) and (tmp_path / "w" / "implicit_int8.cache").is_file()
+    placements = set()
+    for j in source.jobs[2:]:  # each candidate exported as it was scored, one per distinct placement
+        q = onnx.load(j.model_path)
+        assert any(n.op_type == "QuantizeLinear" for n in q.graph.node)
+        assert j.int8_layers not in placements and np.isfinite(j.estimate_ms)
+        placements.add(j.int8_layers)
+    # Every candidate measured slower than FP16: FP16 is the pick, and the plan says why.
+    assert out.recommended == 0 and out.reason.startswith("FP16 is best here (measured)")
+    assert out.measured["status"] == "measured" and out.measured["settings"]["gpu"] == "unknown"
+    assert [e.stage for e in events] == ["build"] and "builds 1/" in events[0].text()
+    # The same plan measured faster: its estimate's pick wins by measurement.
+    faster = measure_plan(cpu_plan, model_path, work_dir=tmp_path / "w",
+                          measure_fn=StandIn({FP16: (1.0, 1.0, 1.0), QDQ: (0.6, 0.61, 0.6)}), implicit=False)
+    assert faster.recommended != 0 and "measured 0.6" in faster.reason
+
+
+def test_plan_measure_true_through_the_planner_and_the_interrupted_run(model_path, tmp_path):
+    source = StandIn({FP16: (1.0,), QDQ: (0.5,)}, interrupted=True)
+    p = plan(model_path, feeds(16), shapes=BIG, trt_version="8.6", progress=False,
+             measure=lambda pl, m: measure_plan(pl, m, work_dir=tmp_path / "w", measure_fn=source))
+    assert p.measured["status"] == "partial" and p.measured["interrupted"] and p.measured["rounds"] == 1
+    assert p.reason.startswith("Partial measurement") and p.recommended != 0
+    doc = json.loads(json.dumps(p.to_dict()))
+    assert doc["measured"]["measurements"][0]["round_ms"] == [1.0]
+
+
+def test_ctrl_c_during_the_builds_keeps_what_was_built(model_path, tmp_path):
+    """The real :func:`measure`: Ctrl-C (here raised from the progress callback) ends the builds; the report is kept."""
+    jobs = [MeasureJob("fp16", FP16, str(model_path)), MeasureJob("again", FP16, str(model_path)),
+            MeasureJob("other", QDQ, str(model_path))]
+
+    def ctrl_c(event):
+        raise KeyboardInterrupt
+
+    rep = measure(jobs, tmp_path / "engines", shapes=BIG, gpus=1, progress=ctrl_c)
+    assert rep.interrupted and rep.rounds == 0 and len(rep.measurements) == 3
+    assert rep.measurements[0].key == rep.measurements[1].key  # one build per placement and settings
+    assert all(not m.ok for m in rep.measurements)
+    assert "interrupted before its build" in rep.measurements[2].error
+
+
+def test_measure_without_tensorrt_is_exit_2_and_changes_no_file(cpu_plan, model_path, tmp_path, capsys):
+    out = tmp_path / "plan"
+    code = main(["plan", str(model_path), "--data", "demo", "--out", str(out), "--measure"])
+    err = capsys.readouterr().err
+    assert code == 2 and "cannot build and time engines" in err and "plan measure PLAN_DIR" in err
+    assert not out.exists()
+    out.mkdir()
+    cpu_plan.save_json(out / "plan.json")
+    before = (out / "plan.json").read_bytes()
+    assert main(["plan", "measure", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "plan measure cannot build and time engines" in err and "GPU machine" in err
+    assert main(["plan", "measure", str(out), "--rounds", "2"]) == 2
+    assert "--rounds 2 is too few" in capsys.readouterr().err
+    assert main(["plan", "measure", str(tmp_path / "nothing")]) == 2
+    assert "No plan at" in capsys.readouterr().err
+    assert (out / "plan.json").read_bytes() == before and sorted(p.name for p in out.iterdir()) == ["plan.json"]
+
+
+def test_a_moved_model_is_a_clear_error(cpu_plan, tmp_path):
+    from trtwidgets.core.common.errors import UserError
+
+    doc = dict(cpu_plan.to_dict(), model=str(tmp_path / "gone.onnx"))
+    with pytest.raises(UserError, match="float model is not at"):
+        measure_plan_doc(doc, tmp_path / "w", measure_fn=StandIn({}))
+
+
+def test_progress_counts_builds_done_and_left_and_a_failed_build_is_a_result(model_path, tmp_path):
+    """The real :func:`measure` without TensorRT: every build fails with the reason, progress still counts them."""
+    other = tmp_path / "other.onnx"
+    onnx.save(conv_stack(channels=32), other)
+    jobs = [MeasureJob("fp16", FP16, str(model_path)), MeasureJob("other", FP16, str(other))]
+    events = []
+    rep = measure(jobs, tmp_path / "engines", shapes={}, gpus=1, progress=events.append)
+    assert [(e.stage, e.done, e.total) for e in events] == [("build", 1, 2), ("build", 2, 2)]
+    assert events[0].text() == "builds 1/2 done, 1 left (fp16 failed)"
+    assert not rep.interrupted and rep.rounds == 0 and rep.built == 0
+    assert all("TensorRT" in m.error for m in rep.measurements)

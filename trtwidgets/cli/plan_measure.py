@@ -1,0 +1,119 @@
+"""``trtwidgets plan measure PLAN_DIR``: build and time a plan's candidates on this GPU, and pick again.
+
+A plan made on a laptop (``trtwidgets plan ... --out PLAN_DIR``) holds every candidate
+with its estimated latency. On the GPU machine this command builds FP16, implicit INT8
+(where the installed TensorRT has it) and the plan's top candidates, once per distinct
+placement (engines cached by model and placement: a second run rebuilds nothing),
+times them interleaved in at least three rounds, and writes the measurements into
+``PLAN_DIR/plan.json`` (atomically), ``plan.html`` and ``model.qdq.onnx`` (the pick by
+measured time; removed when FP16 is the pick). Progress shows builds done and left.
+
+Also spelled ``trtwidgets plan-measure``. Exit 0 when measured, 130 when Ctrl-C stopped
+it (what was measured is written, marked partial), 2 on bad input or without TensorRT
+or a GPU.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+NAME = "plan-measure"
+HELP = "build and time a plan's candidates on this GPU and pick again (also: plan measure PLAN_DIR)"
+DESCRIPTION = __doc__
+
+
+def add_measure_arguments(group, flag: bool = False) -> None:
+    """The measurement options shared by ``plan --measure`` and ``plan measure``."""
+    from ..core.plan.measured_plan import MEASURE_TOP
+    from ..trt.measure import MIN_ROUNDS
+
+    if flag:
+        group.add_argument("--measure", action="store_true", help="build FP16, implicit INT8 and the top candidates "
+                           "on this GPU, time them interleaved and pick by measured time")
+    group.add_argument("--measure-top", type=int, default=MEASURE_TOP,
+                       help=f"candidates to build and time besides FP16 and implicit INT8 (default {MEASURE_TOP})")
+    group.add_argument("--rounds", type=int, default=MIN_ROUNDS,
+                       help=f"interleaved timing rounds (at least {MIN_ROUNDS}, the default)")
+    group.add_argument("--runs", type=int, default=100, help="timed runs per engine per round (default 100)")
+    group.add_argument("--opt-level", type=int, help="TensorRT builder optimization level (default TensorRT's; "
+                       "lower builds faster)")
+    group.add_argument("--engine-cache", help="engine cache folder (default $TRTWIDGETS_ENGINE_CACHE or "
+                       "~/.cache/trtwidgets/engines)")
+    group.add_argument("--no-implicit", action="store_true", help="do not build implicit INT8 (a reference)")
+
+
+def _check(args) -> None:
+    from ..core.common.errors import UserError
+    from ..trt.measure import MIN_ROUNDS
+
+    if args.rounds < MIN_ROUNDS:
+        raise UserError(f"--rounds {args.rounds} is too few.", "Interleaved rounds tell a steady difference from a "
+                        f"drifting clock; {MIN_ROUNDS} is the least.", f"Use --rounds {MIN_ROUNDS} or more.")
+    if args.measure_top < 0 or args.runs < 1:
+        raise UserError("--measure-top must be 0 or more and --runs 1 or more.", None,
+                        "Use e.g. --measure-top 3 --runs 100.")
+
+
+def measure_keywords(args) -> dict:
+    """The keywords of :func:`trtwidgets.trt.plan_measure.measure_plan_doc` these arguments ask for."""
+    return {"cache_dir": args.engine_cache, "top": args.measure_top, "rounds": args.rounds, "runs": args.runs,
+            "opt_level": args.opt_level, "implicit": not args.no_implicit,
+            "progress": not getattr(args, "no_progress", False)}
+
+
+def measure_source(args, work_dir: Path):
+    """``plan --measure``'s measurement source, after checking the options, TensorRT and a GPU."""
+    from ..trt.plan_measure import measure_plan, require_measurable
+
+    _check(args)
+    require_measurable("plan --measure")
+    kw = measure_keywords(args)
+    return lambda plan, model: measure_plan(plan, model, work_dir=work_dir, **kw)
+
+
+def add_arguments(parser):
+    parser.add_argument("plan_dir", help="the folder `trtwidgets plan --out` wrote (with plan.json)")
+    parser.add_argument("--model", help="the float model (default: the path in plan.json)")
+    add_measure_arguments(parser)
+    parser.add_argument("--no-progress", action="store_true", help="no progress lines")
+
+
+def run(args) -> int:
+    import json
+
+    from ..core.common.atomic import write_text_atomic
+    from ..core.plan.plan_table import plan_table
+    from ..core.plan.plan_values import load_plan
+    from ..trt.plan_measure import measure_plan_doc, require_measurable
+
+    out = Path(args.plan_dir)
+    doc = load_plan(out)
+    _check(args)
+    require_measurable("trtwidgets plan measure")
+    new = measure_plan_doc(doc, out / "candidates", args.model, **measure_keywords(args))
+    _write_pick(new, args.model or new.get("model"), out)
+    write_text_atomic(out / "plan.json", json.dumps(new, indent=1))
+    table = plan_table(new)
+    from ..plots.pareto import plan_html
+
+    write_text_atomic(out / "plan.html", plan_html(new, table))
+    print(table)
+    print(new["reason"])
+    for n in new.get("notes", ()):
+        print(f"note: {n}")
+    print(f"wrote {out / 'plan.json'}, {out / 'plan.html'}")
+    if new["measured"].get("interrupted"):
+        print("interrupted: plan.json holds the measurements so far (marked partial)", file=sys.stderr)
+        return 130
+    return 0
+
+
+def _write_pick(doc: dict, model, out: Path) -> None:
+    """``model.qdq.onnx`` is the pick by measured time; none when FP16 is the pick."""
+    from ..core.plan.plan_export import export_plan
+
+    path = out / "model.qdq.onnx"
+    if export_plan(model, doc, path) is None and path.exists():
+        path.unlink()
+        print(f"removed {path} (FP16 is the measured pick)", file=sys.stderr)

@@ -1,0 +1,181 @@
+"""Measuring a plan on this GPU: build FP16, implicit INT8 and the plan's top candidates, time them, pick again.
+
+What ``plan --measure``, ``tw.plan(..., measure=True)``, the App's Plan step and
+``trtwidgets plan measure PLAN_DIR`` run:
+
+1. The candidates to measure are chosen in core
+   (:func:`~trtwidgets.core.plan.measured_plan.measure_targets`); each is exported as it
+   was scored (:func:`~trtwidgets.core.plan.plan_export.export_plan`) into
+   ``<work_dir>/candidates/``; implicit INT8 reads the plan's own ranges as a
+   calibration cache.
+2. :func:`trtwidgets.trt.measure.measure` builds each distinct placement once (cached
+   on disk by model and placement, so a re-plan does not rebuild), times them
+   interleaved in at least three rounds and reports the median and spread. Ctrl-C keeps
+   what was measured.
+3. The pick is made again by measured time
+   (:func:`~trtwidgets.core.plan.measured_plan.apply_measurements`).
+
+The measurement itself is an edge: ``measure_fn`` (default
+:func:`trtwidgets.trt.measure.measure`) takes the jobs and returns a
+:class:`~trtwidgets.trt.measure.MeasureReport`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Callable, List, Mapping, Optional, Union
+
+from ..core.common.errors import TensorRTUnavailable, UserError
+from ..core.engine.measured import FP16, INT8_IMPLICIT, QDQ
+from ..core.plan.measured_plan import (MEASURE_TOP, apply_measurements, candidate_estimate_ms, candidate_job_name,
+                                       measure_targets)
+from .measure import MIN_ROUNDS, MeasureJob
+
+__all__ = ["ENGINE_CACHE_ENV", "default_cache_dir", "measure_plan", "measure_plan_doc", "require_measurable",
+           "unavailable_reason"]
+
+#: Environment variable naming the engine cache shared by every plan (default ``~/.cache/trtwidgets/engines``).
+ENGINE_CACHE_ENV = "TRTWIDGETS_ENGINE_CACHE"
+
+
+def unavailable_reason() -> Optional[str]:
+    """Why this machine cannot build and time engines (no TensorRT, no GPU), or None when it can."""
+    from . import available, cuda
+
+    if not available():
+        from . import tensorrt
+
+        try:
+            tensorrt()
+        except TensorRTUnavailable as err:
+            return err.why or err.what
+        return "TensorRT cannot be imported"
+    try:
+        n = cuda.device_count()
+    except Exception as exc:  # noqa: BLE001 - no CUDA runtime library: the reason is the message
+        return f"the CUDA runtime cannot be loaded ({exc})"
+    return None if n > 0 else "no CUDA GPU is visible"
+
+
+def require_measurable(what: str = "plan --measure") -> None:
+    """Raise :class:`TensorRTUnavailable` (exit 2 in the CLI) unless engines can be built and timed here."""
+    reason = unavailable_reason()
+    if reason:
+        fix = ("Plan here without --measure (plan.json keeps every candidate), then run "
+               "`trtwidgets plan measure PLAN_DIR` on a GPU machine with TensorRT.")
+        if "plan measure" in what:
+            fix = ("Run it on a GPU machine with TensorRT: copy PLAN_DIR there, with the float model "
+                   "(or give its path with --model).")
+        raise TensorRTUnavailable(
+            f"{what} cannot build and time engines on this machine.",
+            f"{reason}; measuring builds FP16, implicit INT8 and the candidates with TensorRT and times them on a GPU.",
+            fix)
+
+
+def default_cache_dir() -> Path:
+    """The engine cache: ``$TRTWIDGETS_ENGINE_CACHE``, else ``~/.cache/trtwidgets/engines``."""
+    env = os.environ.get(ENGINE_CACHE_ENV)
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "trtwidgets" / "engines"
+
+
+def _model_path(doc: Mapping, model) -> str:
+    path = getattr(model, "path", model) if model is not None else doc.get("model")
+    if path is None or not os.path.isfile(str(path)):
+        raise UserError(f"The plan's float model is not at {path}.", "Measuring builds FP16 and implicit INT8 from "
+                        "the float model, and exports each candidate from it.",
+                        "Give the float model's path (--model PATH, or model=).")
+    return str(path)
+
+
+def _jobs(doc: Mapping, model_path: str, work: Path, targets: List[int], implicit: bool) -> List[MeasureJob]:
+    from ..core.calibration.cache import write_cache
+    from ..core.plan.plan_export import export_plan
+
+    cands = doc["candidates"]
+    jobs = [MeasureJob("fp16", FP16, model_path, estimate_ms=candidate_estimate_ms(cands[0]))]
+    amax = (doc.get("ranges") or {}).get("amax") or {}
+    if implicit and amax:
+        cache = work / "implicit_int8.cache"
+        write_cache(amax, cache)
+        jobs.append(MeasureJob("int8_implicit", INT8_IMPLICIT, model_path, calibration_cache=str(cache)))
+    folder = work / "candidates"
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in targets:
+        path = folder / f"candidate{i}.qdq.onnx"
+        export_plan(model_path, doc, path, candidate=i)
+        jobs.append(MeasureJob(candidate_job_name(i, cands[i]), QDQ, str(path),
+                               int8_layers=frozenset(cands[i]["quantized"]),
+                               estimate_ms=candidate_estimate_ms(cands[i])))
+    return jobs
+
+
+def measure_plan_doc(doc: Mapping, work_dir: Union[str, os.PathLike], model=None, *,
+                     cache_dir: Union[str, os.PathLike, None] = None, top: int = MEASURE_TOP, rounds: int = MIN_ROUNDS,
+                     runs: int = 100, warmup: int = 10, opt_level: Optional[int] = None, implicit: bool = True,
+                     progress: Union[bool, Callable] = True, gpus: Optional[int] = None,
+                     measure_fn: Optional[Callable] = None) -> dict:
+    """A plan's data with FP16, implicit INT8 and its top candidates measured, and the pick made by measurement.
+
+    Parameters
+    ----------
+    doc : mapping
+        A plan's ``to_dict()`` or ``plan.json``.
+    work_dir : path
+        Where the candidates' Q/DQ models and the implicit build's calibration cache are written.
+    model : path or LoadedModel, optional
+        The float model (default: the plan's ``model``).
+    cache_dir : path, optional
+        The engine cache (:func:`default_cache_dir`).
+    top : int
+        Candidates to measure besides FP16 and implicit INT8.
+    rounds, runs, warmup, opt_level, progress, gpus
+        As :func:`trtwidgets.trt.measure.measure` takes them.
+    implicit : bool
+        Measure implicit INT8 too (a reference, never the pick), where this TensorRT has it.
+    measure_fn : callable, optional
+        The measurement source (default :func:`trtwidgets.trt.measure.measure`).
+
+    Returns
+    -------
+    dict
+        The plan's data, with ``measured`` (:func:`~trtwidgets.core.plan.measured_plan.apply_measurements`).
+    """
+    if measure_fn is None:
+        from .measure import measure as measure_fn
+    model_path = _model_path(doc, model)
+    work = Path(work_dir)
+    work.mkdir(parents=True, exist_ok=True)
+    jobs = _jobs(doc, model_path, work, measure_targets(doc, top), implicit)
+    shapes = {k: tuple(int(d) for d in v) for k, v in (doc.get("input_shapes") or {}).items()}
+    report = measure_fn(jobs, cache_dir if cache_dir is not None else default_cache_dir(), shapes=shapes,
+                        rounds=rounds, runs=runs, warmup=warmup, opt_level=opt_level, progress=progress, gpus=gpus)
+    return apply_measurements(doc, report.measurements, rounds=report.rounds, interrupted=report.interrupted,
+                              built=report.built, cached=report.cached, shapes=report.shapes,
+                              settings=dict(_settings(), opt_level=opt_level, runs=runs, warmup=warmup))
+
+
+def _settings() -> dict:
+    from . import cuda, version
+
+    try:
+        gpu = cuda.device_name(0)
+    except Exception:  # noqa: BLE001 - a fake measurement source on a machine without a GPU
+        gpu = "unknown"
+    return {"trt": version() or "none", "gpu": gpu}
+
+
+def measure_plan(plan, model=None, *, work_dir: Union[str, os.PathLike, None] = None, **kw):
+    """A :class:`~trtwidgets.core.plan.plan_values.Plan` measured (``tw.plan(..., measure=True)``); see
+    :func:`measure_plan_doc` for the keywords. Returns a new Plan with the pick by measured time."""
+    import tempfile
+
+    model = model if model is not None else plan.model
+    if work_dir is None:  # the candidates' exports are needed only while they build (the engines are cached)
+        with tempfile.TemporaryDirectory(prefix="trtwidgets-measure-") as tmp:
+            doc = measure_plan_doc(plan.to_dict(), tmp, model, **kw)
+    else:
+        doc = measure_plan_doc(plan.to_dict(), work_dir, model, **kw)
+    return dataclasses.replace(plan, recommended=int(doc["recommended"]), reason=str(doc["reason"]),
+                               notes=tuple(doc["notes"]), measured=dict(doc["measured"]))
