@@ -78,12 +78,19 @@ class PlanTarget:
 
 @dataclass(frozen=True)
 class PlanAccuracy:
-    """A candidate's accuracy against ONNX Runtime FP32 (``metric_reference`` is the float model's metric)."""
+    """A candidate's accuracy against ONNX Runtime FP32 (``metric_reference`` is the float model's metric).
+
+    ``cosine`` and ``snr_db`` are those of the worst channel group of any output
+    (:mod:`.plan_accuracy`), ``worst_group`` names it, ``pooled_cosine`` is the lowest
+    plain output cosine (blind to groups with little of an output's energy).
+    """
 
     cosine: float
     snr_db: float
     metric: Optional[float] = None
     metric_reference: Optional[float] = None
+    worst_group: str = ""
+    pooled_cosine: Optional[float] = None
 
     def meets(self, target: PlanTarget) -> bool:
         """Whether every part of ``target`` holds."""
@@ -98,7 +105,8 @@ class PlanAccuracy:
 
     def to_dict(self) -> dict:
         return {"cosine": _jf(self.cosine), "snr_db": _jf(self.snr_db), "metric": _jf(self.metric),
-                "metric_reference": _jf(self.metric_reference)}
+                "metric_reference": _jf(self.metric_reference), "worst_group": self.worst_group,
+                "pooled_cosine": _jf(self.pooled_cosine)}
 
 
 @dataclass(frozen=True)
@@ -180,6 +188,11 @@ class Plan:
         The :class:`~trtwidgets.core.qdq.options.QdqOptions` every candidate was
         exported with (``to_dict()``), so that :func:`~.planner.export_plan` writes
         the same model; empty in a plan.json older than it.
+    held_back : dict
+        Which samples measured accuracy (:class:`~..calibration.held_back.HeldBackSplit`'s record:
+        the source, seed and the sample names of each side).
+    batch_axes : dict
+        The batch axis of every input and output, and how each was found.
     """
 
     model: str
@@ -196,6 +209,8 @@ class Plan:
     interrupted: bool = False
     placement: Dict[str, Any] = field(default_factory=dict)
     options: Dict[str, Any] = field(default_factory=dict)
+    held_back: Dict[str, Any] = field(default_factory=dict)
+    batch_axes: Dict[str, Any] = field(default_factory=dict)
 
     @property
     def pick(self) -> Candidate:
@@ -218,7 +233,8 @@ class Plan:
                 "high_precision": self.high_precision, "trt_version": self.trt_version,
                 "input_shapes": {k: list(v) for k, v in self.input_shapes.items()},
                 "seconds": {k: round(v, 3) for k, v in self.seconds.items()}, "notes": list(self.notes),
-                "interrupted": self.interrupted, "placement": dict(self.placement), "options": dict(self.options)}
+                "interrupted": self.interrupted, "placement": dict(self.placement), "options": dict(self.options),
+                "held_back": dict(self.held_back), "batch_axes": dict(self.batch_axes)}
 
     def table(self) -> str:
         """The candidates as a plain-text table (what the CLI prints)."""
