@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
-import onnx
 
 from ..common.errors import UserError
 from ..model.batch_axis import BatchAxes, find_batch_axes, parse_batch_axis, run_in_batches
@@ -63,10 +62,6 @@ class PlanData:
         """Samples per run: :data:`RUN_BATCH` where every tensor has a batch axis, else 1."""
         return RUN_BATCH if self.axes.batched and all(a is not None for a in self.axes.outputs.values()) else 1
 
-    def ranks(self, proto: onnx.ModelProto) -> Dict[str, int]:
-        """Input name -> the model's rank for it (tells a sample with its batch axis from one without)."""
-        return {vi.name: len(vi.type.tensor_type.shape.dim) for vi in proto.graph.input
-                if vi.type.tensor_type.HasField("shape")}
 
 
 def split_samples(feed: Mapping[str, np.ndarray], input_axes: Mapping[str, Optional[int]]) -> List[Feed]:
@@ -229,7 +224,11 @@ def run_samples(model, samples: Sequence[Mapping[str, np.ndarray]], axes: BatchA
 
     if not samples:
         raise UserError("No data to run.", "The held-back data holds no sample.", "Give held-back samples.")
-    sess = open_session(as_model_proto(model), purpose=purpose)
+    proto = as_model_proto(model)
+    if ranks is None:
+        ranks = {vi.name: len(vi.type.tensor_type.shape.dim) for vi in proto.graph.input
+                 if vi.type.tensor_type.HasField("shape")}
+    sess = open_session(proto, purpose=purpose)
     names = list(sess.output_names)
 
     def run(feed: Feed) -> Dict[str, np.ndarray]:

@@ -122,9 +122,7 @@ class Evaluator:
         axes = self.axes
         if axes is None:  # the older form: every tensor batched on axis 0
             axes = BatchAxes({n: 0 for n in feeds[0]}, {o.name: 0 for o in self.proto.graph.output})
-        ranks = {vi.name: len(vi.type.tensor_type.shape.dim) for vi in self.proto.graph.input
-                 if vi.type.tensor_type.HasField("shape")}
-        return run_samples(model, feeds, axes, self.batch, ranks)
+        return run_samples(model, feeds, axes, self.batch)
 
     def score(self, amax: Mapping[str, float], float_layers: Iterable[str] = (),
               rank: bool = False) -> Tuple[PlanAccuracy, Tuple[str, ...]]:
