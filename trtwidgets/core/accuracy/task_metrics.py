@@ -235,7 +235,8 @@ def _top1_labels(reference: Outputs, options: List[str], labels=None) -> TaskMet
     wanted = labels[:n]
 
     def accuracy(outputs: Outputs) -> float:
-        return float(np.mean(np.argmax(np.asarray(outputs[out]), axis=-1).ravel() == wanted))
+        scores = np.asarray(outputs[out])  # [N, K], or [N, K, 1, 1] of a pooled head: one class per sample
+        return float(np.mean(np.argmax(scores.reshape(len(scores), -1), axis=1) == wanted))
 
     return TaskMetric(accuracy, f"top-1 accuracy ({out}, {n} labels)", reference_value=accuracy(reference),
                       outputs=(out,))

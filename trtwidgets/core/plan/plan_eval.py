@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, 
 import numpy as np
 import onnx
 
+from ..common.errors import UserError
 from ..qdq.graph_patterns import node_label
 from ..qdq.options import QdqOptions
 from .plan_accuracy import score_outputs
@@ -140,7 +141,12 @@ class Evaluator:
             converted, _ = convert_float_part(model, "fp16", require_opset=False)
         except Exception:  # noqa: BLE001 - an exotic graph the converter cannot type: FP16 is still a candidate
             return self.score_model(self.proto)
-        return self.score_model(converted)
+        try:
+            return self.score_model(converted)
+        except UserError:
+            # ONNX Runtime lacks some FP16 kernels on the CPU (a 4-D cubic Resize, as in a ViT's position
+            # embeddings); TensorRT has them: FP16 is still a candidate, scored as FP32.
+            return self.score_model(self.proto)
 
 
 def weighted_edges(proto: onnx.ModelProto) -> List[Tuple[str, str]]:
