@@ -39,6 +39,7 @@ def test_plan_runs_on_frames_without_a_batch_axis(tmp_path, capsys):
     text = capsys.readouterr().out
     assert code == 0, text
     assert doc["batch_axes"]["inputs"] == {"x": None} and "one at a time" in text
+    assert "accuracy of the pick: worst channel group y[all]" in text and "held back: 2 samples (random split" in text
 
 
 def test_plan_reads_a_time_major_output_batch_first_for_the_metric(tmp_path, capsys):
