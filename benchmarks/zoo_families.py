@@ -341,9 +341,28 @@ def _pick_record(plan) -> dict:
             "plan_seconds": round(plan.seconds.get("total", 0.0), 1)}
 
 
+def markdown_table(rows: List[dict]) -> str:
+    """The README's zoo table from a ``plan`` report: the CPU plan per family; the GPU columns for a GPU run."""
+    head = ("| family | model | task metric | CPU pick | CPU estimate x FP16 | metric: pick (FP32) | "
+            "worst group cosine (pooled) | GPU FP16 ms, b1/b32 | implicit INT8 | measured pick |")
+    lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
+    for r in rows:
+        if r.get("status") != "pick":
+            lines.append(f"| {r['family']} | {r.get('model', '')} | {r['metric']} | **{r['status']}**: "
+                         f"{r.get('error', '')[:80]} | | | | | | |")
+            continue
+        est = r.get("estimate_x_fp16")
+        pick = "FP16" if not r.get("int8_layers") else f"{r['int8_layers']} INT8 layers"
+        metric = "" if r.get("metric_pick") is None else f"{r['metric_pick']:.3f} ({r['metric_fp32']:.3f})"
+        lines.append(f"| {r['family']} | {r['model']} | {r['metric_name']} | {pick} | "
+                     f"{'-' if est is None else f'{est:.2f}x'} | {metric} | "
+                     f"{r['worst_group_cosine']:.4f} ({r['pooled_cosine']:.4f}) | | | |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=("list", "prepare", "plan"))
+    ap.add_argument("command", choices=("list", "prepare", "plan", "table"))
     ap.add_argument("--families", default=",".join(FAMILIES))
     ap.add_argument("--timeout", type=int, default=600, help="seconds per family for 'plan'")
     ap.add_argument("--out", default=None, help="JSON report of 'plan' (default $TRTWIDGETS_ZOO/families/report.json)")
@@ -355,6 +374,11 @@ def main(argv=None) -> int:
     if a.command == "list":
         for n in names:
             print(f"{n:<8} {FAMILIES[n]['metric']:<40} {FAMILIES[n]['source']}")
+        return 0
+    if a.command == "table":
+        report = Path(a.out) if a.out else ZOO / "families" / "report.json"
+        rows = json.loads(report.read_text())
+        print(markdown_table([r for r in rows if r["family"] in names]))
         return 0
     if a.command == "prepare":
         for n in names:
