@@ -154,9 +154,10 @@ def run(args) -> int:
         print(result.reason)
         acc = result.pick.accuracy
         if acc.worst_group:
+            held = result.held_back
             print(f"accuracy of the pick: worst channel group {acc.worst_group} at cosine {acc.cosine:.4f} "
-                  f"(pooled output cosine {acc.pooled_cosine:.4f}); held back: {len(result.held_back.get('held_back', []))} "
-                  f"samples ({result.held_back.get('source', '')}, names in plan.json)")
+                  f"(pooled output cosine {acc.pooled_cosine:.4f}); held back: {len(held.get('held_back', []))} "
+                  f"samples ({held.get('source', '')}, names in plan.json)")
         for n in result.notes:
             print(f"note: {n}")
         secs = result.seconds

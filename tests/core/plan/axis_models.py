@@ -31,7 +31,8 @@ def time_major_model(named: bool = True, channels: int = 8, classes: int = 12, s
              helper.make_node("MatMul", ["t", "w0"], ["h"], name="fc0"),
              helper.make_node("Relu", ["h"], ["hr"], name="relu0"),
              helper.make_node("MatMul", ["hr", "w1"], ["logits"], name="fc1")]
-    out = helper.make_tensor_value_info("logits", TensorProto.FLOAT, [steps, "batch", classes] if named else [None, None, None])
+    dims = [steps, "batch", classes] if named else [None, None, None]
+    out = helper.make_tensor_value_info("logits", TensorProto.FLOAT, dims)
     return _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", channels, steps])], [out],
                   inits, "time_major")
 
