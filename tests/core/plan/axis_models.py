@@ -90,3 +90,18 @@ def packed_detector_model(classes: int = 3, size: int = 16, stride_px: float = 6
 def detector_feeds(n: int = 12, size: int = 16, seed: int = 4):
     rng = np.random.default_rng(seed)
     return [{"images": rng.uniform(0, 1, (1, 3, size, size)).astype(np.float32)} for _ in range(n)]
+
+
+def pooled_frames_model(features: int = 16) -> onnx.ModelProto:
+    """``x[T, 16]`` (frames, T dynamic) ``-> MatMul -> Relu -> ReduceMean over the frames -> y[1, 8]``.
+
+    Axis 0 is dynamic, so it looks like a batch; a batch-2 run (the frames of two samples
+    together) does not split into the two samples' outputs, so it is not one.
+    """
+    rng = np.random.default_rng(14)
+    inits = [numpy_helper.from_array(_w(rng, features, 8), "w0")]
+    nodes = [helper.make_node("MatMul", ["x", "w0"], ["h"], name="fc0"),
+             helper.make_node("Relu", ["h"], ["hr"], name="relu0"),
+             helper.make_node("ReduceMean", ["hr"], ["y"], axes=[0], keepdims=1, name="pool")]
+    return _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["T", features])],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])], inits, "pooled_frames")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.core.plan.axis_models import (frames_feeds, frames_model, time_major_feeds, time_major_model)
+from tests.core.plan.axis_models import (frames_feeds, frames_model, pooled_frames_model, time_major_feeds,
+                                         time_major_model)
 from tests.core.plan.plan_models import conv_stack, feeds
 from trtwidgets.core.common.errors import UserError
 from trtwidgets.core.model.batch_axis import BatchAxes, find_batch_axes
@@ -49,6 +50,14 @@ def test_plan_runs_a_model_without_a_batch_axis_sample_by_sample():
     assert any("one at a time" in n for n in p.notes)
     assert p.any_meets_target and len(p.held_back["held_back"]) == 2 + 1 - 1  # round(10 * 0.25) = 2
     assert p.input_shapes == {"x": (94, 16)}
+
+
+def test_a_dynamic_axis_0_that_does_not_split_in_a_batch_2_run_is_not_the_batch():
+    data = read_plan_data(_loaded(pooled_frames_model()), frames_feeds(6))
+    assert data.axes.inputs == {"x": None} and "no output splits" in data.axes.reasons["x"]
+    assert len(data.calib) + len(data.held) == 6 and data.held[0]["x"].shape == (94, 16)
+    # The user's word still wins.
+    assert read_plan_data(_loaded(pooled_frames_model()), frames_feeds(2), batch_axis="x:0").axes.inputs == {"x": 0}
 
 
 def test_batch_axis_none_is_the_users_word():

@@ -92,17 +92,46 @@ def split_samples(feed: Mapping[str, np.ndarray], input_axes: Mapping[str, Optio
             for i in range(n)]
 
 
-def _labelled_samples(data, summary, input_axes, max_samples: Optional[int]) -> List[Tuple[str, Feed]]:
-    """``(name, feed)`` per sample: a file's name, ``name #i`` where a file holds several samples."""
+def _read_files(data, summary, limit: Optional[int] = None) -> List[Tuple[str, Feed]]:
+    """``(label, feed)`` per file (or item of an iterable), as read: never cut along axis 0.
+
+    ``limit``: at most this many files (each holds at least one sample).
+    """
+    import itertools
+
     from ..calibration.data import iter_labelled_feeds
 
+    feeds = iter_labelled_feeds(data, summary, as_read=True)
+    return [(label, dict(feed)) for label, feed in itertools.islice(feeds, limit)]
+
+
+def _samples(files: Sequence[Tuple[str, Feed]], input_axes, max_samples: Optional[int]) -> List[Tuple[str, Feed]]:
+    """``(name, feed)`` per sample: a file's name, ``name #i`` where a file holds several samples."""
     out: List[Tuple[str, Feed]] = []
-    for label, feed in iter_labelled_feeds(data, summary, as_read=True):
+    for label, feed in files:
         parts = split_samples(feed, input_axes)
         out.extend((label if len(parts) == 1 else f"{label} #{i}", p) for i, p in enumerate(parts))
         if max_samples is not None and len(out) >= max_samples:
             return out[:max_samples]
     return out
+
+
+def _checked_axes(axes: BatchAxes, user: Mapping[str, Optional[int]]) -> BatchAxes:
+    """No input batch axis where no output has one: a dynamic axis 0 that a batch-2 run does not split is no batch.
+
+    (An input ``[T, 576]`` of frames with T dynamic looks batched; its LSTM's output does not
+    split into two runs' outputs, so the frames are one sample.) The user's axes stand.
+    """
+    found = [k for k, a in axes.inputs.items() if a is not None and k not in user and "*" not in user]
+    if not found or not axes.outputs or any(a is not None for a in axes.outputs.values()):
+        return axes
+    if any(k in user for k in axes.outputs) or "*" in user:
+        return axes
+    reasons = dict(axes.reasons)
+    for k in found:
+        reasons[k] = (f"{reasons.get(k, '')}, but no output splits along a batch in a batch-2 run: taken as one "
+                      "sample (give --batch-axis to say otherwise)")
+    return BatchAxes({k: (None if k in found else a) for k, a in axes.inputs.items()}, dict(axes.outputs), reasons, {})
 
 
 def _user_axes(batch_axis) -> Dict[str, Optional[int]]:
@@ -145,9 +174,12 @@ def read_plan_data(loaded, data, held_back=None, holdout: float = 0.25, seed: in
     from ..calibration.held_back import split_labelled
 
     user = _user_axes(batch_axis)
-    first = find_batch_axes(loaded.proto, user, run=False)
-    labelled = _labelled_samples(data, loaded.summary, first.inputs, max_samples)
-    held_labelled = _labelled_samples(held_back, loaded.summary, first.inputs, None) if held_back is not None else None
+    files = _read_files(data, loaded.summary, max_samples)
+    held_files = _read_files(held_back, loaded.summary) if held_back is not None else None
+    # A real file checks the batch axes (a batch-2 run of it against two runs), before any file is cut.
+    axes = _checked_axes(find_batch_axes(loaded.proto, user, sample=(held_files or files)[0][1]), user)
+    labelled = _samples(files, axes.inputs, max_samples)
+    held_labelled = _samples(held_files, axes.inputs, None) if held_files is not None else None
     calib, held, split = split_labelled(labelled, holdout, seed, held_labelled)
     held_index = None
     if held_labelled is None:
@@ -156,7 +188,6 @@ def read_plan_data(loaded, data, held_back=None, holdout: float = 0.25, seed: in
     notes: List[str] = []
     if stats is not None:
         held, held_index, split = _without_seen(stats, held, held_index, split, notes)
-    axes = find_batch_axes(loaded.proto, user, sample=held[0])
     notes.extend(axes.notes())
     return PlanData(calib, held, axes, split, held_index, tuple(notes))
 
