@@ -100,3 +100,9 @@ def test_plan_takes_the_users_metric_by_module_name_and_as_a_callable(tmp_path, 
     assert calls and p2.target.cosine == 0.5 and p2.target.max_metric_drop == 0.2
     with pytest.raises(UserError, match="does not take"):
         plan(conv_stack(), feeds(12), progress=False, metric="my_task_metrics:wrong")
+
+
+def test_a_metric_infinite_on_fp32_is_refused_with_the_fix():
+    with pytest.raises(UserError, match="scores inf on FP32") as err:
+        plan(conv_stack(), feeds(8), progress=False, metric="snr")
+    assert "--target-snr" in err.value.fix

@@ -84,6 +84,12 @@ def evaluator(loaded, held, target: PlanTarget, options: QdqOptions, axes=None,
         metric, metric_name = made if isinstance(made, tuple) else (made.fn, made.name)
         target = dataclasses.replace(target, metric=metric, metric_name=metric_name, metric_factory=None)
     metric_ref = float(target.metric(reference)) if target.metric is not None else None
+    if metric_ref is not None and not np.isfinite(metric_ref):
+        raise UserError(f"The metric {target.metric_name or 'given'} scores {metric_ref} on FP32 itself.",
+                        "A candidate is judged by how far its metric falls below FP32's, which needs a finite value "
+                        "(an SNR of FP32 against itself is infinite).",
+                        "Use --target-snr DB (or PlanTarget(snr_db=...)) for an SNR, or a metric with a finite "
+                        "FP32 value.")
     ev = dataclasses.replace(ev, reference=reference, metric=target.metric, metric_reference=metric_ref)
     notes: List[str] = target_notes(reference, target, getattr(made, "outputs", None), getattr(made, "pooled", False))
     n_rank = max(1, min(n_held, 16))
