@@ -298,10 +298,11 @@ def _alarm(signum, frame):
 
 
 def plan_family(name: str, timeout_s: int) -> dict:
-    """Run ``tw.plan`` on one family on the CPU; ``{family, status, pick | error, seconds}``."""
+    """Run ``tw.plan`` on one family on the CPU with its task metric; ``{family, status, pick | error, ...}``.
+
+    The planner finds the batch axes itself (no ``batch_axis=``) and measures on the held-back folder.
+    """
     import trtwidgets as tw
-    from trtwidgets.core.accuracy.task_metrics import parse_task_metric
-    from trtwidgets.core.model.batch_axis import find_batch_axes
 
     row: dict = {"family": name, "metric": FAMILIES[name]["metric"], "source": FAMILIES[name]["source"]}
     t0 = time.perf_counter()
@@ -309,19 +310,13 @@ def plan_family(name: str, timeout_s: int) -> dict:
     signal.alarm(timeout_s)
     try:
         files = prepare(name)
-        first = sorted(Path(files["calib"]).glob("*.npz"))[0]
-        with np.load(first) as sample:
-            axes = find_batch_axes(files["model"], sample={k: sample[k] for k in sample.files})
-        row["batch_axes"] = {"inputs": axes.inputs, "outputs": axes.outputs}
-        text = FAMILIES[name]["metric"]
-        target_cls = _plan_target()
-        target = target_cls(cosine=None, metric_factory=lambda ref, summary, n: parse_task_metric(text, ref).as_pair())
-        plan = tw.plan(files["model"], files["calib"], held_back=files["heldback"], target=target, progress=False,
-                       trt_version="8.6")
-        row.update(status="pick", pick=_pick_text(plan))
+        row["model"] = Path(files["model"]).name
+        plan = tw.plan(files["model"], files["calib"], held_back=files["heldback"], metric=FAMILIES[name]["metric"],
+                       progress=False, trt_version="8.6")
+        row.update(status="pick", **_pick_record(plan))
     except _Timeout:
         row.update(status="timeout", error=f"no pick within {timeout_s} s on this CPU")
-    except Exception as exc:  # noqa: BLE001 - the report says what fails today and why
+    except Exception as exc:  # noqa: BLE001 - the report says what fails and why
         msg = getattr(exc, "message", None) or str(exc)
         row.update(status="fails", error=f"{type(exc).__name__}: {msg}".strip()[:600],
                    where=traceback.format_exc().strip().splitlines()[-3][:300])
@@ -331,26 +326,43 @@ def plan_family(name: str, timeout_s: int) -> dict:
     return row
 
 
-def _plan_target():
-    try:
-        from trtwidgets.core.plan import PlanTarget  # the contract branch's layout
-    except ImportError:
-        from trtwidgets.core.qdq.plan_values import PlanTarget
-    return PlanTarget
+def _pick_record(plan) -> dict:
+    """What the report keeps of a plan: the pick, its estimate, its accuracy, the FP32 metric, axes and notes."""
+    pick = plan.pick
+    fp16 = plan.candidates[0]
+    return {"pick": pick.name, "int8_layers": len(pick.quantized), "reason": plan.reason,
+            "estimate_x_fp16": round(pick.latency_us / pick.fp16_latency_us, 3) if pick.fp16_latency_us else None,
+            "latency_source": pick.latency_source, "metric_name": plan.target.metric_name,
+            "metric_pick": pick.accuracy.metric, "metric_fp16": fp16.accuracy.metric,
+            "metric_fp32": pick.accuracy.metric_reference, "worst_group": pick.accuracy.worst_group,
+            "worst_group_cosine": pick.accuracy.cosine, "pooled_cosine": pick.accuracy.pooled_cosine,
+            "candidates": len(plan.candidates), "batch_axes": plan.batch_axes,
+            "held_back": {k: plan.held_back.get(k) for k in ("source", "held_back")}, "notes": list(plan.notes),
+            "plan_seconds": round(plan.seconds.get("total", 0.0), 1)}
 
 
-def _pick_text(plan) -> str:
-    """The recommended candidate and the planner's reason, in one line."""
-    try:
-        pick = plan.candidates[plan.recommended]
-        return f"{pick.name}: {plan.reason}"[:400]
-    except (AttributeError, IndexError, TypeError):
-        return repr(plan)[:300]
+def markdown_table(rows: List[dict]) -> str:
+    """The README's zoo table from a ``plan`` report: the CPU plan per family; the GPU columns for a GPU run."""
+    head = ("| family | model | task metric | CPU pick | CPU estimate x FP16 | metric: pick (FP32) | "
+            "worst group cosine (pooled) | GPU FP16 ms, b1/b32 | implicit INT8 | measured pick |")
+    lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
+    for r in rows:
+        if r.get("status") != "pick":
+            lines.append(f"| {r['family']} | {r.get('model', '')} | {r['metric']} | **{r['status']}**: "
+                         f"{r.get('error', '')[:80]} | | | | | | |")
+            continue
+        est = r.get("estimate_x_fp16")
+        pick = "FP16" if not r.get("int8_layers") else f"{r['int8_layers']} INT8 layers"
+        metric = "" if r.get("metric_pick") is None else f"{r['metric_pick']:.3f} ({r['metric_fp32']:.3f})"
+        lines.append(f"| {r['family']} | {r['model']} | {r['metric_name']} | {pick} | "
+                     f"{'-' if est is None else f'{est:.2f}x'} | {metric} | "
+                     f"{r['worst_group_cosine']:.4f} ({r['pooled_cosine']:.4f}) | | | |")
+    return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=("list", "prepare", "plan"))
+    ap.add_argument("command", choices=("list", "prepare", "plan", "table"))
     ap.add_argument("--families", default=",".join(FAMILIES))
     ap.add_argument("--timeout", type=int, default=600, help="seconds per family for 'plan'")
     ap.add_argument("--out", default=None, help="JSON report of 'plan' (default $TRTWIDGETS_ZOO/families/report.json)")
@@ -362,6 +374,11 @@ def main(argv=None) -> int:
     if a.command == "list":
         for n in names:
             print(f"{n:<8} {FAMILIES[n]['metric']:<40} {FAMILIES[n]['source']}")
+        return 0
+    if a.command == "table":
+        report = Path(a.out) if a.out else ZOO / "families" / "report.json"
+        rows = json.loads(report.read_text())
+        print(markdown_table([r for r in rows if r["family"] in names]))
         return 0
     if a.command == "prepare":
         for n in names:

@@ -8,7 +8,7 @@ The steps of a notebook, flat and in order::
     tw.lint(model, flags="fp16,int8")              # what TensorRT would refuse or ignore
     cal = tw.calibrate(model, "samples/")          # statistics and ranges; profiles from the data's shapes
     tw.export_qdq(model, cal, "model.qdq.onnx")    # the calibration's own method and overrides
-    plan = tw.plan(model, "samples/", calibration=cal)  # where INT8 pays (see trtwidgets.core.plan.planner)
+    plan = tw.plan(model, "samples/", held_back="heldback/", calibration=cal)  # where INT8 pays, on unseen samples
     plan = tw.plan(model, "samples/", calibration=cal, measure=True)  # on a GPU: picked by measured time
     tw.export_plan(model, plan, "pick.qdq.onnx")   # the pick, exported as it was scored
     result = tw.build(tw.Recipe.for_model(model))  # needs TensorRT and a GPU

@@ -74,3 +74,16 @@ def test_plan_step_measure_without_a_gpu_says_where_to_measure(tmp_path):
     step.measure.value = False
     assert step.run(), step.status.value
     assert step.plan.measured["status"] == "estimate" and "Not measured" in step.status.value
+
+
+def test_plan_step_takes_a_task_metric_by_name(tmp_path):
+    path = tmp_path / "stack.onnx"
+    onnx.save(conv_stack(), path)
+    session = Session()
+    assert session.load(path)
+    step = PlanStep(session, data=feeds(12), out_dir=tmp_path / "out")
+    step.metric.value = "top1-agreement"
+    assert step.run(), step.status.value
+    assert step.plan.target.metric_name == "top-1 agreement (y)" and step.plan.target.cosine is None
+    step.metric.value = "no_such_module_here:f"
+    assert not step.run() and "does not import" in step.status.value

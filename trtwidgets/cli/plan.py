@@ -35,16 +35,25 @@ def add_arguments(parser):
 
     defaults = QdqOptions()  # the one set of defaults the API, export-qdq and the App share
     parser.add_argument("model", help="path of the float .onnx model")
-    parser.add_argument("--data", required=True, help="samples: a folder of .npy/.npz/images, or 'demo'; the last "
-                        "--holdout fraction is held back to measure accuracy")
+    parser.add_argument("--data", required=True, help="samples: a folder of .npy/.npz/images, or 'demo'; a seeded "
+                        "random --holdout fraction is held back to measure accuracy (the file names of each side "
+                        "are written to plan.json)")
     parser.add_argument("--held-back", help="separate held-back samples (then all of --data calibrates)")
     parser.add_argument("--holdout", type=float, default=0.25, help="fraction of --data held back (default 0.25)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random held-back split (default 0)")
+    parser.add_argument("--batch-axis", help="the batch axis of every tensor (1), of none ('none': samples run one "
+                        "at a time), or per tensor (NAME:AXIS,NAME:none); default: found from the model (a dim "
+                        "named like a batch, a dynamic dim, a batch-2 run checked against two batch-1 runs)")
     parser.add_argument("--max-samples", type=int, help="read at most this many samples from --data")
     tgt = parser.add_argument_group("target (default: --target-cosine 0.99)")
     tgt.add_argument("--target-cosine", type=float, help="minimum output cosine vs ONNX Runtime FP32")
     tgt.add_argument("--target-snr", type=float, help="minimum output SNR in dB")
-    tgt.add_argument("--metric", help="a task metric: top1 (with --labels) or mask-iou[:THRESHOLD[:OUTPUT]]")
-    tgt.add_argument("--labels", help="integer labels of the held-back samples, for --metric top1")
+    tgt.add_argument("--metric", help="a task metric against FP32 on the held-back samples: detection[:SCORE"
+                     "[:OUTPUT[:IOU]]] (YOLO-style, F1 at IoU 0.5), detection-obj, top1-agreement, topk-agreement:K, "
+                     "mask-iou[:T[:OUTPUT]], seg-miou, worst-group, cosine, snr, top1 (with --labels), or your own "
+                     "package.module:function taking (reference, candidate) -> float, higher is better")
+    tgt.add_argument("--labels", help="integer labels (.npy) for --metric top1: one per sample of --data (the split "
+                     "picks the held-back ones), or one per --held-back sample")
     tgt.add_argument("--max-metric-drop", type=float, default=0.01,
                      help="how far the metric may fall below the float model's (default 0.01)")
     parser.add_argument("--trt-version", help="target TensorRT (decides the float part's type; default: installed, "
@@ -70,25 +79,30 @@ def add_arguments(parser):
 
 
 def _target(args):
-    import functools
-
+    """``(PlanTarget or None, metric text or None, labels or None)``: the metric is built by the planner."""
     from ..core.plan.plan_values import PlanTarget
 
-    factory = None
+    metric = labels = None
     if args.metric:
-        from ..core.plan.plan_metrics import parse_metric
+        from ..core.accuracy.task_metrics import check_metric_text
 
-        labels = None
+        check_metric_text(args.metric)  # exit 2 before any work
+        metric = args.metric
         if args.labels:
             from ..core.qdq.validate import load_labels
 
             labels = load_labels(args.labels)
-        factory = functools.partial(_metric, parse_metric, args.metric, labels)
+    elif args.labels:
+        from ..core.common.errors import UserError
+
+        raise UserError("--labels without --metric.", "Labels are read by --metric top1.",
+                        "Add --metric top1, or leave --labels out.")
     cosine = args.target_cosine
-    if cosine is None and args.target_snr is None and factory is None:
+    if cosine is None and args.target_snr is None and metric is None:
         cosine = 0.99
-    return PlanTarget(cosine=cosine, snr_db=args.target_snr, metric_factory=factory,
-                      max_metric_drop=args.max_metric_drop)
+    if cosine is None and args.target_snr is None:
+        return None, metric, labels  # the metric alone (plan() builds the target)
+    return PlanTarget(cosine=cosine, snr_db=args.target_snr, max_metric_drop=args.max_metric_drop), metric, labels
 
 
 def options(args):
@@ -96,10 +110,6 @@ def options(args):
     from ..core.qdq.options import QdqOptions
 
     return QdqOptions(trt_version=args.trt_version, high_precision=args.high_precision, dense_int8=args.dense_int8)
-
-
-def _metric(parse, text, labels, reference, summary, samples):
-    return parse(text, reference, summary, samples, labels=labels)
 
 
 def run(args) -> int:
@@ -114,7 +124,13 @@ def run(args) -> int:
     if not 0 < args.holdout < 1:
         raise UserError(f"--holdout {args.holdout} is not a fraction.", "It is the share of samples held back.",
                         "Use a value between 0 and 1, e.g. 0.25.")
-    target = _target(args)
+    target, metric, labels = _target(args)
+    if target is None:  # the metric alone, with this drop (plan() builds it with the held-back labels)
+        from ..core.plan.plan_target import metric_factory
+        from ..core.plan.plan_values import PlanTarget
+
+        target = PlanTarget(cosine=None, metric_factory=metric_factory(metric),
+                            max_metric_drop=args.max_metric_drop)
     measure = None
     if args.measure:
         from .plan_measure import measure_source
@@ -128,7 +144,9 @@ def run(args) -> int:
         data = list(demo.iter_skimage_inputs(64, batch_size=1, seed=12345))
     result = plan(loaded, data, target=target, held_back=args.held_back, holdout=args.holdout,
                   options=options(args), gpu=args.gpu, batch_size=args.batch, oracle=args.oracle,
-                  max_samples=args.max_samples, progress=not args.no_progress, measure=measure)
+                  max_samples=args.max_samples, progress=not args.no_progress, metric=metric, labels=labels,
+                  batch_axis=args.batch_axis, seed=args.seed,
+                  measure=measure)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     exported = export_plan(loaded, result)
@@ -146,9 +164,15 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(result.to_dict(), indent=1))
     else:
-        print(f"target: {target.describe() if target.metric_factory is None else result.target.describe()}")
+        print(f"target: {result.target.describe()}")
         print(result.table())
         print(result.reason)
+        acc = result.pick.accuracy
+        if acc.worst_group:
+            held = result.held_back
+            print(f"accuracy of the pick: worst channel group {acc.worst_group} at cosine {acc.cosine:.4f} "
+                  f"(pooled output cosine {acc.pooled_cosine:.4f}); held back: {len(held.get('held_back', []))} "
+                  f"samples ({held.get('source', '')}, names in plan.json)")
         for n in result.notes:
             print(f"note: {n}")
         secs = result.seconds

@@ -44,6 +44,9 @@ class PlanStep(widgets.VBox):
                                                style={"description_width": "initial"})
         self.batch = widgets.BoundedIntText(value=1, min=1, max=4096, description="engine batch",
                                             style={"description_width": "initial"})
+        # A task metric by name (detection, top1-agreement, mask-iou:0.3, package.module:function): it replaces the cosine.
+        self.metric = widgets.Text(value="", placeholder="detection, top1-agreement, pkg.mod:fn",
+                                   description="task metric", style={"description_width": "initial"})
         self.gpu = widgets.Dropdown(options=["h100", "h200", "a100", "l4"], value="h100", description="GPU",
                                     layout=widgets.Layout(width="160px"))
         self.measure = widgets.Checkbox(value=False, description="measure on this GPU", indent=False,
@@ -60,7 +63,7 @@ class PlanStep(widgets.VBox):
         intro = widgets.HTML("<div>Finds which layers to quantize so that the engine is faster than FP16 and "
                              "keeps the accuracy target, measured with ONNX Runtime on held-back samples. "
                              "Latency is a cost-model estimate unless an implicit INT8 build is loaded.</div>")
-        super().__init__([intro, widgets.HBox([self.target, self.batch, self.gpu, self.measure]),
+        super().__init__([intro, widgets.HBox([self.target, self.metric, self.batch, self.gpu, self.measure]),
                           widgets.HBox([self.run_button, self.export_button]), self.status, self.table,
                           self.chart_box, self.detail], **kwargs)
 
@@ -114,7 +117,9 @@ class PlanStep(widgets.VBox):
         try:
             data, held = self._sources()
             oracle = self._oracle()
-            self.plan = plan(self.session.model, data, held_back=held, target=PlanTarget(cosine=self.target.value),
+            metric = self.metric.value.strip() or None
+            self.plan = plan(self.session.model, data, held_back=held,
+                             target=None if metric else PlanTarget(cosine=self.target.value), metric=metric,
                              options=self.options(), batch_size=self.batch.value, gpu=self.gpu.value,
                              oracle=oracle, progress=True, measure=self._measure_source(),
                              on_step=lambda text: setattr(self.status, "value", f"<i>{esc(text)} ...</i>"))

@@ -142,3 +142,31 @@ def test_segmentation_miou():
     assert metric({"seg": moved}) == pytest.approx((8 / 16 + 0.0) / 2)
     with pytest.raises(UserError, match="seg-miou reads"):
         parse_task_metric("seg-miou:x", {"x": np.zeros((2, 10))})
+
+
+def test_metrics_say_which_outputs_they_read_and_whether_they_are_pooled():
+    ref = {"output0": packed_output(), "aux": np.ones((2, 8), np.float32)}
+    det = parse_task_metric("detection", ref)
+    assert det.outputs == ("output0",) and not det.pooled
+    cos = parse_task_metric("cosine:output0", ref)
+    assert cos.outputs == ("output0",) and cos.pooled
+    assert parse_task_metric("worst-group", ref).outputs == ("output0", "aux")
+    assert make_task_metric(lambda r, c: 1.0, ref).outputs is None  # the user's own: unknown
+
+
+def test_check_metric_text_refuses_unknown_names_before_any_work():
+    from trtwidgets.core.accuracy.task_metrics import check_metric_text
+
+    for ok in ("detection", "mask-iou:0.3:out", "seg-miou", "pkg.mod:fn", "mod:fn"):
+        check_metric_text(ok)  # no import happens here
+    for bad in ("f1", "pkg.mod", "pkg.mod:", "a b:c"):
+        with pytest.raises(UserError, match="Unknown metric") as err:
+            check_metric_text(bad)
+        assert "detection" in err.value.why
+
+
+def test_top1_against_labels_reads_a_pooled_head_per_sample():
+    logits = np.zeros((4, 5, 1, 1), np.float32)
+    logits[np.arange(4), [0, 3, 2, 4], 0, 0] = 1.0
+    metric = parse_task_metric("top1", {"y": logits}, labels=np.array([0, 3, 1, 4]))
+    assert metric.reference_value == pytest.approx(0.75)

@@ -48,7 +48,7 @@ from . import detection as det
 from .metrics import cosine_similarity, snr_db, topk_agreement
 from .output_groups import check_outputs
 
-__all__ = ["REGISTRY", "TaskMetric", "load_user_metric", "make_task_metric", "metric_names", "parse_task_metric",
+__all__ = ["REGISTRY", "TaskMetric", "check_metric_text", "load_user_metric", "make_task_metric", "metric_names", "parse_task_metric",
            "register_metric"]
 
 Outputs = Mapping[str, np.ndarray]
@@ -70,11 +70,17 @@ class TaskMetric:
         What it is, in words, with its options (``"detection F1@0.25 (output0)"``).
     reference_value : float
         The float model's score (1.0 for agreement metrics; the user's metric on FP32).
+    outputs : tuple of str, optional
+        The outputs it reads (None: unknown, e.g. the user's own metric; all of them for ``worst-group``).
+    pooled : bool
+        A pooled cosine or SNR of an output: blind to channel groups with a small share of its energy.
     """
 
     fn: Callable[[Outputs], float]
     name: str
     reference_value: float = 1.0
+    outputs: Optional[Tuple[str, ...]] = None
+    pooled: bool = False
 
     def __call__(self, outputs: Outputs) -> float:
         return float(self.fn(outputs))
@@ -129,7 +135,7 @@ def _detection(objectness: bool) -> Factory:
         def f1(outputs: Outputs) -> float:
             return det.match_f1(ref, det.decode(outputs[out], score, objectness=objectness, axis=axis), iou)
 
-        return TaskMetric(f1, f"detection F1@{score:g} ({out})")
+        return TaskMetric(f1, f"detection F1@{score:g} ({out})", outputs=(out,))
 
     return factory
 
@@ -141,7 +147,7 @@ def _top1_agreement(reference: Outputs, options: List[str], labels=None) -> Task
     def agreement(outputs: Outputs) -> float:
         return float(np.mean(np.argmax(np.asarray(outputs[out]), axis=-1) == ref))
 
-    return TaskMetric(agreement, f"top-1 agreement ({out})")
+    return TaskMetric(agreement, f"top-1 agreement ({out})", outputs=(out,))
 
 
 def _topk_agreement(reference: Outputs, options: List[str], labels=None) -> TaskMetric:
@@ -152,7 +158,7 @@ def _topk_agreement(reference: Outputs, options: List[str], labels=None) -> Task
     def agreement(outputs: Outputs) -> float:
         return topk_agreement(ref, outputs[out], (k,)).get(k, float("nan"))
 
-    return TaskMetric(agreement, f"top-{k} agreement ({out})")
+    return TaskMetric(agreement, f"top-{k} agreement ({out})", outputs=(out,))
 
 
 def _mask_iou(reference: Outputs, options: List[str], labels=None) -> TaskMetric:
@@ -169,7 +175,7 @@ def _mask_iou(reference: Outputs, options: List[str], labels=None) -> TaskMetric
         union = np.logical_or(mask, ref_mask).sum()
         return float(np.logical_and(mask, ref_mask).sum() / union) if union else 1.0
 
-    return TaskMetric(iou, f"mask IoU@{thr:g} ({out})")
+    return TaskMetric(iou, f"mask IoU@{thr:g} ({out})", outputs=(out,))
 
 
 def _seg_miou(reference: Outputs, options: List[str], labels=None) -> TaskMetric:
@@ -191,7 +197,7 @@ def _seg_miou(reference: Outputs, options: List[str], labels=None) -> TaskMetric
                 ious.append(np.logical_and(r, p).sum() / union)
         return float(np.mean(ious)) if ious else 1.0
 
-    return TaskMetric(miou, f"segmentation mIoU ({out})")
+    return TaskMetric(miou, f"segmentation mIoU ({out})", outputs=(out,))
 
 
 def _pooled(kind: str) -> Factory:
@@ -199,8 +205,9 @@ def _pooled(kind: str) -> Factory:
         out = _output(reference, _opt(options, 0) or None)
         ref = reference[out]
         if kind == "cosine":
-            return TaskMetric(lambda o: cosine_similarity(ref, o[out]), f"cosine ({out})")
-        return TaskMetric(lambda o: snr_db(ref, o[out]), f"SNR dB ({out})", reference_value=math.inf)
+            return TaskMetric(lambda o: cosine_similarity(ref, o[out]), f"cosine ({out})", outputs=(out,), pooled=True)
+        return TaskMetric(lambda o: snr_db(ref, o[out]), f"SNR dB ({out})", reference_value=math.inf, outputs=(out,),
+                          pooled=True)
 
     return factory
 
@@ -212,7 +219,7 @@ def _worst_group(reference: Outputs, options: List[str], labels=None) -> TaskMet
         check = check_outputs(ref, outputs)
         return 1.0 if check.worst is None else check.worst.cosine
 
-    return TaskMetric(worst, "worst channel group cosine")
+    return TaskMetric(worst, "worst channel group cosine", outputs=tuple(ref))
 
 
 def _top1_labels(reference: Outputs, options: List[str], labels=None) -> TaskMetric:
@@ -228,9 +235,11 @@ def _top1_labels(reference: Outputs, options: List[str], labels=None) -> TaskMet
     wanted = labels[:n]
 
     def accuracy(outputs: Outputs) -> float:
-        return float(np.mean(np.argmax(np.asarray(outputs[out]), axis=-1).ravel() == wanted))
+        scores = np.asarray(outputs[out])  # [N, K], or [N, K, 1, 1] of a pooled head: one class per sample
+        return float(np.mean(np.argmax(scores.reshape(len(scores), -1), axis=1) == wanted))
 
-    return TaskMetric(accuracy, f"top-1 accuracy ({out}, {n} labels)", reference_value=accuracy(reference))
+    return TaskMetric(accuracy, f"top-1 accuracy ({out}, {n} labels)", reference_value=accuracy(reference),
+                      outputs=(out,))
 
 
 #: Built-in metric name -> factory. Extend with :func:`register_metric`.
@@ -321,6 +330,27 @@ def load_user_metric(text: str, reference: Outputs) -> TaskMetric:
                         f"Found {type(fn).__name__ if fn is not None else 'nothing'} under that name.",
                         "Name a function defined in that module: package.module:function.")
     return _wrap_user(fn, text, reference)
+
+
+def check_metric_text(text: str) -> None:
+    """Refuse, before any work, a ``--metric`` text that is neither a built-in name nor ``package.module:function``.
+
+    The module is not imported here (that happens once the reference is known).
+
+    Raises
+    ------
+    UserError
+        An unknown name, with the built-in names listed.
+    """
+    kind = text.strip().partition(":")[0]
+    if kind in REGISTRY:
+        return
+    module_name, sep, attr = text.strip().partition(":")
+    if sep and _DOTTED.match(module_name) and re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", attr):
+        return
+    raise UserError(f"Unknown metric {text!r}: neither a built-in metric nor package.module:function.",
+                    f"The built-in metrics are {', '.join(metric_names())}.",
+                    "Name one of them (e.g. --metric detection), or your own as mypackage.metrics:my_metric.")
 
 
 def parse_task_metric(text: str, reference: Outputs, labels: Optional[np.ndarray] = None) -> TaskMetric:

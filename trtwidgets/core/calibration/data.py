@@ -350,12 +350,16 @@ def iter_feeds(source, summary, batch_size: Optional[int] = None, max_samples: O
 
 
 def iter_labelled_feeds(source, summary, batch_size: Optional[int] = None, max_samples: Optional[int] = None,
-                        adapt: Optional[Mapping[str, str]] = None, opt_shapes: Optional[Mapping[str, Sequence[int]]] = None
-                        ) -> Iterator[Tuple[str, Dict[str, np.ndarray]]]:
+                        adapt: Optional[Mapping[str, str]] = None, opt_shapes: Optional[Mapping[str, Sequence[int]]] = None,
+                        as_read: bool = False) -> Iterator[Tuple[str, Dict[str, np.ndarray]]]:
     """:func:`iter_feeds` with each feed's label: the file(s) or sample positions it was made from.
 
     Every loop here ends: the batch size and every opt-shape dim are checked to be at least 1
     before any sample is read, and each sample adds at least one item (empty ones are refused).
+
+    With ``as_read``, each file (or item of an iterable) is yielded as it was read, checked but
+    never re-batched, whatever the spec's batch size: re-batching cuts axis 0, which is not the
+    batch axis of every model (the planner finds each input's own, :mod:`..model.batch_axis`).
     """
     # Checked before the spec's defaults fill them in: 0 is a wrong answer, not "not given".
     if batch_size is not None:
@@ -365,7 +369,8 @@ def iter_labelled_feeds(source, summary, batch_size: Optional[int] = None, max_s
     spec = None
     if isinstance(source, (str, os.PathLike, CalibrationDataSpec)):
         spec = spec_for(source)
-        batch_size = batch_size or (spec.batch_size if spec.batch_size != 1 or not opt_shapes else None)
+        batch_size = None if as_read else \
+            batch_size or (spec.batch_size if spec.batch_size != 1 or not opt_shapes else None)
         max_samples = max_samples if max_samples is not None else spec.max_samples
         adapt = adapt if adapt is not None else spec.adapt
         opt_shapes = opt_shapes if opt_shapes is not None else (spec.opt_shapes or None)
@@ -374,7 +379,7 @@ def iter_labelled_feeds(source, summary, batch_size: Optional[int] = None, max_s
     inputs = tuple(summary.inputs)
     names = [i.name for i in inputs]
     check_opt_shapes(opt_shapes, inputs)
-    if batch_size is None and opt_shapes:
+    if batch_size is None and opt_shapes and not as_read:
         batch_size = opt_shapes[names[0]][0] if names[0] in opt_shapes else None
     seen = 0
     pending: List[Dict[str, np.ndarray]] = []

@@ -123,7 +123,8 @@ def _input_axis(dims: Optional[Sequence[Dim]]) -> Tuple[Optional[int], str, Opti
     if 0 in dynamic:
         return 0, "axis 0 is dynamic", None
     if len(dynamic) == 1:
-        return dynamic[0], f"the only dynamic axis ({dims[dynamic[0]]!r})", None
+        d = dims[dynamic[0]]
+        return dynamic[0], f"the only dynamic axis ({'unnamed' if d is None else repr(d)}, axis {dynamic[0]})", None
     if dims[0] == 1 and not dynamic:
         return 0, "a static leading dim of 1", 1
     if dynamic:

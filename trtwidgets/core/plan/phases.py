@@ -16,6 +16,7 @@ from ..qdq.options import QdqOptions
 from .cost_model import GPUS, layer_costs
 from .judge import Judge
 from .latency import LatencyModel, LayerLatency
+from .plan_accuracy import target_notes
 from .plan_eval import Evaluator, weighted_edges
 from .plan_search import border_search
 from .plan_values import PlanAccuracy, PlanTarget
@@ -64,27 +65,40 @@ def fit_calibration(loaded, calib: Sequence[Mapping[str, np.ndarray]], options: 
         f"statistics of {len(calib)} calibration samples"
 
 
-def evaluator(loaded, held, target: PlanTarget, options: QdqOptions) -> Tuple[Evaluator, PlanTarget, List[str]]:
-    """The evaluator on the held-back feeds, the target with its metric built, and notes.
+def evaluator(loaded, held, target: PlanTarget, options: QdqOptions, axes=None,
+              batch: int = 1) -> Tuple[Evaluator, PlanTarget, List[str]]:
+    """The evaluator on the held-back samples, the target with its metric built, and notes.
 
-    Ranking runs on at most 16 held-back samples; the candidates shown are scored on all of them.
+    ``axes`` (:class:`~..model.batch_axis.BatchAxes`) says where each tensor's samples are
+    (default: axis 0); outputs reach the check and the metric batch first. Ranking runs on
+    at most 16 held-back samples; the candidates shown are scored on all of them. The notes
+    say what the target cannot see (:func:`~.plan_accuracy.target_notes`).
     """
-    from ..qdq.validate import run_model
-
-    reference, n_held = run_model(loaded.proto, held)
+    ev = Evaluator(loaded.proto, [dict(f) for f in held], {}, options, axes=axes, batch=batch)
+    reference = ev.run(loaded.proto, ev.feeds)
+    n_held = len(ev.feeds)
     factory = target.metric_factory
+    made = None
     if factory is not None:
-        metric, metric_name = factory(reference, loaded.summary, n_held)
+        made = factory(reference, loaded.summary, n_held)
+        metric, metric_name = made if isinstance(made, tuple) else (made.fn, made.name)
         target = dataclasses.replace(target, metric=metric, metric_name=metric_name, metric_factory=None)
     metric_ref = float(target.metric(reference)) if target.metric is not None else None
-    ev = Evaluator(loaded.proto, [dict(f) for f in held], reference, options, target.metric, metric_ref)
-    notes: List[str] = []
-    rank_feeds = ev.feeds[: max(1, min(len(ev.feeds), 16))]
-    n_rank = sum(int(np.shape(next(iter(f.values())))[0]) for f in rank_feeds)
+    if metric_ref is not None and not np.isfinite(metric_ref):
+        raise UserError(f"The metric {target.metric_name or 'given'} scores {metric_ref} on FP32 itself.",
+                        "A candidate is judged by how far its metric falls below FP32's, which needs a finite value "
+                        "(an SNR of FP32 against itself is infinite).",
+                        "Use --target-snr DB (or PlanTarget(snr_db=...)) for an SNR, or a metric with a finite "
+                        "FP32 value.")
+    ev = dataclasses.replace(ev, reference=reference, metric=target.metric, metric_reference=metric_ref)
+    notes: List[str] = target_notes(reference, target, getattr(made, "outputs", None), getattr(made, "pooled", False))
+    n_rank = max(1, min(n_held, 16))
+    rank_feeds = ev.feeds[:n_rank]
     rank_ref = {k: v[:n_rank] for k, v in reference.items()}
     rank_metric = None
     if factory is not None:
-        rank_metric = factory(rank_ref, loaded.summary, n_rank)[0]
+        made_rank = factory(rank_ref, loaded.summary, n_rank)
+        rank_metric = made_rank[0] if isinstance(made_rank, tuple) else made_rank.fn
     elif target.metric is not None and n_rank < n_held:
         notes.append("the metric is a plain callable: layers are ranked by cosine on a subset, candidates by the metric")
     ev.set_rank_data(rank_feeds, rank_ref, rank_metric)
@@ -112,11 +126,19 @@ def score_methods(ev: Evaluator, cal, judge: Judge, progress: bool = True
     return per_method, best
 
 
-def engine_shapes(held, batch_size: Optional[int], shapes: Optional[Mapping[str, Sequence[int]]]) -> Dict[str, tuple]:
-    """The input shapes the engine will run at: the data's, at ``batch_size``, overridden by ``shapes``."""
+def engine_shapes(held, batch_size: Optional[int], shapes: Optional[Mapping[str, Sequence[int]]],
+                  axes=None) -> Dict[str, tuple]:
+    """The input shapes the engine will run at: the data's, at ``batch_size``, overridden by ``shapes``.
+
+    ``batch_size`` sets each input's own batch axis (``axes``: a :class:`~..model.batch_axis.BatchAxes`;
+    default axis 0); an input without one keeps its shape.
+    """
     input_shapes = {k: tuple(v.shape) for k, v in held[0].items()}
     if batch_size:
-        input_shapes = {k: (int(batch_size),) + s[1:] for k, s in input_shapes.items()}
+        where = axes.inputs if axes is not None else {k: 0 for k in input_shapes}
+        input_shapes = {k: (s[:where[k]] + (int(batch_size),) + s[where[k] + 1:]
+                            if where.get(k) is not None and len(s) > where[k] else s)
+                        for k, s in input_shapes.items()}
     if shapes:
         input_shapes.update({k: tuple(int(d) for d in v) for k, v in shapes.items()})
     return input_shapes

@@ -3,22 +3,25 @@
 ONNX Runtime on the CPU predicts a TensorRT Q/DQ engine's accuracy well (on a real
 mobile detector the two agreed at cosine 0.978), so the search runs here and the GPU
 only confirms. Each evaluation is one export (:func:`.export.build_qdq`) and one
-ORT run over the held-back feeds.
+ORT run over the held-back samples, along each tensor's own batch axis
+(:func:`~.plan_data.run_samples`), scored on every output's worst channel group
+(:func:`~.plan_accuracy.score_outputs`).
 """
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 import numpy as np
 import onnx
 
-from ..accuracy.metrics import compare_outputs
+from ..common.errors import UserError
 from ..qdq.graph_patterns import node_label
 from ..qdq.options import QdqOptions
+from .plan_accuracy import score_outputs
+from .plan_data import run_samples
 from .plan_values import PlanAccuracy
 
 __all__ = ["Evaluator", "exclusion_key", "weighted_borders", "weighted_edges"]
@@ -40,14 +43,18 @@ class Evaluator:
     proto : onnx.ModelProto
         The float model.
     feeds : list of dict
-        Held-back feeds.
+        Held-back samples, one feed each.
     reference : dict
-        The float model's outputs on ``feeds``.
+        The float model's outputs on ``feeds``, batch first.
     options : QdqOptions
         How every candidate is exported (its ``high_precision`` resolved: BF16 is
         evaluated as FP32, ONNX Runtime has no BF16 kernels on the CPU); the layers a
         candidate keeps float are added to its exclusions.
     metric : callable, optional
+    axes : BatchAxes, optional
+        The batch axis of every input and output (default: axis 0 everywhere).
+    batch : int
+        Samples per ONNX Runtime run.
     runs : int
         How many ORT runs so far (for the progress line).
     """
@@ -58,6 +65,8 @@ class Evaluator:
     options: QdqOptions = field(default_factory=lambda: QdqOptions(high_precision="fp32"))
     metric: Optional[Callable] = None
     metric_reference: Optional[float] = None
+    axes: Optional[Any] = None
+    batch: int = 1
     runs: int = 0
     _labels: Dict[str, onnx.NodeProto] = field(default_factory=dict, repr=False)
     _rank: tuple = field(default=(), repr=False)
@@ -97,18 +106,24 @@ class Evaluator:
 
     def score_model(self, model: onnx.ModelProto, rank: bool = False) -> PlanAccuracy:
         """Accuracy of ``model`` on all held-back feeds, or on the ranking subset (``rank``)."""
-        from ..qdq.validate import run_model
-
         feeds, reference, metric, metric_ref = (self._rank if rank else
                                                 (self.feeds, self.reference, self.metric, self.metric_reference))
-        out, _ = run_model(model, feeds)
+        out = self.run(model, feeds)
         self.runs += 1
-        metrics = compare_outputs(dict(reference), out, topk=(1,))
-        cos = min((m.cosine for m in metrics.values()), default=math.nan)
-        snr = min((m.snr_db for m in metrics.values()), default=math.nan)
+        score = score_outputs(reference, out)
         value = float(metric(out)) if metric is not None else None
-        return PlanAccuracy(cosine=float(cos), snr_db=float(snr), metric=value,
-                            metric_reference=metric_ref if value is not None else None)
+        return PlanAccuracy(cosine=float(score.cosine), snr_db=float(score.snr_db), metric=value,
+                            metric_reference=metric_ref if value is not None else None, worst_group=score.worst,
+                            pooled_cosine=float(score.pooled_cosine))
+
+    def run(self, model, feeds) -> Dict[str, np.ndarray]:
+        """``model``'s outputs on ``feeds`` (samples), batch first."""
+        from ..model.batch_axis import BatchAxes
+
+        axes = self.axes
+        if axes is None:  # the older form: every tensor batched on axis 0
+            axes = BatchAxes({n: 0 for n in feeds[0]}, {o.name: 0 for o in self.proto.graph.output})
+        return run_samples(model, feeds, axes, self.batch)
 
     def score(self, amax: Mapping[str, float], float_layers: Iterable[str] = (),
               rank: bool = False) -> Tuple[PlanAccuracy, Tuple[str, ...]]:
@@ -126,7 +141,12 @@ class Evaluator:
             converted, _ = convert_float_part(model, "fp16", require_opset=False)
         except Exception:  # noqa: BLE001 - an exotic graph the converter cannot type: FP16 is still a candidate
             return self.score_model(self.proto)
-        return self.score_model(converted)
+        try:
+            return self.score_model(converted)
+        except UserError:
+            # ONNX Runtime lacks some FP16 kernels on the CPU (a 4-D cubic Resize, as in a ViT's position
+            # embeddings); TensorRT has them: FP16 is still a candidate, scored as FP32.
+            return self.score_model(self.proto)
 
 
 def weighted_edges(proto: onnx.ModelProto) -> List[Tuple[str, str]]:

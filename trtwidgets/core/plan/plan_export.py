@@ -47,7 +47,7 @@ def export_plan(model, plan_: Union[Plan, Mapping, str, os.PathLike], out_path: 
 
     Write the pick to disk::
 
-        plan = tw.plan(model, "samples/", calibration=cal)
+        plan = tw.plan(model, "samples/", held_back="heldback/", calibration=cal)
         if tw.export_plan(model, plan, "model.qdq.onnx") is None:
             print(plan.reason)            # FP16 is the pick: nothing was written
 

@@ -78,12 +78,19 @@ class PlanTarget:
 
 @dataclass(frozen=True)
 class PlanAccuracy:
-    """A candidate's accuracy against ONNX Runtime FP32 (``metric_reference`` is the float model's metric)."""
+    """A candidate's accuracy against ONNX Runtime FP32 (``metric_reference`` is the float model's metric).
+
+    ``cosine`` and ``snr_db`` are those of the worst channel group of any output
+    (:mod:`.plan_accuracy`), ``worst_group`` names it, ``pooled_cosine`` is the lowest
+    plain output cosine (blind to groups with little of an output's energy).
+    """
 
     cosine: float
     snr_db: float
     metric: Optional[float] = None
     metric_reference: Optional[float] = None
+    worst_group: str = ""
+    pooled_cosine: Optional[float] = None
 
     def meets(self, target: PlanTarget) -> bool:
         """Whether every part of ``target`` holds."""
@@ -98,7 +105,8 @@ class PlanAccuracy:
 
     def to_dict(self) -> dict:
         return {"cosine": _jf(self.cosine), "snr_db": _jf(self.snr_db), "metric": _jf(self.metric),
-                "metric_reference": _jf(self.metric_reference)}
+                "metric_reference": _jf(self.metric_reference), "worst_group": self.worst_group,
+                "pooled_cosine": _jf(self.pooled_cosine)}
 
 
 @dataclass(frozen=True)
@@ -184,6 +192,11 @@ class Plan:
         The latency's standing (:mod:`.measured_plan`): ``status`` ``"estimate"`` with how far
         estimates have been off on the zoo, or ``"measured"`` / ``"partial"`` with every
         engine's measurement beside its estimate and the pick by measured time.
+    held_back : dict
+        Which samples measured accuracy (:class:`~..calibration.held_back.HeldBackSplit`'s record:
+        the source, seed and the sample names of each side).
+    batch_axes : dict
+        The batch axis of every input and output, and how each was found.
     """
 
     model: str
@@ -201,6 +214,8 @@ class Plan:
     placement: Dict[str, Any] = field(default_factory=dict)
     options: Dict[str, Any] = field(default_factory=dict)
     measured: Dict[str, Any] = field(default_factory=dict)
+    held_back: Dict[str, Any] = field(default_factory=dict)
+    batch_axes: Dict[str, Any] = field(default_factory=dict)
 
     @property
     def pick(self) -> Candidate:
@@ -224,7 +239,8 @@ class Plan:
                 "input_shapes": {k: list(v) for k, v in self.input_shapes.items()},
                 "seconds": {k: round(v, 3) for k, v in self.seconds.items()}, "notes": list(self.notes),
                 "interrupted": self.interrupted, "placement": dict(self.placement), "options": dict(self.options),
-                "measured": dict(self.measured)}
+                "measured": dict(self.measured),
+                "held_back": dict(self.held_back), "batch_axes": dict(self.batch_axes)}
 
     def table(self) -> str:
         """The candidates as a plain-text table (what the CLI prints; :func:`~.plan_table.plan_table`)."""

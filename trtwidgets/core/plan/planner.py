@@ -36,14 +36,15 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, TypeVar
 
 import onnx
 
-from ..common.errors import UserError
 from ..qdq.options import QdqOptions
 from .accuracy_search import Candidates, Search, accuracy_search
 from .judge import Judge
 from .measured_plan import finish_latency, measurement_source
 from .phases import (METHOD_ORDER, engine_shapes, evaluator, fit_calibration, latency_model, myelin_layers,
                      paying_layers, score_methods)
+from .plan_data import labels_for_held, read_plan_data
 from .plan_export import PLANNER_PLACEMENT, export_plan, plan_options
+from .plan_target import with_metric
 from .plan_values import Candidate, Plan, PlanTarget
 
 __all__ = ["plan", "PlanTarget", "Plan", "Candidate", "export_plan", "plan_options", "METHOD_ORDER"]
@@ -59,29 +60,6 @@ def _loaded(model):
     if isinstance(model, onnx.ModelProto):
         return LoadedModel(Path(model.graph.name or "model.onnx"), model, summarize(model))
     return load_model(model)
-
-
-def _feeds(proto: onnx.ModelProto, data, held_back, holdout: float, max_samples: Optional[int]):
-    """``(calibration feeds, held-back feeds)``."""
-    from ..calibration.data import iter_feeds
-    from ..model.load import summarize
-
-    summary = summarize(proto)
-    feeds = [dict(f) for f in iter_feeds(data, summary, batch_size=1, max_samples=max_samples)]
-    if held_back is not None:
-        held = [dict(f) for f in iter_feeds(held_back, summary, batch_size=1)]
-        calib = feeds
-    else:
-        if len(feeds) < 2:
-            raise UserError(f"The planner needs at least 2 samples; the data has {len(feeds)}.",
-                            "Some samples calibrate, the rest (held back) measure accuracy.",
-                            "Give more samples (32 or more is better), or held_back= separate data.")
-        n_held = min(len(feeds) - 1, max(1, int(round(len(feeds) * holdout))))
-        calib, held = feeds[:-n_held], feeds[-n_held:]
-    if not held:
-        raise UserError("The held-back data is empty.", "Accuracy is measured on samples not used to calibrate.",
-                        "Give held_back data with at least one sample.")
-    return calib, held
 
 
 def _ranges_record(cal, per_method, best_method: str, amax: Mapping[str, float], described: str) -> dict:
@@ -101,7 +79,9 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
          high_precision: Optional[str] = None, dense_int8: Optional[bool] = None, gpu: str = "h100",
          batch_size: Optional[int] = None, shapes: Optional[Mapping[str, Sequence[int]]] = None, oracle=None,
          calibration=None, stats=None, max_samples: Optional[int] = None, max_ranked: int = 96,
-         progress: bool = True, on_step: Optional[Callable[[str], None]] = None, measure=False) -> Plan:
+         progress: bool = True, on_step: Optional[Callable[[str], None]] = None, metric=None, labels=None,
+         batch_axis=None, seed: int = 0,
+         measure=False) -> Plan:
     """Search for the fastest Q/DQ quantization that meets an accuracy target (see the module docstring).
 
     Parameters
@@ -109,10 +89,17 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
     model : path, onnx.ModelProto or LoadedModel
         The float model.
     data : anything :func:`~..calibration.data.iter_feeds` takes
-        Samples; the last ``holdout`` fraction is held back for accuracy unless ``held_back``
-        is given, the rest calibrates (unused with ``calibration`` or ``stats``).
+        Samples; a seeded random ``holdout`` fraction of them is held back for accuracy unless
+        ``held_back`` is given (the names of each side go into plan.json), the rest calibrates
+        (unused with ``calibration`` or ``stats``; held-back samples those statistics saw are
+        left out where others remain, and a note says so).
     target : PlanTarget, optional
-        Default: output cosine >= 0.99.
+        Default: cosine >= 0.99 on the worst channel group of every output
+        (:mod:`.plan_accuracy`), or the ``metric`` alone when one is given.
+    held_back : optional
+        Separate held-back samples (then all of ``data`` calibrates).
+    holdout, seed : float, int
+        The random split's share and seed.
     options : QdqOptions, optional
         How candidates are exported (:class:`~trtwidgets.core.qdq.options.QdqOptions`; its
         defaults when None). The planner decides matrix-vector layers itself (rule 5 off).
@@ -137,6 +124,18 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
         A progress bar per phase.
     on_step : callable, optional
         Called with a short text before each phase.
+    metric : str, callable or TaskMetric, optional
+        A task metric (:mod:`~..accuracy.task_metrics`): a built-in name such as ``"detection"``,
+        ``"top1-agreement"``, ``"mask-iou:0.3"``, ``"package.module:function"``, or
+        ``f(reference, candidate) -> float`` (higher is better); the target then holds it within
+        ``target.max_metric_drop`` of FP32 (default 0.01), with the target's cosine/SNR if it sets one.
+    labels : array of int, optional
+        Classes for ``metric="top1"``: one per sample of ``data`` (the split picks the held-back
+        ones), or one per held-back sample.
+    batch_axis : int, str or mapping, optional
+        The batch axis of every tensor (``1``), of none (``"none"``), or per tensor
+        (``{"logits": 1}``, ``"logits:1,state:none"``); found from the model otherwise
+        (:mod:`~..model.batch_axis`). A model without one runs sample by sample.
     measure : bool or callable
         True: build FP16, implicit INT8 and the top candidates on this GPU, time them in
         interleaved rounds and pick by measured time (:mod:`trtwidgets.trt.plan_measure`;
@@ -159,15 +158,18 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
     opts = _planner_options(options, trt_version=trt_version, high_precision=high_precision, dense_int8=dense_int8)
     loaded = _loaded(model)
     say("reading data")
-    calib, held = _feeds(loaded.proto, data, held_back, holdout, max_samples)
+    pdata = read_plan_data(loaded, data, held_back, holdout, seed, max_samples, batch_axis,
+                           calibration if calibration is not None else stats)
     say("collecting statistics" if calibration is None and stats is None else "reading the statistics given")
-    cal, described = fit_calibration(loaded, calib, opts, calibration, stats, progress)
+    cal, described = fit_calibration(loaded, pdata.calib, opts, calibration, stats, progress)
     seconds: Dict[str, float] = {"statistics": time.perf_counter() - t0}
-    ev, target, notes = evaluator(loaded, held, target or PlanTarget(), opts)
+    target = with_metric(target, metric, labels_for_held(labels, pdata))
+    ev, target, notes = evaluator(loaded, pdata.held, target, opts, pdata.axes, pdata.run_batch())
+    notes = list(pdata.notes) + notes
     search = Search(ev, Judge(target), (), progress, say)
     per_method, best_method = _timed(seconds, "ranges", lambda: _choose_ranges(search, cal, described, notes))
     amax = dict(per_method[best_method][1])
-    input_shapes = engine_shapes(held, batch_size, shapes)
+    input_shapes = engine_shapes(pdata.held, batch_size, shapes, pdata.axes)
     all_export = ev.export(amax)
     search = dataclasses.replace(search, layers=tuple(all_export.report.quantized_layers))
     latency, pays, kept_latency = _timed(seconds, "latency", lambda: _where_int8_pays(
@@ -181,7 +183,8 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
                   reason=reason, ranges=_ranges_record(cal, per_method, best_method, amax, described),
                   high_precision=opts.high_precision, trt_version=str(opts.trt_version or ""),
                   input_shapes=input_shapes, seconds=seconds, notes=tuple(notes), interrupted=interrupted,
-                  placement={"dense_int8": bool(opts.dense_int8)}, options=opts.to_dict())
+                  placement={"dense_int8": bool(opts.dense_int8)}, options=opts.to_dict(),
+                  held_back=pdata.split.to_dict(), batch_axes=pdata.axes.to_dict())
     if source is not None:
         say("building and timing the candidates")
     return finish_latency(result, str(loaded.path), source)

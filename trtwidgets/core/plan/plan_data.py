@@ -1,0 +1,268 @@
+"""The planner's data: one feed per sample, each tensor's batch axis found, and a named held-back split.
+
+A model promises nothing about axis 0. The planner therefore reads every file as it is
+(never re-batched along axis 0), finds the batch axis of each input and output
+(:func:`~..model.batch_axis.find_batch_axes`: the user's ``--batch-axis``, a dim named
+like a batch, a dynamic dim, a batch-2 run checked against two batch-1 runs), cuts each
+file into samples along its inputs' batch axes (a model without one: each file is one
+sample) and runs them through ONNX Runtime with
+:func:`~..model.batch_axis.run_in_batches`, so that every output reaches the accuracy
+check and the task metrics **batch first**, whatever the model's layout (a time-major
+``[T, N, C]`` output arrives as ``[N, T, C]``).
+
+Accuracy is measured on samples the ranges were not fitted to: the user's held-back
+data, or a seeded random split of the data (:mod:`..calibration.held_back`) whose
+sample names go into plan.json. Statistics given to the planner that saw held-back
+samples are caught by the samples' fingerprints: those samples leave the held-back
+part when others remain, and the plan says so either way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from ..common.errors import UserError
+from ..model.batch_axis import BatchAxes, find_batch_axes, parse_batch_axis, run_in_batches
+
+__all__ = ["PlanData", "read_plan_data", "run_samples", "split_samples", "labels_for_held", "RUN_BATCH"]
+
+Feed = Dict[str, np.ndarray]
+#: Samples per ONNX Runtime run where the model takes a batch (fewer runs; the same numbers as one by one).
+RUN_BATCH = 8
+
+
+@dataclass(frozen=True)
+class PlanData:
+    """The samples a plan calibrates and measures on.
+
+    Attributes
+    ----------
+    calib, held : list of dict
+        One feed per sample (each input with its batch axis of 1 where it has one).
+    axes : BatchAxes
+        The batch axis of every input and output.
+    split : HeldBackSplit
+        Which sample names calibrate and which are held back (for plan.json).
+    held_index : tuple of int
+        Position of each held-back sample among the data's samples (None: from held-back data).
+    notes : tuple of str
+    """
+
+    calib: List[Feed]
+    held: List[Feed]
+    axes: BatchAxes
+    split: object
+    held_index: Optional[Tuple[int, ...]] = None
+    notes: Tuple[str, ...] = field(default=())
+
+    def run_batch(self) -> int:
+        """Samples per run: :data:`RUN_BATCH` where every tensor has a batch axis, else 1."""
+        return RUN_BATCH if self.axes.batched and all(a is not None for a in self.axes.outputs.values()) else 1
+
+
+
+def split_samples(feed: Mapping[str, np.ndarray], input_axes: Mapping[str, Optional[int]]) -> List[Feed]:
+    """One file's feed cut into samples along each input's batch axis (kept, of size 1).
+
+    Inputs without a batch axis (a scalar sample rate, a frames x features array) are
+    part of every sample; a feed where no input has one is one sample.
+
+    Raises
+    ------
+    UserError
+        The inputs hold different numbers of samples along their batch axes.
+    """
+    arrays = {k: np.asarray(v) for k, v in feed.items()}
+    batched = {k: a for k, a in input_axes.items() if a is not None and k in arrays and arrays[k].ndim > a}
+    if not batched:
+        return [arrays]
+    counts = {k: int(arrays[k].shape[a]) for k, a in batched.items()}
+    if len(set(counts.values())) != 1:
+        raise UserError("The inputs of one sample file hold different numbers of samples along their batch axes.",
+                        ", ".join(f"{k}: {n} (axis {batched[k]})" for k, n in counts.items()) + ".",
+                        "Give --batch-axis NAME:AXIS for the inputs whose batch axis is not the one found, "
+                        "or --batch-axis NAME:none for an input that is not batched.")
+    n = next(iter(counts.values()))
+    if n == 1:
+        return [arrays]
+    return [{k: (np.take(v, [i], axis=batched[k]) if k in batched else v) for k, v in arrays.items()}
+            for i in range(n)]
+
+
+def _read_files(data, summary, limit: Optional[int] = None) -> List[Tuple[str, Feed]]:
+    """``(label, feed)`` per file (or item of an iterable), as read: never cut along axis 0.
+
+    ``limit``: at most this many files (each holds at least one sample).
+    """
+    import itertools
+
+    from ..calibration.data import iter_labelled_feeds
+
+    feeds = iter_labelled_feeds(data, summary, as_read=True)
+    return [(label, dict(feed)) for label, feed in itertools.islice(feeds, limit)]
+
+
+def _samples(files: Sequence[Tuple[str, Feed]], input_axes, max_samples: Optional[int]) -> List[Tuple[str, Feed]]:
+    """``(name, feed)`` per sample: a file's name, ``name #i`` where a file holds several samples."""
+    out: List[Tuple[str, Feed]] = []
+    for label, feed in files:
+        parts = split_samples(feed, input_axes)
+        out.extend((label if len(parts) == 1 else f"{label} #{i}", p) for i, p in enumerate(parts))
+        if max_samples is not None and len(out) >= max_samples:
+            return out[:max_samples]
+    return out
+
+
+def _checked_axes(axes: BatchAxes, user: Mapping[str, Optional[int]]) -> BatchAxes:
+    """No input batch axis where no output has one: a dynamic axis 0 that a batch-2 run does not split is no batch.
+
+    (An input ``[T, 576]`` of frames with T dynamic looks batched; its LSTM's output does not
+    split into two runs' outputs, so the frames are one sample.) The user's axes stand.
+    """
+    found = [k for k, a in axes.inputs.items() if a is not None and k not in user and "*" not in user]
+    if not found or not axes.outputs or any(a is not None for a in axes.outputs.values()):
+        return axes
+    if any(k in user for k in axes.outputs) or "*" in user:
+        return axes
+    reasons = dict(axes.reasons)
+    for k in found:
+        reasons[k] = (f"{reasons.get(k, '')}, but no output splits along a batch in a batch-2 run: taken as one "
+                      "sample (give --batch-axis to say otherwise)")
+    return BatchAxes({k: (None if k in found else a) for k, a in axes.inputs.items()}, dict(axes.outputs), reasons, {})
+
+
+def _user_axes(batch_axis) -> Dict[str, Optional[int]]:
+    if batch_axis is None:
+        return {}
+    if isinstance(batch_axis, str):
+        return parse_batch_axis(batch_axis)
+    if isinstance(batch_axis, int) and not isinstance(batch_axis, bool):
+        return {"*": batch_axis}
+    if isinstance(batch_axis, Mapping):
+        return dict(batch_axis)
+    raise UserError(f"batch_axis={batch_axis!r} is not a batch axis.",
+                    "It is an axis for every tensor, 'none', or tensor name -> axis (None: no batch axis).",
+                    "Pass e.g. batch_axis=1, batch_axis='none' or batch_axis={'logits': 1}.")
+
+
+def read_plan_data(loaded, data, held_back=None, holdout: float = 0.25, seed: int = 0,
+                   max_samples: Optional[int] = None, batch_axis: Union[None, str, int, Mapping] = None,
+                   stats=None) -> PlanData:
+    """The samples of ``data`` (and ``held_back``), split and checked (module docstring).
+
+    Parameters
+    ----------
+    loaded : LoadedModel
+    data, held_back : anything :func:`~..calibration.data.iter_labelled_feeds` takes
+    holdout, seed : float, int
+        The random split's share and seed (when ``held_back`` is None).
+    max_samples : int, optional
+        Read at most this many samples of ``data``.
+    batch_axis : str, int or mapping, optional
+        The user's batch axes (:func:`~..model.batch_axis.parse_batch_axis`); found otherwise.
+    stats : Calibration or ActivationStats, optional
+        Statistics given to the planner: their sample fingerprints are checked against the held-back samples.
+
+    Raises
+    ------
+    UserError
+        Too few samples, empty held-back data, a bad fraction or batch axis.
+    """
+    from ..calibration.held_back import split_labelled
+
+    user = _user_axes(batch_axis)
+    files = _read_files(data, loaded.summary, max_samples)
+    held_files = _read_files(held_back, loaded.summary) if held_back is not None else None
+    # A real file checks the batch axes (a batch-2 run of it against two runs), before any file is cut.
+    axes = _checked_axes(find_batch_axes(loaded.proto, user, sample=(held_files or files)[0][1]), user)
+    labelled = _samples(files, axes.inputs, max_samples)
+    held_labelled = _samples(held_files, axes.inputs, None) if held_files is not None else None
+    calib, held, split = split_labelled(labelled, holdout, seed, held_labelled)
+    held_index = None
+    if held_labelled is None:
+        wanted = set(split.held_back)
+        held_index = tuple(i for i, (lb, _) in enumerate(labelled) if lb in wanted)
+    notes: List[str] = []
+    if stats is not None:
+        held, held_index, split = _without_seen(stats, held, held_index, split, notes)
+    notes.extend(axes.notes())
+    return PlanData(calib, held, axes, split, held_index, tuple(notes))
+
+
+def _without_seen(stats, held: List[Feed], held_index, split, notes: List[str]):
+    """The held-back samples the statistics never saw, when there are any; a note either way."""
+    import dataclasses
+
+    from ..calibration.held_back import feed_fingerprints, stats_overlap_note
+
+    prints = [feed_fingerprints(f) for f in held]  # axis 0, as collect_stats fingerprints its feeds
+    warning = stats_overlap_note(stats, [p for ps in prints for p in ps])
+    if warning is None:
+        return held, held_index, split
+    seen = set(getattr(getattr(stats, "stats", stats), "sample_hashes", ()) or ())
+    unseen = [i for i, ps in enumerate(prints) if not any(p in seen for p in ps)]
+    if not seen or not unseen or len(unseen) == len(held):
+        notes.append(warning)
+        return held, held_index, split
+    dropped = len(held) - len(unseen)
+    notes.append(f"{dropped} of the {len(held)} held-back samples were also used to collect the given statistics: "
+                 f"accuracy is measured on the other {len(unseen)} only")
+    names = [split.held_back[i] for i in unseen] if len(split.held_back) == len(held) else list(split.held_back)
+    split = dataclasses.replace(split, held_back=tuple(names))
+    index = tuple(held_index[i] for i in unseen) if held_index is not None else None
+    return [held[i] for i in unseen], index, split
+
+
+def labels_for_held(labels, data: PlanData) -> Optional[np.ndarray]:
+    """The labels of the held-back samples: given for them, or for every sample of the data (picked by the split).
+
+    Raises
+    ------
+    UserError
+        As many labels as neither.
+    """
+    if labels is None:
+        return None
+    labels = np.asarray(labels).ravel()
+    n_held = len(data.held)
+    if data.held_index is not None:
+        total = len(data.calib) + n_held
+        if len(labels) >= total:
+            return labels[list(data.held_index)]
+        if len(labels) == n_held:
+            return labels
+        raise UserError(f"{len(labels)} labels for {total} samples ({n_held} held back at random).",
+                        "Labels are read in data order: one per sample of --data, or one per held-back sample.",
+                        "Give one label per sample of --data (the split picks the held-back ones), "
+                        "or --held-back DIR with its own labels.")
+    return labels
+
+
+def run_samples(model, samples: Sequence[Mapping[str, np.ndarray]], axes: BatchAxes, batch: int = 1,
+                ranks: Optional[Mapping[str, int]] = None, purpose: str = "score a candidate") -> Dict[str, np.ndarray]:
+    """Every sample through ``model`` in ONNX Runtime, ``batch`` at a time; outputs batch first.
+
+    Raises
+    ------
+    UserError
+        No samples, or ONNX Runtime refuses the model or a feed.
+    """
+    from ..common.ort import open_session
+    from ..model.load import as_model_proto
+
+    if not samples:
+        raise UserError("No data to run.", "The held-back data holds no sample.", "Give held-back samples.")
+    proto = as_model_proto(model)
+    if ranks is None:
+        ranks = {vi.name: len(vi.type.tensor_type.shape.dim) for vi in proto.graph.input
+                 if vi.type.tensor_type.HasField("shape")}
+    sess = open_session(proto, purpose=purpose)
+    names = list(sess.output_names)
+
+    def run(feed: Feed) -> Dict[str, np.ndarray]:
+        return dict(zip(names, sess.run(names, feed)))
+
+    return run_in_batches(run, list(samples), axes, batch_size=batch, ranks=ranks)

@@ -1,0 +1,51 @@
+"""A plan's target with a task metric: built-in by name, the user's ``package.module:function``, or a callable.
+
+The metrics themselves are :mod:`~..accuracy.task_metrics`' (one registry for the CLI,
+the API and the App); this module only puts one into a :class:`~.plan_values.PlanTarget`,
+built once the float model's outputs on the held-back samples are known.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Optional
+
+import numpy as np
+
+from .plan_values import PlanTarget
+
+__all__ = ["metric_factory", "with_metric"]
+
+
+def _make(metric, labels, reference, summary=None, samples: int = 0):
+    from ..accuracy.task_metrics import make_task_metric
+
+    return make_task_metric(metric, reference, labels)
+
+
+def metric_factory(metric, labels: Optional[np.ndarray] = None):
+    """``f(reference, summary, samples) -> TaskMetric`` for :attr:`PlanTarget.metric_factory`.
+
+    Parameters
+    ----------
+    metric : str, callable or TaskMetric
+        As :func:`~..accuracy.task_metrics.make_task_metric` takes it.
+    labels : array, optional
+        Classes of the held-back samples, in order (``top1``).
+    """
+    return functools.partial(_make, metric, labels)
+
+
+def with_metric(target: Optional[PlanTarget], metric=None, labels: Optional[np.ndarray] = None) -> PlanTarget:
+    """``target`` (default: cosine >= 0.99) with ``metric`` as its task metric.
+
+    Without a ``target``, a metric is the whole target (no cosine); a given target keeps its
+    cosine/SNR and its ``max_metric_drop``. ``metric`` None leaves ``target`` as it is.
+    """
+    if metric is None:
+        return target or PlanTarget()
+    factory = metric_factory(metric, labels)
+    if target is None:
+        return PlanTarget(cosine=None, metric_factory=factory)
+    return dataclasses.replace(target, metric=None, metric_name="", metric_factory=factory)
