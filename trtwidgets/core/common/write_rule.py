@@ -92,14 +92,15 @@ def check_replaceable(path: PathLike, label: Optional[str] = None) -> None:
         raise WriteError(f"{label} is a folder.", "A file is to be written there, and a folder is never replaced.",
                          f"Give a file path, e.g. {os.path.join(os.fspath(path), 'out' + Path(path).suffix)}.")
     kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
-    raise WriteError(f"{label} is {kind}, not a regular file.",
-                     f"Only regular files are replaced: writing there would turn {kind} into a file "
-                     "(or block, for a pipe).",
+    why = ("Only regular files are replaced: a pipe would be turned into a file, or block the run until "
+           "something reads it." if stat.S_ISFIFO(mode) else
+           f"Only regular files are replaced: writing there would replace {kind} with a file.")
+    raise WriteError(f"{label} is {kind}, not a regular file.", why,
                      "Give the path of a regular file, or of one that does not exist yet.")
 
 
-def refuse_inputs(output: PathLike, inputs: Mapping[str, PathLike], label: Optional[str] = None) -> None:
-    """Refuse an ``output`` that is one of ``inputs`` (label -> path) of the same run.
+def refuse_inputs(output: PathLike, inputs: Mapping[str, object], label: Optional[str] = None) -> None:
+    """Refuse an ``output`` that is one of ``inputs`` (label -> path, or an object with a ``path``) of the same run.
 
     Raises
     ------
@@ -108,7 +109,9 @@ def refuse_inputs(output: PathLike, inputs: Mapping[str, PathLike], label: Optio
     """
     label = label or os.fspath(output)
     for source, path in inputs.items():
-        if path is not None and isinstance(path, (str, os.PathLike)) and os.path.exists(
+        if not isinstance(path, (str, os.PathLike)):
+            path = getattr(path, "path", None)  # a loaded model or statistics remember the file they came from
+        if isinstance(path, (str, os.PathLike)) and os.path.exists(
                 os.path.expanduser(os.fspath(path))) and same_file(output, path):
             raise WriteError(f"{label} is the run's own input ({source}: {os.fspath(path)}).",
                              "Writing it would destroy the file it is read from.",
@@ -118,6 +121,8 @@ def refuse_inputs(output: PathLike, inputs: Mapping[str, PathLike], label: Optio
 def partial_path(path: PathLike) -> Path:
     """Where an interrupted run's result for ``path`` goes: ``stats.npz`` -> ``stats.partial.npz``, ``out`` -> ``out.partial``."""
     path = Path(os.fspath(path))
+    if path.stem.endswith(".partial") or path.name.endswith(".partial"):
+        return path  # already a partial result's name: a second interruption replaces it (it holds the first's samples)
     if path.suffix and path.stem:
         return path.with_name(f"{path.stem}.partial{path.suffix}")
     return path.with_name(path.name + ".partial")

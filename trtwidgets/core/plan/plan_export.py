@@ -72,6 +72,7 @@ def export_plan(model, plan_: Union[Plan, Mapping, str, os.PathLike], out_path: 
     from ..qdq.graph_patterns import node_label
     from .plan_eval import exclusion_key
 
+    source = plan_
     if isinstance(plan_, (str, os.PathLike)):
         from .plan_values import load_plan
 
@@ -91,7 +92,11 @@ def export_plan(model, plan_: Union[Plan, Mapping, str, os.PathLike], out_path: 
     exclude = [exclusion_key(n) for n in weighted if node_label(n) not in quantized]
     result = build_qdq(proto, doc["ranges"]["amax"], opts, exclude=tuple(opts.exclude) + tuple(exclude))
     if out_path is not None:
+        from ..common.write_rule import refuse_inputs
         from ..qdq.export import save_qdq_model
 
+        refuse_inputs(out_path, {"the model": model,
+                                 "the plan": source},
+                      f"out_path {os.fspath(out_path)}")
         save_qdq_model(result.model, out_path, reference=result.float32_model)
     return result
