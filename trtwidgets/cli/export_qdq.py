@@ -156,14 +156,13 @@ def run(args) -> int:
     from ..core.qdq.export_check import DEFAULT_MIN_COSINE
 
     min_float = DEFAULT_MIN_COSINE if args.min_float_cosine is None else args.min_float_cosine
+    path = save_qdq_model(result.model, args.out, reference=result.float32_model, feeds=feeds, min_cosine=min_float)
     validation = None
     if feeds is not None:
         from ..core.qdq.validate import validate_qdq
 
-        # Validated before writing: Ctrl-C or a failure while validating leaves an earlier --out as it was.
         validation = validate_qdq(loaded, result.model, feeds, trt_version=_lint_version(opts),
                                   precision=result.report.precision, min_cosine=args.min_cosine, **task)
-    path = save_qdq_model(result.model, args.out, reference=result.float32_model, feeds=feeds, min_cosine=min_float)
     if args.json:
         out = {"out": str(path), "report": result.report.to_dict()}
         if validation is not None:
