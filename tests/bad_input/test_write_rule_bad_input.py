@@ -360,8 +360,12 @@ def test_no_temporary_file_survives_any_way_out(tmp_path, exc):
 
     with pytest.raises(exc):
         atomic_write(target, write)
+    def write_set(folder):
+        write_text_atomic(folder / "plan.json", "{}")
+        atomic_write(folder / "plan.html", write)
+
     with pytest.raises(exc):
-        replace_file_set(tmp_path / "set", PLAN_SET, lambda d: (d / "plan.json").write_text("{}") or write(None))
+        replace_file_set(tmp_path / "set", PLAN_SET, write_set)
     assert target.read_bytes() == b"earlier" and sorted(p.name for p in tmp_path.iterdir()) == ["out.bin"]
 
 
