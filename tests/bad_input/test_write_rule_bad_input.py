@@ -552,3 +552,43 @@ def test_run_and_the_next_plan_clean_what_a_killed_swap_left(ws, user, capsys):
     rc = _run(_plan_argv(ws))
     assert rc == 0, capsys.readouterr().err
     assert _plan_set_is_whole(plan, old) == "new" and not _leftovers(ws)
+
+
+# ---- the widgets --------------------------------------------------------------------------------------------------
+
+def test_the_plan_step_never_exports_over_its_own_model(tmp_path):
+    from trtwidgets.widgets.plan_step import PlanStep
+    from trtwidgets.widgets.session import Session
+
+    out = tmp_path / "out"
+    out.mkdir()
+    onnx.save(conv_stack(), out / "model.qdq.onnx")  # the float model, under the name the export writes
+    before = fingerprint(out)
+    session = Session()
+    assert session.load(out / "model.qdq.onnx")
+    step = PlanStep(session, data=feeds(), out_dir=out)
+    step.batch.value = 256  # compute bound: INT8 pays, so there is a Q/DQ model to write
+    assert step.run(), step.status.value
+    assert step.plan.pick.quantized
+    assert step.export() is None
+    assert "own input" in step.status.value and "Why:" in step.status.value and "Traceback" not in step.status.value
+    assert fingerprint(out) == before and not _leftovers(tmp_path)
+
+
+def test_the_plan_step_replaces_an_earlier_plan_as_a_set(tmp_path):
+    from trtwidgets.widgets.plan_step import PlanStep
+    from trtwidgets.widgets.session import Session
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "plan.html").write_text("<html>an earlier plan's page</html>")  # would not match the new plan.json
+    (out / "notes.txt").write_text("mine")
+    onnx.save(conv_stack(), tmp_path / "stack.onnx")
+    session = Session()
+    assert session.load(tmp_path / "stack.onnx")
+    step = PlanStep(session, data=feeds(), out_dir=out)
+    step.batch.value = 256
+    assert step.run(), step.status.value
+    assert step.export() == out / "model.qdq.onnx"
+    assert sorted(p.name for p in out.iterdir()) == ["model.qdq.onnx", "notes.txt", "plan.json"]
+    assert not _leftovers(tmp_path)

@@ -22,9 +22,8 @@ import sys
 
 NAME = "plan"
 OUTPUTS = {"out": "dir"}
-#: The plan's files, replaced as one set (see :mod:`trtwidgets.core.common.file_set`).
-PLAN_FILES = ("plan.json", "plan.html", "model.qdq.onnx")
-OUTPUT_FILES = {"out": PLAN_FILES}  # checked against the inputs by cli._outputs
+#: The plan's files, replaced as one set (see :mod:`trtwidgets.core.common.file_set`); checked against the inputs.
+OUTPUT_FILES = {"out": ("plan.json", "plan.html", "model.qdq.onnx")}
 HELP = "find the fastest Q/DQ quantization that keeps an accuracy target (FP16 when INT8 does not pay)"
 DESCRIPTION = __doc__
 
@@ -107,6 +106,7 @@ def run(args) -> int:
     from ..core.common.write_rule import partial_path
     from ..core.model.load import load_model
     from ..core.qdq.export import save_qdq_model
+    from ..core.plan.plan_export import PLAN_FILES
     from ..core.plan.planner import export_plan, plan
 
     if not 0 < args.holdout < 1:

@@ -41,6 +41,10 @@ def plan_options(doc: Mapping[str, Any]) -> QdqOptions:
                       dense_int8=bool(placement.get("dense_int8", False)), **PLANNER_PLACEMENT)
 
 
+#: The files of a plan folder, replaced as one set (:func:`trtwidgets.core.common.file_set.replace_file_set`).
+PLAN_FILES = ("plan.json", "plan.html", "model.qdq.onnx")
+
+
 def export_plan(model, plan_: Union[Plan, Mapping, str, os.PathLike], out_path: Union[str, os.PathLike, None] = None,
                 *, candidate: Optional[int] = None):
     """The Q/DQ model of a plan's candidate (default: the recommended one), exported as it was scored.
