@@ -78,6 +78,10 @@ def make_write_workspace(ws: Path) -> None:
     weird = special / "weird_plan"
     weird.mkdir()
     os.mkfifo(weird / "plan.json")
+    crowded = special / "crowded"
+    crowded.mkdir()
+    for i in range(501):
+        (crowded / f"f{i}").write_bytes(b"")
     odd = special / "odd_plan"
     (odd / "plan.html").mkdir(parents=True)
     data = ws / "data"
@@ -143,6 +147,8 @@ CLI_CASES = [
      "character device"),
     ("plan-out-holds-a-fifo-plan-json", ["plan", "{ws}/stack.onnx", "--data", "{ws}/data", "--out",
                                          "{sp}/weird_plan"], "named pipe"),
+    ("plan-out-is-a-crowded-folder", ["plan", "{ws}/stack.onnx", "--data", "{ws}/data", "--out", "{sp}/crowded"],
+     "more than 500"),
     ("plan-out-holds-a-folder-plan-html", ["plan", "{ws}/stack.onnx", "--data", "{ws}/data", "--out",
                                            "{sp}/odd_plan"], "is a folder"),
 ]

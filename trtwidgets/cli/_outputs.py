@@ -33,6 +33,7 @@ from typing import Dict, List, Mapping, Tuple
 
 from ..core.common.errors import UserError
 from ..core.common.paths import user_path
+from ..core.common.file_set import check_set_folder
 from ..core.common.write_rule import check_replaceable, file_identity, partial_path
 
 #: (input dest, output dest) pairs that may name the same file: continuing from statistics and saving the
@@ -104,6 +105,8 @@ def _check_kind(option, value, path: Path, kind, inside) -> None:
     for name in inside:
         if path.is_dir():
             check_replaceable(path / name, f"{option} {value}: {name} there")
+    if inside:
+        check_set_folder(path, inside)  # the set is swapped in as a new folder: refuse one that cannot be
 
 
 def check_outputs(args, outputs: Mapping[str, str], inside: Mapping[str, Tuple[str, ...]] = None) -> Dict[Path, str]:

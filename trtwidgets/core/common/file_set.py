@@ -28,7 +28,7 @@ from .atomic import process_alive
 from .paths import user_path
 from .write_rule import WriteError, write_error
 
-__all__ = ["replace_file_set", "clean_leftovers"]
+__all__ = ["replace_file_set", "clean_leftovers", "check_set_folder", "MAX_CARRIED"]
 
 
 def _leftovers(folder: Path, kind: str):
@@ -72,10 +72,55 @@ def clean_leftovers(folder: Union[str, os.PathLike]) -> List[str]:
     return done
 
 
+#: At most this many other entries are carried over into the new folder (each one a hard link or a folder).
+MAX_CARRIED = 500
+
+
+def check_set_folder(folder: Union[str, os.PathLike], names: Iterable[str]) -> None:
+    """Refuse, before any work, a destination :func:`replace_file_set` could not swap.
+
+    Raises
+    ------
+    WriteError
+        ``folder`` holds more than :data:`MAX_CARRIED` other entries, or another file system.
+    """
+    folder = user_path(folder)
+    if folder.is_dir():
+        _check_carry(folder, names)
+
+
+def _check_carry(folder: Path, names: Iterable[str]) -> None:
+    """Refuse a folder whose other contents are too many to link, or hold another file system."""
+    skip, count, device = set(names), 0, os.stat(folder).st_dev
+    stack = [(folder, skip)]
+    while stack:
+        current, ignore = stack.pop()
+        with os.scandir(current) as it:
+            entries = list(it)
+        for entry in entries:
+            if entry.name in ignore:
+                continue
+            count += 1
+            if entry.is_dir(follow_symlinks=False):
+                if entry.stat(follow_symlinks=False).st_dev != device:
+                    raise WriteError(f"{folder} holds {entry.path}, the mount point of another file system.",
+                                     "A set of files is replaced by swapping in a new folder that links to "
+                                     "everything else in the old one; another file system cannot be linked.",
+                                     "Give the results a folder of their own.")
+                stack.append((Path(entry.path), ()))
+            if count > MAX_CARRIED:
+                raise WriteError(f"{folder} holds more than {MAX_CARRIED} other files and folders.",
+                                 "A set of files is replaced by swapping in a new folder that links to "
+                                 "everything else in the old one; that many is no results folder.",
+                                 "Give the results a folder of their own (e.g. a new subfolder).")
+
+
 def _link_tree(src: Path, dst: Path, skip: Iterable[str]) -> None:
     """Give ``dst`` every entry of ``src`` but ``skip``: hard links for files, new folders for folders."""
     skip = set(skip)
-    for entry in os.scandir(src):
+    with os.scandir(src) as it:
+        entries = list(it)
+    for entry in entries:
         if entry.name in skip:
             continue
         target = dst / entry.name
@@ -149,6 +194,8 @@ def replace_file_set(folder: Union[str, os.PathLike], names: Iterable[str],
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
         clean_leftovers(folder)
+        if folder.is_dir():
+            _check_carry(folder, names)
         staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.new-{os.getpid()}-", dir=str(folder.parent)))
         write(staging)
         if folder.is_dir():
