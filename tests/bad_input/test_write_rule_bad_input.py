@@ -506,8 +506,13 @@ def _calibrate_until(ws, user, sig, samples=60, after=5):
         x = demo.sample_inputs(1)[0]["x"]
         for i in range(samples):
             np.save(many / f"s{i:04d}.npy", x)
-    proc = subprocess.Popen([sys.executable, "-m", "trtwidgets", "calibrate", M, "--data", str(many), "--stats",
-                             str(user / "stats.npz"), "--cache", str(user / "old.cache")], cwd=ROOT,
+    return _signal_when_counted(["calibrate", M, "--data", str(many), "--stats", str(user / "stats.npz"),
+                                 "--cache", str(user / "old.cache")], sig, after)
+
+
+def _signal_when_counted(argv, sig, after):
+    """Run the real CLI; send ``sig`` once its calibration progress bar has counted ``after`` samples."""
+    proc = subprocess.Popen([sys.executable, "-m", "trtwidgets"] + argv, cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     seen = b""
     deadline = time.monotonic() + 120
@@ -541,6 +546,26 @@ def test_an_interrupted_calibration_never_replaces_the_complete_cache(ws, user, 
     assert f"interrupted after {partial.samples} samples" in err and "old.cache (kept as it was)" in err
     assert f"--resume {user / 'stats.partial.npz'}" in err
     assert not [p for p in _leftovers(ws) if ".partial." not in p.name]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_a_plan_interrupted_while_searching_keeps_the_earlier_plan(ws, user, sig):
+    before = fingerprint(user)
+    rc, out, err = _signal_when_counted(["plan", M, "--data", "demo", "--out", str(user / "plan")], sig, 5)
+    assert rc == 130, err[-3000:]
+    assert "Traceback" not in err and "interrupted" in err
+    assert fingerprint(user / "plan") == before_plan(before)
+    partial = user / "plan.partial"
+    if partial.exists():  # interrupted late in the search: what it measured, as a whole set of its own
+        doc = json.loads((partial / "plan.json").read_text())
+        assert doc["interrupted"] and (partial / "plan.html").exists()
+        assert (partial / "model.qdq.onnx").exists() == bool(doc["candidates"][doc["recommended"]]["quantized"])
+    assert not [p for p in _leftovers(ws) if p != partial and partial not in p.parents]
+
+
+def before_plan(before: dict) -> dict:
+    """The part of a user-folder fingerprint that lies in ``plan/``, relative to it."""
+    return {k[len("plan/"):]: v for k, v in before.items() if k.startswith("plan/")}
 
 
 def test_run_and_the_next_plan_clean_what_a_killed_swap_left(ws, user, capsys):
