@@ -185,7 +185,8 @@ def replace_file_set(folder: Union[str, os.PathLike], names: Iterable[str],
     UserError
         Whatever ``write`` raises; the earlier set is kept as it was.
     """
-    folder = user_path(folder)
+    # Resolved: a symlink to a folder is replaced at its target (not the link), and "." has a name to rename.
+    folder = Path(os.path.realpath(user_path(folder)))
     if os.path.lexists(folder) and not folder.is_dir():
         raise WriteError(f"{folder} is not a folder.", "A set of files is written into a folder.",
                          "Give the path of a folder (a new one, or one of an earlier run).")
