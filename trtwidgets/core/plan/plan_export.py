@@ -99,8 +99,6 @@ def export_plan(model, plan_: Union[Plan, Mapping, str, os.PathLike], out_path: 
         from ..common.write_rule import refuse_inputs
         from ..qdq.export import save_qdq_model
 
-        refuse_inputs(out_path, {"the model": model,
-                                 "the plan": source},
-                      f"out_path {os.fspath(out_path)}")
+        refuse_inputs(out_path, {"the model": model, "the plan": source}, f"out_path {os.fspath(out_path)}")
         save_qdq_model(result.model, out_path, reference=result.float32_model)
     return result

@@ -474,9 +474,7 @@ def export_qdq(model, calibration, out_path: Union[str, os.PathLike, None] = Non
     result = build_qdq(model, amax, opts)
     result = dataclasses.replace(result, report=dataclasses.replace(result.report, ranges=described))
     if out_path is not None:
-        refuse_inputs(out_path, {"the model": model,
-                                 "the statistics": calibration},
-                      f"out_path {os.fspath(out_path)}")
+        refuse_inputs(out_path, {"the model": model, "the statistics": calibration}, f"out_path {os.fspath(out_path)}")
         save_qdq_model(result.model, out_path, reference=result.float32_model)
     return result
 
