@@ -63,7 +63,9 @@ def _inputs(args, outputs) -> Dict[object, str]:
         for item in (value if isinstance(value, list) else [value]):
             if dest not in outputs and isinstance(item, str) and item and os.path.isfile(os.path.expanduser(item)):
                 inputs[os.path.realpath(os.path.expanduser(item))] = dest
-                inputs[file_identity(item)] = dest
+                ident = file_identity(item)  # (device, inode): a hard link to an input is the input
+                if ident is not None:
+                    inputs[ident] = dest
     return inputs
 
 

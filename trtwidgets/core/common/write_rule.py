@@ -147,6 +147,9 @@ def write_error(exc: OSError, path: PathLike, kept: Optional[str] = None) -> Wri
     elif code in (errno.EACCES, errno.EPERM):
         why, fix = (f"There is no permission to write in {path.parent}; {kept}.",
                     "Write to a folder you can write to.")
+    elif code in (errno.ENOTDIR, errno.EEXIST):
+        why, fix = (f"A file stands where a folder of the path {path.parent} is needed; {kept}.",
+                    "Give a path inside a folder (or move that file away).")
     elif code == errno.EROFS:
         why, fix = f"{path.parent} is on a read-only file system; {kept}.", "Write to a writable folder."
     else:
