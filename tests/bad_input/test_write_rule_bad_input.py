@@ -623,3 +623,38 @@ def test_the_plan_step_replaces_an_earlier_plan_as_a_set(tmp_path):
     assert step.export() == out / "model.qdq.onnx"
     assert sorted(p.name for p in out.iterdir()) == ["model.qdq.onnx", "notes.txt", "plan.json"]
     assert not _leftovers(tmp_path)
+
+
+class _InterruptAfter:
+    """Yields ``n`` real samples, then raises KeyboardInterrupt, as Ctrl-C would (the sample source is the edge)."""
+
+    def __init__(self, n):
+        from trtwidgets import demo
+
+        self.feeds = demo.sample_inputs(1)[:n]
+
+    def __iter__(self):
+        yield from self.feeds
+        raise KeyboardInterrupt
+
+
+def test_run_interrupted_while_calibrating_keeps_the_complete_cache(ws, user, capsys, monkeypatch):
+    import trtwidgets.core.calibration.data as data_mod
+    from trtwidgets.core.calibration.cache import read_cache
+
+    calls = []
+
+    def samples(source, names, spec):
+        calls.append(1)  # the first reading only looks at the shapes (profiles); the second calibrates
+        feeds = _InterruptAfter(3) if len(calls) > 1 else _InterruptAfter(3).feeds
+        return ((f"sample {k}", f) for k, f in enumerate(feeds))
+
+    monkeypatch.setattr(data_mod, "_raw_samples", samples)
+    before = fingerprint(user)
+    rc = _run(["run", str(user / "recipe.json"), "--data", "demo", "--no-build", "--report", str(user / "report.html"),
+               "--build-dir", str(user / "bd")])
+    out, err = capsys.readouterr()
+    assert rc == 130, err
+    assert "Traceback" not in err and "interrupted after 3 samples" in err
+    assert read_cache(user / "bd" / "calibration.partial.cache").amax
+    assert {k: v for k, v in fingerprint(user).items() if k != "bd/calibration.partial.cache"} == before
