@@ -235,7 +235,10 @@ def test_interrupting_calibration_keeps_and_says_what_it_finished(tmp_path, caps
                         lambda source, names, spec: ((f"sample {k}", f) for k, f in enumerate(_InterruptAfter(3))))
     assert data_mod.spec_for is real
     rc = main(["calibrate", str(cls_model_path), "--data", "demo", "--stats", str(stats), "--no-progress"])
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert rc == 130 and "3 samples" in out and "interrupted: the statistics of the 3 samples done so far" in out
-    saved = load_stats(stats)
+    # The write rule: a partial result goes under its own name, never over --stats.
+    partial = tmp_path / "s.partial.npz"
+    assert not stats.exists() and f"--resume {partial}" in err
+    saved = load_stats(partial)
     assert saved.samples == 3 and saved.interrupted

@@ -7,9 +7,12 @@ command's module is imported, keeping ``trtwidgets lint`` free of pandas,
 plotly and TensorRT start-up costs.
 
 A module may also define ``OUTPUTS = {"dest": "file" | "dir"}``: the options that
-name what it writes. They follow one rule (see :mod:`._outputs`): a missing parent
-folder is created and said so on stderr; a path that cannot be written is refused
-with exit 2 before any work starts.
+name what it writes, and ``OUTPUT_FILES = {"dest": ("name", ...)}``: the files it
+writes inside an output folder. They follow one rule (see :mod:`._outputs` and
+:mod:`trtwidgets.core.common.write_rule`): a missing parent folder is created and said
+so on stderr; a path that cannot be written, or whose writing would replace an input
+of the run or something other than a regular file, is refused with exit 2 before any
+work starts. SIGTERM stops a command as Ctrl-C does (exit 130, temporary files removed).
 
 Exit codes: 0 success, 1 the command found problems (e.g. lint errors), 2 bad
 input (the explanation goes to stderr, never a traceback), 130 interrupted.
@@ -51,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
         mod = importlib.import_module(f"{__name__}.{modname}")
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=getattr(mod, "DESCRIPTION", mod.HELP))
         mod.add_arguments(p)
-        p.set_defaults(_run=mod.run, _outputs=dict(getattr(mod, "OUTPUTS", {})))
+        p.set_defaults(_run=mod.run, _outputs=dict(getattr(mod, "OUTPUTS", {})),
+                       _output_files=dict(getattr(mod, "OUTPUT_FILES", {})))
     return parser
 
 
@@ -73,8 +77,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     from ._outputs import check_outputs, created_notes
 
     to_create = {}
+    restore = _sigterm_interrupts()
     try:
-        to_create = check_outputs(args, getattr(args, "_outputs", {}))
+        to_create = check_outputs(args, getattr(args, "_outputs", {}), getattr(args, "_output_files", {}))
         code = int(args._run(args) or 0)
         # Flush here so that a reader that went away (``| head -1``) is noticed inside this try, not at exit.
         sys.stdout.flush()
@@ -85,11 +90,32 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"trtwidgets {args.command}: {err.message}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        print(f"trtwidgets {args.command}: interrupted", file=sys.stderr)
+        print(f"trtwidgets {args.command}: interrupted. Files are replaced only when complete: each output is "
+              "either as it was before this run or complete.", file=sys.stderr)
         return EXIT_INTERRUPTED
     finally:
+        restore()
         for note in created_notes(args.command, to_create):
             print(note, file=sys.stderr)
+
+
+def _sigterm_interrupts():
+    """Make SIGTERM (``kill``, a job scheduler) stop a command the way Ctrl-C does; returns the undo.
+
+    Python's default for SIGTERM ends the process at once, skipping ``finally`` blocks, so a
+    temporary file would stay behind and an interrupted calibration would not keep its samples.
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGTERM"):
+        return lambda: None  # only the main thread may set handlers (tests call main() from threads)
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    return lambda: signal.signal(signal.SIGTERM, previous)
 
 
 def _reader_gone() -> int:

@@ -10,11 +10,19 @@ starts (minutes of calibration should not end in "cannot write"):
 - the path is a folder where a file is wanted, or a file where a folder is wanted;
 - a file stands where a parent folder would have to be created;
 - the nearest existing parent folder is not writable;
+- a file output names a folder, a named pipe, a device or a socket (only regular files
+  are replaced: ``--cache /dev/null`` is refused, never turned into a file);
 - two output options name the same file (one would overwrite the other);
-- an output is the command's own input file (writing it would destroy the input).
+- an output is the command's own input file (writing it would destroy the input): this
+  covers the files a command writes inside an output folder (``plan``'s ``plan.json``,
+  ``plan.html``, ``model.qdq.onnx``) and the ``*.partial*`` names an interrupted run
+  writes to, and compares resolved paths and the files themselves (hard and symbolic
+  links to an input are the input).
 
 A command declares its outputs as ``OUTPUTS = {"dest": "file" | "dir"}`` (argparse
-``dest`` names); :func:`~trtwidgets.cli.main` does the rest.
+``dest`` names), and the files it writes inside an output folder as
+``OUTPUT_FILES = {"dest": ("name", ...)}``; :func:`~trtwidgets.cli.main` does the rest.
+The write rule itself lives in :mod:`trtwidgets.core.common.write_rule`.
 """
 
 from __future__ import annotations
@@ -25,6 +33,8 @@ from typing import Dict, List, Mapping, Tuple
 
 from ..core.common.errors import UserError
 from ..core.common.paths import user_path
+from ..core.common.file_set import check_set_folder
+from ..core.common.write_rule import check_replaceable, file_identity, partial_path
 
 #: (input dest, output dest) pairs that may name the same file: continuing from statistics and saving the
 #: merged result over them is a normal workflow (the write is atomic and holds the earlier samples too).
@@ -45,7 +55,63 @@ def _missing_folders(path: Path) -> Tuple[List[Path], Path]:
     return list(reversed(missing)), parent
 
 
-def check_outputs(args, outputs: Mapping[str, str]) -> Dict[Path, str]:
+def _inputs(args, outputs) -> Dict[object, str]:
+    """Every argument that names an existing file, by resolved path and by (device, inode) -> its dest."""
+    inputs = {}
+    for dest, value in vars(args).items():
+        # Any other argument that names an existing file is an input the outputs must not overwrite.
+        for item in (value if isinstance(value, list) else [value]):
+            if dest not in outputs and isinstance(item, str) and item and os.path.isfile(os.path.expanduser(item)):
+                inputs[os.path.realpath(os.path.expanduser(item))] = dest
+                ident = file_identity(item)  # (device, inode): a hard link to an input is the input
+                if ident is not None:
+                    inputs[ident] = dest
+    return inputs
+
+
+def _written(path: Path, kind: str, inside) -> List[Tuple[Path, str]]:
+    """The files an output writes: ``(path, how the message names it)``, partial names included."""
+    if kind == "file":
+        return [(path, ""), (partial_path(path), " (where an interrupted run writes)")]
+    out = []
+    for folder, note in ((path, ""), (partial_path(path), " (where an interrupted run writes)")):
+        out += [(folder / name, f" (it writes {name} there{note})") for name in inside]
+    return out
+
+
+def _refuse_inputs(option, value, path, kind, inside, inputs, dest) -> None:
+    for target, note in _written(path, kind, inside):
+        hit = inputs.get(os.path.realpath(target))
+        if hit is None:
+            ident = file_identity(target)
+            hit = inputs.get(ident) if ident is not None else None
+        if hit is not None and (hit, dest) not in IN_PLACE:
+            source = "the model" if hit == "model" else _option(hit)
+            raise UserError(f"{option} {value}{note} would replace the command's own input ({source}: {target}).",
+                            "Writing it would destroy the file it is read from.",
+                            f"Give {option} another path, or move the input elsewhere first.")
+
+
+def _check_kind(option, value, path: Path, kind, inside) -> None:
+    if kind == "file":
+        if path.is_dir():
+            raise UserError(f"{option} {value} is a folder.", f"{option} names a file to write.",
+                            f"Give a file path, e.g. {os.path.join(str(value), 'out' + (path.suffix or ''))}.")
+        check_replaceable(path, f"{option} {value}")
+        return
+    if os.path.lexists(path) and not path.is_dir():
+        if path.is_file():
+            raise UserError(f"{option} {value} is a file.", f"{option} names a folder to write into.",
+                            "Give a folder path (one that does not exist yet, or an empty one).")
+        check_replaceable(path, f"{option} {value}")  # a pipe or device: says which
+    for name in inside:
+        if path.is_dir():
+            check_replaceable(path / name, f"{option} {value}: {name} there")
+    if inside:
+        check_set_folder(path, inside)  # the set is swapped in as a new folder: refuse one that cannot be
+
+
+def check_outputs(args, outputs: Mapping[str, str], inside: Mapping[str, Tuple[str, ...]] = None) -> Dict[Path, str]:
     """Refuse output paths that cannot be written; return the folders that will be created.
 
     Parameters
@@ -53,6 +119,8 @@ def check_outputs(args, outputs: Mapping[str, str]) -> Dict[Path, str]:
     args : argparse.Namespace
     outputs : mapping
         Argument dest -> ``"file"`` or ``"dir"``.
+    inside : mapping, optional
+        Argument dest of a ``"dir"`` output -> the names of the files written inside it.
 
     Returns
     -------
@@ -65,13 +133,9 @@ def check_outputs(args, outputs: Mapping[str, str]) -> Dict[Path, str]:
         Saying which option, what is in the way, and what to do.
     """
     to_create: Dict[Path, str] = {}
-    seen: Dict[str, str] = {}
-    inputs = {}
-    for dest, value in vars(args).items():
-        # Any other argument that names an existing file is an input the outputs must not overwrite.
-        for item in (value if isinstance(value, list) else [value]):
-            if dest not in outputs and isinstance(item, str) and item and os.path.isfile(os.path.expanduser(item)):
-                inputs[os.path.realpath(os.path.expanduser(item))] = dest
+    seen: Dict[object, str] = {}
+    inside = inside or {}
+    inputs = _inputs(args, outputs)
     for dest, kind in outputs.items():
         value = getattr(args, dest, None)
         if value is None or value is False or value is True:
@@ -80,21 +144,20 @@ def check_outputs(args, outputs: Mapping[str, str]) -> Dict[Path, str]:
         if not str(value).strip():
             raise UserError(f"{option} is empty.", "It names the file to write.", f"Give a path, e.g. {option} out/{dest}.")
         path = user_path(str(value))
-        real = os.path.realpath(path)
-        if real in seen:
-            raise UserError(f"{option} and {seen[real]} both name {value}.", "One would overwrite the other.",
+        real, ident = os.path.realpath(path), file_identity(path)
+        other = seen.get(real) or (seen.get(ident) if ident is not None else None)
+        if other:
+            raise UserError(f"{option} and {other} both name {value}.", "One would overwrite the other.",
                             f"Give {option} a path of its own.")
         if real in inputs and (inputs[real], dest) not in IN_PLACE:
             source = "the model" if inputs[real] == "model" else _option(inputs[real])
             raise UserError(f"{option} {value} is the command's own input ({source}).",
                             "Writing it would destroy the file it is read from.", f"Give {option} another path.")
+        _refuse_inputs(option, value, path, kind, tuple(inside.get(dest, ())), inputs, dest)
         seen[real] = option
-        if kind == "file" and path.is_dir():
-            raise UserError(f"{option} {value} is a folder.", f"{option} names a file to write.",
-                            f"Give a file path, e.g. {os.path.join(str(value), 'out' + (path.suffix or ''))}.")
-        if kind == "dir" and path.exists() and not path.is_dir():
-            raise UserError(f"{option} {value} is a file.", f"{option} names a folder to write into.",
-                            "Give a folder path (one that does not exist yet, or an empty one).")
+        if ident is not None:
+            seen[ident] = option
+        _check_kind(option, value, path, kind, tuple(inside.get(dest, ())))
         missing, ancestor = _missing_folders(path)
         if not ancestor.is_dir():
             raise UserError(f"{option} {value}: {ancestor} is a file, so the folder {missing[0] if missing else path.parent} "

@@ -148,6 +148,7 @@ def run(args) -> int:
     from ..core.calibration.stats import load_stats, save_stats
 
     from ..core.common.errors import UserError
+    from ..core.common.write_rule import partial_path
 
     t0 = time.perf_counter()
     if not 0 < args.percentile <= 100:
@@ -162,14 +163,17 @@ def run(args) -> int:
     stats = collect_stats(model, spec, providers=providers, stats=earlier, progress=not args.no_progress and not args.json,
                           batch_size=args.batch_size, max_samples=args.max_samples, adapt=adapt or None,
                           opt_shapes=opt_shapes or None)
-    if args.stats:
+    # An interrupted run writes under its own names (stats.partial.npz, x.partial.cache): never over a complete one.
+    stats_path = (partial_path(args.stats) if stats.interrupted else args.stats) if args.stats else None
+    cache_path = (partial_path(args.cache) if stats.interrupted else args.cache) if args.cache else None
+    if stats_path:
         # Saved first: the statistics are the expensive part, and survive an error below.
-        save_stats(stats, args.stats)
+        save_stats(stats, stats_path)
     ranges = compute_ranges(stats, METHODS, args.percentile)
-    if args.cache:
+    if cache_path:
         amax = amax_table(ranges, args.method)
-        check_complete(stats.tensors, amax, args.cache, f"The statistics are saved in {args.stats}." if args.stats else "")
-        write_cache(amax, args.cache, version=args.trt_version, algorithm=METHOD_ALGORITHM[args.method])
+        check_complete(stats.tensors, amax, str(cache_path), f"The statistics are saved in {stats_path}." if stats_path else "")
+        write_cache(amax, cache_path, version=args.trt_version, algorithm=METHOD_ALGORITHM[args.method])
     seconds = time.perf_counter() - t0
     if args.json:
         print(json.dumps(report(stats, ranges, seconds, args.method), allow_nan=False))
@@ -185,8 +189,29 @@ def run(args) -> int:
         warning = nonfinite_summary(stats)
         if warning:
             print(warning, file=sys.stderr)
-        if args.cache:
-            print(f"cache ({args.method}) -> {args.cache}")
-        if args.stats:
-            print(f"statistics -> {args.stats}")
-    return 130 if stats.interrupted else 0
+        if cache_path:
+            print(f"cache ({args.method}) -> {cache_path}")
+        if stats_path:
+            print(f"statistics -> {stats_path}")
+    if stats.interrupted:
+        print(interrupted_note(stats.samples, args, stats_path, cache_path), file=sys.stderr)
+        return 130
+    return 0
+
+
+def interrupted_note(samples: int, args, stats_path, cache_path) -> str:
+    """What an interrupted calibration kept, and where its partial result went."""
+    import os
+
+    kept = [f"{p} (kept as it was)" if os.path.exists(p) else f"{p} (not written)"
+            for p in (args.cache, args.stats) if p]
+    wrote = [f"{what} in {p}" for what, p in (("the partial cache", cache_path), ("the partial statistics", stats_path))
+             if p]
+    text = f"trtwidgets calibrate: interrupted after {samples} samples."
+    if kept:
+        text += " " + ", ".join(kept) + "."
+    if wrote:
+        text += " Wrote " + " and ".join(wrote) + " (marked partial, from those samples only)."
+    if stats_path:
+        text += f" Continue with --resume {stats_path}."
+    return text

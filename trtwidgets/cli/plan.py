@@ -8,7 +8,9 @@ held-back samples, and where INT8 pays comes from a cost model (an estimate) or,
 
 Writes ``DIR/plan.json`` (every candidate, the pick and why), ``DIR/plan.html`` (the
 Pareto chart of accuracy against latency, offline) and, unless FP16 is the answer,
-``DIR/model.qdq.onnx`` (the pick). Prints the table. Exit 0 when a candidate meets the
+``DIR/model.qdq.onnx`` (the pick), replacing an earlier plan's three files as one set
+(other files in DIR stay). An interrupted search writes what it measured to
+``DIR.partial/`` and leaves DIR as it was. Prints the table. Exit 0 when a candidate meets the
 target, 1 when none does (not even FP16), 2 on bad input. With ``--build`` (needs
 TensorRT and a GPU) the pick is built and timed.
 
@@ -26,6 +28,8 @@ import sys
 
 NAME = "plan"
 OUTPUTS = {"out": "dir"}
+#: The plan's files, replaced as one set (see :mod:`trtwidgets.core.common.file_set`); checked against the inputs.
+OUTPUT_FILES = {"out": ("plan.json", "plan.html", "model.qdq.onnx")}
 HELP = "find the fastest Q/DQ quantization that keeps an accuracy target (FP16 when INT8 does not pay)"
 DESCRIPTION = __doc__
 
@@ -117,8 +121,11 @@ def run(args) -> int:
 
     from ..core.common.atomic import write_text_atomic
     from ..core.common.errors import UserError
+    from ..core.common.file_set import replace_file_set
+    from ..core.common.write_rule import partial_path
     from ..core.model.load import load_model
     from ..core.qdq.export import save_qdq_model
+    from ..core.plan.plan_export import PLAN_FILES
     from ..core.plan.planner import export_plan, plan
 
     if not 0 < args.holdout < 1:
@@ -148,19 +155,25 @@ def run(args) -> int:
                   batch_axis=args.batch_axis, seed=args.seed,
                   measure=measure)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     exported = export_plan(loaded, result)
-    qdq_path = out / "model.qdq.onnx"
-    if exported is not None:
-        save_qdq_model(exported.model, qdq_path, reference=exported.float32_model)
-    elif qdq_path.exists():
-        # A Q/DQ model left by an earlier plan in this folder would read as this plan's pick.
-        qdq_path.unlink()
-        print(f"removed {qdq_path} (an earlier plan's pick; FP16 is this plan's)", file=sys.stderr)
-    result.save_json(out / "plan.json")
+    final = partial_path(out) if result.interrupted else out
+    had_qdq = (final / "model.qdq.onnx").is_file()
     from ..plots.pareto import plan_html
 
-    write_text_atomic(out / "plan.html", plan_html(result, result.table()))
+    html = plan_html(result, result.table())
+
+    def write(folder):
+        if exported is not None:
+            save_qdq_model(exported.model, folder / "model.qdq.onnx", reference=exported.float32_model)
+        result.save_json(folder / "plan.json")
+        write_text_atomic(folder / "plan.html", html)
+
+    # One set: a kill or a full disk leaves the earlier plan's three files or this plan's, never a mix.
+    replace_file_set(final, PLAN_FILES, write)
+    qdq_path = final / "model.qdq.onnx"
+    if exported is None and had_qdq:
+        print(f"replaced the earlier plan in {final}; its model.qdq.onnx went with it (FP16 is this plan's pick)",
+              file=sys.stderr)
     if args.json:
         print(json.dumps(result.to_dict(), indent=1))
     else:
@@ -178,12 +191,16 @@ def run(args) -> int:
         secs = result.seconds
         print(f"searched in {secs.get('total', 0):.1f} s ("
               + ", ".join(f"{k} {v:.1f} s" for k, v in secs.items() if k != "total") + ")")
-        print(f"wrote {out / 'plan.json'}, {out / 'plan.html'}"
+        print(f"wrote {final / 'plan.json'}, {final / 'plan.html'}"
               + (f", {qdq_path}" if exported is not None else " (no Q/DQ model: FP16 is the pick)"))
-    if args.build and exported is not None:
+    if args.build and exported is not None and not result.interrupted:
         _build(qdq_path, out)
-    if result.interrupted or result.measured.get("interrupted"):
-        print("interrupted: the files hold the candidates and measurements so far", file=sys.stderr)
+    if result.interrupted:
+        print(f"interrupted: {final} holds the candidates measured so far; {out} was kept as it was",
+              file=sys.stderr)
+        return 130
+    if result.measured.get("interrupted"):
+        print("interrupted while measuring: the files hold the candidates and the measurements so far", file=sys.stderr)
         return 130
     if not result.any_meets_target:
         print("no candidate meets the target, not even FP16", file=sys.stderr)

@@ -92,12 +92,23 @@ def run(args) -> int:
     _check(args)
     require_measurable("trtwidgets plan measure")
     new = measure_plan_doc(doc, out / "candidates", args.model, **measure_keywords(args))
-    _write_pick(new, args.model or new.get("model"), out)
-    write_text_atomic(out / "plan.json", json.dumps(new, indent=1))
     table = plan_table(new)
+    from ..core.common.file_set import replace_file_set
+    from ..core.plan.plan_export import PLAN_FILES
     from ..plots.pareto import plan_html
 
-    write_text_atomic(out / "plan.html", plan_html(new, table))
+    html = plan_html(new, table)
+    had_qdq = (out / "model.qdq.onnx").is_file()
+
+    def write(folder: Path) -> None:
+        _write_pick(new, args.model or new.get("model"), folder)
+        write_text_atomic(folder / "plan.json", json.dumps(new, indent=1))
+        write_text_atomic(folder / "plan.html", html)
+
+    # One set, as `plan` writes it: a kill leaves the earlier plan's files or the measured plan's, never a mix.
+    replace_file_set(out, PLAN_FILES, write)
+    if had_qdq and not (out / "model.qdq.onnx").exists():
+        print(f"removed {out / 'model.qdq.onnx'} (FP16 is the measured pick)", file=sys.stderr)
     print(table)
     print(new["reason"])
     for n in new.get("notes", ()):
@@ -109,11 +120,8 @@ def run(args) -> int:
     return 0
 
 
-def _write_pick(doc: dict, model, out: Path) -> None:
-    """``model.qdq.onnx`` is the pick by measured time; none when FP16 is the pick."""
+def _write_pick(doc: dict, model, folder: Path) -> None:
+    """``model.qdq.onnx`` of the pick by measured time into ``folder``; none when FP16 is the pick."""
     from ..core.plan.plan_export import export_plan
 
-    path = out / "model.qdq.onnx"
-    if export_plan(model, doc, path) is None and path.exists():
-        path.unlink()
-        print(f"removed {path} (FP16 is the measured pick)", file=sys.stderr)
+    export_plan(model, doc, folder / "model.qdq.onnx")

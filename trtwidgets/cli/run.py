@@ -23,6 +23,7 @@ from ..plots.report_sections import LAYER_COLUMNS
 
 NAME = "run"
 OUTPUTS = {"report": "file", "build_dir": "dir"}  # files it writes: checked and reported by cli._outputs
+OUTPUT_FILES = {"build_dir": ("calibration.cache",)}  # written inside --build-dir: checked against the inputs
 HELP = "re-run a saved recipe headless (calibrate, build if TensorRT is present, inspect) and write an HTML report"
 DESCRIPTION = (HELP + ". The report holds the model summary, lint findings, ranges per tensor, histograms of the "
                "most disputed tensors, the layer table and precision chart of each build; it works offline.")
@@ -78,6 +79,7 @@ def _calibrate(args, recipe, model, steps, build_dir: Path):
     from ..core.calibration.recipe_step import calibrate_recipe
     from ..core.calibration.cache import METHOD_ALGORITHM, check_complete, write_cache
     from ..core.common.errors import CalibrationDataError
+    from ..core.common.write_rule import partial_path
 
     cal = recipe.calibrator
     wanted = args.data or recipe.calibration_data is not None or cal.kind != "none"
@@ -95,9 +97,15 @@ def _calibrate(args, recipe, model, steps, build_dir: Path):
             return None, None
         raise
     cache = build_dir / "calibration.cache"
+    if result.stats.interrupted:
+        # Ctrl-C during calibration: the samples done so far go to a cache of their own name; no build, no report.
+        cache = partial_path(cache)
     check_complete(result.stats.tensors, result.amax, str(cache))  # a cache of some tensors is no cache
     build_dir.mkdir(parents=True, exist_ok=True)
     write_cache(result.amax, cache, algorithm=METHOD_ALGORITHM.get(result.method, "EntropyCalibration2"))
+    if result.stats.interrupted:
+        _log(f"interrupted after {result.stats.samples} samples; their cache -> {cache} (marked partial)")
+        raise KeyboardInterrupt
     steps.append({"step": "calibrate", "status": "done",
                   "detail": f"{result.stats.samples} samples from {result.data}, {len(result.ranges)} tensors, "
                             f"{result.method} ranges ({len(result.overrides)} overrides) in "

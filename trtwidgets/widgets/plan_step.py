@@ -171,17 +171,32 @@ class PlanStep(widgets.VBox):
                                 "</details>" if c.kept else ""))
 
     def export(self) -> Optional[Path]:
-        """Write the pick's Q/DQ model and ``plan.json`` into :attr:`out_dir`; the model's path."""
+        """Write the pick's Q/DQ model and ``plan.json`` into :attr:`out_dir`, as one set; the model's path.
+
+        An earlier plan's files there (``plan.json``, ``plan.html``, ``model.qdq.onnx``) are replaced
+        together, so the folder never holds a new ``plan.json`` beside an old model or page.
+        """
+        from ..core.common.file_set import replace_file_set
+        from ..core.common.write_rule import refuse_inputs
+        from ..core.plan.plan_export import PLAN_FILES
         from ..core.plan.planner import export_plan
 
         if self.plan is None:
             return None
         path = self.out_dir / "model.qdq.onnx"
         try:
-            if export_plan(self.session.model, self.plan, path) is None:
+            refuse_inputs(path, {"the model": self.session.model})
+            exported = export_plan(self.session.model, self.plan)
+            if exported is None:
                 self.status.value = "<b>FP16 is the pick:</b> there is no Q/DQ model to write."
                 return None
-            self.plan.save_json(self.out_dir / "plan.json")
+            from ..core.qdq.export import save_qdq_model
+
+            def write(folder):
+                save_qdq_model(exported.model, folder / path.name, reference=exported.float32_model)
+                self.plan.save_json(folder / "plan.json")
+
+            replace_file_set(self.out_dir, PLAN_FILES, write)
         except (UserError, OSError) as err:
             self.status.value = f"<div class='trtw-error'>{esc(getattr(err, 'message', str(err)))}</div>"
             return None

@@ -1,1 +1,1 @@
-"""The small common part: user-facing errors, atomic writes, frozen values."""
+"""The small common part: user-facing errors, atomic writes and the write rule, frozen values."""

@@ -61,6 +61,8 @@ def fit_calibration(loaded, calib: Sequence[Mapping[str, np.ndarray]], options: 
     from ..calibration.collect import collect_stats
 
     collected = collect_stats(loaded, [dict(f) for f in calib], progress=progress)
+    if collected.interrupted:  # Ctrl-C while collecting: stop here, not search on with a few samples' ranges
+        raise KeyboardInterrupt
     return Calibration.fit(collected, options.method, options.percentile), \
         f"statistics of {len(calib)} calibration samples"
 

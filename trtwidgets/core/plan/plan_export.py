@@ -41,6 +41,10 @@ def plan_options(doc: Mapping[str, Any]) -> QdqOptions:
                       dense_int8=bool(placement.get("dense_int8", False)), **PLANNER_PLACEMENT)
 
 
+#: The files of a plan folder, replaced as one set (:func:`trtwidgets.core.common.file_set.replace_file_set`).
+PLAN_FILES = ("plan.json", "plan.html", "model.qdq.onnx")
+
+
 def export_plan(model, plan_: Union[Plan, Mapping, str, os.PathLike], out_path: Union[str, os.PathLike, None] = None,
                 *, candidate: Optional[int] = None):
     """The Q/DQ model of a plan's candidate (default: the recommended one), exported as it was scored.
@@ -72,6 +76,7 @@ def export_plan(model, plan_: Union[Plan, Mapping, str, os.PathLike], out_path: 
     from ..qdq.graph_patterns import node_label
     from .plan_eval import exclusion_key
 
+    source = plan_
     if isinstance(plan_, (str, os.PathLike)):
         from .plan_values import load_plan
 
@@ -91,7 +96,9 @@ def export_plan(model, plan_: Union[Plan, Mapping, str, os.PathLike], out_path: 
     exclude = [exclusion_key(n) for n in weighted if node_label(n) not in quantized]
     result = build_qdq(proto, doc["ranges"]["amax"], opts, exclude=tuple(opts.exclude) + tuple(exclude))
     if out_path is not None:
+        from ..common.write_rule import refuse_inputs
         from ..qdq.export import save_qdq_model
 
+        refuse_inputs(out_path, {"the model": model, "the plan": source}, f"out_path {os.fspath(out_path)}")
         save_qdq_model(result.model, out_path, reference=result.float32_model)
     return result

@@ -41,6 +41,7 @@ from typing import Dict, Iterable, Mapping, Optional, Tuple, Union
 import onnx
 
 from ..common.atomic import write_bytes_atomic
+from ..common.write_rule import refuse_inputs
 from ..common.paths import user_path
 from .export_check import DEFAULT_MIN_COSINE, check_export, raise_if_failed
 from .export_report import QdqExport, QdqReport, QuantizedTensor, QuantizedWeight
@@ -267,6 +268,7 @@ def export_qdq(model, calibration, out_path: Union[str, os.PathLike, None] = Non
     result = build_qdq(model, amax, opts)
     result = dataclasses.replace(result, report=dataclasses.replace(result.report, ranges=described))
     if out_path is not None:
+        refuse_inputs(out_path, {"the model": model, "the statistics": calibration}, f"out_path {os.fspath(out_path)}")
         save_qdq_model(result.model, out_path, reference=result.float32_model)
     return result
 

@@ -1,0 +1,160 @@
+"""The write rule: what an output may replace, and how a failed write is explained.
+
+Every command and API function that writes follows it (see :mod:`.atomic` and
+:mod:`.file_set` for the machinery):
+
+- an output never replaces an input of the same run, whether it is named directly or
+  written inside an output folder; two paths are the same file when they resolve to
+  the same path or are the same file on disk (a hard link, a symlink);
+- only a regular file (or nothing) is replaced: a folder, a named pipe, a device or a
+  socket where a file is to be written is refused, so ``--cache /dev/null`` never turns
+  a device into a file;
+- a write that fails (disk full, no permission, ...) keeps the earlier file and says
+  what, why and what to do;
+- an interrupted run writes its partial result under its own name
+  (:func:`partial_path`), never over a complete one.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+from typing import Mapping, Optional, Tuple, Union
+
+from .errors import UserError
+
+__all__ = ["WriteError", "check_replaceable", "file_identity", "same_file", "refuse_inputs", "partial_path",
+           "write_error"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+_KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+class WriteError(UserError, OSError):
+    """An output could not be written, or may not be written where it was asked to go.
+
+    It is a :class:`~.errors.UserError` (what, why, fix) and, for code that catches write
+    failures as such, an :class:`OSError` (``errno`` is the original one, where there was one).
+    """
+
+    def __init__(self, what, why=None, fix=None, errno_=None):
+        super().__init__(what, why, fix)
+        self.errno = errno_
+
+    def __str__(self) -> str:
+        return self.message  # not OSError's "[Errno N] ...": the explanation, as for every UserError
+
+
+def file_identity(path: PathLike) -> Optional[Tuple[int, int]]:
+    """``(device, inode)`` of the file ``path`` names (symlinks followed), or None when there is none."""
+    try:
+        st = os.stat(os.path.expanduser(os.fspath(path)))
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
+
+
+def same_file(a: PathLike, b: PathLike) -> bool:
+    """True when ``a`` and ``b`` resolve to the same path or are the same file on disk (hard or symbolic link)."""
+    a, b = os.path.expanduser(os.fspath(a)), os.path.expanduser(os.fspath(b))
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    ida = file_identity(a)
+    return ida is not None and ida == file_identity(b)
+
+
+def check_replaceable(path: PathLike, label: Optional[str] = None) -> None:
+    """Refuse to write a file at ``path`` unless nothing or a regular file is there.
+
+    Parameters
+    ----------
+    path : path-like
+    label : str, optional
+        How the message names the output (e.g. ``"--cache /dev/null"``); default: the path.
+
+    Raises
+    ------
+    WriteError
+        ``path`` is a folder, a named pipe, a device or a socket.
+    """
+    label = label or os.fspath(path)
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # nothing there (or a parent that is no folder: the write itself says so)
+    if stat.S_ISREG(mode):
+        return
+    if stat.S_ISDIR(mode):
+        raise WriteError(f"{label} is a folder.", "A file is to be written there, and a folder is never replaced.",
+                         f"Give a file path, e.g. {os.path.join(os.fspath(path), 'out' + Path(path).suffix)}.")
+    kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    why = ("Only regular files are replaced: a pipe would be turned into a file, or block the run until "
+           "something reads it." if stat.S_ISFIFO(mode) else
+           f"Only regular files are replaced: writing there would replace {kind} with a file.")
+    raise WriteError(f"{label} is {kind}, not a regular file.", why,
+                     "Give the path of a regular file, or of one that does not exist yet.")
+
+
+def refuse_inputs(output: PathLike, inputs: Mapping[str, object], label: Optional[str] = None) -> None:
+    """Refuse an ``output`` that is one of ``inputs`` (label -> path, or an object with a ``path``) of the same run.
+
+    Raises
+    ------
+    WriteError
+        Naming the output and the input it would destroy.
+    """
+    label = label or os.fspath(output)
+    for source, path in inputs.items():
+        if not isinstance(path, (str, os.PathLike)):
+            path = getattr(path, "path", None)  # a loaded model or statistics remember the file they came from
+        if isinstance(path, (str, os.PathLike)) and os.path.exists(
+                os.path.expanduser(os.fspath(path))) and same_file(output, path):
+            raise WriteError(f"{label} is the run's own input ({source}: {os.fspath(path)}).",
+                             "Writing it would destroy the file it is read from.",
+                             f"Write {Path(os.fspath(output)).name} somewhere else.")
+
+
+def partial_path(path: PathLike) -> Path:
+    """Where an interrupted run's result for ``path`` goes: ``stats.npz`` -> ``stats.partial.npz``, ``out`` -> ``out.partial``."""
+    path = Path(os.fspath(path))
+    if path.stem.endswith(".partial") or path.name.endswith(".partial"):
+        return path  # already a partial result's name: a second interruption replaces it (it holds the first's samples)
+    if path.suffix and path.stem:
+        return path.with_name(f"{path.stem}.partial{path.suffix}")
+    return path.with_name(path.name + ".partial")
+
+
+def write_error(exc: OSError, path: PathLike, kept: Optional[str] = None) -> WriteError:
+    """A :class:`WriteError` explaining ``exc``, raised while writing ``path``.
+
+    ``kept`` says what was left as it was (default: the earlier file, or that nothing was written).
+    """
+    path = Path(os.fspath(path))
+    if kept is None:
+        kept = f"the earlier {path.name} is kept as it was" if os.path.lexists(path) else "nothing was written"
+    code = getattr(exc, "errno", None)
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        why, fix = (f"The disk holding {path.parent} is full (or your quota is used up); {kept}.",
+                    "Free some space there, or write to another disk, then run again.")
+    elif code == errno.EFBIG:
+        why, fix = (f"The file is larger than this system or file system allows; {kept}.",
+                    "Write to another file system, or raise the file size limit (ulimit -f), then run again.")
+    elif code in (errno.EACCES, errno.EPERM):
+        why, fix = (f"There is no permission to write in {path.parent}; {kept}.",
+                    "Write to a folder you can write to.")
+    elif code in (errno.ENOTDIR, errno.EEXIST):
+        why, fix = (f"A file stands where a folder of the path {path.parent} is needed; {kept}.",
+                    "Give a path inside a folder (or move that file away).")
+    elif code == errno.EROFS:
+        why, fix = f"{path.parent} is on a read-only file system; {kept}.", "Write to a writable folder."
+    else:
+        why, fix = (f"{type(exc).__name__}: {reason}; {kept}.",
+                    "Check the path and the disk, then run again (or write somewhere else).")
+    err = WriteError(f"Could not write {path}: {reason}.", why, fix, code)
+    err.strerror, err.filename = reason, str(path)
+    return err
