@@ -80,7 +80,9 @@ class SafeStream:
 def safe_streams() -> Iterator[None]:
     """``sys.stdout`` and ``sys.stderr`` replaced by :class:`SafeStream` wrappers while the block runs."""
     out, err = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = SafeStream(out), SafeStream(err)
+    # None where Python runs without a console (pythonw): nothing is printed there anyway.
+    sys.stdout = SafeStream(out) if out is not None else out
+    sys.stderr = SafeStream(err) if err is not None else err
     try:
         yield
     finally:

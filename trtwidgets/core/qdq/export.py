@@ -45,7 +45,7 @@ from onnx import helper, numpy_helper
 
 from ..common.atomic import write_bytes_atomic
 from ..common.paths import user_path
-from .export_check import DEFAULT_MIN_COSINE, check_export, raise_if_failed
+from .export_check import DEFAULT_MIN_COSINE, check_export, check_source_model, raise_if_failed
 from .export_report import QdqExport, QdqReport, QuantizedTensor, QuantizedWeight
 from .weights import PRECISIONS, quantize_weight, weight_tensor
 from ..model.onnx_graph import GraphIndex, attribute
@@ -167,7 +167,7 @@ def build_qdq(model, amax: Mapping[str, float], options: Optional[QdqOptions] = 
 
 def _prepared_copy(source: onnx.ModelProto, opts: QdqOptions) -> Tuple[onnx.ModelProto, str, int, int]:
     """``(copy at the target opset, float part's type, opset before, opset after)``, or the reason why not."""
-    _check_source(source)
+    check_source_model(source)
     _, min_opset = PRECISIONS[opts.precision]
     existing = [n for n in source.graph.node if n.op_type in ("QuantizeLinear", "DequantizeLinear")]
     if existing:
@@ -192,22 +192,6 @@ def _prepared_copy(source: onnx.ModelProto, opts: QdqOptions) -> Tuple[onnx.Mode
     if target != opset_from:
         proto = _upgrade(proto, target)
     return proto, hp, opset_from, target
-
-
-def _check_source(source: onnx.ModelProto) -> None:
-    """QdqExportError when the model itself fails onnx.checker: the Q/DQ copy would fail it the same way, and
-    saying so about the copy ("please report this") would blame the exporter for the model's own fault."""
-    try:
-        onnx.checker.check_model(source)
-    except onnx.checker.ValidationError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise QdqExportError("The model does not pass onnx.checker, so no Q/DQ model is made from it.",
-                             f"onnx.checker.check_model says: {first} The model breaks the ONNX specification "
-                             "(e.g. a graph input or output without a shape or type); a Q/DQ copy would break it too.",
-                             "Re-export the model, or repair it (onnx-graphsurgeon, onnxsim) until onnx.checker "
-                             "accepts it; `trtwidgets lint MODEL` lists it as ONNX_CHECKER_FAILED.") from None
-    except ValueError:  # over 2 GiB in memory: the checker wants a path; the Q/DQ copy is checked on save
-        return
 
 
 def _checked(proto: onnx.ModelProto, hp: str, keep_fp32, patterns):
