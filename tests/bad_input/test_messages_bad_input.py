@@ -136,6 +136,9 @@ CLI_CASES = [
                              "--cache", "{user}/old.cache"], "has no inputs"),
     ("calibrate-no-inputs-npy-data", ["calibrate", "{bad}/no_inputs.onnx", "--no-progress", "--data",
                                       str(FIXTURES / "calib"), "--stats", "{user}/stats.npz"], "has no inputs"),
+    ("plan-no-inputs", ["plan", "{bad}/no_inputs.onnx", "--data", "demo", "--out", "{ws}/p"], "has no inputs"),
+    ("plan-output-without-shape", ["plan", "{bad}/output_no_shape.onnx", "--data", "demo", "--out", "{ws}/p"],
+     "does not pass onnx.checker"),
     ("calibrate-cycle", ["calibrate", "{bad}/cycle.onnx", "--no-progress", "--data", "demo"], "acyclic"),
     ("calibrate-huge-dim", ["calibrate", "{bad}/huge_dim.onnx", "--no-progress", "--data", "demo"], "3000000000"),
     # control characters in what the user typed reach the terminal escaped
