@@ -150,3 +150,43 @@ def test_a_100_mb_model_path_is_refused():
     doc["model_path"] = "a" * 100_000_000
     err = only_user_errors(Recipe.from_json, json.dumps(doc))
     assert isinstance(err, UserError) and "larger than any recipe" in err.what
+
+
+def _reference_depth(text: str) -> int:
+    """JSON nesting depth by a plain character-by-character state machine (the slow, obvious way)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+@fuzz_settings(400)
+@given(st.text(alphabet='[]{}"\\a:,', max_size=200))
+def test_nesting_depth_agrees_with_a_plain_state_machine(text):
+    assert nesting_depth(text) == _reference_depth(text)
+    assert nesting_depth(text.encode()) == _reference_depth(text)
+
+
+def test_an_unterminated_string_of_escaped_quotes_is_measured_in_linear_time():
+    # A pattern that could fail at the end would be retried from every escaped quote: hours for this one.
+    import time
+
+    text = '["' + '\\"' * 1_000_000
+    t0 = time.perf_counter()
+    assert nesting_depth(text) == 1
+    err = only_user_errors(Recipe.from_json, text)
+    assert isinstance(err, UserError) and time.perf_counter() - t0 < 20

@@ -32,8 +32,10 @@ from .errors import UserError
 __all__ = ["JsonLimits", "RECIPE_LIMITS", "PLAN_LIMITS", "INSPECTOR_LIMITS", "SIDE_FILE_LIMITS", "nesting_depth",
            "check_json_text", "check_file_size", "load_json", "read_json_file"]
 
-# A JSON string, escapes included; unrolled so that a 100 MB string is one fast C loop.
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+# A JSON string, escapes included; unrolled so that a 100 MB string is one fast C loop. An unterminated one runs
+# to the end of the text: a pattern that could fail there would be retried from every later (escaped) quote, and
+# '["' followed by a million '\\"' would take hours.
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
 _OPEN = np.zeros(256, np.int8)
 _OPEN[[ord("["), ord("{")]] = 1
 _OPEN[[ord("]"), ord("}")]] = -1
