@@ -52,7 +52,7 @@ CASES = [
     ("data-some-inf", CAL + ["--data", "{bad}/data_inf", "--stats", "{user}/stats.npz"], "Inf"),
     ("nan-inside-the-model", ["calibrate", "{bad}/nan_model.onnx", "--data", "{bad}/data_negative", "--no-progress",
                               "--cache", "{user}/old.cache"], "No cache written"),
-    ("run-nan-inside-the-model", ["run", "{bad}/nan_model.recipe.json", "--data", "{bad}/data_negative",
+    ("run-nan-inside-the-model", ["run", "{bad}/nan_run/nan_model.recipe.json", "--data", "{bad}/data_negative",
                                   "--report", "{user}/report.html", "--build-dir", "{user}/build"], "No cache written"),
     ("data-empty-batch", CAL + ["--data", "{bad}/data_empty_batch"], "empty"),
     ("data-corrupt-npy", CAL + ["--data", "{bad}/data_corrupt_npy"], "could not be read as .npy"),

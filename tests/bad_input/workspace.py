@@ -70,7 +70,10 @@ def make_bad_inputs(bad: Path) -> None:
     from trtwidgets.core.model.load import load_model
     from trtwidgets.core.recipe.recipe import Recipe, save_recipe
 
-    save_recipe(Recipe.for_model(load_model(bad / "nan_model.onnx")), bad / "nan_model.recipe.json")
+    # In a folder of its own: `run` inspects any *.graph.json beside a recipe, and the broken ones below would be met
+    # (rightly, before calibration) instead of the NaN this recipe is for.
+    (bad / "nan_run").mkdir()
+    save_recipe(Recipe.for_model(load_model(bad / "nan_model.onnx")), bad / "nan_run" / "nan_model.recipe.json")
     d = bad / "data_negative"
     d.mkdir()
     np.save(d / "s.npy", np.full((2, 4), -1.0, np.float32))

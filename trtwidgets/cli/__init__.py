@@ -68,7 +68,18 @@ def _aliased(argv: List[str]) -> List[str]:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """Entry point of the ``trtwidgets`` console script."""
+    """Entry point of the ``trtwidgets`` console script.
+
+    Everything it prints goes through :func:`._terminal.safe_streams`: names from the user's files reach the
+    terminal with their control characters escaped, and a terminal encoding without ``×`` does not fail.
+    """
+    from ._terminal import safe_streams
+
+    with safe_streams():
+        return _main(argv)
+
+
+def _main(argv: Optional[List[str]]) -> int:
     parser = build_parser()
     args = parser.parse_args(_aliased(list(sys.argv[1:] if argv is None else argv)))
     if not getattr(args, "_run", None):

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Dict, Optional, Tuple
 
 from ..core.common.errors import UserError
+from ..core.common.json_limits import RECIPE_LIMITS, read_json_file
 
 ENGINE_SUFFIXES = (".plan", ".engine", ".trt")
 
@@ -40,9 +40,8 @@ def _model_from_recipe(recipe_path: str) -> Optional[str]:
     if not os.path.isfile(recipe_path):
         return None
     try:
-        with open(recipe_path, encoding="utf-8") as f:
-            d = json.load(f)
-    except (OSError, ValueError):
+        d = read_json_file(recipe_path, RECIPE_LIMITS)
+    except (OSError, ValueError, UserError):
         return None
     model = d.get("model_path") if isinstance(d, dict) else None
     if model and not os.path.isabs(model):

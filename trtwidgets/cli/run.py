@@ -50,12 +50,37 @@ def _log(msg: str) -> None:
 
 
 def _saved_sources(args, recipe_path: Path):
+    """The saved builds to inspect (``--graph``, else the build folder the recipe sits in), each read, parsed and
+    tabled now: a bad one fails with exit 2 before calibration, not after minutes of work with no report.
+
+    Returns ``(builds, tables)``: the SavedBuild objects, and their layer tables by ``id()`` of the build.
+    """
     from ..core.engine.saved_build import load_saved_build
 
-    out = [load_saved_build(g) for g in args.graph]
+    builds = [load_saved_build(g) for g in args.graph]
     if not args.graph and any(recipe_path.parent.glob("*.graph.json")):
-        out.append(load_saved_build(recipe_path.parent))
-    return out
+        builds.append(load_saved_build(recipe_path.parent))
+    return builds, {id(s): _layer_table_of(s) for s in builds}
+
+
+def _label(source) -> str:
+    return getattr(source, "name", None) or Path(source.out_dir).name
+
+
+def _layer_table_of(source):
+    """The layer table of a build (fresh or saved), with the files saved beside it; a bad file is a UserError."""
+    from ..core.engine.inspector_json import CONTEXT_FAILURES, as_graph, build_context, context_failure
+    from ..core.engine.layer_table import layer_table
+
+    path = getattr(source, "inspector_json_path", None)
+    graph = as_graph(Path(path)) if path else as_graph(source)  # from the file: its errors name it
+    context = {}
+    try:
+        context = build_context(source)
+        return layer_table(graph, **context)
+    except CONTEXT_FAILURES as exc:
+        # A malformed recipe, cache or timings file saved beside a build: say which, no traceback.
+        raise context_failure(exc, context, "inspect the build on its own with `trtwidgets inspect --no-siblings`") from None
 
 
 def _profiles_from_data(args, recipe, model, steps):
@@ -160,10 +185,13 @@ def run(args) -> int:
     report_path = Path(args.report)
     if report_path.suffix.lower() not in (".html", ".htm"):
         raise RecipeError(f"--report {args.report} is not an .html file.", None, "Write e.g. --report report.html.")
+    if args.top < 0:
+        raise RecipeError(f"--top {args.top} is negative.", "It is how many of the most disputed tensors get a "
+                          "histogram in the report.", "Give 0 (no histograms) or more; the default is 6.")
     recipe = locate_model(load_recipe(recipe_path), recipe_path.parent)
     model = load_model(recipe.model_path)
     build_dir = Path(args.build_dir) if args.build_dir else report_path.with_name(report_path.stem + "-build")
-    saved = _saved_sources(args, recipe_path)  # read first: a bad --graph fails before any long work
+    saved, saved_tables = _saved_sources(args, recipe_path)  # read first: a bad --graph fails before any long work
     steps = [{"step": "load", "status": "done", "detail": f"{recipe_path} -> {model.path}"}]
     recipe = _profiles_from_data(args, recipe, model, steps)
 
@@ -174,7 +202,7 @@ def run(args) -> int:
 
     calibration, cache_path = _calibrate(args, recipe, model, steps, build_dir)
     built, build_error = _build(args, recipe, cache_path, steps, build_dir)
-    sections, tables, summaries = _inspect_sections(built, saved, model, recipe, steps)
+    sections, tables, summaries = _inspect_sections(built, saved, saved_tables, model, recipe, steps)
     head_sections = _head_sections(steps, model, recipe, recipe_path, findings, build_error, saved)
     body = _body_sections(args, calibration, tables, summaries)
     doc = rep.render_document(args.title or f"trtwidgets report: {Path(recipe.model_path).name}",
@@ -187,26 +215,19 @@ def run(args) -> int:
     return 1 if build_error is not None else 0
 
 
-def _inspect_sections(built, saved, model, recipe, steps):
-    """A layer-table section per build (the fresh one, then the saved ones); (sections, tables, summaries)."""
+def _inspect_sections(built, saved, saved_tables, model, recipe, steps):
+    """A layer-table section per build (the fresh one, then the saved ones, tabled up front); (sections, tables,
+    summaries)."""
     from ..core.recipe import report as rep
     from ..core.recipe import staleness
-    from ..core.engine.inspector_json import CONTEXT_FAILURES, as_graph, build_context, context_failure
-    from ..core.engine.layer_table import layer_table, summary_dict
+    from ..core.engine.layer_table import summary_dict
 
     sections = []
     tables, summaries = {}, {}
     now = staleness.fingerprint("build", model.sha256, recipe)
     for source in ([built] if built is not None else []) + saved:
-        label = getattr(source, "name", None) or Path(source.out_dir).name
-        graph = as_graph(source)
-        context = {}
-        try:
-            context = build_context(source)
-            table = layer_table(graph, **context)
-        except CONTEXT_FAILURES as exc:
-            # A malformed recipe, cache or timings file saved beside a build: say which, no traceback.
-            raise context_failure(exc, context, "inspect the build on its own with `trtwidgets inspect --no-siblings`") from None
+        label = _label(source)
+        table = _layer_table_of(source) if source is built else saved_tables[id(source)]
         tables[label], summaries[label] = table, summary_dict(table)
         own = staleness.recipe_dict(getattr(source, "recipe", None))
         stale = ""

@@ -15,7 +15,7 @@ def add_arguments(parser):
 
 def format_summary(s) -> str:
     """The summary as aligned plain text."""
-    from ..core.model.dim_text import dim_text, shape_text
+    from ..core.model.dim_text import dim_text, tensor_shape_text
 
     lines = [f"model      {s.path}", f"producer   {s.producer or '-'}",
              f"IR / opset {s.ir_version} / " + ", ".join(f"{d or 'ai.onnx'}:{v}" for d, v in s.opsets.items())]
@@ -24,7 +24,7 @@ def format_summary(s) -> str:
             # Exporters' dim names (p2o.DynamicDimension.0) read as N×3×H×W; the names themselves follow.
             dyn = (f"  dynamic: {', '.join(f'dim {i} {dim_text(n, i, len(t.shape))} ({n})' for i, n in t.dynamic_dims.items())}"
                    if t.is_dynamic else "")
-            lines.append(f"{kind:<10} {t.name}  {t.dtype} {shape_text(t.shape)}{dyn}")
+            lines.append(f"{kind:<10} {t.name}  {t.dtype} {tensor_shape_text(t)}{dyn}")
     lines.append(f"nodes      {s.node_count}  ({', '.join(f'{k} {v}' for k, v in list(s.op_counts.items())[:8])}"
                  + (", ..." if len(s.op_counts) > 8 else "") + ")")
     lines.append(f"parameters {s.param_count:,} ({s.param_bytes / 1e6:.2f} MB)  dtypes: "

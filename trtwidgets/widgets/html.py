@@ -105,7 +105,7 @@ def disclosure(summary: str, body_html: str) -> str:
 
 def summary_html(summary: Any) -> str:
     """A model summary (``trtwidgets.core.model.load.ModelSummary``) as escaped tables."""
-    from ..core.model.dim_text import dim_text, shape_text
+    from ..core.model.dim_text import dim_text, tensor_shape_text
 
     s = summary
     q = s.qdq
@@ -129,7 +129,7 @@ def summary_html(summary: Any) -> str:
         for t in tensors:
             # Exporters' names (p2o.DynamicDimension.0) read as N×3×H×W; see core.model.dim_text.
             dyn = ", ".join(f"dim {i} ({dim_text(n, i, len(t.shape))})" for i, n in t.dynamic_dims.items()) or "static"
-            io_rows.append((kind, t.name, t.dtype, shape_text(t.shape), dyn))
+            io_rows.append((kind, t.name, t.dtype, tensor_shape_text(t), dyn))
     ops = list(s.op_counts.items())
     return ('<div class="trtw-summary">'
             + html_table(overview, ("", "value"), caption="Model")

@@ -359,3 +359,33 @@ def test_schema_types_and_batch_pinned_shapes_are_reported():
 
     assert "BATCH_PINNED_SHAPE" in codes(lint(_reshape_model("N", 1)))
     assert "SCHEMA_KEEPS_TYPE" in codes(lint(dm.anchor_head()))
+
+
+def test_a_model_without_inputs_is_said_to_have_none():
+    from tests.bad_input.hostile_models import no_input_model
+
+    f = only(lint(no_input_model()), "NO_INPUTS")
+    assert "no inputs" in f.message and f.fix
+
+
+def test_a_cycle_is_an_error_naming_the_nodes_on_it():
+    from tests.bad_input.hostile_models import cycle_model
+    from trtwidgets.core.model.lint_rules_graph import find_cycle
+
+    f = only(lint(cycle_model()), "GRAPH_CYCLE")
+    assert f.severity == "error" and set(f.nodes) == {"add", "relu"}, f
+    assert "add -> relu -> add" in f.message or "relu -> add -> relu" in f.message
+    assert find_cycle(conv_model().graph) is None
+
+
+def test_a_dimension_beyond_int32_is_found():
+    from tests.bad_input.hostile_models import huge_dim_model
+
+    f = only(lint(huge_dim_model()), "HUGE_SHAPE")
+    assert "3000000000" in f.message and f.severity == "warning"
+    assert only(lint(huge_dim_model(), trt_version="8.6"), "HUGE_SHAPE").severity == "error"
+    # 2**31-1 elements in one static tensor is too many as well; a large but possible one is not.
+    assert "HUGE_SHAPE" in codes(lint(huge_dim_model(2**31)))
+    f = only(lint(huge_dim_model(65536, batch=65536)), "HUGE_SHAPE")
+    assert "4,294,967,296 elements" in f.message
+    assert "HUGE_SHAPE" not in codes(lint(huge_dim_model(2**20)))

@@ -36,6 +36,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import onnx
 
+from .model_inputs import require_inputs
 from .data import iter_labelled_feeds
 from ..common.errors import CalibrationDataError, StatsError, UserError
 from ..common.ort import OrtSession, open_session
@@ -162,6 +163,7 @@ def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequ
         When ``stats`` belong to another model or use another number of bins.
     """
     loaded = model if isinstance(model, LoadedModel) else load_model(model)
+    require_inputs(loaded)
     num_bins = _checked_bins(num_bins, stats, loaded)
     inputs, acts = float_tensor_names(loaded.proto)
     accs: Dict[str, HistogramAccumulator] = {}

@@ -245,7 +245,9 @@ def check_feed(feed: Mapping[str, np.ndarray], inputs: Sequence, where: str = ""
                 f"Input {info.name!r}{at}: expected rank {len(info.shape)} (shape {shape_text(info.shape)}), "
                 f"found rank {arr.ndim} (shape {shape_text(arr.shape)}).",
                 "Samples must carry every dimension, including the batch dimension.",
-                "Add a batch axis with array[None] if this is a single sample." if arr.ndim == len(info.shape) - 1 else None)
+                "Add a batch axis with array[None] if this is a single sample." if arr.ndim == len(info.shape) - 1 else
+                f"Give samples of rank {len(info.shape)}, shaped like the model's input, or check that the data is "
+                "for this model.")
         bad = [(i, d, s) for i, (d, s) in enumerate(zip(info.shape, arr.shape)) if isinstance(d, int) and d != s]
         if bad:
             raise CalibrationDataError(

@@ -13,11 +13,12 @@ Pure: stdlib and the core modules; no widgets, no TensorRT.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Tuple
 
+from ..common.errors import UserError
+from ..common.json_limits import SIDE_FILE_LIMITS, read_json_file
 from .latency import BenchResult
 from ..recipe.staleness import recipe_dict
 
@@ -33,9 +34,8 @@ def build_recipe_dict(build: Any) -> Optional[dict]:
     path = getattr(build, "recipe_path", None)
     if path and os.path.isfile(path):
         try:
-            with open(path, encoding="utf-8") as f:
-                doc = json.load(f)
-        except (OSError, ValueError):
+            doc = read_json_file(path, SIDE_FILE_LIMITS)
+        except (OSError, ValueError, UserError):
             return None
         return doc if isinstance(doc, dict) else None
     return None

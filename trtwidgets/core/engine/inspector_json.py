@@ -29,6 +29,7 @@ files saved beside a build's JSON in :mod:`~trtwidgets.core.engine.build_context
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from pathlib import Path
@@ -36,6 +37,7 @@ from types import MappingProxyType
 from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..common.errors import InspectorError
+from ..common.json_limits import INSPECTOR_LIMITS, check_file_size, load_json
 # The values, format names and build-folder helpers live in their own modules; they are re-exported
 # because notebooks, the CLI and the widgets import them from here.
 from .build_context import BUILD_ARTIFACTS, CONTEXT_FAILURES, build_context, context_failure, find_build_artifacts
@@ -74,11 +76,7 @@ def _tensor(obj: Any, where: str) -> TensorDesc:
             "Each layer input/output of DETAILED inspector JSON is an object with Name, Dimensions and Format/Datatype.",
             "Check that the file was written by IEngineInspector.get_engine_information(LayerInformationFormat.JSON).",
         )
-    dims = obj.get("Dimensions") or ()
-    try:
-        dims = tuple(int(d) for d in dims)
-    except (TypeError, ValueError):
-        dims = ()
+    dims = _dims(obj.get("Dimensions") or (), where) or ()
     if "Format/Datatype" in obj:
         fmt = str(obj["Format/Datatype"])
         precision, layout = precision_from_format(fmt), layout_from_format(fmt)
@@ -91,6 +89,37 @@ def _tensor(obj: Any, where: str) -> TensorDesc:
             precision = "N/A"
         layout = layout_from_format(form) if form is not None else ""
     return TensorDesc(str(obj.get("Name", "")), dims, fmt, precision, layout, str(obj.get("Location", "")))
+
+
+#: Beyond any dimension an engine can have (TensorRT's Dims hold int64).
+_MAX_DIM = 2**63 - 1
+
+
+def _dims(values: Any, where: str) -> Optional[Tuple[int, ...]]:
+    """The dimensions as ints; None when absent or not a list of numbers (TensorRT writes text there at times).
+
+    A number no tensor can have (``1e400`` reads as infinity, NaN, or beyond int64) is an InspectorError:
+    turning it into a dimension would overflow, and quietly dropping it would hide a damaged file.
+    """
+    if values is None:
+        return None
+    try:
+        items = list(values)
+    except TypeError:
+        return None
+    out = []
+    for d in items:
+        if isinstance(d, float) and not math.isfinite(d) or isinstance(d, (int, float)) and abs(d) > _MAX_DIM:
+            raise InspectorError(
+                f"{where} has a dimension of {d!r:.40}.",
+                "No engine tensor has such a dimension (TensorRT writes whole numbers up to 2**63-1; a value "
+                "such as 1e400 reads as infinity): the file is damaged or was edited.",
+                "Write the inspector JSON again from the engine (trtwidgets saves it as <engine>.graph.json).")
+        try:
+            out.append(int(d))
+        except (TypeError, ValueError):
+            return None
+    return tuple(out)
 
 
 def _weights(obj: Any) -> Optional[WeightsDesc]:
@@ -106,11 +135,7 @@ def _weights(obj: Any) -> Optional[WeightsDesc]:
 def _io_tensor(obj: Any) -> IOTensor:
     if isinstance(obj, Mapping):
         dtype = obj.get("Datatype", obj.get("DataType"))
-        dims = obj.get("Dimensions")
-        try:
-            dims = tuple(int(d) for d in dims) if dims is not None else None
-        except (TypeError, ValueError):
-            dims = None
+        dims = _dims(obj.get("Dimensions"), f"I/O tensor {str(obj.get('Name', ''))[:80]!r}")
         mode = obj.get("IOMode", obj.get("Mode"))
         return IOTensor(str(obj.get("Name", "")), str(mode) if mode is not None else None,
                         precision_from_format(dtype) if dtype is not None else None, dims,
@@ -141,6 +166,7 @@ def _read_text(text_or_path) -> Tuple[str, str]:
             "Nothing is at that path." if not path.exists() else "The inspector JSON is one .json file.",
             "Give the path of the .json file written beside the engine (trtwidgets saves it as <engine>.graph.json).",
         )
+    check_file_size(path, INSPECTOR_LIMITS, InspectorError)
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -179,8 +205,9 @@ def _load(text: str, source: str) -> Any:
         raise InspectorError(f"{source} is empty.", "The inspector JSON was not written, or written as an empty file.",
                              _FIX_SOURCE)
     try:
-        # strict=False: TensorRT 8.6 writes raw \x1e / \x1f into Metadata strings.
-        return json.loads(text, strict=False)
+        # strict=False: TensorRT 8.6 writes raw \x1e / \x1f into Metadata strings. Limits: a deeply nested file
+        # would otherwise end in RecursionError.
+        return load_json(text, source, INSPECTOR_LIMITS, InspectorError, strict=False)
     except json.JSONDecodeError as exc:
         end = len(text.rstrip())
         # With strict=False a string may span lines, so an unterminated one runs to the end of the text.
@@ -293,8 +320,8 @@ def _engine_layer(i: int, raw: Any, source: str) -> Tuple[Optional[EngineLayer],
         if not isinstance(raw.get(key) or [], list):
             raise InspectorError(f"{source}: layer {name!r} has {key} of type {type(raw[key]).__name__}, not a list.",
                                  "DETAILED inspector JSON lists each layer's tensors.", _FIX_SOURCE)
-    ins = tuple(_tensor(t, f"{name!r} input {j}") for j, t in enumerate(raw.get("Inputs") or ()))
-    outs = tuple(_tensor(t, f"{name!r} output {j}") for j, t in enumerate(raw.get("Outputs") or ()))
+    ins = tuple(_tensor(t, f"{source}: layer {name!r} input {j}") for j, t in enumerate(raw.get("Inputs") or ()))
+    outs = tuple(_tensor(t, f"{source}: layer {name!r} output {j}") for j, t in enumerate(raw.get("Outputs") or ()))
     split_keys = False
     for t in list(raw.get("Inputs") or ()) + list(raw.get("Outputs") or ()):
         if isinstance(t, Mapping) and "Format/Datatype" not in t and ("Datatype" in t or "DataType" in t):

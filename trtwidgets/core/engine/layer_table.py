@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable, List, Mapping, Optional, Sequence, Union
 
 from ..common.errors import InspectorError
+from ..common.json_limits import SIDE_FILE_LIMITS, load_json
 from .inspector_json import PRECISIONS, EngineGraph, parse_inspector_json
 
 __all__ = ["COLUMNS", "PRECISION_COLORS", "layer_table", "precision_summary", "styled", "read_profile",
@@ -65,7 +66,7 @@ def _profile_doc(profile: Any) -> Any:
         except OSError as exc:
             raise InspectorError(f"Could not read the profile {source}.", str(exc), "Check the path.") from None
     try:
-        return json.loads(text, strict=False), source
+        return load_json(text, source, SIDE_FILE_LIMITS, InspectorError, strict=False), source
     except json.JSONDecodeError as exc:
         raise InspectorError(f"The profile {source} is not JSON ({exc.msg}).",
                              f"Per-layer timings are {_PROFILE_FORMS}.",

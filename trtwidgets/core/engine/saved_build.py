@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Dict, Optional, Tuple, Union
 
 from ..common.errors import InspectorError
+from ..common.json_limits import (INSPECTOR_LIMITS, SIDE_FILE_LIMITS, check_file_size, nesting_depth,
+                                read_json_file)
 
 #: Environment variable naming a folder of saved build directories.
 ENV_VAR = "TRTWIDGETS_SAVED_BUILDS"
@@ -89,7 +91,7 @@ class SavedBuild:
 
 def _read_json(path: Path, what: str):
     try:
-        return json.loads(path.read_text(encoding="utf-8", errors="replace"), strict=False)
+        return read_json_file(path, SIDE_FILE_LIMITS, InspectorError, strict=False)
     except (OSError, ValueError) as exc:
         raise InspectorError(f"Could not read {what} {path}.", str(exc),
                              "Copy the build directory again, or delete the broken file.") from None
@@ -103,6 +105,8 @@ def _read_log(path: Path) -> Tuple[Tuple[str, str], ...]:
         return ()
     for line in lines:
         try:
+            if nesting_depth(line) > SIDE_FILE_LIMITS.max_depth:  # json.loads would end in RecursionError
+                raise ValueError("nested too deep")
             rec = json.loads(line, strict=False)
         except ValueError:
             # Kept, not skipped: a damaged log line (a build cut off mid-write) may be the one that explains it.
@@ -243,6 +247,7 @@ def load_saved_build(path: Union[str, os.PathLike]) -> SavedBuild:
     else:
         raise InspectorError(f"{p} does not exist.", "A saved build is read from its folder or its inspector JSON.",
                              "Pass a build directory (with a *.graph.json) or an engine-inspector JSON file.")
+    check_file_size(graph_path, INSPECTOR_LIMITS, InspectorError)
     text = graph_path.read_text(encoding="utf-8", errors="replace")
     recipe = _read_json(folder / "recipe.json", "the build's recipe") if (folder / "recipe.json").is_file() else None
     meta = _read_json(folder / "build.json", "the build's metadata") if (folder / "build.json").is_file() else {}

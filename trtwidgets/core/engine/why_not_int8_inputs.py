@@ -32,10 +32,10 @@ def _read_recipe(path) -> dict:
     import json
 
     from ..common.errors import RecipeError
+    from ..common.json_limits import RECIPE_LIMITS, read_json_file
 
     try:
-        with open(os.fspath(path), "r", encoding="utf-8") as f:
-            return json.load(f)
+        return read_json_file(os.fspath(path), RECIPE_LIMITS, RecipeError)
     except OSError as exc:
         raise RecipeError(f"Could not read the recipe {path}.", str(exc), "Check the path.") from None
     except json.JSONDecodeError as exc:

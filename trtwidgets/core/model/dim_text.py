@@ -46,3 +46,17 @@ def shape_text(shape: Sequence, sep: str = "×") -> str:
     """
     dims = list(shape)
     return sep.join(dim_text(d, i, len(dims)) for i, d in enumerate(dims)) or "scalar"
+
+
+def tensor_shape_text(tensor, sep: str = "×") -> str:
+    """A model input's or output's shape as :func:`shape_text` writes it, or ``"unknown shape"`` when the model
+    declares none (a tensor without a shape is not a scalar: its rank is unknown).
+
+    Parameters
+    ----------
+    tensor : TensorInfo
+        Anything with ``shape`` and, optionally, ``has_shape``.
+    """
+    if not getattr(tensor, "has_shape", True):
+        return "unknown shape"
+    return shape_text(tensor.shape, sep)

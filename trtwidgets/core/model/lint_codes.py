@@ -51,6 +51,9 @@ CODES: Dict[str, Tuple[str, str]] = {
     "FLOAT64_UNSUPPORTED": ("warning", "FLOAT64 tensors are not supported by TensorRT"),
     "SCHEMA_KEEPS_TYPE": ("info", "inputs the ONNX schemas type as FP32 or integer only"),
     "BATCH_PINNED_SHAPE": ("warning", "a Reshape/Expand target holds a literal batch"),
+    "NO_INPUTS": ("warning", "the model has no inputs"),
+    "GRAPH_CYCLE": ("error", "the graph has a cycle"),
+    "HUGE_SHAPE": ("warning", "a dimension beyond int32, or a tensor of more than 2**31-1 elements"),
 }
 
 #: TensorRT's own texts, quoted in messages so users can match them to what they saw.

@@ -21,6 +21,7 @@ import onnx
 from ..common.errors import UserError
 from .lint_codes import TRT_TEXT
 from .lint_context import STD_DOMAINS, LintContext, node_name
+from .lint_rules_graph import check_cycles, check_huge_shapes, check_no_inputs
 from .lint_rules_types import check_batch_pinned_shapes, check_schema_types
 from .onnx_graph import attribute
 from .trt_support import (DYNAMIC_QUANT_OPS, FLAG_SINCE, MAX_OPSET, MIN_OPSET, OPS_ADDED_IN, PRECISION_FLAGS,
@@ -438,7 +439,7 @@ def check_dtypes(ctx: LintContext) -> None:
 
 #: The rules in the order lint runs them (findings are sorted by severity and code afterwards).
 RULES: Tuple[Callable[[LintContext], None], ...] = (
-    check_onnx, check_opset, check_ops, check_qdq, check_flags, check_fp8_hardware, check_calibrator,
+    check_onnx, check_no_inputs, check_cycles, check_huge_shapes, check_opset, check_ops, check_qdq, check_flags, check_fp8_hardware, check_calibrator,
     check_profiles, check_profile_opt_size, check_dim_names, check_dtypes, check_schema_types,
     check_batch_pinned_shapes,
 )

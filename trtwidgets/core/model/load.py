@@ -44,11 +44,15 @@ class TensorInfo:
     shape : tuple of (int or str)
         Static dims are ints; dynamic dims are their symbolic name, or ``"?"``
         when the model gives none (``-1`` or unset).
+    has_shape : bool
+        False when the model declares no shape at all for the tensor (its rank is
+        unknown; ``shape`` is then empty). A scalar has a shape, with no dims.
     """
 
     name: str
     dtype: str
     shape: Tuple[Dim, ...]
+    has_shape: bool = True
 
     @property
     def dynamic_dims(self) -> Dict[int, str]:
@@ -60,7 +64,7 @@ class TensorInfo:
         return bool(self.dynamic_dims)
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "dtype": self.dtype, "shape": list(self.shape),
+        return {"name": self.name, "dtype": self.dtype, "shape": list(self.shape), "has_shape": self.has_shape,
                 "dynamic_dims": {str(k): v for k, v in self.dynamic_dims.items()}}
 
 
@@ -282,7 +286,8 @@ def _tensor_info(value_info: onnx.ValueInfoProto) -> TensorInfo:
                 dims.append(int(d.dim_value))
             else:
                 dims.append(d.dim_param or "?")
-    return TensorInfo(value_info.name, dtype_name(ttype.elem_type) if ttype.elem_type else "unknown", tuple(dims))
+    return TensorInfo(value_info.name, dtype_name(ttype.elem_type) if ttype.elem_type else "unknown", tuple(dims),
+                      has_shape=ttype.HasField("shape"))
 
 
 def _qdq_summary(graph: onnx.GraphProto, index: GraphIndex) -> QDQSummary:

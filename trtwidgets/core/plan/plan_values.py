@@ -15,6 +15,7 @@ from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 from ..common.atomic import write_text_atomic
 from ..common.errors import UserError
+from ..common.json_limits import PLAN_LIMITS, read_json_file
 
 __all__ = ["PlanTarget", "PlanAccuracy", "Candidate", "Plan", "load_plan"]
 
@@ -265,7 +266,7 @@ def load_plan(path: Union[str, os.PathLike]) -> dict:
     if p.is_dir():
         p = p / "plan.json"
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
+        doc = read_json_file(p, PLAN_LIMITS)
     except FileNotFoundError:
         raise UserError(f"No plan at {p}.", "plan.json is written by `trtwidgets plan ... --out DIR`.",
                         "Run the planner first, or give the folder it wrote.") from None

@@ -53,13 +53,21 @@ T = TypeVar("T")
 
 
 def _loaded(model):
+    """The model loaded, and checked for what would fail only after calibrating: no inputs, a model onnx.checker
+    rejects (its Q/DQ copies would fail the same check, blamed on the exporter)."""
+    from ..calibration.model_inputs import require_inputs
     from ..model.load import LoadedModel, load_model, summarize
+    from ..qdq.export_check import check_source_model
 
     if isinstance(model, LoadedModel):
-        return model
-    if isinstance(model, onnx.ModelProto):
-        return LoadedModel(Path(model.graph.name or "model.onnx"), model, summarize(model))
-    return load_model(model)
+        loaded = model
+    elif isinstance(model, onnx.ModelProto):
+        loaded = LoadedModel(Path(model.graph.name or "model.onnx"), model, summarize(model))
+    else:
+        loaded = load_model(model)
+    require_inputs(loaded)
+    check_source_model(loaded.proto)
+    return loaded
 
 
 def _ranges_record(cal, per_method, best_method: str, amax: Mapping[str, float], described: str) -> dict:

@@ -43,7 +43,7 @@ import onnx
 from ..common.atomic import write_bytes_atomic
 from ..common.write_rule import refuse_inputs
 from ..common.paths import user_path
-from .export_check import DEFAULT_MIN_COSINE, check_export, raise_if_failed
+from .export_check import DEFAULT_MIN_COSINE, check_export, check_source_model, raise_if_failed
 from .export_report import QdqExport, QdqReport, QuantizedTensor, QuantizedWeight
 from .qdq_writer import QdqWriter
 from .weights import PRECISIONS, quantize_weight
@@ -145,6 +145,7 @@ def build_qdq(model, amax: Mapping[str, float], options: Optional[QdqOptions] = 
 
 def _prepared_copy(source: onnx.ModelProto, opts: QdqOptions) -> Tuple[onnx.ModelProto, str, int, int]:
     """``(copy at the target opset, float part's type, opset before, opset after)``, or the reason why not."""
+    check_source_model(source)
     _, min_opset = PRECISIONS[opts.precision]
     existing = [n for n in source.graph.node if n.op_type in ("QuantizeLinear", "DequantizeLinear")]
     if existing:

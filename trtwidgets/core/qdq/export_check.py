@@ -32,6 +32,7 @@ import numpy as np
 import onnx
 
 from ..common.errors import UserError
+from .options import QdqExportError
 
 __all__ = ["DEFAULT_MIN_COSINE", "QUANT_DRIFT_ALLOWANCE", "ExportCheck", "ExportCheckError", "check_export", "raise_if_failed"]
 
@@ -222,3 +223,19 @@ def raise_if_failed(check: ExportCheck, path) -> None:
            "Export with --high-precision fp32 meanwhile, and please report the model (this is an exporter bug).")
     raise ExportCheckError(f"The exported model failed its check and was not written to {path}.",
                            "; ".join(check.failures), fix)
+
+
+def check_source_model(source: onnx.ModelProto) -> None:
+    """QdqExportError when the model itself fails onnx.checker: the Q/DQ copy would fail it the same way, and
+    saying so about the copy ("please report this") would blame the exporter for the model's own fault."""
+    try:
+        onnx.checker.check_model(source)
+    except onnx.checker.ValidationError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise QdqExportError("The model does not pass onnx.checker, so no Q/DQ model is made from it.",
+                             f"onnx.checker.check_model says: {first} The model breaks the ONNX specification "
+                             "(e.g. a graph input or output without a shape or type); a Q/DQ copy would break it too.",
+                             "Re-export the model, or repair it (onnx-graphsurgeon, onnxsim) until onnx.checker "
+                             "accepts it; `trtwidgets lint MODEL` lists it as ONNX_CHECKER_FAILED.") from None
+    except ValueError:  # over 2 GiB in memory: the checker wants a path; the Q/DQ copy is checked on save
+        return

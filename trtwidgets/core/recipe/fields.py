@@ -54,6 +54,26 @@ def check_str(value, name: str, allow_none: bool = False) -> None:
         raise bad(f"The recipe's {name} must be a string{' or null' if allow_none else ''}, got {type(value).__name__} {value!r:.80}.")
 
 
+#: The longest path a recipe may name: Linux's PATH_MAX; no file system opens a longer one.
+MAX_PATH_CHARS = 4096
+
+
+def check_path_str(value, name: str, allow_none: bool = False) -> None:
+    """:func:`check_str`, and a length and characters that a file path can have."""
+    check_str(value, name, allow_none)
+    if value is None:
+        return
+    if len(value) > MAX_PATH_CHARS:
+        raise bad(f"The recipe's {name} is {len(value):,} characters long (it starts {value[:60]!r}).",
+                  f"A path is at most {MAX_PATH_CHARS} characters (PATH_MAX); no file system can open a longer one, "
+                  "so the value is damaged or not a path.",
+                  f"Set {name} to the file's real path (save the recipe again from the app, or edit the JSON).")
+    if "\x00" in value:
+        raise bad(f"The recipe's {name} {value[:80]!r} holds a NUL character.",
+                  "No file path can contain NUL; the value is damaged.",
+                  f"Set {name} to the file's real path.")
+
+
 def check_int(value, name: str, allow_none: bool = False) -> None:
     """Raise unless ``value`` is an int, not a bool (or None, where allowed)."""
     if value is None and allow_none:

@@ -34,9 +34,11 @@ from typing import TYPE_CHECKING, Dict, Mapping, Optional, Tuple, Union
 
 from ..common.atomic import write_text_atomic
 from ..common.errors import RecipeError
+from ..common.json_limits import RECIPE_LIMITS, check_file_size, load_json
 from ..common.paths import user_path
 from .fields import (CALIBRATOR_KINDS, FLAGS, LAYER_PRECISIONS, OPT_LEVELS, PRECISION_CONSTRAINTS, TOOLKIT_METHODS,
-                     CalibratorSpec, LayerPrecision, bad, check_choice, check_int, check_str, major_version)
+                     CalibratorSpec, LayerPrecision, bad, check_choice, check_int, check_path_str, check_str,
+                     major_version)
 from .profiles import Profile, ShapeRange, default_profiles
 from .validate import recipe_problems, validate_recipe
 
@@ -119,7 +121,7 @@ class Recipe:
                       "Re-create the recipe in this release's notebook, or use the trtwidgets release that wrote it.")
         if isinstance(self.model_path, os.PathLike):
             set_(self, "model_path", os.fspath(self.model_path))
-        check_str(self.model_path, "model_path")
+        check_path_str(self.model_path, "model_path")
         check_str(self.model_sha256, "model_sha256")
         if self.model_sha256 and not re.fullmatch(r"[0-9a-f]{64}", self.model_sha256):
             raise bad(f"The recipe's model_sha256 {self.model_sha256!r:.80} is not a SHA-256 hex digest.",
@@ -166,7 +168,7 @@ class Recipe:
         check_int(self.workspace_mib, "workspace_mib", allow_none=True)
         if self.workspace_mib is not None and self.workspace_mib <= 0:
             raise bad(f"The workspace limit is {self.workspace_mib} MiB.", fix="Give a positive number of MiB, or null for TensorRT's default.")
-        check_str(self.timing_cache, "timing_cache", allow_none=True)
+        check_path_str(self.timing_cache, "timing_cache", allow_none=True)
         check_str(self.trt_version, "trt_version", allow_none=True)
         if self.trt_version is not None and major_version(self.trt_version) is None:
             raise bad(f"The recipe's trt_version {self.trt_version!r} is not a version such as '8.6.0' or '10.16.1.11'.")
@@ -268,11 +270,9 @@ class Recipe:
     @classmethod
     def from_json(cls, text: Union[str, bytes], source: str = "the recipe") -> "Recipe":
         """Parse a recipe from JSON text (``json.loads`` only; nothing is evaluated)."""
-        try:
-            d = json.loads(text)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise bad(f"{source} is not valid JSON.", f"json said: {exc}.",
-                      "Fix the file (or save the recipe again from the notebook).") from None
+        d = load_json(text, source, RECIPE_LIMITS, RecipeError, on_decode_error=lambda exc: bad(
+            f"{source} is not valid JSON.", f"json said: {exc}.",
+            "Fix the file (or save the recipe again from the notebook)."))
         return cls.from_dict(d)
 
 
@@ -330,6 +330,7 @@ def load_recipe(path: Union[str, os.PathLike]) -> Recipe:
     if not path.is_file():
         raise bad(f"No recipe at {path}.", "The path does not exist or is a directory.",
                   "Give the path of a recipe .json file saved by the notebook or save_recipe().")
+    check_file_size(path, RECIPE_LIMITS, RecipeError)  # refused unread: a 100 MB model_path, or another file
     recipe = Recipe.from_json(path.read_bytes(), source=str(path))
     if recipe.model_path and not user_path(recipe.model_path).is_absolute():
         recipe = recipe.replace(model_path=str((path.parent / recipe.model_path).resolve()))

@@ -121,7 +121,8 @@ def summary_section(summary, recipe=None, extra: Optional[Mapping[str, Any]] = N
                  ("amax overrides", len(cal.amax_overrides))]
     for k, v in (extra or {}).items():
         rows.append((k, v))
-    io_rows = [{"kind": kind, "name": t.name, "dtype": t.dtype, "shape": list(t.shape)}
+    io_rows = [{"kind": kind, "name": t.name, "dtype": t.dtype,
+                "shape": list(t.shape) if getattr(t, "has_shape", True) else "unknown shape"}
                for kind, ts in (("input", summary.inputs), ("output", summary.outputs)) for t in ts]
     return section("Summary", table(rows, ["item", "value"]), table(io_rows, ["kind", "name", "dtype", "shape"]))
 
