@@ -40,3 +40,16 @@ def test_the_float_model_reads_the_rendered_lines_and_is_near_chance_on_their_mi
 
     scores = next(iter(run_model(demo.MODEL_PATH, feeds)[0].values()))
     assert np.mean(scores.argmax(1) == 1 - labels) == pytest.approx(1 - acc)
+
+
+def test_demo_build_rows_carry_latency_precisions_and_a_metric_with_its_source(tmp_path):
+    import math
+
+    from trtwidgets.demo.builds import demo_build_rows
+
+    rows = {r["build"]: r for r in demo_build_rows(tmp_path)}
+    assert set(rows) == {"cls_static_fp32", "cls_static_fp16", "cls_static_int8_entropy2", "cls_static_qdq_int8"}
+    assert all(math.isfinite(r["median_ms"]) and 0 <= r["metric"] <= 1 for r in rows.values())
+    assert rows["cls_static_qdq_int8"]["INT8"] == 48 and "Q/DQ" in rows["cls_static_qdq_int8"]["metric_source"]
+    assert rows["cls_static_fp16"]["metric"] == rows["cls_static_fp32"]["metric"]  # same ONNX model, said so
+    assert "FP32 model" in rows["cls_static_fp16"]["metric_source"]
