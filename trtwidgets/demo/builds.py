@@ -18,7 +18,7 @@ STATIC_BUILDS = ("cls_static_fp32", "cls_static_fp16", "cls_static_int8_entropy2
 #: The batch-32 builds measured on a GPU machine (the planner's candidates), when committed.
 MEASURED_B32 = "cls_b32_measured"
 
-_FLOAT_SOURCE = "ONNX Runtime, the FP32 model (FP16 rounding of the engine not included)"
+_FLOAT_SOURCE = "ONNX Runtime, the FP32 model the build was made from (the engine's own rounding not included)"
 
 
 def demo_build_rows(work_dir: Union[str, os.PathLike], names: Sequence[str] = STATIC_BUILDS,
