@@ -77,7 +77,8 @@ def plotly_outputs(nb) -> list:
 
 def assert_figures_in_html(nb) -> None:
     """Every Plotly figure of the executed notebook is drawn by its nbconvert HTML, with plotly.js inlined once."""
-    nbconvert = pytest.importorskip("nbconvert")
+    import nbconvert  # a test dependency: the bar must not be skipped silently
+
     figures = plotly_outputs(nb)
     html, _ = nbconvert.HTMLExporter().from_notebook_node(nb)
     drawn = len(re.findall(r'class="plotly-graph-div"', html))
