@@ -46,3 +46,13 @@ def test_a_measured_folder_gives_medians_spreads_and_counts(tmp_path):
     assert fp16["median_ms"] == pytest.approx(0.59) and fp16["spread_ms"] == pytest.approx(0.02)
     assert (fp16["FP16"], fp16["FP32"], fp16["metric"]) == (120, 3, 0.95)
     assert (qdq["median_ms"], qdq["INT8"]) == (0.41, 48) and math.isnan(qdq["metric"])
+
+
+def test_a_plan_json_with_nested_measurements_is_read(tmp_path):
+    doc = {"pick": "fp16", "measurement": {"rounds": 3, "measurements": [
+        {"name": "fp16", "kind": "fp16", "round_ms": [0.5, 0.52], "median_ms": 0.51, "spread_ms": 0.02},
+        {"name": "cand", "kind": "qdq", "round_ms": [], "median_ms": "nan", "spread_ms": "nan", "error": "build failed"}]}}
+    (tmp_path / "plan.json").write_text(json.dumps(doc))
+    fp16, cand = read_measured_folder(tmp_path)
+    assert fp16["median_ms"] == 0.51 and fp16["INT8"] == -1  # counts nowhere: -1, not invented
+    assert math.isnan(cand["median_ms"])

@@ -76,8 +76,8 @@ def fastest(rows: List[dict]) -> Optional[dict]:
     return min(timed, key=lambda r: r["median_ms"]) if timed else None
 
 
-def _entries(doc: Any) -> List[dict]:
-    """The per-build records of a measurements document (a list, or a dict holding one)."""
+def _entries(doc: Any, depth: int = 2) -> List[dict]:
+    """The per-build records of a measurements document (a list, or a dict holding one, e.g. plan.json's)."""
     if isinstance(doc, list):
         return [e for e in doc if isinstance(e, dict)]
     if isinstance(doc, dict):
@@ -86,6 +86,11 @@ def _entries(doc: Any) -> List[dict]:
                 return [e for e in doc[key] if isinstance(e, dict)]
             if isinstance(doc.get(key), dict):
                 return [dict(v, name=v.get("name", k)) for k, v in doc[key].items() if isinstance(v, dict)]
+        if depth:
+            for value in doc.values():
+                found = _entries(value, depth - 1) if isinstance(value, dict) else []
+                if found:
+                    return found
     return []
 
 
