@@ -81,3 +81,46 @@ def iter_skimage_inputs(n: int, batch_size: int = 1, seed: int = 0) -> Iterator[
     x = preprocess(skimage_crops(n, seed))
     for i in range(0, len(x) - batch_size + 1, batch_size):
         yield {INPUT_NAME: x[i:i + batch_size]}
+
+
+
+def labelled_inputs(batch_size: int = 1, n_lines: int = 64):
+    """Rendered text lines upright and turned by 180 degrees, with the orientation labels the model predicts.
+
+    The classifier answers "0" or "180" (:data:`LABELS`), so labels come for free: every
+    line is shown upright (label 0) and rotated by 180 degrees (label 1). The lines are
+    rendered with Pillow (:mod:`.text_lines`): the bundled crops are not text lines, and
+    the FP32 model is at chance on them, so they cannot measure accuracy.
+
+    Returns
+    -------
+    (list of dict, numpy.ndarray)
+        Feeds ``{"x": float32[batch, 3, 48, 192]}`` (the last incomplete batch dropped) and
+        the int64 label of every sample in them, in order (``2 * n_lines`` samples).
+    """
+    from .text_lines import text_line_images
+
+    images = text_line_images(n_lines)
+    both = np.concatenate([images, images[:, ::-1, ::-1]])
+    labels = np.concatenate([np.zeros(len(images), np.int64), np.ones(len(images), np.int64)])
+    x = preprocess(both)
+    n = (len(x) // batch_size) * batch_size
+    return [{INPUT_NAME: x[i:i + batch_size]} for i in range(0, n, batch_size)], labels[:n]
+
+
+def orientation_top1(model, batch_size: int = 16) -> float:
+    """Top-1 accuracy of a model of the demo (float or Q/DQ) on :func:`labelled_inputs`, with ONNX Runtime.
+
+    Parameters
+    ----------
+    model : LoadedModel, onnx.ModelProto or path
+        The demo classifier or a quantized (Q/DQ) export of it.
+    batch_size : int
+        Lines per run (only speed depends on it).
+    """
+    from ..core.qdq.validate import run_model
+
+    feeds, labels = labelled_inputs(batch_size)
+    outputs, _ = run_model(model, feeds)
+    scores = next(iter(outputs.values()))
+    return float(np.mean(np.argmax(scores.reshape(len(labels), -1), axis=1) == labels))
