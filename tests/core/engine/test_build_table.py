@@ -56,3 +56,12 @@ def test_a_plan_json_with_nested_measurements_is_read(tmp_path):
     fp16, cand = read_measured_folder(tmp_path)
     assert fp16["median_ms"] == 0.51 and fp16["INT8"] == -1  # counts nowhere: -1, not invented
     assert math.isnan(cand["median_ms"])
+
+
+def test_the_committed_gpu_fixture_reads_with_its_layer_counts(fixtures_dir):
+    rows = read_measured_folder(fixtures_dir / "trt86" / "cls_b32_measured")
+    assert rows and {r["build"] for r in rows} >= {"fp16", "int8_implicit"}
+    for r in rows:
+        assert r["median_ms"] > 0 and r["spread_ms"] >= 0
+        assert min(r["INT8"], r["FP16"], r["FP32"]) >= 0, r  # counts came from the measurements, not -1
+    assert next(r for r in rows if r["build"] == "fp16")["INT8"] == 0

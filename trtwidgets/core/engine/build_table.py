@@ -111,6 +111,8 @@ def _median_spread(entry: Mapping) -> tuple:
 def _entry_counts(entry: Mapping, folder: Path) -> Dict[str, int]:
     for key in ("precision_counts", "precisions", "layers"):
         value = entry.get(key)
+        if isinstance(value, dict) and isinstance(value.get("precisions"), dict):
+            value = value["precisions"]  # scripts/gpu_measured_plan.py: {"precisions": {...}, "layers": n, ...}
         if isinstance(value, dict) and value and all(isinstance(v, int) for v in value.values()):
             return _counts(value)
     name = str(entry.get("name", ""))
