@@ -106,10 +106,11 @@ def test_inspect_and_compare_a_saved_build():
 
 
 def test_plan_is_the_planner():
-    # The lead's planner (trtwidgets.core.plan.planner.plan); run last, it lands late in this round.
+    # The core planner, through trtwidgets/plan_api.py (which turns measure=True into TensorRT's source).
     from trtwidgets.core.plan import planner
+    from trtwidgets import plan_api
 
-    assert trtwidgets.plan is planner.plan and callable(trtwidgets.plan)
+    assert trtwidgets.plan is plan_api.plan and trtwidgets.plan.__wrapped__ is planner.plan
 
 
 def test_calibrate_samples_of_several_sizes_needs_and_takes_an_adaptation(tmp_path):

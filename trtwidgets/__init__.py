@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # what _LAZY resolves to, for editors and type checkers (neve
     from trtwidgets.core.model.load import load_model as load
     from trtwidgets.core.plan.plan_export import export_plan as export_plan
     from trtwidgets.core.plan.plan_values import PlanTarget as PlanTarget
-    from trtwidgets.core.plan.planner import plan as plan
+    from trtwidgets.plan_api import plan as plan
     from trtwidgets.core.qdq.export import export_qdq as export_qdq
     from trtwidgets.core.qdq.options import QdqOptions as QdqOptions
     from trtwidgets.core.recipe.calibrate import calibrate as calibrate
@@ -56,7 +56,7 @@ _LAZY: Dict[str, Tuple[str, str]] = {
     "lint": ("trtwidgets.core.model.lint", "lint"),
     "calibrate": ("trtwidgets.core.recipe.calibrate", "calibrate"),
     "export_qdq": ("trtwidgets.core.qdq.export", "export_qdq"),
-    "plan": ("trtwidgets.core.plan.planner", "plan"),
+    "plan": ("trtwidgets.plan_api", "plan"),
     "export_plan": ("trtwidgets.core.plan.plan_export", "export_plan"),
     "build": ("trtwidgets.trt.build", "build"),
     "layers": ("trtwidgets.core.engine.inspect_build", "inspect"),

@@ -6,6 +6,7 @@ import json
 import math
 
 import pytest
+from trtwidgets.core.common.errors import UserError
 
 from trtwidgets.core.engine.measured import FP16, INT8_IMPLICIT, QDQ, Measurement
 from trtwidgets.core.plan.judge import Judge
@@ -180,3 +181,10 @@ def test_candidates_as_fast_within_the_noise_go_to_the_more_accurate():
     assert tied["recommended"] == 2 and "more accurate" in tied["measured"]["pick"]["reason"]
     clear = apply_measurements(doc, [fp16, ms(n1, (0.70, 0.705, 0.70)), ms(n2, (0.80, 0.81, 0.80))], rounds=3)
     assert clear["recommended"] == 1  # faster beyond the noise: the faster wins
+
+
+def test_core_takes_a_source_and_leaves_measure_true_to_the_api():
+    # Core never imports TensorRT's side: True is turned into a source by trtwidgets.plan.
+    with pytest.raises(UserError, match="measure=True") as err:
+        measurement_source(True)
+    assert "trtwidgets.plan" in err.value.fix

@@ -24,7 +24,6 @@ rewrites a ``plan.json`` without losing fields it does not know.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import math
 from pathlib import Path
@@ -273,25 +272,22 @@ def candidate_estimate_ms(cand: Mapping) -> float:
 
 # -- the planner's last phase -------------------------------------------------------------------
 
-#: The GPU side of ``measure=True``. Core never imports ``trtwidgets.trt`` (the layering rule); the planner
-#: finds the measurement source by name at run time, the way a plug-in is found, and only when asked to measure.
-GPU_SOURCE = ("trtwidgets.trt.plan_measure", "measure_plan", "require_measurable")
-
-
 def measurement_source(measure: Union[bool, Callable, None], progress=True) -> Optional[Callable]:
-    """The planner's ``measure=``: None (estimate only), a callable ``f(plan, model) -> Plan``, or True (this GPU).
+    """The planner's ``measure=``: None (estimate only) or a callable ``f(plan, model) -> Plan``.
 
-    True checks first that TensorRT and a GPU are here, so that a plan that cannot be measured
-    fails before its search (``TensorRTUnavailable``, with what to do instead).
+    Core never imports ``trtwidgets.trt`` (the layering rule): ``measure=True`` (this GPU) is
+    turned into the TensorRT measurement source by ``trtwidgets.plan`` (:mod:`trtwidgets.plan_api`),
+    the CLI and the App before they call the planner.
     """
     if not measure:
         return None
     if callable(measure):
         return measure
-    module = importlib.import_module(GPU_SOURCE[0])
-    getattr(module, GPU_SOURCE[2])("plan(measure=True)")
-    run = getattr(module, GPU_SOURCE[1])
-    return lambda plan, model: run(plan, model, progress=progress)
+    raise UserError("measure=True needs the TensorRT side, which this core function does not import.",
+                    "trtwidgets.core.plan.planner.plan takes a measurement source (a callable); "
+                    "trtwidgets.plan builds one from TensorRT and the GPU.",
+                    "Call trtwidgets.plan(..., measure=True), or pass "
+                    "measure=lambda plan, model: trtwidgets.trt.plan_measure.measure_plan(plan, model).")
 
 
 def finish_latency(plan, model, source: Optional[Callable]):
