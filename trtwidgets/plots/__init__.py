@@ -15,6 +15,7 @@ _LAZY = {
     "TensorOverviewDisplay": ("trtwidgets.plots.overview", "TensorOverviewDisplay"),
     "Int8GridDisplay": ("trtwidgets.plots.int8_grid", "Int8GridDisplay"),
     "PrecisionBarDisplay": ("trtwidgets.plots.precision", "PrecisionBarDisplay"),
+    "SweepDisplay": ("trtwidgets.plots.sweep", "SweepDisplay"),
     # The layer table as escaped HTML (colour per precision), for notebooks and reports.
     "layer_table_html": ("trtwidgets.core.engine.layer_table", "table_html"),
 }
