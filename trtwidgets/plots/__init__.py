@@ -12,10 +12,12 @@ from typing import Any, List
 #: Public name -> (module, attribute), resolved on first use so that importing the package stays cheap.
 _LAZY = {
     "TensorHistogramDisplay": ("trtwidgets.plots.histogram", "TensorHistogramDisplay"),
+    "SweepDisplay": ("trtwidgets.plots.sweep", "SweepDisplay"),
     "TensorOverviewDisplay": ("trtwidgets.plots.overview", "TensorOverviewDisplay"),
     "Int8GridDisplay": ("trtwidgets.plots.int8_grid", "Int8GridDisplay"),
     "PrecisionBarDisplay": ("trtwidgets.plots.precision", "PrecisionBarDisplay"),
-    "SweepDisplay": ("trtwidgets.plots.sweep", "SweepDisplay"),
+    # Figures that exported HTML and nbviewer draw (plotly.js embedded once per notebook).
+    "shareable_figures": ("trtwidgets.plots.notebook_renderer", "shareable_figures"),
     # The layer table as escaped HTML (colour per precision), for notebooks and reports.
     "layer_table_html": ("trtwidgets.core.engine.layer_table", "table_html"),
 }
