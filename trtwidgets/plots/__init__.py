@@ -12,6 +12,7 @@ from typing import Any, List
 #: Public name -> (module, attribute), resolved on first use so that importing the package stays cheap.
 _LAZY = {
     "TensorHistogramDisplay": ("trtwidgets.plots.histogram", "TensorHistogramDisplay"),
+    "SweepDisplay": ("trtwidgets.plots.sweep", "SweepDisplay"),
     "TensorOverviewDisplay": ("trtwidgets.plots.overview", "TensorOverviewDisplay"),
     "Int8GridDisplay": ("trtwidgets.plots.int8_grid", "Int8GridDisplay"),
     "PrecisionBarDisplay": ("trtwidgets.plots.precision", "PrecisionBarDisplay"),
