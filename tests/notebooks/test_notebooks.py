@@ -55,7 +55,8 @@ def test_notebook_runs(path, tmp_path, kernel_name):
     tagged = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
     assert len(tagged) <= 1, "at most one cell tagged 'parameters' (papermill)"
     client = nbclient.NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name=kernel_name,
-                                     resources={"metadata": {"path": str(tmp_path)}}, allow_errors=True)
+                                     resources={"metadata": {"path": str(tmp_path)}}, allow_errors=True,
+                                     shutdown_kernel="immediate")  # a graceful shutdown once hung for minutes
     client.execute()
     errors = []
     for i, cell in enumerate(nb.cells):

@@ -58,7 +58,8 @@ def test_your_own_model_notebook_runs_on_a_dynamic_hw_model(tmp_path, kernel_nam
     _set_parameters(nb, model_path=str(model_path), data_dir=str(data), saved_build=str(build),
                     out_dir=str(tmp_path / "out"))
     client = nbclient.NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name=kernel_name,
-                                     resources={"metadata": {"path": str(tmp_path)}}, allow_errors=True)
+                                     resources={"metadata": {"path": str(tmp_path)}}, allow_errors=True,
+                                     shutdown_kernel="immediate")  # a graceful shutdown once hung for minutes
     client.execute()
     errors = [f"cell {i}: {o.get('ename')}: {o.get('evalue')}" for i, c in enumerate(nb.cells)
               for o in c.get("outputs", []) if o.get("output_type") == "error"]
