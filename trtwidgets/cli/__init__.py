@@ -25,6 +25,7 @@ import sys
 from typing import List, Optional
 
 from ..core.common.errors import UserError
+from ..core.common.notes import notes_to
 
 EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -67,7 +68,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     to_create = {}
     try:
         to_create = check_outputs(args, getattr(args, "_outputs", {}))
-        code = int(args._run(args) or 0)
+        with notes_to(_note_printer()):
+            code = int(args._run(args) or 0)
         # Flush here so that a reader that went away (``| head -1``) is noticed inside this try, not at exit.
         sys.stdout.flush()
         return code
@@ -82,6 +84,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     finally:
         for note in created_notes(args.command, to_create):
             print(note, file=sys.stderr)
+
+
+def _note_printer():
+    """A sink for :func:`~trtwidgets.core.common.notes.note`: ``note: ...`` on stderr, each text once."""
+    seen = set()
+
+    def show(text: str) -> None:
+        if text not in seen:
+            seen.add(text)
+            print(f"note: {text}", file=sys.stderr)
+
+    return show
 
 
 def _reader_gone() -> int:

@@ -84,15 +84,13 @@ def options(args):
                       keep_float_output_grouped_convs=args.keep_float_output_grouped_convs)
 
 
-def _amax(args, opts):
-    """``(amax, where it came from in words)``."""
-    from ..core.qdq.export import export_ranges
+def _amax(args, opts, loaded):
+    """``(amax, where it came from in words)``: ranges of this model only, every value a usable scale."""
+    from ..core.qdq.range_sources import checked_cache_ranges, checked_export_ranges
 
     if args.cache:
-        from ..core.calibration.cache import read_cache
-
-        return dict(read_cache(args.cache).amax), f"the calibration cache {args.cache}"
-    return export_ranges(args.stats, opts)
+        return checked_cache_ranges(loaded, args.cache, opts)
+    return checked_export_ranges(loaded, args.stats, opts)
 
 
 def _lint_version(opts):
@@ -142,7 +140,7 @@ def run(args) -> int:
         labels = load_labels(args.labels)
     opts = options(args)
     loaded = load_model(args.model)
-    amax, described = _amax(args, opts)
+    amax, described = _amax(args, opts, loaded)
     result = build_qdq(loaded, amax, opts)
     result = dataclasses.replace(result, report=dataclasses.replace(result.report, ranges=described))
     # Read and check the held-back data and labels before writing, so bad input keeps an earlier output.

@@ -43,6 +43,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from ..calibration.amax_values import amax_problem
 from ..common.atomic import write_bytes_atomic
 from ..common.paths import user_path
 from .export_check import DEFAULT_MIN_COSINE, check_export, raise_if_failed
@@ -152,7 +153,7 @@ def build_qdq(model, amax: Mapping[str, float], options: Optional[QdqOptions] = 
                              skip_matrix_vector=opts.skip_matrix_vector,
                              keep_float_output_grouped_convs=opts.keep_float_output_grouped_convs,
                              dense_int8=opts.dense_int8)
-    writer = _QdqWriter(proto, opts.precision)
+    writer = _QdqWriter(proto, opts.precision, hp)
     activations, done_nodes = writer.quantize_activations(plan, amax)
     per_channel = opts.weights_per_channel if opts.weights_per_channel is not None else opts.precision == "int8"
     weights, quantized_layers = writer.quantize_weights(plan, done_nodes, per_channel, opts.trt_version)
@@ -216,19 +217,22 @@ def _checked(proto: onnx.ModelProto, hp: str, keep_fp32, patterns):
     return proto, hp_report, float32_model
 
 
-def _amax_problem(value) -> Optional[str]:
+def _amax_problem(value, qmax: float, high_precision: str) -> Optional[str]:
     if value is None:
         return "no range for this tensor (not in the statistics)"
     if not math.isfinite(float(value)) or float(value) <= 0:
         return f"its amax is {value} (needs a finite positive value)"
-    return None
+    # A scale the float part cannot hold would be written as Inf (or clamped): never a usable Q/DQ pair.
+    problem = amax_problem(float(value), qmax, high_precision)
+    return f"its amax {problem}" if problem else None
 
 
 class _QdqWriter:
     """The graph edits of one export: new Q/DQ nodes and initializers, collected, then written in order."""
 
-    def __init__(self, proto: onnx.ModelProto, precision: str):
+    def __init__(self, proto: onnx.ModelProto, precision: str, high_precision: str = "fp32"):
         self.proto = proto
+        self.high_precision = high_precision
         self.graph = proto.graph
         self.precision = precision
         self.qmax = PRECISIONS[precision][0]
@@ -258,7 +262,7 @@ class _QdqWriter:
         for tensor in plan.activation_tensors:
             edges = plan.edges_of(tensor)
             value = plan.amax_for(tensor, amax)
-            reason = _amax_problem(value)
+            reason = _amax_problem(value, self.qmax, self.high_precision)
             if reason:
                 self.skipped.extend(Skip(e.node_label, e.op_type, reason, tensor) for e in edges)
                 continue
@@ -465,12 +469,16 @@ def export_qdq(model, calibration, out_path: Union[str, os.PathLike, None] = Non
     opts = (options or QdqOptions()).replace(
         method=method, percentile=percentile, exclude=exclude, exclude_op_types=exclude_op_types,
         precision=precision, dense_int8=dense_int8, high_precision=high_precision, trt_version=trt_version)
-    amax, described = export_ranges(calibration, opts, explicit_method=method is not None,
-                                    explicit_percentile=percentile is not None)
+    from .range_sources import as_loaded, checked_amax, checked_export_ranges
+
+    loaded = as_loaded(model)
+    # Statistics of another model, and values that cannot be scales, are refused here, before anything is built.
+    amax, described = checked_export_ranges(loaded, calibration, opts, explicit_method=method is not None,
+                                            explicit_percentile=percentile is not None)
     if amax_overrides:
-        amax.update({k: float(v) for k, v in amax_overrides.items()})
+        amax.update(checked_amax({str(k): v for k, v in amax_overrides.items()}, "amax_overrides", opts))
         described += f", {len(amax_overrides)} amax chosen by hand"
-    result = build_qdq(model, amax, opts)
+    result = build_qdq(loaded, amax, opts)
     result = dataclasses.replace(result, report=dataclasses.replace(result.report, ranges=described))
     if out_path is not None:
         save_qdq_model(result.model, out_path, reference=result.float32_model)
