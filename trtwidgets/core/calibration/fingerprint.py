@@ -173,7 +173,8 @@ def check_ranges_fit(model, names: Iterable[str], source: str, kind: str,
 
 def check_stats_fit(model, stats, source: str = "the statistics") -> Tuple[str, ...]:
     """:func:`check_ranges_fit` for :class:`~.stats.ActivationStats` (their fingerprint and run-at shapes)."""
-    recorded = stats.fingerprint
+    recorded = ModelFingerprint(stats.model_sha256, tuple((k, tuple(v)) for k, v in stats.model_inputs.items())) \
+        if stats.model_inputs else None
     if recorded is None and stats.model_sha256 and stats.model_sha256 == getattr(model, "sha256", None):
         recorded = fingerprint_of(model)  # an older file of this very model: its SHA-256 says so
     return check_ranges_fit(model, stats.tensors, source, "statistics", recorded, stats.input_shapes)

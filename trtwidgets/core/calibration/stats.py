@@ -243,7 +243,7 @@ class ActivationStats:
         so that a plan can warn when it measures accuracy on them; empty for older files.
     model_inputs : dict
         The model's input names and declared shapes (ints, or text for dynamic dims): with
-        ``model_sha256``, the model's fingerprint (:attr:`fingerprint`); empty in older files.
+        ``model_sha256``, the model's fingerprint (:func:`~.fingerprint.check_stats_fit`); empty in older files.
     """
 
     tensors: Dict[str, TensorStats]
@@ -254,15 +254,6 @@ class ActivationStats:
     batches: int = 0
     sample_hashes: Tuple[str, ...] = field(default=(), repr=False, compare=False)
     model_inputs: Dict[str, tuple] = field(default_factory=dict)
-
-    @property
-    def fingerprint(self):
-        """The :class:`~.fingerprint.ModelFingerprint` these statistics record (None in older files)."""
-        from .fingerprint import ModelFingerprint
-
-        if not self.model_inputs:
-            return None
-        return ModelFingerprint(self.model_sha256, tuple((k, tuple(v)) for k, v in self.model_inputs.items()))
 
     def __len__(self) -> int:
         return len(self.tensors)

@@ -54,6 +54,7 @@ from .high_precision import MIN_OPSET as HP_MIN_OPSET, convert_float_part, prefe
 from .myelin import myelin_matmuls
 from .options import QdqExportError, QdqOptions
 from .placement import QdqPlan, Skip, node_label, plan_qdq
+from .range_sources import as_loaded, checked_amax, checked_export_ranges, export_ranges
 
 __all__ = ["PRECISIONS", "QdqExportError", "QdqOptions", "QuantizedTensor", "QuantizedWeight", "QdqReport",
            "QdqExport", "build_qdq", "qdq_model", "export_qdq", "export_ranges", "save_qdq_model", "quantize_weight"]
@@ -469,8 +470,6 @@ def export_qdq(model, calibration, out_path: Union[str, os.PathLike, None] = Non
     opts = (options or QdqOptions()).replace(
         method=method, percentile=percentile, exclude=exclude, exclude_op_types=exclude_op_types,
         precision=precision, dense_int8=dense_int8, high_precision=high_precision, trt_version=trt_version)
-    from .range_sources import as_loaded, checked_amax, checked_export_ranges
-
     loaded = as_loaded(model)
     # Statistics of another model, and values that cannot be scales, are refused here, before anything is built.
     amax, described = checked_export_ranges(loaded, calibration, opts, explicit_method=method is not None,
@@ -483,37 +482,3 @@ def export_qdq(model, calibration, out_path: Union[str, os.PathLike, None] = Non
     if out_path is not None:
         save_qdq_model(result.model, out_path, reference=result.float32_model)
     return result
-
-
-def export_ranges(calibration, options: QdqOptions, explicit_method: bool = True,
-                  explicit_percentile: bool = True) -> Tuple[Dict[str, float], str]:
-    """``(amax, in words)`` that an export of ``calibration`` writes (see :func:`export_qdq`).
-
-    A Calibration keeps its method and percentile unless the caller named one
-    (``explicit_method``, ``explicit_percentile``); statistics take ``options``'.
-    """
-    from ..calibration.recipe_step import Calibration
-    from ..calibration.ranges import amax_from_stats
-
-    if isinstance(calibration, Calibration):
-        cal = calibration
-        method = options.method if explicit_method else cal.method
-        if explicit_percentile and options.percentile != cal.percentile:
-            cal = cal.refit(percentile=options.percentile)
-        return cal.amax_for(method), cal.describe(method)
-    if isinstance(calibration, Mapping):
-        return {str(k): float(v) for k, v in calibration.items()}, f"the {len(calibration)} amax given"
-    stats = calibration
-    if isinstance(stats, (str, os.PathLike)):
-        from ..calibration.stats import load_stats
-
-        stats = load_stats(stats)
-    if not hasattr(stats, "tensors"):
-        raise QdqExportError(f"Cannot export ranges from a {type(calibration).__name__}.",
-                             "The export takes the Calibration from trtwidgets.calibrate, activation statistics "
-                             "(or their .npz path), or a mapping of tensor -> amax.",
-                             "Pass cal = trtwidgets.calibrate(model, data) itself.")
-    pct = f" (percentile {options.percentile:g})" if options.method == "percentile" else ""
-    return (amax_from_stats(stats, options.method, options.percentile),
-            f"{options.method} ranges{pct} computed from statistics without a Calibration (no overrides); "
-            "pass the Calibration from trtwidgets.calibrate to export its own method and overrides")

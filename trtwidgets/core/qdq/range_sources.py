@@ -16,10 +16,10 @@ from typing import Dict, Mapping, Tuple
 from ..calibration.amax_values import check_amax_values
 from ..calibration.fingerprint import check_ranges_fit, check_stats_fit
 from ..common.notes import note
-from .options import QdqOptions
+from .options import QdqExportError, QdqOptions
 from .weights import PRECISIONS
 
-__all__ = ["as_loaded", "checked_cache_ranges", "checked_export_ranges", "checked_amax"]
+__all__ = ["as_loaded", "checked_cache_ranges", "checked_export_ranges", "checked_amax", "export_ranges"]
 
 
 def as_loaded(model):
@@ -48,8 +48,6 @@ def checked_export_ranges(loaded, calibration, options: QdqOptions, explicit_met
     """:func:`~.export.export_ranges`, refusing statistics of another model and values that cannot be scales."""
     from ..calibration.recipe_step import Calibration
     from ..calibration.stats import load_stats
-    from .export import export_ranges
-
     source = "the ranges given"
     if isinstance(calibration, (str, os.PathLike)):
         source = str(calibration)
@@ -72,3 +70,37 @@ def checked_cache_ranges(loaded, path, options: QdqOptions) -> Tuple[Dict[str, f
     for text in check_ranges_fit(loaded, cache.amax, str(path), "calibration cache"):
         note(text)
     return checked_amax(cache.amax, str(path), options), f"the calibration cache {path}"
+
+
+def export_ranges(calibration, options: QdqOptions, explicit_method: bool = True,
+                  explicit_percentile: bool = True) -> Tuple[Dict[str, float], str]:
+    """``(amax, in words)`` that an export of ``calibration`` writes (see :func:`export_qdq`).
+
+    A Calibration keeps its method and percentile unless the caller named one
+    (``explicit_method``, ``explicit_percentile``); statistics take ``options``'.
+    """
+    from ..calibration.recipe_step import Calibration
+    from ..calibration.ranges import amax_from_stats
+
+    if isinstance(calibration, Calibration):
+        cal = calibration
+        method = options.method if explicit_method else cal.method
+        if explicit_percentile and options.percentile != cal.percentile:
+            cal = cal.refit(percentile=options.percentile)
+        return cal.amax_for(method), cal.describe(method)
+    if isinstance(calibration, Mapping):
+        return {str(k): float(v) for k, v in calibration.items()}, f"the {len(calibration)} amax given"
+    stats = calibration
+    if isinstance(stats, (str, os.PathLike)):
+        from ..calibration.stats import load_stats
+
+        stats = load_stats(stats)
+    if not hasattr(stats, "tensors"):
+        raise QdqExportError(f"Cannot export ranges from a {type(calibration).__name__}.",
+                             "The export takes the Calibration from trtwidgets.calibrate, activation statistics "
+                             "(or their .npz path), or a mapping of tensor -> amax.",
+                             "Pass cal = trtwidgets.calibrate(model, data) itself.")
+    pct = f" (percentile {options.percentile:g})" if options.method == "percentile" else ""
+    return (amax_from_stats(stats, options.method, options.percentile),
+            f"{options.method} ranges{pct} computed from statistics without a Calibration (no overrides); "
+            "pass the Calibration from trtwidgets.calibrate to export its own method and overrides")
