@@ -13,11 +13,13 @@ import math
 import numbers
 import warnings
 from pathlib import Path
-from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..common.errors import CalibrationDataError
+from ..common.notes import note
+from .npz_reader import read_npz, tool_output_kind
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
 ARRAY_SUFFIXES = (".npy", ".npz")
@@ -103,22 +105,27 @@ def _not_readable(path: Path, what: str, exc: Exception, fix: str) -> Calibratio
     return CalibrationDataError(f"{path} could not be read as {what}.", f"{type(exc).__name__}: {exc}", fix)
 
 
-def load_array_file(path: Path, input_names: Sequence[str]) -> Dict[str, np.ndarray]:
+def load_array_file(path: Path, input_names: Sequence[str], rows: Optional[int] = None) -> Dict[str, np.ndarray]:
     """One sample from a ``.npy`` (single-input models) or ``.npz`` file (one array per input).
+
+    ``rows`` bounds what is read of a ``.npz`` (its headers are read first, see :mod:`.npz_reader`);
+    a ``.npy`` is memory-mapped, so only the rows used are ever read.
 
     Raises
     ------
     CalibrationDataError
-        For a file numpy cannot read, one holding Python objects, or a ``.npy`` for a multi-input model.
+        For a file numpy cannot read, one holding Python objects, an array too large to decompress,
+        or a ``.npy`` for a multi-input model.
     """
     path = Path(path)
     if path.suffix.lower() == ".npz":
         try:
-            # Our own handle: numpy leaves its file open when the zip inside is damaged.
-            with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as f, warnings.catch_warnings():
+            with warnings.catch_warnings():
                 # numpy warns about Python 2 headers it can still read; the data is what matters here.
                 warnings.simplefilter("ignore")
-                data = {k: f[k] for k in f.files}
+                data = read_npz(path, rows)
+        except CalibrationDataError:
+            raise
         except Exception as exc:  # noqa: BLE001 - zip, format and pickle errors all mean "not a plain .npz"
             raise _not_readable(path, ".npz", exc, "Re-save it with numpy.savez(path, x=array).") from None
         if len(data) == 1 and len(input_names) == 1 and input_names[0] not in data:
@@ -199,6 +206,16 @@ def sample_files(path: Path, kind: str) -> list:
         raise CalibrationDataError(f"The folder {path} could not be listed.", f"{type(exc).__name__}: {exc}",
                                    "Check its permissions.") from None
     files = sorted(p for p in entries if p.is_file() and p.suffix.lower() in suffixes)
+    own = [p for p in files if p.suffix.lower() == ".npz" and tool_output_kind(p)]
+    for p in own:
+        # e.g. `calibrate --data D --stats D/stats.npz`: the next run must not read the statistics as a sample.
+        note(f"{p} is trtwidgets {tool_output_kind(p)} (written by calibrate --stats), not a calibration sample: "
+             "skipped")
+    files = [p for p in files if p not in own]
+    if not files and own:
+        raise CalibrationDataError(f"{path} holds no samples, only the toolkit's own statistics ({own[0].name}).",
+                                   "Statistics written by calibrate --stats are not calibration samples.",
+                                   "Point --data to the folder of the samples (.npy/.npz per sample, or images).")
     if not files:
         found = sorted({p.suffix.lower() or p.name for p in entries})[:8]
         raise CalibrationDataError(f"{path} holds no {'/'.join(suffixes)} files.",
@@ -207,14 +224,19 @@ def sample_files(path: Path, kind: str) -> list:
     return files
 
 
-def dir_samples(path: Path, kind: str, input_names: Sequence[str], pre: Optional[Mapping]) -> Iterator[Sample]:
-    """``(file name, sample)`` for every sample file of a folder, in name order."""
+def dir_samples(path: Path, kind: str, input_names: Sequence[str], pre: Optional[Mapping],
+                rows_left: Optional[Callable[[], Optional[int]]] = None) -> Iterator[Sample]:
+    """``(file name, sample)`` for every sample file of a folder, in name order.
+
+    ``rows_left`` says, as each file is opened, how many samples are still wanted (None: all), so that
+    no more of a ``.npz`` is decompressed than is used.
+    """
     files = sample_files(path, kind)
     if kind != "npy_dir":
         check_preprocessing(pre or {})
     for p in files:
         if kind == "npy_dir":
-            yield str(p), load_array_file(p, input_names)
+            yield str(p), load_array_file(p, input_names, rows_left() if rows_left is not None else None)
         else:
             name = (pre or {}).get("input") or input_names[0]
             yield str(p), {name: load_image(p, pre or {})}

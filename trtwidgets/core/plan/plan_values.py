@@ -180,6 +180,10 @@ class Plan:
         The :class:`~trtwidgets.core.qdq.options.QdqOptions` every candidate was
         exported with (``to_dict()``), so that :func:`~.planner.export_plan` writes
         the same model; empty in a plan.json older than it.
+    fingerprint : dict
+        The model's fingerprint (:class:`~trtwidgets.core.calibration.fingerprint.ModelFingerprint`
+        ``to_dict()``: SHA-256, input names and shapes): exporting the plan for another model is
+        refused. Empty in a plan.json older than it.
     """
 
     model: str
@@ -196,6 +200,7 @@ class Plan:
     interrupted: bool = False
     placement: Dict[str, Any] = field(default_factory=dict)
     options: Dict[str, Any] = field(default_factory=dict)
+    fingerprint: Dict[str, Any] = field(default_factory=dict)
 
     @property
     def pick(self) -> Candidate:
@@ -218,7 +223,8 @@ class Plan:
                 "high_precision": self.high_precision, "trt_version": self.trt_version,
                 "input_shapes": {k: list(v) for k, v in self.input_shapes.items()},
                 "seconds": {k: round(v, 3) for k, v in self.seconds.items()}, "notes": list(self.notes),
-                "interrupted": self.interrupted, "placement": dict(self.placement), "options": dict(self.options)}
+                "interrupted": self.interrupted, "placement": dict(self.placement), "options": dict(self.options),
+                "fingerprint": dict(self.fingerprint)}
 
     def table(self) -> str:
         """The candidates as a plain-text table (what the CLI prints)."""
@@ -257,7 +263,9 @@ def load_plan(path: Union[str, os.PathLike]) -> dict:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise UserError(f"{p} is not a plan.json.", f"It is not JSON: {exc}.",
                         "Give the plan.json the planner wrote.") from None
-    if not isinstance(doc, dict) or "candidates" not in doc or "recommended" not in doc:
-        raise UserError(f"{p} is not a plan.json.", "It has no candidates or recommendation.",
-                        "Give the plan.json the planner wrote.")
-    return doc
+    except (OSError, RecursionError) as exc:
+        raise UserError(f"{p} could not be read as a plan.json.", f"{type(exc).__name__}: {exc}",
+                        "Give the plan.json the planner wrote.") from None
+    from .plan_check import check_plan_doc
+
+    return check_plan_doc(doc, str(p))

@@ -36,6 +36,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, TypeVar
 
 import onnx
 
+from ..calibration.fingerprint import fingerprint_of
 from ..common.errors import UserError
 from ..qdq.options import QdqOptions
 from .accuracy_search import Candidates, Search, accuracy_search
@@ -173,7 +174,8 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
                 ranges=_ranges_record(cal, per_method, best_method, amax, described),
                 high_precision=opts.high_precision, trt_version=str(opts.trt_version or ""),
                 input_shapes=input_shapes, seconds=seconds, notes=tuple(notes), interrupted=interrupted,
-                placement={"dense_int8": bool(opts.dense_int8)}, options=opts.to_dict())
+                placement={"dense_int8": bool(opts.dense_int8)}, options=opts.to_dict(),
+                fingerprint=fingerprint_of(loaded).to_dict())
 
 
 def _planner_options(options: Optional[QdqOptions], **choices) -> QdqOptions:
