@@ -19,6 +19,7 @@ import numpy as np
 
 from ..common.errors import CalibrationDataError
 from ..common.notes import note
+from .image_depth import read_pixels
 from .npz_reader import read_npz, tool_output_kind
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
@@ -166,16 +167,13 @@ def load_image(path: Path, pre: Mapping[str, Any]) -> np.ndarray:
     color = str(pre.get("color", "RGB")).upper()
     try:
         with Image.open(path) as im:
-            im = im.convert("L" if color == "L" else "RGB")
-            if pre.get("resize"):
-                h, w = (int(v) for v in pre["resize"])
-                im = im.resize((w, h), Image.BILINEAR)
-            arr = np.asarray(im, dtype=np.float32)
+            # At the image's real depth: 16-bit scaled to the 8-bit range, float used as is or refused.
+            arr = read_pixels(im, color, pre.get("resize"), Path(path))
+    except CalibrationDataError:
+        raise
     except Exception as exc:  # noqa: BLE001 - PIL raises many types for bad files
         raise CalibrationDataError(f"{path} could not be read as an image.", f"{type(exc).__name__}: {exc}",
                                    "Remove or replace the file.") from None
-    if arr.ndim == 2:
-        arr = arr[:, :, None]
     if color == "BGR":
         arr = arr[:, :, ::-1]
     # Extreme (but float32-finite) settings can still overflow; the feed check then refuses the Inf, naming the file.
