@@ -518,3 +518,41 @@ def test_a_npz_is_read_from_its_headers_within_the_limit(tmp_path):
     two = read_npz(tmp_path / "a.npz", rows=2)
     assert np.array_equal(two["x"], x[:2]) and np.array_equal(two["f"], f)
     assert MAX_ARRAY_BYTES == 1 << 30
+
+
+def _leaves(doc, path=()):
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            yield from _leaves(v, path + (k,))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            yield from _leaves(v, path + (i,))
+    yield path
+
+
+def _replaced(doc, path, value):
+    if not path:
+        return value
+    head, rest = path[0], path[1:]
+    if isinstance(doc, dict):
+        return {k: (_replaced(v, rest, value) if k == head else v) for k, v in doc.items()}
+    return [(_replaced(v, rest, value) if i == head else v) for i, v in enumerate(doc)]
+
+
+def test_a_plan_json_edited_anywhere_exports_or_says_why(ws, tmp_path):
+    """Every field of a plan.json replaced by a value of another type: the export succeeds or raises a UserError."""
+    import random
+
+    import trtwidgets as tw
+
+    doc = json.loads((ws / "bad" / "plans" / "good.json").read_text())
+    paths = [p for p in _leaves(doc) if not (len(p) >= 3 and p[:2] == ("ranges", "amax") and p[2] != next(
+        iter(doc["ranges"]["amax"])))]
+    rng = random.Random(22)
+    values = [None, True, -1, 2.5, math.nan, "2", "", [], [1, "a"], {}, {"a": None}, 10 ** 30]
+    for path in paths:
+        edited = _replaced(doc, path, rng.choice(values))
+        try:
+            tw.export_plan(MODEL, edited, candidate=0)
+        except UserError as err:
+            assert err.what and err.why and err.fix, (path, err.message)

@@ -94,6 +94,31 @@ def _check_ranges(c: _Checker, ranges: Any) -> None:
                "an object of tensor name -> amax", "ranges.")
 
 
+#: Option -> (accepts, what it must be): the types :meth:`QdqOptions.to_dict` writes.
+_OPTION_TYPES = {
+    "method": (lambda v: isinstance(v, str), "text"),
+    "percentile": (_is_number, "a number"),
+    "precision": (lambda v: isinstance(v, str), "text"),
+    "dense_int8": (lambda v: isinstance(v, bool), "true or false"),
+    "high_precision": (lambda v: isinstance(v, str), "text"),
+    "trt_version": (lambda v: v is None or isinstance(v, str), "text or null"),
+    "exclude": (_text_list, "a list of text"),
+    "exclude_op_types": (_text_list, "a list of text"),
+    "keep_fp32": (_text_list, "a list of text"),
+    "weights_per_channel": (lambda v: v is None or isinstance(v, bool), "true, false or null"),
+    "skip_matrix_vector": (lambda v: isinstance(v, bool), "true or false"),
+    "keep_float_output_grouped_convs": (lambda v: isinstance(v, bool), "true or false"),
+    "opset": (lambda v: v is None or _is_whole(v), "a whole number or null"),
+}
+
+
+def _check_options(c: _Checker, options: Any) -> None:
+    if not isinstance(options, Mapping):
+        return  # absent or null: an older plan.json (not an object: refused with the other fields)
+    for key, (ok, should) in _OPTION_TYPES.items():
+        c.optional(options, key, ok, should, "options.")
+
+
 def check_plan_doc(doc: Any, source: str = "the plan") -> dict:
     """``doc`` as a dict when it is a plan as the planner writes it, else a :class:`PlanFileError`.
 
@@ -133,4 +158,5 @@ def check_plan_doc(doc: Any, source: str = "the plan") -> dict:
         c.optional(doc, key, lambda v: v is None or isinstance(v, Mapping), "an object")
     c.optional(doc, "seconds", lambda v: v is None or all(_is_number(x) for x in v.values()),
                "an object of phase -> seconds")
+    _check_options(c, doc.get("options"))
     return dict(doc)
