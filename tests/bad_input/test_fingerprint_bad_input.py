@@ -234,6 +234,10 @@ CLI_CASES = [
     ("resize-to-a-shape-the-model-cannot-take", ["calibrate", "{bad}/fixed8.onnx", "--data", "{bad}/data_small8",
                                                  "--no-progress", "--shape", "x:1x1x16384x16384", "--adapt",
                                                  "x:resize", "--cache", "{user}/old.cache"], "fixes it at 1x1x8x8"),
+    ("image-resize-the-model-cannot-take", ["calibrate", "{bad}/fixed8.onnx", "--data", "{bad}/img_sixteen",
+                                            "--no-progress", "--preprocess",
+                                            '{"input": "x", "resize": [16384, 16384], "color": "L"}'],
+     "resizes to 16384x16384; input 'x' takes 8x8"),
     ("shape-other-than-the-fixed-batch", ["calibrate", "{bad}/fixed8.onnx", "--data", "{bad}/data_small8",
                                           "--no-progress", "--shape", "x:4x1x8x8"], "Dim 0 is 1 in the model"),
 ]

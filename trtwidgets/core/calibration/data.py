@@ -21,7 +21,7 @@ import numpy as np
 from ..common.errors import CalibrationDataError
 from ..common.frozen import deep_freeze, mapping_hash, readonly_mapping, thaw
 from .shape_adapt import ADAPT_MODES, adapt_array, check_opt_shapes, check_shape, shape_text
-from .sources import check_preprocessing, detect_kind, dir_samples
+from .sources import check_image_size, check_preprocessing, detect_kind, dir_samples
 from ..common.paths import user_path
 
 KINDS = ("demo", "npy_dir", "image_dir")
@@ -382,6 +382,8 @@ def iter_labelled_feeds(source, summary, batch_size: Optional[int] = None, max_s
     inputs = tuple(summary.inputs)
     names = [i.name for i in inputs]
     check_opt_shapes(opt_shapes, inputs)
+    if spec is not None and spec.kind == "image_dir":
+        check_image_size(spec.preprocessing or {}, inputs, opt_shapes, adapt)
     if batch_size is None and opt_shapes:
         batch_size = opt_shapes[names[0]][0] if names[0] in opt_shapes else None
     seen = 0

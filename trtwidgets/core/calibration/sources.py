@@ -98,6 +98,29 @@ def check_preprocessing(pre: Mapping[str, Any]) -> None:
             raise _bad_pre(key, value, "A std of 0 divides by zero: every pixel would be Inf or NaN.")
 
 
+def check_image_size(pre: Mapping[str, Any], inputs: Sequence, opt_shapes: Mapping[str, Sequence[int]],
+                     adapt: Mapping[str, str]) -> None:
+    """Refuse a ``resize`` the model's input cannot take, before any image is read and resized.
+
+    A resize to 16384x16384 is 3 GB per RGB image in float32; when the input is fixed at another size
+    (and no adaptation brings the images to it) the first image would fail only after that.
+    """
+    name = pre.get("input") or (inputs[0].name if inputs else None)
+    info = next((i for i in inputs if i.name == name), None)
+    if not pre.get("resize") or info is None or name in adapt or len(info.shape or ()) != 4:
+        return
+    target = tuple(opt_shapes.get(name) or info.shape)
+    axes = (1, 2) if str(pre.get("layout", "NCHW")).upper() == "NHWC" else (2, 3)
+    want = [target[a] for a in axes]
+    h, w = (int(v) for v in pre["resize"])
+    if all(isinstance(d, int) and not isinstance(d, bool) for d in want) and (h, w) != tuple(want):
+        raise CalibrationDataError(
+            f"The image preprocessing resizes to {h}x{w}; input {name!r} takes {want[0]}x{want[1]} "
+            f"(shape {'x'.join(map(str, target))}).",
+            "Every image would be resized to a size the model cannot run at (checked before reading any).",
+            f"Give \"resize\": [{want[0]}, {want[1]}] in the preprocessing.")
+
+
 def _not_readable(path: Path, what: str, exc: Exception, fix: str) -> CalibrationDataError:
     # numpy says "allow_pickle" only when the file holds Python objects; any other ValueError is damage.
     if isinstance(exc, ValueError) and ("pickle" in str(exc).lower() or "python objects" in str(exc).lower()):
@@ -254,5 +277,6 @@ def detect_kind(path: Path) -> str:
     return "npy_dir"
 
 
-__all__ = ["ARRAY_SUFFIXES", "IMAGE_SUFFIXES", "MAX_IMAGE_SIDE", "PREPROCESS_KEYS", "check_preprocessing", "detect_kind",
+__all__ = ["ARRAY_SUFFIXES", "IMAGE_SUFFIXES", "MAX_IMAGE_SIDE", "PREPROCESS_KEYS", "check_image_size",
+           "check_preprocessing", "detect_kind",
            "dir_samples", "load_array_file", "load_image", "sample_files"]
