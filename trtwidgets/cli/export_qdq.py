@@ -86,11 +86,14 @@ def options(args):
 
 def _amax(args, opts, loaded):
     """``(amax, where it came from in words)``: ranges of this model only, every value a usable scale."""
-    from ..core.qdq.range_sources import checked_cache_ranges, checked_export_ranges
+    from ..core.qdq.export import export_ranges
+    from ..core.qdq.range_sources import checked_amax, checked_cache_ranges, checked_stats_source
 
     if args.cache:
         return checked_cache_ranges(loaded, args.cache, opts)
-    return checked_export_ranges(loaded, args.stats, opts)
+    stats, source = checked_stats_source(loaded, args.stats)
+    amax, described = export_ranges(stats, opts)
+    return checked_amax(amax, source, opts), described
 
 
 def _lint_version(opts):

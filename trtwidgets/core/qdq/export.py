@@ -43,7 +43,6 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from ..calibration.amax_values import amax_problem
 from ..common.atomic import write_bytes_atomic
 from ..common.paths import user_path
 from .export_check import DEFAULT_MIN_COSINE, check_export, raise_if_failed
@@ -54,7 +53,6 @@ from .high_precision import MIN_OPSET as HP_MIN_OPSET, convert_float_part, prefe
 from .myelin import myelin_matmuls
 from .options import QdqExportError, QdqOptions
 from .placement import QdqPlan, Skip, node_label, plan_qdq
-from .range_sources import as_loaded, checked_amax, checked_export_ranges, export_ranges
 
 __all__ = ["PRECISIONS", "QdqExportError", "QdqOptions", "QuantizedTensor", "QuantizedWeight", "QdqReport",
            "QdqExport", "build_qdq", "qdq_model", "export_qdq", "export_ranges", "save_qdq_model", "quantize_weight"]
@@ -154,7 +152,7 @@ def build_qdq(model, amax: Mapping[str, float], options: Optional[QdqOptions] = 
                              skip_matrix_vector=opts.skip_matrix_vector,
                              keep_float_output_grouped_convs=opts.keep_float_output_grouped_convs,
                              dense_int8=opts.dense_int8)
-    writer = _QdqWriter(proto, opts.precision, hp)
+    writer = _QdqWriter(proto, opts.precision)
     activations, done_nodes = writer.quantize_activations(plan, amax)
     per_channel = opts.weights_per_channel if opts.weights_per_channel is not None else opts.precision == "int8"
     weights, quantized_layers = writer.quantize_weights(plan, done_nodes, per_channel, opts.trt_version)
@@ -218,22 +216,19 @@ def _checked(proto: onnx.ModelProto, hp: str, keep_fp32, patterns):
     return proto, hp_report, float32_model
 
 
-def _amax_problem(value, qmax: float, high_precision: str) -> Optional[str]:
+def _amax_problem(value) -> Optional[str]:
     if value is None:
         return "no range for this tensor (not in the statistics)"
     if not math.isfinite(float(value)) or float(value) <= 0:
         return f"its amax is {value} (needs a finite positive value)"
-    # A scale the float part cannot hold would be written as Inf (or clamped): never a usable Q/DQ pair.
-    problem = amax_problem(float(value), qmax, high_precision)
-    return f"its amax {problem}" if problem else None
+    return None
 
 
 class _QdqWriter:
     """The graph edits of one export: new Q/DQ nodes and initializers, collected, then written in order."""
 
-    def __init__(self, proto: onnx.ModelProto, precision: str, high_precision: str = "fp32"):
+    def __init__(self, proto: onnx.ModelProto, precision: str):
         self.proto = proto
-        self.high_precision = high_precision
         self.graph = proto.graph
         self.precision = precision
         self.qmax = PRECISIONS[precision][0]
@@ -263,7 +258,7 @@ class _QdqWriter:
         for tensor in plan.activation_tensors:
             edges = plan.edges_of(tensor)
             value = plan.amax_for(tensor, amax)
-            reason = _amax_problem(value, self.qmax, self.high_precision)
+            reason = _amax_problem(value)
             if reason:
                 self.skipped.extend(Skip(e.node_label, e.op_type, reason, tensor) for e in edges)
                 continue
@@ -470,10 +465,14 @@ def export_qdq(model, calibration, out_path: Union[str, os.PathLike, None] = Non
     opts = (options or QdqOptions()).replace(
         method=method, percentile=percentile, exclude=exclude, exclude_op_types=exclude_op_types,
         precision=precision, dense_int8=dense_int8, high_precision=high_precision, trt_version=trt_version)
+    from .range_sources import as_loaded, checked_amax, checked_stats_source
+
+    # Statistics of another model, and values that cannot be scales, are refused before anything is built.
     loaded = as_loaded(model)
-    # Statistics of another model, and values that cannot be scales, are refused here, before anything is built.
-    amax, described = checked_export_ranges(loaded, calibration, opts, explicit_method=method is not None,
-                                            explicit_percentile=percentile is not None)
+    calibration, source = checked_stats_source(loaded, calibration)
+    amax, described = export_ranges(calibration, opts, explicit_method=method is not None,
+                                    explicit_percentile=percentile is not None)
+    amax = checked_amax(amax, source, opts)
     if amax_overrides:
         amax.update(checked_amax({str(k): v for k, v in amax_overrides.items()}, "amax_overrides", opts))
         described += f", {len(amax_overrides)} amax chosen by hand"
@@ -482,3 +481,37 @@ def export_qdq(model, calibration, out_path: Union[str, os.PathLike, None] = Non
     if out_path is not None:
         save_qdq_model(result.model, out_path, reference=result.float32_model)
     return result
+
+
+def export_ranges(calibration, options: QdqOptions, explicit_method: bool = True,
+                  explicit_percentile: bool = True) -> Tuple[Dict[str, float], str]:
+    """``(amax, in words)`` that an export of ``calibration`` writes (see :func:`export_qdq`).
+
+    A Calibration keeps its method and percentile unless the caller named one
+    (``explicit_method``, ``explicit_percentile``); statistics take ``options``'.
+    """
+    from ..calibration.recipe_step import Calibration
+    from ..calibration.ranges import amax_from_stats
+
+    if isinstance(calibration, Calibration):
+        cal = calibration
+        method = options.method if explicit_method else cal.method
+        if explicit_percentile and options.percentile != cal.percentile:
+            cal = cal.refit(percentile=options.percentile)
+        return cal.amax_for(method), cal.describe(method)
+    if isinstance(calibration, Mapping):
+        return {str(k): float(v) for k, v in calibration.items()}, f"the {len(calibration)} amax given"
+    stats = calibration
+    if isinstance(stats, (str, os.PathLike)):
+        from ..calibration.stats import load_stats
+
+        stats = load_stats(stats)
+    if not hasattr(stats, "tensors"):
+        raise QdqExportError(f"Cannot export ranges from a {type(calibration).__name__}.",
+                             "The export takes the Calibration from trtwidgets.calibrate, activation statistics "
+                             "(or their .npz path), or a mapping of tensor -> amax.",
+                             "Pass cal = trtwidgets.calibrate(model, data) itself.")
+    pct = f" (percentile {options.percentile:g})" if options.method == "percentile" else ""
+    return (amax_from_stats(stats, options.method, options.percentile),
+            f"{options.method} ranges{pct} computed from statistics without a Calibration (no overrides); "
+            "pass the Calibration from trtwidgets.calibrate to export its own method and overrides")

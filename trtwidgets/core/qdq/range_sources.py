@@ -1,7 +1,7 @@
 """The ranges an export reads, checked against the model they are for.
 
 :func:`~.export.export_ranges` turns a Calibration, statistics or a mapping into amax per tensor;
-this module adds what reading from a file needs: the statistics' fingerprint and the ranges'
+this module adds, before and after it, what reading from a file needs: the statistics' fingerprint and the ranges'
 coverage of the model (:mod:`~trtwidgets.core.calibration.fingerprint`), and values that can be
 scales in the export's float part (:mod:`~trtwidgets.core.calibration.amax_values`). Notes (an
 older file without a fingerprint, partial coverage) go to :func:`~trtwidgets.core.common.notes.note`.
@@ -16,10 +16,10 @@ from typing import Dict, Mapping, Tuple
 from ..calibration.amax_values import check_amax_values
 from ..calibration.fingerprint import check_ranges_fit, check_stats_fit
 from ..common.notes import note
-from .options import QdqExportError, QdqOptions
+from .options import QdqOptions
 from .weights import PRECISIONS
 
-__all__ = ["as_loaded", "checked_cache_ranges", "checked_export_ranges", "checked_amax", "export_ranges"]
+__all__ = ["as_loaded", "checked_amax", "checked_cache_ranges", "checked_stats_source"]
 
 
 def as_loaded(model):
@@ -43,11 +43,15 @@ def checked_amax(amax: Mapping[str, float], source: str, options: QdqOptions) ->
     return check_amax_values(amax, source, qmax, options.resolved_high_precision())
 
 
-def checked_export_ranges(loaded, calibration, options: QdqOptions, explicit_method: bool = True,
-                          explicit_percentile: bool = True) -> Tuple[Dict[str, float], str]:
-    """:func:`~.export.export_ranges`, refusing statistics of another model and values that cannot be scales."""
+def checked_stats_source(loaded, calibration) -> Tuple[object, str]:
+    """``(calibration, source in words)``: a statistics path read, and statistics of another model refused.
+
+    ``calibration`` is what :func:`~.export.export_ranges` takes (a Calibration, statistics, their
+    ``.npz`` path, or a mapping of tensor -> amax, which is returned as is).
+    """
     from ..calibration.recipe_step import Calibration
     from ..calibration.stats import load_stats
+
     source = "the ranges given"
     if isinstance(calibration, (str, os.PathLike)):
         source = str(calibration)
@@ -58,8 +62,7 @@ def checked_export_ranges(loaded, calibration, options: QdqOptions, explicit_met
             source = "the calibration's statistics" if stats is not calibration else "the statistics given"
         for text in check_stats_fit(loaded, stats, source):
             note(text)
-    amax, described = export_ranges(calibration, options, explicit_method, explicit_percentile)
-    return checked_amax(amax, source, options), described
+    return calibration, source
 
 
 def checked_cache_ranges(loaded, path, options: QdqOptions) -> Tuple[Dict[str, float], str]:
@@ -70,37 +73,3 @@ def checked_cache_ranges(loaded, path, options: QdqOptions) -> Tuple[Dict[str, f
     for text in check_ranges_fit(loaded, cache.amax, str(path), "calibration cache"):
         note(text)
     return checked_amax(cache.amax, str(path), options), f"the calibration cache {path}"
-
-
-def export_ranges(calibration, options: QdqOptions, explicit_method: bool = True,
-                  explicit_percentile: bool = True) -> Tuple[Dict[str, float], str]:
-    """``(amax, in words)`` that an export of ``calibration`` writes (see :func:`export_qdq`).
-
-    A Calibration keeps its method and percentile unless the caller named one
-    (``explicit_method``, ``explicit_percentile``); statistics take ``options``'.
-    """
-    from ..calibration.recipe_step import Calibration
-    from ..calibration.ranges import amax_from_stats
-
-    if isinstance(calibration, Calibration):
-        cal = calibration
-        method = options.method if explicit_method else cal.method
-        if explicit_percentile and options.percentile != cal.percentile:
-            cal = cal.refit(percentile=options.percentile)
-        return cal.amax_for(method), cal.describe(method)
-    if isinstance(calibration, Mapping):
-        return {str(k): float(v) for k, v in calibration.items()}, f"the {len(calibration)} amax given"
-    stats = calibration
-    if isinstance(stats, (str, os.PathLike)):
-        from ..calibration.stats import load_stats
-
-        stats = load_stats(stats)
-    if not hasattr(stats, "tensors"):
-        raise QdqExportError(f"Cannot export ranges from a {type(calibration).__name__}.",
-                             "The export takes the Calibration from trtwidgets.calibrate, activation statistics "
-                             "(or their .npz path), or a mapping of tensor -> amax.",
-                             "Pass cal = trtwidgets.calibrate(model, data) itself.")
-    pct = f" (percentile {options.percentile:g})" if options.method == "percentile" else ""
-    return (amax_from_stats(stats, options.method, options.percentile),
-            f"{options.method} ranges{pct} computed from statistics without a Calibration (no overrides); "
-            "pass the Calibration from trtwidgets.calibrate to export its own method and overrides")
