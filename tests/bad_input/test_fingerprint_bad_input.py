@@ -462,6 +462,14 @@ def test_statistics_record_their_model_and_older_files_still_load(tmp_path):
     save_stats(dataclasses.replace(old, model_sha256="f" * 64), tmp_path / "old.npz")
     notes = check_stats_fit(loaded, load_stats(tmp_path / "old.npz"), "old.npz")
     assert len(notes) == 1 and "no model fingerprint" in notes[0] and "253 of 253" in notes[0]
+    # A fingerprint with the same inputs but another file's SHA-256 (the graph re-saved): a note, not an error.
+    save_stats(dataclasses.replace(again, model_sha256="e" * 64), tmp_path / "resaved.npz")
+    notes = check_stats_fit(loaded, load_stats(tmp_path / "resaved.npz"), "resaved.npz")
+    assert len(notes) == 1 and "another ONNX file" in notes[0]
+    # The model as a proto (no file, no SHA-256): judged by inputs and names alone, with nothing to note.
+    from trtwidgets.core.qdq.range_sources import as_loaded
+
+    assert check_stats_fit(as_loaded(onnx.load(str(MODEL))), again) == ()
 
 
 def test_statistics_written_into_the_data_folder_are_skipped_with_a_note(tmp_path, capsys):

@@ -162,7 +162,8 @@ def check_ranges_fit(model, names: Iterable[str], source: str, kind: str,
         # A TensorRT cache never has one (TensorRT reads the file): only older files of the toolkit get this note.
         notes.append(f"{source} records no model fingerprint (written before it was recorded); it was checked by "
                      f"its tensor names: {covered} of {len(tensors)} tensors of the model have a range")
-    elif fingerprint is not None and fingerprint.sha256 and fingerprint.sha256 != getattr(model, "sha256", fingerprint.sha256):
+    elif fingerprint is not None and fingerprint.sha256 and getattr(model, "sha256", "") \
+            and fingerprint.sha256 != model.sha256:
         notes.append(f"{source} was made from another ONNX file ({fingerprint.sha256[:12]}...) with the same inputs; "
                      f"{covered} of {len(tensors)} tensors of this model have a range")
     elif covered < len(tensors):
