@@ -27,6 +27,7 @@ from ..common.errors import CalibrationDataError
 MAX_ARRAY_BYTES = 1 << 30
 #: The statistics' ``meta`` member is JSON text; beyond this it is not ours.
 _MAX_META_BYTES = 64 << 20
+_CHUNK = 16 << 20
 
 __all__ = ["MAX_ARRAY_BYTES", "read_npz", "tool_output_kind"]
 
@@ -68,8 +69,14 @@ def _read_member(z: zipfile.ZipFile, info: zipfile.ZipInfo, path: Path, rows: Op
         if nbytes > MAX_ARRAY_BYTES:
             raise _too_big(path, key, take, dtype, nbytes)
         arr = np.empty(take, dtype=dtype, order="F" if fortran and take == shape else "C")
-        view = memoryview(arr.reshape(-1, order="A")).cast("B") if arr.size else memoryview(b"")
-        got = f.readinto(view) if arr.size else 0
+        view = memoryview(arr.reshape(-1, order="A")).cast("B") if arr.size else memoryview(bytearray())
+        got = 0
+        while got < nbytes:
+            # In pieces: ZipExtFile.readinto reads a whole request into a temporary bytes object first.
+            n = f.readinto(view[got:got + _CHUNK])
+            if not n:
+                break
+            got += n
         if got != nbytes:
             raise ValueError(f"member {key!r} ends after {got} of {nbytes} bytes")
         return arr
