@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 import os
 from typing import Any, Mapping, Optional, Union
 
@@ -104,7 +105,7 @@ def export_plan(model, plan_: Union[Plan, Mapping, str, os.PathLike], out_path: 
 
 
 def _index(candidate) -> int:
-    if isinstance(candidate, bool) or not isinstance(candidate, int):
+    if isinstance(candidate, bool) or not isinstance(candidate, numbers.Integral):
         raise UserError(f"candidate={candidate!r} is not an index.", "Candidates are numbered in the plan's table.",
                         "Give a whole number (0 is FP16).")
     return int(candidate)
