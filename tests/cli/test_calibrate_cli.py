@@ -232,7 +232,7 @@ def test_interrupting_calibration_keeps_and_says_what_it_finished(tmp_path, caps
     real = data_mod.spec_for
     # The edge: the sample source is interrupted after 3 samples; everything from there on is the real code.
     monkeypatch.setattr(data_mod, "_raw_samples",
-                        lambda source, names, spec: ((f"sample {k}", f) for k, f in enumerate(_InterruptAfter(3))))
+                        lambda source, names, spec, *rows_left: ((f"sample {k}", f) for k, f in enumerate(_InterruptAfter(3))))
     assert data_mod.spec_for is real
     rc = main(["calibrate", str(cls_model_path), "--data", "demo", "--stats", str(stats), "--no-progress"])
     out, err = capsys.readouterr()

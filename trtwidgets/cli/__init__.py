@@ -28,6 +28,7 @@ import sys
 from typing import List, Optional
 
 from ..core.common.errors import UserError
+from ..core.common.notes import notes_to
 
 EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -91,7 +92,8 @@ def _main(argv: Optional[List[str]]) -> int:
     restore = _sigterm_interrupts()
     try:
         to_create = check_outputs(args, getattr(args, "_outputs", {}), getattr(args, "_output_files", {}))
-        code = int(args._run(args) or 0)
+        with notes_to(_note_printer()):
+            code = int(args._run(args) or 0)
         # Flush here so that a reader that went away (``| head -1``) is noticed inside this try, not at exit.
         sys.stdout.flush()
         return code
@@ -127,6 +129,18 @@ def _sigterm_interrupts():
 
     previous = signal.signal(signal.SIGTERM, interrupt)
     return lambda: signal.signal(signal.SIGTERM, previous)
+
+
+def _note_printer():
+    """A sink for :func:`~trtwidgets.core.common.notes.note`: ``note: ...`` on stderr, each text once."""
+    seen = set()
+
+    def show(text: str) -> None:
+        if text not in seen:
+            seen.add(text)
+            print(f"note: {text}", file=sys.stderr)
+
+    return show
 
 
 def _reader_gone() -> int:

@@ -85,15 +85,16 @@ def options(args):
                       keep_float_output_grouped_convs=args.keep_float_output_grouped_convs)
 
 
-def _amax(args, opts):
-    """``(amax, where it came from in words)``."""
+def _amax(args, opts, loaded):
+    """``(amax, where it came from in words)``: ranges of this model only, every value a usable scale."""
     from ..core.qdq.export import export_ranges
+    from ..core.qdq.range_sources import checked_amax, checked_cache_ranges, checked_stats_source
 
     if args.cache:
-        from ..core.calibration.cache import read_cache
-
-        return dict(read_cache(args.cache).amax), f"the calibration cache {args.cache}"
-    return export_ranges(args.stats, opts)
+        return checked_cache_ranges(loaded, args.cache, opts)
+    stats, source = checked_stats_source(loaded, args.stats)
+    amax, described = export_ranges(stats, opts)
+    return checked_amax(amax, source, opts), described
 
 
 def _lint_version(opts):
@@ -143,7 +144,7 @@ def run(args) -> int:
         labels = load_labels(args.labels)
     opts = options(args)
     loaded = load_model(args.model)
-    amax, described = _amax(args, opts)
+    amax, described = _amax(args, opts, loaded)
     result = build_qdq(loaded, amax, opts)
     result = dataclasses.replace(result, report=dataclasses.replace(result.report, ranges=described))
     # Read and check the held-back data and labels before writing, so bad input keeps an earlier output.

@@ -37,6 +37,7 @@ METHOD_ALGORITHM = {"entropy": "EntropyCalibration2", "max": "MinMaxCalibration"
 _HEADER = re.compile(r"^TRT-(\d+)-([A-Za-z0-9_]+)$")
 _HEX = re.compile(r"^[0-9a-fA-F]{1,8}$")
 QMAX = 127.0
+_FP32_TINY = 1.1754943508222875e-38  # numpy.finfo(numpy.float32).tiny
 
 
 @dataclass(frozen=True)
@@ -182,6 +183,10 @@ def parse_cache(data: Union[bytes, str], source: str = "calibration cache") -> C
         s = hex_scale(value)
         if not (0 <= s < float("inf")):
             raise _bad_line(source, k, ln, f"Its scale {s} is not a finite, non-negative number.")
+        if 0 < s < _FP32_TINY:
+            # A subnormal scale: QuantizeLinear's x / scale overflows, and in FP16 it is 0 (a division by zero).
+            raise _bad_line(source, k, ln, f"Its scale {s:.3g} is below float32's smallest normal number, so it "
+                            "cannot be a Q/DQ scale (it rounds to 0 in FP16 and divides by almost nothing).")
         if name in scales:
             raise _bad_line(source, k, ln, f"Tensor {name!r} has a scale already; which one TensorRT would use is "
                             "not defined.")

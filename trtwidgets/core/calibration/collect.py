@@ -201,7 +201,8 @@ def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequ
         raise KeyboardInterrupt
     return ActivationStats(tensors={n: a.to_stats(copy=False) for n, a in accs.items()}, samples=seen.samples,
                            model_sha256=loaded.sha256, input_shapes=seen.shapes, interrupted=interrupted,
-                           batches=seen.batches, sample_hashes=tuple(seen.hashes))
+                           batches=seen.batches, sample_hashes=tuple(seen.hashes),
+                           model_inputs={i.name: tuple(i.shape) for i in loaded.summary.inputs})
 
 
 def _checked_bins(num_bins, stats: Optional[ActivationStats], loaded: LoadedModel) -> int:

@@ -21,7 +21,7 @@ import numpy as np
 from ..common.errors import CalibrationDataError
 from ..common.frozen import deep_freeze, mapping_hash, readonly_mapping, thaw
 from .shape_adapt import ADAPT_MODES, adapt_array, check_opt_shapes, check_shape, shape_text
-from .sources import check_preprocessing, detect_kind, dir_samples
+from .sources import check_image_size, check_preprocessing, detect_kind, dir_samples
 from ..common.paths import user_path
 
 KINDS = ("demo", "npy_dir", "image_dir")
@@ -277,14 +277,15 @@ def _check_finite(arr: np.ndarray, name: str, at: str) -> None:
 
 # --------------------------------------------------------------------------- feeds
 
-def _raw_samples(source, input_names: Sequence[str], spec: Optional[CalibrationDataSpec]) -> Iterator[Tuple[str, Any]]:
+def _raw_samples(source, input_names: Sequence[str], spec: Optional[CalibrationDataSpec],
+                 rows_left=None) -> Iterator[Tuple[str, Any]]:
     """``(label, raw sample)`` pairs; the label names the file, or the sample's position in an iterable."""
     if spec is not None:
         if spec.kind == "demo":
             from ... import demo
 
             return ((f"demo sample {k}", f) for k, f in enumerate(demo.sample_inputs(1)))
-        return dir_samples(user_path(spec.path), spec.kind, input_names, spec.preprocessing)
+        return dir_samples(user_path(spec.path), spec.kind, input_names, spec.preprocessing, rows_left)
     if isinstance(source, Mapping):
         # One feed given directly: treat it as a one-element source.
         return iter([("sample 0", source)])
@@ -295,6 +296,13 @@ def _raw_samples(source, input_names: Sequence[str], spec: Optional[CalibrationD
                                    "A source is a folder path, 'demo', a CalibrationDataSpec, or an iterable of dicts.",
                                    "Pass a folder of .npy/.npz files or a list of {input_name: array}.") from None
     return ((f"sample {k}", f) for k, f in enumerate(it))
+
+
+def _first_rows(raw: Any, rows: Optional[int]) -> Any:
+    """``raw`` with at most ``rows`` rows of each array (scalars and anything else as they are)."""
+    if rows is None or not isinstance(raw, Mapping):
+        return raw
+    return {k: (v[:rows] if isinstance(v, np.ndarray) and v.ndim and v.shape[0] > rows else v) for k, v in raw.items()}
 
 
 def _contiguous(a: np.ndarray) -> np.ndarray:
@@ -381,14 +389,21 @@ def iter_labelled_feeds(source, summary, batch_size: Optional[int] = None, max_s
     inputs = tuple(summary.inputs)
     names = [i.name for i in inputs]
     check_opt_shapes(opt_shapes, inputs)
+    if spec is not None and spec.kind == "image_dir":
+        check_image_size(spec.preprocessing or {}, inputs, opt_shapes, adapt)
     if batch_size is None and opt_shapes and not as_read:
         batch_size = opt_shapes[names[0]][0] if names[0] in opt_shapes else None
     seen = 0
     pending: List[Dict[str, np.ndarray]] = []
     pending_labels: List[str] = []
     pending_n = 0
-    for label, raw in _raw_samples(source, names, spec):
-        feed = check_feed(raw, inputs, where=label)
+    def rows_left() -> Optional[int]:
+        return None if max_samples is None else max(1, max_samples - seen - pending_n)
+
+    for label, raw in _raw_samples(source, names, spec, rows_left):
+        # Only the rows still wanted are checked and adapted: a memory-mapped 4 GB .npy with
+        # --max-samples 2 reads two rows, not the file.
+        feed = check_feed(_first_rows(raw, rows_left()), inputs, where=label)
         for name, arr in feed.items():
             if name in opt_shapes and tuple(arr.shape[1:]) != tuple(opt_shapes[name][1:]):
                 mode = adapt.get(name)

@@ -68,6 +68,16 @@ def check_opt_shapes(opt_shapes: Mapping[str, Sequence[int]], inputs: Sequence) 
                 f"the input has {len(dims)}.", "A calibration shape gives every dim of the input, batch included.",
                 f"Give all {len(dims)} dims of {name!r} (its shape in the model: "
                 f"[{', '.join(str(d) for d in dims)}]).")
+        fixed = [(i, d, s) for i, (d, s) in enumerate(zip(dims or (), shape))
+                 if isinstance(d, int) and not isinstance(d, bool) and d > 0 and d != int(s)]
+        if fixed:
+            # Checked before any sample is read: adapting samples to a shape the model cannot take would
+            # allocate (a resize to 16384x16384 is a gigabyte per sample) only to fail in ONNX Runtime.
+            raise CalibrationDataError(
+                f"The calibration shape of input {name!r} is {shape_text(shape)}; the model fixes it at "
+                f"{shape_text(dims)}.", "Dim " + ", ".join(f"{i} is {d} in the model, not {s}" for i, d, s in fixed)
+                + ": the model cannot run at that shape, so no sample is adapted to it.",
+                f"Give {name!r} the model's shape ({shape_text(dims)}), or leave its --shape out.")
 
 
 def _resize_axis(arr: np.ndarray, axis: int, size: int) -> np.ndarray:

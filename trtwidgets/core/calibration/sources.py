@@ -13,11 +13,14 @@ import math
 import numbers
 import warnings
 from pathlib import Path
-from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..common.errors import CalibrationDataError
+from ..common.notes import note
+from .image_depth import read_pixels
+from .npz_reader import read_npz, tool_output_kind
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
 ARRAY_SUFFIXES = (".npy", ".npz")
@@ -95,6 +98,29 @@ def check_preprocessing(pre: Mapping[str, Any]) -> None:
             raise _bad_pre(key, value, "A std of 0 divides by zero: every pixel would be Inf or NaN.")
 
 
+def check_image_size(pre: Mapping[str, Any], inputs: Sequence, opt_shapes: Mapping[str, Sequence[int]],
+                     adapt: Mapping[str, str]) -> None:
+    """Refuse a ``resize`` the model's input cannot take, before any image is read and resized.
+
+    A resize to 16384x16384 is 3 GB per RGB image in float32; when the input is fixed at another size
+    (and no adaptation brings the images to it) the first image would fail only after that.
+    """
+    name = pre.get("input") or (inputs[0].name if inputs else None)
+    info = next((i for i in inputs if i.name == name), None)
+    if not pre.get("resize") or info is None or name in adapt or len(info.shape or ()) != 4:
+        return
+    target = tuple(opt_shapes.get(name) or info.shape)
+    axes = (1, 2) if str(pre.get("layout", "NCHW")).upper() == "NHWC" else (2, 3)
+    want = [target[a] for a in axes]
+    h, w = (int(v) for v in pre["resize"])
+    if all(isinstance(d, int) and not isinstance(d, bool) for d in want) and (h, w) != tuple(want):
+        raise CalibrationDataError(
+            f"The image preprocessing resizes to {h}x{w}; input {name!r} takes {want[0]}x{want[1]} "
+            f"(shape {'x'.join(map(str, target))}).",
+            "Every image would be resized to a size the model cannot run at (checked before reading any).",
+            f"Give \"resize\": [{want[0]}, {want[1]}] in the preprocessing.")
+
+
 def _not_readable(path: Path, what: str, exc: Exception, fix: str) -> CalibrationDataError:
     # numpy says "allow_pickle" only when the file holds Python objects; any other ValueError is damage.
     if isinstance(exc, ValueError) and ("pickle" in str(exc).lower() or "python objects" in str(exc).lower()):
@@ -103,22 +129,27 @@ def _not_readable(path: Path, what: str, exc: Exception, fix: str) -> Calibratio
     return CalibrationDataError(f"{path} could not be read as {what}.", f"{type(exc).__name__}: {exc}", fix)
 
 
-def load_array_file(path: Path, input_names: Sequence[str]) -> Dict[str, np.ndarray]:
+def load_array_file(path: Path, input_names: Sequence[str], rows: Optional[int] = None) -> Dict[str, np.ndarray]:
     """One sample from a ``.npy`` (single-input models) or ``.npz`` file (one array per input).
+
+    ``rows`` bounds what is read of a ``.npz`` (its headers are read first, see :mod:`.npz_reader`);
+    a ``.npy`` is memory-mapped, so only the rows used are ever read.
 
     Raises
     ------
     CalibrationDataError
-        For a file numpy cannot read, one holding Python objects, or a ``.npy`` for a multi-input model.
+        For a file numpy cannot read, one holding Python objects, an array too large to decompress,
+        or a ``.npy`` for a multi-input model.
     """
     path = Path(path)
     if path.suffix.lower() == ".npz":
         try:
-            # Our own handle: numpy leaves its file open when the zip inside is damaged.
-            with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as f, warnings.catch_warnings():
+            with warnings.catch_warnings():
                 # numpy warns about Python 2 headers it can still read; the data is what matters here.
                 warnings.simplefilter("ignore")
-                data = {k: f[k] for k in f.files}
+                data = read_npz(path, rows)
+        except CalibrationDataError:
+            raise
         except Exception as exc:  # noqa: BLE001 - zip, format and pickle errors all mean "not a plain .npz"
             raise _not_readable(path, ".npz", exc, "Re-save it with numpy.savez(path, x=array).") from None
         if len(data) == 1 and len(input_names) == 1 and input_names[0] not in data:
@@ -159,16 +190,13 @@ def load_image(path: Path, pre: Mapping[str, Any]) -> np.ndarray:
     color = str(pre.get("color", "RGB")).upper()
     try:
         with Image.open(path) as im:
-            im = im.convert("L" if color == "L" else "RGB")
-            if pre.get("resize"):
-                h, w = (int(v) for v in pre["resize"])
-                im = im.resize((w, h), Image.BILINEAR)
-            arr = np.asarray(im, dtype=np.float32)
+            # At the image's real depth: 16-bit scaled to the 8-bit range, float used as is or refused.
+            arr = read_pixels(im, color, pre.get("resize"), Path(path))
+    except CalibrationDataError:
+        raise
     except Exception as exc:  # noqa: BLE001 - PIL raises many types for bad files
         raise CalibrationDataError(f"{path} could not be read as an image.", f"{type(exc).__name__}: {exc}",
                                    "Remove or replace the file.") from None
-    if arr.ndim == 2:
-        arr = arr[:, :, None]
     if color == "BGR":
         arr = arr[:, :, ::-1]
     # Extreme (but float32-finite) settings can still overflow; the feed check then refuses the Inf, naming the file.
@@ -199,6 +227,16 @@ def sample_files(path: Path, kind: str) -> list:
         raise CalibrationDataError(f"The folder {path} could not be listed.", f"{type(exc).__name__}: {exc}",
                                    "Check its permissions.") from None
     files = sorted(p for p in entries if p.is_file() and p.suffix.lower() in suffixes)
+    own = [p for p in files if p.suffix.lower() == ".npz" and tool_output_kind(p)]
+    for p in own:
+        # e.g. `calibrate --data D --stats D/stats.npz`: the next run must not read the statistics as a sample.
+        note(f"{p} is trtwidgets {tool_output_kind(p)} (written by calibrate --stats), not a calibration sample: "
+             "skipped")
+    files = [p for p in files if p not in own]
+    if not files and own:
+        raise CalibrationDataError(f"{path} holds no samples, only the toolkit's own statistics ({own[0].name}).",
+                                   "Statistics written by calibrate --stats are not calibration samples.",
+                                   "Point --data to the folder of the samples (.npy/.npz per sample, or images).")
     if not files:
         found = sorted({p.suffix.lower() or p.name for p in entries})[:8]
         raise CalibrationDataError(f"{path} holds no {'/'.join(suffixes)} files.",
@@ -207,14 +245,19 @@ def sample_files(path: Path, kind: str) -> list:
     return files
 
 
-def dir_samples(path: Path, kind: str, input_names: Sequence[str], pre: Optional[Mapping]) -> Iterator[Sample]:
-    """``(file name, sample)`` for every sample file of a folder, in name order."""
+def dir_samples(path: Path, kind: str, input_names: Sequence[str], pre: Optional[Mapping],
+                rows_left: Optional[Callable[[], Optional[int]]] = None) -> Iterator[Sample]:
+    """``(file name, sample)`` for every sample file of a folder, in name order.
+
+    ``rows_left`` says, as each file is opened, how many samples are still wanted (None: all), so that
+    no more of a ``.npz`` is decompressed than is used.
+    """
     files = sample_files(path, kind)
     if kind != "npy_dir":
         check_preprocessing(pre or {})
     for p in files:
         if kind == "npy_dir":
-            yield str(p), load_array_file(p, input_names)
+            yield str(p), load_array_file(p, input_names, rows_left() if rows_left is not None else None)
         else:
             name = (pre or {}).get("input") or input_names[0]
             yield str(p), {name: load_image(p, pre or {})}
@@ -234,5 +277,6 @@ def detect_kind(path: Path) -> str:
     return "npy_dir"
 
 
-__all__ = ["ARRAY_SUFFIXES", "IMAGE_SUFFIXES", "MAX_IMAGE_SIDE", "PREPROCESS_KEYS", "check_preprocessing", "detect_kind",
+__all__ = ["ARRAY_SUFFIXES", "IMAGE_SUFFIXES", "MAX_IMAGE_SIDE", "PREPROCESS_KEYS", "check_image_size",
+           "check_preprocessing", "detect_kind",
            "dir_samples", "load_array_file", "load_image", "sample_files"]

@@ -241,6 +241,9 @@ class ActivationStats:
     sample_hashes : tuple of str
         The fingerprint of every sample seen (:func:`~trtwidgets.core.calibration.held_back.sample_fingerprint`),
         so that a plan can warn when it measures accuracy on them; empty for older files.
+    model_inputs : dict
+        The model's input names and declared shapes (ints, or text for dynamic dims): with
+        ``model_sha256``, the model's fingerprint (:func:`~.fingerprint.check_stats_fit`); empty in older files.
     """
 
     tensors: Dict[str, TensorStats]
@@ -250,6 +253,7 @@ class ActivationStats:
     interrupted: bool = False
     batches: int = 0
     sample_hashes: Tuple[str, ...] = field(default=(), repr=False, compare=False)
+    model_inputs: Dict[str, tuple] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.tensors)
@@ -277,7 +281,8 @@ class ActivationStats:
                                input_shapes=_merge_shapes(self.input_shapes, other.input_shapes),
                                interrupted=self.interrupted or other.interrupted,
                                batches=self.batches + other.batches,
-                               sample_hashes=tuple(self.sample_hashes) + tuple(other.sample_hashes))
+                               sample_hashes=tuple(self.sample_hashes) + tuple(other.sample_hashes),
+                               model_inputs=dict(self.model_inputs or other.model_inputs))
 
     def nonfinite(self) -> Dict[str, Tuple[int, int]]:
         """Tensor name -> (nan_count, inf_count) for tensors that had any."""
@@ -296,6 +301,7 @@ def save_stats(stats: ActivationStats, path: Union[str, os.PathLike]) -> Path:
         "batches": int(stats.batches), "model_sha256": stats.model_sha256, "interrupted": bool(stats.interrupted),
         "input_shapes": {k: [int(d) for d in v] for k, v in stats.input_shapes.items()},
         "sample_hashes": [str(h) for h in stats.sample_hashes],
+        "model_inputs": {k: [d if isinstance(d, str) else int(d) for d in v] for k, v in stats.model_inputs.items()},
         "tensors": [{"name": n, "count": int(t.count), "nan_count": int(t.nan_count), "inf_count": int(t.inf_count),
                      "min": float(t.min), "max": float(t.max), "hist_max": float(t.hist_max),
                      "first_absmax": float(t.first_absmax), "trt_range": float(t.trt_range),
@@ -369,7 +375,8 @@ def load_stats(path: Union[str, os.PathLike]) -> ActivationStats:
                                              for k, v in shapes.items()},
                                interrupted=bool(meta.get("interrupted", False)),
                                batches=_whole(meta.get("batches", 0), "batches"),
-                               sample_hashes=_hashes(meta.get("sample_hashes", [])))
+                               sample_hashes=_hashes(meta.get("sample_hashes", [])),
+                               model_inputs=_model_inputs(meta.get("model_inputs", {})))
     except (ValueError, KeyError, TypeError, OverflowError) as exc:
         raise StatsError(f"{path} is a damaged statistics file.", f"{type(exc).__name__}: {exc}",
                          "Collect the statistics again (trtwidgets calibrate --stats); the file was not changed.") from None
@@ -401,6 +408,15 @@ def _hashes(value) -> Tuple[str, ...]:
     return tuple(value)
 
 
+def _model_inputs(value) -> Dict[str, tuple]:
+    # Declared dims: whole numbers for static ones, text for symbolic ones.
+    if not isinstance(value, dict) or not all(
+            isinstance(v, list) and all(isinstance(d, str) or (isinstance(d, int) and not isinstance(d, bool))
+                                        for d in v) for v in value.values()):
+        raise ValueError("'model_inputs' is not an object of input name -> list of dims")
+    return {str(k): tuple(v) for k, v in value.items()}
+
+
 def _seq(value, what) -> list:
     if not isinstance(value, list):
         raise ValueError(f"input_shapes[{what!r}] is {value!r}, not a list")
@@ -428,6 +444,9 @@ def _tensor_from_entry(e, hist, trt_hist, i: int) -> TensorStats:
     if t.count:
         if not (np.isfinite(t.min) and np.isfinite(t.max) and t.min <= t.max):
             raise ValueError(f"tensor {name!r}: min {t.min} and max {t.max} are not a finite range")
+        if t.absmax > float(np.finfo(np.float32).max):
+            # Activations are float32 at most: a larger value was never seen, and would give an infinite scale.
+            raise ValueError(f"tensor {name!r}: |x| {t.absmax:g} is beyond float32's range, so no tensor held it")
         if not (t.hist_max == 0 or (t.hist_max > t.absmax and np.log2(t.hist_max) == int(np.log2(t.hist_max)))):
             raise ValueError(f"tensor {name!r}: hist_max {t.hist_max} is not a power of two above |x| {t.absmax}")
         if int(t.hist.sum()) != t.count:

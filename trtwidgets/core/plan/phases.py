@@ -46,15 +46,22 @@ def fit_calibration(loaded, calib: Sequence[Mapping[str, np.ndarray]], options: 
     bare ``stats`` (the older form) are fitted at ``options.percentile`` with no
     overrides; otherwise statistics are collected on ``calib``.
     """
+    from ..calibration.fingerprint import check_stats_fit
     from ..calibration.recipe_step import Calibration
+    from ..common.notes import note
 
     if calibration is not None:
         if not isinstance(calibration, Calibration):
             raise UserError(f"calibration= takes a Calibration, not a {type(calibration).__name__}.",
                             "The planner reads its statistics, percentile and amax overrides.",
                             "Pass cal = trtwidgets.calibrate(model, data), or stats= for bare statistics.")
+        # A calibration of another model would be planned with, quietly matching a few tensor names.
+        for text in check_stats_fit(loaded, calibration.stats, "the calibration's statistics"):
+            note(text)
         return calibration, f"the given calibration ({calibration.describe()})"
     if stats is not None:
+        for text in check_stats_fit(loaded, stats, "the statistics given (stats=)"):
+            note(text)
         return (Calibration.fit(stats, options.method, options.percentile),
                 f"statistics given without a Calibration (stats=): percentile {options.percentile:g}, no amax "
                 "overrides; pass calibration= to keep a calibration's overrides")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import numbers
 import os
 from typing import Any, Mapping, Optional, Union
 
 from ..common.errors import UserError
 from ..qdq.options import QdqOptions
+from .plan_check import check_plan_doc
 from .plan_values import Plan
 
 __all__ = ["export_plan", "plan_options", "PLANNER_PLACEMENT"]
@@ -71,34 +73,58 @@ def export_plan(model, plan_: Union[Plan, Mapping, str, os.PathLike], out_path: 
     QdqExport or None
         None when the candidate quantizes nothing (FP16 is best): there is no Q/DQ model to write.
     """
-    from ..model.load import as_model_proto
     from ..qdq.export import build_qdq
+    from ..qdq.range_sources import as_loaded
     from ..qdq.graph_patterns import node_label
     from .plan_eval import exclusion_key
 
-    source = plan_
+    plan_input = plan_  # the plan as given: a path is an input the output must not replace
+    source = "the plan given"
     if isinstance(plan_, (str, os.PathLike)):
         from .plan_values import load_plan
 
+        source = str(plan_)
         plan_ = load_plan(plan_)
-    doc = plan_.to_dict() if isinstance(plan_, Plan) else dict(plan_)
-    idx = doc["recommended"] if candidate is None else int(candidate)
+    doc = check_plan_doc(plan_.to_dict() if isinstance(plan_, Plan) else plan_, source)
+    idx = doc["recommended"] if candidate is None else _index(candidate)
     if not 0 <= idx < len(doc["candidates"]):
         raise UserError(f"The plan has no candidate {idx}.", f"It has {len(doc['candidates'])}.",
                         "Give an index from the plan's table (0 is FP16).")
+    opts = plan_options(doc)
+    loaded = as_loaded(model)
+    # Another model's plan, and ranges that cannot be scales, are refused before anything is built or written.
+    amax = _plan_amax(loaded, doc, source, opts)
     cand = doc["candidates"][idx]
     if not cand["quantized"]:
         return None
-    opts = plan_options(doc)
-    proto = as_model_proto(model)
+    proto = loaded.proto
     quantized = set(cand["quantized"])
     weighted = [n for n in proto.graph.node if n.op_type in ("Conv", "ConvTranspose", "MatMul", "Gemm")]
     exclude = [exclusion_key(n) for n in weighted if node_label(n) not in quantized]
-    result = build_qdq(proto, doc["ranges"]["amax"], opts, exclude=tuple(opts.exclude) + tuple(exclude))
+    result = build_qdq(proto, amax, opts, exclude=tuple(opts.exclude) + tuple(exclude))
     if out_path is not None:
         from ..common.write_rule import refuse_inputs
         from ..qdq.export import save_qdq_model
 
-        refuse_inputs(out_path, {"the model": model, "the plan": source}, f"out_path {os.fspath(out_path)}")
+        refuse_inputs(out_path, {"the model": model, "the plan": plan_input}, f"out_path {os.fspath(out_path)}")
         save_qdq_model(result.model, out_path, reference=result.float32_model)
     return result
+
+
+def _index(candidate) -> int:
+    if isinstance(candidate, bool) or not isinstance(candidate, numbers.Integral):
+        raise UserError(f"candidate={candidate!r} is not an index.", "Candidates are numbered in the plan's table.",
+                        "Give a whole number (0 is FP16).")
+    return int(candidate)
+
+
+def _plan_amax(loaded, doc: Mapping[str, Any], source: str, opts: QdqOptions):
+    """The plan's amax, checked: recorded for this model (fingerprint, tensor names), every value a usable scale."""
+    from ..calibration.fingerprint import ModelFingerprint, check_ranges_fit
+    from ..common.notes import note
+    from ..qdq.range_sources import checked_amax
+
+    recorded = ModelFingerprint.from_dict(doc["fingerprint"], source) if doc.get("fingerprint") else None
+    for text in check_ranges_fit(loaded, doc["ranges"]["amax"], source, "plan", recorded):
+        note(text)
+    return checked_amax(doc["ranges"]["amax"], f"{source} (ranges.amax)", opts)

@@ -198,6 +198,10 @@ class Plan:
         the source, seed and the sample names of each side).
     batch_axes : dict
         The batch axis of every input and output, and how each was found.
+    fingerprint : dict
+        The model's fingerprint (:class:`~trtwidgets.core.calibration.fingerprint.ModelFingerprint`
+        ``to_dict()``: SHA-256, input names and shapes): exporting the plan for another model is
+        refused. Empty in a plan.json older than it.
     """
 
     model: str
@@ -217,6 +221,7 @@ class Plan:
     measured: Dict[str, Any] = field(default_factory=dict)
     held_back: Dict[str, Any] = field(default_factory=dict)
     batch_axes: Dict[str, Any] = field(default_factory=dict)
+    fingerprint: Dict[str, Any] = field(default_factory=dict)
 
     @property
     def pick(self) -> Candidate:
@@ -241,7 +246,8 @@ class Plan:
                 "seconds": {k: round(v, 3) for k, v in self.seconds.items()}, "notes": list(self.notes),
                 "interrupted": self.interrupted, "placement": dict(self.placement), "options": dict(self.options),
                 "measured": dict(self.measured),
-                "held_back": dict(self.held_back), "batch_axes": dict(self.batch_axes)}
+                "held_back": dict(self.held_back), "batch_axes": dict(self.batch_axes),
+                "fingerprint": dict(self.fingerprint)}
 
     def table(self) -> str:
         """The candidates as a plain-text table (what the CLI prints; :func:`~.plan_table.plan_table`)."""
@@ -273,7 +279,9 @@ def load_plan(path: Union[str, os.PathLike]) -> dict:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise UserError(f"{p} is not a plan.json.", f"It is not JSON: {exc}.",
                         "Give the plan.json the planner wrote.") from None
-    if not isinstance(doc, dict) or "candidates" not in doc or "recommended" not in doc:
-        raise UserError(f"{p} is not a plan.json.", "It has no candidates or recommendation.",
-                        "Give the plan.json the planner wrote.")
-    return doc
+    except (OSError, RecursionError) as exc:
+        raise UserError(f"{p} could not be read as a plan.json.", f"{type(exc).__name__}: {exc}",
+                        "Give the plan.json the planner wrote.") from None
+    from .plan_check import check_plan_doc
+
+    return check_plan_doc(doc, str(p))

@@ -36,6 +36,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, TypeVar
 
 import onnx
 
+from ..calibration.fingerprint import fingerprint_of
 from ..qdq.options import QdqOptions
 from .accuracy_search import Candidates, Search, accuracy_search
 from .judge import Judge
@@ -192,7 +193,8 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
                   high_precision=opts.high_precision, trt_version=str(opts.trt_version or ""),
                   input_shapes=input_shapes, seconds=seconds, notes=tuple(notes), interrupted=interrupted,
                   placement={"dense_int8": bool(opts.dense_int8)}, options=opts.to_dict(),
-                  held_back=pdata.split.to_dict(), batch_axes=pdata.axes.to_dict())
+                  held_back=pdata.split.to_dict(), batch_axes=pdata.axes.to_dict(),
+                  fingerprint=fingerprint_of(loaded).to_dict())
     if source is not None:
         say("building and timing the candidates")
     return finish_latency(result, str(loaded.path), source)

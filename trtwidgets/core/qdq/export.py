@@ -261,12 +261,18 @@ def export_qdq(model, calibration, out_path: Union[str, os.PathLike, None] = Non
     opts = (options or QdqOptions()).replace(
         method=method, percentile=percentile, exclude=exclude, exclude_op_types=exclude_op_types,
         precision=precision, dense_int8=dense_int8, high_precision=high_precision, trt_version=trt_version)
+    from .range_sources import as_loaded, checked_amax, checked_stats_source
+
+    # Statistics of another model, and values that cannot be scales, are refused before anything is built.
+    loaded = as_loaded(model)
+    calibration, source = checked_stats_source(loaded, calibration)
     amax, described = export_ranges(calibration, opts, explicit_method=method is not None,
                                     explicit_percentile=percentile is not None)
+    amax = checked_amax(amax, source, opts)
     if amax_overrides:
-        amax.update({k: float(v) for k, v in amax_overrides.items()})
+        amax.update(checked_amax({str(k): v for k, v in amax_overrides.items()}, "amax_overrides", opts))
         described += f", {len(amax_overrides)} amax chosen by hand"
-    result = build_qdq(model, amax, opts)
+    result = build_qdq(loaded, amax, opts)
     result = dataclasses.replace(result, report=dataclasses.replace(result.report, ranges=described))
     if out_path is not None:
         refuse_inputs(out_path, {"the model": model, "the statistics": calibration}, f"out_path {os.fspath(out_path)}")

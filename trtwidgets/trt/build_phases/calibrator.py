@@ -55,6 +55,7 @@ def _toolkit_calibrator(state: BuildState):
                           "Collect statistics and write the cache (calibration step of the notebook, or "
                           "trtwidgets.core.calibration.cache.write_cache), then set cache_path.")
     data = Path(cal.cache_path).expanduser().read_bytes()
+    _check_cache_fits(state, data, cal.cache_path)
     if cal.amax_overrides:
         from ...core.calibration import cache as calib_cache
 
@@ -67,6 +68,20 @@ def _toolkit_calibrator(state: BuildState):
     return make_cache_calibrator(data, trt_module=state.trt)
 
 
+def _check_cache_fits(state: BuildState, data: bytes, path) -> None:
+    """Refuse a cache of another model (too few of this model's tensors named) before TensorRT reads it.
+
+    TensorRT takes a cache's scales by tensor name and leaves the rest unquantized without a word, so a
+    cache made for another model builds an engine that is mostly float, with another model's ranges.
+    """
+    from ...core.calibration.cache import parse_cache
+    from ...core.calibration.fingerprint import check_ranges_fit
+
+    parsed = parse_cache(data, str(path))
+    for text in check_ranges_fit(state.model, parsed.amax, str(path), "calibration cache"):
+        state.note("INFO", text)
+
+
 def _trt_calibrator(state: BuildState):
     from ...core.calibration.data import iter_feeds
 
@@ -74,6 +89,7 @@ def _trt_calibrator(state: BuildState):
     cache_in = None
     if cal.cache_path and Path(cal.cache_path).expanduser().is_file():
         cache_in = Path(cal.cache_path).expanduser().read_bytes()
+        _check_cache_fits(state, cache_in, cal.cache_path)
         state.note("INFO", f"reusing calibration cache {cal.cache_path}: TensorRT will not calibrate again.")
     specs = input_specs(state)
     source = state.calibration_data if state.calibration_data is not None else recipe.calibration_data
