@@ -644,7 +644,7 @@ def test_run_interrupted_while_calibrating_keeps_the_complete_cache(ws, user, ca
 
     calls = []
 
-    def samples(source, names, spec):
+    def samples(source, names, spec, *rest):  # rest: the rows still wanted (bounded reads)
         calls.append(1)  # the first reading only looks at the shapes (profiles); the second calibrates
         feeds = _InterruptAfter(3) if len(calls) > 1 else _InterruptAfter(3).feeds
         return ((f"sample {k}", f) for k, f in enumerate(feeds))

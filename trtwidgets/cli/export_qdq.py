@@ -144,6 +144,9 @@ def run(args) -> int:
         labels = load_labels(args.labels)
     opts = options(args)
     loaded = load_model(args.model)
+    from ..core.qdq.export_check import check_source_model
+
+    check_source_model(loaded.proto)  # the model's own fault first, before its ranges are judged against it
     amax, described = _amax(args, opts, loaded)
     result = build_qdq(loaded, amax, opts)
     result = dataclasses.replace(result, report=dataclasses.replace(result.report, ranges=described))

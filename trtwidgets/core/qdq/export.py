@@ -265,6 +265,8 @@ def export_qdq(model, calibration, out_path: Union[str, os.PathLike, None] = Non
 
     # Statistics of another model, and values that cannot be scales, are refused before anything is built.
     loaded = as_loaded(model)
+    check_source_model(loaded.proto)  # the model's own fault first, before its ranges are judged against it
+    inputs = {"the model": model, "the statistics": calibration}  # as given: a path is an input not to replace
     calibration, source = checked_stats_source(loaded, calibration)
     amax, described = export_ranges(calibration, opts, explicit_method=method is not None,
                                     explicit_percentile=percentile is not None)
@@ -275,7 +277,7 @@ def export_qdq(model, calibration, out_path: Union[str, os.PathLike, None] = Non
     result = build_qdq(loaded, amax, opts)
     result = dataclasses.replace(result, report=dataclasses.replace(result.report, ranges=described))
     if out_path is not None:
-        refuse_inputs(out_path, {"the model": model, "the statistics": calibration}, f"out_path {os.fspath(out_path)}")
+        refuse_inputs(out_path, inputs, f"out_path {os.fspath(out_path)}")
         save_qdq_model(result.model, out_path, reference=result.float32_model)
     return result
 
