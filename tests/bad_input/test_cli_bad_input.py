@@ -3,13 +3,11 @@ what, why and fix and no traceback, quickly (nothing hangs), and leave every fil
 
 from __future__ import annotations
 
-import threading
 
 import pytest
 
-from trtwidgets.cli import main
 
-from .workspace import MODEL, fingerprint, make_bad_inputs, make_user_files
+from .workspace import MODEL, fingerprint, make_bad_inputs, make_user_files, run_cli
 
 M = str(MODEL)
 CAL = ["calibrate", M, "--no-progress"]
@@ -125,12 +123,7 @@ def user(ws):
 
 
 def _run(argv, seconds=120):
-    box = {}
-    t = threading.Thread(target=lambda: box.setdefault("rc", main(argv)), daemon=True)
-    t.start()
-    t.join(seconds)
-    assert not t.is_alive(), f"{argv} still running after {seconds} s"
-    return box["rc"]
+    return run_cli(argv, seconds)
 
 
 def test_the_table_is_big_and_its_entries_distinct():

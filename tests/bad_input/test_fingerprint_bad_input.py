@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import threading
 import zipfile
 
 import numpy as np
@@ -22,7 +21,7 @@ from onnx import TensorProto, helper
 from trtwidgets.cli import main
 from trtwidgets.core.common.errors import UserError
 
-from .workspace import FIXTURES, MODEL, fingerprint, make_user_files
+from .workspace import FIXTURES, MODEL, fingerprint, make_user_files, run_cli
 
 M = str(MODEL)
 PRE = '{"input": "x", "resize": [48, 192]}'
@@ -260,12 +259,7 @@ def user(ws):
 
 
 def _run(argv, seconds=120):
-    box = {}
-    t = threading.Thread(target=lambda: box.setdefault("rc", main(argv)), daemon=True)
-    t.start()
-    t.join(seconds)
-    assert not t.is_alive(), f"{argv} still running after {seconds} s"
-    return box["rc"]
+    return run_cli(argv, seconds)
 
 
 def _fill(argv, ws, user):

@@ -20,11 +20,10 @@ from pathlib import Path
 import onnx
 import pytest
 
-from trtwidgets.cli import main
 from trtwidgets.core.common.errors import UserError
 
 from .hostile_models import ANSI, cycle_model, demo_without_shape, huge_dim_model, no_input_model
-from .workspace import FIXTURES, MODEL, fingerprint, make_user_files
+from .workspace import FIXTURES, MODEL, fingerprint, make_user_files, run_cli
 
 M = str(MODEL)
 STATS = str(FIXTURES / "calib" / "cls_demo_stats.npz")
@@ -169,12 +168,7 @@ def user(ws):
 
 
 def _run(argv, seconds=120):
-    box = {}
-    t = threading.Thread(target=lambda: box.setdefault("rc", main(argv)), daemon=True)
-    t.start()
-    t.join(seconds)
-    assert not t.is_alive(), f"{argv} still running after {seconds} s"
-    return box["rc"]
+    return run_cli(argv, seconds)
 
 
 def _fill(args, ws, user):

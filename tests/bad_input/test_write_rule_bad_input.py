@@ -20,7 +20,6 @@ import signal
 import stat
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -29,12 +28,11 @@ import onnx
 import pytest
 
 from tests.core.plan.plan_models import conv_stack, feeds
-from trtwidgets.cli import main
 from trtwidgets.core.common.atomic import atomic_write, write_bytes_atomic, write_text_atomic
 from trtwidgets.core.common.errors import UserError
 from trtwidgets.core.common.file_set import clean_leftovers, replace_file_set
 
-from .workspace import FIXTURES, MODEL, fingerprint, make_user_files
+from .workspace import FIXTURES, MODEL, fingerprint, make_user_files, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 M = str(MODEL)
@@ -177,12 +175,7 @@ def _argv(argv, ws):
 
 
 def _run(argv, seconds=120):
-    box = {}
-    t = threading.Thread(target=lambda: box.setdefault("rc", main(argv)), daemon=True)
-    t.start()
-    t.join(seconds)
-    assert not t.is_alive(), f"{argv} still running after {seconds} s"
-    return box["rc"]
+    return run_cli(argv, seconds)
 
 
 def _assert_clean_refusal(err, out, command):

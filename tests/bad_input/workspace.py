@@ -127,3 +127,29 @@ def make_bad_inputs(bad: Path) -> None:
     (bad / "unknown_key.recipe.json").write_text(json.dumps(dict(recipe, flagz=["fp16"])))
     (bad / "zero_shape.recipe.json").write_text(json.dumps(
         dict(recipe, calibration_data=dict(recipe["calibration_data"], opt_shapes={"x": [0, 3, 48, 192]}))))
+
+
+def run_cli(argv, seconds: float = 120) -> int:
+    """``trtwidgets.cli.main(argv)`` in a thread with a time limit: a hang fails the row instead of the suite.
+
+    An exception that escapes ``main`` (the bug the tables look for) is raised here, not lost in the thread.
+    """
+    import threading
+
+    from trtwidgets.cli import main
+
+    box: Dict[str, object] = {}
+
+    def call() -> None:
+        try:
+            box["rc"] = main(argv)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test thread below
+            box["error"] = exc
+
+    t = threading.Thread(target=call, daemon=True)
+    t.start()
+    t.join(seconds)
+    assert not t.is_alive(), f"{argv} still running after {seconds} s"
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box["rc"]  # type: ignore[return-value]
