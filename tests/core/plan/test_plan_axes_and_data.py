@@ -132,3 +132,16 @@ def test_plain_axes_default_keeps_the_old_evaluator_form():
     out = ev.run(model, ev.feeds)
     assert out["y"].shape == (3, 64, 1, 1)
     assert isinstance(BatchAxes({"x": 0}, {"y": 0}), BatchAxes)
+
+
+def test_labels_without_a_metric_are_refused_before_any_data_is_read(tmp_path):
+    import numpy as np
+    import pytest
+
+    from trtwidgets.core.common.errors import UserError
+    from trtwidgets.core.plan.planner import plan
+
+    # A missing model and data: the refusal must come first, before either is read.
+    with pytest.raises(UserError, match="labels= was given without metric=") as err:
+        plan(tmp_path / "absent.onnx", tmp_path / "absent", labels=np.zeros(4, np.int64))
+    assert "metric='top1'" in err.value.fix

@@ -13,9 +13,10 @@ from typing import Optional
 
 import numpy as np
 
+from ..common.errors import UserError
 from .plan_values import PlanTarget
 
-__all__ = ["metric_factory", "with_metric"]
+__all__ = ["check_labels_have_a_metric", "metric_factory", "with_metric"]
 
 
 def _make(metric, labels, reference, summary=None, samples: int = 0):
@@ -37,6 +38,15 @@ def metric_factory(metric, labels: Optional[np.ndarray] = None):
     return functools.partial(_make, metric, labels)
 
 
+def check_labels_have_a_metric(metric, labels) -> None:
+    """UserError for ``labels`` without ``metric``: they would be dropped without a word (the plan judged by cosine)."""
+    if metric is None and labels is not None:
+        raise UserError("labels= was given without metric=.",
+                        "Labels are read by a task metric; without one the plan is judged by the output cosine.",
+                        "Add metric='top1' to score the plan by top-1 accuracy against these labels, or leave "
+                        "labels out.")
+
+
 def with_metric(target: Optional[PlanTarget], metric=None, labels: Optional[np.ndarray] = None) -> PlanTarget:
     """``target`` (default: cosine >= 0.99) with ``metric`` as its task metric.
 
@@ -44,6 +54,7 @@ def with_metric(target: Optional[PlanTarget], metric=None, labels: Optional[np.n
     cosine/SNR and its ``max_metric_drop``. ``metric`` None leaves ``target`` as it is.
     """
     if metric is None:
+        check_labels_have_a_metric(metric, labels)
         return target or PlanTarget()
     factory = metric_factory(metric, labels)
     if target is None:

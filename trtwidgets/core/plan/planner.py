@@ -45,7 +45,7 @@ from .phases import (METHOD_ORDER, engine_shapes, evaluator, fit_calibration, la
                      paying_layers, score_methods)
 from .plan_data import labels_for_held, read_plan_data
 from .plan_export import PLANNER_PLACEMENT, export_plan, plan_options
-from .plan_target import with_metric
+from .plan_target import check_labels_have_a_metric, with_metric
 from .plan_values import Candidate, Plan, PlanTarget
 
 __all__ = ["plan", "PlanTarget", "Plan", "Candidate", "export_plan", "plan_options", "METHOD_ORDER"]
@@ -165,6 +165,7 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
     source = measurement_source(measure, progress)
     say = on_step or (lambda text: None)  # the widget's status line
     opts = _planner_options(options, trt_version=trt_version, high_precision=high_precision, dense_int8=dense_int8)
+    check_labels_have_a_metric(metric, labels)  # before any data is read
     loaded = _loaded(model)
     say("reading data")
     pdata = read_plan_data(loaded, data, held_back, holdout, seed, max_samples, batch_axis,
