@@ -149,4 +149,5 @@ def test_a_plan_adds_its_reason_chart_and_table(tmp_path):
     page = Path(app.save_html(str(tmp_path / "plan.html"))).read_text(encoding="utf-8")
     assert ">Quantization plan</h2>" in page and html.escape(app.plan_step.plan.reason) in page
     assert html.escape(app.plan_step.plan.table()) in page
+    assert "Latency: an estimate" in page  # not measured here: the page says the latency is an estimate
     assert _assert_offline_with_one_script_per_figure(page) == 1  # the Pareto chart; no statistics, no build

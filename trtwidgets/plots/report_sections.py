@@ -62,10 +62,15 @@ def plan_section(plan) -> Section:
 
     from .pareto import PlanParetoDisplay
 
+    from .plan_latency import latency_section_html
+
     notes = "".join(f"<li>{rep.esc(n)}</li>" for n in getattr(plan, "notes", ()) or ())
+    doc = plan.to_dict() if hasattr(plan, "to_dict") else {}
     return rep.section("Quantization plan", rep.note(str(plan.reason)),
                        figs.figure_html(PlanParetoDisplay.from_plan(plan).figure()),
-                       f"<pre>{html.escape(plan.table())}</pre>", f"<ul>{notes}</ul>" if notes else "")
+                       f"<pre>{html.escape(plan.table())}</pre>",
+                       latency_section_html(doc),  # estimate or measurement, as plan.html shows it
+                       f"<ul>{notes}</ul>" if notes else "")
 
 
 def build_tables(builds: Mapping[str, Any], extra: Optional[Mapping[str, Mapping[str, Any]]] = None
