@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 
-from .workspace import MODEL, fingerprint, make_bad_inputs, make_user_files, run_cli
+from .workspace import MODEL, fingerprint, fresh_user_files, make_bad_inputs, run_cli
 
 M = str(MODEL)
 CAL = ["calibrate", M, "--no-progress"]
@@ -113,13 +113,7 @@ def ws(tmp_path_factory):
 
 @pytest.fixture()
 def user(ws):
-    folder = ws / "user"
-    if folder.exists():
-        import shutil
-
-        shutil.rmtree(folder)
-    make_user_files(folder)
-    return folder
+    return fresh_user_files(ws)
 
 
 def _run(argv, seconds=120):

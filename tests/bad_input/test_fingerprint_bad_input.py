@@ -21,7 +21,7 @@ from onnx import TensorProto, helper
 from trtwidgets.cli import main
 from trtwidgets.core.common.errors import UserError
 
-from .workspace import FIXTURES, MODEL, fingerprint, make_user_files, run_cli
+from .workspace import FIXTURES, MODEL, fingerprint, make_user_files, run_cli, fresh_user_files
 
 M = str(MODEL)
 PRE = '{"input": "x", "resize": [48, 192]}'
@@ -251,11 +251,7 @@ def ws(tmp_path_factory):
 
 @pytest.fixture()
 def user(ws):
-    folder = ws / "user"
-    if folder.exists():
-        shutil.rmtree(folder)
-    make_user_files(folder)
-    return folder
+    return fresh_user_files(ws)
 
 
 def _run(argv, seconds=120):

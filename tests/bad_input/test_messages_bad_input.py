@@ -14,16 +14,14 @@ import os
 import re
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import onnx
 import pytest
 
-from trtwidgets.core.common.errors import UserError
 
 from .hostile_models import ANSI, cycle_model, demo_without_shape, huge_dim_model, no_input_model
-from .workspace import FIXTURES, MODEL, fingerprint, make_user_files, run_cli
+from .workspace import FIXTURES, MODEL, fingerprint, make_user_files, run_cli, assert_api_refusal, fresh_user_files
 
 M = str(MODEL)
 STATS = str(FIXTURES / "calib" / "cls_demo_stats.npz")
@@ -157,12 +155,7 @@ def ws(tmp_path_factory):
 
 @pytest.fixture()
 def user(ws):
-    import shutil
-
-    folder = ws / "user"
-    if folder.exists():
-        shutil.rmtree(folder)
-    make_user_files(folder)
+    folder = fresh_user_files(ws)
     (folder / "recipe.json").write_text(json.dumps(dict(RECIPE, model_path=M)))  # runnable here
     return folder
 
@@ -256,24 +249,7 @@ def api_ws(tmp_path_factory):
 
 @pytest.mark.parametrize("call", [pytest.param(c[1], id=c[0]) for c in API_CASES])
 def test_bad_input_to_the_python_api(api_ws, call):
-    user = api_ws / "user"
-    before = fingerprint(user)
-    box = {}
-
-    def target():
-        try:
-            call(api_ws, api_ws / "bad", user)
-        except BaseException as exc:  # noqa: BLE001 - judged below
-            box["error"] = exc
-
-    t = threading.Thread(target=target, daemon=True)
-    t.start()
-    t.join(120)
-    assert not t.is_alive(), "still running after 120 s"
-    err = box.get("error")
-    assert isinstance(err, UserError), f"expected a UserError, got {err!r}"
-    assert err.what and err.why and err.fix, err.message
-    assert fingerprint(user) == before
+    assert_api_refusal(call, api_ws, api_ws / "user")
 
 
 # --------------------------------------------------------------------------- the App's widgets

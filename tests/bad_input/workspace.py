@@ -153,3 +153,37 @@ def run_cli(argv, seconds: float = 120) -> int:
     if "error" in box:
         raise box["error"]  # type: ignore[misc]
     return box["rc"]  # type: ignore[return-value]
+
+
+def fresh_user_files(ws: Path) -> Path:
+    """``ws/user`` made again from scratch for one row: a row that changed it cannot hide the next row's harm."""
+    folder = ws / "user"
+    if folder.exists():
+        shutil.rmtree(folder)
+    make_user_files(folder)
+    return folder
+
+
+def assert_api_refusal(call, ws: Path, user: Path, seconds: float = 120) -> None:
+    """``call(ws, ws / "bad", user)`` raises a UserError with what, why and fix, in time, and leaves ``user`` as it was."""
+    import threading
+
+    from trtwidgets.core.common.errors import UserError
+
+    before = fingerprint(user)
+    box: Dict[str, object] = {}
+
+    def target() -> None:
+        try:
+            call(ws, ws / "bad", user)
+        except BaseException as exc:  # noqa: BLE001 - judged below
+            box["error"] = exc
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    t.join(seconds)
+    assert not t.is_alive(), f"still running after {seconds} s"
+    err = box.get("error")
+    assert isinstance(err, UserError), f"expected a UserError, got {err!r}"
+    assert err.what and err.why and err.fix, err.message
+    assert fingerprint(user) == before
