@@ -19,8 +19,7 @@ __all__ = ["plan"]
 @functools.wraps(_core_plan)
 def plan(model, data, *, measure=False, progress: bool = True, **kwargs):
     if measure is True:
-        from .trt.plan_measure import measure_plan, require_measurable
+        from .trt.plan_measure import gpu_source
 
-        require_measurable("plan(measure=True)")  # before the search: a plan that cannot be measured fails now
-        measure = lambda plan_, model_: measure_plan(plan_, model_, progress=progress)  # noqa: E731
+        measure = gpu_source("plan(measure=True)", progress=progress)  # checked now, before the search
     return _core_plan(model, data, measure=measure, progress=progress, **kwargs)

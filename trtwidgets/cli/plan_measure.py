@@ -64,12 +64,10 @@ def measure_keywords(args) -> dict:
 
 def measure_source(args, work_dir: Path):
     """``plan --measure``'s measurement source, after checking the options, TensorRT and a GPU."""
-    from ..trt.plan_measure import measure_plan, require_measurable
+    from ..trt.plan_measure import gpu_source
 
     _check(args)
-    require_measurable("plan --measure")
-    kw = measure_keywords(args)
-    return lambda plan, model: measure_plan(plan, model, work_dir=work_dir, **kw)
+    return gpu_source("plan --measure", work_dir=work_dir, **measure_keywords(args))
 
 
 def add_arguments(parser):

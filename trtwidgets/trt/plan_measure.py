@@ -33,7 +33,7 @@ from ..core.plan.measured_plan import (MEASURE_TOP, apply_measurements, candidat
                                        measure_targets)
 from .measure import MIN_ROUNDS, MeasureJob
 
-__all__ = ["ENGINE_CACHE_ENV", "default_cache_dir", "measure_plan", "measure_plan_doc", "require_measurable",
+__all__ = ["ENGINE_CACHE_ENV", "default_cache_dir", "gpu_source", "measure_plan", "measure_plan_doc", "require_measurable",
            "unavailable_reason"]
 
 #: Environment variable naming the engine cache shared by every plan (default ``~/.cache/trtwidgets/engines``).
@@ -179,3 +179,14 @@ def measure_plan(plan, model=None, *, work_dir: Union[str, os.PathLike, None] = 
         doc = measure_plan_doc(plan.to_dict(), work_dir, model, **kw)
     return dataclasses.replace(plan, recommended=int(doc["recommended"]), reason=str(doc["reason"]),
                                notes=tuple(doc["notes"]), measured=dict(doc["measured"]))
+
+
+def gpu_source(what: str, **kw):
+    """The planner's measurement source on this GPU (``plan(measure=...)``), after checking TensorRT and a GPU.
+
+    ``what`` names the caller in the refusal (``"plan --measure"``, ``"plan(measure=True)"``); ``kw`` goes to
+    :func:`measure_plan` (``work_dir``, ``progress``, ``rounds`` ...). The CLI, the API and the App's Plan
+    step all take their source from here, so the check comes before the search every time.
+    """
+    require_measurable(what)
+    return lambda plan, model: measure_plan(plan, model, **kw)

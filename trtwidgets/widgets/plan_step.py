@@ -96,14 +96,12 @@ class PlanStep(widgets.VBox):
         """The measurement source when *measure* is ticked (TensorRT and a GPU checked now), else False."""
         if not self.measure.value:
             return False
-        from ..trt.plan_measure import measure_plan, require_measurable
-
-        require_measurable("Measuring on this GPU")
+        from ..trt.plan_measure import gpu_source
 
         def progress(event):
             self.status.value = f"<i>{esc(event.text())} ...</i>"
 
-        return lambda plan_, model: measure_plan(plan_, model, progress=progress)
+        return gpu_source("Measuring on this GPU", progress=progress)
 
     def run(self) -> bool:
         """Run the search; True when it finished (its table and chart are shown)."""
