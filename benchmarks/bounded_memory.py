@@ -104,6 +104,11 @@ def measure(argv) -> dict:
             "message": first[:160]}
 
 
+#: The reference run: the same cases at the branch point before bounded reads (8c30ce6), same machine
+#: (benchmarks/results/bounded_memory.txt): seconds and peak RSS in MiB.
+REFERENCE = {"sparse-npy": (6.89, 5223.0), "npz-bomb": (17.28, 1774.0), "resize-huge": (12.12, 4180.0)}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", help="also write the figures to this file")
@@ -116,7 +121,10 @@ def main() -> int:
             if args.only and name != args.only:
                 continue
             out[name] = r = measure(argv)
-            print(f"{name:12} exit {r['exit']}  {r['seconds']:7.2f} s  peak RSS {r['peak_rss_mib']} MiB  {r['message']}")
+            ref_s, ref_mib = REFERENCE.get(name, (float("nan"), float("nan")))
+            rss = r["peak_rss_mib"] if r["peak_rss_mib"] is not None else float("nan")
+            print(f"{name:12} exit {r['exit']}  {r['seconds']:7.2f} s (reference {ref_s:.2f} s)  peak RSS {rss} MiB "
+                  f"(reference {ref_mib:.0f} MiB, ratio {rss / ref_mib:.3f})  {r['message']}")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
     return 0

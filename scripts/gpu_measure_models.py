@@ -78,8 +78,11 @@ def main(argv=None) -> int:
         rows.append(row)
     out = {"report": report.to_dict(), "engines": rows, "build_only": args.build_only}
     Path(args.out).write_text(json.dumps(out, indent=1, default=str))
+    ref = next((r.get("median_ms") for r in rows if r.get("name") == "fp16"), None)  # the reference run
     for r in rows:
-        print(f"{r.get('name'):<16} median {r.get('median_ms', float('nan')):.4f} ms  spread {r.get('spread_ms', float('nan')):.4f}  "
+        ratio = r.get("median_ms", float("nan")) / ref if ref else float("nan")
+        print(f"{r.get('name'):<16} median {r.get('median_ms', float('nan')):.4f} ms  {ratio:.3f}x FP16  "
+              f"spread {r.get('spread_ms', float('nan')):.4f}  "
               f"layers {r.get('layers', '?')} reformats {r.get('reformats', '?')} pointwise {r.get('pointwise', '?')} "
               f"scale {r.get('scale', '?')} int8 {r.get('int8', '?')}  built {r.get('build_seconds', 0):.0f}s "
               f"{r.get('error', '')[:200]}")
