@@ -7,6 +7,8 @@ one (same run as its FP16 engine). A CPU-only plan quotes them (``plan.json``'s
 
 * ``benchmarks/results/zoo/<model>.json`` rows of the planner's pick (``plan.predicted_x_fp16``
   against ``x_fp16``), FP16 picks left out (they say nothing about the estimate of INT8);
+* the zoo's measured plans (``benchmarks/results/trust/zoo_gpu/<family>-b<batch>.json`` of
+  ``scripts/gpu_zoo_measure.py``): every measured candidate with a finite estimate;
 * measured plans (``plan.json`` with ``measured.rows``, e.g. the fixture
   ``tests/fixtures/trt86/cls_b32_measured/plan.json`` of ``scripts/gpu_measured_plan.py``):
   every measured candidate with a finite estimate.
@@ -49,8 +51,8 @@ def zoo_entries(folder: Path):
                    "source": str(path.relative_to(ROOT))}
 
 
-def plan_entries(path: Path):
-    doc = json.loads(path.read_text())
+def plan_entries(path: Path, doc=None, model=None):
+    doc = json.loads(path.read_text()) if doc is None else doc
     measured = doc.get("measured") or {}
     settings = measured.get("settings") or {}
     cands = doc.get("candidates") or []
@@ -58,10 +60,18 @@ def plan_entries(path: Path):
         i = row.get("candidate")
         if not i or row.get("kind") != "qdq" or not _ok(row.get("estimate_vs_fp16")) or not _ok(row.get("vs_fp16")):
             continue
-        yield {"model": Path(doc.get("model", "?")).stem, "batch": _batch(doc), "candidate": cands[i]["name"],
+        yield {"model": model or Path(doc.get("model", "?")).stem, "batch": _batch(doc), "candidate": cands[i]["name"],
                "latency_source": cands[i].get("latency_source"), "estimated_x_fp16": round(row["estimate_vs_fp16"], 4),
                "measured_x_fp16": round(row["vs_fp16"], 4), "gpu": settings.get("gpu"), "trt": settings.get("trt"),
                "source": str(path.resolve().relative_to(ROOT)) if ROOT in path.resolve().parents else str(path)}
+
+
+def zoo_gpu_entries(folder: Path):
+    """The measured plans of ``scripts/gpu_zoo_measure.py`` (one ``<family>-b<batch>.json`` per job)."""
+    for path in sorted(folder.glob("*.json")):
+        rec = json.loads(path.read_text())
+        if rec.get("status") == "measured":
+            yield from plan_entries(path, rec["plan"], rec.get("family"))
 
 
 def _batch(doc):
@@ -73,9 +83,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--zoo", default=str(ROOT / "benchmarks" / "results" / "zoo"))
     ap.add_argument("--plans", nargs="*", default=sorted(glob.glob(str(ROOT / "tests/fixtures/trt86/*/plan.json"))))
+    ap.add_argument("--zoo-gpu", default=str(ROOT / "benchmarks" / "results" / "trust" / "zoo_gpu"))
     ap.add_argument("--check", action="store_true", help="exit 1 when the committed file differs")
     args = ap.parse_args(argv)
-    entries = list(zoo_entries(Path(args.zoo)))
+    entries = list(zoo_entries(Path(args.zoo))) + list(zoo_gpu_entries(Path(args.zoo_gpu)))
     for p in args.plans:
         entries += list(plan_entries(Path(p)))
     text = json.dumps({"about": ABOUT, "entries": entries}, indent=1) + "\n"

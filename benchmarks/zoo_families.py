@@ -49,6 +49,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import math
 import os
 import signal
 import sys
@@ -278,11 +279,17 @@ def write_samples(folder: Path, feeds: Feeds, batch_axes: Mapping[str, int]) -> 
     return folder
 
 
-def prepare(name: str) -> dict:
-    """The family's model path and sample folders (written under ``$TRTWIDGETS_ZOO/families/<name>``)."""
+def prepare(name: str, reuse: bool = False) -> dict:
+    """The family's model path and sample folders (written under ``$TRTWIDGETS_ZOO/families/<name>``).
+
+    ``reuse`` keeps sample folders that already hold samples (two ``plan`` runs side by side must not
+    rewrite the folders the other is reading).
+    """
     fam = FAMILIES[name]
     path = fam["model"]()
     d = ZOO / "families" / name
+    if reuse and any((d / "calib").glob("*.npz")) and any((d / "heldback").glob("*.npz")):
+        return {"model": str(path), "calib": str(d / "calib"), "heldback": str(d / "heldback")}
     axes = {"state": 1} if name == "vad" else {}
     calib = write_samples(d / "calib", fam["data"]("calib", fam.get("calib", CALIB)), axes)
     held = write_samples(d / "heldback", fam["data"]("heldback", fam.get("heldback", HELD)), axes)
@@ -297,10 +304,12 @@ def _alarm(signum, frame):
     raise _Timeout()
 
 
-def plan_family(name: str, timeout_s: int) -> dict:
+def plan_family(name: str, timeout_s: int, batch: int = 1, reuse: bool = False) -> dict:
     """Run ``tw.plan`` on one family on the CPU with its task metric; ``{family, status, pick | error, ...}``.
 
-    The planner finds the batch axes itself (no ``batch_axis=``) and measures on the held-back folder.
+    The planner finds the batch axes itself (no ``batch_axis=``) and measures on the held-back folder;
+    ``batch`` is the batch the latency is estimated at. The plan goes to
+    ``$TRTWIDGETS_ZOO/families/<name>/plan_b<batch>/plan.json``, for ``scripts/gpu_zoo_measure.py``.
     """
     import trtwidgets as tw
 
@@ -309,11 +318,14 @@ def plan_family(name: str, timeout_s: int) -> dict:
     signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(timeout_s)
     try:
-        files = prepare(name)
+        files = prepare(name, reuse)
         row["model"] = Path(files["model"]).name
         plan = tw.plan(files["model"], files["calib"], held_back=files["heldback"], metric=FAMILIES[name]["metric"],
-                       progress=False, trt_version="8.6")
-        row.update(status="pick", **_pick_record(plan))
+                       progress=False, trt_version="8.6", batch_size=batch)
+        row.update(status="pick", batch=batch, **_pick_record(plan))
+        out = ZOO / "families" / name / f"plan_b{batch}" / "plan.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        plan.save_json(out)
     except _Timeout:
         row.update(status="timeout", error=f"no pick within {timeout_s} s on this CPU")
     except Exception as exc:  # noqa: BLE001 - the report says what fails and why
@@ -360,11 +372,72 @@ def markdown_table(rows: List[dict]) -> str:
     return "\n".join(lines)
 
 
+def _gpu_cell(rec: dict) -> Dict[str, str]:
+    """The GPU columns of one measured job (``scripts/gpu_zoo_measure.py``): FP16 ms, implicit, pick, estimate error."""
+    b = rec["job"].rsplit("-b", 1)[1]
+    if rec.get("status") != "measured":
+        why = rec.get("error", "").split("\n")[0]
+        what = "not measured" if rec.get("status") == "not_measured" else "failed"
+        return {"fp16": f"b{b}: {what}", "implicit": "", "pick": f"b{b}: {why[:110]}", "error": ""}
+    m = rec["plan"]["measured"]
+    rows = {r["name"]: r for r in m["rows"]}
+    fp16 = rows.get("fp16") or {}
+    imp = rows.get("int8_implicit") or {}
+    pick = m.get("pick") or {}
+    ms = fp16.get("measured_ms")
+    spread = fp16.get("spread_ms")
+    cands = rec["plan"]["candidates"]
+    pick_name = "FP16" if not pick.get("candidate") else f"{len(cands[pick['candidate']]['quantized'])} INT8 layers"
+    est = next((r for r in m["rows"] if r.get("candidate") == m.get("estimate_pick")), None) if m.get("estimate_pick") \
+        else None
+    fastest = min((r["measured_ms"] for r in m["rows"] if r.get("measured_ms") is not None
+                   and math.isfinite(r["measured_ms"])), default=float("nan"))
+    within = pick.get("median_ms", float("nan")) / fastest - 1.0 if fastest == fastest and fastest > 0 else float("nan")
+    imp_txt = "" if not imp.get("measured_ms") else f"b{b}: {imp['vs_fp16']:.2f}x"
+    if imp.get("error"):
+        imp_txt = f"b{b}: build failed"
+    return {"fp16": "" if ms is None else f"b{b}: {ms:.3f} (±{spread:.3f})",
+            "implicit": imp_txt,
+            "pick": f"b{b}: {pick_name} {pick.get('median_ms', float('nan')) / ms:.2f}x ({within * 100:+.1f}%)"
+                    if ms else f"b{b}: -",
+            "error": "" if est is None else f"b{b}: {_x(est.get('estimate_vs_fp16'))} est., "
+                                            f"{_x(est.get('vs_fp16')) if not est.get('error') else 'no engine'} meas."}
+
+
+def _x(v) -> str:
+    return "-" if v is None or not math.isfinite(float(v)) else f"{float(v):.2f}x"
+
+
+def gpu_table(cpu_rows: List[dict], gpu_dir: Path) -> str:
+    """The README's zoo table: each family's CPU plan (batch 1) beside its measured plans at batch 1 and 32."""
+    head = ("| family | model | task metric | CPU pick (b1) | metric: pick (FP32) | worst group cosine (pooled) | "
+            "GPU FP16 ms (spread) | implicit INT8 x FP16 | measured pick x FP16 (vs the fastest engine) | "
+            "estimate of the CPU pick vs measured |")
+    lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
+    for r in cpu_rows:
+        cells = [_gpu_cell(json.loads(p.read_text())) for p in sorted(gpu_dir.glob(f"{r['family']}-b*.json"),
+                                                                      key=lambda p: int(p.stem.rsplit("-b", 1)[1]))]
+        gpu = ["<br>".join(c[k] for c in cells if c[k]) for k in ("fp16", "implicit", "pick", "error")]
+        if r.get("status") != "pick":
+            lines.append(f"| {r['family']} | {r.get('model', '')} | {r['metric']} | **{r['status']}** | | | "
+                         + " | ".join(gpu) + " |")
+            continue
+        pick = "FP16" if not r.get("int8_layers") else f"{r['int8_layers']} INT8 layers"
+        metric = "" if r.get("metric_pick") is None else f"{r['metric_pick']:.3f} ({r['metric_fp32']:.3f})"
+        lines.append(f"| {r['family']} | {r['model']} | {r['metric_name']} | {pick} | {metric} | "
+                     f"{r['worst_group_cosine']:.4f} ({r['pooled_cosine']:.4f}) | " + " | ".join(gpu) + " |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=("list", "prepare", "plan", "table"))
+    ap.add_argument("command", choices=("list", "prepare", "plan", "table", "gpu-table"))
+    ap.add_argument("--gpu-results", default=str(ROOT / "benchmarks" / "results" / "trust" / "zoo_gpu"),
+                    help="folder of scripts/gpu_zoo_measure.py results (<family>-b<batch>.json), for 'gpu-table'")
     ap.add_argument("--families", default=",".join(FAMILIES))
-    ap.add_argument("--timeout", type=int, default=600, help="seconds per family for 'plan'")
+    ap.add_argument("--timeout", type=int, default=900, help="seconds per family for 'plan'")
+    ap.add_argument("--batch", type=int, default=1, help="the batch 'plan' estimates the latency at")
+    ap.add_argument("--reuse-samples", action="store_true", help="keep sample folders that already hold samples")
     ap.add_argument("--out", default=None, help="JSON report of 'plan' (default $TRTWIDGETS_ZOO/families/report.json)")
     a = ap.parse_args(argv)
     names = [n.strip() for n in a.families.split(",") if n.strip()]
@@ -380,13 +453,18 @@ def main(argv=None) -> int:
         rows = json.loads(report.read_text())
         print(markdown_table([r for r in rows if r["family"] in names]))
         return 0
+    if a.command == "gpu-table":
+        report = Path(a.out) if a.out else ZOO / "families" / "report.json"
+        rows = json.loads(report.read_text())
+        print(gpu_table([r for r in rows if r["family"] in names], Path(a.gpu_results)))
+        return 0
     if a.command == "prepare":
         for n in names:
             print(n, json.dumps(prepare(n)), flush=True)
         return 0
     rows = []
     for n in names:
-        row = plan_family(n, a.timeout)
+        row = plan_family(n, a.timeout, a.batch, a.reuse_samples)
         rows.append(row)
         print(json.dumps(row), flush=True)
     out = Path(a.out) if a.out else ZOO / "families" / "report.json"

@@ -77,6 +77,24 @@ def with_batch(model, batch: int):
     return fix_static(_unfix_batch(model), shapes)
 
 
+def at_shapes(model, shapes: Dict[str, Sequence[int]]):
+    """``model`` with each input named in ``shapes`` pinned to exactly that shape, whatever its dims were.
+
+    A plan's ``input_shapes`` are the engine's shapes (batch 32 on axis 0, or a state batched on
+    axis 1): unlike :func:`with_batch`, nothing is assumed about where the batch is.
+    """
+    import onnx
+
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    for vi in m.graph.input:
+        if vi.name in shapes:
+            for d in vi.type.tensor_type.shape.dim:
+                d.Clear()
+    return fix_static(m, {vi.name: shapes.get(vi.name, [d.dim_value for d in vi.type.tensor_type.shape.dim])
+                          for vi in m.graph.input if vi.name not in {t.name for t in m.graph.initializer}})
+
+
 def _unfix_batch(model):
     import onnx
 

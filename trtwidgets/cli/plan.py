@@ -58,8 +58,9 @@ def add_arguments(parser):
                      "package.module:function taking (reference, candidate) -> float, higher is better")
     tgt.add_argument("--labels", help="integer labels (.npy) for --metric top1: one per sample of --data (the split "
                      "picks the held-back ones), or one per --held-back sample")
-    tgt.add_argument("--max-metric-drop", type=float, default=0.01,
-                     help="how far the metric may fall below the float model's (default 0.01)")
+    tgt.add_argument("--max-metric-drop", type=float, default=None,
+                     help="how far the metric may fall below the float model's (default: the metric's own, "
+                          "0.05 for detection F1 against FP32, 0.01 for the others)")
     parser.add_argument("--trt-version", help="target TensorRT (decides the float part's type; default: installed, "
                         "else FP32 Q/DQ that every version reads)")
     parser.add_argument("--high-precision", choices=("auto", "fp32", "fp16", "bf16"), default=defaults.high_precision,

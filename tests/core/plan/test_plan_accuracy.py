@@ -11,6 +11,7 @@ from tests.core.plan.axis_models import detector_feeds, packed_detector_model
 from tests.core.plan.plan_models import conv_stack, feeds
 from trtwidgets.core.common.errors import UserError
 from trtwidgets.core.plan.plan_accuracy import score_outputs, target_notes
+from trtwidgets.core.plan.plan_target import metric_factory
 from trtwidgets.core.plan.plan_values import PlanTarget
 from trtwidgets.core.plan.planner import plan
 
@@ -58,6 +59,16 @@ def test_plan_with_the_detection_metric_on_a_packed_detector_output():
     assert p.candidates[0].accuracy.metric_reference == 1.0
     assert all(c.accuracy.worst_group.startswith("output0[") for c in p.candidates)
     assert p.any_meets_target
+    # The detection F1's own allowance (F1 >= 0.95 against FP32), recorded; a candidate is judged by it.
+    assert p.target.max_metric_drop == 0.05 and p.to_dict()["target"]["max_metric_drop"] == 0.05
+    for c in p.candidates:
+        assert c.meets_target == (c.accuracy.metric >= 1.0 - 0.05), c
+    # A drop the user gives wins over the metric's own.
+    strict = plan(packed_detector_model(), detector_feeds(12), progress=False, trt_version="10.16",
+                  target=PlanTarget(cosine=None, max_metric_drop=0.001, metric_factory=metric_factory("detection")))
+    assert strict.target.max_metric_drop == 0.001
+    for c in strict.candidates:
+        assert c.meets_target == (c.accuracy.metric >= 1.0 - 0.001), c
 
 
 def test_plan_with_a_pooled_cosine_metric_warns_that_it_is_blind_to_the_scores():
@@ -98,6 +109,9 @@ def test_plan_takes_the_users_metric_by_module_name_and_as_a_callable(tmp_path, 
     p2 = plan(conv_stack(), feeds(12), progress=False, trt_version="10.16", metric=mine,
               target=PlanTarget(cosine=0.5, max_metric_drop=0.2))
     assert calls and p2.target.cosine == 0.5 and p2.target.max_metric_drop == 0.2
+    # A metric of the user's own, with no drop given: the default of 0.01.
+    assert plan(conv_stack(), feeds(12), progress=False, trt_version="10.16",
+                metric=mine).target.max_metric_drop == 0.01
     with pytest.raises(UserError, match="does not take"):
         plan(conv_stack(), feeds(12), progress=False, metric="my_task_metrics:wrong")
 

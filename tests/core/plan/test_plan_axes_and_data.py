@@ -145,3 +145,33 @@ def test_labels_without_a_metric_are_refused_before_any_data_is_read(tmp_path):
     with pytest.raises(UserError, match="labels= was given without metric=") as err:
         plan(tmp_path / "absent.onnx", tmp_path / "absent", labels=np.zeros(4, np.int64))
     assert "metric='top1'" in err.value.fix
+
+
+def _batch_pinned_model():
+    """A static batch-1 model whose Reshape target holds the batch (1, -1): it runs at batch 1 only."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.full((4, 3, 3, 3), 0.1, np.float32), "w")
+    target = numpy_helper.from_array(np.array([1, -1], np.int64), "target")
+    graph = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+                               helper.make_node("Relu", ["c"], ["r"], name="relu"),
+                               helper.make_node("Reshape", ["r", "target"], ["y"], name="flatten")], "pinned",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 256])], [w, target])
+    return onnx.helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def test_a_batch_the_model_pins_is_refused_before_the_search():
+    rng = np.random.default_rng(0)
+    data = [{"x": rng.random((1, 3, 8, 8), dtype=np.float32)} for _ in range(8)]
+    with pytest.raises(UserError) as err:
+        plan(_batch_pinned_model(), data, batch_size=32, progress=False, trt_version="10.16")
+    text = str(err.value)
+    assert "cannot run at the shapes asked for (x [32, 3, 8, 8])" in text and "flatten" in text
+    assert "dynamic batch" in err.value.fix
+    # At its own batch the same model plans, its output read along axis 0: a batch-2 run of it came out along
+    # axis 1 (the pinned Reshape folded the second sample in), which is not the batch.
+    p = plan(_batch_pinned_model(), data, batch_size=1, progress=False, trt_version="10.16")
+    assert p.input_shapes == {"x": (1, 3, 8, 8)}
+    assert p.batch_axes["outputs"]["y"] == 0 and "pins the batch" in p.batch_axes["reasons"]["y"]

@@ -48,12 +48,19 @@ from . import detection as det
 from .metrics import cosine_similarity, snr_db, topk_agreement
 from .output_groups import check_outputs
 
-__all__ = ["REGISTRY", "TaskMetric", "check_metric_text", "load_user_metric", "make_task_metric", "metric_names", "parse_task_metric",
+__all__ = ["DEFAULT_DROP", "DETECTION_DROP", "REGISTRY", "TaskMetric", "check_metric_text", "load_user_metric", "make_task_metric", "metric_names", "parse_task_metric",
            "register_metric"]
 
 Outputs = Mapping[str, np.ndarray]
 #: factory(reference, options, labels) -> TaskMetric
 Factory = Callable[[Outputs, List[str], Optional[np.ndarray]], "TaskMetric"]
+
+#: A task metric's default allowance below FP32's score (agreement metrics: 1% of samples, pixels or tokens).
+DEFAULT_DROP = 0.01
+#: The detection F1's: F1 >= 0.95 against FP32's detections, the usual bar for a quantized detector. A held-back
+#: set holds few detections (a YOLOv8 on 4 document pages: 31), so one lost box moves F1 by about 0.03 and 0.01
+#: would refuse every INT8 candidate over a single borderline score.
+DETECTION_DROP = 0.05
 
 _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
@@ -74,6 +81,9 @@ class TaskMetric:
         The outputs it reads (None: unknown, e.g. the user's own metric; all of them for ``worst-group``).
     pooled : bool
         A pooled cosine or SNR of an output: blind to channel groups with a small share of its energy.
+    default_drop : float
+        How far below FP32's score a candidate may fall when the user sets no ``max_metric_drop``
+        (:data:`DEFAULT_DROP`; the detection F1 allows :data:`DETECTION_DROP`).
     """
 
     fn: Callable[[Outputs], float]
@@ -81,6 +91,7 @@ class TaskMetric:
     reference_value: float = 1.0
     outputs: Optional[Tuple[str, ...]] = None
     pooled: bool = False
+    default_drop: float = 0.01
 
     def __call__(self, outputs: Outputs) -> float:
         return float(self.fn(outputs))
@@ -135,7 +146,7 @@ def _detection(objectness: bool) -> Factory:
         def f1(outputs: Outputs) -> float:
             return det.match_f1(ref, det.decode(outputs[out], score, objectness=objectness, axis=axis), iou)
 
-        return TaskMetric(f1, f"detection F1@{score:g} ({out})", outputs=(out,))
+        return TaskMetric(f1, f"detection F1@{score:g} ({out})", outputs=(out,), default_drop=DETECTION_DROP)
 
     return factory
 

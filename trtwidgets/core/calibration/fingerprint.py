@@ -5,7 +5,8 @@ an export quietly finds a handful of names in common (``input``, ``conv1``) and 
 with another model's ranges. So every reader of ranges checks them against the model first:
 
 * the **fingerprint** a file records (statistics and plan.json): the model's SHA-256, its input
-  names and declared shapes. Other input names, or a static dim that differs, are refused. Another
+  names and declared shapes. Other input names, or a static dim other than the leading (batch) dim
+  that differs, are refused; a batch-1 file fits the model's batch-32 copy, with a note. Another
   SHA-256 with the same inputs (the same graph re-saved, or new weights) is a note, not an error:
   the coverage below decides.
 * the **coverage**: the share of the model's floating-point tensors (graph inputs and activations,
@@ -86,10 +87,26 @@ def float_tensors(model) -> List[str]:
 def _shape_conflict(name: str, have: Sequence, want: Sequence) -> str:
     if len(have) != len(want):
         return f"input {name!r} has {len(want)} dims in the model, {len(have)} in the file"
+    # Dim 0 is the batch of almost every model, and a range per tensor does not depend on the batch:
+    # ranges collected on a static batch-1 copy fit its batch-32 copy (see _batch_notes).
     for i, (a, b) in enumerate(zip(have, want)):
-        if isinstance(a, int) and isinstance(b, int) and a >= 0 and b >= 0 and a != b:
+        if i > 0 and isinstance(a, int) and isinstance(b, int) and a >= 0 and b >= 0 and a != b:
             return f"input {name!r} dim {i} is {b} in the model, {a} in the file"
     return ""
+
+
+def _batch_notes(model, recorded_inputs: Mapping[str, Sequence], kind: str) -> List[str]:
+    """A note per input whose static leading dim differs between the file and the model (and nothing else)."""
+    want = {i.name: tuple(i.shape) for i in model.summary.inputs}
+    notes = []
+    for name, have in recorded_inputs.items():
+        model_dims = want.get(name, ())
+        if have and model_dims and len(have) == len(model_dims):
+            a, b = have[0], model_dims[0]
+            if isinstance(a, int) and isinstance(b, int) and a >= 0 and b >= 0 and a != b:
+                notes.append(f"input {name!r}: the {kind} was made at a leading dim (batch) of {a}, this model has "
+                             f"{b}; ranges are per tensor and do not depend on the batch, so they are used as they are")
+    return notes
 
 
 def _input_problem(model, recorded_inputs: Mapping[str, Sequence]) -> str:
@@ -147,6 +164,8 @@ def check_ranges_fit(model, names: Iterable[str], source: str, kind: str,
     if problem:
         raise StatsError(f"{source} is not {kind} of {model_name}.", f"Its recorded model does not match: {problem}.",
                          fix)
+    if fingerprint is not None:
+        notes.extend(_batch_notes(model, dict(fingerprint.inputs), kind))
     tensors = float_tensors(model)
     given = set(names)
     covered = sum(1 for t in tensors if t in given)

@@ -235,9 +235,16 @@ def find_batch_axes(model, user: Optional[Mapping[str, Optional[int]]] = None,
         fixed_one = bool(fixed) and all(v == 1 for v in fixed.values()) and len(fixed) == len(
             [a for a in inputs.values() if a is not None])
         for name in unsettled:
-            if name in probed:
+            leading_one = fixed_one and bool(dims_of.get(name)) and dims_of[name][0] == 1
+            if name in probed and not (leading_one and probed[name] != 0):
                 outputs[name], reasons[name] = probed[name], "a batch-2 run split into the two batch-1 runs"
-            elif fixed_one and dims_of.get(name) and dims_of[name][0] == 1:
+            elif leading_one and name in probed:
+                # A batch-2 run of a static batch-1 model "split" along another axis: a Reshape with the batch
+                # written into its target ([1, -1]) folded the second sample into that axis. The batch is axis 0.
+                outputs[name], reasons[name] = 0, ("a static leading dim of 1, as the inputs' fixed batch of 1 (a "
+                                                   f"batch-2 run came out along axis {probed[name]}: a Reshape pins "
+                                                   "the batch)")
+            elif leading_one:
                 # A static model of batch 1 (its Reshapes fix the batch, so it cannot run 2): leading 1 as the inputs.
                 outputs[name], reasons[name] = 0, "a static leading dim of 1, as the inputs' fixed batch of 1"
             else:

@@ -91,7 +91,11 @@ def evaluator(loaded, held, target: PlanTarget, options: QdqOptions, axes=None,
     if factory is not None:
         made = factory(reference, loaded.summary, n_held)
         metric, metric_name = made if isinstance(made, tuple) else (made.fn, made.name)
-        target = dataclasses.replace(target, metric=metric, metric_name=metric_name, metric_factory=None)
+        drop = target.max_metric_drop
+        if drop is None:  # the metric's own allowance (detection F1: 0.05), recorded in plan.json
+            drop = getattr(made, "default_drop", None)
+        target = dataclasses.replace(target, metric=metric, metric_name=metric_name, metric_factory=None,
+                                     max_metric_drop=drop)
     metric_ref = float(target.metric(reference)) if target.metric is not None else None
     if metric_ref is not None and not np.isfinite(metric_ref):
         raise UserError(f"The metric {target.metric_name or 'given'} scores {metric_ref} on FP32 itself.",
@@ -151,6 +155,27 @@ def engine_shapes(held, batch_size: Optional[int], shapes: Optional[Mapping[str,
     if shapes:
         input_shapes.update({k: tuple(int(d) for d in v) for k, v in shapes.items()})
     return input_shapes
+
+
+def check_batch_fits(loaded, input_shapes: Mapping[str, Sequence[int]]) -> None:
+    """Refuse engine shapes the model cannot run: a static model whose Reshape/Expand targets hold its batch.
+
+    A model exported at batch 1 with the batch written into its shape constants (lint
+    BATCH_PINNED_SHAPE) runs at batch 1 only: TensorRT's parser fails at any other ("reshape changes
+    volume"), so a plan estimated at ``--batch 32`` would describe an engine that cannot be built.
+    """
+    inputs = {i.name: tuple(i.shape) for i in loaded.summary.inputs}
+    if not any(name in inputs and len(shape) == len(inputs[name]) and len(shape) and isinstance(inputs[name][0], int)
+               and inputs[name][0] > 0 and int(shape[0]) != inputs[name][0] for name, shape in input_shapes.items()):
+        return  # the model's own static batch, or a dynamic one (the lint's warning covers that case)
+    from ..model.lint import lint
+
+    profile = {k: {"min": tuple(v), "opt": tuple(v), "max": tuple(v)} for k, v in input_shapes.items()}
+    found = [f for f in lint(loaded, profiles=[profile]) if f.code == "BATCH_PINNED_SHAPE" and f.severity == "warning"]
+    if found:
+        f = found[0]
+        asked = ", ".join(f"{k} {list(v)}" for k, v in input_shapes.items())
+        raise UserError(f"The model cannot run at the shapes asked for ({asked}): {f.message}", f.why, f.fix)
 
 
 def myelin_layers(proto: onnx.ModelProto, layers: Sequence[str], trt_version) -> set:

@@ -39,8 +39,9 @@ class PlanTarget:
         held-back data, e.g. top-1 accuracy against labels or mask IoU; compared with
         the same metric of the float model.
     metric_name : str
-    max_metric_drop : float
-        The metric may fall at most this much below the float model's.
+    max_metric_drop : float, optional
+        The metric may fall at most this much below the float model's. None (the default): the
+        metric's own allowance (``TaskMetric.default_drop``: 0.05 for the detection F1, else 0.01).
     metric_factory : callable, optional
         ``f(reference_outputs, summary, samples) -> (metric, name)``: a metric that needs
         the float model's outputs or the sample count (mask IoU, top-1 against labels);
@@ -51,7 +52,7 @@ class PlanTarget:
     snr_db: Optional[float] = None
     metric: Optional[Callable[[Dict[str, Any]], float]] = field(default=None, compare=False, repr=False)
     metric_name: str = ""
-    max_metric_drop: float = 0.01
+    max_metric_drop: Optional[float] = None
     metric_factory: Optional[Callable[..., Tuple[Callable, str]]] = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
@@ -62,6 +63,11 @@ class PlanTarget:
             raise UserError(f"Target cosine {self.cosine} is outside [-1, 1].",
                             "Cosine similarity lies between -1 and 1.", "Use e.g. --target-cosine 0.99.")
 
+    @property
+    def metric_drop(self) -> float:
+        """The allowance in force: ``max_metric_drop``, else the default of 0.01."""
+        return 0.01 if self.max_metric_drop is None else float(self.max_metric_drop)
+
     def describe(self) -> str:
         parts = []
         if self.cosine is not None:
@@ -69,12 +75,12 @@ class PlanTarget:
         if self.snr_db is not None:
             parts.append(f"SNR >= {self.snr_db:g} dB")
         if self.metric is not None:
-            parts.append(f"{self.metric_name or 'metric'} within {self.max_metric_drop:g} of FP32")
+            parts.append(f"{self.metric_name or 'metric'} within {self.metric_drop:g} of FP32")
         return ", ".join(parts)
 
     def to_dict(self) -> dict:
         return {"cosine": self.cosine, "snr_db": self.snr_db, "metric": self.metric_name or None,
-                "max_metric_drop": self.max_metric_drop if self.metric is not None else None}
+                "max_metric_drop": self.metric_drop if self.metric is not None else None}
 
 
 @dataclass(frozen=True)
@@ -100,7 +106,7 @@ class PlanAccuracy:
         if target.snr_db is not None and not self.snr_db >= target.snr_db:
             return False
         if target.metric is not None and self.metric is not None and self.metric_reference is not None:
-            if self.metric < self.metric_reference - target.max_metric_drop:
+            if self.metric < self.metric_reference - target.metric_drop:
                 return False
         return True
 

@@ -41,7 +41,7 @@ from ..qdq.options import QdqOptions
 from .accuracy_search import Candidates, Search, accuracy_search
 from .judge import Judge
 from .measured_plan import finish_latency, measurement_source
-from .phases import (METHOD_ORDER, engine_shapes, evaluator, fit_calibration, latency_model, myelin_layers,
+from .phases import (METHOD_ORDER, check_batch_fits, engine_shapes, evaluator, fit_calibration, latency_model, myelin_layers,
                      paying_layers, score_methods)
 from .plan_data import labels_for_held, read_plan_data
 from .plan_export import PLANNER_PLACEMENT, export_plan, plan_options
@@ -137,7 +137,8 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
         A task metric (:mod:`~..accuracy.task_metrics`): a built-in name such as ``"detection"``,
         ``"top1-agreement"``, ``"mask-iou:0.3"``, ``"package.module:function"``, or
         ``f(reference, candidate) -> float`` (higher is better); the target then holds it within
-        ``target.max_metric_drop`` of FP32 (default 0.01), with the target's cosine/SNR if it sets one.
+        ``target.max_metric_drop`` of FP32 (default: the metric's own, 0.05 for the detection F1,
+        else 0.01), with the target's cosine/SNR if it sets one.
     labels : array of int, optional
         Classes for ``metric="top1"``: one per sample of ``data`` (the split picks the held-back
         ones), or one per held-back sample.
@@ -170,6 +171,8 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
     say("reading data")
     pdata = read_plan_data(loaded, data, held_back, holdout, seed, max_samples, batch_axis,
                            calibration if calibration is not None else stats)
+    input_shapes = engine_shapes(pdata.held, batch_size, shapes, pdata.axes)
+    check_batch_fits(loaded, input_shapes)  # before the search: a batch the model cannot run is refused
     say("collecting statistics" if calibration is None and stats is None else "reading the statistics given")
     cal, described = fit_calibration(loaded, pdata.calib, opts, calibration, stats, progress)
     seconds: Dict[str, float] = {"statistics": time.perf_counter() - t0}
@@ -179,7 +182,6 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
     search = Search(ev, Judge(target), (), progress, say)
     per_method, best_method = _timed(seconds, "ranges", lambda: _choose_ranges(search, cal, described, notes))
     amax = dict(per_method[best_method][1])
-    input_shapes = engine_shapes(pdata.held, batch_size, shapes, pdata.axes)
     all_export = ev.export(amax)
     search = dataclasses.replace(search, layers=tuple(all_export.report.quantized_layers))
     latency, pays, kept_latency = _timed(seconds, "latency", lambda: _where_int8_pays(

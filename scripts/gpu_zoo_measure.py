@@ -1,0 +1,184 @@
+"""Measure the zoo's CPU plans on the GPU machine: FP16, implicit INT8 and the top candidates, per family and batch.
+
+Issue 24's zoo run. Each job is one CPU plan (``benchmarks/zoo_families.py plan --batch B`` writes
+``$TRTWIDGETS_ZOO/families/<family>/plan_b<B>/plan.json``), measured as ``trtwidgets plan measure``
+measures it (:func:`trtwidgets.trt.plan_measure.measure_plan_doc`: one build per placement, cached
+by key; interleaved rounds; the pick made again by measured time). The float model is pinned to the
+plan's engine shapes first (``zoo_shapes.at_shapes``: a batch-1 static file becomes the batch-32 one;
+Silero VAD's state keeps its batch on axis 1), so a plan estimated at batch 32 builds at batch 32.
+
+Jobs run in ``--workers`` processes, one GPU each (``CUDA_VISIBLE_DEVICES``), taking the jobs
+in the order given from one queue (give the longest first), with one shared engine cache; each job's result is written as soon as it ends, so a call stopped at its time limit
+keeps what it finished and a second call finds the engines already built. Python 3.9 with numpy,
+onnx and tensorrt only::
+
+    source /tmp/trtb/env.sh && EXTRA_PYTHONPATH=$PWD $PY39 scripts/gpu_zoo_measure.py \\
+        --plans zoo_gpu/plans --models zoo_gpu/models --out $OUT/zoo --workers 4 --deadline 540 \\
+        --jobs yolo-b1,yolo-b32,resnet-b32,...
+
+``--models`` holds ``<family>.onnx``; ``resnet`` is generated here when its file is absent
+(``benchmarks/resnet50.py`` is seeded: the same names and weights as the CPU's file). Each result,
+``<out>/<job>.json``, holds the measured plan (``plan``) and a record per engine: per-round medians,
+median, spread, build seconds, and its layers from the engine inspector (INT8 layers, reformats,
+standalone PointWise and Scale layers). ``benchmarks/zoo_families.py gpu-table`` reads them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import traceback
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+
+def layer_counts(build_dir: Path) -> dict:
+    """Precision counts, reformats, standalone PointWise / Scale layers of one cached build (inspector JSON)."""
+    from trtwidgets.core.engine.inspector_json import parse_inspector_json
+
+    found = sorted(build_dir.glob("*.graph.json")) if build_dir.is_dir() else []
+    if not found:
+        return {}
+    layers = parse_inspector_json(found[0]).layers
+    return {"layers": len(layers), "precisions": dict(sorted(Counter(lay.precision for lay in layers).items())),
+            "reformats": sum(1 for lay in layers if lay.type == "Reformat"),
+            "pointwise": sum(1 for lay in layers if lay.type == "PointWise"),
+            "scale": sum(1 for lay in layers if lay.type == "Scale"),
+            "int8": sum(1 for lay in layers if lay.precision == "INT8")}
+
+
+def _model_for(family: str, models: Path, work: Path) -> Path:
+    path = models / f"{family}.onnx"
+    if path.is_file() or family != "resnet":
+        return path
+    import onnx
+
+    from resnet50 import resnet50
+
+    path = work / "resnet.onnx"
+    if not path.is_file():
+        onnx.save(resnet50(batch=1), str(path))
+    return path
+
+
+def run_job(spec: str, args) -> dict:
+    """Measure one plan (``<family>-b<batch>[@TOP]``); the result record (also on failure, with the error)."""
+    import onnx
+
+    from trtwidgets.trt.plan_measure import measure_plan_doc
+    from zoo_shapes import at_shapes
+
+    job, _, top = spec.partition("@")
+    family = job.rsplit("-b", 1)[0]
+    work = Path(args.work) / job
+    work.mkdir(parents=True, exist_ok=True)
+    rec: dict = {"job": job, "family": family, "gpu_index": os.environ.get("CUDA_VISIBLE_DEVICES")}
+    t0 = time.perf_counter()
+    try:
+        doc = json.loads((Path(args.plans) / job / "plan.json").read_text())
+        shapes = {k: [int(d) for d in v] for k, v in doc["input_shapes"].items()}
+        float_model = work / "float.onnx"
+        if not float_model.is_file():
+            onnx.save(at_shapes(onnx.load(str(_model_for(family, Path(args.models), Path(args.work)))), shapes),
+                      str(float_model))
+        cache = Path(args.cache_dir)
+        new = measure_plan_doc(doc, work, str(float_model), cache_dir=cache, top=int(top or args.top), rounds=args.rounds,
+                               runs=args.runs, opt_level=args.opt_level, progress=True, gpus=1)
+        builds = []
+        for m in new["measured"]["measurements"]:
+            builds.append(dict(m, layers=layer_counts(cache / m["key"]) if m.get("key") else {}))
+        ok = any(m.get("median_ms") is not None and m["median_ms"] == m["median_ms"] and not m.get("error")
+                 for m in builds if m.get("kind") == "fp16")
+        rec.update(status="measured" if ok else "failed", input_shapes=shapes, plan=new, builds=builds)
+        if not ok:
+            rec["error"] = "; ".join(f"{m['name']}: {m['error']}" for m in builds if m.get("error"))[:2000]
+    except Exception as exc:  # noqa: BLE001 - the record says what failed; the other jobs go on
+        rec.update(status="failed", error=f"{type(exc).__name__}: {getattr(exc, 'message', None) or exc}"[:2000],
+                   where=traceback.format_exc()[-1500:])
+    rec["seconds"] = round(time.perf_counter() - t0, 1)
+    return rec
+
+
+def worker(args) -> int:
+    from trtwidgets.core.common.atomic import write_text_atomic
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    claims = Path(args.work) / "claims"
+    claims.mkdir(parents=True, exist_ok=True)
+    for spec in args.jobs.split(","):
+        job = spec.partition("@")[0]
+        try:  # one shared queue: the next free GPU takes the next job
+            os.close(os.open(str(claims / job), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            continue
+        print(f"[gpu {os.environ.get('CUDA_VISIBLE_DEVICES')}] {job} starts", flush=True)
+        rec = run_job(spec, args)
+        write_text_atomic(out / f"{job}.json", json.dumps(rec, indent=1, default=str))
+        print(f"[gpu {os.environ.get('CUDA_VISIBLE_DEVICES')}] {job} {rec['status']} in {rec['seconds']} s "
+              f"{rec.get('error', '')[:300]}", flush=True)
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--plans", required=True, help="folder of <job>/plan.json")
+    ap.add_argument("--models", required=True, help="folder of <family>.onnx")
+    ap.add_argument("--jobs", required=True,
+                    help="comma-separated <family>-b<batch>, each with @N to measure N candidates instead of --top")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--work", default="/tmp/zoo_work")
+    ap.add_argument("--cache-dir", default="/tmp/zoo_engines")
+    ap.add_argument("--workers", type=int, default=1, help="processes, one GPU each")
+    ap.add_argument("--deadline", type=float, default=0, help="stop the workers after this many seconds")
+    ap.add_argument("--top", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=50)
+    ap.add_argument("--opt-level", type=int, default=1)
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    os.environ.setdefault("TRTWIDGETS_NO_CUBLAS_CUDNN", "1")  # the machine's cuBLAS/cuDNN are stubs
+    if args.worker:
+        return worker(args)
+    done = {p.stem for p in Path(args.out).glob("*.json")
+            if json.loads(p.read_text()).get("status") == "measured"} if Path(args.out).is_dir() else set()
+    jobs = [j for j in args.jobs.split(",") if j and j.partition("@")[0] not in done]  # longest first: workers take them in order
+    claims = Path(args.work) / "claims"
+    if claims.is_dir():
+        for old in claims.iterdir():
+            old.unlink()
+    procs = []
+    for gpu in range(min(args.workers, len(jobs))):
+        cmd = [sys.executable, __file__, "--worker", "--jobs", ",".join(jobs)]
+        for k in ("plans", "models", "out", "work", "cache_dir", "top", "rounds", "runs", "opt_level"):
+            cmd += [f"--{k.replace('_', '-')}", str(getattr(args, k))]
+        procs.append(subprocess.Popen(cmd, env=dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu))))
+    t0 = time.time()
+    while any(p.poll() is None for p in procs):
+        if args.deadline and time.time() - t0 > args.deadline:
+            for p in procs:
+                if p.poll() is None:
+                    p.terminate()  # builds already published stay in the cache for the next call
+            print(f"deadline {args.deadline:.0f} s: workers stopped", flush=True)
+            break
+        time.sleep(2)
+    for p in procs:
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+    got = sorted(p.stem for p in Path(args.out).glob("*.json"))
+    print(f"{len(got)} results: {', '.join(got)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
