@@ -91,7 +91,8 @@ def run_job(spec: str, args) -> dict:
                       str(float_model))
         cache = Path(args.cache_dir)
         new = measure_plan_doc(doc, work, str(float_model), cache_dir=cache, top=int(top or args.top), rounds=args.rounds,
-                               runs=args.runs, opt_level=args.opt_level, progress=True, gpus=1)
+                               runs=args.runs, opt_level=args.opt_level, progress=True, gpus=1,
+                               build_limit_s=args.build_limit or None)
         builds = []
         for m in new["measured"]["measurements"]:
             builds.append(dict(m, layers=layer_counts(cache / m["key"]) if m.get("key") else {}))
@@ -143,6 +144,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--opt-level", type=int, default=1)
+    ap.add_argument("--build-limit", type=float, default=0, help="seconds for each job's builds (0: no limit)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     os.environ.setdefault("TRTWIDGETS_NO_CUBLAS_CUDNN", "1")  # the machine's cuBLAS/cuDNN are stubs
@@ -158,7 +160,7 @@ def main(argv=None) -> int:
     procs = []
     for gpu in range(min(args.workers, len(jobs))):
         cmd = [sys.executable, __file__, "--worker", "--jobs", ",".join(jobs)]
-        for k in ("plans", "models", "out", "work", "cache_dir", "top", "rounds", "runs", "opt_level"):
+        for k in ("plans", "models", "out", "work", "cache_dir", "top", "rounds", "runs", "opt_level", "build_limit"):
             cmd += [f"--{k.replace('_', '-')}", str(getattr(args, k))]
         procs.append(subprocess.Popen(cmd, env=dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu))))
     t0 = time.time()

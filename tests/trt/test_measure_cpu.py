@@ -133,3 +133,37 @@ def test_parallel_builds_run_one_worker_process_per_gpu(tmp_path, monkeypatch):
     assert sorted(e.done for e in events) == [1, 2, 3]
     assert sorted(p.name for p in tmp_path.glob(".measure-*/gpu*.specs.json")) == ["gpu0.specs.json",
                                                                                    "gpu1.specs.json"]
+
+
+def test_the_build_limit_stops_the_builds_and_the_run_goes_on(tmp_path, monkeypatch):
+    """Past the limit the build workers are stopped; each build left says why, and nothing is lost or hung.
+
+    TensorRT cannot build here, so the worker is the edge replaced: a process that outlasts the limit.
+    """
+    import sys
+    import time
+
+    started = []
+
+    def slow_worker(specs_path, results_path):
+        started.append(specs_path)
+        return [sys.executable, "-c", "import time; time.sleep(60)"]
+
+    monkeypatch.setattr(m, "_worker_command", slow_worker)
+    monkeypatch.setattr(m, "implicit_int8_reason", lambda: None)
+    f = _save(_qdq_model(0.1, quantize_second=False), tmp_path / "f.onnx")
+    q = _save(_qdq_model(0.1), tmp_path / "q.onnx")
+    cache = tmp_path / "calib.cache"
+    cache.write_text("TRT-8601-EntropyCalibration2\n")
+    jobs = [m.MeasureJob("int8_implicit", INT8_IMPLICIT, f, calibration_cache=str(cache)),
+            m.MeasureJob("fp16", FP16, f), m.MeasureJob("cand", QDQ, q)]
+    t0 = time.monotonic()
+    report = m.measure(jobs, tmp_path / "engines", rounds=3, runs=1, progress=False, build_limit_s=1.5)
+    assert time.monotonic() - t0 < 30 and len(started) == 1  # one GPU here: one worker, stopped at the limit
+    assert all("not built within the build limit of 2 s" in x.error for x in report.measurements), report
+    assert report.rounds == 0 and not report.interrupted
+    # Implicit INT8, the reference, is built last: the worker's specs put it at the end.
+    import json
+
+    specs = json.loads(Path(started[0]).read_text())
+    assert [s["kind"] for s in specs][-1] == INT8_IMPLICIT

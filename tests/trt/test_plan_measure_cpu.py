@@ -124,6 +124,8 @@ def test_measure_without_tensorrt_is_exit_2_and_changes_no_file(cpu_plan, model_
     assert "plan measure cannot build and time engines" in err and "GPU machine" in err
     assert main(["plan", "measure", str(out), "--rounds", "2"]) == 2
     assert "--rounds 2 is too few" in capsys.readouterr().err
+    assert main(["plan", "measure", str(out), "--build-limit", "-5"]) == 2
+    assert "--build-limit -5.0 is not a number of seconds" in capsys.readouterr().err
     assert main(["plan", "measure", str(tmp_path / "nothing")]) == 2
     assert "No plan at" in capsys.readouterr().err
     assert (out / "plan.json").read_bytes() == before and sorted(p.name for p in out.iterdir()) == ["plan.json"]

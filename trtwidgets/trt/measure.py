@@ -269,8 +269,13 @@ def _build_in_process(todo: List[dict], progress, done0: int, total: int) -> Dic
     return results
 
 
-def _build_on_gpus(todo: List[dict], gpus: int, progress, done0: int, total: int, cache_dir: Path) -> Dict[str, dict]:
-    """One worker process per GPU (``CUDA_VISIBLE_DEVICES``), each building its share; results as they finish."""
+def _build_on_gpus(todo: List[dict], gpus: int, progress, done0: int, total: int, cache_dir: Path,
+                   limit_s: Optional[float] = None) -> Dict[str, dict]:
+    """One worker process per GPU (``CUDA_VISIBLE_DEVICES``), each building its share; results as they finish.
+
+    Past ``limit_s`` seconds the workers still running are stopped; what they had not finished is reported
+    as not built within the limit.
+    """
     work = Path(tempfile.mkdtemp(prefix=".measure-", dir=str(cache_dir)))
     procs = []
     for g in range(gpus):
@@ -280,9 +285,10 @@ def _build_on_gpus(todo: List[dict], gpus: int, progress, done0: int, total: int
         specs_path, results_path = work / f"gpu{g}.specs.json", work / f"gpu{g}.results.json"
         write_text_atomic(specs_path, json.dumps(share))
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(g))
-        cmd = [sys.executable, "-m", "trtwidgets.trt.measure_worker", str(specs_path), str(results_path)]
-        procs.append((subprocess.Popen(cmd, env=env), results_path, share))
+        procs.append((subprocess.Popen(_worker_command(specs_path, results_path), env=env), results_path, share))
     results: Dict[str, dict] = {}
+    deadline = None if limit_s is None else time.monotonic() + float(limit_s)
+    stopped = False
     try:
         while True:
             running = [p for p, _, _ in procs if p.poll() is None]
@@ -295,17 +301,40 @@ def _build_on_gpus(todo: List[dict], gpus: int, progress, done0: int, total: int
                                                           failed=bool(r["error"])))
             if not running:
                 break
+            if deadline is not None and time.monotonic() > deadline:
+                _stop(procs)
+                stopped = True
+                deadline = None  # read the results once more, then the loop ends with no worker running
+                continue
             time.sleep(0.5)
     except KeyboardInterrupt:
-        for p, _, _ in procs:  # only the workers this call started
-            if p.poll() is None:
-                p.terminate()
+        _stop(procs)
         raise
     for p, _, share in procs:  # a worker that died leaves its unbuilt specs with its exit code as their error
+        why = (f"not built within the build limit of {float(limit_s):.0f} s (--build-limit); measured without it"
+               if stopped else f"the build worker exited with {p.returncode}")
         for spec in share:
             results.setdefault(spec["key"], {"key": spec["key"], "engine_path": "", "build_seconds": 0.0,
-                                             "cached": False, "error": f"the build worker exited with {p.returncode}"})
+                                             "cached": False, "error": why})
     return results
+
+
+def _worker_command(specs_path: Path, results_path: Path) -> List[str]:
+    """The build worker's command line (:mod:`trtwidgets.trt.measure_worker`)."""
+    return [sys.executable, "-m", "trtwidgets.trt.measure_worker", str(specs_path), str(results_path)]
+
+
+def _stop(procs) -> None:
+    """Stop the workers this call started that still run (a TensorRT build cannot be interrupted inside)."""
+    for p, _, _ in procs:
+        if p.poll() is None:
+            p.terminate()
+    for p, _, _ in procs:
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
 
 
 def _time_interleaved(engines: Mapping[str, str], shapes, rounds: int, runs: int, warmup: int,
@@ -349,7 +378,8 @@ def _check_rounds(rounds: int, runs: int) -> None:
 def measure(jobs: Sequence[MeasureJob], cache_dir: Union[str, os.PathLike], shapes: Optional[Mapping] = None,
             rounds: int = MIN_ROUNDS, runs: int = 100, warmup: int = 10, opt_level: Optional[int] = None,
             progress: Union[bool, Callable[[MeasureProgress], None]] = True, gpus: Optional[int] = None,
-            feeds: Optional[Mapping[str, np.ndarray]] = None) -> MeasureReport:
+            feeds: Optional[Mapping[str, np.ndarray]] = None,
+            build_limit_s: Optional[float] = None) -> MeasureReport:
     """Build (or find in the cache) and time every job; see the module docstring.
 
     Parameters
@@ -371,6 +401,11 @@ def measure(jobs: Sequence[MeasureJob], cache_dir: Union[str, os.PathLike], shap
         Build on this many GPUs in parallel (default: all visible); timing uses GPU 0.
     feeds : mapping, optional
         Real inputs to time on (default: random at ``shapes``).
+    build_limit_s : float, optional
+        Wall time for the builds of this call (None: no limit). Builds run in worker processes
+        then, implicit INT8 (a reference, often the slowest build) last on each GPU; at the limit
+        the workers stop, finished builds are kept in the cache, and each build left says so as
+        its error: the run goes on to time what was built.
 
     Returns
     -------
@@ -390,7 +425,7 @@ def measure(jobs: Sequence[MeasureJob], cache_dir: Union[str, os.PathLike], shap
         if reason:
             skip = {j.name: f"implicit INT8 is not available: {reason}" for j in jobs if j.kind == INT8_IMPLICIT}
     key_of, specs = _specs(jobs, cache, shapes, opt_level, skip)
-    built, interrupted = _build_all(specs, progress, gpus, cache)
+    built, interrupted = _build_all(specs, progress, gpus, cache, build_limit_s)
     engines = {k: r["engine_path"] for k, r in built.items() if not r["error"]}
     times: Dict[str, List[float]] = {}
     if engines and not interrupted:
@@ -409,7 +444,8 @@ def measure(jobs: Sequence[MeasureJob], cache_dir: Union[str, os.PathLike], shap
                          cached=sum(1 for r in built.values() if r["cached"]), shapes=shapes)
 
 
-def _build_all(specs: Mapping[str, dict], progress, gpus: Optional[int], cache: Path) -> Tuple[Dict[str, dict], bool]:
+def _build_all(specs: Mapping[str, dict], progress, gpus: Optional[int], cache: Path,
+               limit_s: Optional[float] = None) -> Tuple[Dict[str, dict], bool]:
     """Key -> build result for every spec (cache hits first); ``(results, interrupted)``."""
     results: Dict[str, dict] = {}
     todo = []
@@ -423,7 +459,10 @@ def _build_all(specs: Mapping[str, dict], progress, gpus: Optional[int], cache: 
                 todo.append(spec)
         if gpus is None:
             gpus = _visible_gpus() if todo else 0
-        if gpus > 1 and len(todo) > 1:
+        if limit_s is not None and todo:  # a build past the limit can only be stopped in its own process
+            todo.sort(key=lambda spec: spec["kind"] == INT8_IMPLICIT)
+            results.update(_build_on_gpus(todo, max(gpus, 1), progress, len(results), len(specs), cache, limit_s))
+        elif gpus > 1 and len(todo) > 1:
             results.update(_build_on_gpus(todo, gpus, progress, len(results), len(specs), cache))
         else:
             results.update(_build_in_process(todo, progress, len(results), len(specs)))

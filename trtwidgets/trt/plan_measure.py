@@ -115,7 +115,7 @@ def measure_plan_doc(doc: Mapping, work_dir: Union[str, os.PathLike], model=None
                      cache_dir: Union[str, os.PathLike, None] = None, top: int = MEASURE_TOP, rounds: int = MIN_ROUNDS,
                      runs: int = 100, warmup: int = 10, opt_level: Optional[int] = None, implicit: bool = True,
                      progress: Union[bool, Callable] = True, gpus: Optional[int] = None,
-                     measure_fn: Optional[Callable] = None) -> dict:
+                     measure_fn: Optional[Callable] = None, build_limit_s: Optional[float] = None) -> dict:
     """A plan's data with FP16, implicit INT8 and its top candidates measured, and the pick made by measurement.
 
     Parameters
@@ -136,6 +136,8 @@ def measure_plan_doc(doc: Mapping, work_dir: Union[str, os.PathLike], model=None
         Measure implicit INT8 too (a reference, never the pick), where this TensorRT has it.
     measure_fn : callable, optional
         The measurement source (default :func:`trtwidgets.trt.measure.measure`).
+    build_limit_s : float, optional
+        Stop the builds after this many seconds and time what was built (None: no limit).
 
     Returns
     -------
@@ -149,8 +151,10 @@ def measure_plan_doc(doc: Mapping, work_dir: Union[str, os.PathLike], model=None
     work.mkdir(parents=True, exist_ok=True)
     jobs = _jobs(doc, model_path, work, measure_targets(doc, top), implicit)
     shapes = {k: tuple(int(d) for d in v) for k, v in (doc.get("input_shapes") or {}).items()}
+    limit = {} if build_limit_s is None else {"build_limit_s": build_limit_s}
     report = measure_fn(jobs, cache_dir if cache_dir is not None else default_cache_dir(), shapes=shapes,
-                        rounds=rounds, runs=runs, warmup=warmup, opt_level=opt_level, progress=progress, gpus=gpus)
+                        rounds=rounds, runs=runs, warmup=warmup, opt_level=opt_level, progress=progress, gpus=gpus,
+                        **limit)
     return apply_measurements(doc, report.measurements, rounds=report.rounds, interrupted=report.interrupted,
                               built=report.built, cached=report.cached, shapes=report.shapes,
                               settings=dict(_settings(), opt_level=opt_level, runs=runs, warmup=warmup))
