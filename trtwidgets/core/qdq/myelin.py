@@ -1,32 +1,72 @@
-"""Transformer MatMuls that TensorRT 8.x hands to its Myelin backend, and what that means for INT8.
+"""Layers that TensorRT 8.x hands to its Myelin backend, and what that means for INT8.
 
-TensorRT 8.x compiles batched MatMuls (activations of rank 3 or more: a transformer's
-projections and attention) with Myelin, not with its per-layer kernels:
+TensorRT 8.x compiles some subgraphs with Myelin, not with its per-layer kernels, and
+Myelin 8.6 cannot take INT8 weight constants (``convertMyelinWeightsToFp32 ...
+weights.type() != kINT8``, H100). Two kinds of weighted layers end up there:
 
-* Myelin 8.6 cannot take INT8 weight constants (``convertMyelinWeightsToFp32 ...
-  weights.type() != kINT8``, H100): the export gives such MatMuls FP32 weights already
-  on the INT8 grid, with their own Q/DQ pair, which Myelin folds itself;
-* INT8 does not pay there: an implicit INT8+FP16 build of MiniLM-L6 at batch 32 ran the
-  whole encoder in FP16 (Myelin ignored INT8), and the Q/DQ model that ONNX Runtime
-  scored at cosine 0.9915 ran 1.59x slower than FP16 (0.558 ms against 0.352 ms, H200,
+* **Batched MatMuls** (activations of rank 3 or more: a transformer's projections and
+  attention). The export gives such MatMuls FP32 weights already on the INT8 grid, with
+  their own Q/DQ pair, which Myelin folds itself (:func:`myelin_matmuls`). INT8 does not
+  pay there: an implicit INT8+FP16 build of MiniLM-L6 at batch 32 ran the whole encoder
+  in FP16 (Myelin ignored INT8), and the Q/DQ model that ONNX Runtime scored at cosine
+  0.9915 ran 1.59x slower than FP16 (0.558 ms against 0.352 ms, H200,
   ``benchmarks/results/zoo``). The planner keeps these MatMuls in high precision for
-  TensorRT below 10.
+  TensorRT below 10. A rank-2 MatMul (a classifier's FC) becomes a convolution and is
+  unaffected.
+* **MatMul/Gemm layers next to a recurrence** (:func:`recurrent_myelin_layers`, placement
+  rule 11): TensorRT 8.6 gives a recurrence to Myelin together with the point-wise and
+  data-movement ops around it and the MatMul/Gemm layers they connect. On the captcha
+  CRNN (DenseNet + a bidirectional LSTM unrolled into 20 ``LSTMCell`` steps of two Gemms
+  each, then a MatMul classifier) every engine that built (FP16, implicit INT8, a Q/DQ
+  model quantizing convolutions only) holds one
+  ``{ForeignNode[lstm_fwd.cell.bias_hh.../Add_30]}`` Myelin layer, from the last conv's
+  residual add, scale and ReLU through the Transpose/Reshape, every cell and the MatMul
+  to the logits' bias add; the convolutions stay TensorRT's own. The Q/DQ model that
+  also had INT8 weights on the cells' Gemms and the MatMul failed to build at batch 1
+  and 32 with the assertion above (H100, TensorRT 8.6, builder level 1). These layers
+  are kept in high precision (no Q/DQ, no INT8 weights) for TensorRT 8.x.
 
-A rank-2 MatMul (a classifier's FC) becomes a convolution and is unaffected.
+The target decides as :func:`myelin_target` says; an unknown version is treated as 8.x
+(the forms every TensorRT builds).
 """
 
 from __future__ import annotations
 
-from typing import Iterable, Optional, Set
+from collections import deque
+from typing import Dict, Iterable, List, Mapping, Optional, Set, Union
 
 import onnx
 
-__all__ = ["myelin_matmuls", "myelin_target", "MYELIN_QDQ_SLOWDOWN", "MYELIN_REASON"]
+from .graph_patterns import node_label
+
+__all__ = ["myelin_matmuls", "myelin_target", "recurrent_myelin_layers", "MYELIN_QDQ_SLOWDOWN", "MYELIN_REASON",
+           "MYELIN_RECURRENT_REASON", "RECURRENT_OPS"]
 
 #: A Q/DQ MatMul in Myelin (TensorRT 8.x) against its FP16 time: MiniLM-L6 at batch 32 measured 1.59x (H200).
 MYELIN_QDQ_SLOWDOWN = 1.5
 MYELIN_REASON = ("TensorRT 8.x compiles this batched MatMul with Myelin, where INT8 does not pay: a Q/DQ "
                  "transformer ran 1.59x slower than FP16 there (MiniLM-L6, batch 32, H200); TensorRT 10+ differs")
+MYELIN_RECURRENT_REASON = (
+    "kept in high precision: TensorRT 8.x compiles this layer with Myelin together with the recurrence next to it, "
+    "and Myelin 8.6 cannot take INT8 weights: the captcha CRNN's Q/DQ model with INT8 weights on its LSTM cells "
+    "and classifier failed to build with 'convertMyelinWeightsToFp32 ... Assertion params.weights.type() != "
+    "DataType::kINT8 failed' (H100, TensorRT 8.6); the rule holds for TensorRT 8.x only")
+
+#: Ops that carry a state across time steps (ONNX's recurrent layers and loops).
+RECURRENT_OPS = ("LSTM", "GRU", "RNN", "Loop", "Scan")
+_MATMULS = ("MatMul", "Gemm")
+_WEIGHTED = ("Conv", "ConvTranspose", "MatMul", "Gemm")
+#: Ops between a recurrence and its neighbours that Myelin takes with it: data movement, then point-wise math
+#: (the captcha CRNN's region began at the last conv's residual Add, scale and ReLU).
+_MOVEMENT = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity", "Concat", "Split", "Slice",
+             "Gather", "Expand", "Tile", "ReverseSequence", "Cast", "Dropout")
+_POINTWISE = ("Add", "Sub", "Mul", "Div", "Neg", "Abs", "Max", "Min", "Sum", "Mean", "Relu", "LeakyRelu", "PRelu",
+              "Elu", "Selu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Softplus", "Softsign", "Clip", "Exp",
+              "Log", "Sqrt", "Reciprocal", "Pow", "Erf", "Gelu", "BatchNormalization")
+_CONNECTING = frozenset(_MOVEMENT + _POINTWISE)
+#: Of these ops only the first input is data; the rest (shapes, indices, bounds, scales) are not followed.
+_FIRST_INPUT_ONLY = frozenset(("Reshape", "Squeeze", "Unsqueeze", "Split", "Slice", "Gather", "Expand", "Tile",
+                               "ReverseSequence", "Dropout", "Clip", "BatchNormalization"))
 
 
 def myelin_target(trt_version) -> Optional[bool]:
@@ -61,3 +101,124 @@ def myelin_matmuls(proto: onnx.ModelProto, nodes: Iterable[int], trt_version) ->
         if not data or max(ranks[x] for x in data) >= 3:
             out.add(i)
     return out
+
+
+def recurrent_myelin_layers(model: Union[onnx.ModelProto, onnx.GraphProto], trt_version) -> Dict[int, str]:
+    """The MatMul/Gemm layers with constant weights that TensorRT 8.x compiles with Myelin along with a recurrence.
+
+    Returns node index (in ``graph.node``) -> reason; empty for TensorRT 10 and later or
+    a model without a recurrence. A recurrence is an ``LSTM``, ``GRU``, ``RNN``, ``Loop``
+    or ``Scan`` node, or an unrolled cell: MatMul/Gemm layers that share one constant
+    weight where one's output reaches another's input through point-wise and
+    data-movement ops only (the hidden state carried from step to step, as a traced
+    ``LSTMCell`` loop exports it). Taken with it are the MatMul/Gemm layers whose input
+    comes from, or whose output goes to, the recurrence (or a layer already taken)
+    through point-wise and data-movement ops only, and every layer sharing a constant
+    weight with a taken one (the same layer at another time step). Convolutions stay
+    TensorRT's own and bound the region, as does any other op.
+    """
+    if myelin_target(trt_version) is False:
+        return {}
+    graph = model.graph if isinstance(model, onnx.ModelProto) else model
+    nodes = list(graph.node)
+    constants = {t.name for t in graph.initializer}
+    constants.update(o for n in nodes if n.op_type == "Constant" for o in n.output)
+    producer: Dict[str, int] = {}
+    consumers: Dict[str, List[int]] = {}
+    for i, n in enumerate(nodes):
+        for o in n.output:
+            if o:
+                producer[o] = i
+        for x in _inputs(n):
+            consumers.setdefault(x, []).append(i)
+
+    def data_inputs(n: onnx.NodeProto) -> List[str]:
+        xs = _inputs(n)
+        if n.op_type in _FIRST_INPUT_ONLY:
+            xs = xs[:1]
+        return [x for x in xs if x and x not in constants]
+
+    def reads_as_data(n: onnx.NodeProto, tensor: str) -> bool:
+        return tensor in data_inputs(n)
+
+    # Weighted MatMul/Gemm layers, grouped by the constant weight they read.
+    weight_of: Dict[int, str] = {}
+    by_weight: Dict[str, List[int]] = {}
+    for i, n in enumerate(nodes):
+        if n.op_type in _MATMULS and n.domain in ("", "ai.onnx"):
+            consts = [x for x in n.input[:2] if x in constants]
+            acts = [x for x in n.input[:2] if x and x not in constants]
+            if len(consts) == 1 and acts:
+                weight_of[i] = consts[0]
+                by_weight.setdefault(consts[0], []).append(i)
+
+    def downstream(starts: Iterable[int], stop) -> Set[int]:
+        """Nodes reading (as data) the outputs of ``starts``, through connecting ops; ``stop(i)`` ends a path."""
+        seen: Set[int] = set()
+        queue = deque(starts)
+        while queue:
+            i = queue.popleft()
+            for o in nodes[i].output:
+                for c in consumers.get(o, ()):
+                    if c in seen or not reads_as_data(nodes[c], o):
+                        continue
+                    seen.add(c)
+                    if not stop(c) and nodes[c].op_type in _CONNECTING:
+                        queue.append(c)
+        return seen
+
+    # Seeds: recurrent ops, and unrolled cells (a shared weight whose layer feeds a later copy of itself).
+    origin: Dict[int, str] = {i: f"{n.op_type} {node_label(n)}" for i, n in enumerate(nodes)
+                              if n.op_type in RECURRENT_OPS and n.domain in ("", "ai.onnx")}
+    for weight, members in by_weight.items():
+        if len(members) < 2:
+            continue
+        mset = set(members)
+        reached = downstream(members, lambda c: nodes[c].op_type in _WEIGHTED)
+        if reached & mset:
+            origin.update({i: f"the unrolled recurrent cell of weight {weight}" for i in members})
+    if not origin:
+        return {}
+
+    # Grow the region from the seeds: MatMul/Gemm layers joined to it through connecting ops, either way.
+    region: Dict[int, str] = dict(origin)
+    queue = deque(region)
+    while queue:
+        r = queue.popleft()
+        why = region[r]
+        found = downstream([r], lambda c: nodes[c].op_type in _WEIGHTED or c in region)
+        found |= _upstream(r, nodes, producer, data_inputs, region)
+        for f in sorted(found):
+            if f in region or nodes[f].op_type not in _MATMULS:
+                continue
+            for j in [f] + by_weight.get(weight_of.get(f, ""), []):
+                if j not in region:
+                    region[j] = why
+                    queue.append(j)
+    return {i: f"{MYELIN_RECURRENT_REASON} (with {why})" for i, why in sorted(region.items()) if i in weight_of}
+
+
+def _inputs(node: onnx.NodeProto) -> List[str]:
+    """A node's inputs, with the outer-scope names its subgraphs (Loop/Scan/If bodies) read."""
+    xs = [x for x in node.input if x]
+    for attr in node.attribute:
+        for g in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
+            inner = {o for n in g.node for o in n.output} | {v.name for v in g.input} | {t.name for t in g.initializer}
+            xs.extend(x for n in g.node for x in _inputs(n) if x not in inner and x not in xs)
+    return xs
+
+
+def _upstream(start: int, nodes, producer: Mapping[str, int], data_inputs, region) -> Set[int]:
+    """Producers of ``start``'s data inputs, through connecting ops (a weighted op or a region node ends a path)."""
+    seen: Set[int] = set()
+    queue = deque([start])
+    while queue:
+        i = queue.popleft()
+        for x in data_inputs(nodes[i]):
+            p = producer.get(x)
+            if p is None or p in seen:
+                continue
+            seen.add(p)
+            if nodes[p].op_type in _CONNECTING and p not in region:
+                queue.append(p)
+    return seen

@@ -86,6 +86,18 @@ and pytorch-quantization:
     loses the probabilities' small bins and the layer is too small to gain speed.
     Attention's ``P·V`` (no weights) keeps its Q/DQ, as TensorRT's MHA fusion wants.
 
+11. **MatMul/Gemm layers that TensorRT 8.x compiles with Myelin next to a recurrence stay
+    float** (:mod:`.myelin`, ``trt_version`` below 10 or unknown). A recurrence is an ``LSTM``,
+    ``GRU``, ``RNN``, ``Loop`` or ``Scan`` node, or an unrolled cell (MatMul/Gemm layers sharing
+    one constant weight, one's output reaching another's input through point-wise and
+    data-movement ops: a traced ``LSTMCell`` loop). Kept with it: the MatMul/Gemm layers whose
+    input comes from, or whose output goes to, the recurrence (or a layer already kept) through
+    point-wise and data-movement ops only, and the layers sharing their weights (other time
+    steps). TensorRT 8.6 gives all of them to one Myelin layer, and Myelin 8.6 asserts on INT8
+    weights (``convertMyelinWeightsToFp32 ... weights.type() != kINT8``): the captcha CRNN's
+    Q/DQ model with its LSTM cells' Gemms and its classifier MatMul quantized did not build
+    (H100, batch 1 and 32). Convolutions stay TensorRT's own and are not affected.
+
 Evidence for 9 and 10: the family blocks of ``tests/gpu/test_qdq_blocks.py`` on TensorRT 8.6,
 asserted by ``tests/core/qdq/test_qdq_family_blocks.py`` once their run is committed.
 
@@ -109,6 +121,7 @@ from .exclusions import WEIGHTED_OPS, QdqExclusionError, match_exclusions
 from .fusions import epilogue_end, fused_conv, longer_branch
 from .graph_patterns import (PROTECTED_OPS, PatternMatch, ConstIndex, node_key,
                              find_protected_patterns, node_label)
+from .myelin import recurrent_myelin_layers
 from .placement_records import QdqPlan, QuantEdge, Skip, WeightSite
 from .scale_groups import scale_group_edges, softmax_fed_layers_float
 
@@ -191,7 +204,7 @@ def _matrix_vector(node: onnx.NodeProto, shapes: Mapping[str, Tuple[Optional[int
 
 def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[str] = (),
              skip_matrix_vector: bool = True, keep_float_output_grouped_convs: bool = True,
-             dense_int8: bool = False) -> QdqPlan:
+             dense_int8: bool = False, trt_version=None) -> QdqPlan:
     """Decide where Q/DQ go (see the module docstring for the rules).
 
     Parameters
@@ -220,6 +233,10 @@ def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[s
         quantized tensor reads it through the same Q/DQ, so its producer writes INT8
         once instead of a float tensor plus a separate quantize layer. Wins over
         ``keep_float_output_grouped_convs``.
+    trt_version : str, optional
+        The TensorRT the model is for. Below 10, or None (unknown: the form every
+        TensorRT builds), MatMul/Gemm layers that Myelin compiles with a recurrence stay
+        float (rule 11).
 
     Returns
     -------
@@ -233,6 +250,7 @@ def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[s
     shapes = _static_shapes(model) if skip_matrix_vector else {}
     protected_nodes = {i for p in patterns for i in p.nodes}
     internal = {t: p.kind for p in patterns for t in p.internal_tensors}
+    myelin_float = recurrent_myelin_layers(graph, trt_version)
 
     # Rule 6 needs the finished placement (which reads get a Q), and leaving a conv float
     # removes the Q on its input, which can leave another grouped conv's output read in
@@ -241,7 +259,8 @@ def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[s
     dense: Dict[int, str] = {}  # grouped conv -> the tensor it writes, quantized (dense_int8)
     while True:
         edges, weights, skipped, fused_adds, float_readers = _place(
-            graph, index, pos, excluded, internal, protected_nodes, shapes, skip_matrix_vector, keep_float)
+            graph, index, pos, excluded, internal, protected_nodes, shapes, skip_matrix_vector, keep_float,
+            myelin_float)
         if not keep_float_output_grouped_convs and not dense_int8:
             break
         quantized = {e.node for e in edges if e.rule == "weighted-op input"}
@@ -291,7 +310,7 @@ def _family_rules(graph, index, pos, edges, weights, skipped, patterns, excluded
 
 
 def _by_rule(rule: int, *args) -> Skip:
-    """A :class:`Skip` that names the rule (1-7, the module docstring's numbers) that made it."""
+    """A :class:`Skip` that names the rule (the module docstring's number) that made it."""
     return Skip(*args, rule=rule)
 
 
@@ -306,8 +325,8 @@ def _grouped_reason(readers: Sequence[str]) -> str:
 
 def _place(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], excluded: Dict[int, str],
            internal: Dict[str, str], protected_nodes: Set[int], shapes: Mapping[str, Tuple[Optional[int], ...]],
-           skip_matrix_vector: bool, keep_float: Mapping[int, str]):
-    """Rules 1-3 once, with the nodes in ``keep_float`` left in high precision.
+           skip_matrix_vector: bool, keep_float: Mapping[int, str], myelin_float: Mapping[int, str]):
+    """Rules 1-3 once, with the nodes in ``keep_float`` (rule 6) and ``myelin_float`` (rule 11) left in high precision.
 
     Returns the edges, weight sites, skips, the residual adds fused into each
     convolution (conv index -> node keys) and a function giving the float
@@ -327,7 +346,8 @@ def _place(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], exc
         edges.append(QuantEdge(tensor, i, k, node_label(node), node.op_type, rule))
         return True
 
-    _place_weighted(graph, index, excluded, internal, shapes, skip_matrix_vector, keep_float, edge, weights, skipped)
+    _place_weighted(graph, index, excluded, internal, shapes, skip_matrix_vector, keep_float, myelin_float, edge,
+                    weights, skipped)
     _place_residual_adds(graph, index, pos, excluded, protected_nodes, edge, edges, skipped, fused_adds)
     float_readers = _place_pooling(graph, index, pos, excluded, edge, edges, skipped)
     return edges, weights, skipped, fused_adds, float_readers
@@ -335,8 +355,8 @@ def _place(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], exc
 
 def _place_weighted(graph: onnx.GraphProto, index: GraphIndex, excluded: Dict[int, str], internal: Dict[str, str],
                     shapes: Mapping[str, Tuple[Optional[int], ...]], skip_matrix_vector: bool,
-                    keep_float: Mapping[int, str], edge: Callable[[int, int, str], bool], weights: List[WeightSite],
-                    skipped: List[Skip]) -> None:
+                    keep_float: Mapping[int, str], myelin_float: Mapping[int, str],
+                    edge: Callable[[int, int, str], bool], weights: List[WeightSite], skipped: List[Skip]) -> None:
     """Rule 1: weighted layers (their data inputs through ``edge``, their weights as weight sites)."""
     for i, node in enumerate(graph.node):
         if node.op_type not in WEIGHTED_OPS or node.domain not in ("", "ai.onnx"):
@@ -344,6 +364,9 @@ def _place_weighted(graph: onnx.GraphProto, index: GraphIndex, excluded: Dict[in
         label = node_label(node)
         if i in excluded:
             skipped.append(_by_rule(7, label, node.op_type, excluded[i]))
+            continue
+        if i in myelin_float:
+            skipped.append(_by_rule(11, label, node.op_type, myelin_float[i]))
             continue
         gemv = _matrix_vector(node, shapes) if skip_matrix_vector else None
         if gemv:
