@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import onnx
 import pytest
@@ -89,6 +91,113 @@ def test_a_drift_that_quantization_explains_passes_with_the_original(model_offse
     check = check_export(model, reference=reference, feeds=feeds, original=original)
     assert check.passed is passes, check.failures
     if passes:
-        assert any("INT8 rounding" in n for n in check.notes)
+        assert any("INT8 step" in n for n in check.notes)
     else:
         assert "drifts from FP32" in check.failures[0]
+
+
+# The reference carries the export's own Q/DQ scales (export_check._same_quantization): the cosine compares
+# float parts under one quantization, not the scales' rounding to FP16.
+
+_S = np.float32(2.0 ** -3 * (1 + 2.0 ** -11 + 2.0 ** -20))  # FP16 rounds it up by 4.9e-4
+
+
+def _qdq_model(scale: float, tail, extra_inits=(), n: int = 256) -> onnx.ModelProto:
+    """x -> QuantizeLinear -> DequantizeLinear -> ``tail`` (nodes from ``xd`` to ``y``), opset 19, FP32."""
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "zp"], ["xq"], name="q"),
+             helper.make_node("DequantizeLinear", ["xq", "s", "zp"], ["xd"], name="dq"), *tail]
+    inits = [numpy_helper.from_array(np.float32(scale), "s"), numpy_helper.from_array(np.int8(0), "zp"),
+             *extra_inits]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, n])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, n])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)])
+
+
+def _fp16(reference: onnx.ModelProto, dtype: str = "fp16") -> onnx.ModelProto:
+    from trtwidgets.core.qdq.high_precision import convert_float_part
+
+    return convert_float_part(copy.deepcopy(reference), dtype)[0]
+
+
+def _flipping_inputs(seed: int) -> np.ndarray:
+    """FP16-exact values whose INT8 step differs between the FP32 scale ``_S`` and its FP16 rounding, with random
+    ones: a quarter of them flip by one step when only the scale is rounded."""
+    every = np.frombuffer(np.arange(0, 0x7C00, dtype=np.uint16).tobytes(), np.float16).astype(np.float32)
+    every = every[every < 120 * _S]
+    s16 = np.float32(np.float16(_S))
+    margin = np.minimum(np.abs(every / _S % 1 - 0.5), np.abs(every / s16 % 1 - 0.5))
+    flips = every[(np.rint(every / _S) != np.rint(every / s16)) & (margin > 1e-4)]
+    rng = np.random.default_rng(seed)
+    x = np.where(rng.random(256) < 0.25, rng.choice(flips, 256), rng.choice(every, 256))
+    return (x * rng.choice([-1.0, 1.0], 256)).astype(np.float32)[None]
+
+
+def test_a_scale_rounded_to_fp16_no_longer_fails_the_check():
+    # y = x - DQ(Q(x)), the quantization error: every value that the scale's rounding moves by a step flips sign.
+    from trtwidgets.core.qdq.export_check import _compare, _session
+
+    reference = _qdq_model(_S, [helper.make_node("Sub", ["x", "xd"], ["y"], name="residual")])
+    model = _fp16(reference)
+    feeds = [{"x": _flipping_inputs(s)} for s in range(4)]
+    old = _compare(_session(model, [])[0], reference, feeds, [])[0]  # the FP32 scales: the old check's reference
+    assert old["y"] < 0.9, old
+    before = reference.SerializeToString()
+    check = check_export(model, reference=reference, feeds=feeds)
+    assert check.passed, check.failures
+    assert check.cosines["y"] >= 0.998
+    assert any("carries the export's FP16 values (1 Q/DQ scale)" in n for n in check.notes), check.notes
+    assert reference.SerializeToString() == before, "the caller's reference is not changed"
+
+
+@pytest.mark.parametrize("tail, inits", [
+    # x * 30000 above 65504 is inf in FP16: the next QuantizeLinear saturates, its DequantizeLinear overflows
+    ([helper.make_node("Mul", ["xd", "big"], ["m"], name="scale_up"),
+      helper.make_node("QuantizeLinear", ["m", "s2"], ["q2"], name="q2"),
+      helper.make_node("DequantizeLinear", ["q2", "s2"], ["y"], name="dq2")],
+     [numpy_helper.from_array(np.float32(30000), "big"), numpy_helper.from_array(np.float32(1000), "s2")]),
+    # x + 2048 in FP16 keeps x to a multiple of 2 (ONNX Runtime's FP16 LayerNormalization reads it so)
+    ([helper.make_node("Add", ["xd", "offset"], ["shifted"], name="shift"),
+      helper.make_node("LayerNormalization", ["shifted", "gamma"], ["y"], name="ln", axis=-1)],
+     [numpy_helper.from_array(np.float32(2048), "offset"), numpy_helper.from_array(np.ones(256, np.float32), "gamma")]),
+], ids=["overflow", "absorbed"])
+def test_a_float_part_that_loses_precision_in_fp16_still_fails(tail, inits):
+    reference = _qdq_model(0.02, tail, inits)
+    original = copy.deepcopy(reference)  # the float model: no Q/DQ
+    del original.graph.node[:2]
+    for node in original.graph.node:
+        node.input[:] = ["x" if i == "xd" else i for i in node.input]
+    feeds = [{"x": (np.random.default_rng(s).standard_normal((1, 256)) * 1.2).astype(np.float32)} for s in range(4)]
+    check = check_export(_fp16(reference), reference=reference, feeds=feeds, original=original)
+    assert not check.passed and "drifts from FP32" in check.failures[0], check
+    assert "reference carries the export's Q/DQ scales" in check.failures[0]
+    assert not any("INT8 step" in n for n in check.notes), "the drift allowance does not excuse it"
+
+
+def test_the_reference_takes_requantized_weights_and_bf16_scales():
+    from trtwidgets.core.qdq.export_check import _same_quantization
+
+    # A stored INT8 weight whose per-channel scales round to 0 in FP16 (below 2**-25): the conversion re-quantizes
+    # that channel's integers to 2**-24, and the reference takes them with the scale.
+    q = np.random.default_rng(1).integers(-127, 128, (4, 8)).astype(np.int8)
+    w_scale = np.array([1e-8, 0.01, 0.02, 0.03], np.float32)
+    nodes = [helper.make_node("DequantizeLinear", ["wq", "ws"], ["w"], name="w_dq", axis=0),
+             helper.make_node("MatMul", ["xd", "w"], ["y"], name="mm")]
+    reference = _qdq_model(0.05, nodes, [numpy_helper.from_array(q, "wq"), numpy_helper.from_array(w_scale, "ws")],
+                           n=4)
+    reference.graph.output[0].type.tensor_type.shape.dim[1].dim_value = 8
+    model = _fp16(reference)
+    ref, n_scales, n_weights, low = _same_quantization(model, reference)
+    inits = {t.name: numpy_helper.to_array(t) for t in ref.graph.initializer}
+    exported = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    assert (n_scales, n_weights, low) == (2, 1, "FP16")
+    assert inits["ws"].dtype == np.float32 and np.array_equal(inits["ws"], exported["ws"].astype(np.float32))
+    assert np.array_equal(inits["wq"], exported["wq"]) and not np.array_equal(inits["wq"], q)
+    feeds = [{"x": np.random.default_rng(s).standard_normal((1, 4)).astype(np.float32)} for s in range(4)]
+    check = check_export(model, reference=reference, feeds=feeds)
+    assert check.passed and check.cosines["y"] > 0.9999, check
+
+    # BF16 rounds the scales to BF16 too (ONNX Runtime has no CPU kernel to run it: the reference alone is checked).
+    bf16 = _fp16(_qdq_model(_S, [helper.make_node("Relu", ["xd"], ["y"], name="relu")]), "bf16")
+    ref, n_scales, _, low = _same_quantization(bf16, _qdq_model(_S, [helper.make_node("Relu", ["xd"], ["y"])]))
+    s = {t.name: numpy_helper.to_array(t) for t in ref.graph.initializer}["s"]
+    assert (n_scales, low) == (1, "BF16") and s.dtype == np.float32 and s == np.float32(0.125)
