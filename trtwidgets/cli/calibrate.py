@@ -12,7 +12,9 @@ NAME = "calibrate"
 OUTPUTS = {"cache": "file", "stats": "file"}  # files it writes: checked and reported by cli._outputs
 HELP = "collect activation statistics with ONNX Runtime, compute int8 ranges, write a TensorRT calibration cache"
 DESCRIPTION = (HELP + ". DATA is a folder of .npy/.npz samples (one array per input), a folder of images with "
-               "--preprocess, or 'demo' for the bundled crops. Every method's amax is computed; --method picks the one "
+               "--preprocess, or 'demo' for the bundled crops. A file of one sample is read as it is; a file of "
+               "several is cut along each input's own batch axis (--batch-axis), and inputs without one (a scalar "
+               "sample rate) are passed whole. Every method's amax is computed; --method picks the one "
                "written to the cache.")
 
 
@@ -32,6 +34,10 @@ def add_arguments(parser):
     parser.add_argument("--adapt", action="append", default=[], metavar="INPUT:pad|truncate|resize",
                         help="how samples of another shape are brought to --shape")
     parser.add_argument("--batch-size", type=int, default=None, help="samples per ORT run")
+    parser.add_argument("--batch-axis", help="the batch axis of every input (1), of none ('none': each file is one "
+                        "sample), or per input (NAME:AXIS,NAME:none); files of several samples are cut along it and "
+                        "samples joined along it; default: found from the model as `trtwidgets plan` finds it (a dim "
+                        "named like a batch, a dynamic dim, a batch-2 run checked against two batch-1 runs)")
     parser.add_argument("--max-samples", type=int, default=None, help="use at most this many samples")
     parser.add_argument("--providers", default=None, help="comma-separated ORT providers (default CPUExecutionProvider)")
     parser.add_argument("--cache", metavar="OUT.cache", help="write a TensorRT calibration cache")
@@ -162,7 +168,7 @@ def run(args) -> int:
     providers = [p.strip() for p in args.providers.split(",")] if args.providers else None
     stats = collect_stats(model, spec, providers=providers, stats=earlier, progress=not args.no_progress and not args.json,
                           batch_size=args.batch_size, max_samples=args.max_samples, adapt=adapt or None,
-                          opt_shapes=opt_shapes or None)
+                          opt_shapes=opt_shapes or None, batch_axis=args.batch_axis)
     # An interrupted run writes under its own names (stats.partial.npz, x.partial.cache): never over a complete one.
     stats_path = (partial_path(args.stats) if stats.interrupted else args.stats) if args.stats else None
     cache_path = (partial_path(args.cache) if stats.interrupted else args.cache) if args.cache else None

@@ -109,14 +109,17 @@ def _held_back(args, loaded):
 
         return list(demo.iter_skimage_inputs(args.samples, batch_size=1, seed=12345))
     from ..core.calibration.data import iter_feeds
+    from ..core.calibration.sample_axes import SampleAxes
 
-    return list(iter_feeds(args.data, loaded.summary, max_samples=args.samples))
+    # Read as calibrate and the planner read samples: each input cut along its own batch axis, found from the model.
+    return list(iter_feeds(args.data, loaded.summary, max_samples=args.samples,
+                           axes=SampleAxes(loaded.summary, model=loaded)))
 
 
 def _samples(feeds) -> int:
-    import numpy as np
-
-    return sum(int(np.shape(next(iter(f.values())))[0]) if f and np.ndim(next(iter(f.values()))) else 1 for f in feeds)
+    # One sample per feed: the demo crops come one at a time, and a folder is read at a batch of 1, each input
+    # cut along its own batch axis (axis 0 of the first input is not the samples of every model).
+    return len(feeds)
 
 
 def run(args) -> int:

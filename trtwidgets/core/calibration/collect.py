@@ -41,6 +41,7 @@ from .data import iter_labelled_feeds
 from ..common.errors import CalibrationDataError, StatsError, UserError
 from ..common.ort import OrtSession, open_session
 from .held_back import feed_fingerprints
+from .sample_axes import SampleAxes
 from .histogram import DEFAULT_BINS, HistogramAccumulator
 from ..model.load import LoadedModel, load_model
 from .stats import ActivationStats
@@ -129,7 +130,7 @@ def _progress(enabled: bool, total: Optional[int]):
 def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequence] = None,
                   stats: Optional[ActivationStats] = None, progress: bool = True, num_bins: int = DEFAULT_BINS,
                   batch_size: Optional[int] = None, max_samples: Optional[int] = None, adapt=None, opt_shapes=None,
-                  threads: Optional[int] = None) -> ActivationStats:
+                  threads: Optional[int] = None, batch_axis=None) -> ActivationStats:
     """Run the model over calibration data and return per-tensor statistics.
 
     Parameters
@@ -149,6 +150,9 @@ def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequ
         Passed to :func:`iter_feeds`.
     threads : int, optional
         ORT intra-op threads.
+    batch_axis : str, int or mapping, optional
+        Each input's batch axis, along which files are cut into samples and samples joined, as
+        ``plan --batch-axis`` takes it (``1``, ``"none"``, ``"state:1,sr:none"``); default: found from the model.
 
     Returns
     -------
@@ -165,13 +169,11 @@ def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequ
     loaded = model if isinstance(model, LoadedModel) else load_model(model)
     require_inputs(loaded)
     num_bins = _checked_bins(num_bins, stats, loaded)
+    axes = SampleAxes(loaded.summary, model=loaded, batch_axis=batch_axis)
     inputs, acts = float_tensor_names(loaded.proto)
-    accs: Dict[str, HistogramAccumulator] = {}
-    for name in inputs + acts:
-        if stats is not None and name in stats.tensors:
-            accs[name] = HistogramAccumulator.from_stats(stats.tensors[name])
-        else:
-            accs[name] = HistogramAccumulator(name, num_bins)
+    accs: Dict[str, HistogramAccumulator] = {
+        name: (HistogramAccumulator.from_stats(stats.tensors[name]) if stats is not None and name in stats.tensors
+               else HistogramAccumulator(name, num_bins)) for name in inputs + acts}
     session = make_session(instrumented_model(loaded.proto, acts), providers, threads)
     wanted = [n for n in session.output_names if n in accs]
     seen = _Seen(stats.samples, stats.batches, dict(stats.input_shapes), list(stats.sample_hashes)) \
@@ -182,10 +184,10 @@ def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequ
     bar = _progress(progress, total)
     interrupted = False
     feeds = iter_labelled_feeds(data, loaded.summary, batch_size=batch_size, max_samples=max_samples, adapt=adapt,
-                                opt_shapes=opt_shapes)
+                                opt_shapes=opt_shapes, axes=axes)
     try:
         for label, feed in feeds:
-            n = _collect_batch(session, wanted, inputs, accs, label, feed, seen)
+            n = _collect_batch(session, wanted, inputs, accs, label, feed, seen, axes)
             if bar is not None:
                 bar.update(n)
     except KeyboardInterrupt:
@@ -233,7 +235,7 @@ class _Seen:
 
 
 def _collect_batch(session: OrtSession, wanted: List[str], inputs: List[str], accs: Dict[str, HistogramAccumulator],
-                   label: str, feed: Dict, seen: _Seen) -> int:
+                   label: str, feed: Dict, seen: _Seen, axes: SampleAxes) -> int:
     """Run one batch and fold it into ``accs`` and ``seen``; its sample count."""
     try:
         outs = session.run(wanted, feed)
@@ -245,19 +247,21 @@ def _collect_batch(session: OrtSession, wanted: List[str], inputs: List[str], ac
     parts = [(accs[n], accs[n].batch_update(a)) for n, a in zip(wanted, outs)]
     parts += [(accs[n], accs[n].batch_update(feed[n])) for n in inputs if n in feed]
     del outs
-    n = int(next(iter(feed.values())).shape[0])
+    samples = axes.split(feed)
+    # Each sample without its batch axis (axis 0 of an image batch, axis 1 of an LSTM state), the other inputs whole.
+    hashes = [h for s in samples for h in feed_fingerprints(s, {k: axes.split_axes(s).get(k) for k in s})]
     with _defer_interrupt():
         for acc, part in parts:
             acc.commit(part)
-        seen.samples += n
+        seen.samples += len(samples)
         seen.batches += 1
-        seen.hashes.extend(feed_fingerprints(feed))
+        seen.hashes.extend(hashes)
         for k, v in feed.items():
             shape = tuple(int(d) for d in v.shape)
             old = seen.shapes.get(k)
             seen.shapes[k] = shape if old is None or len(old) != len(shape) else \
                 tuple(a if a == b else -1 for a, b in zip(old, shape))
-    return n
+    return len(samples)
 
 
 def _known_total(data) -> Optional[int]:

@@ -6,6 +6,8 @@ recipe), a directory path, the word ``"demo"``, or any iterable of
 one batch at a time, checking each against the model's inputs and, where a
 calibration profile's opt shape is given, adapting samples to it: TensorRT >= 8.5
 calibrates only at the opt shape, so that is what its ranges are computed on.
+Files are cut into samples, and samples joined, along each input's own batch axis
+(:mod:`.sample_axes`, :mod:`.batching`), never along axis 0 by assumption.
 File loaders live in :mod:`.sources`, the opt-shape arithmetic in :mod:`.shape_adapt`.
 """
 
@@ -13,15 +15,18 @@ from __future__ import annotations
 
 import numbers
 import os
+from pathlib import Path
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from ..common.errors import CalibrationDataError
 from ..common.frozen import deep_freeze, mapping_hash, readonly_mapping, thaw
+from .batching import SampleBatcher, first_samples
+from .sample_axes import PROBE_SAMPLES, SampleAxes
 from .shape_adapt import ADAPT_MODES, adapt_array, check_opt_shapes, check_shape, shape_text
-from .sources import check_image_size, check_preprocessing, detect_kind, dir_samples
+from .sources import check_image_size, check_preprocessing, detect_kind, dir_samples, load_array_file
 from ..common.paths import user_path
 
 KINDS = ("demo", "npy_dir", "image_dir")
@@ -298,35 +303,51 @@ def _raw_samples(source, input_names: Sequence[str], spec: Optional[CalibrationD
     return ((f"sample {k}", f) for k, f in enumerate(it))
 
 
-def _first_rows(raw: Any, rows: Optional[int]) -> Any:
-    """``raw`` with at most ``rows`` rows of each array (scalars and anything else as they are)."""
-    if rows is None or not isinstance(raw, Mapping):
+def _axis_of(axes: SampleAxes, name: str, arr: np.ndarray) -> Optional[int]:
+    axis = axes.inputs.get(name)
+    return axis if axis is not None and arr.ndim > axis else None
+
+
+def _without(shape: Sequence[int], axis: Optional[int]) -> Tuple[int, ...]:
+    return tuple(int(d) for i, d in enumerate(shape) if i != axis)
+
+
+def _adapted(feed: Dict[str, np.ndarray], label: str, axes: SampleAxes, adapt: Mapping[str, str],
+             opt_shapes: Mapping[str, Sequence[int]]) -> Dict[str, np.ndarray]:
+    """``feed`` with every input brought to its opt shape (all dims but its own batch axis), as ``adapt`` says."""
+    for name, arr in feed.items():
+        axis = _axis_of(axes, name, arr)
+        if name in opt_shapes and _without(arr.shape, axis) != _without(opt_shapes[name], axis):
+            mode = adapt.get(name)
+            if mode is None:
+                raise CalibrationDataError(
+                    f"Input {name!r} ({label}): shape {shape_text(arr.shape)} differs from the calibration opt shape "
+                    f"{shape_text(opt_shapes[name])}.",
+                    "TensorRT calibrates only at the calibration profile's opt shape.",
+                    f"Choose adapt={{'{name}': 'pad' | 'truncate' | 'resize'}}, or change the opt shape.")
+            feed[name] = adapt_array(arr, opt_shapes[name], mode, name, batch_axis=axis)
+    return feed
+
+
+def _axes_checked(label: str, raw: Any, axes: SampleAxes, inputs: Sequence, left: Optional[int], batching: bool,
+                  reread) -> Any:
+    """``raw``, once the first file whose batch axes matter has checked them (:meth:`SampleAxes.settle`).
+
+    That file was read bounded along the axes found from the model's dims; where one turns out to be
+    no batch (frames of one sample), ``reread`` reads it again whole.
+    """
+    if axes.settled or not isinstance(raw, Mapping) or not all(isinstance(v, np.ndarray) for v in raw.values()) \
+            or not axes.needs_check(raw, batching):
         return raw
-    return {k: (v[:rows] if isinstance(v, np.ndarray) and v.ndim and v.shape[0] > rows else v) for k, v in raw.items()}
-
-
-def _contiguous(a: np.ndarray) -> np.ndarray:
-    # np.ascontiguousarray makes a 0-d array 1-d; a scalar input must stay a scalar.
-    return np.ascontiguousarray(a) if a.ndim else a
-
-
-def _join(arrays: Sequence[np.ndarray]) -> np.ndarray:
-    """Samples of one input joined on axis 0; a scalar input (0-d: a sample rate, a flag) has no batch
-    axis and is the same for every sample, so it is passed once, not stacked."""
-    if len(arrays) == 1 or arrays[0].ndim == 0:
-        return arrays[0]
-    return np.concatenate(arrays)
-
-
-def _batch_label(labels: Sequence[str]) -> str:
-    if len(labels) == 1:
-        return labels[0]
-    return f"{labels[0]} .. {labels[-1]} ({len(labels)} samples)" if len(labels) > 2 else " and ".join(labels)
+    probe = check_feed(axes.take(raw, 0, min(PROBE_SAMPLES, left or PROBE_SAMPLES)), inputs, where=label)
+    if axes.settle(probe) and reread is not None:
+        return reread()
+    return raw
 
 
 def iter_feeds(source, summary, batch_size: Optional[int] = None, max_samples: Optional[int] = None,
-               adapt: Optional[Mapping[str, str]] = None, opt_shapes: Optional[Mapping[str, Sequence[int]]] = None
-               ) -> Iterator[Dict[str, np.ndarray]]:
+               adapt: Optional[Mapping[str, str]] = None, opt_shapes: Optional[Mapping[str, Sequence[int]]] = None,
+               axes: Optional[SampleAxes] = None) -> Iterator[Dict[str, np.ndarray]]:
     """Model feeds from a calibration source, checked and (optionally) adapted and re-batched.
 
     Parameters
@@ -343,6 +364,9 @@ def iter_feeds(source, summary, batch_size: Optional[int] = None, max_samples: O
         Stop after this many samples.
     adapt, opt_shapes : mapping, optional
         Input name -> adaptation mode / opt shape (default: the spec's).
+    axes : SampleAxes, optional
+        Each input's batch axis, along which files are cut into samples and samples joined
+        (default: found from the model's declared dims, :class:`~.sample_axes.SampleAxes`).
 
     Yields
     ------
@@ -355,21 +379,23 @@ def iter_feeds(source, summary, batch_size: Optional[int] = None, max_samples: O
         For an empty source, a batch size or shape below 1, and samples that do not fit the model's
         inputs (naming the file or the sample's position).
     """
-    for _, feed in iter_labelled_feeds(source, summary, batch_size, max_samples, adapt, opt_shapes):
+    for _, feed in iter_labelled_feeds(source, summary, batch_size, max_samples, adapt, opt_shapes, axes=axes):
         yield feed
 
 
 def iter_labelled_feeds(source, summary, batch_size: Optional[int] = None, max_samples: Optional[int] = None,
                         adapt: Optional[Mapping[str, str]] = None, opt_shapes: Optional[Mapping[str, Sequence[int]]] = None,
-                        as_read: bool = False) -> Iterator[Tuple[str, Dict[str, np.ndarray]]]:
+                        as_read: bool = False, axes: Optional[SampleAxes] = None
+                        ) -> Iterator[Tuple[str, Dict[str, np.ndarray]]]:
     """:func:`iter_feeds` with each feed's label: the file(s) or sample positions it was made from.
 
     Every loop here ends: the batch size and every opt-shape dim are checked to be at least 1
     before any sample is read, and each sample adds at least one item (empty ones are refused).
 
-    With ``as_read``, each file (or item of an iterable) is yielded as it was read, checked but
-    never re-batched, whatever the spec's batch size: re-batching cuts axis 0, which is not the
-    batch axis of every model (the planner finds each input's own, :mod:`..model.batch_axis`).
+    A file is cut into samples, and samples joined, along each input's own batch axis (``axes``);
+    an input without one (a scalar sample rate) is passed whole. With ``as_read``, each file (or
+    item of an iterable) is yielded as it was read, checked but never re-batched, whatever the
+    spec's batch size (the planner cuts files itself, :mod:`..model.batch_axis`).
     """
     # Checked before the spec's defaults fill them in: 0 is a wrong answer, not "not given".
     if batch_size is not None:
@@ -391,61 +417,25 @@ def iter_labelled_feeds(source, summary, batch_size: Optional[int] = None, max_s
     check_opt_shapes(opt_shapes, inputs)
     if spec is not None and spec.kind == "image_dir":
         check_image_size(spec.preprocessing or {}, inputs, opt_shapes, adapt)
+    axes = axes if axes is not None else SampleAxes(summary)
     if batch_size is None and opt_shapes and not as_read:
-        batch_size = opt_shapes[names[0]][0] if names[0] in opt_shapes else None
-    seen = 0
-    pending: List[Dict[str, np.ndarray]] = []
-    pending_labels: List[str] = []
-    pending_n = 0
-    def rows_left() -> Optional[int]:
-        return None if max_samples is None else max(1, max_samples - seen - pending_n)
+        batch_size = axes.opt_batch(opt_shapes, names)
+    batches = SampleBatcher(axes, batch_size, max_samples)
+    whole = spec is not None and spec.kind == "npy_dir" and max_samples is not None
 
-    for label, raw in _raw_samples(source, names, spec, rows_left):
-        # Only the rows still wanted are checked and adapted: a memory-mapped 4 GB .npy with
+    for label, raw in _raw_samples(source, names, spec, lambda: axes.rows(batches.left())):
+        # Only the samples still wanted are checked and adapted: a memory-mapped 4 GB .npy with
         # --max-samples 2 reads two rows, not the file.
-        feed = check_feed(_first_rows(raw, rows_left()), inputs, where=label)
-        for name, arr in feed.items():
-            if name in opt_shapes and tuple(arr.shape[1:]) != tuple(opt_shapes[name][1:]):
-                mode = adapt.get(name)
-                if mode is None:
-                    raise CalibrationDataError(
-                        f"Input {name!r} ({label}): shape {shape_text(arr.shape)} differs from the calibration opt shape "
-                        f"{shape_text(opt_shapes[name])}.",
-                        "TensorRT calibrates only at the calibration profile's opt shape.",
-                        f"Choose adapt={{'{name}': 'pad' | 'truncate' | 'resize'}}, or change the opt shape.")
-                feed[name] = adapt_array(arr, opt_shapes[name], mode, name)
-        n = int(feed[names[0]].shape[0]) if feed[names[0]].ndim else 1
-        if max_samples is not None and seen + pending_n + n > max_samples:
-            keep = max_samples - seen - pending_n
-            feed = {name: (a[:keep] if a.ndim else a) for name, a in feed.items()}
-            n = keep
-        if n <= 0:
+        reread = (lambda path=label: load_array_file(Path(path), names)) if whole else None
+        # Batched samples, and a file read bounded (its count does not tell whether more rows follow), need true batch axes.
+        raw = _axes_checked(label, raw, axes, inputs, batches.left(), bool(batch_size and batch_size > 1) or whole,
+                            reread)
+        feed = check_feed(first_samples(raw, batches.left(), axes), inputs, where=label)
+        yield from batches.add(label, _adapted(feed, label, axes, adapt, opt_shapes))
+        if batches.done():
             break
-        if batch_size is None:
-            seen += n
-            yield label, {name: _contiguous(a) for name, a in feed.items()}
-        else:
-            pending.append(feed)
-            pending_labels.append(label)
-            pending_n += n
-            while pending_n >= batch_size:
-                cat = {name: _join([p[name] for p in pending]) for name in names}
-                out = {name: _contiguous(a[:batch_size] if a.ndim else a) for name, a in cat.items()}
-                rest = {name: (a[batch_size:] if a.ndim else a) for name, a in cat.items()}
-                pending_n -= batch_size
-                out_label = _batch_label(pending_labels)
-                pending = [rest] if pending_n else []
-                pending_labels = pending_labels[-1:] if pending_n else []
-                seen += batch_size
-                yield out_label, out
-        if max_samples is not None and seen + pending_n >= max_samples:
-            break
-    if pending_n:
-        # The last, incomplete batch is still fed: dropping samples silently would change the ranges.
-        cat = {name: _join([p[name] for p in pending]) for name in names}
-        seen += pending_n
-        yield _batch_label(pending_labels), cat
-    if seen == 0:
+    yield from batches.flush()
+    if batches.seen == 0:
         raise CalibrationDataError("The calibration data is empty.", "No sample was found in the source.",
                                    "Point to a folder or iterable that holds at least one sample.")
 

@@ -17,7 +17,7 @@ import json
 import math
 import zipfile
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, Mapping, Optional, Union
 
 import numpy as np
 
@@ -82,8 +82,11 @@ def _read_member(z: zipfile.ZipFile, info: zipfile.ZipInfo, path: Path, rows: Op
         return arr
 
 
-def read_npz(path: Path, rows: Optional[int] = None) -> Dict[str, np.ndarray]:
+def read_npz(path: Path, rows: Union[None, int, Mapping[str, int]] = None) -> Dict[str, np.ndarray]:
     """Every array of a ``.npz`` file, at most ``rows`` rows of each (None: all), never unpickling.
+
+    ``rows`` may be a mapping, array name -> rows: the arrays it names are cut (those batched on
+    axis 0), the others read whole (a state batched on axis 1, a scalar).
 
     Raises
     ------
@@ -98,7 +101,7 @@ def read_npz(path: Path, rows: Optional[int] = None) -> Dict[str, np.ndarray]:
             if info.is_dir():
                 continue
             key = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
-            out[key] = _read_member(z, info, Path(path), rows)
+            out[key] = _read_member(z, info, Path(path), rows.get(key) if isinstance(rows, Mapping) else rows)
     return out
 
 

@@ -98,8 +98,11 @@ def _resize_axis(arr: np.ndarray, axis: int, size: int) -> np.ndarray:
     return (a * (1 - w) + b * w).astype(arr.dtype)
 
 
-def adapt_array(arr: np.ndarray, target: Sequence[int], mode: str, name: str = "") -> np.ndarray:
+def adapt_array(arr: np.ndarray, target: Sequence[int], mode: str, name: str = "",
+                batch_axis: Optional[int] = 0) -> np.ndarray:
     """Bring every non-batch dimension of ``arr`` to ``target`` (batch is left alone).
+
+    ``batch_axis``: the input's batch axis (None: it has none, and every dimension is adapted).
 
     ``pad`` zero-pads smaller dimensions at the end, ``truncate`` keeps the leading part of
     larger ones, ``resize`` interpolates linearly.
@@ -115,7 +118,9 @@ def adapt_array(arr: np.ndarray, target: Sequence[int], mode: str, name: str = "
                                    "Fix the calibration profile.")
     check_shape(target, f"The opt shape of input {name!r}")
     out = arr
-    for axis in range(1, arr.ndim):
+    for axis in range(arr.ndim):
+        if axis == batch_axis:
+            continue
         want, have = int(target[axis]), out.shape[axis]
         if want == have:
             continue

@@ -13,7 +13,7 @@ import math
 import numbers
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -129,11 +129,13 @@ def _not_readable(path: Path, what: str, exc: Exception, fix: str) -> Calibratio
     return CalibrationDataError(f"{path} could not be read as {what}.", f"{type(exc).__name__}: {exc}", fix)
 
 
-def load_array_file(path: Path, input_names: Sequence[str], rows: Optional[int] = None) -> Dict[str, np.ndarray]:
+def load_array_file(path: Path, input_names: Sequence[str], rows: Union[None, int, Mapping[str, int]] = None
+                    ) -> Dict[str, np.ndarray]:
     """One sample from a ``.npy`` (single-input models) or ``.npz`` file (one array per input).
 
-    ``rows`` bounds what is read of a ``.npz`` (its headers are read first, see :mod:`.npz_reader`);
-    a ``.npy`` is memory-mapped, so only the rows used are ever read.
+    ``rows`` bounds what is read of a ``.npz`` along axis 0 (its headers are read first, see
+    :mod:`.npz_reader`): one number for every array, or input name -> rows for the inputs batched
+    on axis 0; a ``.npy`` is memory-mapped, so only the rows used are ever read.
 
     Raises
     ------
@@ -142,6 +144,8 @@ def load_array_file(path: Path, input_names: Sequence[str], rows: Optional[int] 
         or a ``.npy`` for a multi-input model.
     """
     path = Path(path)
+    if isinstance(rows, Mapping) and len(input_names) == 1:
+        rows = rows.get(input_names[0])  # a single array feeds the only input, whatever its name (arr_0)
     if path.suffix.lower() == ".npz":
         try:
             with warnings.catch_warnings():
@@ -246,11 +250,11 @@ def sample_files(path: Path, kind: str) -> list:
 
 
 def dir_samples(path: Path, kind: str, input_names: Sequence[str], pre: Optional[Mapping],
-                rows_left: Optional[Callable[[], Optional[int]]] = None) -> Iterator[Sample]:
+                rows_left: Optional[Callable[[], Union[None, int, Mapping[str, int]]]] = None) -> Iterator[Sample]:
     """``(file name, sample)`` for every sample file of a folder, in name order.
 
-    ``rows_left`` says, as each file is opened, how many samples are still wanted (None: all), so that
-    no more of a ``.npz`` is decompressed than is used.
+    ``rows_left`` says, as each file is opened, how many samples are still wanted (None: all; a
+    mapping: per input batched on axis 0), so that no more of a ``.npz`` is decompressed than is used.
     """
     files = sample_files(path, kind)
     if kind != "npy_dir":

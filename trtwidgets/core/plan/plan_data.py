@@ -187,18 +187,20 @@ def read_plan_data(loaded, data, held_back=None, holdout: float = 0.25, seed: in
         held_index = tuple(i for i, (lb, _) in enumerate(labelled) if lb in wanted)
     notes: List[str] = []
     if stats is not None:
-        held, held_index, split = _without_seen(stats, held, held_index, split, notes)
+        held, held_index, split = _without_seen(stats, held, held_index, split, notes, axes.inputs)
     notes.extend(axes.notes())
     return PlanData(calib, held, axes, split, held_index, tuple(notes))
 
 
-def _without_seen(stats, held: List[Feed], held_index, split, notes: List[str]):
+def _without_seen(stats, held: List[Feed], held_index, split, notes: List[str],
+                  input_axes: Optional[Mapping[str, Optional[int]]] = None):
     """The held-back samples the statistics never saw, when there are any; a note either way."""
     import dataclasses
 
     from ..calibration.held_back import feed_fingerprints, stats_overlap_note
 
-    prints = [feed_fingerprints(f) for f in held]  # axis 0, as collect_stats fingerprints its feeds
+    # Along each input's own batch axis, as collect_stats fingerprints the samples it reads.
+    prints = [feed_fingerprints(f, {k: (input_axes or {}).get(k, 0) for k in f}) for f in held]
     warning = stats_overlap_note(stats, [p for ps in prints for p in ps])
     if warning is None:
         return held, held_index, split

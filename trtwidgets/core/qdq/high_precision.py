@@ -56,6 +56,7 @@ from onnx import helper, numpy_helper
 
 from ..common.errors import UserError
 from ..model.type_constraints import float_tensors, low_precision_blockers
+from .fp16_weight_scales import stored_weight_dqs, weight_scale_fp16
 
 __all__ = ["HIGH_PRECISIONS", "HighPrecisionError", "HighPrecisionReport", "default_high_precision",
            "convert_float_part", "MIN_OPSET", "PREFERRED_OPSET", "preferred_opset"]
@@ -148,7 +149,7 @@ def _to_dtype(arr: np.ndarray, dtype: str, name: str, clamped: List[str], scale:
     if scale and dtype == "fp16" and np.any((a > 0) & (a < _FP16_MIN_NORMAL)):
         # A QuantizeLinear scale that rounds to 0 (or loses its bits) in FP16 would divide by zero in Q. Its
         # DequantizeLinear reads the same scale, so the pair stays consistent (a coarser step). Never for a
-        # stored weight's scale: its integers were computed with the FP32 scale (:func:`_weight_scale_fp16`).
+        # stored weight's scale: its integers were computed with the FP32 scale (:func:`~.fp16_weight_scales.weight_scale_fp16`).
         clamped.append(name)
         a = np.where(a > 0, np.maximum(a, _FP16_MIN_NORMAL), a)
     if dtype == "fp16":
@@ -166,63 +167,6 @@ def _to_dtype(arr: np.ndarray, dtype: str, name: str, clamped: List[str], scale:
     t.dims.extend(a.shape)
     t.raw_data = rounded.tobytes()
     return t
-
-
-def _weight_scale_fp16(q: np.ndarray, scale: np.ndarray, axis: int, name: str, clamped: List[str],
-                       requantize: bool) -> Tuple[np.ndarray, np.ndarray]:
-    """``(stored values, FP16 scale)`` of a stored weight's DequantizeLinear: the dequantized weight kept.
-
-    The stored values were quantized with the FP32 scale, so the FP16 scale must stay its nearest FP16
-    value (a subnormal below 2**-14): raising a 4e-6 scale to 2**-14, as a QuantizeLinear's scale is,
-    multiplied that channel's weights by 14 (the zoo's ViT patch embedding). Only a scale that rounds
-    to 0 (below 2**-25) is raised, to the smallest subnormal 2**-24; with ``requantize`` (INT8, zero
-    point 0) its channel's integers are quantized again to it; otherwise the channel's weights stay
-    below ``qmax * 2**-24`` in magnitude, as they were.
-    """
-    s32 = np.asarray(scale, np.float32)
-    if np.any(s32 > _FP16_MAX):
-        clamped.append(name)
-        s32 = np.minimum(s32, np.float32(_FP16_MAX))
-    s16 = s32.astype(np.float16)
-    zero = (s32 > 0) & (s16 == 0)
-    if not np.any(zero):
-        return q, s16
-    clamped.append(name)
-    tiny = np.float16(2.0 ** -24)
-    s16 = np.where(zero, tiny, s16).astype(np.float16)
-    if not requantize:
-        return q, s16
-    shape = [1] * q.ndim
-    if s32.ndim and q.ndim:
-        shape[axis % q.ndim] = s32.size
-    ratio = (s32 / np.float32(tiny)).reshape(shape)
-    mask = np.broadcast_to(zero.reshape(shape), q.shape)
-    requant = np.clip(np.rint(q.astype(np.float32) * ratio), -128, 127).astype(np.int8)
-    return np.where(mask, requant, q), s16
-
-
-def _stored_weight_dqs(graph: onnx.GraphProto) -> Dict[str, Tuple[str, int, bool]]:
-    """Scale -> (stored initializer, axis, INT8 with zero point 0) of each DequantizeLinear of a stored weight
-    (an INT8 / UINT8 / FP8 initializer that only it reads) whose scale no other node reads."""
-    T = onnx.TensorProto
-    stored = (T.INT8, T.UINT8, T.FLOAT8E4M3FN, T.FLOAT8E4M3FNUZ, T.FLOAT8E5M2, T.FLOAT8E5M2FNUZ)
-    inits = {t.name: t for t in graph.initializer}
-    readers: Dict[str, int] = {}
-    for n in graph.node:
-        for x in n.input:
-            readers[x] = readers.get(x, 0) + 1
-    out: Dict[str, Tuple[str, int, bool]] = {}
-    for n in graph.node:
-        if n.op_type != "DequantizeLinear" or len(n.input) < 2:
-            continue
-        data, s = n.input[0], n.input[1]
-        if data in inits and inits[data].data_type in stored and s in inits and readers.get(s) == 1 \
-                and readers.get(data) == 1:
-            axis = next((a.i for a in n.attribute if a.name == "axis"), 1)
-            zp = n.input[2] if len(n.input) > 2 and n.input[2] else None
-            zero_zp = zp is None or (zp in inits and not np.any(numpy_helper.to_array(inits[zp])))
-            out[s] = (data, axis, inits[data].data_type == T.INT8 and zero_zp)
-    return out
 
 
 def _fp32_nodes(graph: onnx.GraphProto, patterns, keep_fp32: Iterable[str]) -> Dict[int, str]:
@@ -341,7 +285,7 @@ class _Rewrite:
                 if x:
                     (read_high if self._is_high_read(i, k) else read_low).add(x)
         scales = {n.input[1] for n in self.original if n.op_type in _QDQ and len(n.input) > 1}
-        weight_dqs = _stored_weight_dqs(self.graph) if self.dtype == "fp16" else {}
+        weight_dqs = stored_weight_dqs(self.graph) if self.dtype == "fp16" else {}
         stored = {t.name: t for t in self.graph.initializer if t.name in {v[0] for v in weight_dqs.values()}}
         new_inits: List[onnx.TensorProto] = []
         for t in self.graph.initializer:
@@ -351,7 +295,7 @@ class _Rewrite:
             if t.name in weight_dqs and t.name not in read_high:
                 data, axis, requantize = weight_dqs[t.name]
                 q0 = numpy_helper.to_array(stored[data]) if requantize else None
-                q, s16 = _weight_scale_fp16(q0 if requantize else np.zeros(0, np.int8), arr, axis, t.name,
+                q, s16 = weight_scale_fp16(q0 if requantize else np.zeros(0, np.int8), arr, axis, t.name,
                                             self.clamped, requantize)
                 if requantize and q is not q0:
                     stored[data].CopyFrom(numpy_helper.from_array(q, data))
