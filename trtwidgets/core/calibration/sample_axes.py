@@ -23,37 +23,14 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from ..common.errors import CalibrationDataError, UserError
-from ..model.batch_axis import find_batch_axes, parse_batch_axis
+from ..common.errors import CalibrationDataError
+from ..model.batch_axis import find_batch_axes, settle_input_axes, user_batch_axes
 
-__all__ = ["PROBE_SAMPLES", "SampleAxes", "user_batch_axes"]
+__all__ = ["PROBE_SAMPLES", "SampleAxes"]
 
 Feed = Dict[str, np.ndarray]
 #: At most this many samples of a file make the ONNX Runtime check of its batch axes.
 PROBE_SAMPLES = 8
-
-
-def user_batch_axes(batch_axis: Union[None, str, int, Mapping]) -> Dict[str, Optional[int]]:
-    """The user's batch axes as a mapping (``"*"``: every input not named), as ``trtwidgets plan`` reads them.
-
-    ``batch_axis`` is None, the CLI's text (``1``, ``none``, ``NAME:AXIS,NAME:none``), an int or a mapping.
-
-    Raises
-    ------
-    UserError
-        Anything else, or text that :func:`~..model.batch_axis.parse_batch_axis` refuses.
-    """
-    if batch_axis is None:
-        return {}
-    if isinstance(batch_axis, str):
-        return parse_batch_axis(batch_axis)
-    if isinstance(batch_axis, int) and not isinstance(batch_axis, bool):
-        return {"*": batch_axis}
-    if isinstance(batch_axis, Mapping):
-        return dict(batch_axis)
-    raise UserError(f"batch_axis={batch_axis!r} is not a batch axis.",
-                    "It is an axis for every input, 'none', or input name -> axis (None: no batch axis).",
-                    "Pass e.g. batch_axis=1, batch_axis='none' or batch_axis={'state': 1}.")
 
 
 def _stand_in(summary) -> onnx.ModelProto:
@@ -64,17 +41,6 @@ def _stand_in(summary) -> onnx.ModelProto:
         has = getattr(info, "has_shape", True) and shape is not None
         inputs.append(helper.make_tensor_value_info(info.name, TensorProto.FLOAT, list(shape) if has else None))
     return helper.make_model(helper.make_graph([], "inputs", inputs, []))
-
-
-def _checked(found, user: Mapping[str, Optional[int]]) -> Dict[str, Optional[int]]:
-    """The planner's rule: no input batch axis (other than the user's) where no output has one."""
-    inputs = dict(found.inputs)
-    if "*" in user or any(k in user for k in found.outputs):
-        return inputs
-    guessed = [k for k, a in inputs.items() if a is not None and k not in user]
-    if not guessed or not found.outputs or any(a is not None for a in found.outputs.values()):
-        return inputs
-    return {k: (None if k in guessed else a) for k, a in inputs.items()}
 
 
 class SampleAxes:
@@ -88,7 +54,7 @@ class SampleAxes:
         With it, the axes are checked with ONNX Runtime (:meth:`settle`) on the first file that
         needs them; without it, the declared dims decide.
     batch_axis : str, int or mapping, optional
-        The user's axes (:func:`user_batch_axes`): they win and are never changed by the check.
+        The user's axes (:func:`~..model.batch_axis.user_batch_axes`): they win and are never changed by the check.
 
     Attributes
     ----------
@@ -123,7 +89,7 @@ class SampleAxes:
         self.settled = True
         probe = self.take(feed, 0, PROBE_SAMPLES)
         found = find_batch_axes(getattr(self.model, "proto", self.model), self.user, sample=probe)
-        checked = _checked(found, self.user)
+        checked = dict(settle_input_axes(found, self.user).inputs)
         lost = any(self.inputs.get(k) is not None and a is None for k, a in checked.items())
         self.inputs = checked
         self.fixed = {k for k in found.fixed_batch if checked.get(k) is not None}

@@ -33,7 +33,7 @@ import onnx
 from ..common.errors import UserError
 from .load import as_model_proto
 
-__all__ = ["BATCH_NAMES", "BatchAxes", "find_batch_axes", "gather_outputs", "named_batch_axis", "parse_batch_axis",
+__all__ = ["BATCH_NAMES", "BatchAxes", "find_batch_axes", "settle_input_axes", "user_batch_axes", "gather_outputs", "named_batch_axis", "parse_batch_axis",
            "probe_output_axes", "run_in_batches", "split_outputs", "stack_samples"]
 
 #: ``dim_param`` names (lower case, without ``_``, ``-`` or spaces) that mean "the batch".
@@ -252,6 +252,48 @@ def find_batch_axes(model, user: Optional[Mapping[str, Optional[int]]] = None,
                 reasons[name] = ("the batch-2 check could not run: give --batch-axis" if run else
                                  "not checked: give --batch-axis")
     return BatchAxes(inputs, outputs, reasons, fixed)
+
+
+def user_batch_axes(batch_axis: Union[None, str, int, Mapping]) -> Dict[str, Optional[int]]:
+    """The user's batch axes as a mapping (``"*"``: every tensor not named), as ``--batch-axis`` reads them.
+
+    ``batch_axis`` is None, the CLI's text (``1``, ``none``, ``NAME:AXIS,NAME:none``), an int or a mapping.
+
+    Raises
+    ------
+    UserError
+        Anything else, or text that :func:`parse_batch_axis` refuses.
+    """
+    if batch_axis is None:
+        return {}
+    if isinstance(batch_axis, str):
+        return parse_batch_axis(batch_axis)
+    if isinstance(batch_axis, int) and not isinstance(batch_axis, bool):
+        return {"*": batch_axis}
+    if isinstance(batch_axis, Mapping):
+        return dict(batch_axis)
+    raise UserError(f"batch_axis={batch_axis!r} is not a batch axis.",
+                    "It is an axis for every tensor, 'none', or tensor name -> axis (None: no batch axis).",
+                    "Pass e.g. batch_axis=1, batch_axis='none' or batch_axis={'state': 1}.")
+
+
+def settle_input_axes(axes: BatchAxes, user: Mapping[str, Optional[int]]) -> BatchAxes:
+    """No input batch axis where no output has one: a dynamic axis 0 that a batch-2 run does not split is no batch.
+
+    (An input ``[T, 576]`` of frames with T dynamic looks batched; its LSTM's output does not
+    split into two runs' outputs, so the frames are one sample.) The user's axes stand. The
+    planner and the calibration reader both settle the axes found this way.
+    """
+    found = [k for k, a in axes.inputs.items() if a is not None and k not in user and "*" not in user]
+    if not found or not axes.outputs or any(a is not None for a in axes.outputs.values()):
+        return axes
+    if any(k in user for k in axes.outputs) or "*" in user:
+        return axes
+    reasons = dict(axes.reasons)
+    for k in found:
+        reasons[k] = (f"{reasons.get(k, '')}, but no output splits along a batch in a batch-2 run: taken as one "
+                      "sample (give --batch-axis to say otherwise)")
+    return BatchAxes({k: (None if k in found else a) for k, a in axes.inputs.items()}, dict(axes.outputs), reasons, {})
 
 
 def _random_sample(proto: onnx.ModelProto, inputs: Mapping[str, Optional[int]]) -> Optional[Dict[str, np.ndarray]]:

@@ -25,7 +25,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from ..common.errors import UserError
-from ..model.batch_axis import BatchAxes, find_batch_axes, parse_batch_axis, run_in_batches
+from ..model.batch_axis import BatchAxes, find_batch_axes, run_in_batches, settle_input_axes, user_batch_axes
 
 __all__ = ["PlanData", "read_plan_data", "run_samples", "split_samples", "labels_for_held", "RUN_BATCH"]
 
@@ -116,38 +116,6 @@ def _samples(files: Sequence[Tuple[str, Feed]], input_axes, max_samples: Optiona
     return out
 
 
-def _checked_axes(axes: BatchAxes, user: Mapping[str, Optional[int]]) -> BatchAxes:
-    """No input batch axis where no output has one: a dynamic axis 0 that a batch-2 run does not split is no batch.
-
-    (An input ``[T, 576]`` of frames with T dynamic looks batched; its LSTM's output does not
-    split into two runs' outputs, so the frames are one sample.) The user's axes stand.
-    """
-    found = [k for k, a in axes.inputs.items() if a is not None and k not in user and "*" not in user]
-    if not found or not axes.outputs or any(a is not None for a in axes.outputs.values()):
-        return axes
-    if any(k in user for k in axes.outputs) or "*" in user:
-        return axes
-    reasons = dict(axes.reasons)
-    for k in found:
-        reasons[k] = (f"{reasons.get(k, '')}, but no output splits along a batch in a batch-2 run: taken as one "
-                      "sample (give --batch-axis to say otherwise)")
-    return BatchAxes({k: (None if k in found else a) for k, a in axes.inputs.items()}, dict(axes.outputs), reasons, {})
-
-
-def _user_axes(batch_axis) -> Dict[str, Optional[int]]:
-    if batch_axis is None:
-        return {}
-    if isinstance(batch_axis, str):
-        return parse_batch_axis(batch_axis)
-    if isinstance(batch_axis, int) and not isinstance(batch_axis, bool):
-        return {"*": batch_axis}
-    if isinstance(batch_axis, Mapping):
-        return dict(batch_axis)
-    raise UserError(f"batch_axis={batch_axis!r} is not a batch axis.",
-                    "It is an axis for every tensor, 'none', or tensor name -> axis (None: no batch axis).",
-                    "Pass e.g. batch_axis=1, batch_axis='none' or batch_axis={'logits': 1}.")
-
-
 def read_plan_data(loaded, data, held_back=None, holdout: float = 0.25, seed: int = 0,
                    max_samples: Optional[int] = None, batch_axis: Union[None, str, int, Mapping] = None,
                    stats=None) -> PlanData:
@@ -173,11 +141,11 @@ def read_plan_data(loaded, data, held_back=None, holdout: float = 0.25, seed: in
     """
     from ..calibration.held_back import split_labelled
 
-    user = _user_axes(batch_axis)
+    user = user_batch_axes(batch_axis)
     files = _read_files(data, loaded.summary, max_samples)
     held_files = _read_files(held_back, loaded.summary) if held_back is not None else None
     # A real file checks the batch axes (a batch-2 run of it against two runs), before any file is cut.
-    axes = _checked_axes(find_batch_axes(loaded.proto, user, sample=(held_files or files)[0][1]), user)
+    axes = settle_input_axes(find_batch_axes(loaded.proto, user, sample=(held_files or files)[0][1]), user)
     labelled = _samples(files, axes.inputs, max_samples)
     held_labelled = _samples(held_files, axes.inputs, None) if held_files is not None else None
     calib, held, split = split_labelled(labelled, holdout, seed, held_labelled)
