@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 
-from .workspace import MODEL, fingerprint, fresh_user_files, make_bad_inputs, run_cli
+from .workspace import MODEL, fingerprint, make_bad_inputs, fill_argv, run_cli
 
 M = str(MODEL)
 CAL = ["calibrate", M, "--no-progress"]
@@ -111,14 +111,6 @@ def ws(tmp_path_factory):
     return root
 
 
-@pytest.fixture()
-def user(ws):
-    return fresh_user_files(ws)
-
-
-def _run(argv, seconds=120):
-    return run_cli(argv, seconds)
-
 
 def test_the_table_is_big_and_its_entries_distinct():
     assert len(CASES) >= 40
@@ -127,9 +119,9 @@ def test_the_table_is_big_and_its_entries_distinct():
 
 @pytest.mark.parametrize("argv, phrase", [pytest.param(c[1], c[2], id=c[0]) for c in CASES])
 def test_bad_input_on_the_command_line(ws, user, capsys, argv, phrase):
-    argv = [a.replace("{bad}", str(ws / "bad")).replace("{ws}", str(ws)).replace("{user}", str(user)) for a in argv]
+    argv = fill_argv(argv, ws, user)
     before = fingerprint(user)
-    rc = _run(argv)
+    rc = run_cli(argv)
     out, err = capsys.readouterr()
     assert rc == 2, f"exit {rc}\n{err}"
     assert "Traceback" not in err + out

@@ -21,7 +21,7 @@ from onnx import TensorProto, helper
 from trtwidgets.cli import main
 from trtwidgets.core.common.errors import UserError
 
-from .workspace import FIXTURES, MODEL, fingerprint, make_user_files, run_cli, fresh_user_files
+from .workspace import FIXTURES, MODEL, fingerprint, make_user_files, fill_argv, run_cli
 
 M = str(MODEL)
 PRE = '{"input": "x", "resize": [48, 192]}'
@@ -249,17 +249,6 @@ def ws(tmp_path_factory):
     return root
 
 
-@pytest.fixture()
-def user(ws):
-    return fresh_user_files(ws)
-
-
-def _run(argv, seconds=120):
-    return run_cli(argv, seconds)
-
-
-def _fill(argv, ws, user):
-    return [a.replace("{bad}", str(ws / "bad")).replace("{ws}", str(ws)).replace("{user}", str(user)) for a in argv]
 
 
 def test_the_tables_are_distinct():
@@ -270,9 +259,9 @@ def test_the_tables_are_distinct():
 
 @pytest.mark.parametrize("argv, phrase", [pytest.param(c[1], c[2], id=c[0]) for c in CLI_CASES])
 def test_bad_ranges_and_data_on_the_command_line(ws, user, capsys, argv, phrase):
-    argv = _fill(argv, ws, user)
+    argv = fill_argv(argv, ws, user)
     before, shelf = fingerprint(user), fingerprint(ws / "bad")
-    rc = _run(argv)
+    rc = run_cli(argv)
     out, err = capsys.readouterr()
     assert rc == 2, f"exit {rc}\n{err}"
     assert "Traceback" not in err + out

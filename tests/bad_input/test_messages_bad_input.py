@@ -21,7 +21,7 @@ import pytest
 
 
 from .hostile_models import ANSI, cycle_model, demo_without_shape, huge_dim_model, no_input_model
-from .workspace import FIXTURES, MODEL, fingerprint, make_user_files, run_cli, assert_api_refusal, fresh_user_files
+from .workspace import FIXTURES, MODEL, fingerprint, make_user_files, fill_argv, run_cli, assert_api_refusal, fresh_user_files
 
 M = str(MODEL)
 STATS = str(FIXTURES / "calib" / "cls_demo_stats.npz")
@@ -160,12 +160,6 @@ def user(ws):
     return folder
 
 
-def _run(argv, seconds=120):
-    return run_cli(argv, seconds)
-
-
-def _fill(args, ws, user):
-    return [a.replace("{bad}", str(ws / "bad")).replace("{ws}", str(ws)).replace("{user}", str(user)) for a in args]
 
 
 def test_the_tables_are_distinct():
@@ -176,9 +170,9 @@ def test_the_tables_are_distinct():
 
 @pytest.mark.parametrize("argv, phrase", [pytest.param(c[1], c[2], id=c[0]) for c in CLI_CASES])
 def test_bad_input_on_the_command_line(ws, user, capsys, argv, phrase):
-    argv = _fill(argv, ws, user)
+    argv = fill_argv(argv, ws, user)
     before, before_ws = fingerprint(user), sorted(p.name for p in ws.iterdir())
-    rc = _run(argv)
+    rc = run_cli(argv)
     out, err = capsys.readouterr()
     assert rc == 2, f"exit {rc}\n{err}"
     assert "Traceback" not in err + out
@@ -291,7 +285,7 @@ def test_bad_input_in_the_app(app, api_ws, box, text, action):
     for part in box.split("."):
         widget = getattr(widget, part)
     try:
-        widget.value = _fill([text], api_ws, user)[0]
+        widget.value = fill_argv([text], api_ws, user)[0]
         ok = getattr(app, action)()
     finally:
         app._quiet = True
@@ -339,7 +333,7 @@ def test_names_holding_ansi_escapes_reach_the_terminal_escaped(tmp_path, capsys,
     onnx.save(ansi_model(), str(model))
     graph = _ansi_graph(tmp_path / "ansi.graph.json")
     argv = [a.replace("{m}", str(model)).replace("{g}", str(graph)) for a in argv]
-    rc = _run(argv)
+    rc = run_cli(argv)
     out, err = capsys.readouterr()
     assert rc in (0, 1), err
     assert not RAW_CONTROL.search(out + err), repr(out + err)
@@ -358,7 +352,7 @@ def test_an_input_without_a_shape_is_not_called_a_scalar(tmp_path, capsys):
 
     path = tmp_path / "m.onnx"
     onnx.save(demo_without_shape("input"), str(path))
-    assert _run(["summary", str(path)]) == 0
+    assert run_cli(["summary", str(path)]) == 0
     out = capsys.readouterr().out
     line = next(ln for ln in out.splitlines() if ln.startswith("input"))
     assert "unknown shape" in line and "scalar" not in line, line

@@ -174,9 +174,6 @@ def _argv(argv, ws):
             for a in argv]
 
 
-def _run(argv, seconds=120):
-    return run_cli(argv, seconds)
-
 
 def _assert_clean_refusal(err, out, command):
     assert "Traceback" not in err + out
@@ -194,7 +191,7 @@ def test_the_table_is_big_and_its_entries_distinct():
 def test_an_output_that_would_break_the_write_rule_is_refused(ws, user, capsys, argv, phrase):
     argv = _argv(argv, ws)
     before, special = fingerprint(user), _special_state(ws)
-    rc = _run(argv)
+    rc = run_cli(argv)
     out, err = capsys.readouterr()
     assert rc == 2, f"exit {rc}\n{err}"
     _assert_clean_refusal(err, out, argv[0])
@@ -258,7 +255,7 @@ def test_a_full_disk_keeps_the_earlier_files(ws, user, capsys, monkeypatch, argv
     before = fingerprint(user)
     disk = _FullDisk(first)
     monkeypatch.setattr(os, "fdopen", disk)
-    rc = _run(argv)
+    rc = run_cli(argv)
     out, err = capsys.readouterr()
     assert disk.opened >= first, "the run never reached the write that fails"
     assert rc == 2, f"exit {rc}\n{err}"
@@ -374,7 +371,7 @@ def test_stale_temporary_files_of_a_dead_run_are_removed_and_a_live_ones_kept(ws
     stale.write_bytes(b"")  # what a kill -9 between creating and writing leaves
     live = user / f".old.cache.{alive}.def456.tmp"
     live.write_bytes(b"")
-    rc = _run(["calibrate", M, "--data", "demo", "--max-samples", "2", "--no-progress", "--cache",
+    rc = run_cli(["calibrate", M, "--data", "demo", "--max-samples", "2", "--no-progress", "--cache",
                str(user / "old.cache")])
     assert rc == 0, capsys.readouterr().err
     assert not stale.exists() and live.exists()
@@ -448,7 +445,7 @@ def make_write_workspace_user_only(ws: Path) -> None:
 
 
 def test_an_fp16_replan_replaces_the_int8_set_whole(ws, user, capsys):
-    rc = _run(_plan_argv(ws, fp16=True))
+    rc = run_cli(_plan_argv(ws, fp16=True))
     out, err = capsys.readouterr()
     assert rc == 0, err
     assert _plan_set_is_whole(user / "plan", {}) == "new" and not (user / "plan" / "model.qdq.onnx").exists()
@@ -485,7 +482,7 @@ def test_a_killed_export_leaves_a_temporary_file_that_the_next_run_removes(ws, u
     left = _leftovers(user)
     assert [p.name.startswith(".old.qdq.onnx.") and p.stat().st_size == 0 for p in left] == [True]
     assert {k: v for k, v in fingerprint(user).items() if not LEFTOVER.search(k)} == before
-    rc = _run(["export-qdq", M, "--stats", str(user / "stats.npz"), "--out", str(user / "old.qdq.onnx")])
+    rc = run_cli(["export-qdq", M, "--stats", str(user / "stats.npz"), "--out", str(user / "old.qdq.onnx")])
     assert rc == 0 and not _leftovers(ws)
 
 
@@ -573,7 +570,7 @@ def test_run_and_the_next_plan_clean_what_a_killed_swap_left(ws, user, capsys):
     old = fingerprint(aside)
     assert clean_leftovers(plan) and fingerprint(plan) == old and not _leftovers(ws)
     os.rename(plan, aside)
-    rc = _run(_plan_argv(ws))
+    rc = run_cli(_plan_argv(ws))
     assert rc == 0, capsys.readouterr().err
     assert _plan_set_is_whole(plan, old) == "new" and not _leftovers(ws)
 
@@ -644,7 +641,7 @@ def test_run_interrupted_while_calibrating_keeps_the_complete_cache(ws, user, ca
 
     monkeypatch.setattr(data_mod, "_raw_samples", samples)
     before = fingerprint(user)
-    rc = _run(["run", str(user / "recipe.json"), "--data", "demo", "--no-build", "--report", str(user / "report.html"),
+    rc = run_cli(["run", str(user / "recipe.json"), "--data", "demo", "--no-build", "--report", str(user / "report.html"),
                "--build-dir", str(user / "bd")])
     out, err = capsys.readouterr()
     assert rc == 130, err

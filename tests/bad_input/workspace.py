@@ -129,6 +129,11 @@ def make_bad_inputs(bad: Path) -> None:
         dict(recipe, calibration_data=dict(recipe["calibration_data"], opt_shapes={"x": [0, 3, 48, 192]}))))
 
 
+def fill_argv(argv, ws: Path, user: Path):
+    """A table row's arguments with ``{bad}``, ``{ws}`` and ``{user}`` replaced by this workspace's folders."""
+    return [a.replace("{bad}", str(ws / "bad")).replace("{ws}", str(ws)).replace("{user}", str(user)) for a in argv]
+
+
 def run_cli(argv, seconds: float = 120) -> int:
     """``trtwidgets.cli.main(argv)`` in a thread with a time limit: a hang fails the row instead of the suite.
 
