@@ -28,6 +28,7 @@ import onnx
 import pytest
 
 from tests.core.plan.plan_models import conv_stack, feeds
+from tests.interrupts import InterruptAfter
 from trtwidgets.core.common.atomic import atomic_write, write_bytes_atomic, write_text_atomic
 from trtwidgets.core.common.errors import UserError
 from trtwidgets.core.common.file_set import clean_leftovers, replace_file_set
@@ -615,19 +616,6 @@ def test_the_plan_step_replaces_an_earlier_plan_as_a_set(tmp_path):
     assert not _leftovers(tmp_path)
 
 
-class _InterruptAfter:
-    """Yields ``n`` real samples, then raises KeyboardInterrupt, as Ctrl-C would (the sample source is the edge)."""
-
-    def __init__(self, n):
-        from trtwidgets import demo
-
-        self.feeds = demo.sample_inputs(1)[:n]
-
-    def __iter__(self):
-        yield from self.feeds
-        raise KeyboardInterrupt
-
-
 def test_run_interrupted_while_calibrating_keeps_the_complete_cache(ws, user, capsys, monkeypatch):
     import trtwidgets.core.calibration.data as data_mod
     from trtwidgets.core.calibration.cache import read_cache
@@ -636,7 +624,7 @@ def test_run_interrupted_while_calibrating_keeps_the_complete_cache(ws, user, ca
 
     def samples(source, names, spec, *rest):  # rest: the rows still wanted (bounded reads)
         calls.append(1)  # the first reading only looks at the shapes (profiles); the second calibrates
-        feeds = _InterruptAfter(3) if len(calls) > 1 else _InterruptAfter(3).feeds
+        feeds = InterruptAfter(3) if len(calls) > 1 else InterruptAfter(3).feeds
         return ((f"sample {k}", f) for k, f in enumerate(feeds))
 
     monkeypatch.setattr(data_mod, "_raw_samples", samples)

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.interrupts import InterruptAfter
 from trtwidgets import demo
 from trtwidgets.cli import main
 from trtwidgets.core.calibration.cache import read_cache
@@ -214,17 +215,6 @@ def test_a_malformed_cache_line_stops_export_qdq_before_it_writes(tmp_path, caps
     assert not out.exists()
 
 
-class _InterruptAfter:
-    """A sample iterator that yields ``n`` samples, then raises KeyboardInterrupt (as Ctrl-C would)."""
-
-    def __init__(self, n):
-        self.feeds = demo.sample_inputs(1)[:n]
-
-    def __iter__(self):
-        yield from self.feeds
-        raise KeyboardInterrupt
-
-
 def test_interrupting_calibration_keeps_and_says_what_it_finished(tmp_path, capsys, cls_model_path, monkeypatch):
     import trtwidgets.core.calibration.data as data_mod
 
@@ -232,7 +222,7 @@ def test_interrupting_calibration_keeps_and_says_what_it_finished(tmp_path, caps
     real = data_mod.spec_for
     # The edge: the sample source is interrupted after 3 samples; everything from there on is the real code.
     monkeypatch.setattr(data_mod, "_raw_samples",
-                        lambda source, names, spec, *rows_left: ((f"sample {k}", f) for k, f in enumerate(_InterruptAfter(3))))
+                        lambda source, names, spec, *rows_left: ((f"sample {k}", f) for k, f in enumerate(InterruptAfter(3))))
     assert data_mod.spec_for is real
     rc = main(["calibrate", str(cls_model_path), "--data", "demo", "--stats", str(stats), "--no-progress"])
     out, err = capsys.readouterr()
