@@ -28,15 +28,7 @@ def _counts(engine_path: str) -> dict:
     from trtwidgets.trt.build_phases.result import GRAPH_FILE
 
     path = Path(engine_path).parent / GRAPH_FILE
-    if path.is_file():
-        layers = parse_inspector_json(str(path)).layers
-        return {"layers": len(layers),
-                "reformats": sum(1 for lay in layers if lay.type == "Reformat"),
-                "pointwise": sum(1 for lay in layers if lay.type == "PointWise"),
-                "scale": sum(1 for lay in layers if lay.type == "Scale"),
-                "int8": sum(1 for lay in layers if lay.precision == "INT8"),
-                "reformat_names": [lay.name for lay in layers if lay.type == "Reformat"]}
-    return {}
+    return parse_inspector_json(str(path)).layer_summary() if path.is_file() else {}
 
 
 def main(argv=None) -> int:

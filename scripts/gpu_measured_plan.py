@@ -35,7 +35,6 @@ import json
 import os
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,10 +50,9 @@ def layer_counts(build_dir: Path) -> dict:
     found = sorted(build_dir.glob("*.graph.json")) if build_dir.is_dir() else []
     if not found:
         return {}
-    graph = parse_inspector_json(found[0])
-    counts = Counter(layer.precision for layer in graph.layers)
-    reformats = sum(1 for layer in graph.layers if "reformat" in layer.layer_type.lower())
-    return {"precisions": dict(sorted(counts.items())), "reformat_layers": reformats, "layers": len(graph.layers)}
+    summary = parse_inspector_json(found[0]).layer_summary()
+    return {"precisions": dict(sorted(summary["precisions"].items())), "reformat_layers": summary["reformats"],
+            "layers": summary["layers"]}
 
 
 def measurements_record(doc: dict, cache_dir: Path, seconds: float) -> dict:

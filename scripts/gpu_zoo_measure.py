@@ -32,7 +32,6 @@ import subprocess
 import sys
 import time
 import traceback
-from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,18 +40,11 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 def layer_counts(build_dir: Path) -> dict:
-    """Precision counts, reformats, standalone PointWise / Scale layers of one cached build (inspector JSON)."""
+    """The engine inspector's layer summary of one cached build (:meth:`EngineGraph.layer_summary`), or {}."""
     from trtwidgets.core.engine.inspector_json import parse_inspector_json
 
     found = sorted(build_dir.glob("*.graph.json")) if build_dir.is_dir() else []
-    if not found:
-        return {}
-    layers = parse_inspector_json(found[0]).layers
-    return {"layers": len(layers), "precisions": dict(sorted(Counter(lay.precision for lay in layers).items())),
-            "reformats": sum(1 for lay in layers if lay.type == "Reformat"),
-            "pointwise": sum(1 for lay in layers if lay.type == "PointWise"),
-            "scale": sum(1 for lay in layers if lay.type == "Scale"),
-            "int8": sum(1 for lay in layers if lay.precision == "INT8")}
+    return parse_inspector_json(found[0]).layer_summary() if found else {}
 
 
 def _model_for(family: str, models: Path, work: Path) -> Path:

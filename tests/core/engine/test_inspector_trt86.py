@@ -186,3 +186,20 @@ def test_real_network_layers_prebuild_view():
     assert list(table["type"]) == ["CONVOLUTION", "ACTIVATION", "CONVOLUTION", "ACTIVATION"]
     assert set(table["requested_precision"]) == {"FLOAT"} and set(table["output_types"]) == {"FLOAT"}
     assert list(table["outputs"]) == ["c1", "r1", "c2", "y"]
+
+
+def test_the_layer_summary_counts_what_the_inspector_json_says(fixtures_dir):
+    """Issue 21's counts (reformats, standalone PointWise and Scale, INT8) from a real TensorRT 8.6 Q/DQ engine."""
+    import json as _json
+
+    from trtwidgets.core.engine.inspector_json import parse_inspector_json
+
+    path = fixtures_dir / "trt86" / "cls_static_qdq_int8" / "engine.graph.json"
+    raw = _json.loads(path.read_text(), strict=False)["Layers"]  # TensorRT 8.6 writes raw control characters
+    kind = [layer.get("ParameterType") or layer.get("LayerType") for layer in raw]
+    summary = parse_inspector_json(path).layer_summary()
+    assert summary["layers"] == len(raw) and sum(summary["precisions"].values()) == len(raw)
+    assert summary["reformats"] == kind.count("Reformat") > 0
+    assert summary["pointwise"] == kind.count("PointWise") and summary["scale"] == kind.count("Scale")
+    assert summary["int8"] == summary["precisions"].get("INT8", 0) > 0
+    assert len(summary["reformat_names"]) == summary["reformats"]

@@ -204,6 +204,18 @@ class EngineGraph:
             counts[layer.precision] = counts.get(layer.precision, 0) + 1
         return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
+    def layer_summary(self) -> dict:
+        """What fused and what did not: layers, INT8 layers, reformats, standalone PointWise and Scale layers.
+
+        The counts issue 21 compares a Q/DQ engine's with an implicit INT8 engine's by (the benchmark
+        scripts record them per engine); ``reformat_names`` says where the reformats are.
+        """
+        of = [layer.type for layer in self.layers]
+        return {"layers": len(self.layers), "precisions": self.precision_counts(),
+                "int8": sum(1 for layer in self.layers if layer.precision == "INT8"),
+                "reformats": of.count("Reformat"), "pointwise": of.count("PointWise"), "scale": of.count("Scale"),
+                "reformat_names": [layer.name for layer in self.layers if layer.type == "Reformat"]}
+
 
 def iter_tensors(graph: EngineGraph) -> Iterable[TensorDesc]:
     """Every layer input and output of the graph, in layer order."""
