@@ -32,6 +32,13 @@ def test_plan_writes_plan_html_and_the_qdq_model(tmp_path, capsys):
     assert doc["candidates"][0]["name"].startswith("FP16")
     html = (out / "plan.html").read_text()
     assert "plotly" in html.lower() and "Candidates: accuracy against latency" in html
+    # The held-back check travels with the plan, for `plan measure` to judge the engines by on a GPU machine.
+    from trtwidgets.core.plan.engine_check import CHECK_FILE, EngineCheck
+
+    check = EngineCheck.load(out / CHECK_FILE, doc)
+    assert len(check.feeds) == len(doc["held_back"]["held_back"]) == check.reference["y"].shape[0]
+    assert check.verdict(check.reference)["meets"] is True
+    assert check.verdict({"y": -check.reference["y"]})["meets"] is False
     if doc["candidates"][doc["recommended"]]["quantized"]:
         qdq = onnx.load(out / "model.qdq.onnx")
         assert any(n.op_type == "QuantizeLinear" for n in qdq.graph.node)

@@ -85,6 +85,20 @@ def test_a_plan_measured_builds_fp16_implicit_and_its_candidates_and_picks_by_ti
     assert faster.recommended != 0 and "measured 0.6" in faster.reason
 
 
+def test_the_plan_hands_its_held_back_check_to_the_measurement(cpu_plan, model_path, tmp_path):
+    """Every engine measured is judged on the plan's held-back samples; one that cannot run is timed, not judged."""
+    check = cpu_plan.engine_check
+    assert check is not None and len(check.feeds) == len(cpu_plan.held_back["held_back"])
+    source = StandIn({FP16: (1.0, 1.0, 1.0), INT8_IMPLICIT: (0.5, 0.5, 0.5), QDQ: (0.7, 0.7, 0.7)})
+    out = measure_plan(cpu_plan, model_path, work_dir=tmp_path / "w", measure_fn=source)
+    verdict = source.kw["check"](str(tmp_path / "no-engine"))  # no TensorRT here: a result saying why, not a raise
+    assert verdict["meets"] is None and verdict["error"]
+    assert out.measured["engine_check"] == {"samples": len(check.feeds), "judged": True, "notes": []}
+    # The stand-in judged nothing: implicit INT8 stays a reference, the Q/DQ candidate is the pick.
+    assert out.recommended != 0 and "kind" not in out.measured["pick"]
+    assert any("implicit INT8 (reference, not a candidate: its accuracy was not checked" in n for n in out.notes)
+
+
 def test_plan_measure_true_through_the_planner_and_the_interrupted_run(model_path, tmp_path):
     source = StandIn({FP16: (1.0,), QDQ: (0.5,)}, interrupted=True)
     p = plan(model_path, feeds(16), shapes=BIG, trt_version="8.6", progress=False,

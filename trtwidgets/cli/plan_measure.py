@@ -93,7 +93,8 @@ def add_arguments(parser):
 def run(args) -> int:
     import json
 
-    from ..core.common.atomic import write_text_atomic
+    from ..core.common.atomic import write_bytes_atomic, write_text_atomic
+    from ..core.plan.engine_check import CHECK_FILE
     from ..core.plan.plan_table import plan_table
     from ..core.plan.plan_values import load_plan
     from ..trt.plan_measure import measure_plan_doc, require_measurable
@@ -102,7 +103,8 @@ def run(args) -> int:
     doc = load_plan(out)
     _check(args)
     require_measurable("trtwidgets plan measure")
-    new = measure_plan_doc(doc, out / "candidates", args.model, **measure_keywords(args))
+    check, check_bytes = _engine_check(out, doc)
+    new = measure_plan_doc(doc, out / "candidates", args.model, check=check, **measure_keywords(args))
     table = plan_table(new)
     from ..core.common.file_set import replace_file_set
     from ..core.plan.plan_export import PLAN_FILES
@@ -115,6 +117,8 @@ def run(args) -> int:
         _write_pick(new, args.model or new.get("model"), folder)
         write_text_atomic(folder / "plan.json", json.dumps(new, indent=1))
         write_text_atomic(folder / "plan.html", html)
+        if check_bytes is not None:  # the set keeps the plan's held-back check as it was
+            write_bytes_atomic(folder / CHECK_FILE, check_bytes)
 
     # One set, as `plan` writes it: a kill leaves the earlier plan's files or the measured plan's, never a mix.
     replace_file_set(out, PLAN_FILES, write)
@@ -129,6 +133,19 @@ def run(args) -> int:
         print("interrupted: plan.json holds the measurements so far (marked partial)", file=sys.stderr)
         return 130
     return 0
+
+
+def _engine_check(out: Path, doc):
+    """The plan folder's held-back check and its bytes, or ``(None, None)`` with a line saying the engines go unjudged."""
+    from ..core.plan.engine_check import CHECK_FILE, EngineCheck
+
+    path = out / CHECK_FILE
+    if not path.is_file():
+        print(f"note: {path} is missing (a plan written before this version): the engines are timed, not judged "
+              "on the held-back samples, and implicit INT8 stays a reference; plan again to judge them",
+              file=sys.stderr)
+        return None, None
+    return EngineCheck.load(path, doc), path.read_bytes()
 
 
 def _write_pick(doc: dict, model, folder: Path) -> None:

@@ -87,7 +87,7 @@ class MeasureJob:
 
 @dataclass(frozen=True)
 class MeasureProgress:
-    """A progress event: ``stage`` is ``"build"`` or ``"time"``; ``done`` of ``total``; what it was about."""
+    """A progress event: ``stage`` is ``"build"``, ``"time"`` or ``"check"``; ``done`` of ``total``; what it was about."""
 
     stage: str
     done: int
@@ -101,6 +101,8 @@ class MeasureProgress:
             left = self.total - self.done
             how = "failed" if self.failed else ("cached" if self.cached else "built")
             return f"builds {self.done}/{self.total} done, {left} left ({self.name} {how})"
+        if self.stage == "check":
+            return f"accuracy of engine {self.done}/{self.total} on the held-back samples"
         return f"timing round {self.done}/{self.total}"
 
 
@@ -366,6 +368,19 @@ def _time_interleaved(engines: Mapping[str, str], shapes, rounds: int, runs: int
     return times, False
 
 
+def _judge_engines(engines: Mapping[str, str], check: Callable[[str], Mapping],
+                   progress) -> Tuple[Dict[str, Mapping], bool]:
+    """Key -> the engine's verdict on the held-back samples; ``(verdicts, interrupted)``: Ctrl-C keeps those done."""
+    out: Dict[str, Mapping] = {}
+    try:
+        for i, (key, path) in enumerate(engines.items()):
+            out[key] = dict(check(path))
+            _notify(progress, MeasureProgress("check", i + 1, len(engines)))
+    except KeyboardInterrupt:
+        return out, True
+    return out, False
+
+
 def _check_rounds(rounds: int, runs: int) -> None:
     if rounds < MIN_ROUNDS:
         raise UserError(f"{rounds} rounds are too few.",
@@ -379,7 +394,8 @@ def measure(jobs: Sequence[MeasureJob], cache_dir: Union[str, os.PathLike], shap
             rounds: int = MIN_ROUNDS, runs: int = 100, warmup: int = 10, opt_level: Optional[int] = None,
             progress: Union[bool, Callable[[MeasureProgress], None]] = True, gpus: Optional[int] = None,
             feeds: Optional[Mapping[str, np.ndarray]] = None,
-            build_limit_s: Optional[float] = None) -> MeasureReport:
+            build_limit_s: Optional[float] = None,
+            check: Optional[Callable[[str], Mapping]] = None) -> MeasureReport:
     """Build (or find in the cache) and time every job; see the module docstring.
 
     Parameters
@@ -406,6 +422,10 @@ def measure(jobs: Sequence[MeasureJob], cache_dir: Union[str, os.PathLike], shap
         then, implicit INT8 (a reference, often the slowest build) last on each GPU; at the limit
         the workers stop, finished builds are kept in the cache, and each build left says so as
         its error: the run goes on to time what was built.
+    check : callable, optional
+        ``check(engine_path) -> dict``: each engine built is judged after the timing (the plan's
+        held-back samples, :func:`~trtwidgets.trt.engine_outputs.engine_verdict`); the result is
+        the Measurement's ``accuracy``.
 
     Returns
     -------
@@ -430,6 +450,9 @@ def measure(jobs: Sequence[MeasureJob], cache_dir: Union[str, os.PathLike], shap
     times: Dict[str, List[float]] = {}
     if engines and not interrupted:
         times, interrupted = _time_interleaved(engines, shapes, rounds, runs, warmup, feeds, progress)
+    verdicts: Dict[str, Mapping] = {}
+    if check is not None and engines and not interrupted:
+        verdicts, interrupted = _judge_engines(engines, check, progress)
     out = []
     for job in jobs:
         key = key_of.get(job.name, "")
@@ -437,7 +460,7 @@ def measure(jobs: Sequence[MeasureJob], cache_dir: Union[str, os.PathLike], shap
         error = skip.get(job.name) or r.get("error") or ("" if key in built else "interrupted before its build")
         out.append(Measurement(job.name, job.kind, tuple(times.get(key, ())), key, job.estimate_ms,
                                frozenset(job.int8_layers), float(r.get("build_seconds", 0.0)),
-                               bool(r.get("cached", False)), error))
+                               bool(r.get("cached", False)), error, verdicts.get(key)))
     done_rounds = min((len(v) for v in times.values()), default=0)
     return MeasureReport(tuple(out), done_rounds, interrupted,
                          built=sum(1 for r in built.values() if not r["cached"] and not r["error"]),

@@ -115,7 +115,8 @@ def measure_plan_doc(doc: Mapping, work_dir: Union[str, os.PathLike], model=None
                      cache_dir: Union[str, os.PathLike, None] = None, top: int = MEASURE_TOP, rounds: int = MIN_ROUNDS,
                      runs: int = 100, warmup: int = 10, opt_level: Optional[int] = None, implicit: bool = True,
                      progress: Union[bool, Callable] = True, gpus: Optional[int] = None,
-                     measure_fn: Optional[Callable] = None, build_limit_s: Optional[float] = None) -> dict:
+                     measure_fn: Optional[Callable] = None, build_limit_s: Optional[float] = None,
+                     check=None) -> dict:
     """A plan's data with FP16, implicit INT8 and its top candidates measured, and the pick made by measurement.
 
     Parameters
@@ -133,11 +134,16 @@ def measure_plan_doc(doc: Mapping, work_dir: Union[str, os.PathLike], model=None
     rounds, runs, warmup, opt_level, progress, gpus
         As :func:`trtwidgets.trt.measure.measure` takes them.
     implicit : bool
-        Measure implicit INT8 too (a reference, never the pick), where this TensorRT has it.
+        Measure implicit INT8 too, where this TensorRT has it: a reference, and a pick only
+        when its engine meets the target on the held-back samples (``check``).
     measure_fn : callable, optional
         The measurement source (default :func:`trtwidgets.trt.measure.measure`).
     build_limit_s : float, optional
         Stop the builds after this many seconds and time what was built (None: no limit).
+    check : EngineCheck, optional
+        The plan's held-back samples and FP32's outputs (:mod:`trtwidgets.core.plan.engine_check`):
+        every engine built is run on them and judged by the plan's target (default: the plan's
+        own, or none: the engines are timed, not judged).
 
     Returns
     -------
@@ -151,13 +157,21 @@ def measure_plan_doc(doc: Mapping, work_dir: Union[str, os.PathLike], model=None
     work.mkdir(parents=True, exist_ok=True)
     jobs = _jobs(doc, model_path, work, measure_targets(doc, top), implicit)
     shapes = {k: tuple(int(d) for d in v) for k, v in (doc.get("input_shapes") or {}).items()}
-    limit = {} if build_limit_s is None else {"build_limit_s": build_limit_s}
+    extra = {} if build_limit_s is None else {"build_limit_s": build_limit_s}
+    record = None
+    if check is not None:
+        from .engine_outputs import engine_verdict
+
+        extra["check"] = lambda engine: engine_verdict(engine, check)
+        record = {"samples": len(check.feeds), "judged": bool(check.judges), "notes": list(check.notes)}
     report = measure_fn(jobs, cache_dir if cache_dir is not None else default_cache_dir(), shapes=shapes,
                         rounds=rounds, runs=runs, warmup=warmup, opt_level=opt_level, progress=progress, gpus=gpus,
-                        **limit)
+                        **extra)
+    cache = next((j.calibration_cache for j in jobs if j.kind == INT8_IMPLICIT), None)
     return apply_measurements(doc, report.measurements, rounds=report.rounds, interrupted=report.interrupted,
                               built=report.built, cached=report.cached, shapes=report.shapes,
-                              settings=dict(_settings(), opt_level=opt_level, runs=runs, warmup=warmup))
+                              settings=dict(_settings(), opt_level=opt_level, runs=runs, warmup=warmup),
+                              implicit_cache=cache, check=record)
 
 
 def _settings() -> dict:
@@ -176,6 +190,8 @@ def measure_plan(plan, model=None, *, work_dir: Union[str, os.PathLike, None] = 
     import tempfile
 
     model = model if model is not None else plan.model
+    if kw.get("check") is None and getattr(plan, "engine_check", None) is not None:
+        kw["check"] = plan.engine_check
     if work_dir is None:  # the candidates' exports are needed only while they build (the engines are cached)
         with tempfile.TemporaryDirectory(prefix="trtwidgets-measure-") as tmp:
             doc = measure_plan_doc(plan.to_dict(), tmp, model, **kw)

@@ -32,7 +32,8 @@ from ..common.errors import UserError
 __all__ = ["FP16", "INT8_IMPLICIT", "MeasuredLatency", "MeasuredPick", "Measurement", "known_estimates",
            "measurement_rows", "pick_measured", "placement_key"]
 
-#: Measurement kinds: the FP16 baseline, TensorRT's implicit INT8 (a reference, never picked), Q/DQ candidates.
+#: Measurement kinds: the FP16 baseline, TensorRT's implicit INT8 (picked only when its engine was judged on the
+#: held-back samples and met the target), Q/DQ candidates.
 FP16 = "fp16"
 INT8_IMPLICIT = "int8_implicit"
 QDQ = "qdq"
@@ -103,6 +104,10 @@ class Measurement:
     cached : bool
     error : str
         Why it has no time (build failed, interrupted), else empty.
+    accuracy : dict, optional
+        The engine's own accuracy on the plan's held-back samples
+        (:meth:`~trtwidgets.core.plan.engine_check.EngineCheck.verdict`: the worst channel
+        group, the task metric, ``meets``), or ``{"error": ...}``; None when not checked.
     """
 
     name: str
@@ -114,6 +119,7 @@ class Measurement:
     build_seconds: float = 0.0
     cached: bool = False
     error: str = ""
+    accuracy: Optional[Mapping] = field(default=None, compare=False)
 
     @property
     def median_ms(self) -> float:
@@ -138,7 +144,8 @@ class Measurement:
                 "median_ms": _json_float(self.median_ms), "spread_ms": _json_float(self.spread_ms),
                 "estimate_ms": _json_float(self.estimate_ms), "key": self.key,
                 "int8_layers": sorted(self.int8_layers), "build_seconds": float(self.build_seconds),
-                "cached": bool(self.cached), "error": self.error}
+                "cached": bool(self.cached), "error": self.error,
+                **({"accuracy": dict(self.accuracy)} if self.accuracy is not None else {})}
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "Measurement":
@@ -146,7 +153,8 @@ class Measurement:
         return cls(name=str(d["name"]), kind=str(d["kind"]), round_ms=tuple(float(t) for t in d.get("round_ms", ())),
                    key=str(d.get("key", "")), estimate_ms=float(d.get("estimate_ms", "nan")),
                    int8_layers=frozenset(d.get("int8_layers", ())), build_seconds=float(d.get("build_seconds", 0.0)),
-                   cached=bool(d.get("cached", False)), error=str(d.get("error", "")))
+                   cached=bool(d.get("cached", False)), error=str(d.get("error", "")),
+                   accuracy=dict(d["accuracy"]) if isinstance(d.get("accuracy"), Mapping) else None)
 
 
 @dataclass(frozen=True)
@@ -202,11 +210,12 @@ def pick_measured(measurements: Sequence[Measurement], meets: Mapping[str, bool]
     Parameters
     ----------
     measurements : sequence of Measurement
-        FP16 (required), implicit INT8 (reported, never picked: its accuracy is not known)
-        and the Q/DQ candidates.
+        FP16 (required), implicit INT8 and the Q/DQ candidates.
     meets : mapping
         Candidate name -> whether it meets the accuracy target. A candidate not in it is
-        never picked (its accuracy is unknown).
+        never picked (its accuracy is unknown). Implicit INT8 competes only when it is in it
+        with True: its engine was run on the held-back samples and met the target (ONNX
+        Runtime cannot predict it); otherwise it is reported as a reference.
     prefer_fp16_within_noise : bool
         When the fastest eligible candidate beats FP16 by no more than the noise, pick FP16
         (as fast as far as the run can tell, and more accurate).
@@ -226,8 +235,11 @@ def pick_measured(measurements: Sequence[Measurement], meets: Mapping[str, bool]
             continue
         noise = max(base.spread_ms, m.spread_ms)
         ratio = m.median_ms / base.median_ms
-        if m.kind == INT8_IMPLICIT:
-            notes.append(f"implicit INT8 (reference, not a candidate): {m.median_ms:.4f} ms, {ratio:.3f}x FP16.")
+        if m.kind == INT8_IMPLICIT and not meets.get(m.name, False):
+            why = ("its engine misses the accuracy target on the held-back samples" if m.name in meets
+                   else "its accuracy was not checked on the engine")
+            notes.append(f"implicit INT8 (reference, not a candidate: {why}): {m.median_ms:.4f} ms, "
+                         f"{ratio:.3f}x FP16.")
             continue
         if m.median_ms > base.median_ms + noise:
             notes.append(f"{m.name}: {m.median_ms:.4f} ms is slower than FP16 ({base.median_ms:.4f} ms) beyond "

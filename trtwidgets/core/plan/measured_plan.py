@@ -34,7 +34,7 @@ from ..engine.measured import (FP16, INT8_IMPLICIT, QDQ, Measurement, known_esti
                                pick_measured)
 
 __all__ = ["ESTIMATE_ERROR_FILE", "MEASURE_HINT", "MEASURE_TOP", "apply_measurements", "candidate_estimate_ms",
-           "candidate_job_name", "estimate_error_entries", "estimate_record", "estimate_text", "finish_latency",
+           "candidate_job_name", "engine_accuracy_text", "estimate_error_entries", "estimate_record", "estimate_text", "finish_latency",
            "measure_targets", "measurement_source"]
 
 #: Candidates built and timed besides FP16 and implicit INT8 (each a build of a few seconds to minutes).
@@ -101,17 +101,24 @@ def _json_row(row: Mapping) -> dict:
 
 def apply_measurements(doc: Mapping, measurements: Sequence[Measurement], *, rounds: int, interrupted: bool = False,
                        built: int = 0, cached: int = 0, shapes: Optional[Mapping] = None,
-                       settings: Optional[Mapping] = None) -> dict:
-    """The plan's data with its pick made again by measured time.
+                       settings: Optional[Mapping] = None, implicit_cache: Optional[str] = None,
+                       check: Optional[Mapping] = None) -> dict:
+    """The plan's data with its pick made again by measured time, judged on the engines where they were checked.
 
     Parameters
     ----------
     doc : mapping
         A plan's ``to_dict()`` (or ``plan.json``).
     measurements : sequence of Measurement
-        FP16 (named ``"fp16"``), implicit INT8 and candidates named by :func:`candidate_job_name`.
+        FP16 (named ``"fp16"``), implicit INT8 and candidates named by :func:`candidate_job_name`;
+        each with its engine's ``accuracy`` on the held-back samples where it was checked
+        (:mod:`.engine_check`).
     rounds, interrupted, built, cached, shapes, settings
         How the run went (:class:`trtwidgets.trt.measure.MeasureReport`), recorded as is.
+    implicit_cache : str, optional
+        The calibration cache implicit INT8 was built with (what deploying it needs).
+    check : mapping, optional
+        How the engines were judged (samples, notes), recorded as is.
 
     Returns
     -------
@@ -121,23 +128,33 @@ def apply_measurements(doc: Mapping, measurements: Sequence[Measurement], *, rou
         note per candidate left out and why, and ``measured``: the status (``"measured"`` or
         ``"partial"``), the measurements, the measured pick and one row per engine with
         estimate and measurement side by side.
+
+    Notes
+    -----
+    A candidate competes when ONNX Runtime scored it meeting the target and its engine, where
+    checked, meets it too. Implicit INT8 competes only when its engine was checked and meets
+    the target (ONNX Runtime cannot predict it). When implicit INT8 is the fastest beyond the
+    noise, it is ``measured["pick"]`` (with its calibration cache), and ``recommended`` stays
+    the best Q/DQ candidate (what ``plan export`` writes, and what TensorRT 10/11 build).
     """
     out = dict(doc)
     cands = list(doc["candidates"])
     before = int(doc.get("recommended", 0))
-    meets = {m.name: bool(cands[i]["meets_target"]) for m in measurements
-             if m.kind == QDQ and (i := _index_of(m.name)) is not None and 0 <= i < len(cands)}
+    notes = list(doc.get("notes", ()))
+    meets = _eligibility(cands, measurements, notes)
     rows = measurement_rows(measurements)
     for row, m in zip(rows, measurements):
         row["candidate"] = _index_of(m.name) if m.kind != INT8_IMPLICIT else None
         row["rounds"] = len(m.round_ms)
         row["error"] = m.error
+        row["engine_accuracy"] = dict(m.accuracy) if m.accuracy is not None else None
     record = {"status": "partial" if interrupted else "measured", "rounds": int(rounds),
               "interrupted": bool(interrupted), "built": int(built), "cached": int(cached),
               "shapes": {k: list(v) for k, v in (shapes or {}).items()}, "settings": dict(settings or {}),
               "measurements": [dict(m.to_dict(), candidate=r["candidate"]) for m, r in zip(measurements, rows)],
               "rows": [_json_row(r) for r in rows], "estimate_pick": before, "estimate_reason": doc.get("reason", "")}
-    notes = list(doc.get("notes", ()))
+    if check is not None:
+        record["engine_check"] = dict(check)
     try:
         pick = pick_measured(measurements, meets)
     except UserError as err:
@@ -150,16 +167,70 @@ def apply_measurements(doc: Mapping, measurements: Sequence[Measurement], *, rou
         notes.append(f"measurement: {err.what}")
         out["notes"] = notes
         return out
-    pick = _prefer_accurate(pick, measurements, meets, doc)
-    after = _index_of(pick.name) if pick.name != FP16 else 0
-    record["pick"] = dict(pick.to_dict(), candidate=after)
+    implicit = next((m for m in measurements if m.name == pick.name and m.kind == INT8_IMPLICIT), None)
+    exportable = pick
+    if implicit is not None:
+        exportable = pick_measured([m for m in measurements if m.kind != INT8_IMPLICIT], meets)
+        noise = max(implicit.spread_ms, next(m for m in measurements if m.name == exportable.name).spread_ms)
+        if exportable.median_ms <= implicit.median_ms + noise:
+            # As fast within the noise: the Q/DQ export wins (its accuracy is fixed by the export, it builds on 10/11).
+            notes.append(f"measured: implicit INT8 ({implicit.median_ms:.4f} ms) met the target on its engine but "
+                         f"was not faster than {exportable.name} ({exportable.median_ms:.4f} ms) beyond the noise "
+                         f"({noise:.4f} ms).")
+            pick, implicit = exportable, None
+    exportable = _prefer_accurate(exportable, measurements, meets, doc)
+    if implicit is None:
+        pick = exportable
+    after = _index_of(exportable.name) if exportable.name != FP16 else 0
     out["recommended"] = after
     old = next((r for r in rows if r["candidate"] == before and r["kind"] == QDQ), None)
-    out["reason"] = _reason(cands, before, after, pick, rounds, interrupted, old)
+    if implicit is not None:
+        record["pick"] = dict(pick.to_dict(), candidate=None, kind=INT8_IMPLICIT, calibration_cache=implicit_cache,
+                              accuracy=dict(implicit.accuracy or {}), export=dict(exportable.to_dict(),
+                                                                                  candidate=after))
+        out["reason"] = _implicit_reason(cands, after, pick, exportable, rounds, implicit, implicit_cache)
+    else:
+        record["pick"] = dict(pick.to_dict(), candidate=after)
+        out["reason"] = _reason(cands, before, after, pick, rounds, interrupted, old,
+                                next((m for m in measurements if m.name == pick.name), None))
     notes += [f"measured: {n}" for n in pick.notes]
     out["notes"] = notes
     out["measured"] = record
     return out
+
+
+def _eligibility(cands: Sequence[Mapping], measurements: Sequence[Measurement], notes: List[str]) -> dict:
+    """Name -> whether the engine may be picked: ONNX Runtime's verdict and the engine's own, where checked."""
+    meets = {}
+    for m in measurements:
+        engine = (m.accuracy or {}).get("meets")
+        if m.kind == QDQ:
+            i = _index_of(m.name)
+            if i is None or not 0 <= i < len(cands):
+                continue
+            predicted = bool(cands[i]["meets_target"])
+            meets[m.name] = predicted and engine is not False
+            if predicted and engine is False:
+                notes.append(f"{m.name}: ONNX Runtime scored it meeting the target; its engine misses it on the "
+                             f"held-back samples ({engine_accuracy_text(m.accuracy)}): not recommended.")
+        elif m.kind == INT8_IMPLICIT and engine is not None:
+            meets[m.name] = bool(engine)
+    return meets
+
+
+def engine_accuracy_text(acc: Optional[Mapping]) -> str:
+    """An engine's accuracy on the held-back samples in words ("" when not checked)."""
+    if not acc:
+        return ""
+    if acc.get("error"):
+        return f"not judged: {acc['error']}"
+    parts = []
+    if acc.get("metric") is not None and acc.get("metric_reference") is not None:
+        parts.append(f"metric {float(acc['metric']):.4f} vs FP32 {float(acc['metric_reference']):.4f}")
+    if acc.get("cosine") is not None:
+        parts.append(f"worst group cosine {float(acc['cosine']):.4f}")
+    n = acc.get("samples")
+    return ", ".join(parts) + (f", {n} samples" if n else "")
 
 
 def _judge(doc: Mapping):
@@ -201,13 +272,15 @@ def _prefer_accurate(pick, measurements: Sequence[Measurement], meets: Mapping[s
 
 
 def _reason(cands: Sequence[Mapping], before: int, after: int, pick, rounds: int, interrupted: bool,
-            old: Optional[Mapping]) -> str:
+            old: Optional[Mapping], measured: Optional[Measurement] = None) -> str:
     head = f"Partial measurement (interrupted; {rounds} round{'s' if rounds != 1 else ''}): " if interrupted else ""
     if after:
         c = cands[after]
         text = (f"{c['name']}: measured {1 / pick.speedup:.3f}x FP16 ({pick.median_ms:.4f} ms against FP16's "
                 f"{pick.fp16_ms:.4f} ms, median of {rounds} interleaved rounds, noise {pick.noise_ms:.4f} ms), "
-                f"the fastest measured candidate that meets the target, {len(c['quantized'])} INT8 layers.")
+                f"the fastest measured candidate that meets the target, {len(c['quantized'])} INT8 layers"
+                + (f"; its engine meets the target on the held-back samples ({engine_accuracy_text(measured.accuracy)})"
+                   if measured is not None and (measured.accuracy or {}).get("meets") else "") + ".")
     else:
         why = pick.reason[len("FP16: "):] if pick.reason.startswith("FP16: ") else pick.reason
         text = f"FP16 is best here (measured): {why}"
@@ -216,6 +289,21 @@ def _reason(cands: Sequence[Mapping], before: int, after: int, pick, rounds: int
                     else "not measured")
         text += f" The estimate had picked {cands[before]['name']} ({measured}; see the notes)."
     return head + text
+
+
+def _implicit_reason(cands: Sequence[Mapping], after: int, pick, exportable, rounds: int, implicit: Measurement,
+                     cache: Optional[str]) -> str:
+    text = (f"Implicit INT8 (TensorRT's calibrator with this plan's ranges{f', {cache}' if cache else ''}): measured "
+            f"{1 / pick.speedup:.3f}x FP16 ({pick.median_ms:.4f} ms against FP16's {pick.fp16_ms:.4f} ms, median of "
+            f"{rounds} interleaved rounds, noise {pick.noise_ms:.4f} ms), the fastest engine, and its engine meets the "
+            f"target on the held-back samples ({engine_accuracy_text(implicit.accuracy)}). Build it with INT8+FP16 and "
+            "that calibration cache (TensorRT 8.x/9.x; implicit INT8 is deprecated in 10 and gone in 11).")
+    if after:
+        text += (f" The fastest Q/DQ export, what `plan export` writes: {cands[after]['name']}, "
+                 f"{1 / exportable.speedup:.3f}x FP16.")
+    else:
+        text += " No Q/DQ export beat FP16: `plan export` writes FP16."
+    return text
 
 
 # -- the estimate's own record ------------------------------------------------------------------

@@ -44,7 +44,7 @@ def plan_options(doc: Mapping[str, Any]) -> QdqOptions:
 
 
 #: The files of a plan folder, replaced as one set (:func:`trtwidgets.core.common.file_set.replace_file_set`).
-PLAN_FILES = ("plan.json", "plan.html", "model.qdq.onnx")
+PLAN_FILES = ("plan.json", "plan.html", "model.qdq.onnx", "held_back.npz")
 
 
 def export_plan(model, plan_: Union[Plan, Mapping, str, os.PathLike], out_path: Union[str, os.PathLike, None] = None,

@@ -57,6 +57,7 @@ def with_metric(target: Optional[PlanTarget], metric=None, labels: Optional[np.n
         check_labels_have_a_metric(metric, labels)
         return target or PlanTarget()
     factory = metric_factory(metric, labels)
+    spec = metric if isinstance(metric, str) else ""  # text rebuilds the metric where the engines run
     if target is None:
-        return PlanTarget(cosine=None, metric_factory=factory)
-    return dataclasses.replace(target, metric=None, metric_name="", metric_factory=factory)
+        return PlanTarget(cosine=None, metric_factory=factory, metric_spec=spec)
+    return dataclasses.replace(target, metric=None, metric_name="", metric_factory=factory, metric_spec=spec)

@@ -46,6 +46,10 @@ class PlanTarget:
         ``f(reference_outputs, summary, samples) -> (metric, name)``: a metric that needs
         the float model's outputs or the sample count (mask IoU, top-1 against labels);
         the planner calls it once the reference is known.
+    metric_spec : str
+        The metric as text (``"detection"``, ``"top1"``, ``"package.module:function"``) when it was
+        given as text: what rebuilds it where the plan's engines are measured (``plan measure``).
+        Empty for a Python callable.
     """
 
     cosine: Optional[float] = 0.99
@@ -54,6 +58,7 @@ class PlanTarget:
     metric_name: str = ""
     max_metric_drop: Optional[float] = None
     metric_factory: Optional[Callable[..., Tuple[Callable, str]]] = field(default=None, compare=False, repr=False)
+    metric_spec: str = ""
 
     def __post_init__(self):
         if self.cosine is None and self.snr_db is None and self.metric is None and self.metric_factory is None:
@@ -79,8 +84,11 @@ class PlanTarget:
         return ", ".join(parts)
 
     def to_dict(self) -> dict:
-        return {"cosine": self.cosine, "snr_db": self.snr_db, "metric": self.metric_name or None,
-                "max_metric_drop": self.metric_drop if self.metric is not None else None}
+        out = {"cosine": self.cosine, "snr_db": self.snr_db, "metric": self.metric_name or None,
+               "max_metric_drop": self.metric_drop if self.metric is not None else None}
+        if self.metric_spec:
+            out["metric_spec"] = self.metric_spec
+        return out
 
 
 @dataclass(frozen=True)
@@ -208,6 +216,9 @@ class Plan:
         The model's fingerprint (:class:`~trtwidgets.core.calibration.fingerprint.ModelFingerprint`
         ``to_dict()``: SHA-256, input names and shapes): exporting the plan for another model is
         refused. Empty in a plan.json older than it.
+    engine_check : EngineCheck, optional
+        The held-back samples and FP32's outputs on them (:mod:`.engine_check`), for judging
+        built engines; written beside plan.json (``held_back.npz``), not into it.
     """
 
     model: str
@@ -228,6 +239,7 @@ class Plan:
     held_back: Dict[str, Any] = field(default_factory=dict)
     batch_axes: Dict[str, Any] = field(default_factory=dict)
     fingerprint: Dict[str, Any] = field(default_factory=dict)
+    engine_check: Optional[Any] = field(default=None, compare=False, repr=False)
 
     @property
     def pick(self) -> Candidate:

@@ -39,6 +39,7 @@ import onnx
 from ..calibration.fingerprint import fingerprint_of
 from ..qdq.options import QdqOptions
 from .accuracy_search import Candidates, Search, accuracy_search
+from .engine_check import EngineCheck
 from .judge import Judge
 from .measured_plan import finish_latency, measurement_source
 from .phases import (METHOD_ORDER, check_batch_fits, engine_shapes, evaluator, fit_calibration, latency_model, myelin_layers,
@@ -176,7 +177,8 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
     say("collecting statistics" if calibration is None and stats is None else "reading the statistics given")
     cal, described = fit_calibration(loaded, pdata.calib, opts, calibration, stats, progress)
     seconds: Dict[str, float] = {"statistics": time.perf_counter() - t0}
-    target = with_metric(target, metric, labels_for_held(labels, pdata))
+    held_labels = labels_for_held(labels, pdata)
+    target = with_metric(target, metric, held_labels)
     ev, target, notes = evaluator(loaded, pdata.held, target, opts, pdata.axes, pdata.run_batch())
     notes = list(pdata.notes) + notes
     search = Search(ev, Judge(target), (), progress, say)
@@ -197,7 +199,9 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
                   input_shapes=input_shapes, seconds=seconds, notes=tuple(notes), interrupted=interrupted,
                   placement={"dense_int8": bool(opts.dense_int8)}, options=opts.to_dict(),
                   held_back=pdata.split.to_dict(), batch_axes=pdata.axes.to_dict(),
-                  fingerprint=fingerprint_of(loaded).to_dict())
+                  fingerprint=fingerprint_of(loaded).to_dict(),
+                  engine_check=EngineCheck.of_plan(ev.feeds, ev.reference, pdata.axes, target, ev.metric_reference,
+                                                   held_labels))
     if source is not None:
         say("building and timing the candidates")
     return finish_latency(result, str(loaded.path), source)

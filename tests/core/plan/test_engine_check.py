@@ -1,0 +1,177 @@
+"""The plan's held-back check carried to the engines: judged as the plan judges, and implicit INT8 as a pick.
+
+What a real engine returns is exercised on the GPU (tests/gpu/test_measure.py); here the
+verdicts are computed from outputs (numbers), and the file round trip is real.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from trtwidgets.core.common.errors import UserError
+from trtwidgets.core.engine.measured import FP16, INT8_IMPLICIT, QDQ, Measurement
+from trtwidgets.core.model.batch_axis import BatchAxes
+from trtwidgets.core.plan.engine_check import CHECK_FILE, EngineCheck
+from trtwidgets.core.plan.measured_plan import apply_measurements, candidate_job_name
+from trtwidgets.core.plan.plan_accuracy import score_outputs
+from trtwidgets.core.plan.plan_target import with_metric
+
+from .test_measured_plan import CANDS, make_plan
+
+
+def _detector(seed=0, n=6, classes=3, anchors=64):
+    """Held-back samples and a packed [N, 4+C, A] detector output with confident anchors."""
+    rng = np.random.default_rng(seed)
+    feeds = [{"images": rng.normal(size=(1, 3, 8, 8)).astype(np.float32)} for _ in range(n)]
+    boxes = rng.uniform(10, 300, size=(n, 4, anchors)).astype(np.float32)
+    boxes[:, 2:] = rng.uniform(20, 60, size=(n, 2, anchors))
+    scores = rng.uniform(0, 0.1, size=(n, classes, anchors)).astype(np.float32)
+    for i in range(n):
+        scores[i, i % classes, rng.choice(anchors, 5, replace=False)] = 0.9
+    return feeds, {"output0": np.concatenate([boxes, scores], axis=1)}
+
+
+def _check(metric="detection", seed=0, cosine=None):
+    from trtwidgets.core.plan.phases import evaluator  # noqa: F401 - the planner builds the target the same way
+    from trtwidgets.core.plan.plan_values import PlanTarget
+
+    feeds, ref = _detector(seed)
+    target = with_metric(PlanTarget(cosine=cosine) if cosine is not None else None, metric)
+    made = target.metric_factory(ref, None, len(feeds))
+    target = target.__class__(cosine=target.cosine, snr_db=None, metric=made.fn, metric_name=made.name,
+                              max_metric_drop=made.default_drop, metric_spec=target.metric_spec)
+    axes = BatchAxes({"images": 0}, {"output0": 0})
+    return EngineCheck.of_plan(feeds, ref, axes, target, float(made.fn(ref)))
+
+
+def _lose_scores(ref, frac=0.6):
+    """The outputs with most confident class scores gone: boxes intact, so the pooled cosine stays high."""
+    out = {k: v.copy() for k, v in ref.items()}
+    s = out["output0"][:, 4:]
+    hit = np.argwhere(s > 0.5)
+    for i, c, a in hit[: int(len(hit) * frac)]:
+        s[i, c, a] = 0.05
+    return out
+
+
+def test_an_engine_is_judged_by_the_task_metric_not_the_pooled_cosine():
+    check = _check()
+    assert check.judges and check.metric_reference == pytest.approx(1.0)
+    same = check.verdict(check.reference)
+    assert same["meets"] is True and same["metric"] == pytest.approx(1.0) and same["samples"] == 6
+    lost = _lose_scores(check.reference)
+    assert score_outputs(check.reference, lost).pooled_cosine > 0.999  # what an output cosine would have passed
+    v = check.verdict(lost)
+    assert v["meets"] is False and v["metric"] < 0.95
+
+
+def test_the_check_file_round_trips_and_rebuilds_the_metric_from_its_spec(tmp_path):
+    check = _check()
+    path = check.save(tmp_path / CHECK_FILE)
+    doc = make_plan(CANDS).to_dict()
+    doc["target"] = dict(check.target.to_dict())
+    assert doc["target"]["metric_spec"] == "detection"
+    loaded = EngineCheck.load(path, json.loads(json.dumps(doc)))
+    assert len(loaded.feeds) == 6 and loaded.axes.inputs == {"images": 0}
+    np.testing.assert_array_equal(loaded.feeds[3]["images"], check.feeds[3]["images"])
+    np.testing.assert_array_equal(loaded.reference["output0"], check.reference["output0"])
+    lost = _lose_scores(check.reference)
+    assert loaded.verdict(lost)["meets"] is False and loaded.verdict(loaded.reference)["meets"] is True
+    assert loaded.verdict(lost)["metric"] == pytest.approx(check.verdict(lost)["metric"])
+    with np.load(path, allow_pickle=False) as z:  # plain arrays only: nothing to unpickle
+        assert all(z[k].dtype != object for k in z.files)
+
+
+def test_a_metric_that_cannot_travel_judges_by_the_cosine_or_not_at_all(tmp_path):
+    check = _check()
+    path = check.save(tmp_path / CHECK_FILE)
+    doc = make_plan(CANDS).to_dict()
+    doc["target"] = {"cosine": None, "snr_db": None, "metric": "my_metric", "max_metric_drop": 0.01}
+    loaded = EngineCheck.load(path, doc)
+    assert not loaded.judges and loaded.verdict(loaded.reference)["meets"] is None
+    assert any("Python function" in n and "by nothing" in n for n in loaded.notes)
+    doc["target"]["cosine"] = 0.99
+    loaded = EngineCheck.load(path, doc)
+    assert loaded.judges and loaded.target.metric is None
+    assert loaded.verdict(loaded.reference)["meets"] is True
+
+
+def test_a_file_of_another_kind_is_a_clear_error(tmp_path):
+    bad = tmp_path / CHECK_FILE
+    np.savez(bad, meta=np.array(json.dumps({"format": 99})))
+    with pytest.raises(UserError, match="not a held-back check"):
+        EngineCheck.load(bad, make_plan(CANDS).to_dict())
+
+
+def test_the_check_keeps_at_most_its_size_and_says_so():
+    feeds, ref = _detector()
+    check = EngineCheck.of_plan(feeds, ref, BatchAxes({"images": 0}, {"output0": 0}), None, None,
+                                max_bytes=3 * feeds[0]["images"].nbytes)
+    assert len(check.feeds) == 3 and check.reference["output0"].shape[0] == 3
+    assert "first 3 of the 6" in check.notes[0]
+
+
+# -- the pick, with the engines judged -----------------------------------------------------------
+
+def _ms(name, times, kind=QDQ, accuracy=None):
+    return Measurement(name, kind, tuple(times), accuracy=accuracy)
+
+
+MEETS = {"meets": True, "cosine": 0.998, "metric": 0.99, "metric_reference": 1.0, "samples": 8}
+MISSES = {"meets": False, "cosine": 0.93, "metric": 0.71, "metric_reference": 1.0, "samples": 8}
+
+
+def _doc_and_names():
+    doc = make_plan(CANDS).to_dict()
+    return doc, {i: candidate_job_name(i, doc["candidates"][i]) for i in (1, 2, 5)}
+
+
+def test_implicit_int8_is_the_pick_when_its_engine_meets_the_target_and_it_is_fastest():
+    doc, names = _doc_and_names()
+    runs = [_ms("fp16", (0.80, 0.81, 0.80), FP16, MEETS), _ms("int8_implicit", (0.60, 0.61, 0.60), INT8_IMPLICIT, MEETS),
+            _ms(names[1], (0.70, 0.71, 0.70), accuracy=MEETS), _ms(names[2], (0.75, 0.74, 0.75), accuracy=MEETS)]
+    out = apply_measurements(doc, runs, rounds=3, implicit_cache="/p/implicit_int8.cache")
+    pick = out["measured"]["pick"]
+    assert pick["kind"] == INT8_IMPLICIT and pick["calibration_cache"] == "/p/implicit_int8.cache"
+    assert pick["candidate"] is None and pick["accuracy"]["meets"] is True
+    assert out["recommended"] == 1 and pick["export"]["candidate"] == 1  # what plan export writes: the best Q/DQ
+    assert out["reason"].startswith("Implicit INT8") and "0.750x FP16" in out["reason"]
+    assert "metric 0.9900 vs FP32 1.0000" in out["reason"] and "INT8 everywhere" in out["reason"]
+    row = next(r for r in out["measured"]["rows"] if r["kind"] == INT8_IMPLICIT)
+    assert row["engine_accuracy"]["meets"] is True
+
+
+def test_implicit_int8_stays_a_reference_when_unjudged_missing_or_only_as_fast():
+    doc, names = _doc_and_names()
+    base = [_ms("fp16", (0.80, 0.81, 0.80), FP16), _ms(names[1], (0.70, 0.71, 0.70), accuracy=MEETS)]
+    for implicit, why in ((_ms("int8_implicit", (0.60, 0.60, 0.61), INT8_IMPLICIT), "not checked on the engine"),
+                          (_ms("int8_implicit", (0.60, 0.60, 0.61), INT8_IMPLICIT, MISSES), "misses the accuracy")):
+        out = apply_measurements(doc, base + [implicit], rounds=3)
+        assert out["measured"]["pick"]["candidate"] == 1 and "kind" not in out["measured"]["pick"]
+        assert any(why in n for n in out["notes"])
+    # As fast as the best Q/DQ export within the noise: the export wins (fixed accuracy, builds on TensorRT 10/11).
+    tie = _ms("int8_implicit", (0.695, 0.69, 0.70), INT8_IMPLICIT, MEETS)
+    out = apply_measurements(doc, base + [tie], rounds=3)
+    assert out["measured"]["pick"]["candidate"] == 1
+    assert any("not faster than" in n and "beyond the noise" in n for n in out["notes"])
+
+
+def test_a_candidate_whose_engine_misses_the_target_is_not_picked_whatever_onnx_runtime_said():
+    doc, names = _doc_and_names()
+    runs = [_ms("fp16", (0.80, 0.81, 0.80), FP16), _ms(names[1], (0.60, 0.61, 0.60), accuracy=MISSES),
+            _ms(names[2], (0.70, 0.71, 0.70), accuracy=MEETS)]
+    out = apply_measurements(doc, runs, rounds=3)
+    assert out["recommended"] == 2
+    assert any(names[1] in n and "its engine misses it" in n for n in out["notes"])
+    assert "its engine meets the target on the held-back samples" in out["reason"]
+    # An engine that could not be run is timed, not judged: ONNX Runtime's verdict stands.
+    runs[1] = _ms(names[1], (0.60, 0.61, 0.60), accuracy={"meets": None, "error": "UserError: shape"})
+    assert apply_measurements(doc, runs, rounds=3)["recommended"] == 1
+
+
+def test_measurements_keep_the_engine_accuracy_through_plan_json():
+    m = _ms("int8_implicit", (0.6, 0.61, 0.6), INT8_IMPLICIT, MEETS)
+    back = Measurement.from_dict(json.loads(json.dumps(m.to_dict())))
+    assert back.accuracy == MEETS and Measurement.from_dict(_ms("x", (1.0,)).to_dict()).accuracy is None

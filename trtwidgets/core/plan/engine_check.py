@@ -1,0 +1,240 @@
+"""The plan's accuracy check carried to the engines: held-back samples, FP32's outputs, the target.
+
+ONNX Runtime predicts a Q/DQ engine's accuracy; the engine is the fact. When a plan is
+measured on a GPU, every engine built (FP16, implicit INT8, each candidate) runs the
+held-back samples and is scored against FP32 exactly as the search scored the
+candidates: the worst channel group of every output (:func:`~.plan_accuracy.score_outputs`)
+and the task metric, judged by the plan's target (:class:`~.judge.Judge`). That is what
+lets implicit INT8 compete (TensorRT chooses its layers and their ranges' use, so ONNX
+Runtime cannot predict it) and what catches a candidate that ONNX Runtime flattered.
+
+The check travels with the plan: :data:`CHECK_FILE` beside plan.json holds the samples,
+FP32's outputs and the labels as plain arrays (read with ``allow_pickle=False``), and
+plan.json's target names the task metric as text (``metric_spec``), so that
+``trtwidgets plan measure PLAN_DIR`` on a GPU machine without ONNX Runtime judges the
+engines the same way. A metric given as a Python function cannot travel: the engines are
+then judged by the channel groups alone where the target has a cosine or SNR, and not
+judged otherwise (implicit INT8 stays a reference).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from ..common.errors import UserError
+from ..model.batch_axis import BatchAxes
+from .plan_accuracy import score_outputs
+from .plan_values import PlanAccuracy, PlanTarget
+
+__all__ = ["CHECK_FILE", "MAX_CHECK_BYTES", "EngineCheck", "target_from_record"]
+
+#: The check's file in a plan folder.
+CHECK_FILE = "held_back.npz"
+#: The samples kept in the file stop at this size (the plan says how many were kept).
+MAX_CHECK_BYTES = 256 * 2 ** 20
+_FORMAT = 1
+
+Feed = Dict[str, np.ndarray]
+
+
+def _finite(v) -> bool:
+    return isinstance(v, (int, float)) and math.isfinite(v)
+
+
+def target_from_record(record: Mapping, metric: Optional[Callable] = None, metric_name: str = "") -> Optional[PlanTarget]:
+    """plan.json's ``target`` as a :class:`PlanTarget` with ``metric`` (built again), or None when nothing is left.
+
+    A target whose metric could not be rebuilt keeps its cosine and SNR; with neither, nothing
+    can judge an engine (None).
+    """
+    cosine, snr = record.get("cosine"), record.get("snr_db")
+    drop = record.get("max_metric_drop")
+    if metric is None and cosine is None and snr is None:
+        return None
+    return PlanTarget(cosine=cosine, snr_db=snr, metric=metric, metric_name=metric_name or str(record.get("metric") or ""),
+                      max_metric_drop=None if drop is None else float(drop),
+                      metric_spec=str(record.get("metric_spec") or ""))
+
+
+@dataclass(frozen=True)
+class EngineCheck:
+    """Held-back samples and FP32's outputs on them, judged by the plan's target.
+
+    Attributes
+    ----------
+    feeds : tuple of dict
+        One feed per held-back sample (each input with its batch axis of 1 where it has one).
+    reference : dict
+        FP32's outputs on ``feeds``, batch first.
+    axes : BatchAxes
+        The batch axis of every input and output.
+    target : PlanTarget, optional
+        The plan's target with its metric built; None: nothing can judge the engines.
+    metric_reference : float, optional
+        The metric on ``reference`` (FP32's own value).
+    labels : array, optional
+        The held-back samples' labels (for a metric that reads them).
+    notes : tuple of str
+        What the check cannot do (a metric that did not travel, samples left out).
+    """
+
+    feeds: Tuple[Feed, ...]
+    reference: Dict[str, np.ndarray]
+    axes: BatchAxes
+    target: Optional[PlanTarget] = field(default=None, compare=False)
+    metric_reference: Optional[float] = None
+    labels: Optional[np.ndarray] = field(default=None, compare=False)
+    notes: Tuple[str, ...] = ()
+
+    @property
+    def judges(self) -> bool:
+        """True when an engine's outputs can be judged by the plan's target."""
+        return self.target is not None
+
+    def score(self, outputs: Mapping[str, np.ndarray]) -> PlanAccuracy:
+        """An engine's outputs (batch first, as :meth:`feeds` ran) scored as the planner scores a candidate."""
+        missing = [n for n in self.reference if n not in outputs]
+        if missing:
+            raise UserError(f"The engine has no output {', '.join(map(repr, missing))}.",
+                            "The engine was built from another model than the plan's.",
+                            "Measure the plan's own model (--model PATH).")
+        got = {n: np.asarray(outputs[n]) for n in self.reference}
+        for n, ref in self.reference.items():
+            if got[n].shape != np.asarray(ref).shape:
+                raise UserError(f"The engine's output {n!r} has shape {got[n].shape}, FP32's {np.asarray(ref).shape}.",
+                                "Each held-back sample must give the same output shape in the engine as in ONNX Runtime.",
+                                "Measure at the plan's own input shapes.")
+        s = score_outputs(self.reference, got)
+        metric = self.target.metric if self.target is not None else None
+        value = float(metric(got)) if metric is not None else None
+        return PlanAccuracy(cosine=float(s.cosine), snr_db=float(s.snr_db), metric=value,
+                            metric_reference=self.metric_reference if value is not None else None,
+                            worst_group=s.worst, pooled_cosine=float(s.pooled_cosine))
+
+    def verdict(self, outputs: Mapping[str, np.ndarray]) -> dict:
+        """``score(outputs).to_dict()`` with ``meets``: True/False by the target, None when nothing judges."""
+        acc = self.score(outputs)
+        meets = None
+        if self.target is not None:
+            from .judge import Judge
+
+            meets = bool(Judge(self.target).meets(acc))
+        return dict(acc.to_dict(), meets=meets, samples=len(self.feeds))
+
+    # -- the file ---------------------------------------------------------------------------------
+
+    def save(self, path: Union[str, Path]) -> Path:
+        """Write the samples, FP32's outputs and the labels to ``path`` (atomic; plain arrays only)."""
+        from ..common.atomic import write_bytes_atomic
+
+        names = sorted({k for f in self.feeds for k in f})
+        arrays: Dict[str, np.ndarray] = {}
+        for i, feed in enumerate(self.feeds):
+            for j, name in enumerate(names):
+                if name in feed:
+                    arrays[f"in{i}_{j}"] = np.asarray(feed[name])
+        outs = list(self.reference)
+        for j, name in enumerate(outs):
+            arrays[f"ref{j}"] = np.asarray(self.reference[name])
+        if self.labels is not None:
+            arrays["labels"] = np.asarray(self.labels)
+        meta = {"format": _FORMAT, "inputs": names, "outputs": outs, "samples": len(self.feeds),
+                "axes": {"inputs": dict(self.axes.inputs), "outputs": dict(self.axes.outputs)},
+                "metric_reference": self.metric_reference, "notes": list(self.notes)}
+        for a in arrays.values():
+            if a.dtype == object:
+                raise UserError("A held-back sample or output is not a plain array.", None,
+                                "Give numeric inputs; outputs of other types are left out of the check.")
+        arrays["meta"] = np.array(json.dumps(meta))
+        buf = io.BytesIO()
+        np.savez_compressed(buf, **arrays)
+        return write_bytes_atomic(path, buf.getvalue())
+
+    @classmethod
+    def load(cls, path: Union[str, Path], plan_doc: Mapping,
+             make_metric: Optional[Callable[[str, Mapping, Optional[np.ndarray]], Tuple[Callable, str]]] = None
+             ) -> "EngineCheck":
+        """The check of a plan folder: ``path`` (:data:`CHECK_FILE`) with plan.json's target.
+
+        ``make_metric(spec, reference, labels) -> (metric, name)`` rebuilds the task metric
+        from ``target.metric_spec`` (default: the registry's :func:`~..accuracy.task_metrics.make_task_metric`).
+
+        Raises
+        ------
+        UserError
+            The file is not a check this version writes.
+        """
+        try:
+            with np.load(str(path), allow_pickle=False) as z:
+                meta = json.loads(str(z["meta"]))
+                if meta.get("format") != _FORMAT:
+                    raise ValueError(f"format {meta.get('format')!r}")
+                feeds = [{name: np.array(z[f"in{i}_{j}"]) for j, name in enumerate(meta["inputs"])
+                          if f"in{i}_{j}" in z.files} for i in range(int(meta["samples"]))]
+                reference = {name: np.array(z[f"ref{j}"]) for j, name in enumerate(meta["outputs"])}
+                labels = np.array(z["labels"]) if "labels" in z.files else None
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise UserError(f"{path} is not a held-back check this version of trtwidgets reads ({exc}).",
+                            "plan writes it beside plan.json: the held-back samples and FP32's outputs on them.",
+                            "Plan again with this version (or leave the file out: the engines are then timed, "
+                            "not judged).") from None
+        axes = BatchAxes({k: v for k, v in meta["axes"]["inputs"].items()},
+                         {k: v for k, v in meta["axes"]["outputs"].items()})
+        record = dict(plan_doc.get("target") or {})
+        notes = list(meta.get("notes") or [])
+        metric, name = None, ""
+        spec = str(record.get("metric_spec") or "")
+        if spec:
+            if make_metric is None:
+                from ..accuracy.task_metrics import make_task_metric
+
+                made = make_task_metric(spec, reference, labels)
+                metric, name = made.fn, made.name
+            else:
+                metric, name = make_metric(spec, reference, labels)
+        elif record.get("metric"):
+            notes.append(f"the plan's metric ({record['metric']}) was a Python function, which a plan folder cannot "
+                         "carry: the engines are judged " + ("by the target's cosine/SNR alone"
+                                                            if record.get("cosine") is not None
+                                                            or record.get("snr_db") is not None else "by nothing"))
+        target = target_from_record(record, metric, name)
+        ref_value = meta.get("metric_reference")
+        if metric is not None and not _finite(ref_value):
+            ref_value = float(metric(reference))
+        return cls(tuple(feeds), reference, axes, target, ref_value if metric is not None else None, labels,
+                   tuple(notes))
+
+    @classmethod
+    def of_plan(cls, feeds: Sequence[Feed], reference: Mapping[str, np.ndarray], axes: BatchAxes,
+                target: PlanTarget, metric_reference: Optional[float], labels=None,
+                max_bytes: int = MAX_CHECK_BYTES) -> "EngineCheck":
+        """The planner's check: its held-back samples and reference, at most ``max_bytes`` of samples kept."""
+        keep, size = 0, 0
+        for f in feeds:
+            size += sum(np.asarray(v).nbytes for v in f.values())
+            if size > max_bytes and keep:
+                break
+            keep += 1
+        notes: List[str] = []
+        ref = dict(reference)
+        if keep < len(feeds):
+            notes.append(f"the engines are judged on the first {keep} of the {len(feeds)} held-back samples "
+                         f"(the check file stops at {max_bytes // 2 ** 20} MiB)")
+            ref = {k: np.asarray(v)[:keep] for k, v in reference.items()}
+            labels = None if labels is None else np.asarray(labels)[:keep]
+            if target is not None and target.metric is not None and target.metric_spec:
+                from ..accuracy.task_metrics import make_task_metric
+
+                made = make_task_metric(target.metric_spec, ref, labels)
+                import dataclasses
+
+                target = dataclasses.replace(target, metric=made.fn)
+                metric_reference = float(made.fn(ref))
+        return cls(tuple(dict(f) for f in feeds[:keep]), ref, axes, target, metric_reference, labels, tuple(notes))
