@@ -326,6 +326,10 @@ def plan_family(name: str, timeout_s: int, batch: int = 1, reuse: bool = False) 
         out = ZOO / "families" / name / f"plan_b{batch}" / "plan.json"
         out.parent.mkdir(parents=True, exist_ok=True)
         plan.save_json(out)
+        if plan.engine_check is not None:  # what the GPU run judges the engines by
+            from trtwidgets.core.plan.engine_check import CHECK_FILE
+
+            plan.engine_check.save(out.parent / CHECK_FILE)
     except _Timeout:
         row.update(status="timeout", error=f"no pick within {timeout_s} s on this CPU")
     except Exception as exc:  # noqa: BLE001 - the report says what fails and why
@@ -336,6 +340,33 @@ def plan_family(name: str, timeout_s: int, batch: int = 1, reuse: bool = False) 
         signal.alarm(0)
     row["seconds"] = round(time.perf_counter() - t0, 1)
     return row
+
+
+def check_family(name: str, batch: int) -> str:
+    """Write the held-back check (``held_back.npz``) beside a plan made before plans carried one.
+
+    The same samples, axes and metric as ``plan`` uses (:func:`~trtwidgets.core.plan.phases.evaluator`),
+    and the metric's text into plan.json's target, so that the GPU run judges the engines as the plan did.
+    """
+    from trtwidgets.core.model.load import load_model
+    from trtwidgets.core.plan.engine_check import CHECK_FILE, EngineCheck
+    from trtwidgets.core.plan.phases import evaluator
+    from trtwidgets.core.plan.plan_data import read_plan_data
+    from trtwidgets.core.plan.plan_target import with_metric
+    from trtwidgets.core.qdq.options import QdqOptions
+
+    folder = ZOO / "families" / name / f"plan_b{batch}"
+    doc = json.loads((folder / "plan.json").read_text())
+    files = prepare(name, reuse=True)
+    loaded = load_model(files["model"])
+    data = read_plan_data(loaded, files["calib"], held_back=files["heldback"])
+    target = with_metric(None, FAMILIES[name]["metric"])
+    ev, target, _ = evaluator(loaded, data.held, target, QdqOptions(), data.axes, data.run_batch())
+    check = EngineCheck.of_plan(ev.feeds, ev.reference, data.axes, target, ev.metric_reference)
+    check.save(folder / CHECK_FILE)
+    doc["target"]["metric_spec"] = target.metric_spec
+    (folder / "plan.json").write_text(json.dumps(doc, indent=1))
+    return f"{folder / CHECK_FILE}: {len(check.feeds)} samples, metric {target.metric_name} = {ev.metric_reference}"
 
 
 def _pick_record(plan) -> dict:
@@ -431,7 +462,7 @@ def gpu_table(cpu_rows: List[dict], gpu_dir: Path) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=("list", "prepare", "plan", "table", "gpu-table"))
+    ap.add_argument("command", choices=("list", "prepare", "plan", "check", "table", "gpu-table"))
     ap.add_argument("--gpu-results", default=str(ROOT / "benchmarks" / "results" / "trust" / "zoo_gpu"),
                     help="folder of scripts/gpu_zoo_measure.py results (<family>-b<batch>.json), for 'gpu-table'")
     ap.add_argument("--families", default=",".join(FAMILIES))
@@ -457,6 +488,10 @@ def main(argv=None) -> int:
         report = Path(a.out) if a.out else ZOO / "families" / "report.json"
         rows = json.loads(report.read_text())
         print(gpu_table([r for r in rows if r["family"] in names], Path(a.gpu_results)))
+        return 0
+    if a.command == "check":
+        for n in names:
+            print(check_family(n, a.batch), flush=True)
         return 0
     if a.command == "prepare":
         for n in names:

@@ -20,7 +20,9 @@ onnx and tensorrt only::
 (``benchmarks/resnet50.py`` is seeded: the same names and weights as the CPU's file). Each result,
 ``<out>/<job>.json``, holds the measured plan (``plan``) and a record per engine: per-round medians,
 median, spread, build seconds, and its layers from the engine inspector (INT8 layers, reformats,
-standalone PointWise and Scale layers). ``benchmarks/zoo_families.py gpu-table`` reads them.
+standalone PointWise and Scale layers), and, where the plan folder has its held-back check
+(``held_back.npz``), each engine's accuracy on the held-back samples judged by the family's task
+metric. ``benchmarks/zoo_families.py gpu-table`` reads them.
 """
 
 from __future__ import annotations
@@ -61,6 +63,14 @@ def _model_for(family: str, models: Path, work: Path) -> Path:
     return path
 
 
+def _engine_check(folder: Path, doc: dict):
+    """The plan's held-back check (``held_back.npz``, ``zoo_families.py check`` writes it), or None."""
+    from trtwidgets.core.plan.engine_check import CHECK_FILE, EngineCheck
+
+    path = folder / CHECK_FILE
+    return EngineCheck.load(path, doc) if path.is_file() else None
+
+
 def run_job(spec: str, args) -> dict:
     """Measure one plan (``<family>-b<batch>[@TOP]``); the result record (also on failure, with the error)."""
     import onnx
@@ -82,9 +92,10 @@ def run_job(spec: str, args) -> dict:
             onnx.save(at_shapes(onnx.load(str(_model_for(family, Path(args.models), Path(args.work)))), shapes),
                       str(float_model))
         cache = Path(args.cache_dir)
+        check = _engine_check(Path(args.plans) / job, doc)
         new = measure_plan_doc(doc, work, str(float_model), cache_dir=cache, top=int(top or args.top), rounds=args.rounds,
                                runs=args.runs, opt_level=args.opt_level, progress=True, gpus=1,
-                               build_limit_s=args.build_limit or None)
+                               build_limit_s=args.build_limit or None, check=check)
         builds = []
         for m in new["measured"]["measurements"]:
             builds.append(dict(m, layers=layer_counts(cache / m["key"]) if m.get("key") else {}))

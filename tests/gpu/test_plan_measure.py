@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import time
 
@@ -119,3 +120,39 @@ def test_plan_measure_the_demo_classifier_at_batch_32(tmp_path_factory):
     _check(first)
     _check(second)
     assert second["measured"]["built"] == 0 and second["measured"]["cached"] >= 2
+
+
+def test_plan_measure_judges_every_engine_on_the_held_back_samples(tmp_path_factory):
+    """The plan's held-back check (a committed CPU plan of the demo classifier at batch 32, with its
+    held_back.npz) runs through every engine built: each measurement carries its engine's accuracy,
+    FP16's meets the task metric, and implicit INT8 is picked only when its engine meets it too."""
+    from trtwidgets.core.plan.engine_check import CHECK_FILE
+
+    work = artifacts_dir(tmp_path_factory, "plan_measure") / "cls_b32_check"
+    plan_dir = fresh_dir(work, "plan")
+    shutil.copytree(ROOT / "tests" / "fixtures" / "plans" / "cls_b32_check", plan_dir)
+    model = ROOT / "trtwidgets" / "demo" / "ch_ppocr_mobile_v2.0_cls_infer.onnx"
+    before = (plan_dir / CHECK_FILE).read_bytes()
+    assert main(["plan", "measure", str(plan_dir), "--model", str(model), *OPTS]) == 0
+    doc = json.loads((plan_dir / "plan.json").read_text())
+    _check_judged(doc)
+    assert (plan_dir / CHECK_FILE).read_bytes() == before  # the plan keeps its check for the next measurement
+
+
+def _check_judged(doc):
+    measured = doc["measured"]
+    assert measured["engine_check"]["judged"] and measured["engine_check"]["samples"] >= 8
+    for m in measured["measurements"]:
+        if m["error"]:
+            continue
+        acc = m["accuracy"]
+        print(f"{m['name'][:40]:40s} {m['median_ms']:.4f} ms  engine: {acc}")
+        assert "error" not in acc, acc
+        assert acc["meets"] in (True, False) and acc["samples"] == measured["engine_check"]["samples"]
+        if m["kind"] == "fp16":
+            assert acc["meets"] and acc["metric"] >= acc["metric_reference"] - 0.01
+    pick = measured["pick"]
+    if pick.get("kind") == "int8_implicit":
+        assert pick["accuracy"]["meets"] and os.path.isfile(pick["calibration_cache"])
+        assert doc["reason"].startswith("Implicit INT8")
+    print(doc["reason"])

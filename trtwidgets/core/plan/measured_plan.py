@@ -143,18 +143,7 @@ def apply_measurements(doc: Mapping, measurements: Sequence[Measurement], *, rou
     notes = list(doc.get("notes", ()))
     meets = _eligibility(cands, measurements, notes)
     rows = measurement_rows(measurements)
-    for row, m in zip(rows, measurements):
-        row["candidate"] = _index_of(m.name) if m.kind != INT8_IMPLICIT else None
-        row["rounds"] = len(m.round_ms)
-        row["error"] = m.error
-        row["engine_accuracy"] = dict(m.accuracy) if m.accuracy is not None else None
-    record = {"status": "partial" if interrupted else "measured", "rounds": int(rounds),
-              "interrupted": bool(interrupted), "built": int(built), "cached": int(cached),
-              "shapes": {k: list(v) for k, v in (shapes or {}).items()}, "settings": dict(settings or {}),
-              "measurements": [dict(m.to_dict(), candidate=r["candidate"]) for m, r in zip(measurements, rows)],
-              "rows": [_json_row(r) for r in rows], "estimate_pick": before, "estimate_reason": doc.get("reason", "")}
-    if check is not None:
-        record["engine_check"] = dict(check)
+    record = _record(doc, measurements, rows, rounds, interrupted, built, cached, shapes, settings, check)
     try:
         pick = pick_measured(measurements, meets)
     except UserError as err:
@@ -164,39 +153,64 @@ def apply_measurements(doc: Mapping, measurements: Sequence[Measurement], *, rou
         out["measured"] = record
         out["reason"] = f"{doc.get('reason', '')} Not measured: {err.what} The pick is still the estimate's; " \
                         f"{MEASURE_HINT}."
-        notes.append(f"measurement: {err.what}")
-        out["notes"] = notes
+        out["notes"] = notes + [f"measurement: {err.what}"]
         return out
+    pick, exportable, implicit = _implicit_or_export(pick, measurements, meets, doc, notes)
+    after = _index_of(exportable.name) if exportable.name != FP16 else 0
+    out["recommended"] = after
+    old = next((r for r in rows if r["candidate"] == before and r["kind"] == QDQ), None)
+    if implicit is not None:
+        record["pick"] = dict(pick.to_dict(), candidate=None, kind=INT8_IMPLICIT, calibration_cache=implicit_cache,
+                              accuracy=dict(implicit.accuracy or {}),
+                              export=dict(exportable.to_dict(), candidate=after))
+        out["reason"] = _implicit_reason(cands, after, pick, exportable, rounds, implicit, implicit_cache)
+    else:
+        record["pick"] = dict(pick.to_dict(), candidate=after)
+        out["reason"] = _reason(cands, before, after, pick, rounds, interrupted, old,
+                                next((m for m in measurements if m.name == pick.name), None))
+    out["notes"] = notes + [f"measured: {n}" for n in pick.notes]
+    out["measured"] = record
+    return out
+
+
+def _record(doc: Mapping, measurements: Sequence[Measurement], rows: List[dict], rounds: int, interrupted: bool,
+            built: int, cached: int, shapes, settings, check) -> dict:
+    """``measured`` of plan.json, before the pick: how the run went and one row per engine."""
+    for row, m in zip(rows, measurements):
+        row["candidate"] = _index_of(m.name) if m.kind != INT8_IMPLICIT else None
+        row["rounds"] = len(m.round_ms)
+        row["error"] = m.error
+        row["engine_accuracy"] = dict(m.accuracy) if m.accuracy is not None else None
+    record = {"status": "partial" if interrupted else "measured", "rounds": int(rounds),
+              "interrupted": bool(interrupted), "built": int(built), "cached": int(cached),
+              "shapes": {k: list(v) for k, v in (shapes or {}).items()}, "settings": dict(settings or {}),
+              "measurements": [dict(m.to_dict(), candidate=r["candidate"]) for m, r in zip(measurements, rows)],
+              "rows": [_json_row(r) for r in rows], "estimate_pick": int(doc.get("recommended", 0)),
+              "estimate_reason": doc.get("reason", "")}
+    if check is not None:
+        record["engine_check"] = dict(check)
+    return record
+
+
+def _implicit_or_export(pick, measurements: Sequence[Measurement], meets: Mapping[str, bool], doc: Mapping,
+                        notes: List[str]):
+    """``(pick, best exportable pick, implicit INT8's Measurement or None)``.
+
+    Implicit INT8 stays the pick only when it is faster than the best Q/DQ export (or FP16) beyond
+    the noise: as fast, the export wins (its accuracy is fixed by the export, and it builds on 10/11).
+    """
     implicit = next((m for m in measurements if m.name == pick.name and m.kind == INT8_IMPLICIT), None)
     exportable = pick
     if implicit is not None:
         exportable = pick_measured([m for m in measurements if m.kind != INT8_IMPLICIT], meets)
         noise = max(implicit.spread_ms, next(m for m in measurements if m.name == exportable.name).spread_ms)
         if exportable.median_ms <= implicit.median_ms + noise:
-            # As fast within the noise: the Q/DQ export wins (its accuracy is fixed by the export, it builds on 10/11).
             notes.append(f"measured: implicit INT8 ({implicit.median_ms:.4f} ms) met the target on its engine but "
                          f"was not faster than {exportable.name} ({exportable.median_ms:.4f} ms) beyond the noise "
                          f"({noise:.4f} ms).")
-            pick, implicit = exportable, None
+            implicit = None
     exportable = _prefer_accurate(exportable, measurements, meets, doc)
-    if implicit is None:
-        pick = exportable
-    after = _index_of(exportable.name) if exportable.name != FP16 else 0
-    out["recommended"] = after
-    old = next((r for r in rows if r["candidate"] == before and r["kind"] == QDQ), None)
-    if implicit is not None:
-        record["pick"] = dict(pick.to_dict(), candidate=None, kind=INT8_IMPLICIT, calibration_cache=implicit_cache,
-                              accuracy=dict(implicit.accuracy or {}), export=dict(exportable.to_dict(),
-                                                                                  candidate=after))
-        out["reason"] = _implicit_reason(cands, after, pick, exportable, rounds, implicit, implicit_cache)
-    else:
-        record["pick"] = dict(pick.to_dict(), candidate=after)
-        out["reason"] = _reason(cands, before, after, pick, rounds, interrupted, old,
-                                next((m for m in measurements if m.name == pick.name), None))
-    notes += [f"measured: {n}" for n in pick.notes]
-    out["notes"] = notes
-    out["measured"] = record
-    return out
+    return (pick if implicit is not None else exportable), exportable, implicit
 
 
 def _eligibility(cands: Sequence[Mapping], measurements: Sequence[Measurement], notes: List[str]) -> dict:

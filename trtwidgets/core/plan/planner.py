@@ -177,8 +177,7 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
     say("collecting statistics" if calibration is None and stats is None else "reading the statistics given")
     cal, described = fit_calibration(loaded, pdata.calib, opts, calibration, stats, progress)
     seconds: Dict[str, float] = {"statistics": time.perf_counter() - t0}
-    held_labels = labels_for_held(labels, pdata)
-    target = with_metric(target, metric, held_labels)
+    target = with_metric(target, metric, held_labels := labels_for_held(labels, pdata))
     ev, target, notes = evaluator(loaded, pdata.held, target, opts, pdata.axes, pdata.run_batch())
     notes = list(pdata.notes) + notes
     search = Search(ev, Judge(target), (), progress, say)
