@@ -17,6 +17,7 @@ from trtwidgets.core.plan.engine_check import CHECK_FILE, EngineCheck
 from trtwidgets.core.plan.measured_plan import apply_measurements, candidate_job_name
 from trtwidgets.core.plan.plan_accuracy import score_outputs
 from trtwidgets.core.plan.plan_target import with_metric
+from trtwidgets.core.plan.plan_values import PlanTarget
 
 from .test_measured_plan import CANDS, make_plan
 
@@ -33,15 +34,13 @@ def _detector(seed=0, n=6, classes=3, anchors=64):
     return feeds, {"output0": np.concatenate([boxes, scores], axis=1)}
 
 
-def _check(metric="detection", seed=0, cosine=None):
-    from trtwidgets.core.plan.phases import evaluator  # noqa: F401 - the planner builds the target the same way
-    from trtwidgets.core.plan.plan_values import PlanTarget
-
+def _check(metric="detection", seed=0):
+    """The check the planner makes (:func:`~trtwidgets.core.plan.phases.evaluator` builds the target the same way)."""
     feeds, ref = _detector(seed)
-    target = with_metric(PlanTarget(cosine=cosine) if cosine is not None else None, metric)
+    target = with_metric(None, metric)
     made = target.metric_factory(ref, None, len(feeds))
-    target = target.__class__(cosine=target.cosine, snr_db=None, metric=made.fn, metric_name=made.name,
-                              max_metric_drop=made.default_drop, metric_spec=target.metric_spec)
+    target = PlanTarget(cosine=None, metric=made.fn, metric_name=made.name, max_metric_drop=made.default_drop,
+                        metric_spec=target.metric_spec)
     axes = BatchAxes({"images": 0}, {"output0": 0})
     return EngineCheck.of_plan(feeds, ref, axes, target, float(made.fn(ref)))
 
@@ -175,3 +174,18 @@ def test_measurements_keep_the_engine_accuracy_through_plan_json():
     m = _ms("int8_implicit", (0.6, 0.61, 0.6), INT8_IMPLICIT, MEETS)
     back = Measurement.from_dict(json.loads(json.dumps(m.to_dict())))
     assert back.accuracy == MEETS and Measurement.from_dict(_ms("x", (1.0,)).to_dict()).accuracy is None
+
+
+def test_the_table_shows_each_engine_verdict_and_implicit_int8_as_the_measured_pick():
+    from trtwidgets.core.plan.plan_table import plan_table
+
+    doc, names = _doc_and_names()
+    runs = [_ms("fp16", (0.80, 0.81, 0.80), FP16, MEETS), _ms("int8_implicit", (0.60, 0.61, 0.60), INT8_IMPLICIT, MEETS),
+            _ms(names[1], (0.70, 0.71, 0.70), accuracy=MISSES), _ms(names[2], (0.75, 0.74, 0.75), accuracy=MEETS)]
+    lines = plan_table(apply_measurements(doc, runs, rounds=3)).splitlines()
+    assert "on engine" in lines[0]
+    assert lines[2].startswith("  INT8 everywhere") and "0.7100 miss" in lines[2]  # ONNX Runtime said it meets
+    assert lines[3].startswith("->INT8 where it pays") and "0.9900   ok" in lines[3]
+    assert lines[-1].startswith("=>implicit INT8") and "0.750" in lines[-1] and lines[-1].endswith("meets")
+    # Unmeasured plans keep the old table: no engine column, no implicit row.
+    assert "on engine" not in plan_table(doc) and "implicit" not in plan_table(doc)
