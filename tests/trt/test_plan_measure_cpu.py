@@ -30,20 +30,27 @@ BIG = {"x": (32, 64, 56, 56)}  # compute bound: INT8 pays, so the plan has INT8 
 class StandIn:
     """A measurement source that times each job as told (ms per job kind / candidate), and records the jobs."""
 
-    def __init__(self, times, interrupted=False):
+    def __init__(self, times, interrupted=False, accuracy=None):
         self.times, self.interrupted, self.jobs, self.kw = times, interrupted, [], {}
+        self.accuracy = accuracy or {}  # job kind -> the engine's verdict, as a judged run records it
 
     def __call__(self, jobs, cache_dir, **kw):
         self.jobs, self.kw = list(jobs), dict(kw, cache_dir=cache_dir)
         out = []
         for j in jobs:
             t = self.times.get(j.name, self.times.get(j.kind))
-            out.append(Measurement(j.name, j.kind, tuple(t or ()), f"key-{j.model_path}", j.estimate_ms,
-                                   j.int8_layers, error="" if t else "interrupted before its build"))
+            out.append(Measurement(j.name, j.kind, tuple(t or ()), _key(j), j.estimate_ms,
+                                   j.int8_layers, error="" if t else "interrupted before its build",
+                                   accuracy=self.accuracy.get(j.kind)))
         if callable(kw.get("progress")):
             kw["progress"](MeasureProgress("build", 1, len(jobs), jobs[0].name))
         return MeasureReport(tuple(out), rounds=min((len(t) for t in self.times.values()), default=0),
                              interrupted=self.interrupted, built=len(jobs), shapes=dict(kw.get("shapes") or {}))
+
+
+def _key(job):
+    """A build key per distinct build: the model for FP16 and the candidates, the kind for implicit INT8."""
+    return f"key-{job.kind}" if job.kind == INT8_IMPLICIT else f"key-{job.model_path}"
 
 
 @pytest.fixture(scope="module")
@@ -97,6 +104,22 @@ def test_the_plan_hands_its_held_back_check_to_the_measurement(cpu_plan, model_p
     # The stand-in judged nothing: implicit INT8 stays a reference, the Q/DQ candidate is the pick.
     assert out.recommended != 0 and "kind" not in out.measured["pick"]
     assert any("implicit INT8 (reference, not a candidate: its accuracy was not checked" in n for n in out.notes)
+
+
+def test_an_implicit_pick_names_the_calibration_cache_kept_beside_its_engine(cpu_plan, model_path, tmp_path):
+    """The work folder of tw.plan(measure=True) is temporary; the engine cache keeps the implicit build's folder."""
+    engines = tmp_path / "engines"
+    (engines / f"key-{INT8_IMPLICIT}").mkdir(parents=True)
+    (engines / f"key-{INT8_IMPLICIT}" / "calibration.cache").write_text("TRT-8600-EntropyCalibration2\n")
+    meets = {"meets": True, "cosine": 0.999, "metric": None, "metric_reference": None, "samples": 4}
+    source = StandIn({FP16: (1.0, 1.0, 1.0), INT8_IMPLICIT: (0.5, 0.5, 0.5), QDQ: (0.7, 0.7, 0.7)},
+                     accuracy={FP16: meets, INT8_IMPLICIT: meets, QDQ: meets})
+    out = measure_plan(cpu_plan, model_path, cache_dir=engines, measure_fn=source)
+    pick = out.measured["pick"]
+    assert pick["kind"] == INT8_IMPLICIT and pick["calibration_cache"] == str(engines / f"key-{INT8_IMPLICIT}" /
+                                                                               "calibration.cache")
+    assert out.reason.startswith("Implicit INT8") and pick["calibration_cache"] in out.reason
+    assert out.recommended != 0  # the fastest Q/DQ export stays what plan export writes
 
 
 def test_plan_measure_true_through_the_planner_and_the_interrupted_run(model_path, tmp_path):

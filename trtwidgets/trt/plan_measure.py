@@ -167,11 +167,23 @@ def measure_plan_doc(doc: Mapping, work_dir: Union[str, os.PathLike], model=None
     report = measure_fn(jobs, cache_dir if cache_dir is not None else default_cache_dir(), shapes=shapes,
                         rounds=rounds, runs=runs, warmup=warmup, opt_level=opt_level, progress=progress, gpus=gpus,
                         **extra)
-    cache = next((j.calibration_cache for j in jobs if j.kind == INT8_IMPLICIT), None)
+    cache = _implicit_cache(jobs, report, Path(cache_dir) if cache_dir is not None else default_cache_dir())
     return apply_measurements(doc, report.measurements, rounds=report.rounds, interrupted=report.interrupted,
                               built=report.built, cached=report.cached, shapes=report.shapes,
                               settings=dict(_settings(), opt_level=opt_level, runs=runs, warmup=warmup),
                               implicit_cache=cache, check=record)
+
+
+def _implicit_cache(jobs, report, cache_dir: Path) -> Optional[str]:
+    """Implicit INT8's calibration cache where it outlives this call: in its engine's build folder (the engine
+    cache keeps both), else the one written for the build (gone with a temporary work folder)."""
+    from .build_phases.result import CACHE_FILE
+
+    m = next((m for m in report.measurements if m.kind == INT8_IMPLICIT and m.key), None)
+    kept = cache_dir.expanduser() / m.key / CACHE_FILE if m is not None else None
+    if kept is not None and kept.is_file():
+        return str(kept)
+    return next((j.calibration_cache for j in jobs if j.kind == INT8_IMPLICIT), None)
 
 
 def _settings() -> dict:

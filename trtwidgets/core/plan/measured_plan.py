@@ -307,7 +307,7 @@ def _reason(cands: Sequence[Mapping], before: int, after: int, pick, rounds: int
 
 def _implicit_reason(cands: Sequence[Mapping], after: int, pick, exportable, rounds: int, implicit: Measurement,
                      cache: Optional[str]) -> str:
-    text = (f"Implicit INT8 (TensorRT's calibrator with this plan's ranges{f', {cache}' if cache else ''}): measured "
+    text = (f"Implicit INT8 (TensorRT's calibrator with this plan's ranges{f', cache {cache}' if cache else ''}): measured "
             f"{1 / pick.speedup:.3f}x FP16 ({pick.median_ms:.4f} ms against FP16's {pick.fp16_ms:.4f} ms, median of "
             f"{rounds} interleaved rounds, noise {pick.noise_ms:.4f} ms), the fastest engine, and its engine meets the "
             f"target on the held-back samples ({engine_accuracy_text(implicit.accuracy)}). Build it with INT8+FP16 and "
