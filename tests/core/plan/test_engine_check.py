@@ -97,6 +97,17 @@ def test_a_metric_that_cannot_travel_judges_by_the_cosine_or_not_at_all(tmp_path
     assert loaded.verdict(loaded.reference)["meets"] is True
 
 
+def test_a_metric_whose_module_is_missing_here_is_left_out_with_a_note(tmp_path):
+    check = _check()
+    path = check.save(tmp_path / CHECK_FILE)
+    doc = make_plan(CANDS).to_dict()
+    doc["target"] = {"cosine": 0.99, "snr_db": None, "metric": "mine", "max_metric_drop": 0.01,
+                     "metric_spec": "no_such_module_here:score"}
+    loaded = EngineCheck.load(path, doc)
+    assert loaded.judges and loaded.target.metric is None and loaded.target.cosine == 0.99
+    assert any("'no_such_module_here:score' cannot be built here" in n for n in loaded.notes)
+
+
 def test_a_file_of_another_kind_is_a_clear_error(tmp_path):
     bad = tmp_path / CHECK_FILE
     np.savez(bad, meta=np.array(json.dumps({"format": 99})))

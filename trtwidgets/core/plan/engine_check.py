@@ -63,6 +63,22 @@ def target_from_record(record: Mapping, metric: Optional[Callable] = None, metri
                       metric_spec=str(record.get("metric_spec") or ""))
 
 
+def _rebuild_metric(spec: str, reference, labels, make_metric, notes: List[str]):
+    """``(metric, name)`` rebuilt from its text, or ``(None, "")`` with a note when it cannot be built here
+    (a user's module that is not importable on the GPU machine): the engines are then judged without it."""
+    try:
+        if make_metric is not None:
+            return make_metric(spec, reference, labels)
+        from ..accuracy.task_metrics import make_task_metric
+
+        made = make_task_metric(spec, reference, labels)
+        return made.fn, made.name
+    except UserError as err:
+        notes.append(f"the plan's metric {spec!r} cannot be built here ({err.what}); the engines are judged without "
+                     "it: make its module importable (PYTHONPATH) to judge them by it")
+        return None, ""
+
+
 @dataclass(frozen=True)
 class EngineCheck:
     """Held-back samples and FP32's outputs on them, judged by the plan's target.
@@ -192,13 +208,7 @@ class EngineCheck:
         metric, name = None, ""
         spec = str(record.get("metric_spec") or "")
         if spec:
-            if make_metric is None:
-                from ..accuracy.task_metrics import make_task_metric
-
-                made = make_task_metric(spec, reference, labels)
-                metric, name = made.fn, made.name
-            else:
-                metric, name = make_metric(spec, reference, labels)
+            metric, name = _rebuild_metric(spec, reference, labels, make_metric, notes)
         elif record.get("metric"):
             notes.append(f"the plan's metric ({record['metric']}) was a Python function, which a plan folder cannot "
                          "carry: the engines are judged " + ("by the target's cosine/SNR alone"

@@ -144,6 +144,7 @@ def apply_measurements(doc: Mapping, measurements: Sequence[Measurement], *, rou
     meets = _eligibility(cands, measurements, notes)
     rows = measurement_rows(measurements)
     record = _record(doc, measurements, rows, rounds, interrupted, built, cached, shapes, settings, check)
+    notes += [f"engine check: {n}" for n in (check or {}).get("notes", ())]
     try:
         pick = pick_measured(measurements, meets)
     except UserError as err:
