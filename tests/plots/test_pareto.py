@@ -75,3 +75,24 @@ def test_an_estimated_plan_says_so_in_plan_html():
     html = plan_html(doc, "t")
     assert "Latency: an estimate" in html and "plan measure PLAN_DIR" in html
     assert PlanParetoDisplay.from_plan(doc).measured_x == ()
+
+
+def test_implicit_int8_judged_on_its_engine_is_a_star_outlined_when_it_is_the_pick():
+    """The committed YOLO b1 run (4 H100s, TensorRT 8.6): implicit INT8 met the detection F1 on its engine and
+    was the measured pick; a run that never judged it (minilm b1, the first run) draws no star."""
+    import json
+
+    from tests.conftest import ROOT
+    from trtwidgets.plots.pareto import PlanParetoDisplay
+
+    zoo = ROOT / "benchmarks" / "results" / "trust" / "zoo_gpu"
+    yolo = json.loads((zoo / "yolo-b1.json").read_text())["plan"]
+    disp = PlanParetoDisplay.from_plan(yolo)
+    x, y, meets, pick = disp.implicit
+    row = next(r for r in yolo["measured"]["rows"] if r["kind"] == "int8_implicit")
+    assert (x, y) == (row["vs_fp16"], row["engine_accuracy"]["metric"]) and meets and pick
+    star = next(t for t in disp.figure().data if t.name == "implicit INT8")
+    assert star.marker.symbol == "star" and star.marker.line.width == 3 and "the measured pick" in star.hovertext[0]
+    minilm = json.loads((zoo / "minilm-b1.json").read_text())["plan"]
+    assert PlanParetoDisplay.from_plan(minilm).implicit is None
+    assert all(t.name != "implicit INT8" for t in PlanParetoDisplay.from_plan(minilm).figure().data)

@@ -48,6 +48,8 @@ class PlanParetoDisplay:
     latency_source: str
     measured_x: Tuple[float, ...] = ()
     measured_spread: Tuple[float, ...] = ()
+    #: Implicit INT8's engine where it was measured and judged: (x measured, y on its engine, meets, is the pick).
+    implicit: Optional[Tuple[float, float, bool, bool]] = None
 
     @classmethod
     def from_plan(cls, plan: Union[Mapping, object]) -> "PlanParetoDisplay":
@@ -66,7 +68,7 @@ class PlanParetoDisplay:
                    for c in cands)
         xs = tuple(1.0 / c["speedup_vs_fp16"] if c.get("speedup_vs_fp16") else float("nan") for c in cands)
         mx, spread = _measured(doc, len(cands))
-        return cls(measured_x=mx, measured_spread=spread,
+        return cls(measured_x=mx, measured_spread=spread, implicit=_implicit(doc, key),
                    names=tuple(c["name"] for c in cands), x=xs, y=ys,
                    kept=tuple(tuple(k["layer"] for k in c["kept"]) for c in cands),
                    meets=tuple(bool(c["meets_target"]) for c in cands), recommended=int(doc["recommended"]),
@@ -116,6 +118,22 @@ class PlanParetoDisplay:
                         line=dict(width=[3 if i == self.recommended else 1 for i in idx], color="#1565c0")),
             hovertext=[self.hover(i) for i in idx], hoverinfo="text", customdata=[[i] for i in idx]))
 
+    def _add_implicit(self, fig) -> None:
+        """Implicit INT8's engine, judged on the held-back samples: a star (outlined when it is the measured pick)."""
+        import plotly.graph_objects as go
+
+        if self.implicit is None:
+            return
+        x, y, meets, pick = self.implicit
+        text = (f"<b>implicit INT8 (TensorRT calibrator)</b><br>measured {x:.3f}x FP16<br>"
+                f"{html.escape(self.y_label)} on its engine: {y:.4f}<br>"
+                + ("the measured pick" if pick else ("meets the target" if meets else "misses the target")))
+        fig.add_trace(go.Scatter(x=[x], y=[y], mode="markers", name="implicit INT8",
+                                 marker=dict(symbol="star", size=16 if pick else 12,
+                                             color="#2e7d32" if meets else "#c62828",
+                                             line=dict(width=3 if pick else 1, color="#1565c0")),
+                                 hovertext=[text], hoverinfo="text"))
+
     def figure(self, height: int = 420):
         """The Plotly figure (a ``go.Figure``)."""
         import plotly.graph_objects as go
@@ -131,6 +149,7 @@ class PlanParetoDisplay:
             hovertext=[self.hover(i) for i in range(len(self.x))], hoverinfo="text",
             customdata=[list(k) for k in self.kept]))
         self._add_measured(fig)
+        self._add_implicit(fig)
         front = self.front()
         if len(front) > 1:
             fig.add_trace(go.Scatter(x=[self.x[i] for i in front], y=[self.y[i] for i in front], mode="lines",
@@ -160,6 +179,17 @@ def _measured(doc: Mapping, n: int) -> Tuple[Tuple[float, ...], Tuple[float, ...
 
     return (tuple(num(rows.get(i, {}).get("vs_fp16")) for i in range(n)),
             tuple(num(rows.get(i, {}).get("spread_ms")) for i in range(n)))
+
+
+def _implicit(doc: Mapping, key: str) -> Optional[Tuple[float, float, bool, bool]]:
+    """Implicit INT8's point where its engine was timed and judged (its accuracy by the chart's own measure)."""
+    measured = doc.get("measured") or {}
+    row = next((r for r in measured.get("rows") or () if r.get("kind") == "int8_implicit"), None)
+    acc = (row or {}).get("engine_accuracy") or {}
+    x, y = (row or {}).get("vs_fp16"), acc.get(key)
+    if not isinstance(x, (int, float)) or not isinstance(y, (int, float)) or acc.get("meets") is None:
+        return None
+    return float(x), float(y), bool(acc["meets"]), (measured.get("pick") or {}).get("kind") == "int8_implicit"
 
 
 def plan_html(plan, table_text: str, title: str = "Quantization plan") -> str:
