@@ -178,7 +178,8 @@ def test_a_candidate_whose_engine_misses_the_target_is_not_picked_whatever_onnx_
     assert "its engine meets the target on the held-back samples" in out["reason"]
     # An engine that could not be run is timed, not judged: ONNX Runtime's verdict stands.
     runs[1] = _ms(names[1], (0.60, 0.61, 0.60), accuracy={"meets": None, "error": "UserError: shape"})
-    assert apply_measurements(doc, runs, rounds=3)["recommended"] == 1
+    out = apply_measurements(doc, runs, rounds=3)
+    assert out["recommended"] == 1 and any("timed, not judged" in n and "UserError: shape" in n for n in out["notes"])
 
 
 def test_measurements_keep_the_engine_accuracy_through_plan_json():

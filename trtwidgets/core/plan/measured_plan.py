@@ -219,6 +219,8 @@ def _eligibility(cands: Sequence[Mapping], measurements: Sequence[Measurement], 
     meets = {}
     for m in measurements:
         engine = (m.accuracy or {}).get("meets")
+        if (m.accuracy or {}).get("error"):
+            notes.append(f"{m.name}: timed, not judged on the held-back samples ({m.accuracy['error']}).")
         if m.kind == QDQ:
             i = _index_of(m.name)
             if i is None or not 0 <= i < len(cands):
