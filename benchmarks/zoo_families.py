@@ -325,11 +325,7 @@ def plan_family(name: str, timeout_s: int, batch: int = 1, reuse: bool = False) 
         row.update(status="pick", batch=batch, **_pick_record(plan))
         out = ZOO / "families" / name / f"plan_b{batch}" / "plan.json"
         out.parent.mkdir(parents=True, exist_ok=True)
-        plan.save_json(out)
-        if plan.engine_check is not None:  # what the GPU run judges the engines by
-            from trtwidgets.core.plan.engine_check import CHECK_FILE
-
-            plan.engine_check.save(out.parent / CHECK_FILE)
+        plan.save_json(out)  # with held_back.npz beside it: what the GPU run judges the engines by
     except _Timeout:
         row.update(status="timeout", error=f"no pick within {timeout_s} s on this CPU")
     except Exception as exc:  # noqa: BLE001 - the report says what fails and why

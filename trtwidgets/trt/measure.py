@@ -14,7 +14,9 @@ the GPU machine:
 4. **Timed interleaved**: A B C A B C ... in ``rounds`` rounds (at least 3) of ``runs`` CUDA-event
    timed runs each, on the same inputs; each engine gets its per-round medians, their median
    and their spread (:class:`~trtwidgets.core.engine.measured.Measurement`).
-5. **Progress** (builds done and left, rounds done) goes to a callback or stderr, and
+5. **Judged** where a ``check`` is given: each engine runs the plan's held-back samples after the
+   timing and its verdict becomes the Measurement's ``accuracy``.
+6. **Progress** (builds done and left, rounds done) goes to a callback or stderr, and
    **Ctrl-C keeps what was measured**: builds already done stay cached, rounds already
    timed are returned, and the report says it was interrupted.
 

@@ -12,8 +12,13 @@ What ``plan --measure``, ``tw.plan(..., measure=True)``, the App's Plan step and
    on disk by model and placement, so a re-plan does not rebuild), times them
    interleaved in at least three rounds and reports the median and spread. Ctrl-C keeps
    what was measured.
-3. The pick is made again by measured time
-   (:func:`~trtwidgets.core.plan.measured_plan.apply_measurements`).
+3. Every engine built runs the plan's held-back samples and is judged by the plan's target
+   (:mod:`trtwidgets.core.plan.engine_check`, :mod:`.engine_outputs`): the plan's own check
+   in process, ``held_back.npz`` beside plan.json for ``plan measure``.
+4. The pick is made again by measured time among the engines that meet the target
+   (:func:`~trtwidgets.core.plan.measured_plan.apply_measurements`): a candidate whose engine
+   misses it is not picked; implicit INT8 is picked where its engine meets it and it is the
+   fastest beyond the noise.
 
 The measurement itself is an edge: ``measure_fn`` (default
 :func:`trtwidgets.trt.measure.measure`) takes the jobs and returns a

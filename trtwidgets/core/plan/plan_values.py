@@ -274,8 +274,16 @@ class Plan:
         return plan_table(self.to_dict())
 
     def save_json(self, path: Union[str, os.PathLike]) -> Path:
-        """Write ``plan.json`` atomically."""
-        return write_text_atomic(Path(path), json.dumps(self.to_dict(), indent=1))
+        """Write ``plan.json`` atomically, and beside it the held-back check (``held_back.npz``) when the plan has one.
+
+        ``trtwidgets plan measure`` judges the engines it builds by that file (:mod:`.engine_check`).
+        """
+        out = write_text_atomic(Path(path), json.dumps(self.to_dict(), indent=1))
+        if self.engine_check is not None:
+            from .engine_check import CHECK_FILE
+
+            self.engine_check.save(Path(path).with_name(CHECK_FILE))
+        return out
 
 
 def load_plan(path: Union[str, os.PathLike]) -> dict:
