@@ -201,3 +201,13 @@ def test_the_table_shows_each_engine_verdict_and_implicit_int8_as_the_measured_p
     assert lines[-1].startswith("=>implicit INT8") and "0.750" in lines[-1] and lines[-1].endswith("meets")
     # Unmeasured plans keep the old table: no engine column, no implicit row.
     assert "on engine" not in plan_table(doc) and "implicit" not in plan_table(doc)
+
+
+def test_candidates_tied_within_the_noise_go_to_the_more_accurate_engine():
+    """ONNX Runtime ranks the two alike; their engines do not: the engine's own accuracy decides the tie."""
+    doc, names = _doc_and_names()
+    better = dict(MEETS, cosine=0.9995, metric=1.0)
+    runs = [_ms("fp16", (0.80, 0.81, 0.80), FP16), _ms(names[1], (0.600, 0.605, 0.602), accuracy=MEETS),
+            _ms(names[2], (0.603, 0.606, 0.601), accuracy=better)]
+    out = apply_measurements(doc, runs, rounds=3)
+    assert out["recommended"] == 2 and "more accurate" in out["measured"]["pick"]["reason"]

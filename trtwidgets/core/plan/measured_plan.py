@@ -262,7 +262,8 @@ def _judge(doc: Mapping):
 
 
 def _prefer_accurate(pick, measurements: Sequence[Measurement], meets: Mapping[str, bool], doc: Mapping):
-    """Among candidates as fast as the pick as far as the run can tell (within the noise), the more accurate."""
+    """Among candidates as fast as the pick as far as the run can tell (within the noise), the more accurate
+    (on its engine where the engines were judged)."""
     from ..engine.measured import MeasuredPick
     from .plan_values import PlanAccuracy
 
@@ -273,8 +274,9 @@ def _prefer_accurate(pick, measurements: Sequence[Measurement], meets: Mapping[s
             and m.median_ms <= best.median_ms + max(best.spread_ms, m.spread_ms)]
     judge = _judge(doc)
 
-    def loss(m: Measurement) -> float:
-        acc = doc["candidates"][_index_of(m.name)].get("accuracy") or {}
+    def loss(m: Measurement) -> float:  # the engine's own accuracy where it was judged, else ONNX Runtime's
+        judged = m.accuracy if (m.accuracy or {}).get("meets") is not None else None
+        acc = judged or doc["candidates"][_index_of(m.name)].get("accuracy") or {}
         return judge.loss(PlanAccuracy(float(acc.get("cosine") or 0.0), float(acc.get("snr_db") or 0.0),
                                        acc.get("metric"), acc.get("metric_reference")))
 
