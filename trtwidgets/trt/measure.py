@@ -22,14 +22,7 @@ the GPU machine:
 
 The decision (:func:`~trtwidgets.core.engine.measured.pick_measured`) is pure and lives in core.
 
-Planner use (the lead wires it)::
-
-    jobs = [MeasureJob("fp16", FP16, fp16_model_path),
-            MeasureJob("int8_implicit", INT8_IMPLICIT, model_path, calibration_cache=cache_path),
-            *[MeasureJob(c.name, QDQ, c.qdq_path, int8_layers=c.quantized, estimate_ms=c.latency_ms)
-              for c in top_candidates]]
-    report = measure(jobs, cache_dir=plan_dir / "engines", shapes={"images": (1, 3, 640, 640)})
-    pick = pick_measured(report.measurements, meets={c.name: c.meets for c in top_candidates})
+The planner's use is :mod:`.plan_measure`.
 """
 
 from __future__ import annotations

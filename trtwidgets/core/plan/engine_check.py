@@ -108,6 +108,8 @@ class EngineCheck:
     metric_reference: Optional[float] = None
     labels: Optional[np.ndarray] = field(default=None, compare=False)
     notes: Tuple[str, ...] = ()
+    #: The file's name in a plan folder (:data:`CHECK_FILE`).
+    file_name = CHECK_FILE
 
     @property
     def judges(self) -> bool:

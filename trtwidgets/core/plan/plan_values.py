@@ -280,9 +280,7 @@ class Plan:
         """
         out = write_text_atomic(Path(path), json.dumps(self.to_dict(), indent=1))
         if self.engine_check is not None:
-            from .engine_check import CHECK_FILE
-
-            self.engine_check.save(Path(path).with_name(CHECK_FILE))
+            self.engine_check.save(Path(path).with_name(self.engine_check.file_name))
         return out
 
 
