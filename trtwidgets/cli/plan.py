@@ -16,8 +16,8 @@ TensorRT and a GPU) the pick is built and timed.
 
 With ``--measure`` (TensorRT and a GPU; checked before the search) FP16, implicit INT8
 and the top candidates are built (once per placement, cached) and timed in interleaved
-rounds; the pick goes by measured time and plan.json holds each measurement beside its
-estimate. Ctrl-C keeps what was measured (exit 130). Without a GPU, plan here and run
+rounds, each engine judged on the held-back samples; the pick goes by measured time among
+the engines that meet the target and plan.json holds each measurement beside its estimate. Ctrl-C keeps what was measured (exit 130). Without a GPU, plan here and run
 ``trtwidgets plan measure DIR`` on a GPU machine.
 """
 

@@ -4,9 +4,13 @@ A plan made on a laptop (``trtwidgets plan ... --out PLAN_DIR``) holds every can
 with its estimated latency. On the GPU machine this command builds FP16, implicit INT8
 (where the installed TensorRT has it) and the plan's top candidates, once per distinct
 placement (engines cached by model and placement: a second run rebuilds nothing),
-times them interleaved in at least three rounds, and writes the measurements into
-``PLAN_DIR/plan.json`` (atomically), ``plan.html`` and ``model.qdq.onnx`` (the pick by
-measured time; removed when FP16 is the pick). Progress shows builds done and left.
+times them interleaved in at least three rounds, runs each engine on the plan's held-back
+samples (``PLAN_DIR/held_back.npz``, judged by the plan's target), and writes the
+measurements into ``PLAN_DIR/plan.json`` (atomically), ``plan.html`` and
+``model.qdq.onnx`` (the fastest Q/DQ export that meets the target on its engine; removed
+when FP16 is the pick). Implicit INT8 is the pick where its engine meets the target and
+it is the fastest beyond the noise (plan.json names its calibration cache). Progress
+shows builds done and left.
 
 Also spelled ``trtwidgets plan-measure``. Exit 0 when measured, 130 when Ctrl-C stopped
 it (what was measured is written, marked partial), 2 on bad input or without TensorRT
