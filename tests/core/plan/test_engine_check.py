@@ -115,6 +115,15 @@ def test_a_file_of_another_kind_is_a_clear_error(tmp_path):
         EngineCheck.load(bad, make_plan(CANDS).to_dict())
 
 
+def test_an_output_that_is_not_numbers_is_left_out_and_the_file_still_writes(tmp_path):
+    feeds, ref = _detector()
+    ref["labels"] = np.array([["a"], ["b"], ["c"], ["d"], ["e"], ["f"]], dtype=object)
+    check = EngineCheck.of_plan(feeds, ref, BatchAxes({"images": 0}, {"output0": 0, "labels": 0}), None, None)
+    assert list(check.reference) == ["output0"]
+    doc = make_plan(CANDS).to_dict()
+    assert list(EngineCheck.load(check.save(tmp_path / CHECK_FILE), doc).reference) == ["output0"]
+
+
 def test_the_check_keeps_at_most_its_size_and_says_so():
     feeds, ref = _detector()
     check = EngineCheck.of_plan(feeds, ref, BatchAxes({"images": 0}, {"output0": 0}), None, None,

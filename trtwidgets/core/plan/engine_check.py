@@ -235,11 +235,13 @@ class EngineCheck:
                 break
             keep += 1
         notes: List[str] = []
-        ref = dict(reference)
+        # Outputs that are not numbers (strings, sequences) are not scored by the check either: left out.
+        ref = {k: v for k, v in reference.items()
+               if np.issubdtype(np.asarray(v).dtype, np.number) or np.asarray(v).dtype == bool}
         if keep < len(feeds):
             notes.append(f"the engines are judged on the first {keep} of the {len(feeds)} held-back samples "
                          f"(the check file stops at {max_bytes // 2 ** 20} MiB)")
-            ref = {k: np.asarray(v)[:keep] for k, v in reference.items()}
+            ref = {k: np.asarray(v)[:keep] for k, v in ref.items()}
             labels = None if labels is None else np.asarray(labels)[:keep]
             if target is not None and target.metric is not None and target.metric_spec:
                 from ..accuracy.task_metrics import make_task_metric
