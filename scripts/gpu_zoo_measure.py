@@ -63,18 +63,11 @@ def _model_for(family: str, models: Path, work: Path) -> Path:
     return path
 
 
-def _engine_check(folder: Path, doc: dict):
-    """The plan's held-back check (``held_back.npz``, ``zoo_families.py check`` writes it), or None."""
-    from trtwidgets.core.plan.engine_check import CHECK_FILE, EngineCheck
-
-    path = folder / CHECK_FILE
-    return EngineCheck.load(path, doc) if path.is_file() else None
-
-
 def run_job(spec: str, args) -> dict:
     """Measure one plan (``<family>-b<batch>[@TOP]``); the result record (also on failure, with the error)."""
     import onnx
 
+    from trtwidgets.core.plan.engine_check import folder_check
     from trtwidgets.trt.plan_measure import measure_plan_doc
     from zoo_shapes import at_shapes
 
@@ -92,7 +85,7 @@ def run_job(spec: str, args) -> dict:
             onnx.save(at_shapes(onnx.load(str(_model_for(family, Path(args.models), Path(args.work)))), shapes),
                       str(float_model))
         cache = Path(args.cache_dir)
-        check = _engine_check(Path(args.plans) / job, doc)
+        check = folder_check(Path(args.plans) / job, doc)[0]  # held_back.npz: zoo_families.py check writes it
         new = measure_plan_doc(doc, work, str(float_model), cache_dir=cache, top=int(top or args.top), rounds=args.rounds,
                                runs=args.runs, opt_level=args.opt_level, progress=True, gpus=1,
                                build_limit_s=args.build_limit or None, check=check)

@@ -141,15 +141,14 @@ def run(args) -> int:
 
 def _engine_check(out: Path, doc):
     """The plan folder's held-back check and its bytes, or ``(None, None)`` with a line saying the engines go unjudged."""
-    from ..core.plan.engine_check import CHECK_FILE, EngineCheck
+    from ..core.plan.engine_check import CHECK_FILE, folder_check
 
-    path = out / CHECK_FILE
-    if not path.is_file():
-        print(f"note: {path} is missing (a plan written before this version): the engines are timed, not judged "
-              "on the held-back samples, and implicit INT8 stays a reference; plan again to judge them",
+    check, data = folder_check(out, doc)
+    if check is None:
+        print(f"note: {out / CHECK_FILE} is missing (a plan written before this version): the engines are timed, "
+              "not judged on the held-back samples, and implicit INT8 stays a reference; plan again to judge them",
               file=sys.stderr)
-        return None, None
-    return EngineCheck.load(path, doc), path.read_bytes()
+    return check, data
 
 
 def _write_pick(doc: dict, model, folder: Path) -> None:

@@ -183,8 +183,10 @@ def _measured(doc: Mapping, n: int) -> Tuple[Tuple[float, ...], Tuple[float, ...
 
 def _implicit(doc: Mapping, key: str) -> Optional[Tuple[float, float, bool, bool]]:
     """Implicit INT8's point where its engine was timed and judged (its accuracy by the chart's own measure)."""
+    from ..core.plan.plan_table import implicit_row
+
     measured = doc.get("measured") or {}
-    row = next((r for r in measured.get("rows") or () if r.get("kind") == "int8_implicit"), None)
+    row = implicit_row(doc)
     acc = (row or {}).get("engine_accuracy") or {}
     x, y = (row or {}).get("vs_fp16"), acc.get(key)
     if not isinstance(x, (int, float)) or not isinstance(y, (int, float)) or acc.get("meets") is None:

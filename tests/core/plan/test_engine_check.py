@@ -109,10 +109,17 @@ def test_a_metric_whose_module_is_missing_here_is_left_out_with_a_note(tmp_path)
 
 
 def test_a_file_of_another_kind_is_a_clear_error(tmp_path):
+    from trtwidgets.core.plan.engine_check import folder_check
+
     bad = tmp_path / CHECK_FILE
     np.savez(bad, meta=np.array(json.dumps({"format": 99})))
     with pytest.raises(UserError, match="not a held-back check"):
         EngineCheck.load(bad, make_plan(CANDS).to_dict())
+    bad.write_bytes(b"PK\x03\x04 cut short")  # a corrupt file: the same clear error, not a zipfile traceback
+    with pytest.raises(UserError, match="not a held-back check"):
+        folder_check(tmp_path, make_plan(CANDS).to_dict())
+    bad.unlink()
+    assert folder_check(tmp_path, make_plan(CANDS).to_dict()) == (None, None)
 
 
 def test_an_output_that_is_not_numbers_is_left_out_and_the_file_still_writes(tmp_path):

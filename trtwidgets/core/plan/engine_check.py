@@ -22,6 +22,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -33,7 +34,7 @@ from ..model.batch_axis import BatchAxes
 from .plan_accuracy import score_outputs
 from .plan_values import PlanAccuracy, PlanTarget
 
-__all__ = ["CHECK_FILE", "MAX_CHECK_BYTES", "EngineCheck", "target_from_record"]
+__all__ = ["CHECK_FILE", "MAX_CHECK_BYTES", "EngineCheck", "folder_check", "target_from_record"]
 
 #: The check's file in a plan folder.
 CHECK_FILE = "held_back.npz"
@@ -176,10 +177,10 @@ class EngineCheck:
         return write_bytes_atomic(path, buf.getvalue())
 
     @classmethod
-    def load(cls, path: Union[str, Path], plan_doc: Mapping,
+    def load(cls, path: Union[str, Path, bytes], plan_doc: Mapping,
              make_metric: Optional[Callable[[str, Mapping, Optional[np.ndarray]], Tuple[Callable, str]]] = None
              ) -> "EngineCheck":
-        """The check of a plan folder: ``path`` (:data:`CHECK_FILE`) with plan.json's target.
+        """The check of a plan folder: ``path`` (:data:`CHECK_FILE`, or its bytes) with plan.json's target.
 
         ``make_metric(spec, reference, labels) -> (metric, name)`` rebuilds the task metric
         from ``target.metric_spec`` (default: the registry's :func:`~..accuracy.task_metrics.make_task_metric`).
@@ -189,8 +190,10 @@ class EngineCheck:
         UserError
             The file is not a check this version writes.
         """
+        source = io.BytesIO(path) if isinstance(path, bytes) else str(path)
+        where = CHECK_FILE if isinstance(path, bytes) else path
         try:
-            with np.load(str(path), allow_pickle=False) as z:
+            with np.load(source, allow_pickle=False) as z:
                 meta = json.loads(str(z["meta"]))
                 if meta.get("format") != _FORMAT:
                     raise ValueError(f"format {meta.get('format')!r}")
@@ -198,8 +201,8 @@ class EngineCheck:
                           if f"in{i}_{j}" in z.files} for i in range(int(meta["samples"]))]
                 reference = {name: np.array(z[f"ref{j}"]) for j, name in enumerate(meta["outputs"])}
                 labels = np.array(z["labels"]) if "labels" in z.files else None
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise UserError(f"{path} is not a held-back check this version of trtwidgets reads ({exc}).",
+        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as exc:
+            raise UserError(f"{where} is not a held-back check this version of trtwidgets reads ({exc}).",
                             "plan writes it beside plan.json: the held-back samples and FP32's outputs on them.",
                             "Plan again with this version (or leave the file out: the engines are then timed, "
                             "not judged).") from None
@@ -252,3 +255,18 @@ class EngineCheck:
                 target = dataclasses.replace(target, metric=made.fn)
                 metric_reference = float(made.fn(ref))
         return cls(tuple(dict(f) for f in feeds[:keep]), ref, axes, target, metric_reference, labels, tuple(notes))
+
+
+def folder_check(folder: Union[str, Path], plan_doc: Mapping) -> Tuple[Optional[EngineCheck], Optional[bytes]]:
+    """A plan folder's check and the file's bytes (read once), or ``(None, None)`` when the folder has none.
+
+    Raises
+    ------
+    UserError
+        The file is there but is not a check (corrupt, another version).
+    """
+    path = Path(folder) / CHECK_FILE
+    if not path.is_file():
+        return None, None
+    data = path.read_bytes()
+    return EngineCheck.load(data, plan_doc), data

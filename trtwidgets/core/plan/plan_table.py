@@ -10,9 +10,15 @@ implicit INT8 engine gets a row of its own (``=>`` when it is the measured pick)
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Mapping
+from typing import Dict, List, Mapping, Optional
 
-__all__ = ["measured_rows_by_candidate", "plan_table"]
+__all__ = ["implicit_row", "measured_rows_by_candidate", "plan_table"]
+
+
+def implicit_row(doc: Mapping) -> Optional[dict]:
+    """Implicit INT8's measured row (``doc["measured"]["rows"]``), or None when it was not measured."""
+    rows = (doc.get("measured") or {}).get("rows") or []
+    return next((r for r in rows if r.get("kind") == "int8_implicit"), None)
 
 
 def measured_rows_by_candidate(doc: Mapping) -> Dict[int, dict]:
@@ -60,13 +66,13 @@ def plan_table(doc: Mapping) -> str:
         rows.append(f"{mark:2}{c['name'][:43]:<44}{len(c['quantized']):>6}{len(c['kept']):>7}"
                     f"{_num(acc.get('cosine'), '.4f', 9)}{_num(acc.get('snr_db'), '.1f', 8)}{metric}"
                     f"{_num(est, '.3f', 13)}{meas}{engine}  {'meets' if c.get('meets_target') else 'misses'}")
-    rows.extend(_implicit_row(doc, all_rows, any_metric, judged))
+    rows.extend(_implicit_line(doc, any_metric, judged))
     return "\n".join(rows)
 
 
-def _implicit_row(doc: Mapping, all_rows, any_metric: bool, judged: bool) -> List[str]:
-    """Implicit INT8's measured row (``=>`` when it is the measured pick), or nothing when it has no time."""
-    row = next((r for r in all_rows if r.get("kind") == "int8_implicit"), None)
+def _implicit_line(doc: Mapping, any_metric: bool, judged: bool) -> List[str]:
+    """Implicit INT8's line (``=>`` when it is the measured pick), or nothing when it has no time."""
+    row = implicit_row(doc)
     if row is None or not isinstance(row.get("vs_fp16"), (int, float)) or not math.isfinite(row["vs_fp16"]):
         return []
     pick = (doc.get("measured") or {}).get("pick") or {}
