@@ -66,6 +66,23 @@ def test_an_engine_is_judged_by_the_task_metric_not_the_pooled_cosine():
     assert v["meets"] is False and v["metric"] < 0.95
 
 
+def test_an_engine_with_nan_or_inf_outputs_fails_even_where_its_metric_does_not_see_them():
+    check = _check()
+    broken = {k: v.copy() for k, v in check.reference.items()}
+    broken["output0"][0, 0, :3] = np.nan  # three box coordinates of one anchor: the F1 barely moves
+    broken["output0"][1, 1, 0] = np.inf
+    v = check.verdict(broken)
+    assert v["meets"] is False and v["non_finite"] is True
+
+
+def test_a_nan_metric_never_meets_the_target():
+    from trtwidgets.core.plan.plan_values import PlanAccuracy
+
+    target = PlanTarget(cosine=None, metric=lambda o: 0.0, metric_name="m", max_metric_drop=0.01)
+    assert not PlanAccuracy(1.0, 60.0, metric=float("nan"), metric_reference=1.0).meets(target)
+    assert PlanAccuracy(1.0, 60.0, metric=0.995, metric_reference=1.0).meets(target)
+
+
 def test_the_check_file_round_trips_and_rebuilds_the_metric_from_its_spec(tmp_path):
     check = _check()
     path = check.save(tmp_path / CHECK_FILE)

@@ -140,12 +140,17 @@ class EngineCheck:
     def verdict(self, outputs: Mapping[str, np.ndarray]) -> dict:
         """``score(outputs).to_dict()`` with ``meets``: True/False by the target, None when nothing judges."""
         acc = self.score(outputs)
+        # An engine that outputs NaN or Inf (an FP16 overflow) fails, whatever a metric makes of it.
+        finite = all(bool(np.all(np.isfinite(np.asarray(outputs[n], dtype=np.float64)))) for n in self.reference)
         meets = None
         if self.target is not None:
             from .judge import Judge
 
-            meets = bool(Judge(self.target).meets(acc))
-        return dict(acc.to_dict(), meets=meets, samples=len(self.feeds))
+            meets = bool(Judge(self.target).meets(acc)) and finite
+        out = dict(acc.to_dict(), meets=meets, samples=len(self.feeds))
+        if not finite:
+            out["non_finite"] = True
+        return out
 
     # -- the file ---------------------------------------------------------------------------------
 

@@ -114,7 +114,7 @@ class PlanAccuracy:
         if target.snr_db is not None and not self.snr_db >= target.snr_db:
             return False
         if target.metric is not None and self.metric is not None and self.metric_reference is not None:
-            if self.metric < self.metric_reference - target.metric_drop:
+            if not self.metric >= self.metric_reference - target.metric_drop:  # a NaN metric fails too
                 return False
         return True
 
