@@ -68,9 +68,9 @@ def add_arguments(parser):
     parser.add_argument("--min-cosine", type=float, default=0.99, help="validation threshold: exit 1 below it "
                         "(default 0.99)")
     parser.add_argument("--min-float-cosine", type=float, default=None, help="with --data and an FP16/BF16 float "
-                        "part: the lowest cosine per output against the same Q/DQ model with an FP32 float part; "
-                        "below it nothing is written (default 0.998, where a drift no larger than twice the quantization's own "
-                        "still passes: INT8 rounding of values next to a step; a value given here is strict)")
+                        "part: the lowest cosine against the same Q/DQ model with an FP32 float part, every "
+                        "quantizer held at its integers (per output and per quantizer input); below it nothing is "
+                        "written (default 0.998)")
     parser.add_argument("--json", action="store_true", help="print the report (and validation) as JSON")
 
 
@@ -164,9 +164,9 @@ def run(args) -> int:
     from ..core.qdq.export_check import DEFAULT_MIN_COSINE
 
     min_float = DEFAULT_MIN_COSINE if args.min_float_cosine is None else args.min_float_cosine
+    # The float model gives the end-to-end note its context (how far the quantization itself moves the outputs).
     path = save_qdq_model(result.model, args.out, reference=result.float32_model, feeds=feeds, min_cosine=min_float,
-                          # The default gate lets INT8 rounding's own drift pass; an explicit one is strict.
-                          original=loaded.proto if args.min_float_cosine is None else None)
+                          original=loaded.proto)
     validation = None
     if feeds is not None:
         from ..core.qdq.validate import validate_qdq

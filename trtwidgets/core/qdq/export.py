@@ -209,10 +209,10 @@ def save_qdq_model(model: onnx.ModelProto, path: Union[str, os.PathLike], *,
 
     Returns the path written. An existing file is only replaced once the new one
     is complete. The check (:mod:`.export_check`: onnx.checker, an ONNX Runtime load,
-    and with ``reference`` and ``feeds`` the outputs against the FP32 float part at
-    ``min_cosine``) raises :class:`~.export_check.ExportCheckError` and writes
-    nothing when it fails; ``check=False`` skips it. ``original`` (the float model
-    before Q/DQ) lets a drift that INT8 rounding explains pass.
+    and with ``reference`` and ``feeds`` the float part against the FP32 one at
+    ``min_cosine``, every quantizer held) raises :class:`~.export_check.ExportCheckError`
+    and writes nothing when it fails; ``check=False`` skips it. ``original`` (the float
+    model before Q/DQ) gives the end-to-end note its context.
     """
     path = user_path(path)
     if path.is_dir():
