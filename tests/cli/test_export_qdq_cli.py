@@ -233,3 +233,12 @@ def test_an_fp16_export_for_tensorrt_10_and_11_passes_its_check(capsys, tmp_path
         code, text, err = run_cli(capsys, "export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--trt-version",
                                   version, "--out", out, "--data", "demo", "--samples", "4")
         assert code in (0, 1) and f"wrote {out}" in text, err
+        # The float part's line: every quantizer held, the outputs and the quantizer inputs at >= 0.998.
+        line = next(ln for ln in text.splitlines() if ln.startswith("float part against FP32"))
+        held = [float(x) for x in re.findall(r">= ([0-9.]+)", line)]
+        assert "quantizers held" in line and "end to end" in line and len(held) == 2 and min(held) >= 0.998, line
+    code, text, err = run_cli(capsys, "export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--trt-version", "10.16",
+                              "--out", tmp_path / "j.qdq.onnx", "--data", "demo", "--samples", "4", "--json")
+    check = json.loads(text)["check"]
+    assert check["passed"] and min(check["cosines"].values()) >= 0.998 and check["quantizers"]["held"] > 30
+    assert set(check["end_to_end"]) == set(check["cosines"])

@@ -165,8 +165,9 @@ def run(args) -> int:
 
     min_float = DEFAULT_MIN_COSINE if args.min_float_cosine is None else args.min_float_cosine
     # The float model gives the end-to-end note its context (how far the quantization itself moves the outputs).
+    checks = []
     path = save_qdq_model(result.model, args.out, reference=result.float32_model, feeds=feeds, min_cosine=min_float,
-                          original=loaded.proto)
+                          original=loaded.proto, on_check=checks.append)
     validation = None
     if feeds is not None:
         from ..core.qdq.validate import validate_qdq
@@ -175,11 +176,15 @@ def run(args) -> int:
                                   precision=result.report.precision, min_cosine=args.min_cosine, **task)
     if args.json:
         out = {"out": str(path), "report": result.report.to_dict()}
+        if checks:
+            out["check"] = checks[0].to_dict()
         if validation is not None:
             out["validation"] = validation.to_dict()
         print(json.dumps(out, indent=2))
     else:
         print(result.report.summary())
+        if checks and checks[0].summary():
+            print(checks[0].summary())
         print(f"wrote {path}")
         if validation is not None:
             print(validation.summary())

@@ -204,7 +204,7 @@ def qdq_model(model, amax: Mapping[str, float], options: Optional[QdqOptions] = 
 def save_qdq_model(model: onnx.ModelProto, path: Union[str, os.PathLike], *,
                    reference: Optional[onnx.ModelProto] = None, feeds=None,
                    min_cosine: float = DEFAULT_MIN_COSINE, check: bool = True,
-                   original: Optional[onnx.ModelProto] = None) -> Path:
+                   original: Optional[onnx.ModelProto] = None, on_check=None) -> Path:
     """Check a model, then write it atomically (temporary file in the same folder, then rename).
 
     Returns the path written. An existing file is only replaced once the new one
@@ -212,15 +212,19 @@ def save_qdq_model(model: onnx.ModelProto, path: Union[str, os.PathLike], *,
     and with ``reference`` and ``feeds`` the float part against the FP32 one at
     ``min_cosine``, every quantizer held) raises :class:`~.export_check.ExportCheckError`
     and writes nothing when it fails; ``check=False`` skips it. ``original`` (the float
-    model before Q/DQ) gives the end-to-end note its context.
+    model before Q/DQ) gives the end-to-end note its context. ``on_check``, a callable,
+    gets the :class:`~.export_check.ExportCheck` before anything is written or raised
+    (the command line prints its float-part line from it).
     """
     path = user_path(path)
     if path.is_dir():
         raise QdqExportError(f"{path} is a directory.", "The output must be a file path.",
                              "Give a file name such as model.qdq.onnx.")
     if check:
-        raise_if_failed(check_export(model, reference=reference, feeds=feeds, min_cosine=min_cosine,
-                                     original=original), path)
+        result = check_export(model, reference=reference, feeds=feeds, min_cosine=min_cosine, original=original)
+        if on_check is not None:
+            on_check(result)
+        raise_if_failed(result, path)
     return write_bytes_atomic(path, model.SerializeToString())
 
 

@@ -93,6 +93,19 @@ class ExportCheck:
                 "cosines": dict(self.cosines or {}), "end_to_end": dict(self.end_to_end or {}),
                 "quantizers": dict(self.quantizers or {})}
 
+    def summary(self) -> str:
+        """One line on the float part (empty when it was not compared on data)."""
+        if not self.cosines:
+            return ""
+        q = self.quantizers or {}
+        held = f", {q['held']} quantizers held" if q.get("held") else ""
+        line = f"float part against FP32{held}: cosine >= {_low(self.cosines)} (outputs)"
+        if q.get("inputs_min_cosine") is not None:
+            line += f", >= {q['inputs_min_cosine']:.6f} (quantizer inputs)"
+        if self.end_to_end:
+            line += f"; end to end {_low(self.end_to_end)} (INT8 steps carried through the model, not gated)"
+        return line
+
 
 def _checker(model: onnx.ModelProto, full_check: bool) -> Optional[str]:
     try:
