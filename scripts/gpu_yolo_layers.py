@@ -12,7 +12,8 @@ GPU machine (Python 3.9, numpy + onnx + tensorrt only)::
         $PY39 scripts/gpu_yolo_layers.py --plan zoo_gpu/plans_run/yolo-b1/plan.json \\
         --model /tmp/zoo/models/yolo.onnx --out $OUT/yolo --builds 2
 
-Writes ``<out>/yolo_layers.json``: per engine the per-round medians, and per fused layer its median time.
+Writes ``<out>/yolo_layers.json``: per engine its layer summary (reformats, standalone PointWise and Scale
+layers), the per-round medians of each timing session, and per fused layer its median time.
 """
 
 from __future__ import annotations
@@ -44,8 +45,10 @@ def main(argv=None) -> int:
     ap.add_argument("--candidate", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--runs", type=int, default=100)
+    ap.add_argument("--sessions", type=int, default=1, help="timing sessions (each --rounds interleaved rounds)")
     a = ap.parse_args(argv)
 
+    from trtwidgets.core.engine.inspector_json import parse_inspector_json
     from trtwidgets.trt.measure import INT8_IMPLICIT, _engine_in, _time_interleaved, measure
     from trtwidgets.trt.plan_measure import _jobs
     from trtwidgets.trt.profiler import profile_layers
@@ -69,14 +72,20 @@ def main(argv=None) -> int:
             report["builds"][name] = {"build_seconds": m.build_seconds, "error": m.error, "key": m.key}
             if found is not None and not m.error:
                 engines[name] = str(found)
+                graphs = sorted(found.parent.glob("*.graph.json"))
+                if graphs:
+                    summary = parse_inspector_json(graphs[0]).layer_summary()
+                    report["builds"][name]["summary"] = {k: v for k, v in summary.items() if k != "reformat_names"}
+                    report["builds"][name]["reformat_names"] = summary.get("reformat_names", [])
         print(f"build set {b}: {time.perf_counter() - t0:.0f} s", {k: v["error"][:100] for k, v in report["builds"].items()},
               flush=True)
         (out / "yolo_layers.json").write_text(json.dumps(report, indent=1))
-    times, _ = _time_interleaved(engines, {}, a.rounds, a.runs, 10, None, None)
-    for name, t in times.items():
-        report["builds"][name]["round_ms"] = t
-        report["builds"][name]["median_ms"] = sorted(t)[len(t) // 2]
-        print(name, "median", report["builds"][name]["median_ms"], "rounds", [round(x, 4) for x in t], flush=True)
+    for session in range(a.sessions):
+        times, _ = _time_interleaved(engines, {}, a.rounds, a.runs, 10, None, None)
+        for name, t in times.items():
+            med = sorted(t)[len(t) // 2]
+            report["builds"][name].setdefault("sessions", []).append({"round_ms": t, "median_ms": med})
+            print(f"session {session}", name, "median", round(med, 4), "rounds", [round(x, 4) for x in t], flush=True)
     # Per-layer profiles, interleaved: engine A, B, A, B... (two passes of 50 runs each).
     layers = {name: {} for name in engines}
     for _ in range(2):
