@@ -184,9 +184,7 @@ def _float_model_fp16(model: str, held: str) -> Dict[str, Optional[float]]:
     the FP32 float model, per output: the float part's precision with no INT8 step to carry it."""
     import copy
 
-    from trtwidgets.core.common.ort import open_session
     from trtwidgets.core.model.load import load_model
-    from trtwidgets.core.qdq.held_quantizers import Cosine
     from trtwidgets.core.qdq.high_precision import convert_float_part
     from trtwidgets.core.qdq.low_precision_storage import storage_emulation
     from trtwidgets.core.qdq.placement import plan_qdq
@@ -194,16 +192,7 @@ def _float_model_fp16(model: str, held: str) -> Dict[str, Optional[float]]:
     loaded = load_model(model)
     patterns = plan_qdq(copy.deepcopy(loaded.proto)).patterns
     fp16, _ = convert_float_part(copy.deepcopy(loaded.proto), "fp16", patterns=patterns, require_opset=False)
-    a = open_session(loaded.proto, optimization="disable", purpose="diagnose")
-    b = open_session(storage_emulation(fp16)[0], optimization="disable", purpose="diagnose")
-    names = [o.name for o in a.get_outputs()]
-    inputs = {i.name for i in a.get_inputs()}
-    cos = {n: Cosine() for n in names}
-    for feed in _as_read(loaded, held):
-        feed = {k: v for k, v in feed.items() if k in inputs}
-        for n, x, y in zip(names, a.run(names, feed), b.run(names, feed)):
-            cos[n].add(x, y)
-    return {n: _num(c.value) for n, c in cos.items()}
+    return _two_models(loaded, held, loaded.proto, storage_emulation(fp16)[0])
 
 
 def _sensitivity(model: str, stats: Path, held: str) -> Dict[str, Optional[float]]:
@@ -212,11 +201,9 @@ def _sensitivity(model: str, stats: Path, held: str) -> Dict[str, Optional[float
     2**-12 in where each INT8 step lies, and nothing in the float part: how far a Q/DQ model moves end to end
     when values next to a step move by a step."""
     from trtwidgets.core.calibration.stats import load_stats
-    from trtwidgets.core.common.ort import open_session
     from trtwidgets.core.model.load import load_model
     from trtwidgets.core.qdq.export import build_qdq, export_ranges
     from trtwidgets.core.qdq.export_check import _same_quantization
-    from trtwidgets.core.qdq.held_quantizers import Cosine
     from trtwidgets.core.qdq.options import QdqOptions
 
     loaded = load_model(model)
@@ -224,8 +211,16 @@ def _sensitivity(model: str, stats: Path, held: str) -> Dict[str, Optional[float
     amax, _ = export_ranges(load_stats(stats), opts)
     result = build_qdq(loaded, amax, opts)
     rounded = _same_quantization(result.model, result.float32_model)[0]
-    a = open_session(result.float32_model, optimization="disable", purpose="diagnose")
-    b = open_session(rounded, optimization="disable", purpose="diagnose")
+    return _two_models(loaded, held, result.float32_model, rounded)
+
+
+def _two_models(loaded, held: str, first, second) -> Dict[str, Optional[float]]:
+    """Output -> cosine of two models' outputs on the held-back samples as read (ONNX Runtime, unoptimized)."""
+    from trtwidgets.core.common.ort import open_session
+    from trtwidgets.core.qdq.held_quantizers import Cosine
+
+    a = open_session(first, optimization="disable", purpose="diagnose")
+    b = open_session(second, optimization="disable", purpose="diagnose")
     names = [o.name for o in a.get_outputs()]
     inputs = {i.name for i in a.get_inputs()}
     cos = {n: Cosine() for n in names}

@@ -31,7 +31,7 @@ def _pairs():
     out.append(("zoo yolo-b1", export["median_ms"], zoo["int8_implicit"]["median_ms"], export["layers"],
                 zoo["int8_implicit"]["layers"]))
     for first_file, second_file in (("a", "b"), ("c", "d")):
-        runs = [json.loads((RESULTS / f"trust/zoo_gpu/yolo_b1_layers_{f}.json").read_text())["builds"]
+        runs = [json.loads((RESULTS / f"trust/yolo_b1/yolo_b1_layers_{f}.json").read_text())["builds"]
                 for f in (first_file, second_file)]
         for k in (0, 1):
             def times(name):
