@@ -53,8 +53,8 @@ def tensor_types(model: onnx.ModelProto) -> Dict[str, int]:
     types.update({t.name: t.data_type for t in g.initializer})
     for n in g.node:
         if n.op_type == "Constant" and n.output:
-            types.update({n.output[0]: a.t.data_type for a in n.attribute if a.name == "value" and a.t.dims is not None
-                          and a.type == onnx.AttributeProto.TENSOR})
+            types.update({n.output[0]: a.t.data_type for a in n.attribute
+                          if a.name == "value" and a.type == onnx.AttributeProto.TENSOR})
     return types
 
 
