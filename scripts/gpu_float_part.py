@@ -69,13 +69,11 @@ def prepare(families, folder: Path) -> None:
 
 
 def _cos(a, b) -> float:
-    import numpy as np
+    from trtwidgets.core.qdq.held_quantizers import Cosine
 
-    a, b = np.asarray(a, np.float64).ravel(), np.asarray(b, np.float64).ravel()
-    if not (np.isfinite(a).all() and np.isfinite(b).all()):
-        return float("nan")
-    d = np.linalg.norm(a) * np.linalg.norm(b)
-    return float(a @ b / d) if d else float(np.array_equal(a, b))
+    c = Cosine()
+    c.add(a, b)
+    return c.value
 
 
 def run(folder: Path, out: Path, families) -> int:

@@ -22,13 +22,13 @@ integers than the reference's, beyond the one-step flips of values next to a bou
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Mapping, Optional, Set, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 
 import numpy as np
 import onnx
 from onnx import helper
 
-from .low_precision_storage import tensor_types
+from .low_precision_storage import fresh_name, tensor_types
 
 __all__ = ["HeldComparison", "Cosine", "compare_held"]
 
@@ -99,13 +99,6 @@ class HeldComparison:
     values: int = 0
     held: int = 0
     not_held: Tuple[str, ...] = ()
-
-
-def _fresh(name: str, taken: Set[str]) -> str:
-    while name in taken:
-        name += "_"
-    taken.add(name)
-    return name
 
 
 def _pairs(model: onnx.ModelProto, reference: onnx.ModelProto, ref_types: Mapping[str, int], not_held: List[str]
@@ -189,7 +182,7 @@ def compare_held(model: onnx.ModelProto, reference: onnx.ModelProto, feeds: Iter
             ref.graph.output.append(helper.make_tensor_value_info(r_in, ref_types[r_in], None))
             have_ref.add(r_in)
         node = by_out[m.output[0]]
-        own = _fresh(f"{m.output[0]}__own", taken)
+        own = fresh_name(f"{m.output[0]}__own", taken)
         node.output[0] = own
         held.graph.input.append(helper.make_tensor_value_info(m.output[0], qtype, None))
         held.graph.output.append(helper.make_tensor_value_info(own, qtype, None))

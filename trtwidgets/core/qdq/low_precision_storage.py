@@ -25,7 +25,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-__all__ = ["LOW_TYPES", "NotEmulable", "storage_emulation", "tensor_types"]
+__all__ = ["LOW_TYPES", "NotEmulable", "fresh_name", "storage_emulation", "tensor_types"]
 
 #: Float types a float part may be written in, below FP32.
 LOW_TYPES = {onnx.TensorProto.FLOAT16: "FP16", onnx.TensorProto.BFLOAT16: "BF16"}
@@ -123,17 +123,18 @@ def storage_emulation(model: onnx.ModelProto) -> Tuple[onnx.ModelProto, int, str
             if low not in LOW_TYPES or not name:
                 continue
             low_name = low_name or LOW_TYPES[low]
-            written, held = _fresh(f"{name}__as_written", taken), _fresh(f"{name}__{LOW_TYPES[low].lower()}", taken)
+            written, held = fresh_name(f"{name}__as_written", taken), fresh_name(f"{name}__{LOW_TYPES[low].lower()}", taken)
             n.output[k] = written
-            nodes += [helper.make_node("Cast", [written], [held], to=low, name=_fresh(f"{held}_cast", taken)),
-                      helper.make_node("Cast", [held], [name], to=_FLOAT, name=_fresh(f"{name}_widen", taken))]
+            nodes += [helper.make_node("Cast", [written], [held], to=low, name=fresh_name(f"{held}_cast", taken)),
+                      helper.make_node("Cast", [held], [name], to=_FLOAT, name=fresh_name(f"{name}_widen", taken))]
             rounded += 1
     del g.node[:]
     g.node.extend(nodes)
     return out, rounded, low_name
 
 
-def _fresh(name: str, taken: Set[str]) -> str:
+def fresh_name(name: str, taken: Set[str]) -> str:
+    """``name``, lengthened with ``_`` until it is not in ``taken``; then taken."""
     while name in taken:
         name += "_"
     taken.add(name)
