@@ -1,4 +1,4 @@
-"""Regenerate ``trtwidgets/core/plan/estimate_error.json``: how far the planner's latency has been off.
+"""Regenerate ``trtwidgets/core/plan/measured/estimate_error.json``: how far the planner's latency has been off.
 
 Each entry is one planned INT8 engine that was also built and timed on a GPU: its
 estimated time relative to FP16 (the plan's ``speedup_vs_fp16``) beside its measured
@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "trtwidgets" / "core" / "plan" / "estimate_error.json"
+OUT = ROOT / "trtwidgets" / "core" / "plan" / "measured" / "estimate_error.json"
 ABOUT = ("How far the planner's latency has been off: per planned INT8 engine built and timed on a GPU, the "
          "estimated time relative to FP16 beside the measured one (same run). Regenerate with "
          "`python benchmarks/estimate_error.py`; never edit the numbers by hand.")

@@ -25,7 +25,7 @@ On the GPU machine (after the bundle is unpacked, see shared/gpu/README.md)::
 
 then, on the CPU, copy the folder to ``tests/fixtures/trt86/cls_b32_measured/`` and run
 ``python benchmarks/estimate_error.py`` to add its estimated-against-measured ratios to
-``trtwidgets/core/plan/estimate_error.json``.
+``trtwidgets/core/plan/measured/estimate_error.json``.
 """
 
 from __future__ import annotations

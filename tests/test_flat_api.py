@@ -25,7 +25,7 @@ def test_import_is_cheap():
 
 def test_every_step_is_listed_and_resolves():
     assert trtwidgets.__all__ == ["load", "lint", "calibrate", "export_qdq", "plan", "export_plan", "build", "layers",
-                                  "inspect", "compare", "App", "Recipe", "QdqOptions", "PlanTarget"]
+                                  "inspect", "compare", "App", "Recipe", "QdqOptions", "PlanTarget", "Plan"]
     assert set(trtwidgets.__all__) <= set(dir(trtwidgets))
     for name in [n for n in trtwidgets.__all__ if n != "plan"]:  # plan: see test_plan_is_the_planner
         assert callable(getattr(trtwidgets, name)), name
@@ -56,6 +56,9 @@ def test_the_public_export_is_the_calibration_export():
 
     assert trtwidgets.export_qdq is export.export_qdq and export.qdq_model is not export.export_qdq
     assert trtwidgets.QdqOptions().dense_int8 is True and trtwidgets.PlanTarget().cosine == 0.99
+    from trtwidgets.core.plan.plan_artifact import Plan
+
+    assert trtwidgets.Plan is Plan and callable(trtwidgets.Plan.load)
 
 
 def test_an_unknown_name_is_an_attribute_error():

@@ -11,6 +11,7 @@ The steps of a notebook, flat and in order::
     plan = tw.plan(model, "samples/", held_back="heldback/", calibration=cal)  # where INT8 pays, on unseen samples
     plan = tw.plan(model, "samples/", calibration=cal, measure=True)  # on a GPU: picked by measured time
     tw.export_plan(model, plan, "pick.qdq.onnx")   # the pick, exported as it was scored
+    plan.save("plan/"); plan = tw.Plan.load("plan/")  # plan.json: measure it later on a GPU machine
     result = tw.build(tw.Recipe.for_model(model))  # needs TensorRT and a GPU
     table = tw.layers(result)                      # layer precisions, why not INT8 (also tw.inspect)
     tw.compare({"fp16": "a/", "int8": "b/"})        # layers of two builds side by side
@@ -23,8 +24,8 @@ The names above are resolved on first use (PEP 562), so ``import trtwidgets``
 imports nothing heavy, and ``import trtwidgets.core`` works with only numpy and
 onnx installed (the GPU machine runs Python 3.9 with just those). Editors and type
 checkers see the real signatures through the ``TYPE_CHECKING`` imports below.
-``tw.QdqOptions`` holds the Q/DQ export's choices (one set of defaults) and
-``tw.PlanTarget`` the planner's accuracy target.
+``tw.QdqOptions`` holds the Q/DQ export's choices (one set of defaults),
+``tw.PlanTarget`` the planner's accuracy target and ``tw.Plan`` its result.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ if TYPE_CHECKING:  # what _LAZY resolves to, for editors and type checkers (neve
     from trtwidgets.core.engine.inspect_build import inspect as layers
     from trtwidgets.core.model.lint import lint as lint
     from trtwidgets.core.model.load import load_model as load
+    from trtwidgets.core.plan.plan_artifact import Plan as Plan
     from trtwidgets.core.plan.plan_export import export_plan as export_plan
     from trtwidgets.core.plan.plan_values import PlanTarget as PlanTarget
     from trtwidgets.plan_api import plan as plan
@@ -66,6 +68,7 @@ _LAZY: Dict[str, Tuple[str, str]] = {
     "Recipe": ("trtwidgets.core.recipe.recipe", "Recipe"),
     "QdqOptions": ("trtwidgets.core.qdq.options", "QdqOptions"),
     "PlanTarget": ("trtwidgets.core.plan.plan_values", "PlanTarget"),
+    "Plan": ("trtwidgets.core.plan.plan_artifact", "Plan"),
 }
 
 __all__ = list(_LAZY)

@@ -83,31 +83,27 @@ def add_arguments(parser):
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
-def _target(args):
-    """``(PlanTarget or None, metric text or None, labels or None)``: the metric is built by the planner."""
+def target(args):
+    """The :class:`~trtwidgets.core.plan.plan_values.PlanTarget` these arguments ask for (cosine >= 0.99 by default)."""
+    from ..core.common.errors import UserError
     from ..core.plan.plan_values import PlanTarget
 
-    metric = labels = None
     if args.metric:
         from ..core.accuracy.task_metrics import check_metric_text
 
         check_metric_text(args.metric)  # exit 2 before any work
-        metric = args.metric
+        labels = None
         if args.labels:
             from ..core.qdq.validate import load_labels
 
             labels = load_labels(args.labels)
-    elif args.labels:
-        from ..core.common.errors import UserError
-
+        return PlanTarget.for_metric(args.metric, labels, cosine=args.target_cosine, snr_db=args.target_snr,
+                                     max_metric_drop=args.max_metric_drop)
+    if args.labels:
         raise UserError("--labels without --metric.", "Labels are read by --metric top1.",
                         "Add --metric top1, or leave --labels out.")
-    cosine = args.target_cosine
-    if cosine is None and args.target_snr is None and metric is None:
-        cosine = 0.99
-    if cosine is None and args.target_snr is None:
-        return None, metric, labels  # the metric alone (plan() builds the target)
-    return PlanTarget(cosine=cosine, snr_db=args.target_snr, max_metric_drop=args.max_metric_drop), metric, labels
+    cosine = 0.99 if args.target_cosine is None and args.target_snr is None else args.target_cosine
+    return PlanTarget(cosine=cosine, snr_db=args.target_snr, max_metric_drop=args.max_metric_drop)
 
 
 def options(args):
@@ -117,96 +113,112 @@ def options(args):
     return QdqOptions(trt_version=args.trt_version, high_precision=args.high_precision, dense_int8=args.dense_int8)
 
 
+def _data(args):
+    if args.data == "demo":
+        from .. import demo
+
+        return list(demo.iter_skimage_inputs(64, batch_size=1, seed=12345))
+    return args.data
+
+
 def run(args) -> int:
     from pathlib import Path
 
-    from ..core.common.atomic import write_text_atomic
     from ..core.common.errors import UserError
-    from ..core.common.file_set import replace_file_set
-    from ..core.common.write_rule import partial_path
     from ..core.model.load import load_model
-    from ..core.qdq.export import save_qdq_model
-    from ..core.plan.plan_export import PLAN_FILES
-    from ..core.plan.planner import export_plan, plan
+    from ..core.plan.plan_export import export_plan
+    from ..plan_api import plan
 
     if not 0 < args.holdout < 1:
         raise UserError(f"--holdout {args.holdout} is not a fraction.", "It is the share of samples held back.",
                         "Use a value between 0 and 1, e.g. 0.25.")
-    target, metric, labels = _target(args)
-    if target is None:  # the metric alone, with this drop (plan() builds it with the held-back labels)
-        from ..core.plan.plan_target import metric_factory
-        from ..core.plan.plan_values import PlanTarget
-
-        target = PlanTarget(cosine=None, metric_factory=metric_factory(metric),
-                            max_metric_drop=args.max_metric_drop)
-    measure = None
+    goal = target(args)
+    measure = False
     if args.measure:
         from .plan_measure import measure_source
 
         measure = measure_source(args, Path(args.out) / "candidates")  # checks TensorRT and a GPU first
     loaded = load_model(args.model)
-    data = args.data
-    if data == "demo":
-        from .. import demo
-
-        data = list(demo.iter_skimage_inputs(64, batch_size=1, seed=12345))
-    result = plan(loaded, data, target=target, held_back=args.held_back, holdout=args.holdout,
-                  options=options(args), gpu=args.gpu, batch_size=args.batch, oracle=args.oracle,
-                  max_samples=args.max_samples, progress=not args.no_progress, metric=metric, labels=labels,
-                  batch_axis=args.batch_axis, seed=args.seed,
-                  measure=measure)
+    result = plan(loaded, _data(args), target=goal, options=options(args), held_back=args.held_back,
+                  holdout=args.holdout, seed=args.seed, max_samples=args.max_samples, batch_axis=args.batch_axis,
+                  batch_size=args.batch, gpu=args.gpu, oracle=args.oracle, measure=measure,
+                  progress=not args.no_progress)
     out = Path(args.out)
     exported = export_plan(loaded, result)
-    final = partial_path(out) if result.interrupted else out
-    had_qdq = (final / "model.qdq.onnx").is_file()
-    from ..plots.pareto import plan_html
-
-    html = plan_html(result, result.table())
-
-    def write(folder):
-        if exported is not None:
-            save_qdq_model(exported.model, folder / "model.qdq.onnx", reference=exported.float32_model)
-        result.save_json(folder / "plan.json")  # and held_back.npz: what `plan measure` judges the engines by
-        write_text_atomic(folder / "plan.html", html)
-
-    # One set: a kill or a full disk leaves the earlier plan's files or this plan's, never a mix.
-    replace_file_set(final, PLAN_FILES, write)
-    qdq_path = final / "model.qdq.onnx"
-    if exported is None and had_qdq:
-        print(f"replaced the earlier plan in {final}; its model.qdq.onnx went with it (FP16 is this plan's pick)",
-              file=sys.stderr)
+    final = write_plan_folder(result, exported, out)
     if args.json:
-        print(json.dumps(result.to_dict(), indent=1))
+        print(json.dumps(result.to_dict(), indent=1))  # plan.json's own text
     else:
-        print(f"target: {result.target.describe()}")
-        print(result.table())
-        print(result.reason)
-        acc = result.pick.accuracy
-        if acc.worst_group:
-            held = result.held_back
-            print(f"accuracy of the pick: worst channel group {acc.worst_group} at cosine {acc.cosine:.4f} "
-                  f"(pooled output cosine {acc.pooled_cosine:.4f}); held back: {len(held.get('held_back', []))} "
-                  f"samples ({held.get('source', '')}, names in plan.json)")
-        for n in result.notes:
-            print(f"note: {n}")
-        secs = result.seconds
-        print(f"searched in {secs.get('total', 0):.1f} s ("
-              + ", ".join(f"{k} {v:.1f} s" for k, v in secs.items() if k != "total") + ")")
-        print(f"wrote {final / 'plan.json'}, {final / 'plan.html'}"
-              + (f", {qdq_path}" if exported is not None else " (no Q/DQ model: FP16 is the pick)"))
+        _print(result, final, exported is not None)
     if args.build and exported is not None and not result.interrupted:
-        _build(qdq_path, out)
+        _build(final / "model.qdq.onnx", out)
     if result.interrupted:
         print(f"interrupted: {final} holds the candidates measured so far; {out} was kept as it was",
               file=sys.stderr)
         return 130
-    if result.measured.get("interrupted"):
+    if result.measured is not None and result.measured.interrupted:
         print("interrupted while measuring: the files hold the candidates and the measurements so far", file=sys.stderr)
         return 130
     if not result.any_meets_target:
         print("no candidate meets the target, not even FP16", file=sys.stderr)
         return 1
     return 0
+
+
+def write_plan_folder(result, exported, out, check_bytes=None, partial=None):
+    """plan.json (+ held_back.npz), plan.html and the pick's model.qdq.onnx into ``out`` as one set; the folder.
+
+    An interrupted search (``partial``, default: the plan's ``interrupted``) writes into ``out``'s partial
+    sibling and leaves ``out`` as it was. A plan whose pick is FP16 has no model.qdq.onnx: an earlier one goes
+    with the set (said on stderr). ``check_bytes``: the held-back check as read from the folder (``plan
+    measure`` keeps it as it was).
+    """
+    from ..core.common.atomic import write_bytes_atomic, write_text_atomic
+    from ..core.common.file_set import replace_file_set
+    from ..core.common.write_rule import partial_path
+    from ..core.plan.engine_check import CHECK_FILE
+    from ..core.plan.plan_export import PLAN_FILES
+    from ..core.qdq.export import save_qdq_model
+    from ..plots.pareto import plan_html
+
+    final = partial_path(out) if (result.interrupted if partial is None else partial) else out
+    had_qdq = (final / "model.qdq.onnx").is_file()
+    html = plan_html(result)
+
+    def write(folder):
+        if exported is not None:
+            save_qdq_model(exported.model, folder / "model.qdq.onnx", reference=exported.float32_model)
+        result.save_json(folder / "plan.json")  # and held_back.npz: what `plan measure` judges the engines by
+        write_text_atomic(folder / "plan.html", html)
+        if check_bytes is not None:
+            write_bytes_atomic(folder / CHECK_FILE, check_bytes)
+
+    # One set: a kill or a full disk leaves the earlier plan's files or this plan's, never a mix.
+    replace_file_set(final, PLAN_FILES, write)
+    if exported is None and had_qdq:
+        print(f"replaced the earlier plan in {final}; its model.qdq.onnx went with it (FP16 is this plan's pick)",
+              file=sys.stderr)
+    return final
+
+
+def _print(result, final, exported: bool) -> None:
+    print(f"target: {result.target.describe()}")
+    print(result.table())
+    print(result.reason)
+    acc = result.pick.accuracy
+    if acc.worst_group:
+        held = result.held_back
+        print(f"accuracy of the pick: worst channel group {acc.worst_group} at cosine {acc.cosine:.4f} "
+              f"(pooled output cosine {acc.pooled_cosine:.4f}); held back: {len(held.get('held_back', []))} "
+              f"samples ({held.get('source', '')}, names in plan.json)")
+    for n in result.notes:
+        print(f"note: {n}")
+    secs = result.seconds
+    if secs:
+        print(f"searched in {secs.get('total', 0):.1f} s ("
+              + ", ".join(f"{k} {v:.1f} s" for k, v in secs.items() if k != "total") + ")")
+    print(f"wrote {final / 'plan.json'}, {final / 'plan.html'}"
+          + (f", {final / 'model.qdq.onnx'}" if exported else " (no Q/DQ model: FP16 is the pick)"))
 
 
 def _build(qdq_path, out) -> None:

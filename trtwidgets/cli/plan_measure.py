@@ -34,7 +34,7 @@ DEFAULT_BUILD_LIMIT_S = 720.0
 
 def add_measure_arguments(group, flag: bool = False) -> None:
     """The measurement options shared by ``plan --measure`` and ``plan measure``."""
-    from ..core.plan.measured_plan import MEASURE_TOP
+    from ..core.plan.measured.repick import MEASURE_TOP
     from ..trt.measure import MIN_ROUNDS
 
     if flag:
@@ -72,7 +72,7 @@ def _check(args) -> None:
 
 
 def measure_keywords(args) -> dict:
-    """The keywords of :func:`trtwidgets.trt.plan_measure.measure_plan_doc` these arguments ask for."""
+    """The keywords of :func:`trtwidgets.trt.plan_measure.measure_plan` these arguments ask for."""
     return {"cache_dir": args.engine_cache, "top": args.measure_top, "rounds": args.rounds, "runs": args.runs,
             "opt_level": args.opt_level, "implicit": not args.no_implicit,
             "build_limit_s": args.build_limit or None,
@@ -95,64 +95,38 @@ def add_arguments(parser):
 
 
 def run(args) -> int:
-    import json
-
-    from ..core.common.atomic import write_bytes_atomic, write_text_atomic
-    from ..core.plan.engine_check import CHECK_FILE
-    from ..core.plan.plan_table import plan_table
-    from ..core.plan.plan_values import load_plan
-    from ..trt.plan_measure import measure_plan_doc, require_measurable
+    from ..core.plan.plan_artifact import Plan
+    from ..core.plan.plan_export import export_plan
+    from ..trt.plan_measure import measure_plan, require_measurable
+    from .plan import write_plan_folder
 
     out = Path(args.plan_dir)
-    doc = load_plan(out)
+    plan = Plan.load(out)
     _check(args)
     require_measurable("trtwidgets plan measure")
-    check, check_bytes = _engine_check(out, doc)
-    new = measure_plan_doc(doc, out / "candidates", args.model, check=check, **measure_keywords(args))
-    table = plan_table(new)
-    from ..core.common.file_set import replace_file_set
-    from ..core.plan.plan_export import PLAN_FILES
-    from ..plots.pareto import plan_html
-
-    html = plan_html(new, table)
-    had_qdq = (out / "model.qdq.onnx").is_file()
-
-    def write(folder: Path) -> None:
-        _write_pick(new, args.model or new.get("model"), folder)
-        write_text_atomic(folder / "plan.json", json.dumps(new, indent=1))
-        write_text_atomic(folder / "plan.html", html)
-        if check_bytes is not None:  # the set keeps the plan's held-back check as it was
-            write_bytes_atomic(folder / CHECK_FILE, check_bytes)
-
+    check, check_bytes = _engine_check(out, plan)
+    new = measure_plan(plan, args.model, work_dir=out / "candidates", check=check, **measure_keywords(args))
+    exported = export_plan(args.model or new.model, new)
     # One set, as `plan` writes it: a kill leaves the earlier plan's files or the measured plan's, never a mix.
-    replace_file_set(out, PLAN_FILES, write)
-    if had_qdq and not (out / "model.qdq.onnx").exists():
-        print(f"removed {out / 'model.qdq.onnx'} (FP16 is the measured pick)", file=sys.stderr)
-    print(table)
-    print(new["reason"])
-    for n in new.get("notes", ()):
+    write_plan_folder(new, exported, out, check_bytes, partial=False)
+    print(new.table())
+    print(new.reason)
+    for n in new.notes:
         print(f"note: {n}")
     print(f"wrote {out / 'plan.json'}, {out / 'plan.html'}")
-    if new["measured"].get("interrupted"):
+    if new.measured is not None and new.measured.interrupted:
         print("interrupted: plan.json holds the measurements so far (marked partial)", file=sys.stderr)
         return 130
     return 0
 
 
-def _engine_check(out: Path, doc):
+def _engine_check(out: Path, plan):
     """The plan folder's held-back check and its bytes, or ``(None, None)`` with a line saying the engines go unjudged."""
     from ..core.plan.engine_check import CHECK_FILE, folder_check
 
-    check, data = folder_check(out, doc)
+    check, data = folder_check(out, plan.target)
     if check is None:
         print(f"note: {out / CHECK_FILE} is missing (a plan written before this version): the engines are timed, "
               "not judged on the held-back samples, and implicit INT8 stays a reference; plan again to judge them",
               file=sys.stderr)
     return check, data
-
-
-def _write_pick(doc: dict, model, folder: Path) -> None:
-    """``model.qdq.onnx`` of the pick by measured time into ``folder``; none when FP16 is the pick."""
-    from ..core.plan.plan_export import export_plan
-
-    export_plan(model, doc, folder / "model.qdq.onnx")

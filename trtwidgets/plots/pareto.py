@@ -11,8 +11,9 @@ measurement (a diamond; the round spread in its hover), joined by a dotted line.
 from __future__ import annotations
 
 import html
+import math
 from dataclasses import dataclass
-from typing import List, Mapping, Optional, Tuple, Union
+from typing import List, Optional, Tuple
 
 __all__ = ["PlanParetoDisplay", "plan_html"]
 
@@ -52,28 +53,23 @@ class PlanParetoDisplay:
     implicit: Optional[Tuple[float, float, bool, bool]] = None
 
     @classmethod
-    def from_plan(cls, plan: Union[Mapping, object]) -> "PlanParetoDisplay":
-        """From a :class:`~trtwidgets.core.plan.plan_values.Plan` or its ``to_dict()`` / ``plan.json``."""
-        doc = plan.to_dict() if hasattr(plan, "to_dict") else dict(plan)
-        cands = doc["candidates"]
-        tgt = doc.get("target") or {}
-        use_metric = tgt.get("metric") and all(c["accuracy"].get("metric") is not None for c in cands)
-        if use_metric:
-            key, label, target = "metric", str(tgt["metric"]), None
-        elif tgt.get("cosine") is None and tgt.get("snr_db") is not None:
-            key, label, target = "snr_db", "output SNR (dB)", tgt.get("snr_db")
+    def from_plan(cls, plan) -> "PlanParetoDisplay":
+        """From a :class:`~trtwidgets.core.plan.plan_artifact.Plan` (``Plan.load(path)`` for a saved one)."""
+        cands = plan.candidates
+        tgt = plan.target
+        if tgt.has_metric and all(c.accuracy.metric is not None for c in cands):
+            key, label, target = "metric", str(tgt.metric_name or tgt.metric_spec or "metric"), None
+        elif tgt.cosine is None and tgt.snr_db is not None:
+            key, label, target = "snr_db", "output SNR (dB)", tgt.snr_db
         else:
-            key, label, target = "cosine", "output cosine vs FP32", tgt.get("cosine")
-        ys = tuple(float(c["accuracy"].get(key) if c["accuracy"].get(key) is not None else float("nan"))
-                   for c in cands)
-        xs = tuple(1.0 / c["speedup_vs_fp16"] if c.get("speedup_vs_fp16") else float("nan") for c in cands)
-        mx, spread = _measured(doc, len(cands))
-        return cls(measured_x=mx, measured_spread=spread, implicit=_implicit(doc, key),
-                   names=tuple(c["name"] for c in cands), x=xs, y=ys,
-                   kept=tuple(tuple(k["layer"] for k in c["kept"]) for c in cands),
-                   meets=tuple(bool(c["meets_target"]) for c in cands), recommended=int(doc["recommended"]),
-                   y_label=label, target=target,
-                   latency_source=str(cands[0].get("latency_source", "estimate")) if cands else "estimate")
+            key, label, target = "cosine", "output cosine vs FP32", tgt.cosine
+        ys = tuple(_number(getattr(c.accuracy, key)) for c in cands)
+        xs = tuple(1.0 / c.speedup if c.speedup else float("nan") for c in cands)
+        mx, spread = _measured(plan)
+        return cls(measured_x=mx, measured_spread=spread, implicit=_implicit(plan, key),
+                   names=tuple(c.name for c in cands), x=xs, y=ys, kept=tuple(tuple(k for k, _ in c.kept) for c in cands),
+                   meets=tuple(c.meets_target for c in cands), recommended=plan.recommended, y_label=label,
+                   target=target, latency_source=cands[0].latency_source or "estimate" if cands else "estimate")
 
     def front(self) -> List[int]:
         """Indices on the Pareto front (no other candidate is both faster and more accurate), by latency."""
@@ -165,67 +161,70 @@ class PlanParetoDisplay:
         return fig
 
 
-def _measured(doc: Mapping, n: int) -> Tuple[Tuple[float, ...], Tuple[float, ...]]:
+def _number(v) -> float:
+    return float(v) if isinstance(v, (int, float)) else float("nan")
+
+
+def _measured(plan) -> Tuple[Tuple[float, ...], Tuple[float, ...]]:
     """Per candidate: measured time relative to FP16 and the round spread in ms (NaN where not measured)."""
-    rows = {}
-    for r in ((doc.get("measured") or {}).get("rows") or ()):
-        if r.get("candidate") is not None:
-            rows[int(r["candidate"])] = r
+    from ..core.plan.plan_table import measured_rows_by_candidate
+
+    rows = measured_rows_by_candidate(plan)
     if not rows:
         return (), ()
-
-    def num(v):
-        return float(v) if isinstance(v, (int, float)) else float("nan")
-
-    return (tuple(num(rows.get(i, {}).get("vs_fp16")) for i in range(n)),
-            tuple(num(rows.get(i, {}).get("spread_ms")) for i in range(n)))
+    n = len(plan.candidates)
+    return (tuple(_number(rows[i].vs_fp16) if i in rows else float("nan") for i in range(n)),
+            tuple(_number(rows[i].spread_ms) if i in rows else float("nan") for i in range(n)))
 
 
-def _implicit(doc: Mapping, key: str) -> Optional[Tuple[float, float, bool, bool]]:
+def _implicit(plan, key: str) -> Optional[Tuple[float, float, bool, bool]]:
     """Implicit INT8's point where its engine was timed and judged (its accuracy by the chart's own measure)."""
-    from ..core.plan.plan_table import implicit_row
-
-    measured = doc.get("measured") or {}
-    row = implicit_row(doc)
-    acc = (row or {}).get("engine_accuracy") or {}
-    x, y = (row or {}).get("vs_fp16"), acc.get(key)
-    if not isinstance(x, (int, float)) or not isinstance(y, (int, float)) or acc.get("meets") is None:
+    row = plan.measured.implicit_row() if plan.measured is not None else None
+    verdict = row.engine if row is not None else None
+    if verdict is None or verdict.meets is None or verdict.accuracy is None:
         return None
-    return float(x), float(y), bool(acc["meets"]), (measured.get("pick") or {}).get("kind") == "int8_implicit"
+    x, y = row.vs_fp16, getattr(verdict.accuracy, key)
+    if not isinstance(y, (int, float)) or not math.isfinite(x) or not math.isfinite(y):
+        return None
+    return float(x), float(y), bool(verdict.meets), plan.measured.implicit_is_pick
 
 
-def plan_html(plan, table_text: str, title: str = "Quantization plan") -> str:
-    """A self-contained ``plan.html``: the reason, the Pareto chart (plotly.js embedded), the table, the notes."""
+def plan_html(plan, table_text: Optional[str] = None, title: str = "Quantization plan") -> str:
+    """A self-contained ``plan.html``: the reason, the Pareto chart (plotly.js embedded), the table, the notes.
+
+    ``table_text`` defaults to ``plan.table()``.
+    """
     from .plan_latency import latency_section_html
     from .report_html import figure_html, plotly_js_head
 
-    doc = plan.to_dict() if hasattr(plan, "to_dict") else dict(plan)
+    table_text = plan.table() if table_text is None else table_text
     try:
-        head, chart = plotly_js_head(), figure_html(PlanParetoDisplay.from_plan(doc).figure())
+        head, chart = plotly_js_head(), figure_html(PlanParetoDisplay.from_plan(plan).figure())
     except ImportError:  # `plan measure` on the GPU machine's Python 3.9 (numpy, onnx, tensorrt only): no chart
         head, chart = "", "<p><i>The chart needs plotly, which is not installed where this page was written.</i></p>"
     rows: List[str] = []
-    for i, c in enumerate(doc["candidates"]):
-        kept = "".join(f"<li>{html.escape(k['layer'])}: {html.escape(k['reason'])}</li>" for k in c["kept"][:200])
-        rows.append(f"<details{' open' if i == doc['recommended'] else ''}><summary>{i}. {html.escape(c['name'])}"
-                    f"{' (recommended)' if i == doc['recommended'] else ''}: {len(c['quantized'])} INT8 layers, "
-                    f"{len(c['kept'])} kept in high precision</summary><ul>{kept}</ul></details>")
-    notes = "".join(f"<li>{html.escape(n)}</li>" for n in doc.get("notes", ()))
+    for i, c in enumerate(plan.candidates):
+        kept = "".join(f"<li>{html.escape(k)}: {html.escape(r)}</li>" for k, r in c.kept[:200])
+        pick = i == plan.recommended
+        rows.append(f"<details{' open' if pick else ''}><summary>{i}. {html.escape(c.name)}"
+                    f"{' (recommended)' if pick else ''}: {len(c.quantized)} INT8 layers, "
+                    f"{len(c.kept)} kept in high precision</summary><ul>{kept}</ul></details>")
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in plan.notes)
     return ("<!doctype html><html><head><meta charset='utf-8'><title>" + html.escape(title) + "</title>"
             + head + "</head><body style='font-family:sans-serif;max-width:1100px;margin:auto'>"
-            f"<h1>{html.escape(title)}</h1><p><b>{html.escape(doc['reason'])}</b></p>"
-            f"<p>Model: {html.escape(doc['model'])}. Target: {html.escape(_target_text(doc.get('target') or {}))}. "
-            f"Float part: {html.escape(doc.get('high_precision', 'fp32').upper())}.</p>"
-            + chart + f"<pre>{html.escape(table_text)}</pre>" + latency_section_html(doc) + "".join(rows)
+            f"<h1>{html.escape(title)}</h1><p><b>{html.escape(plan.reason)}</b></p>"
+            f"<p>Model: {html.escape(plan.model)}. Target: {html.escape(_target_text(plan.target))}. "
+            f"Float part: {html.escape(plan.high_precision.upper())}.</p>"
+            + chart + f"<pre>{html.escape(table_text)}</pre>" + latency_section_html(plan) + "".join(rows)
             + (f"<h2>Notes</h2><ul>{notes}</ul>" if notes else "") + "</body></html>")
 
 
-def _target_text(target: Mapping) -> str:
+def _target_text(target) -> str:
     parts = []
-    if target.get("cosine") is not None:
-        parts.append(f"output cosine >= {target['cosine']:g}")
-    if target.get("snr_db") is not None:
-        parts.append(f"SNR >= {target['snr_db']:g} dB")
-    if target.get("metric"):
-        parts.append(f"{target['metric']} within {target.get('max_metric_drop') or 0:g} of FP32")
+    if target.cosine is not None:
+        parts.append(f"output cosine >= {target.cosine:g}")
+    if target.snr_db is not None:
+        parts.append(f"SNR >= {target.snr_db:g} dB")
+    if target.has_metric:
+        parts.append(f"{target.metric_name or target.metric_spec or 'metric'} within {target.metric_drop:g} of FP32")
     return ", ".join(parts) or "none"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import html
 import math
-from typing import Mapping
 
 __all__ = ["latency_section_html"]
 
@@ -13,28 +12,26 @@ def _num(v, fmt: str) -> str:
     return format(float(v), fmt) if isinstance(v, (int, float)) and math.isfinite(v) else "-"
 
 
-def latency_section_html(doc: Mapping) -> str:
-    """The section as HTML: the estimate's record in words, or the measured engines in a table (names escaped)."""
-    measured = doc.get("measured") or {}
-    status = measured.get("status")
-    if not status:
-        return ""
-    if status == "estimate":
-        return f"<h2>Latency: an estimate</h2><p>{html.escape(str(measured.get('text', '')))}</p>"
-    settings = measured.get("settings") or {}
-    head = (f"<h2>Latency: measured{' (partial: interrupted)' if status == 'partial' else ''}</h2>"
+def latency_section_html(plan) -> str:
+    """A :class:`~trtwidgets.core.plan.plan_artifact.Plan`'s section as HTML: the estimate's record in words, or
+    the measured engines in a table (names escaped); empty when the plan says neither."""
+    if plan.measured is None:
+        if plan.estimate is None:
+            return ""
+        return f"<h2>Latency: an estimate</h2><p>{html.escape(plan.estimate.text)}</p>"
+    m = plan.measured
+    settings = m.settings
+    head = (f"<h2>Latency: measured{' (partial: interrupted)' if m.status == 'partial' else ''}</h2>"
             f"<p>{html.escape(str(settings.get('gpu', '?')))}, TensorRT {html.escape(str(settings.get('trt', '?')))}, "
-            f"{int(measured.get('rounds', 0))} interleaved rounds; {int(measured.get('built', 0))} engines built, "
-            f"{int(measured.get('cached', 0))} from the cache. The estimated and measured times are compared as "
+            f"{int(m.rounds)} interleaved rounds; {int(m.built)} engines built, "
+            f"{int(m.cached)} from the cache. The estimated and measured times are compared as "
             "ratios to FP16 (a cost model's milliseconds are not meant to be right).</p>")
     cells = ("engine", "estimated x FP16", "measured ms", "spread ms", "measured x FP16", "estimate off by", "note")
     rows = ["<tr>" + "".join(f"<th>{c}</th>" for c in cells) + "</tr>"]
-    for r in measured.get("rows") or ():
-        err = r.get("estimate_error")
+    for r in m.rows():
+        err = r.estimate_error
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in (
-            html.escape(str(r.get("name", ""))), _num(r.get("estimate_vs_fp16"), ".3f"),
-            _num(r.get("measured_ms"), ".4f"),
-            _num(r.get("spread_ms"), ".4f"), _num(r.get("vs_fp16"), ".3f"),
-            (f"{err:+.0%}" if isinstance(err, (int, float)) and math.isfinite(err) else "-"),
-            html.escape(str(r.get("error") or ""))[:300])) + "</tr>")
+            html.escape(r.name), _num(r.estimate_vs_fp16, ".3f"), _num(r.measured_ms, ".4f"),
+            _num(r.spread_ms, ".4f"), _num(r.vs_fp16, ".3f"), (f"{err:+.0%}" if math.isfinite(err) else "-"),
+            html.escape(r.error)[:300])) + "</tr>")
     return head + "<table border='1' cellpadding='4' style='border-collapse:collapse'>" + "".join(rows) + "</table>"

@@ -64,12 +64,11 @@ def plan_section(plan) -> Section:
 
     from .plan_latency import latency_section_html
 
-    notes = "".join(f"<li>{rep.esc(n)}</li>" for n in getattr(plan, "notes", ()) or ())
-    doc = plan.to_dict() if hasattr(plan, "to_dict") else {}
+    notes = "".join(f"<li>{rep.esc(n)}</li>" for n in plan.notes)
     return rep.section("Quantization plan", rep.note(str(plan.reason)),
                        figs.figure_html(PlanParetoDisplay.from_plan(plan).figure()),
                        f"<pre>{html.escape(plan.table())}</pre>",
-                       latency_section_html(doc),  # estimate or measurement, as plan.html shows it
+                       latency_section_html(plan),  # estimate or measurement, as plan.html shows it
                        f"<ul>{notes}</ul>" if notes else "")
 
 
@@ -155,7 +154,7 @@ def analysis_html(title: str, summary=None, findings: Sequence[Any] = (), recipe
     recipe : Recipe, optional
     calibration : mapping, optional
         Keyword arguments of :func:`calibration_sections` (``stats``, ``ranges``, ``method``...).
-    plan : plan result, optional
+    plan : Plan, optional
     tables : mapping, optional
         Build label -> layer table (see :func:`build_tables`).
     build_errors : mapping, optional

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..core.common.errors import UserError
 from ..core.model.batch_axis import BatchAxes, run_in_batches
+from ..core.plan.plan_values import EngineVerdict
 
 __all__ = ["engine_outputs", "engine_verdict"]
 
@@ -67,8 +68,8 @@ def engine_outputs(engine, feeds: Sequence[Mapping[str, np.ndarray]], axes: Batc
         return run_in_batches(run, list(feeds), axes, batch_size=batch, ranks=ranks)
 
 
-def engine_verdict(engine, check) -> dict:
-    """The engine judged by the plan's check (:meth:`EngineCheck.verdict`); ``{"error": ...}`` when it cannot run.
+def engine_verdict(engine, check) -> EngineVerdict:
+    """The engine judged by the plan's check (:meth:`EngineCheck.verdict`); one with an ``error`` when it cannot run.
 
     A failure to run is a result, not an exception: the engine is then timed but not judged.
     """
@@ -79,4 +80,4 @@ def engine_verdict(engine, check) -> dict:
         raise
     except Exception as exc:  # noqa: BLE001 - one engine that cannot run the samples is reported, the others go on
         msg = getattr(exc, "what", None) or str(exc)
-        return {"meets": None, "error": f"{type(exc).__name__}: {msg}"[:1000]}
+        return EngineVerdict(None, error=f"{type(exc).__name__}: {msg}"[:1000])

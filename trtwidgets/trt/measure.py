@@ -4,7 +4,7 @@
 the GPU machine:
 
 1. **One build per distinct placement.** Each job's build key is its model's
-   :func:`~trtwidgets.core.engine.measured.placement_key` (Q/DQ scales zeroed: a change of
+   :func:`~trtwidgets.core.plan.measured.measurement.placement_key` (Q/DQ scales zeroed: a change of
    ranges alone changes no latency) plus the build settings (flags, shapes, optimization
    level, TensorRT version, GPU). Jobs with the same key share one engine.
 2. **Cached on disk by that key**: ``<cache_dir>/<key>/`` is a build folder published
@@ -13,14 +13,15 @@ the GPU machine:
    (``CUDA_VISIBLE_DEVICES``), each building its share into the same cache.
 4. **Timed interleaved**: A B C A B C ... in ``rounds`` rounds (at least 3) of ``runs`` CUDA-event
    timed runs each, on the same inputs; each engine gets its per-round medians, their median
-   and their spread (:class:`~trtwidgets.core.engine.measured.Measurement`).
+   and their spread (:class:`~trtwidgets.core.plan.measured.measurement.Measurement`).
 5. **Judged** where a ``check`` is given: each engine runs the plan's held-back samples after the
    timing and its verdict becomes the Measurement's ``accuracy``.
 6. **Progress** (builds done and left, rounds done) goes to a callback or stderr, and
    **Ctrl-C keeps what was measured**: builds already done stay cached, rounds already
    timed are returned, and the report says it was interrupted.
 
-The decision (:func:`~trtwidgets.core.engine.measured.pick_measured`) is pure and lives in core.
+The decision (:func:`~trtwidgets.core.plan.measured.pick.pick_measured`) is pure and lives in core
+(:mod:`trtwidgets.core.plan.measured`, the home of measured latency).
 
 The planner's use is :mod:`.plan_measure`.
 """
@@ -42,7 +43,8 @@ import numpy as np
 
 from ..core.common.atomic import write_text_atomic
 from ..core.common.errors import UserError
-from ..core.engine.measured import FP16, INT8_IMPLICIT, QDQ, Measurement, placement_key
+from ..core.plan.measured.measurement import FP16, INT8_IMPLICIT, QDQ, Measurement, placement_key
+from ..core.plan.plan_values import EngineVerdict
 
 __all__ = ["MIN_ROUNDS", "MeasureJob", "MeasureProgress", "MeasureReport", "build_key", "build_one",
            "implicit_int8_reason", "measure"]
@@ -61,7 +63,7 @@ class MeasureJob:
     name : str
         Shown in the report and used by ``pick_measured(meets=...)``.
     kind : str
-        ``"fp16"``, ``"int8_implicit"`` or ``"qdq"`` (:mod:`trtwidgets.core.engine.measured`).
+        ``"fp16"``, ``"int8_implicit"`` or ``"qdq"`` (:mod:`trtwidgets.core.plan.measured.measurement`).
     model_path : str
         The ONNX file: the float model for FP16 and implicit INT8, the Q/DQ export for a candidate.
     calibration_cache : str, optional
@@ -363,13 +365,13 @@ def _time_interleaved(engines: Mapping[str, str], shapes, rounds: int, runs: int
     return times, False
 
 
-def _judge_engines(engines: Mapping[str, str], check: Callable[[str], Mapping],
-                   progress) -> Tuple[Dict[str, Mapping], bool]:
+def _judge_engines(engines: Mapping[str, str], check: Callable[[str], EngineVerdict],
+                   progress) -> Tuple[Dict[str, EngineVerdict], bool]:
     """Key -> the engine's verdict on the held-back samples; ``(verdicts, interrupted)``: Ctrl-C keeps those done."""
-    out: Dict[str, Mapping] = {}
+    out: Dict[str, EngineVerdict] = {}
     try:
         for i, (key, path) in enumerate(engines.items()):
-            out[key] = dict(check(path))
+            out[key] = check(path)
             _notify(progress, MeasureProgress("check", i + 1, len(engines)))
     except KeyboardInterrupt:
         return out, True
@@ -390,7 +392,7 @@ def measure(jobs: Sequence[MeasureJob], cache_dir: Union[str, os.PathLike], shap
             progress: Union[bool, Callable[[MeasureProgress], None]] = True, gpus: Optional[int] = None,
             feeds: Optional[Mapping[str, np.ndarray]] = None,
             build_limit_s: Optional[float] = None,
-            check: Optional[Callable[[str], Mapping]] = None) -> MeasureReport:
+            check: Optional[Callable[[str], EngineVerdict]] = None) -> MeasureReport:
     """Build (or find in the cache) and time every job; see the module docstring.
 
     Parameters
@@ -418,7 +420,7 @@ def measure(jobs: Sequence[MeasureJob], cache_dir: Union[str, os.PathLike], shap
         the workers stop, finished builds are kept in the cache, and each build left says so as
         its error: the run goes on to time what was built.
     check : callable, optional
-        ``check(engine_path) -> dict``: each engine built is judged after the timing (the plan's
+        ``check(engine_path) -> EngineVerdict``: each engine built is judged after the timing (the plan's
         held-back samples, :func:`~trtwidgets.trt.engine_outputs.engine_verdict`); the result is
         the Measurement's ``accuracy``.
 
@@ -445,7 +447,7 @@ def measure(jobs: Sequence[MeasureJob], cache_dir: Union[str, os.PathLike], shap
     times: Dict[str, List[float]] = {}
     if engines and not interrupted:
         times, interrupted = _time_interleaved(engines, shapes, rounds, runs, warmup, feeds, progress)
-    verdicts: Dict[str, Mapping] = {}
+    verdicts: Dict[str, EngineVerdict] = {}
     if check is not None and engines and not interrupted:
         verdicts, interrupted = _judge_engines(engines, check, progress)
     out = []

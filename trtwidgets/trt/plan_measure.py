@@ -4,7 +4,7 @@ What ``plan --measure``, ``tw.plan(..., measure=True)``, the App's Plan step and
 ``trtwidgets plan measure PLAN_DIR`` run:
 
 1. The candidates to measure are chosen in core
-   (:func:`~trtwidgets.core.plan.measured_plan.measure_targets`); each is exported as it
+   (:func:`~trtwidgets.core.plan.measured.repick.measure_targets`); each is exported as it
    was scored (:func:`~trtwidgets.core.plan.plan_export.export_plan`) into
    ``<work_dir>/candidates/``; implicit INT8 reads the plan's own ranges as a
    calibration cache.
@@ -16,7 +16,7 @@ What ``plan --measure``, ``tw.plan(..., measure=True)``, the App's Plan step and
    (:mod:`trtwidgets.core.plan.engine_check`, :mod:`.engine_outputs`): the plan's own check
    in process, ``held_back.npz`` beside plan.json for ``plan measure``.
 4. The pick is made again by measured time among the engines that meet the target
-   (:func:`~trtwidgets.core.plan.measured_plan.apply_measurements`): a candidate whose engine
+   (:func:`~trtwidgets.core.plan.measured.repick.apply_measurements`): a candidate whose engine
    misses it is not picked; implicit INT8 is picked where its engine meets it and it is the
    fastest beyond the noise.
 
@@ -27,18 +27,21 @@ The measurement itself is an edge: ``measure_fn`` (default
 
 from __future__ import annotations
 
-import dataclasses
+import math
 import os
+import tempfile
 from pathlib import Path
-from typing import Callable, List, Mapping, Optional, Union
+from typing import Callable, List, Optional, Union
 
 from ..core.common.errors import TensorRTUnavailable, UserError
-from ..core.engine.measured import FP16, INT8_IMPLICIT, QDQ
-from ..core.plan.measured_plan import (MEASURE_TOP, apply_measurements, candidate_estimate_ms, candidate_job_name,
-                                       measure_targets)
+from ..core.plan.measured.measurement import FP16, INT8_IMPLICIT, QDQ
+from ..core.plan.measured.repick import MEASURE_TOP, apply_measurements, candidate_job_name, measure_targets
+from ..core.plan.measured.standing import CheckSummary
+from ..core.plan.plan_artifact import Plan
+from ..core.plan.plan_values import Candidate
 from .measure import MIN_ROUNDS, MeasureJob
 
-__all__ = ["ENGINE_CACHE_ENV", "default_cache_dir", "gpu_source", "measure_plan", "measure_plan_doc", "require_measurable",
+__all__ = ["ENGINE_CACHE_ENV", "default_cache_dir", "gpu_source", "measure_plan", "require_measurable",
            "unavailable_reason"]
 
 #: Environment variable naming the engine cache shared by every plan (default ``~/.cache/trtwidgets/engines``).
@@ -85,8 +88,8 @@ def default_cache_dir() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".cache" / "trtwidgets" / "engines"
 
 
-def _model_path(doc: Mapping, model) -> str:
-    path = getattr(model, "path", model) if model is not None else doc.get("model")
+def _model_path(plan: Plan, model) -> str:
+    path = getattr(model, "path", model) if model is not None else plan.model
     if path is None or not os.path.isfile(str(path)):
         raise UserError(f"The plan's float model is not at {path}.", "Measuring builds FP16 and implicit INT8 from "
                         "the float model, and exports each candidate from it.",
@@ -94,44 +97,51 @@ def _model_path(doc: Mapping, model) -> str:
     return str(path)
 
 
-def _jobs(doc: Mapping, model_path: str, work: Path, targets: List[int], implicit: bool) -> List[MeasureJob]:
+def _estimate_ms(cand: Candidate) -> float:
+    """A candidate's estimated time in ms (NaN when unknown), as a measurement job carries it."""
+    us = cand.latency_us
+    return float(us) / 1000.0 if math.isfinite(us) and us > 0 else float("nan")
+
+
+def _jobs(plan: Plan, model_path: str, work: Path, targets: List[int], implicit: bool) -> List[MeasureJob]:
     from ..core.calibration.cache import write_cache
     from ..core.plan.plan_export import export_plan
 
-    cands = doc["candidates"]
-    jobs = [MeasureJob("fp16", FP16, model_path, estimate_ms=candidate_estimate_ms(cands[0]))]
-    amax = (doc.get("ranges") or {}).get("amax") or {}
-    if implicit and amax:
+    cands = plan.candidates
+    jobs = [MeasureJob("fp16", FP16, model_path, estimate_ms=_estimate_ms(cands[0]))]
+    if implicit and plan.ranges.amax:
         cache = work / "implicit_int8.cache"
-        write_cache(amax, cache)
+        write_cache(dict(plan.ranges.amax), cache)
         jobs.append(MeasureJob("int8_implicit", INT8_IMPLICIT, model_path, calibration_cache=str(cache)))
     folder = work / "candidates"
     folder.mkdir(parents=True, exist_ok=True)
     for i in targets:
         path = folder / f"candidate{i}.qdq.onnx"
-        export_plan(model_path, doc, path, candidate=i)
-        jobs.append(MeasureJob(candidate_job_name(i, cands[i]), QDQ, str(path),
-                               int8_layers=frozenset(cands[i]["quantized"]),
-                               estimate_ms=candidate_estimate_ms(cands[i])))
+        export_plan(model_path, plan, path, candidate=i)
+        jobs.append(MeasureJob(candidate_job_name(i, cands[i]), QDQ, str(path), int8_layers=frozenset(cands[i].quantized),
+                               estimate_ms=_estimate_ms(cands[i])))
     return jobs
 
 
-def measure_plan_doc(doc: Mapping, work_dir: Union[str, os.PathLike], model=None, *,
-                     cache_dir: Union[str, os.PathLike, None] = None, top: int = MEASURE_TOP, rounds: int = MIN_ROUNDS,
-                     runs: int = 100, warmup: int = 10, opt_level: Optional[int] = None, implicit: bool = True,
-                     progress: Union[bool, Callable] = True, gpus: Optional[int] = None,
-                     measure_fn: Optional[Callable] = None, build_limit_s: Optional[float] = None,
-                     check=None) -> dict:
-    """A plan's data with FP16, implicit INT8 and its top candidates measured, and the pick made by measurement.
+def measure_plan(plan: Plan, model=None, *, work_dir: Union[str, os.PathLike, None] = None,
+                 cache_dir: Union[str, os.PathLike, None] = None, top: int = MEASURE_TOP, rounds: int = MIN_ROUNDS,
+                 runs: int = 100, warmup: int = 10, opt_level: Optional[int] = None, implicit: bool = True,
+                 progress: Union[bool, Callable] = True, gpus: Optional[int] = None,
+                 measure_fn: Optional[Callable] = None, build_limit_s: Optional[float] = None, check=None) -> Plan:
+    """The plan with FP16, implicit INT8 and its top candidates measured, and the pick made by measurement.
+
+    What ``tw.plan(..., measure=True)``, ``plan --measure``, ``trtwidgets plan measure PLAN_DIR`` and
+    the App's Plan step run.
 
     Parameters
     ----------
-    doc : mapping
-        A plan's ``to_dict()`` or ``plan.json``.
-    work_dir : path
-        Where the candidates' Q/DQ models and the implicit build's calibration cache are written.
+    plan : Plan
+        A plan made here or read back (:meth:`~trtwidgets.core.plan.plan_artifact.Plan.load`).
     model : path or LoadedModel, optional
         The float model (default: the plan's ``model``).
+    work_dir : path, optional
+        Where the candidates' Q/DQ models and the implicit build's calibration cache are written
+        (default: a temporary folder, removed after: the engines are cached, the exports are not needed).
     cache_dir : path, optional
         The engine cache (:func:`default_cache_dir`).
     top : int
@@ -152,31 +162,35 @@ def measure_plan_doc(doc: Mapping, work_dir: Union[str, os.PathLike], model=None
 
     Returns
     -------
-    dict
-        The plan's data, with ``measured`` (:func:`~trtwidgets.core.plan.measured_plan.apply_measurements`).
+    Plan
+        With ``measured`` (:func:`~trtwidgets.core.plan.measured.repick.apply_measurements`).
     """
+    if work_dir is None:
+        with tempfile.TemporaryDirectory(prefix="trtwidgets-measure-") as tmp:
+            return measure_plan(plan, model, work_dir=tmp, cache_dir=cache_dir, top=top, rounds=rounds, runs=runs,
+                                warmup=warmup, opt_level=opt_level, implicit=implicit, progress=progress, gpus=gpus,
+                                measure_fn=measure_fn, build_limit_s=build_limit_s, check=check)
     if measure_fn is None:
         from .measure import measure as measure_fn
-    model_path = _model_path(doc, model)
+    check = check if check is not None else plan.engine_check
+    model_path = _model_path(plan, model)
     work = Path(work_dir)
     work.mkdir(parents=True, exist_ok=True)
-    jobs = _jobs(doc, model_path, work, measure_targets(doc, top), implicit)
-    shapes = {k: tuple(int(d) for d in v) for k, v in (doc.get("input_shapes") or {}).items()}
+    jobs = _jobs(plan, model_path, work, measure_targets(plan, top), implicit)
     extra = {} if build_limit_s is None else {"build_limit_s": build_limit_s}
-    record = None
+    summary = None
     if check is not None:
         from .engine_outputs import engine_verdict
 
         extra["check"] = lambda engine: engine_verdict(engine, check)
-        record = {"samples": len(check.feeds), "judged": bool(check.judges), "notes": list(check.notes)}
-    report = measure_fn(jobs, cache_dir if cache_dir is not None else default_cache_dir(), shapes=shapes,
-                        rounds=rounds, runs=runs, warmup=warmup, opt_level=opt_level, progress=progress, gpus=gpus,
-                        **extra)
-    cache = _implicit_cache(jobs, report, Path(cache_dir) if cache_dir is not None else default_cache_dir())
-    return apply_measurements(doc, report.measurements, rounds=report.rounds, interrupted=report.interrupted,
+        summary = CheckSummary(len(check.feeds), bool(check.judges), tuple(check.notes))
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    report = measure_fn(jobs, cache, shapes=dict(plan.input_shapes), rounds=rounds, runs=runs, warmup=warmup,
+                        opt_level=opt_level, progress=progress, gpus=gpus, **extra)
+    return apply_measurements(plan, report.measurements, rounds=report.rounds, interrupted=report.interrupted,
                               built=report.built, cached=report.cached, shapes=report.shapes,
                               settings=dict(_settings(), opt_level=opt_level, runs=runs, warmup=warmup),
-                              implicit_cache=cache, check=record)
+                              implicit_cache=_implicit_cache(jobs, report, cache), check=summary)
 
 
 def _implicit_cache(jobs, report, cache_dir: Path) -> Optional[str]:
@@ -199,23 +213,6 @@ def _settings() -> dict:
     except Exception:  # noqa: BLE001 - a fake measurement source on a machine without a GPU
         gpu = "unknown"
     return {"trt": version() or "none", "gpu": gpu}
-
-
-def measure_plan(plan, model=None, *, work_dir: Union[str, os.PathLike, None] = None, **kw):
-    """A :class:`~trtwidgets.core.plan.plan_values.Plan` measured (``tw.plan(..., measure=True)``); see
-    :func:`measure_plan_doc` for the keywords. Returns a new Plan with the pick by measured time."""
-    import tempfile
-
-    model = model if model is not None else plan.model
-    if kw.get("check") is None and getattr(plan, "engine_check", None) is not None:
-        kw["check"] = plan.engine_check
-    if work_dir is None:  # the candidates' exports are needed only while they build (the engines are cached)
-        with tempfile.TemporaryDirectory(prefix="trtwidgets-measure-") as tmp:
-            doc = measure_plan_doc(plan.to_dict(), tmp, model, **kw)
-    else:
-        doc = measure_plan_doc(plan.to_dict(), work_dir, model, **kw)
-    return dataclasses.replace(plan, recommended=int(doc["recommended"]), reason=str(doc["reason"]),
-                               notes=tuple(doc["notes"]), measured=dict(doc["measured"]))
 
 
 def gpu_source(what: str, **kw):

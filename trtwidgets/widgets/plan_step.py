@@ -117,7 +117,7 @@ class PlanStep(widgets.VBox):
             oracle = self._oracle()
             metric = self.metric.value.strip() or None
             self.plan = plan(self.session.model, data, held_back=held,
-                             target=None if metric else PlanTarget(cosine=self.target.value), metric=metric,
+                             target=PlanTarget.for_metric(metric) if metric else PlanTarget(cosine=self.target.value),
                              options=self.options(), batch_size=self.batch.value, gpu=self.gpu.value,
                              oracle=oracle, progress=True, measure=self._measure_source(),
                              on_step=lambda text: setattr(self.status, "value", f"<i>{esc(text)} ...</i>"))
@@ -160,9 +160,9 @@ class PlanStep(widgets.VBox):
         rows = "".join(f"<li>{esc(name)}: {esc(reason)}</li>" for name, reason in c.kept[:300])
         from ..core.plan.plan_table import measured_rows_by_candidate
 
-        row = measured_rows_by_candidate(self.plan.to_dict()).get(index)
-        measured = (f", measured {row['vs_fp16']:.3f}x FP16 (spread {row['spread_ms']:.4f} ms)"
-                    if row and row.get("vs_fp16") is not None and row.get("spread_ms") is not None else "")
+        row = measured_rows_by_candidate(self.plan).get(index)
+        measured = (f", measured {row.vs_fp16:.3f}x FP16 (spread {row.spread_ms:.4f} ms)"
+                    if row is not None and row.vs_fp16 == row.vs_fp16 and row.spread_ms == row.spread_ms else "")
         self.detail.value = (f"<b>{index}. {esc(c.name)}</b>: {len(c.quantized)} INT8 layers, cosine "
                              f"{c.accuracy.cosine:.4f}, {1 / c.speedup:.3f}x FP16 ({esc(c.latency_source)}){measured}"
                              + (f"<details><summary>{len(c.kept)} kept in high precision</summary><ul>{rows}</ul>"

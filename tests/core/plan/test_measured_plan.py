@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
 import pytest
 from trtwidgets.core.common.errors import UserError
 
-from trtwidgets.core.engine.measured import FP16, INT8_IMPLICIT, QDQ, Measurement
 from trtwidgets.core.plan.judge import Judge
-from trtwidgets.core.plan.measured_plan import (apply_measurements, candidate_job_name, estimate_error_entries,
-                                                estimate_record, estimate_text, finish_latency, measure_targets,
-                                                measurement_source)
+from trtwidgets.core.plan.measured.measurement import FP16, INT8_IMPLICIT, QDQ, Measurement
+from trtwidgets.core.plan.measured.repick import (apply_measurements, candidate_job_name, finish_latency,
+                                                  measure_targets, measurement_source)
+from trtwidgets.core.plan.measured.standing import EstimateStanding, estimate_error_entries, estimate_text
+from trtwidgets.core.plan.plan_artifact import Plan
 from trtwidgets.core.plan.plan_table import measured_rows_by_candidate, plan_table
-from trtwidgets.core.plan.plan_values import Candidate, Plan, PlanAccuracy, PlanTarget, load_plan
+from trtwidgets.core.plan.plan_values import Candidate, PlanAccuracy, PlanRanges, PlanTarget
 
 GOOD = PlanAccuracy(0.999, 30.0)
 BAD = PlanAccuracy(0.95, 10.0)
@@ -28,7 +30,7 @@ def cand(name, layers, us, acc=GOOD, fp16_us=100.0, source="estimate"):
 def make_plan(cands):
     best, reason = Judge(TARGET).pick(cands)
     return Plan(model="m.onnx", target=TARGET, candidates=tuple(cands), recommended=best, reason=reason,
-                input_shapes={"x": (32, 3, 64, 64)}, ranges={"amax": {"x": 1.0}})
+                input_shapes={"x": (32, 3, 64, 64)}, ranges=PlanRanges(amax={"x": 1.0}))
 
 
 # FP16, everything in INT8 (estimated fastest, measured slow, like issue 24's detector), a smaller region
@@ -43,72 +45,74 @@ def ms(name, times, kind=QDQ, layers=(), est=float("nan")):
 
 
 def test_targets_are_the_estimate_pick_then_the_fastest_distinct_placements_that_meet_the_target():
-    doc = make_plan(CANDS).to_dict()
-    assert doc["recommended"] == 1
-    assert measure_targets(doc) == [1, 2, 5]  # 3 is 2's placement; 4 misses the target
-    assert measure_targets(doc, top=1) == [1]
-    assert measure_targets(make_plan(CANDS[:1]).to_dict()) == []  # FP16 alone: nothing to build but FP16
+    p = make_plan(CANDS)
+    assert p.recommended == 1
+    assert measure_targets(p) == [1, 2, 5]  # 3 is 2's placement; 4 misses the target
+    assert measure_targets(p, top=1) == [1]
+    assert measure_targets(make_plan(CANDS[:1])) == []  # FP16 alone: nothing to build but FP16
 
 
 def test_the_pick_goes_by_measurement_and_a_slower_candidate_falls_back_to_fp16_saying_so():
-    doc = make_plan(CANDS).to_dict()
-    names = {i: candidate_job_name(i, doc["candidates"][i]) for i in (1, 2, 5)}
+    p = make_plan(CANDS)
+    names = {i: candidate_job_name(i, p.candidates[i]) for i in (1, 2, 5)}
     slow = [ms("fp16", (0.631, 0.628, 0.634), FP16, est=0.1), ms("int8_implicit", (0.629, 0.633, 0.630), INT8_IMPLICIT),
             ms(names[1], (1.15, 1.22, 1.13), est=0.068), ms(names[2], (0.70, 0.71, 0.69), est=0.09),
             ms(names[5], (0.64, 0.65, 0.64), est=0.095)]
-    out = apply_measurements(doc, slow, rounds=3, built=5)
-    assert out["recommended"] == 0 and out["reason"].startswith("FP16 is best here (measured)")
-    assert "The estimate had picked INT8 everywhere" in out["reason"]
-    assert any("slower than FP16" in n and "never recommended" in n for n in out["notes"])
-    assert out["measured"]["status"] == "measured" and out["measured"]["estimate_pick"] == 1
+    out = apply_measurements(p, slow, rounds=3, built=5)
+    assert out.recommended == 0 and out.reason.startswith("FP16 is best here (measured)")
+    assert "The estimate had picked INT8 everywhere" in out.reason
+    assert any("slower than FP16" in n and "never recommended" in n for n in out.notes)
+    assert out.latency_status == "measured" and out.measured.estimate_pick == 1 and out.estimate is None
     # A candidate measured faster than FP16 beyond the noise wins, even if the estimate ranked it lower.
     fast = slow[:2] + [ms(names[1], (1.15, 1.22, 1.13)), ms(names[2], (0.55, 0.56, 0.555)),
                        ms(names[5], (0.60, 0.61, 0.60))]
-    out = apply_measurements(doc, fast, rounds=3)
-    assert out["recommended"] == 2
-    assert out["reason"].startswith("INT8 where it pays: measured 0.8") and "3 interleaved rounds" in out["reason"]
-    assert out["measured"]["pick"]["candidate"] == 2 and doc["recommended"] == 1  # the input is not changed
+    out = apply_measurements(p, fast, rounds=3)
+    assert out.recommended == 2
+    assert out.reason.startswith("INT8 where it pays: measured 0.8") and "3 interleaved rounds" in out.reason
+    assert out.measured.pick.candidate == 2 and p.recommended == 1  # the input is not changed
 
 
 def test_measurements_sit_beside_estimates_and_round_trip_through_plan_json(tmp_path):
     p = make_plan(CANDS)
-    doc = p.to_dict()
-    name = candidate_job_name(2, doc["candidates"][2])
-    out = apply_measurements(doc, [ms("fp16", (1.0, 1.02, 0.99), FP16, est=0.1),
-                                   ms(name, (0.80, 0.81, 0.79), layers=("a", "b"), est=0.09)],
+    name = candidate_job_name(2, p.candidates[2])
+    out = apply_measurements(p, [ms("fp16", (1.0, 1.02, 0.99), FP16, est=0.1),
+                                 ms(name, (0.80, 0.81, 0.79), layers=("a", "b"), est=0.09)],
                              rounds=3, built=2, cached=0, shapes={"x": (32, 3, 64, 64)}, settings={"gpu": "X"})
-    (tmp_path / "plan.json").write_text(json.dumps(out))
-    back = load_plan(tmp_path)
+    out.save(tmp_path)
+    back = Plan.load(tmp_path)
     rows = measured_rows_by_candidate(back)
     assert set(rows) == {0, 2}
-    assert rows[2]["vs_fp16"] == pytest.approx(0.80 / 1.0) and rows[2]["estimate_vs_fp16"] == pytest.approx(0.9)
-    assert rows[2]["estimate_error"] == pytest.approx(0.9 / 0.8 - 1)
-    m = Measurement.from_dict(back["measured"]["measurements"][1])
+    assert rows[2].vs_fp16 == pytest.approx(0.80 / 1.0) and rows[2].estimate_vs_fp16 == pytest.approx(0.9)
+    assert rows[2].estimate_error == pytest.approx(0.9 / 0.8 - 1)
+    m = back.measured.measurements[1]
     assert m.round_ms == (0.80, 0.81, 0.79) and m.median_ms == pytest.approx(0.80)
-    assert back["measured"]["shapes"] == {"x": [32, 3, 64, 64]} and back["measured"]["settings"] == {"gpu": "X"}
+    assert back.measured.shapes == {"x": (32, 3, 64, 64)} and back.measured.settings == {"gpu": "X"}
+    assert back.measured == out.measured and back.to_dict() == json.loads(json.dumps(out.to_dict()))
+    doc = json.loads((tmp_path / "plan.json").read_text())  # the file's record: rows for readers without the package
+    assert doc["measured"]["rows"][1]["vs_fp16"] == pytest.approx(0.8) and doc["measured"]["pick"]["candidate"] == 2
     table = plan_table(back)
     assert "meas. x FP16" in table and "0.800" in table
     assert table.splitlines()[3].startswith("->")  # candidate 2 is the pick
-    # The Plan object round-trips its record too.
-    assert Plan(**{**p.__dict__, "measured": out["measured"]}).to_dict()["measured"] == out["measured"]
 
 
 def test_an_interrupted_run_keeps_what_was_measured_as_partial():
-    doc = make_plan(CANDS).to_dict()
-    name = candidate_job_name(2, doc["candidates"][2])
-    out = apply_measurements(doc, [ms("fp16", (1.0,), FP16), ms(name, (0.7,)),
-                                   Measurement(candidate_job_name(5, doc["candidates"][5]), QDQ,
-                                               error="interrupted before its build")],
+    p = make_plan(CANDS)
+    name = candidate_job_name(2, p.candidates[2])
+    out = apply_measurements(p, [ms("fp16", (1.0,), FP16), ms(name, (0.7,)),
+                                 Measurement(candidate_job_name(5, p.candidates[5]), QDQ,
+                                             error="interrupted before its build")],
                              rounds=1, interrupted=True, built=2)
-    assert out["measured"]["status"] == "partial" and out["measured"]["interrupted"]
-    assert out["reason"].startswith("Partial measurement (interrupted; 1 round)")
-    assert out["recommended"] == 2
-    assert any("interrupted before its build" in n for n in out["notes"])
+    assert out.measured.status == "partial" and out.measured.interrupted
+    assert out.reason.startswith("Partial measurement (interrupted; 1 round)")
+    assert out.recommended == 2
+    assert any("interrupted before its build" in n for n in out.notes)
     # Interrupted before FP16 had a time: nothing is judged, the estimate's pick stays and says so.
-    none = apply_measurements(doc, [Measurement("fp16", FP16, error="interrupted before its build")], rounds=0,
+    none = apply_measurements(p, [Measurement("fp16", FP16, error="interrupted before its build")], rounds=0,
                               interrupted=True)
-    assert none["recommended"] == 1 and none["measured"]["status"] == "partial" and none["measured"]["pick"] is None
-    assert "Not measured" in none["reason"] and "plan measure" in none["reason"]
+    assert none.recommended == 1 and none.measured.status == "partial" and none.measured.pick is None
+    assert "Not measured" in none.reason and "plan measure" in none.reason
+    back = Plan.from_dict(json.loads(json.dumps(none.to_dict())))
+    assert back.measured.pick is None and back.to_dict() == json.loads(json.dumps(none.to_dict()))
 
 
 def test_an_unknown_estimate_is_never_a_reason_to_pick():
@@ -125,15 +129,16 @@ def test_an_unknown_estimate_is_never_a_reason_to_pick():
     p = finish_latency(make_plan(mixed), "m.onnx", None)
     assert p.recommended == 2 and any("Cannot estimate INT8 everywhere (max)" in n for n in p.notes)
     # Measured, the unknown candidate can win: its estimate was never needed.
-    doc = make_plan(nan).to_dict()
-    out = apply_measurements(doc, [ms("fp16", (1.0, 1.0, 1.0), FP16), ms(candidate_job_name(1, doc["candidates"][1]),
-                                                                          (0.5, 0.5, 0.5))], rounds=3)
-    assert measure_targets(doc) == [1] and out["recommended"] == 1
+    unknown = make_plan(nan)
+    out = apply_measurements(unknown, [ms("fp16", (1.0, 1.0, 1.0), FP16),
+                                       ms(candidate_job_name(1, unknown.candidates[1]), (0.5, 0.5, 0.5))], rounds=3)
+    assert measure_targets(unknown) == [1] and out.recommended == 1
 
 
 def test_a_plan_that_was_not_measured_says_it_is_an_estimate_and_how_far_estimates_were_off(tmp_path):
     p = finish_latency(make_plan(CANDS), "m.onnx", None)
-    assert p.measured["status"] == "estimate" and "Not measured" in p.reason
+    assert p.latency_status == "estimate" and p.measured is None and "Not measured" in p.reason
+    assert Plan.from_dict(json.loads(json.dumps(p.to_dict()))).estimate == p.estimate
     entries = estimate_error_entries("estimate")
     assert entries and all(e["latency_source"] == "estimate" for e in entries)
     text = estimate_text("estimate")
@@ -143,7 +148,7 @@ def test_a_plan_that_was_not_measured_says_it_is_an_estimate_and_how_far_estimat
     empty = tmp_path / "estimate_error.json"
     empty.write_text(json.dumps({"entries": []}))
     assert "not yet measured" in estimate_text("estimate", empty)
-    assert estimate_record("oracle", empty)["zoo"] == [] and estimate_error_entries(path=tmp_path / "none") == []
+    assert EstimateStanding.of("oracle", empty).zoo == () and estimate_error_entries(path=tmp_path / "none") == []
 
 
 def test_the_committed_estimate_errors_are_what_the_zoo_results_say():
@@ -167,20 +172,20 @@ def test_a_measurement_source_is_used_as_given_and_skipped_after_an_interrupt():
     p = make_plan(CANDS)
     assert measurement_source(False) is None and measurement_source(source) is source
     assert finish_latency(p, "m.onnx", source) is not None and seen == ["m.onnx"]
-    cut = finish_latency(Plan(**{**p.__dict__, "interrupted": True}), "m.onnx", source)
+    cut = finish_latency(dataclasses.replace(p, interrupted=True), "m.onnx", source)
     assert seen == ["m.onnx"] and any("not measured: the search was interrupted" in n for n in cut.notes)
 
 
 def test_candidates_as_fast_within_the_noise_go_to_the_more_accurate():
     lossy = PlanAccuracy(0.992, 19.0)
     cands = [cand("FP16 (no INT8)", (), 100.0), cand("all", ("a", "b"), 60.0, acc=lossy), cand("some", ("a",), 70.0)]
-    doc = make_plan(cands).to_dict()
-    n1, n2 = candidate_job_name(1, doc["candidates"][1]), candidate_job_name(2, doc["candidates"][2])
+    p = make_plan(cands)
+    n1, n2 = candidate_job_name(1, p.candidates[1]), candidate_job_name(2, p.candidates[2])
     fp16 = ms("fp16", (1.0, 1.01, 0.99), FP16)
-    tied = apply_measurements(doc, [fp16, ms(n1, (0.80, 0.81, 0.79)), ms(n2, (0.805, 0.81, 0.80))], rounds=3)
-    assert tied["recommended"] == 2 and "more accurate" in tied["measured"]["pick"]["reason"]
-    clear = apply_measurements(doc, [fp16, ms(n1, (0.70, 0.705, 0.70)), ms(n2, (0.80, 0.81, 0.80))], rounds=3)
-    assert clear["recommended"] == 1  # faster beyond the noise: the faster wins
+    tied = apply_measurements(p, [fp16, ms(n1, (0.80, 0.81, 0.79)), ms(n2, (0.805, 0.81, 0.80))], rounds=3)
+    assert tied.recommended == 2 and "more accurate" in tied.measured.pick.reason
+    clear = apply_measurements(p, [fp16, ms(n1, (0.70, 0.705, 0.70)), ms(n2, (0.80, 0.81, 0.80))], rounds=3)
+    assert clear.recommended == 1  # faster beyond the noise: the faster wins
 
 
 def test_core_takes_a_source_and_leaves_measure_true_to_the_api():

@@ -19,6 +19,7 @@ judged otherwise (implicit INT8 stays a reference).
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import math
@@ -32,9 +33,9 @@ import numpy as np
 from ..common.errors import UserError
 from ..model.batch_axis import BatchAxes
 from .plan_accuracy import score_outputs
-from .plan_values import PlanAccuracy, PlanTarget
+from .plan_values import EngineVerdict, PlanAccuracy, PlanTarget
 
-__all__ = ["CHECK_FILE", "MAX_CHECK_BYTES", "EngineCheck", "folder_check", "target_from_record"]
+__all__ = ["CHECK_FILE", "MAX_CHECK_BYTES", "EngineCheck", "folder_check", "judging_target"]
 
 #: The check's file in a plan folder.
 CHECK_FILE = "held_back.npz"
@@ -49,19 +50,16 @@ def _finite(v) -> bool:
     return isinstance(v, (int, float)) and math.isfinite(v)
 
 
-def target_from_record(record: Mapping, metric: Optional[Callable] = None, metric_name: str = "") -> Optional[PlanTarget]:
-    """plan.json's ``target`` as a :class:`PlanTarget` with ``metric`` (built again), or None when nothing is left.
+def judging_target(target: PlanTarget, metric: Optional[Callable] = None, metric_name: str = "") -> Optional[PlanTarget]:
+    """A plan's target with ``metric`` (built again where the engines run), or None when nothing is left to judge.
 
     A target whose metric could not be rebuilt keeps its cosine and SNR; with neither, nothing
     can judge an engine (None).
     """
-    cosine, snr = record.get("cosine"), record.get("snr_db")
-    drop = record.get("max_metric_drop")
-    if metric is None and cosine is None and snr is None:
+    if metric is None and target.cosine is None and target.snr_db is None:
         return None
-    return PlanTarget(cosine=cosine, snr_db=snr, metric=metric, metric_name=metric_name or str(record.get("metric") or ""),
-                      max_metric_drop=None if drop is None else float(drop),
-                      metric_spec=str(record.get("metric_spec") or ""))
+    return dataclasses.replace(target, metric=metric, metric_factory=None, task_metric=None, labels=None,
+                               metric_name=metric_name or target.metric_name if metric is not None else "")
 
 
 def _rebuild_metric(spec: str, reference, labels, make_metric, notes: List[str]):
@@ -137,8 +135,8 @@ class EngineCheck:
                             metric_reference=self.metric_reference if value is not None else None,
                             worst_group=s.worst, pooled_cosine=float(s.pooled_cosine))
 
-    def verdict(self, outputs: Mapping[str, np.ndarray]) -> dict:
-        """``score(outputs).to_dict()`` with ``meets``: True/False by the target, None when nothing judges."""
+    def verdict(self, outputs: Mapping[str, np.ndarray]) -> EngineVerdict:
+        """The engine's outputs scored, and ``meets``: True/False by the target, None when nothing judges."""
         acc = self.score(outputs)
         # An engine that outputs NaN or Inf (an FP16 overflow) fails, whatever a metric makes of it.
         finite = all(bool(np.all(np.isfinite(np.asarray(outputs[n], dtype=np.float64)))) for n in self.reference)
@@ -147,10 +145,7 @@ class EngineCheck:
             from .judge import Judge
 
             meets = bool(Judge(self.target).meets(acc)) and finite
-        out = dict(acc.to_dict(), meets=meets, samples=len(self.feeds))
-        if not finite:
-            out["non_finite"] = True
-        return out
+        return EngineVerdict(meets, acc, len(self.feeds), non_finite=not finite)
 
     # -- the file ---------------------------------------------------------------------------------
 
@@ -182,10 +177,10 @@ class EngineCheck:
         return write_bytes_atomic(path, buf.getvalue())
 
     @classmethod
-    def load(cls, path: Union[str, Path, bytes], plan_doc: Mapping,
+    def load(cls, path: Union[str, Path, bytes], target: PlanTarget,
              make_metric: Optional[Callable[[str, Mapping, Optional[np.ndarray]], Tuple[Callable, str]]] = None
              ) -> "EngineCheck":
-        """The check of a plan folder: ``path`` (:data:`CHECK_FILE`, or its bytes) with plan.json's target.
+        """The check of a plan folder: ``path`` (:data:`CHECK_FILE`, or its bytes) judged by the plan's ``target``.
 
         ``make_metric(spec, reference, labels) -> (metric, name)`` rebuilds the task metric
         from ``target.metric_spec`` (default: the registry's :func:`~..accuracy.task_metrics.make_task_metric`).
@@ -213,18 +208,16 @@ class EngineCheck:
                             "not judged).") from None
         axes = BatchAxes({k: v for k, v in meta["axes"]["inputs"].items()},
                          {k: v for k, v in meta["axes"]["outputs"].items()})
-        record = dict(plan_doc.get("target") or {})
         notes = list(meta.get("notes") or [])
         metric, name = None, ""
-        spec = str(record.get("metric_spec") or "")
-        if spec:
-            metric, name = _rebuild_metric(spec, reference, labels, make_metric, notes)
-        elif record.get("metric"):
-            notes.append(f"the plan's metric ({record['metric']}) was a Python function, which a plan folder cannot "
+        if target.metric_spec:
+            metric, name = _rebuild_metric(target.metric_spec, reference, labels, make_metric, notes)
+        elif target.metric_name:
+            notes.append(f"the plan's metric ({target.metric_name}) was a Python function, which a plan folder cannot "
                          "carry: the engines are judged " + ("by the target's cosine/SNR alone"
-                                                            if record.get("cosine") is not None
-                                                            or record.get("snr_db") is not None else "by nothing"))
-        target = target_from_record(record, metric, name)
+                                                            if target.cosine is not None
+                                                            or target.snr_db is not None else "by nothing"))
+        target = judging_target(target, metric, name)
         ref_value = meta.get("metric_reference")
         if metric is not None and not _finite(ref_value):
             ref_value = float(metric(reference))
@@ -262,7 +255,7 @@ class EngineCheck:
         return cls(tuple(dict(f) for f in feeds[:keep]), ref, axes, target, metric_reference, labels, tuple(notes))
 
 
-def folder_check(folder: Union[str, Path], plan_doc: Mapping) -> Tuple[Optional[EngineCheck], Optional[bytes]]:
+def folder_check(folder: Union[str, Path], target: PlanTarget) -> Tuple[Optional[EngineCheck], Optional[bytes]]:
     """A plan folder's check and the file's bytes (read once), or ``(None, None)`` when the folder has none.
 
     Raises
@@ -274,4 +267,4 @@ def folder_check(folder: Union[str, Path], plan_doc: Mapping) -> Tuple[Optional[
     if not path.is_file():
         return None, None
     data = path.read_bytes()
-    return EngineCheck.load(data, plan_doc), data
+    return EngineCheck.load(data, target), data

@@ -1,4 +1,4 @@
-"""A plan as the plain-text table the CLI prints, from its data (a :class:`~.plan_values.Plan` or ``plan.json``).
+"""A plan as the plain-text table the CLI prints, and the few rows of its ``repr``.
 
 One row per candidate: INT8 and float layer counts, the predicted accuracy, the
 estimated time relative to FP16 and, once measured, the measured time relative to
@@ -10,76 +10,90 @@ implicit INT8 engine gets a row of its own (``=>`` when it is the measured pick)
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Mapping, Optional
+from typing import Dict, List, Optional
 
-__all__ = ["implicit_row", "measured_rows_by_candidate", "plan_table"]
+from .measured.measurement import MeasuredRow
 
-
-def implicit_row(doc: Mapping) -> Optional[dict]:
-    """Implicit INT8's measured row (``doc["measured"]["rows"]``), or None when it was not measured."""
-    rows = (doc.get("measured") or {}).get("rows") or []
-    return next((r for r in rows if r.get("kind") == "int8_implicit"), None)
+__all__ = ["measured_rows_by_candidate", "plan_table", "short_rows"]
 
 
-def measured_rows_by_candidate(doc: Mapping) -> Dict[int, dict]:
-    """Candidate index -> its measured row (``doc["measured"]["rows"]``, written by :mod:`.measured_plan`)."""
-    measured = doc.get("measured") or {}
-    rows = measured.get("rows") or []
-    return {int(r["candidate"]): r for r in rows if r.get("candidate") is not None}
+def measured_rows_by_candidate(plan) -> Dict[int, MeasuredRow]:
+    """Candidate index -> its measured row (none when the :class:`~.plan_artifact.Plan` was not measured)."""
+    if plan.measured is None:
+        return {}
+    return {r.candidate: r for r in plan.measured.rows() if r.candidate is not None}
 
 
 def _num(v, fmt: str, width: int) -> str:
     return format(float(v), fmt).rjust(width) if isinstance(v, (int, float)) and math.isfinite(v) else "-".rjust(width)
 
 
-def _engine(row) -> str:
+def _engine(row: Optional[MeasuredRow]) -> str:
     """An engine's verdict on the held-back samples, 12 wide: its metric (or cosine) and whether it meets."""
-    acc = (row or {}).get("engine_accuracy") or {}
-    if acc.get("meets") is None:
+    verdict = row.engine if row is not None else None
+    if verdict is None or verdict.meets is None:
         return " " * 12
-    value = acc.get("metric") if acc.get("metric") is not None else acc.get("cosine")
-    return f"{_num(value, '.4f', 7)} {'ok' if acc['meets'] else 'miss':>4}"
+    acc = verdict.accuracy
+    value = None if acc is None else (acc.metric if acc.metric is not None else acc.cosine)
+    return f"{_num(value, '.4f', 7)} {'ok' if verdict.meets else 'miss':>4}"
 
 
-def plan_table(doc: Mapping) -> str:
-    """The candidates of a plan's data as a table; the recommended one marked ``->``."""
-    cands = doc["candidates"]
-    measured = measured_rows_by_candidate(doc)
-    all_rows = (doc.get("measured") or {}).get("rows") or []
-    judged = any((r.get("engine_accuracy") or {}).get("meets") is not None for r in all_rows)
-    any_metric = any((c.get("accuracy") or {}).get("metric") is not None for c in cands)
+def plan_table(plan) -> str:
+    """The candidates of a plan as a table; the recommended one marked ``->``."""
+    cands = plan.candidates
+    measured = measured_rows_by_candidate(plan)
+    all_rows = plan.measured.rows() if plan.measured is not None else []
+    judged = any(r.engine is not None and r.engine.meets is not None for r in all_rows)
+    any_metric = any(c.accuracy.metric is not None for c in cands)
     header = (f"{'':2}{'candidate':<44}{'INT8':>6}{'float':>7}{'cosine':>9}{'SNR dB':>8}"
               + ("   metric" if any_metric else "") + f"{'est. x FP16':>13}"
               + (f"{'meas. x FP16':>14}{'spread ms':>11}" if measured else "")
               + (f"{'on engine':>13}" if judged else "") + "  target")
     rows: List[str] = [header]
     for i, c in enumerate(cands):
-        acc = c.get("accuracy") or {}
-        mark = "->" if i == doc.get("recommended") else ""
-        speedup = c.get("speedup_vs_fp16")
-        est = 1 / speedup if isinstance(speedup, (int, float)) and speedup else math.nan
-        metric = _num(acc.get("metric"), ".4f", 9) if any_metric else ""
+        acc = c.accuracy
+        mark = "->" if i == plan.recommended else ""
+        est = 1 / c.speedup if c.speedup else math.nan
+        metric = _num(acc.metric, ".4f", 9) if any_metric else ""
         row = measured.get(i)
-        meas = (_num(row.get("vs_fp16"), ".3f", 14) + _num(row.get("spread_ms"), ".4f", 11) if row is not None
+        meas = (_num(row.vs_fp16, ".3f", 14) + _num(row.spread_ms, ".4f", 11) if row is not None
                 else " " * 25) if measured else ""
         engine = " " + _engine(row) if judged else ""
-        rows.append(f"{mark:2}{c['name'][:43]:<44}{len(c['quantized']):>6}{len(c['kept']):>7}"
-                    f"{_num(acc.get('cosine'), '.4f', 9)}{_num(acc.get('snr_db'), '.1f', 8)}{metric}"
-                    f"{_num(est, '.3f', 13)}{meas}{engine}  {'meets' if c.get('meets_target') else 'misses'}")
-    rows.extend(_implicit_line(doc, any_metric, judged))
+        rows.append(f"{mark:2}{c.name[:43]:<44}{len(c.quantized):>6}{len(c.kept):>7}"
+                    f"{_num(acc.cosine, '.4f', 9)}{_num(acc.snr_db, '.1f', 8)}{metric}"
+                    f"{_num(est, '.3f', 13)}{meas}{engine}  {'meets' if c.meets_target else 'misses'}")
+    rows.extend(_implicit_line(plan, any_metric, judged))
     return "\n".join(rows)
 
 
-def _implicit_line(doc: Mapping, any_metric: bool, judged: bool) -> List[str]:
+def _implicit_line(plan, any_metric: bool, judged: bool) -> List[str]:
     """Implicit INT8's line (``=>`` when it is the measured pick), or nothing when it has no time."""
-    row = implicit_row(doc)
-    if row is None or not isinstance(row.get("vs_fp16"), (int, float)) or not math.isfinite(row["vs_fp16"]):
+    row = plan.measured.implicit_row() if plan.measured is not None else None
+    if row is None or not math.isfinite(row.vs_fp16):
         return []
-    pick = (doc.get("measured") or {}).get("pick") or {}
-    mark = "=>" if pick.get("kind") == "int8_implicit" else ""
-    acc = row.get("engine_accuracy") or {}
-    verdict = {True: "meets", False: "misses"}.get(acc.get("meets"), "not judged")
+    mark = "=>" if plan.measured.implicit_is_pick else ""
+    meets = row.engine.meets if row.engine is not None else None
+    verdict = {True: "meets", False: "misses"}.get(meets, "not judged")
     return [f"{mark:2}{'implicit INT8 (TensorRT calibrator)':<44}{'-':>6}{'-':>7}{'-':>9}{'-':>8}"
             + ("-".rjust(9) if any_metric else "") + "-".rjust(13)
-            + _num(row.get("vs_fp16"), ".3f", 14) + _num(row.get("spread_ms"), ".4f", 11)
+            + _num(row.vs_fp16, ".3f", 14) + _num(row.spread_ms, ".4f", 11)
             + (" " + _engine(row) if judged else "") + f"  {verdict}"]
+
+
+def short_rows(plan, limit: int) -> List[str]:
+    """A few lines for ``repr(plan)``: FP16, the pick and the first others, each with its INT8 count,
+    cosine, time relative to FP16 (measured where it was) and whether it meets the target."""
+    measured = measured_rows_by_candidate(plan)
+    shown = sorted(set(range(min(limit, len(plan.candidates)))) | {0, plan.recommended})
+    lines = [f"  {'#':>3} {'candidate':<40}{'INT8':>6}{'cosine':>9}{'x FP16':>9}  target"]
+    for i in shown:
+        c = plan.candidates[i]
+        row = measured.get(i)
+        ratio = row.vs_fp16 if row is not None and math.isfinite(row.vs_fp16) else (1 / c.speedup if c.speedup else
+                                                                                    math.nan)
+        lines.append(f"{'->' if i == plan.recommended else '':2}{i:>3} {c.name[:39]:<40}{len(c.quantized):>6}"
+                     f"{_num(c.accuracy.cosine, '.4f', 9)}{_num(ratio, '.3f', 8)}{'m' if row is not None else ' '}"
+                     f"  {'meets' if c.meets_target else 'misses'}")
+    if len(plan.candidates) > len(shown):
+        lines.append(f"  ... {len(plan.candidates) - len(shown)} more candidates")
+    return lines

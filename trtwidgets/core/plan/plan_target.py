@@ -1,8 +1,9 @@
 """A plan's target with a task metric: built-in by name, the user's ``package.module:function``, or a callable.
 
 The metrics themselves are :mod:`~..accuracy.task_metrics`' (one registry for the CLI,
-the API and the App); this module only puts one into a :class:`~.plan_values.PlanTarget`,
-built once the float model's outputs on the held-back samples are known.
+the API and the App); this module only puts one into a :class:`~.plan_values.PlanTarget`
+(:meth:`PlanTarget.for_metric` records it), built once the float model's outputs on the
+held-back samples are known.
 """
 
 from __future__ import annotations
@@ -13,10 +14,9 @@ from typing import Optional
 
 import numpy as np
 
-from ..common.errors import UserError
 from .plan_values import PlanTarget
 
-__all__ = ["check_labels_have_a_metric", "metric_factory", "with_metric"]
+__all__ = ["metric_factory", "with_metric"]
 
 
 def _make(metric, labels, reference, summary=None, samples: int = 0):
@@ -38,26 +38,18 @@ def metric_factory(metric, labels: Optional[np.ndarray] = None):
     return functools.partial(_make, metric, labels)
 
 
-def check_labels_have_a_metric(metric, labels) -> None:
-    """UserError for ``labels`` without ``metric``: they would be dropped without a word (the plan judged by cosine)."""
-    if metric is None and labels is not None:
-        raise UserError("labels= was given without metric=.",
-                        "Labels are read by a task metric; without one the plan is judged by the output cosine.",
-                        "Add metric='top1' to score the plan by top-1 accuracy against these labels, or leave "
-                        "labels out.")
-
-
 def with_metric(target: Optional[PlanTarget], metric=None, labels: Optional[np.ndarray] = None) -> PlanTarget:
-    """``target`` (default: cosine >= 0.99) with ``metric`` as its task metric.
+    """``target`` (default: cosine >= 0.99) with ``metric`` as its task metric, ready for the planner to build.
 
     Without a ``target``, a metric is the whole target (no cosine); a given target keeps its
     cosine/SNR and its ``max_metric_drop``. ``metric`` None leaves ``target`` as it is.
+    ``labels`` are the held-back samples' own (the planner picks them from the data's).
     """
     if metric is None:
-        check_labels_have_a_metric(metric, labels)
         return target or PlanTarget()
     factory = metric_factory(metric, labels)
     spec = metric if isinstance(metric, str) else ""  # text rebuilds the metric where the engines run
     if target is None:
         return PlanTarget(cosine=None, metric_factory=factory, metric_spec=spec)
-    return dataclasses.replace(target, metric=None, metric_name="", metric_factory=factory, metric_spec=spec)
+    return dataclasses.replace(target, metric=None, metric_name="", metric_factory=factory, metric_spec=spec,
+                               task_metric=None, labels=None)

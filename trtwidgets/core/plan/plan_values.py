@@ -1,32 +1,40 @@
-"""The values of a quantization plan: the target, each candidate's accuracy and latency, the plan.
+"""The values a plan is made of: the target, an accuracy, an engine's verdict, a candidate, the ranges.
 
-Kept apart from the search (:mod:`.planner`) so that a saved ``plan.json`` reads
-back without ONNX Runtime.
+Kept apart from the search (:mod:`.planner`) and from the plan itself
+(:mod:`.plan_artifact`) so that the measurement's records (:mod:`.measured`) can hold
+them and a saved ``plan.json`` reads back without ONNX Runtime.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable, Dict, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
-from ..common.atomic import write_text_atomic
 from ..common.errors import UserError
-from ..common.json_limits import PLAN_LIMITS, read_json_file
+from ..common.frozen import readonly_mapping
 
-__all__ = ["PlanTarget", "PlanAccuracy", "Candidate", "Plan", "load_plan"]
+__all__ = ["PlanTarget", "PlanAccuracy", "EngineVerdict", "Candidate", "PlanRanges", "json_number"]
 
 
-def _jf(v):
+def json_number(v) -> Optional[float]:
+    """``v`` rounded for plan.json, None where it is not a finite number (JSON has no NaN)."""
     return None if v is None or (isinstance(v, float) and not math.isfinite(v)) else round(float(v), 6)
+
+
+def _float(v) -> float:
+    return math.nan if v is None else float(v)
+
+
+def _optional(v) -> Optional[float]:
+    return None if v is None else float(v)
 
 
 @dataclass(frozen=True)
 class PlanTarget:
     """What accuracy the plan must keep, against ONNX Runtime FP32 on held-back data.
+
+    Build one with a task metric by :meth:`for_metric` (``PlanTarget.for_metric("detection")``).
 
     Attributes
     ----------
@@ -39,6 +47,8 @@ class PlanTarget:
         held-back data, e.g. top-1 accuracy against labels or mask IoU; compared with
         the same metric of the float model.
     metric_name : str
+        The metric in words. A plan read back from plan.json has the name but not the
+        function (``metric`` None): its candidates' recorded metric values still judge it.
     max_metric_drop : float, optional
         The metric may fall at most this much below the float model's. None (the default): the
         metric's own allowance (``TaskMetric.default_drop``: 0.05 for the detection F1, else 0.01).
@@ -50,6 +60,12 @@ class PlanTarget:
         The metric as text (``"detection"``, ``"top1"``, ``"package.module:function"``) when it was
         given as text: what rebuilds it where the plan's engines are measured (``plan measure``).
         Empty for a Python callable.
+    task_metric : str, callable or TaskMetric, optional
+        The metric as :meth:`for_metric` was given it; the planner builds it against the float
+        model's outputs (with the held-back samples' ``labels``).
+    labels : array of int, optional
+        Classes for ``task_metric="top1"``: one per sample of the planner's data (the split picks
+        the held-back ones), or one per held-back sample.
     """
 
     cosine: Optional[float] = 0.99
@@ -59,14 +75,48 @@ class PlanTarget:
     max_metric_drop: Optional[float] = None
     metric_factory: Optional[Callable[..., Tuple[Callable, str]]] = field(default=None, compare=False, repr=False)
     metric_spec: str = ""
+    task_metric: Any = field(default=None, compare=False, repr=False)
+    labels: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
-        if self.cosine is None and self.snr_db is None and self.metric is None and self.metric_factory is None:
+        if self.cosine is None and self.snr_db is None and not self.has_metric:
             raise UserError("The plan has no accuracy target.", "Without one every candidate would pass.",
-                            "Give cosine (e.g. 0.99), snr_db, or a metric.")
+                            "Give cosine (e.g. 0.99), snr_db, or a metric (PlanTarget.for_metric).")
         if self.cosine is not None and not -1.0 <= float(self.cosine) <= 1.0:
             raise UserError(f"Target cosine {self.cosine} is outside [-1, 1].",
                             "Cosine similarity lies between -1 and 1.", "Use e.g. --target-cosine 0.99.")
+        if self.labels is not None and self.task_metric is None and self.metric_factory is None:
+            raise UserError("labels were given without a metric.",
+                            "Labels are read by a task metric; without one the plan is judged by the output cosine.",
+                            "Use PlanTarget.for_metric('top1', labels) to score the plan by top-1 accuracy "
+                            "against these labels, or leave labels out.")
+
+    @classmethod
+    def for_metric(cls, metric, labels=None, *, cosine: Optional[float] = None, snr_db: Optional[float] = None,
+                   max_metric_drop: Optional[float] = None) -> "PlanTarget":
+        """A target judged by a task metric (and by ``cosine`` / ``snr_db`` too where given).
+
+        Parameters
+        ----------
+        metric : str, callable or TaskMetric
+            A built-in name such as ``"detection"``, ``"top1-agreement"``, ``"mask-iou:0.3"``,
+            ``"package.module:function"``, or ``f(reference, candidate) -> float`` (higher is better)
+            (:mod:`~..accuracy.task_metrics`).
+        labels : array of int, optional
+            Classes for ``metric="top1"``.
+        cosine, snr_db : float, optional
+            Kept besides the metric (default: the metric alone).
+        max_metric_drop : float, optional
+            How far the metric may fall below FP32's (default: the metric's own).
+        """
+        return cls(cosine=cosine, snr_db=snr_db, max_metric_drop=max_metric_drop, task_metric=metric, labels=labels,
+                   metric_spec=metric if isinstance(metric, str) else "")
+
+    @property
+    def has_metric(self) -> bool:
+        """Whether a task metric is part of the target (built, to be built, or named in a plan.json)."""
+        return (self.metric is not None or self.metric_factory is not None or self.task_metric is not None
+                or bool(self.metric_name))
 
     @property
     def metric_drop(self) -> float:
@@ -79,13 +129,13 @@ class PlanTarget:
             parts.append(f"cosine >= {self.cosine:g}")
         if self.snr_db is not None:
             parts.append(f"SNR >= {self.snr_db:g} dB")
-        if self.metric is not None:
-            parts.append(f"{self.metric_name or 'metric'} within {self.metric_drop:g} of FP32")
+        if self.has_metric:
+            parts.append(f"{self.metric_name or self.metric_spec or 'metric'} within {self.metric_drop:g} of FP32")
         return ", ".join(parts)
 
     def to_dict(self) -> dict:
         out = {"cosine": self.cosine, "snr_db": self.snr_db, "metric": self.metric_name or None,
-               "max_metric_drop": self.metric_drop if self.metric is not None else None}
+               "max_metric_drop": self.metric_drop if self.has_metric else None}
         if self.metric_spec:
             out["metric_spec"] = self.metric_spec
         return out
@@ -108,20 +158,85 @@ class PlanAccuracy:
     pooled_cosine: Optional[float] = None
 
     def meets(self, target: PlanTarget) -> bool:
-        """Whether every part of ``target`` holds."""
+        """Whether every part of ``target`` holds (a NaN never does)."""
         if target.cosine is not None and not self.cosine >= target.cosine:
             return False
         if target.snr_db is not None and not self.snr_db >= target.snr_db:
             return False
-        if target.metric is not None and self.metric is not None and self.metric_reference is not None:
-            if not self.metric >= self.metric_reference - target.metric_drop:  # a NaN metric fails too
+        if target.has_metric and self.metric is not None and self.metric_reference is not None:
+            if not self.metric >= self.metric_reference - target.metric_drop:
                 return False
         return True
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "PlanAccuracy":
+        """Inverse of :meth:`to_dict` (a value JSON left null is NaN; plan.json is checked by :mod:`.plan_file`)."""
+        return cls(_float(d.get("cosine")), _float(d.get("snr_db")), _optional(d.get("metric")),
+                   _optional(d.get("metric_reference")), str(d.get("worst_group") or ""),
+                   _optional(d.get("pooled_cosine")))
+
     def to_dict(self) -> dict:
-        return {"cosine": _jf(self.cosine), "snr_db": _jf(self.snr_db), "metric": _jf(self.metric),
-                "metric_reference": _jf(self.metric_reference), "worst_group": self.worst_group,
-                "pooled_cosine": _jf(self.pooled_cosine)}
+        return {"cosine": json_number(self.cosine), "snr_db": json_number(self.snr_db),
+                "metric": json_number(self.metric), "metric_reference": json_number(self.metric_reference),
+                "worst_group": self.worst_group, "pooled_cosine": json_number(self.pooled_cosine)}
+
+
+@dataclass(frozen=True)
+class EngineVerdict:
+    """A built engine judged on the plan's held-back samples (:meth:`~.engine_check.EngineCheck.verdict`).
+
+    Attributes
+    ----------
+    meets : bool or None
+        Whether the engine keeps the plan's target; None when nothing judged it (no target that
+        travels, or the engine could not run the samples: ``error``).
+    accuracy : PlanAccuracy, optional
+        The engine's accuracy, scored as the planner scores a candidate.
+    samples : int
+    error : str
+        Why the engine was not judged.
+    non_finite : bool
+        The engine output NaN or Inf (it fails whatever a metric makes of it).
+    """
+
+    meets: Optional[bool]
+    accuracy: Optional[PlanAccuracy] = None
+    samples: int = 0
+    error: str = ""
+    non_finite: bool = False
+
+    def text(self) -> str:
+        """In words ("" when not judged and no error)."""
+        if self.error:
+            return f"not judged: {self.error}"
+        acc = self.accuracy
+        if acc is None:
+            return ""
+        parts = []
+        if acc.metric is not None and acc.metric_reference is not None:
+            parts.append(f"metric {float(acc.metric):.4f} vs FP32 {float(acc.metric_reference):.4f}")
+        if acc.cosine is not None and math.isfinite(acc.cosine):
+            parts.append(f"worst group cosine {float(acc.cosine):.4f}")
+        return ", ".join(parts) + (f", {self.samples} samples" if self.samples else "")
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "EngineVerdict":
+        """Inverse of :meth:`to_dict`."""
+        scored = any(d.get(k) is not None for k in ("cosine", "snr_db", "metric"))
+        return cls(d.get("meets"), PlanAccuracy.from_dict(d) if scored else None, int(d.get("samples") or 0),
+                   str(d.get("error") or ""), bool(d.get("non_finite", False)))
+
+    def to_dict(self) -> dict:
+        """For plan.json: the accuracy's fields beside ``meets`` and ``samples`` (or the error)."""
+        out: Dict[str, Any] = dict(self.accuracy.to_dict()) if self.accuracy is not None else {}
+        out["meets"] = self.meets
+        if self.accuracy is not None or self.samples:
+            out["samples"] = int(self.samples)
+        if self.error:
+            out["error"] = self.error
+        if self.non_finite:
+            out["non_finite"] = True
+        return out
 
 
 @dataclass(frozen=True)
@@ -132,7 +247,7 @@ class Candidate:
     ----------
     name : str
     quantized : tuple of str
-        Weighted layers (node labels) that run in INT8.
+        Weighted layers (node labels) that run in INT8: the candidate's node set.
     kept : tuple of (str, str)
         Weighted layers kept in high precision, each with the reason.
     accuracy : PlanAccuracy
@@ -158,154 +273,52 @@ class Candidate:
 
     @property
     def speedup(self) -> float:
-        """FP16 time / this candidate's time (above 1: faster than FP16)."""
+        """FP16 time / this candidate's time (above 1: faster than FP16; NaN when either is unknown)."""
         return self.fp16_latency_us / self.latency_us if self.latency_us > 0 else math.nan
 
     def to_dict(self) -> dict:
         return {"name": self.name, "quantized": list(self.quantized),
                 "kept": [{"layer": n, "reason": r} for n, r in self.kept],
-                "accuracy": self.accuracy.to_dict(), "latency_us": _jf(self.latency_us),
-                "fp16_latency_us": _jf(self.fp16_latency_us), "speedup_vs_fp16": _jf(self.speedup),
+                "accuracy": self.accuracy.to_dict(), "latency_us": json_number(self.latency_us),
+                "fp16_latency_us": json_number(self.fp16_latency_us), "speedup_vs_fp16": json_number(self.speedup),
                 "latency_source": self.latency_source, "meets_target": self.meets_target}
 
 
 @dataclass(frozen=True)
-class Plan:
-    """The planner's answer: every candidate tried and the recommended one.
+class PlanRanges:
+    """How the activation ranges every candidate was scored with were chosen, and the ranges themselves.
 
     Attributes
     ----------
-    model : str
-        The float model's path or name.
-    target : PlanTarget
-    candidates : tuple of Candidate
-        In the order they were tried; the first is always FP16 (no INT8).
-    recommended : int
-        Index of the recommendation: the fastest candidate that meets the target, or
-        0 (FP16) when no INT8 candidate is faster than FP16 and accurate enough.
-    reason : str
-        Why that one, in a sentence.
-    ranges : dict
-        How activation ranges were chosen (the method per tensor, counts).
-    high_precision : str
-        The float part's type in the written Q/DQ model.
-    trt_version : str
-    input_shapes : dict
-    seconds : dict
-        Time spent in each phase of the search.
-    notes : tuple of str
-    interrupted : bool
-        The search was interrupted (Ctrl-C): the candidates are those measured before it.
-    placement : dict
-        Placement options every candidate was exported with (``dense_int8``; kept
-        for readers of older plan.json files).
-    options : dict
-        The :class:`~trtwidgets.core.qdq.options.QdqOptions` every candidate was
-        exported with (``to_dict()``), so that :func:`~.planner.export_plan` writes
-        the same model; empty in a plan.json older than it.
-    measured : dict
-        The latency's standing (:mod:`.measured_plan`): ``status`` ``"estimate"`` with how far
-        estimates have been off on the zoo, or ``"measured"`` / ``"partial"`` with every
-        engine's measurement beside its estimate and the pick by measured time.
-    held_back : dict
-        Which samples measured accuracy (:class:`~..calibration.held_back.HeldBackSplit`'s record:
-        the source, seed and the sample names of each side).
-    batch_axes : dict
-        The batch axis of every input and output, and how each was found.
-    fingerprint : dict
-        The model's fingerprint (:class:`~trtwidgets.core.calibration.fingerprint.ModelFingerprint`
-        ``to_dict()``: SHA-256, input names and shapes): exporting the plan for another model is
-        refused. Empty in a plan.json older than it.
-    engine_check : EngineCheck, optional
-        The held-back samples and FP32's outputs on them (:mod:`.engine_check`), for judging
-        built engines; written beside plan.json (``held_back.npz``), not into it.
+    amax : mapping
+        Tensor name -> amax: what every candidate's Q/DQ model is written with.
+    method : str
+        The range method the search kept.
+    percentile : float, optional
+    overrides : mapping
+        Tensor name -> amax set by hand (the calibration's), in every method.
+    per_method : mapping
+        Method -> the full placement's accuracy with that method's ranges.
+    methods_used : mapping
+        Method (or ``"tuned"``) -> how many tensors' amax came from it.
+    statistics : str
+        Where the statistics came from, in words.
     """
 
-    model: str
-    target: PlanTarget
-    candidates: Tuple[Candidate, ...]
-    recommended: int
-    reason: str
-    ranges: Dict[str, Any] = field(default_factory=dict)
-    high_precision: str = "fp32"
-    trt_version: str = ""
-    input_shapes: Dict[str, Any] = field(default_factory=dict)
-    seconds: Dict[str, float] = field(default_factory=dict)
-    notes: Tuple[str, ...] = ()
-    interrupted: bool = False
-    placement: Dict[str, Any] = field(default_factory=dict)
-    options: Dict[str, Any] = field(default_factory=dict)
-    measured: Dict[str, Any] = field(default_factory=dict)
-    held_back: Dict[str, Any] = field(default_factory=dict)
-    batch_axes: Dict[str, Any] = field(default_factory=dict)
-    fingerprint: Dict[str, Any] = field(default_factory=dict)
-    engine_check: Optional[Any] = field(default=None, compare=False, repr=False)
+    amax: Mapping[str, float]
+    method: str = ""
+    percentile: Optional[float] = None
+    overrides: Mapping[str, float] = field(default_factory=dict)
+    per_method: Mapping[str, PlanAccuracy] = field(default_factory=dict)
+    methods_used: Mapping[str, int] = field(default_factory=dict)
+    statistics: str = ""
 
-    @property
-    def pick(self) -> Candidate:
-        """The recommended candidate."""
-        return self.candidates[self.recommended]
-
-    @property
-    def fp16_is_best(self) -> bool:
-        """True when the plan recommends no INT8 at all."""
-        return not self.pick.quantized
-
-    @property
-    def any_meets_target(self) -> bool:
-        return any(c.meets_target for c in self.candidates)
+    def __post_init__(self):
+        for name in ("amax", "overrides", "per_method", "methods_used"):
+            object.__setattr__(self, name, readonly_mapping(getattr(self, name)))
 
     def to_dict(self) -> dict:
-        return {"version": 1, "model": self.model, "target": self.target.to_dict(),
-                "recommended": self.recommended, "reason": self.reason,
-                "candidates": [c.to_dict() for c in self.candidates], "ranges": self.ranges,
-                "high_precision": self.high_precision, "trt_version": self.trt_version,
-                "input_shapes": {k: list(v) for k, v in self.input_shapes.items()},
-                "seconds": {k: round(v, 3) for k, v in self.seconds.items()}, "notes": list(self.notes),
-                "interrupted": self.interrupted, "placement": dict(self.placement), "options": dict(self.options),
-                "measured": dict(self.measured),
-                "held_back": dict(self.held_back), "batch_axes": dict(self.batch_axes),
-                "fingerprint": dict(self.fingerprint)}
-
-    def table(self) -> str:
-        """The candidates as a plain-text table (what the CLI prints; :func:`~.plan_table.plan_table`)."""
-        from .plan_table import plan_table
-
-        return plan_table(self.to_dict())
-
-    def save_json(self, path: Union[str, os.PathLike]) -> Path:
-        """Write ``plan.json`` atomically, and beside it the held-back check (``held_back.npz``) when the plan has one.
-
-        ``trtwidgets plan measure`` judges the engines it builds by that file (:mod:`.engine_check`).
-        """
-        out = write_text_atomic(Path(path), json.dumps(self.to_dict(), indent=1))
-        if self.engine_check is not None:
-            self.engine_check.save(Path(path).with_name(self.engine_check.file_name))
-        return out
-
-
-def load_plan(path: Union[str, os.PathLike]) -> dict:
-    """Read a ``plan.json`` back (as plain data: candidates, recommendation, reasons).
-
-    Raises
-    ------
-    UserError
-        The file is missing or not a plan.
-    """
-    p = Path(path)
-    if p.is_dir():
-        p = p / "plan.json"
-    try:
-        doc = read_json_file(p, PLAN_LIMITS)
-    except FileNotFoundError:
-        raise UserError(f"No plan at {p}.", "plan.json is written by `trtwidgets plan ... --out DIR`.",
-                        "Run the planner first, or give the folder it wrote.") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError(f"{p} is not a plan.json.", f"It is not JSON: {exc}.",
-                        "Give the plan.json the planner wrote.") from None
-    except (OSError, RecursionError) as exc:
-        raise UserError(f"{p} could not be read as a plan.json.", f"{type(exc).__name__}: {exc}",
-                        "Give the plan.json the planner wrote.") from None
-    from .plan_check import check_plan_doc
-
-    return check_plan_doc(doc, str(p))
+        return {"method": self.method, "per_method": {m: a.to_dict() for m, a in self.per_method.items()},
+                "methods_used": dict(self.methods_used), "amax": {k: float(v) for k, v in self.amax.items()},
+                "statistics": self.statistics, "percentile": self.percentile,
+                "overrides": {k: float(v) for k, v in self.overrides.items()}}

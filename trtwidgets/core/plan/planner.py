@@ -41,15 +41,16 @@ from ..qdq.options import QdqOptions
 from .accuracy_search import Candidates, Search, accuracy_search
 from .engine_check import EngineCheck
 from .judge import Judge
-from .measured_plan import finish_latency, measurement_source
+from .measured.repick import finish_latency, measurement_source
 from .phases import (METHOD_ORDER, check_batch_fits, engine_shapes, evaluator, fit_calibration, latency_model, myelin_layers,
                      paying_layers, score_methods)
+from .plan_artifact import Plan
 from .plan_data import labels_for_held, read_plan_data
-from .plan_export import PLANNER_PLACEMENT, export_plan, plan_options
-from .plan_target import check_labels_have_a_metric, with_metric
-from .plan_values import Candidate, Plan, PlanTarget
+from .plan_export import PLANNER_PLACEMENT, export_plan
+from .plan_target import with_metric
+from .plan_values import Candidate, PlanRanges, PlanTarget
 
-__all__ = ["plan", "PlanTarget", "Plan", "Candidate", "export_plan", "plan_options", "METHOD_ORDER"]
+__all__ = ["plan", "PlanTarget", "Plan", "Candidate", "export_plan", "METHOD_ORDER"]
 
 T = TypeVar("T")
 
@@ -72,26 +73,23 @@ def _loaded(model):
     return loaded
 
 
-def _ranges_record(cal, per_method, best_method: str, amax: Mapping[str, float], described: str) -> dict:
-    """How the ranges were chosen, for plan.json: the method, each method's accuracy, counts, every amax."""
+def _ranges_record(cal, per_method, best_method: str, amax: Mapping[str, float], described: str) -> PlanRanges:
+    """How the ranges were chosen, for the plan: the method, each method's accuracy, counts, every amax."""
     methods_count: Dict[str, int] = {}
     for tname, value in amax.items():
         m = next((mm for mm in per_method if per_method[mm][1].get(tname) == value), "tuned")
         methods_count[m] = methods_count.get(m, 0) + 1
-    return {"method": best_method, "per_method": {m: per_method[m][0].to_dict() for m in per_method},
-            "methods_used": methods_count, "amax": {k: float(v) for k, v in amax.items()},
-            "statistics": described, "percentile": cal.percentile,
-            "overrides": {k: float(v) for k, v in cal.overrides.items()}}
+    return PlanRanges(amax={k: float(v) for k, v in amax.items()}, method=best_method,
+                      percentile=cal.percentile, overrides={k: float(v) for k, v in cal.overrides.items()},
+                      per_method={m: per_method[m][0] for m in per_method}, methods_used=methods_count,
+                      statistics=described)
 
 
-def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, holdout: float = 0.25,
-         options: Optional[QdqOptions] = None, trt_version: Optional[str] = None,
-         high_precision: Optional[str] = None, dense_int8: Optional[bool] = None, gpu: str = "h100",
-         batch_size: Optional[int] = None, shapes: Optional[Mapping[str, Sequence[int]]] = None, oracle=None,
-         calibration=None, stats=None, max_samples: Optional[int] = None, max_ranked: int = 96,
-         progress: bool = True, on_step: Optional[Callable[[str], None]] = None, metric=None, labels=None,
-         batch_axis=None, seed: int = 0,
-         measure=False) -> Plan:
+def plan(model, data, *, target: Optional[PlanTarget] = None, calibration=None, options: Optional[QdqOptions] = None,
+         held_back=None, holdout: float = 0.25, seed: int = 0, max_samples: Optional[int] = None, batch_axis=None,
+         batch_size: Optional[int] = None, shapes: Optional[Mapping[str, Sequence[int]]] = None, gpu: str = "h100",
+         oracle=None, max_ranked: int = 96, measure=False, progress: bool = True,
+         on_step: Optional[Callable[[str], None]] = None) -> Plan:
     """Search for the fastest Q/DQ quantization that meets an accuracy target (see the module docstring).
 
     Parameters
@@ -101,58 +99,50 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
     data : anything :func:`~..calibration.data.iter_feeds` takes
         Samples; a seeded random ``holdout`` fraction of them is held back for accuracy unless
         ``held_back`` is given (the names of each side go into plan.json), the rest calibrates
-        (unused with ``calibration`` or ``stats``; held-back samples those statistics saw are
-        left out where others remain, and a note says so).
+        (unused with ``calibration``; held-back samples its statistics saw are left out where
+        others remain, and a note says so).
     target : PlanTarget, optional
         Default: cosine >= 0.99 on the worst channel group of every output
-        (:mod:`.plan_accuracy`), or the ``metric`` alone when one is given.
+        (:mod:`.plan_accuracy`). A task metric: ``PlanTarget.for_metric("detection")`` (its
+        labels, for ``"top1"``: one per sample of ``data``, the split picks the held-back ones,
+        or one per held-back sample).
+    calibration : Calibration, optional
+        From :func:`trtwidgets.calibrate`: its statistics (collection is skipped), percentile
+        and amax overrides; its method is tried first.
+    options : QdqOptions, optional
+        How candidates are exported (:class:`~trtwidgets.core.qdq.options.QdqOptions`: the float
+        part's type, the target TensorRT, dense INT8 ...; its defaults when None). The planner
+        decides matrix-vector layers itself (rule 5 off).
     held_back : optional
         Separate held-back samples (then all of ``data`` calibrates).
     holdout, seed : float, int
         The random split's share and seed.
-    options : QdqOptions, optional
-        How candidates are exported (:class:`~trtwidgets.core.qdq.options.QdqOptions`; its
-        defaults when None). The planner decides matrix-vector layers itself (rule 5 off).
-    trt_version, high_precision, dense_int8 : optional
-        Replace single fields of ``options`` (see :class:`~trtwidgets.core.qdq.options.QdqOptions`).
-    gpu : str
-        The cost model's GPU (:data:`~.cost_model.GPUS`), when there is no oracle.
-    batch_size, shapes : optional
-        The batch (default: the data's), or input name -> full shape (wins), that the engine
-        will run at: latency is estimated there (e.g. a larger image than the samples').
-    oracle : LatencyOracle, build folder or path, or LatencyModel, optional
-        An implicit INT8+FP16 build of the same model (:mod:`.latency_oracle`), or a
-        :class:`~.latency.LatencyModel` (e.g. measured) used as is.
-    calibration : Calibration, optional
-        From :func:`trtwidgets.calibrate`: its statistics (collection is skipped), percentile
-        and amax overrides; its method is tried first.
-    stats : ActivationStats, optional
-        Bare statistics (the older form): fitted at ``options.percentile``, without overrides.
-    max_ranked : int
-        Rank at most this many layers by accuracy cost (the ones INT8 saves most on).
-    progress : bool
-        A progress bar per phase.
-    on_step : callable, optional
-        Called with a short text before each phase.
-    metric : str, callable or TaskMetric, optional
-        A task metric (:mod:`~..accuracy.task_metrics`): a built-in name such as ``"detection"``,
-        ``"top1-agreement"``, ``"mask-iou:0.3"``, ``"package.module:function"``, or
-        ``f(reference, candidate) -> float`` (higher is better); the target then holds it within
-        ``target.max_metric_drop`` of FP32 (default: the metric's own, 0.05 for the detection F1,
-        else 0.01), with the target's cosine/SNR if it sets one.
-    labels : array of int, optional
-        Classes for ``metric="top1"``: one per sample of ``data`` (the split picks the held-back
-        ones), or one per held-back sample.
+    max_samples : int, optional
+        Read at most this many samples of ``data``.
     batch_axis : int, str or mapping, optional
         The batch axis of every tensor (``1``), of none (``"none"``), or per tensor
         (``{"logits": 1}``, ``"logits:1,state:none"``); found from the model otherwise
         (:mod:`~..model.batch_axis`). A model without one runs sample by sample.
+    batch_size, shapes : optional
+        The batch (default: the data's), or input name -> full shape (wins), that the engine
+        will run at: latency is estimated there (e.g. a larger image than the samples').
+    gpu : str
+        The cost model's GPU (:data:`~.cost_model.GPUS`), when there is no oracle.
+    oracle : LatencyOracle, build folder or path, or LatencyModel, optional
+        An implicit INT8+FP16 build of the same model (:mod:`.latency_oracle`), or a
+        :class:`~.latency.LatencyModel` (e.g. :class:`~.measured.measurement.MeasuredLatency`) used as is.
+    max_ranked : int
+        Rank at most this many layers by accuracy cost (the ones INT8 saves most on).
     measure : bool or callable
         True: build FP16, implicit INT8 and the top candidates on this GPU, time them in
         interleaved rounds and pick by measured time (:mod:`trtwidgets.trt.plan_measure`;
         TensorRT and a GPU are checked before the search). A callable ``f(plan, model) -> Plan``
         is used as the measurement source. False: the plan says its latency is an estimate
-        and how far estimates have been off on the zoo (``plan.measured``).
+        and how far estimates have been off on the zoo (``plan.estimate``).
+    progress : bool
+        A progress bar per phase.
+    on_step : callable, optional
+        Called with a short text before each phase.
 
     Returns
     -------
@@ -164,20 +154,21 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
         Too few samples, a bad target, an oracle of another model.
     """
     t0 = time.perf_counter()
-    source = measurement_source(measure, progress)
+    source = measurement_source(measure)
     say = on_step or (lambda text: None)  # the widget's status line
-    opts = _planner_options(options, trt_version=trt_version, high_precision=high_precision, dense_int8=dense_int8)
-    check_labels_have_a_metric(metric, labels)  # before any data is read
+    opts = _planner_options(options)
+    target = target if target is not None else PlanTarget()
     loaded = _loaded(model)
     say("reading data")
-    pdata = read_plan_data(loaded, data, held_back, holdout, seed, max_samples, batch_axis,
-                           calibration if calibration is not None else stats)
+    pdata = read_plan_data(loaded, data, held_back, holdout, seed, max_samples, batch_axis, calibration)
     input_shapes = engine_shapes(pdata.held, batch_size, shapes, pdata.axes)
     check_batch_fits(loaded, input_shapes)  # before the search: a batch the model cannot run is refused
-    say("collecting statistics" if calibration is None and stats is None else "reading the statistics given")
-    cal, described = fit_calibration(loaded, pdata.calib, opts, calibration, stats, progress)
+    say("collecting statistics" if calibration is None else "reading the statistics given")
+    cal, described = fit_calibration(loaded, pdata.calib, opts, calibration, None, progress)
     seconds: Dict[str, float] = {"statistics": time.perf_counter() - t0}
-    target = with_metric(target, metric, held_labels := labels_for_held(labels, pdata))
+    held_labels = labels_for_held(target.labels, pdata)
+    if target.task_metric is not None:
+        target = with_metric(target, target.task_metric, held_labels)
     ev, target, notes = evaluator(loaded, pdata.held, target, opts, pdata.axes, pdata.run_batch())
     notes = list(pdata.notes) + notes
     search = Search(ev, Judge(target), (), progress, say)
@@ -193,12 +184,9 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
     best, reason = search.judge.pick(cands.items)
     seconds["total"] = time.perf_counter() - t0
     result = Plan(model=str(loaded.path), target=target, candidates=tuple(cands.items), recommended=best,
-                  reason=reason, ranges=_ranges_record(cal, per_method, best_method, amax, described),
-                  high_precision=opts.high_precision, trt_version=str(opts.trt_version or ""),
+                  reason=reason, ranges=_ranges_record(cal, per_method, best_method, amax, described), options=opts,
                   input_shapes=input_shapes, seconds=seconds, notes=tuple(notes), interrupted=interrupted,
-                  placement={"dense_int8": bool(opts.dense_int8)}, options=opts.to_dict(),
-                  held_back=pdata.split.to_dict(), batch_axes=pdata.axes.to_dict(),
-                  fingerprint=fingerprint_of(loaded).to_dict(),
+                  held_back=pdata.split.to_dict(), batch_axes=pdata.axes.to_dict(), fingerprint=fingerprint_of(loaded),
                   engine_check=EngineCheck.of_plan(ev.feeds, ev.reference, pdata.axes, target, ev.metric_reference,
                                                    held_labels))
     if source is not None:
@@ -206,9 +194,9 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, held_back=None, ho
     return finish_latency(result, str(loaded.path), source)
 
 
-def _planner_options(options: Optional[QdqOptions], **choices) -> QdqOptions:
-    """``options`` with ``choices`` (None: unset), the planner's own placement and the float part's type resolved."""
-    opts = (options or QdqOptions()).replace(**choices, **PLANNER_PLACEMENT)
+def _planner_options(options: Optional[QdqOptions]) -> QdqOptions:
+    """``options`` with the planner's own placement and the float part's type resolved."""
+    opts = (options or QdqOptions()).replace(**PLANNER_PLACEMENT)
     return opts.replace(high_precision=opts.resolved_high_precision())
 
 

@@ -1,0 +1,287 @@
+"""One engine's measured time: the placement it builds, its interleaved rounds, estimate beside measurement.
+
+The timing itself is :mod:`trtwidgets.trt.measure` (FP16, implicit INT8 and Q/DQ candidates,
+built once per placement and timed A B C A B C ... in several rounds); this module holds
+what needs no GPU, so it is tested on committed numbers:
+
+* :func:`placement_key`: one key per distinct Q/DQ placement. Q/DQ scale values are
+  zeroed before hashing, because a change of ranges alone changes no latency.
+* :class:`Measurement`: one engine's per-round medians, overall median and spread
+  (the largest minus the smallest round median: the run's noise for that engine), and its
+  verdict on the plan's held-back samples.
+* :class:`MeasuredRow` / :func:`measurement_rows`: estimate and measurement side by side, as
+  ratios to FP16.
+* :class:`MeasuredLatency`: a latency model (``kind = "measured"``) whose
+  ``estimate(int8_layers)`` is the measured time of a measured placement, NaN otherwise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+import onnx
+
+from ..plan_values import EngineVerdict
+
+__all__ = ["FP16", "INT8_IMPLICIT", "QDQ", "MeasuredLatency", "MeasuredRow", "Measurement", "candidate_index",
+           "json_float", "measurement_rows", "placement_key", "read_float"]
+
+#: Measurement kinds: the FP16 baseline, TensorRT's implicit INT8 (picked only when its engine was judged on the
+#: held-back samples and met the target), Q/DQ candidates.
+FP16 = "fp16"
+INT8_IMPLICIT = "int8_implicit"
+QDQ = "qdq"
+
+_QDQ_OPS = ("QuantizeLinear", "DequantizeLinear")
+
+
+def _zero_tensor(t: onnx.TensorProto) -> None:
+    arr = onnx.numpy_helper.to_array(t)
+    t.CopyFrom(onnx.numpy_helper.from_array(np.zeros_like(arr), t.name))
+
+
+def placement_key(model: onnx.ModelProto, length: int = 16) -> str:
+    """A hash of the model's graph with every Q/DQ scale value zeroed: equal for equal placements.
+
+    Two exports of one model that differ only in their ranges (calibration method,
+    percentile, amax overrides) get the same key, so they share one build; a Q/DQ pair
+    added, removed or moved changes it. Names, doc strings and metadata are left out.
+
+    Parameters
+    ----------
+    model : onnx.ModelProto
+    length : int
+        Hex characters kept.
+    """
+    g = onnx.GraphProto()
+    g.CopyFrom(model.graph)
+    g.ClearField("doc_string")
+    scales = {n.input[1] for n in g.node if n.op_type in _QDQ_OPS and len(n.input) > 1}
+    for t in g.initializer:
+        if t.name in scales:
+            _zero_tensor(t)
+    for n in g.node:
+        if n.op_type == "Constant" and n.output and n.output[0] in scales:
+            for a in n.attribute:
+                if a.name == "value":
+                    _zero_tensor(a.t)
+    h = hashlib.sha256(g.SerializeToString(deterministic=True))
+    for op in model.opset_import:
+        h.update(f"{op.domain}:{op.version};".encode())
+    return h.hexdigest()[:length]
+
+
+def json_float(v: float):
+    """A float for plan.json's measurements: NaN and infinities as text (a round without a time stays a round)."""
+    return float(v) if math.isfinite(v) else ("nan" if math.isnan(v) else ("inf" if v > 0 else "-inf"))
+
+
+def read_float(v: Any) -> float:
+    """The inverse of :func:`json_float` (None, as older files wrote it, is NaN)."""
+    return float("nan") if v is None else float(v)
+
+
+def _finite_or_none(v: float) -> Optional[float]:
+    return float(v) if v is not None and math.isfinite(v) else None
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One engine's time, from interleaved rounds.
+
+    Attributes
+    ----------
+    name : str
+        ``"fp16"``, ``"int8_implicit"`` or the candidate's job name (``"#3 INT8 where it pays"``).
+    kind : str
+        :data:`FP16`, :data:`INT8_IMPLICIT` or :data:`QDQ`.
+    round_ms : tuple of float
+        The median time of each round, milliseconds (GPU time of one run).
+    key : str
+        The build's cache key (placement + build settings).
+    estimate_ms : float
+        The planner's estimate for this candidate (NaN when none), shown beside the measurement.
+    int8_layers : frozenset of str
+        The candidate's INT8 layers (for :class:`MeasuredLatency`).
+    build_seconds : float
+        0 when the engine came from the cache.
+    cached : bool
+    error : str
+        Why it has no time (build failed, interrupted), else empty.
+    accuracy : EngineVerdict, optional
+        The engine judged on the plan's held-back samples
+        (:meth:`~trtwidgets.core.plan.engine_check.EngineCheck.verdict`); None when not checked.
+    """
+
+    name: str
+    kind: str
+    round_ms: Tuple[float, ...] = ()
+    key: str = ""
+    estimate_ms: float = float("nan")
+    int8_layers: FrozenSet[str] = field(default_factory=frozenset)
+    build_seconds: float = 0.0
+    cached: bool = False
+    error: str = ""
+    accuracy: Optional[EngineVerdict] = field(default=None, compare=False)
+
+    @property
+    def median_ms(self) -> float:
+        """The median of the round medians (NaN without a round)."""
+        finite = [t for t in self.round_ms if math.isfinite(t)]
+        return float(np.median(finite)) if finite else float("nan")
+
+    @property
+    def spread_ms(self) -> float:
+        """Largest minus smallest round median (0 with one round, NaN without)."""
+        finite = [t for t in self.round_ms if math.isfinite(t)]
+        return float(max(finite) - min(finite)) if finite else float("nan")
+
+    @property
+    def ok(self) -> bool:
+        """Measured: no error and a finite median."""
+        return not self.error and math.isfinite(self.median_ms)
+
+    @property
+    def judged(self) -> Optional[bool]:
+        """The engine's own verdict on the held-back samples: True / False, None when not judged."""
+        return self.accuracy.meets if self.accuracy is not None else None
+
+    def to_dict(self) -> dict:
+        """The record for plan.json (estimate and measurement side by side)."""
+        return {"name": self.name, "kind": self.kind, "round_ms": [json_float(t) for t in self.round_ms],
+                "median_ms": json_float(self.median_ms), "spread_ms": json_float(self.spread_ms),
+                "estimate_ms": json_float(self.estimate_ms), "key": self.key,
+                "int8_layers": sorted(self.int8_layers), "build_seconds": float(self.build_seconds),
+                "cached": bool(self.cached), "error": self.error,
+                **({"accuracy": self.accuracy.to_dict()} if self.accuracy is not None else {})}
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "Measurement":
+        """Inverse of :meth:`to_dict` (plan.json's record, checked by :mod:`..plan_file`)."""
+        return cls(name=str(d["name"]), kind=str(d["kind"]), round_ms=tuple(read_float(t) for t in d.get("round_ms", ())),
+                   key=str(d.get("key", "")), estimate_ms=read_float(d.get("estimate_ms", "nan")),
+                   int8_layers=frozenset(d.get("int8_layers", ())), build_seconds=float(d.get("build_seconds", 0.0)),
+                   cached=bool(d.get("cached", False)), error=str(d.get("error", "")),
+                   accuracy=EngineVerdict.from_dict(d["accuracy"]) if d.get("accuracy") is not None else None)
+
+
+@dataclass(frozen=True)
+class MeasuredRow:
+    """One engine's estimate and measurement side by side (plan.html, the table, the Pareto chart, the zoo).
+
+    Ratios, not milliseconds, are compared: a cost model's absolute times are not meant to be right.
+
+    Attributes
+    ----------
+    name, kind : str
+    candidate : int, optional
+        The candidate's index in the plan (0 for FP16; None for implicit INT8 or an unknown name).
+    estimate_ms, measured_ms, spread_ms : float
+    vs_fp16 : float
+        Measured / FP16's measured.
+    estimate_vs_fp16 : float
+        Estimate / FP16's estimate.
+    estimate_error : float
+        How far the estimated ratio to FP16 was off the measured one: ``estimate_vs_fp16 / vs_fp16 - 1``
+        (NaN where either is unknown).
+    rounds : int
+    error : str
+    engine : EngineVerdict, optional
+        The engine's verdict on the held-back samples.
+    """
+
+    name: str
+    kind: str
+    candidate: Optional[int]
+    estimate_ms: float
+    measured_ms: float
+    spread_ms: float
+    vs_fp16: float
+    estimate_vs_fp16: float
+    estimate_error: float
+    rounds: int = 0
+    error: str = ""
+    engine: Optional[EngineVerdict] = None
+
+    def to_dict(self) -> dict:
+        """For plan.json (JSON has no NaN: None)."""
+        num = {k: _finite_or_none(getattr(self, k)) for k in ("estimate_ms", "measured_ms", "spread_ms", "vs_fp16",
+                                                               "estimate_vs_fp16", "estimate_error")}
+        return {"name": self.name, "kind": self.kind, **num, "candidate": self.candidate, "rounds": self.rounds,
+                "error": self.error, "engine_accuracy": self.engine.to_dict() if self.engine is not None else None}
+
+
+def candidate_index(name: str) -> Optional[int]:
+    """The candidate a measurement's name stands for: 0 for ``"fp16"``, N for ``"#N ..."``, else None."""
+    if name == FP16:
+        return 0
+    if name.startswith("#"):
+        head = name[1:].split(" ", 1)[0]
+        return int(head) if head.isdigit() else None
+    return None
+
+
+def measurement_rows(measurements: Sequence[Measurement]) -> List[MeasuredRow]:
+    """Estimate and measurement side by side, one row per engine (see :class:`MeasuredRow`)."""
+    base = next((m for m in measurements if m.kind == FP16 and m.ok), None)
+    fp16_ms = base.median_ms if base is not None else float("nan")
+    fp16_est = base.estimate_ms if base is not None else float("nan")
+    rows = []
+    for m in measurements:
+        vs = m.median_ms / fp16_ms if m.ok and fp16_ms > 0 else float("nan")
+        est_vs = m.estimate_ms / fp16_est if math.isfinite(m.estimate_ms) and fp16_est > 0 else float("nan")
+        err = est_vs / vs - 1.0 if math.isfinite(est_vs) and math.isfinite(vs) and vs > 0 else float("nan")
+        rows.append(MeasuredRow(m.name, m.kind, candidate_index(m.name) if m.kind != INT8_IMPLICIT else None,
+                                m.estimate_ms, m.median_ms, m.spread_ms, vs, est_vs, err, len(m.round_ms), m.error,
+                                m.accuracy))
+    return rows
+
+
+class MeasuredLatency:
+    """A latency model over measurements (:class:`~..latency.LatencyModel`): measured placements, NaN otherwise.
+
+    ``estimate(int8_layers)`` has the latency models' signature and unit: the set of layers run in
+    INT8 -> microseconds. The empty set is FP16 (everything in the float part). A layer whose
+    placement alone was measured says whether INT8 paid there; any other layer is left to accuracy.
+
+    Attributes
+    ----------
+    kind : str
+        ``"measured"``.
+    source : str
+        What was measured, in words.
+    """
+
+    kind = "measured"
+
+    def __init__(self, measurements: Iterable[Measurement], source: str = "measured engines"):
+        self._times: Dict[FrozenSet[str], float] = {}
+        for m in measurements:
+            if not m.ok or m.kind == INT8_IMPLICIT:
+                continue
+            layers = frozenset() if m.kind == FP16 else frozenset(m.int8_layers)
+            self._times.setdefault(layers, 1000.0 * m.median_ms)
+        self.source = source
+
+    def estimate(self, int8_layers: Iterable[str]) -> float:
+        """Measured microseconds of exactly this INT8 set, or NaN when it was not measured."""
+        return self._times.get(frozenset(int8_layers), float("nan"))
+
+    def gain_us(self, layer: str) -> float:
+        """Microseconds INT8 saved with ``layer`` alone in INT8 (0 when that placement was not measured)."""
+        gain = self.estimate(()) - self.estimate((layer,))
+        return gain if math.isfinite(gain) else 0.0
+
+    def why_not_int8(self, layer: str) -> Optional[str]:
+        """Why INT8 does not pay in ``layer`` by measurement, or None (it paid, or it was not measured alone)."""
+        fp16, alone = self.estimate(()), self.estimate((layer,))
+        if math.isfinite(fp16) and math.isfinite(alone) and alone >= fp16:
+            return f"measured: INT8 in this layer alone ran {alone:.1f} us against FP16's {fp16:.1f} us"
+        return None
+
+    def __len__(self) -> int:
+        return len(self._times)

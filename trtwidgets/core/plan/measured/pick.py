@@ -1,0 +1,175 @@
+"""Picking by measured latency: the fastest engine that meets accuracy, never one slower than FP16 beyond the noise.
+
+* :func:`pick_measured`: the fastest candidate that meets accuracy, never one measured
+  slower than FP16 beyond the noise; FP16 when no candidate beats it beyond the noise.
+* :func:`known_estimates`: estimates that are NaN or unknown are never a reason to pick;
+  this drops them and says "cannot estimate; measure".
+
+The plan's use of them is :mod:`.repick`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ...common.errors import UserError
+from .measurement import FP16, INT8_IMPLICIT, Measurement, json_float, read_float
+
+__all__ = ["MeasuredPick", "known_estimates", "pick_measured"]
+
+
+@dataclass(frozen=True)
+class MeasuredPick:
+    """What the measurements recommend.
+
+    Attributes
+    ----------
+    name : str
+        The pick: a candidate's name, or ``"fp16"``.
+    median_ms, fp16_ms : float
+    noise_ms : float
+        The noise the pick was judged against: the larger round spread of the pick and FP16.
+    reason : str
+        Why, in words.
+    notes : tuple of str
+        What was left out and why (slower than FP16, accuracy not met, not measured), and
+        implicit INT8's time for reference.
+    candidate : int, optional
+        The plan's candidate it is (0: FP16), once a plan's pick (:mod:`.repick`); None for
+        implicit INT8 or outside a plan.
+    """
+
+    name: str
+    median_ms: float
+    fp16_ms: float
+    noise_ms: float
+    reason: str
+    notes: Tuple[str, ...] = ()
+    candidate: Optional[int] = None
+
+    @property
+    def speedup(self) -> float:
+        """FP16 time / pick time (1.0 for FP16)."""
+        return self.fp16_ms / self.median_ms if self.median_ms > 0 else float("nan")
+
+    def to_dict(self) -> dict:
+        """For plan.json."""
+        return {"name": self.name, "median_ms": json_float(self.median_ms), "fp16_ms": json_float(self.fp16_ms),
+                "noise_ms": json_float(self.noise_ms), "speedup": json_float(self.speedup), "reason": self.reason,
+                "notes": list(self.notes), "candidate": self.candidate}
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "MeasuredPick":
+        """Inverse of :meth:`to_dict` (plan.json's record, checked by :mod:`..plan_file`)."""
+        cand = d.get("candidate")
+        return cls(str(d["name"]), read_float(d.get("median_ms")), read_float(d.get("fp16_ms")),
+                   read_float(d.get("noise_ms")), str(d.get("reason", "")), tuple(str(n) for n in d.get("notes", ())),
+                   None if cand is None else int(cand))
+
+
+def _fp16(measurements: Sequence[Measurement]) -> Measurement:
+    base = [m for m in measurements if m.kind == FP16 and m.ok]
+    if not base:
+        raise UserError("There is no FP16 measurement to judge the candidates against.",
+                        "A candidate is recommended only when it is measured no slower than FP16.",
+                        "Measure FP16 too (it is built first); if its build failed, fix that first.")
+    return base[0]
+
+
+def pick_measured(measurements: Sequence[Measurement], meets: Mapping[str, bool],
+                  prefer_fp16_within_noise: bool = True) -> MeasuredPick:
+    """The fastest candidate that meets accuracy and is not slower than FP16 beyond the noise.
+
+    Parameters
+    ----------
+    measurements : sequence of Measurement
+        FP16 (required), implicit INT8 and the Q/DQ candidates.
+    meets : mapping
+        Candidate name -> whether it meets the accuracy target. A candidate not in it is
+        never picked (its accuracy is unknown). Implicit INT8 competes only when it is in it
+        with True: its engine was run on the held-back samples and met the target (ONNX
+        Runtime cannot predict it); otherwise it is reported as a reference.
+    prefer_fp16_within_noise : bool
+        When the fastest eligible candidate beats FP16 by no more than the noise, pick FP16
+        (as fast as far as the run can tell, and more accurate).
+
+    Returns
+    -------
+    MeasuredPick
+    """
+    base = _fp16(measurements)
+    notes: List[str] = []
+    eligible: List[Measurement] = []
+    for m in measurements:
+        if m.kind == FP16:
+            continue
+        if not m.ok:
+            notes.append(f"{m.name}: not measured ({m.error or 'no time'}).")
+            continue
+        noise = max(base.spread_ms, m.spread_ms)
+        ratio = m.median_ms / base.median_ms
+        if m.kind == INT8_IMPLICIT and not meets.get(m.name, False):
+            why = ("its engine misses the accuracy target on the held-back samples" if m.name in meets
+                   else "its accuracy was not checked on the engine")
+            notes.append(f"implicit INT8 (reference, not a candidate: {why}): {m.median_ms:.4f} ms, "
+                         f"{ratio:.3f}x FP16.")
+            continue
+        if m.median_ms > base.median_ms + noise:
+            notes.append(f"{m.name}: {m.median_ms:.4f} ms is slower than FP16 ({base.median_ms:.4f} ms) beyond "
+                         f"the noise ({noise:.4f} ms); never recommended.")
+            continue
+        if not meets.get(m.name, False):
+            notes.append(f"{m.name}: " + ("does not meet the accuracy target." if m.name in meets
+                                          else "accuracy not known; not recommended."))
+            continue
+        eligible.append(m)
+    if not eligible:
+        return MeasuredPick(FP16, base.median_ms, base.median_ms, base.spread_ms,
+                            "FP16: no candidate that meets accuracy was measured at or below FP16's time.",
+                            tuple(notes))
+    best = min(eligible, key=lambda m: (m.median_ms, m.spread_ms, m.name))
+    noise = max(base.spread_ms, best.spread_ms)
+    if prefer_fp16_within_noise and best.median_ms >= base.median_ms - noise:
+        return MeasuredPick(FP16, base.median_ms, base.median_ms, noise,
+                            f"FP16: the fastest candidate ({best.name}, {best.median_ms:.4f} ms) is not faster than "
+                            f"FP16 ({base.median_ms:.4f} ms) beyond the noise ({noise:.4f} ms).", tuple(notes))
+    return MeasuredPick(best.name, best.median_ms, base.median_ms, noise,
+                        f"{best.name}: {best.median_ms:.4f} ms against FP16's {base.median_ms:.4f} ms "
+                        f"({base.median_ms / best.median_ms:.2f}x, noise {noise:.4f} ms), measured; meets accuracy.",
+                        tuple(notes))
+
+
+
+def known_estimates(estimates: Mapping[str, Optional[float]]) -> Tuple[Dict[str, float], Optional[str]]:
+    """Estimates that can be a reason to pick, and a note for the rest.
+
+    Parameters
+    ----------
+    estimates : mapping
+        Candidate name -> estimated ms (None or NaN/inf when the model could not estimate it,
+        e.g. shapes that shape inference cannot resolve).
+
+    Returns
+    -------
+    (dict, str or None)
+        The finite, positive estimates; and, when any were dropped, a note that names them
+        and says "cannot estimate; measure". When every estimate is unknown the dict is
+        empty: such a plan picks nothing by estimate.
+    """
+    known: Dict[str, float] = {}
+    unknown: List[str] = []
+    for name, v in estimates.items():
+        if v is None or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            unknown.append(name)
+        else:
+            known[name] = float(v)
+    if not unknown:
+        return known, None
+    shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+    if not known:
+        return known, (f"Cannot estimate the latency of any candidate ({shown}): measure them on a GPU "
+                       "(plan --measure, or `trtwidgets plan measure PLAN_DIR` on the GPU machine).")
+    return known, (f"Cannot estimate {shown}; those are not picked by estimate: measure them on a GPU "
+                   "(plan --measure).")

@@ -1,0 +1,288 @@
+"""A plan picked again by measured time: which candidates to build, the new pick, the planner's last phase.
+
+The planner's latency is a hypothesis (a cost model, or an implicit build's choices).
+Where a GPU is present the candidates are built and timed
+(:mod:`trtwidgets.trt.plan_measure`); this module holds the decisions, which need no
+GPU and are tested on numbers:
+
+* :func:`measure_targets`: which candidates to build besides FP16 and implicit INT8:
+  the estimate's pick and the fastest others that meet the target, one per distinct
+  set of INT8 layers (a change of ranges alone changes no latency).
+* :func:`apply_measurements`: the plan with its pick made again by measured time
+  (:func:`~.pick.pick_measured`: never a candidate slower than FP16 beyond the run's
+  noise) and its :class:`~.standing.PlanMeasurement`, every measurement beside its
+  estimate. An interrupted run keeps what it measured (status ``"partial"``).
+* :func:`finish_latency`: the planner's last phase: measured by a source, or an
+  :class:`~.standing.EstimateStanding` saying how far estimates have been off.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable, List, Mapping, Optional, Sequence, Union
+
+from ...common.errors import UserError
+from ..judge import Judge
+from ..plan_artifact import Plan
+from ..plan_values import Candidate, PlanAccuracy
+from .measurement import FP16, INT8_IMPLICIT, QDQ, MeasuredRow, Measurement, candidate_index
+from .pick import MeasuredPick, known_estimates, pick_measured
+from .standing import MEASURE_HINT, CheckSummary, EstimateStanding, PlanMeasurement
+
+__all__ = ["MEASURE_TOP", "apply_measurements", "candidate_job_name", "finish_latency", "measure_targets",
+           "measurement_source"]
+
+#: Candidates built and timed besides FP16 and implicit INT8 (each a build of a few seconds to minutes).
+MEASURE_TOP = 3
+
+
+def _finite(v) -> bool:
+    return isinstance(v, (int, float)) and math.isfinite(v) and v > 0
+
+
+def measure_targets(plan: Plan, top: int = MEASURE_TOP) -> List[int]:
+    """Indices of the candidates to build and time, besides FP16 (index 0) and implicit INT8.
+
+    The estimate's pick first (when it quantizes anything), then the candidates that meet
+    the target by estimated latency (unknown estimates last: a measurement is what they
+    need), one per distinct set of INT8 layers, at most ``top``. A candidate that misses
+    the target is never measured: it cannot be picked.
+    """
+    cands = plan.candidates
+    rec = plan.recommended
+    order = sorted((i for i, c in enumerate(cands) if c.quantized and c.meets_target),
+                   key=lambda i: (i != rec, not _finite(cands[i].latency_us),
+                                  cands[i].latency_us if _finite(cands[i].latency_us) else 0.0, i))
+    seen = set()
+    out: List[int] = []
+    for i in order:
+        placement = frozenset(cands[i].quantized)
+        if placement in seen:
+            continue
+        seen.add(placement)
+        out.append(i)
+        if len(out) >= top:
+            break
+    return out
+
+
+def candidate_job_name(index: int, cand: Candidate) -> str:
+    """The measurement's name of candidate ``index`` (unique: the index leads)."""
+    return f"#{index} {cand.name}"
+
+
+def apply_measurements(plan: Plan, measurements: Sequence[Measurement], *, rounds: int, interrupted: bool = False,
+                       built: int = 0, cached: int = 0, shapes: Optional[Mapping] = None,
+                       settings: Optional[Mapping] = None, implicit_cache: Optional[str] = None,
+                       check: Optional[CheckSummary] = None) -> Plan:
+    """The plan with its pick made again by measured time, judged on the engines where they were checked.
+
+    Parameters
+    ----------
+    plan : Plan
+    measurements : sequence of Measurement
+        FP16 (named ``"fp16"``), implicit INT8 and candidates named by :func:`candidate_job_name`;
+        each with its engine's verdict on the held-back samples where it was checked
+        (:mod:`..engine_check`).
+    rounds, interrupted, built, cached, shapes, settings
+        How the run went (:class:`trtwidgets.trt.measure.MeasureReport`), recorded as is.
+    implicit_cache : str, optional
+        The calibration cache implicit INT8 was built with (what deploying it needs).
+    check : CheckSummary, optional
+        How the engines were judged.
+
+    Returns
+    -------
+    Plan
+        A new plan: ``recommended`` and ``reason`` by measurement (FP16 whenever no candidate that
+        meets the target was measured faster than FP16 beyond the noise), a note per candidate
+        left out and why, and ``measured``.
+
+    Notes
+    -----
+    A candidate competes when ONNX Runtime scored it meeting the target and its engine, where
+    checked, meets it too. Implicit INT8 competes only when its engine was checked and meets
+    the target (ONNX Runtime cannot predict it). When implicit INT8 is the fastest beyond the
+    noise, it is ``measured.pick`` (with its calibration cache), and ``recommended`` stays
+    the best Q/DQ candidate (what ``plan export`` writes, and what TensorRT 10/11 build).
+    """
+    before = plan.recommended
+    notes = list(plan.notes)
+    meets = _eligibility(plan.candidates, measurements, notes)
+    record = PlanMeasurement(tuple(measurements), rounds, interrupted, built, cached, shapes or {}, settings or {},
+                             estimate_pick=before, estimate_reason=plan.reason, check=check)
+    notes += [f"engine check: {n}" for n in (check.notes if check is not None else ())]
+    try:
+        pick = pick_measured(measurements, meets)
+    except UserError as err:
+        # No FP16 time (its build failed, or Ctrl-C came first): nothing can be judged against it.
+        return dataclasses.replace(plan, measured=record, estimate=None, notes=tuple(notes + [f"measurement: {err.what}"]),
+                                   reason=f"{plan.reason} Not measured: {err.what} The pick is still the estimate's; "
+                                          f"{MEASURE_HINT}.")
+    pick, exportable, implicit = _implicit_or_export(pick, measurements, meets, plan, notes)
+    after = candidate_index(exportable.name) if exportable.name != FP16 else 0
+    exportable = dataclasses.replace(exportable, candidate=after)
+    if implicit is not None:
+        record = dataclasses.replace(record, pick=dataclasses.replace(pick, candidate=None), export=exportable,
+                                     implicit_cache=implicit_cache)
+        reason = _implicit_reason(plan.candidates, after, pick, exportable, rounds, implicit, implicit_cache)
+    else:
+        record = dataclasses.replace(record, pick=exportable)
+        old = record.row_of(before) if before else None
+        reason = _reason(plan.candidates, before, after, exportable, rounds, interrupted, old,
+                         next((m for m in measurements if m.name == exportable.name), None))
+    return dataclasses.replace(plan, recommended=after, reason=reason, measured=record, estimate=None,
+                               notes=tuple(notes + [f"measured: {n}" for n in pick.notes]))
+
+
+def _implicit_or_export(pick: MeasuredPick, measurements: Sequence[Measurement], meets: Mapping[str, bool],
+                        plan: Plan, notes: List[str]):
+    """``(pick, best exportable pick, implicit INT8's Measurement or None)``.
+
+    Implicit INT8 stays the pick only when it is faster than the best Q/DQ export (or FP16) beyond
+    the noise: as fast, the export wins (its accuracy is fixed by the export, and it builds on 10/11).
+    """
+    implicit = next((m for m in measurements if m.name == pick.name and m.kind == INT8_IMPLICIT), None)
+    exportable = pick
+    if implicit is not None:
+        exportable = pick_measured([m for m in measurements if m.kind != INT8_IMPLICIT], meets)
+        noise = max(implicit.spread_ms, next(m for m in measurements if m.name == exportable.name).spread_ms)
+        if exportable.median_ms <= implicit.median_ms + noise:
+            notes.append(f"measured: implicit INT8 ({implicit.median_ms:.4f} ms) met the target on its engine but "
+                         f"was not faster than {exportable.name} ({exportable.median_ms:.4f} ms) beyond the noise "
+                         f"({noise:.4f} ms).")
+            implicit = None
+    exportable = _prefer_accurate(exportable, measurements, meets, plan)
+    return (pick if implicit is not None else exportable), exportable, implicit
+
+
+def _eligibility(cands: Sequence[Candidate], measurements: Sequence[Measurement], notes: List[str]) -> dict:
+    """Name -> whether the engine may be picked: ONNX Runtime's verdict and the engine's own, where checked."""
+    meets = {}
+    for m in measurements:
+        engine = m.judged
+        if m.accuracy is not None and m.accuracy.error:
+            notes.append(f"{m.name}: timed, not judged on the held-back samples ({m.accuracy.error}).")
+        if m.kind == QDQ:
+            i = candidate_index(m.name)
+            if i is None or not 0 <= i < len(cands):
+                continue
+            predicted = cands[i].meets_target
+            meets[m.name] = predicted and engine is not False
+            if predicted and engine is False:
+                notes.append(f"{m.name}: ONNX Runtime scored it meeting the target; its engine misses it on the "
+                             f"held-back samples ({m.accuracy.text()}): not recommended.")
+        elif m.kind == INT8_IMPLICIT and engine is not None:
+            meets[m.name] = bool(engine)
+    return meets
+
+
+def _as_scored(acc: Optional[PlanAccuracy]) -> PlanAccuracy:
+    """An accuracy with unknown parts counted as the worst (a cosine or SNR never scored cannot win a tie)."""
+    if acc is None:
+        return PlanAccuracy(0.0, 0.0)
+    cos = acc.cosine if acc.cosine is not None and math.isfinite(acc.cosine) else 0.0
+    snr = acc.snr_db if acc.snr_db is not None and math.isfinite(acc.snr_db) else 0.0
+    return dataclasses.replace(acc, cosine=cos, snr_db=snr)
+
+
+def _prefer_accurate(pick: MeasuredPick, measurements: Sequence[Measurement], meets: Mapping[str, bool],
+                     plan: Plan) -> MeasuredPick:
+    """Among candidates as fast as the pick as far as the run can tell (within the noise), the more accurate
+    (on its engine where the engines were judged)."""
+    if pick.name == FP16:
+        return pick
+    best = next(m for m in measurements if m.name == pick.name)
+    tied = [m for m in measurements if m.kind == QDQ and m.ok and meets.get(m.name)
+            and m.median_ms <= best.median_ms + max(best.spread_ms, m.spread_ms)]
+    judge = Judge(plan.target)
+
+    def loss(m: Measurement) -> float:  # the engine's own accuracy where it was judged, else ONNX Runtime's
+        judged = m.accuracy.accuracy if m.judged is not None else None
+        return judge.loss(_as_scored(judged or plan.candidates[candidate_index(m.name)].accuracy))
+
+    chosen = min(tied, key=lambda m: (loss(m), m.median_ms, m.name))
+    if chosen.name == best.name:
+        return pick
+    noise = max(chosen.spread_ms, next(m for m in measurements if m.kind == FP16 and m.ok).spread_ms)
+    return MeasuredPick(chosen.name, chosen.median_ms, pick.fp16_ms, noise,
+                        f"{chosen.name}: {chosen.median_ms:.4f} ms, within the noise of the fastest ({best.name}, "
+                        f"{best.median_ms:.4f} ms) and more accurate; measured.",
+                        pick.notes + (f"{best.name}: as fast as {chosen.name} within the noise, less accurate.",))
+
+
+def _reason(cands: Sequence[Candidate], before: int, after: int, pick: MeasuredPick, rounds: int, interrupted: bool,
+            old: Optional[MeasuredRow], measured: Optional[Measurement] = None) -> str:
+    head = f"Partial measurement (interrupted; {rounds} round{'s' if rounds != 1 else ''}): " if interrupted else ""
+    if after:
+        c = cands[after]
+        text = (f"{c.name}: measured {1 / pick.speedup:.3f}x FP16 ({pick.median_ms:.4f} ms against FP16's "
+                f"{pick.fp16_ms:.4f} ms, median of {rounds} interleaved rounds, noise {pick.noise_ms:.4f} ms), "
+                f"the fastest measured candidate that meets the target, {len(c.quantized)} INT8 layers"
+                + (f"; its engine meets the target on the held-back samples ({measured.accuracy.text()})"
+                   if measured is not None and measured.judged else "") + ".")
+    else:
+        why = pick.reason[len("FP16: "):] if pick.reason.startswith("FP16: ") else pick.reason
+        text = f"FP16 is best here (measured): {why}"
+    if before != after and before and before < len(cands):
+        was = f"measured {old.vs_fp16:.3f}x FP16" if old is not None and _finite(old.vs_fp16) else "not measured"
+        text += f" The estimate had picked {cands[before].name} ({was}; see the notes)."
+    return head + text
+
+
+def _implicit_reason(cands: Sequence[Candidate], after: int, pick: MeasuredPick, exportable: MeasuredPick,
+                     rounds: int, implicit: Measurement, cache: Optional[str]) -> str:
+    text = (f"Implicit INT8 (TensorRT's calibrator with this plan's ranges{f', cache {cache}' if cache else ''}): "
+            f"measured {1 / pick.speedup:.3f}x FP16 ({pick.median_ms:.4f} ms against FP16's {pick.fp16_ms:.4f} ms, "
+            f"median of {rounds} interleaved rounds, noise {pick.noise_ms:.4f} ms), the fastest engine, and its engine "
+            f"meets the target on the held-back samples ({implicit.accuracy.text()}). Build it with INT8+FP16 and "
+            "that calibration cache (TensorRT 8.x/9.x; implicit INT8 is deprecated in 10 and gone in 11).")
+    if after:
+        text += (f" The fastest Q/DQ export, what `plan export` writes: {cands[after].name}, "
+                 f"{1 / exportable.speedup:.3f}x FP16.")
+    else:
+        text += " No Q/DQ export beat FP16: `plan export` writes FP16."
+    return text
+
+
+# -- the planner's last phase -------------------------------------------------------------------
+
+def measurement_source(measure: Union[bool, Callable, None]) -> Optional[Callable]:
+    """The planner's ``measure=``: None (estimate only) or a callable ``f(plan, model) -> Plan``.
+
+    Core never imports ``trtwidgets.trt`` (the layering rule): ``measure=True`` (this GPU) is
+    turned into the TensorRT measurement source by ``trtwidgets.plan`` (:mod:`trtwidgets.plan_api`),
+    the CLI and the App before they call the planner.
+    """
+    if not measure:
+        return None
+    if callable(measure):
+        return measure
+    raise UserError("measure=True needs the TensorRT side, which this core function does not import.",
+                    "trtwidgets.core.plan.planner.plan takes a measurement source (a callable); "
+                    "trtwidgets.plan builds one from TensorRT and the GPU.",
+                    "Call trtwidgets.plan(..., measure=True), or pass "
+                    "measure=lambda plan, model: trtwidgets.trt.plan_measure.measure_plan(plan, model).")
+
+
+def finish_latency(plan: Plan, model, source: Optional[Callable]) -> Plan:
+    """The plan with its latency's standing: measured by ``source``, or an estimate that says how far off it has been.
+
+    A candidate whose estimate is unknown (NaN) is never picked by estimate (:class:`~..judge.Judge`); the
+    plan names them and asks for a measurement.
+    """
+    notes = list(plan.notes)
+    accurate = {c.name: c.latency_us for c in plan.candidates if c.quantized and c.meets_target}
+    _, unknown = known_estimates(accurate)
+    if unknown:
+        notes.append(unknown)
+    if source is not None and plan.interrupted:
+        notes.append("not measured: the search was interrupted")
+    plan = dataclasses.replace(plan, notes=tuple(notes))
+    if source is not None and not plan.interrupted:
+        return source(plan, model)
+    standing = EstimateStanding.of(plan.pick.latency_source or "estimate")
+    # Latency decided the pick only where an INT8 candidate met the target; otherwise accuracy did.
+    reason = plan.reason + (" Not measured: an estimate (see the notes)." if accurate else "")
+    return dataclasses.replace(plan, estimate=standing, notes=plan.notes + (standing.text,), reason=reason)

@@ -1,0 +1,219 @@
+"""The Plan: every candidate the planner tried, the pick and why, and the latency's standing; saved and loaded.
+
+A Plan is the planner's result (:func:`~.planner.plan`) and what ``plan.json`` holds: it can be
+saved on a laptop, loaded on a GPU machine (:meth:`Plan.load`: the file's checks,
+:mod:`.plan_file`, are the Plan's own validation), measured there
+(:func:`trtwidgets.trt.plan_measure.measure_plan`) and exported (:func:`~.plan_export.export_plan`).
+Its parts are typed values (:mod:`.plan_values`, :mod:`.measured`); ``to_dict`` is for the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Optional, Tuple, Union
+
+from ..calibration.fingerprint import ModelFingerprint
+from ..common.atomic import write_text_atomic
+from ..common.frozen import deep_freeze, readonly_mapping, thaw
+from ..qdq.options import QdqOptions
+from .measured.standing import EstimateStanding, PlanMeasurement
+from .plan_values import Candidate, PlanRanges, PlanTarget
+
+__all__ = ["Plan", "PLAN_FILE"]
+
+#: A plan folder's plan.json.
+PLAN_FILE = "plan.json"
+#: plan.json's format.
+FORMAT_VERSION = 1
+#: ``repr`` shows at most this many candidates (the pick and FP16 always).
+_REPR_ROWS = 8
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The planner's answer: every candidate tried and the recommended one.
+
+    Attributes
+    ----------
+    model : str
+        The float model's path or name.
+    target : PlanTarget
+    candidates : tuple of Candidate
+        In the order they were tried; the first is always FP16 (no INT8).
+    recommended : int
+        Index of the recommendation: the fastest candidate that meets the target, or
+        0 (FP16) when no INT8 candidate is faster than FP16 and accurate enough (by measured
+        time once measured).
+    reason : str
+        Why that one, in a sentence.
+    ranges : PlanRanges
+        The ranges every candidate was scored with and how they were chosen.
+    options : QdqOptions
+        The Q/DQ options every candidate was exported with, so that
+        :func:`~.plan_export.export_plan` writes the same model.
+    input_shapes : mapping
+        Input name -> the shape the engine runs at (latency was estimated there).
+    seconds : mapping
+        Time spent in each phase of the search.
+    notes : tuple of str
+    interrupted : bool
+        The search was interrupted (Ctrl-C): the candidates are those measured before it.
+    measured : PlanMeasurement, optional
+        The engines built and timed for the plan and the pick by measured time; None until measured.
+    estimate : EstimateStanding, optional
+        Where an unmeasured plan's latency came from and how far such latency has been off on the zoo.
+    held_back : mapping
+        Which samples measured accuracy (:class:`~..calibration.held_back.HeldBackSplit`'s record:
+        the source, seed and the sample names of each side).
+    batch_axes : mapping
+        The batch axis of every input and output, and how each was found.
+    fingerprint : ModelFingerprint, optional
+        The model's fingerprint: exporting the plan for another model is refused. None in a plan.json
+        older than it.
+    engine_check : EngineCheck, optional
+        The held-back samples and FP32's outputs on them (:mod:`.engine_check`), for judging
+        built engines; written beside plan.json (``held_back.npz``), not into it.
+    extra : mapping
+        Keys of a plan.json this version does not know (a newer one's), written back as they were.
+    """
+
+    model: str
+    target: PlanTarget
+    candidates: Tuple[Candidate, ...]
+    recommended: int
+    reason: str
+    ranges: PlanRanges
+    options: QdqOptions = field(default_factory=QdqOptions)
+    input_shapes: Mapping[str, Tuple[int, ...]] = field(default_factory=dict)
+    seconds: Mapping[str, float] = field(default_factory=dict)
+    notes: Tuple[str, ...] = ()
+    interrupted: bool = False
+    measured: Optional[PlanMeasurement] = None
+    estimate: Optional[EstimateStanding] = None
+    held_back: Mapping[str, Any] = field(default_factory=dict)
+    batch_axes: Mapping[str, Any] = field(default_factory=dict)
+    fingerprint: Optional[ModelFingerprint] = None
+    engine_check: Optional[Any] = field(default=None, compare=False, repr=False)
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "candidates", tuple(self.candidates))
+        object.__setattr__(self, "notes", tuple(self.notes))
+        object.__setattr__(self, "input_shapes", readonly_mapping({k: tuple(int(d) for d in v)
+                                                                   for k, v in self.input_shapes.items()}))
+        object.__setattr__(self, "seconds", readonly_mapping({k: float(v) for k, v in self.seconds.items()}))
+        for name in ("held_back", "batch_axes", "extra"):
+            object.__setattr__(self, name, deep_freeze(dict(getattr(self, name))))
+
+    # -- what the plan says --------------------------------------------------------------------
+
+    @property
+    def pick(self) -> Candidate:
+        """The recommended candidate."""
+        return self.candidates[self.recommended]
+
+    @property
+    def fp16_is_best(self) -> bool:
+        """True when the plan recommends no INT8 at all."""
+        return not self.pick.quantized
+
+    @property
+    def any_meets_target(self) -> bool:
+        return any(c.meets_target for c in self.candidates)
+
+    @property
+    def latency_status(self) -> str:
+        """``"measured"``, ``"partial"`` (interrupted, or no FP16 time), ``"estimate"``, or ``""`` (neither said)."""
+        if self.measured is not None:
+            return self.measured.status
+        return self.estimate.status if self.estimate is not None else ""
+
+    @property
+    def high_precision(self) -> str:
+        """The float part's type in the written Q/DQ model."""
+        return self.options.resolved_high_precision()
+
+    @property
+    def trt_version(self) -> str:
+        """The TensorRT the candidates were exported for ("" when the installed one decided)."""
+        return str(self.options.trt_version or "")
+
+    def table(self) -> str:
+        """The candidates as a plain-text table (what the CLI prints; :func:`~.plan_table.plan_table`)."""
+        from .plan_table import plan_table
+
+        return plan_table(self)
+
+    def __repr__(self) -> str:
+        from .plan_table import short_rows
+
+        head = (f"Plan of {Path(self.model).name or 'a model'}: {len(self.candidates)} candidates, pick "
+                f"{self.recommended} ({self.pick.name[:60]}), target {self.target.describe()}, latency "
+                f"{self.latency_status or 'not stated'}" + (", interrupted" if self.interrupted else ""))
+        reason = self.reason if len(self.reason) <= 300 else self.reason[:297] + "..."
+        return "\n".join([head, *short_rows(self, _REPR_ROWS), f"reason: {reason}",
+                          "(plan.table(), plan.notes, plan.measured for the rest)"])
+
+    # -- the file ------------------------------------------------------------------------------
+
+    def to_dict(self) -> dict:
+        """plan.json's data."""
+        standing = self.measured or self.estimate
+        out = {"version": FORMAT_VERSION, "model": self.model, "target": self.target.to_dict(),
+               "recommended": self.recommended, "reason": self.reason,
+               "candidates": [c.to_dict() for c in self.candidates], "ranges": self.ranges.to_dict(),
+               "high_precision": self.high_precision, "trt_version": self.trt_version,
+               "input_shapes": {k: list(v) for k, v in self.input_shapes.items()},
+               "seconds": {k: round(v, 3) for k, v in self.seconds.items()}, "notes": list(self.notes),
+               "interrupted": self.interrupted, "placement": {"dense_int8": bool(self.options.dense_int8)},
+               "options": self.options.to_dict(), "measured": standing.to_dict() if standing is not None else {},
+               "held_back": thaw(self.held_back), "batch_axes": thaw(self.batch_axes),
+               "fingerprint": self.fingerprint.to_dict() if self.fingerprint is not None else {}}
+        out.update({k: thaw(v) for k, v in self.extra.items() if k not in out})
+        return out
+
+    @classmethod
+    def from_dict(cls, doc: Any, source: str = "the plan") -> "Plan":
+        """The Plan a plan.json's data describes, every field checked (:mod:`.plan_file`).
+
+        Raises
+        ------
+        PlanFileError
+            Naming the first field that is missing or of the wrong type (``source`` says where it came from).
+        """
+        from .plan_file import plan_fields
+
+        return cls(**plan_fields(doc, source))
+
+    @classmethod
+    def load(cls, path: Union[str, os.PathLike]) -> "Plan":
+        """Read a plan folder's ``plan.json`` (or a plan.json itself).
+
+        Raises
+        ------
+        UserError
+            The file is missing, not JSON, over the size limits, or not a plan (naming the field).
+        """
+        from .plan_file import read_plan_file
+
+        doc, source = read_plan_file(path)
+        return cls.from_dict(doc, source)
+
+    def save_json(self, path: Union[str, os.PathLike]) -> Path:
+        """Write ``plan.json`` atomically, and beside it the held-back check (``held_back.npz``) when the plan has one.
+
+        ``trtwidgets plan measure`` judges the engines it builds by that file (:mod:`.engine_check`).
+        """
+        out = write_text_atomic(Path(path), json.dumps(self.to_dict(), indent=1))
+        if self.engine_check is not None:
+            self.engine_check.save(Path(path).with_name(self.engine_check.file_name))
+        return out
+
+    def save(self, folder: Union[str, os.PathLike]) -> Path:
+        """Write ``plan.json`` (and ``held_back.npz``) into ``folder`` (made if missing); the plan.json's path."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        return self.save_json(folder / PLAN_FILE)
