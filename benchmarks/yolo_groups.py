@@ -40,7 +40,7 @@ def main(argv=None) -> int:
     from trtwidgets.core.accuracy.detection import decode, match_f1
     from trtwidgets.core.accuracy.metrics import cosine_similarity
     from trtwidgets.core.accuracy.output_groups import check_outputs
-    from trtwidgets.core.qdq.planner import export_plan
+    from trtwidgets.core.plan.plan_export import export_plan
 
     import zoo_families as zf
 
@@ -54,7 +54,7 @@ def main(argv=None) -> int:
     held = zf._pages("heldback", a.heldback)["images"]
     t0 = time.perf_counter()
     plan = tw.plan(model, [{"images": x[None]} for x in calib], held_back=[{"images": x[None]} for x in held],
-                   progress=False, trt_version="8.6")
+                   progress=False, options=tw.QdqOptions(trt_version="8.6"))
     opts = ort.SessionOptions()
     opts.log_severity_level = 3
     ref = _run(ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"]), held)

@@ -320,8 +320,9 @@ def plan_family(name: str, timeout_s: int, batch: int = 1, reuse: bool = False) 
     try:
         files = prepare(name, reuse)
         row["model"] = Path(files["model"]).name
-        plan = tw.plan(files["model"], files["calib"], held_back=files["heldback"], metric=FAMILIES[name]["metric"],
-                       progress=False, trt_version="8.6", batch_size=batch)
+        plan = tw.plan(files["model"], files["calib"], held_back=files["heldback"],
+                       target=tw.PlanTarget.for_metric(FAMILIES[name]["metric"]), progress=False,
+                       options=tw.QdqOptions(trt_version="8.6"), batch_size=batch)
         row.update(status="pick", batch=batch, **_pick_record(plan))
         out = ZOO / "families" / name / f"plan_b{batch}" / "plan.json"
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -344,15 +345,18 @@ def check_family(name: str, batch: int) -> str:
     The same samples, axes and metric as ``plan`` uses (:func:`~trtwidgets.core.plan.phases.evaluator`),
     and the metric's text into plan.json's target, so that the GPU run judges the engines as the plan did.
     """
+    import dataclasses
+
     from trtwidgets.core.model.load import load_model
     from trtwidgets.core.plan.engine_check import CHECK_FILE, EngineCheck
     from trtwidgets.core.plan.phases import evaluator
+    from trtwidgets.core.plan.plan_artifact import Plan
     from trtwidgets.core.plan.plan_data import read_plan_data
     from trtwidgets.core.plan.plan_target import with_metric
     from trtwidgets.core.qdq.options import QdqOptions
 
     folder = ZOO / "families" / name / f"plan_b{batch}"
-    doc = json.loads((folder / "plan.json").read_text())
+    plan = Plan.load(folder)
     files = prepare(name, reuse=True)
     loaded = load_model(files["model"])
     data = read_plan_data(loaded, files["calib"], held_back=files["heldback"])
@@ -360,8 +364,7 @@ def check_family(name: str, batch: int) -> str:
     ev, target, _ = evaluator(loaded, data.held, target, QdqOptions(), data.axes, data.run_batch())
     check = EngineCheck.of_plan(ev.feeds, ev.reference, data.axes, target, ev.metric_reference)
     check.save(folder / CHECK_FILE)
-    doc["target"]["metric_spec"] = target.metric_spec
-    (folder / "plan.json").write_text(json.dumps(doc, indent=1))
+    dataclasses.replace(plan, target=dataclasses.replace(plan.target, metric_spec=target.metric_spec)).save(folder)
     return f"{folder / CHECK_FILE}: {len(check.feeds)} samples, metric {target.metric_name} = {ev.metric_reference}"
 
 

@@ -191,7 +191,7 @@ def regenerate_pick(zoo: Path, model: str, dest: Path) -> None:
     plan_json, float_onnx = dest.parent / "plan.json", zoo / model / "float.onnx"
     if not plan_json.exists() or not float_onnx.exists():
         return
-    ex = export_plan(onnx.load(str(float_onnx)), json.loads(plan_json.read_text()))
+    ex = export_plan(onnx.load(str(float_onnx)), plan_json)
     if ex is not None:
         save_qdq_model(ex.model, dest)
         log(f"{model}: wrote the plan's pick {dest} from {float_onnx.name} + plan.json")
@@ -270,11 +270,11 @@ def build_job(model: str, batch: int, variant: str, path: Path, zoo: Path, work:
         # typed way to the FP16 float part that TensorRT 8.6's parser cannot read from the model.
         import onnx
 
+        from trtwidgets.core.plan.plan_artifact import Plan
         from trtwidgets.core.qdq.float_part import float_part_nodes, float_part_pattern
         from trtwidgets.core.recipe.fields import LayerPrecision
 
-        plan = json.loads(plan_json.read_text()) if plan_json is not None and plan_json.exists() else {}
-        pick = plan["candidates"][plan["recommended"]]["quantized"] if plan else ()
+        pick = Plan.load(plan_json).pick.quantized if plan_json is not None and plan_json.exists() else ()
         names = float_part_nodes(onnx.load(str(path)), pick)
         if names:
             pins = {"precision_constraints": "prefer",

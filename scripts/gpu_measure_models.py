@@ -32,7 +32,7 @@ def _counts(engine_path: str) -> dict:
 
 
 def main(argv=None) -> int:
-    from trtwidgets.core.engine.measured import FP16, INT8_IMPLICIT, QDQ
+    from trtwidgets.core.plan.measured.measurement import FP16, INT8_IMPLICIT, QDQ
     from trtwidgets.trt.measure import MeasureJob, measure
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])

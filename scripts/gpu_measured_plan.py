@@ -55,7 +55,10 @@ def layer_counts(build_dir: Path) -> dict:
             "layers": summary["layers"]}
 
 
-def measurements_record(doc: dict, cache_dir: Path, seconds: float) -> dict:
+def measurements_record(plan, cache_dir: Path, seconds: float) -> dict:
+    """``measurements.json``: a measured :class:`~trtwidgets.core.plan.plan_artifact.Plan`'s builds, each with its
+    layer precisions, the pick and the wall time."""
+    doc = plan.to_dict()  # this writes a JSON record: the plan's own serialization, with layer counts added
     measured = doc["measured"]
     builds = []
     for m in measured["measurements"]:
@@ -89,10 +92,11 @@ def main(argv=None) -> int:
     os.environ.setdefault("TRTWIDGETS_NO_CUBLAS_CUDNN", "1")
     import tempfile
 
+    import dataclasses
+
     from trtwidgets.core.common.atomic import write_text_atomic
-    from trtwidgets.core.plan.plan_table import plan_table
-    from trtwidgets.core.plan.plan_values import load_plan
-    from trtwidgets.trt.plan_measure import default_cache_dir, measure_plan_doc, require_measurable
+    from trtwidgets.core.plan.plan_artifact import Plan
+    from trtwidgets.trt.plan_measure import default_cache_dir, measure_plan, require_measurable
 
     from trtwidgets.core.common.errors import UserError
 
@@ -101,25 +105,25 @@ def main(argv=None) -> int:
     except UserError as err:
         print(err.message, file=sys.stderr)
         return 2
-    doc = load_plan(args.plan)
-    model = Path(doc["model"]) if Path(doc["model"]).is_absolute() else ROOT / doc["model"]
+    plan = Plan.load(args.plan)
+    model = Path(plan.model) if Path(plan.model).is_absolute() else ROOT / plan.model
     cache = Path(args.engine_cache) if args.engine_cache else default_cache_dir()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="gpu-measured-plan-") as work:
-        new = measure_plan_doc(doc, work, model, cache_dir=cache, top=args.top, rounds=args.rounds, runs=args.runs,
-                               opt_level=args.opt_level, implicit=not args.no_implicit, progress=True)
+        new = measure_plan(plan, str(model), work_dir=work, cache_dir=cache, top=args.top, rounds=args.rounds,
+                           runs=args.runs, opt_level=args.opt_level, implicit=not args.no_implicit, progress=True)
     seconds = time.perf_counter() - t0
-    new["model"] = doc["model"]  # the repository-relative path, as the CPU plan had it
-    write_text_atomic(out / "plan.json", json.dumps(new, indent=1))
+    new = dataclasses.replace(new, model=plan.model)  # the repository-relative path, as the CPU plan had it
+    new.save_json(out / "plan.json")
     write_text_atomic(out / "measurements.json", json.dumps(measurements_record(new, cache, seconds), indent=1))
-    print(plan_table(new))
-    print(new["reason"])
-    for n in new.get("notes", ())[-6:]:
+    print(new.table())
+    print(new.reason)
+    for n in new.notes[-6:]:
         print(f"note: {n}")
     print(f"wrote {out / 'plan.json'} and {out / 'measurements.json'} in {seconds:.0f} s")
-    return 130 if new["measured"].get("interrupted") else 0
+    return 130 if new.measured is not None and new.measured.interrupted else 0
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
 
     from trtwidgets.core.engine.inspector_json import parse_inspector_json
+    from trtwidgets.core.plan.plan_artifact import Plan
     from trtwidgets.trt.measure import INT8_IMPLICIT, _engine_in, _time_interleaved, measure
     from trtwidgets.trt.plan_measure import _jobs
     from trtwidgets.trt.profiler import profile_layers
@@ -57,13 +58,13 @@ def main(argv=None) -> int:
 
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    doc = json.loads(Path(a.plan).read_text())
+    plan = Plan.load(a.plan)
     report = {"builds": {}, "plan": a.plan, "candidate": a.candidate}
     engines = {}
     for b in range(a.builds):
         work = out / f"work{b}"
         work.mkdir(parents=True, exist_ok=True)
-        jobs = [j for j in _jobs(doc, a.model, work, [a.candidate], True) if j.name != "fp16"]
+        jobs = [j for j in _jobs(plan, a.model, work, [a.candidate], True) if j.name != "fp16"]
         t0 = time.perf_counter()
         rep = measure(jobs, work / "cache", rounds=3, runs=20, opt_level=1, progress=False, gpus=1)
         for m in rep.measurements:

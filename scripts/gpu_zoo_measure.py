@@ -2,7 +2,7 @@
 
 Issue 24's zoo run. Each job is one CPU plan (``benchmarks/zoo_families.py plan --batch B`` writes
 ``$TRTWIDGETS_ZOO/families/<family>/plan_b<B>/plan.json``), measured as ``trtwidgets plan measure``
-measures it (:func:`trtwidgets.trt.plan_measure.measure_plan_doc`: one build per placement, cached
+measures it (:func:`trtwidgets.trt.plan_measure.measure_plan`: one build per placement, cached
 by key; interleaved rounds; the pick made again by measured time). The float model is pinned to the
 plan's engine shapes first (``zoo_shapes.at_shapes``: a batch-1 static file becomes the batch-32 one;
 Silero VAD's state keeps its batch on axis 1), so a plan estimated at batch 32 builds at batch 32.
@@ -68,7 +68,8 @@ def run_job(spec: str, args) -> dict:
     import onnx
 
     from trtwidgets.core.plan.engine_check import folder_check
-    from trtwidgets.trt.plan_measure import measure_plan_doc
+    from trtwidgets.core.plan.plan_artifact import Plan
+    from trtwidgets.trt.plan_measure import measure_plan
     from zoo_shapes import at_shapes
 
     job, _, top = spec.partition("@")
@@ -78,23 +79,23 @@ def run_job(spec: str, args) -> dict:
     rec: dict = {"job": job, "family": family, "gpu_index": os.environ.get("CUDA_VISIBLE_DEVICES")}
     t0 = time.perf_counter()
     try:
-        doc = json.loads((Path(args.plans) / job / "plan.json").read_text())
-        shapes = {k: [int(d) for d in v] for k, v in doc["input_shapes"].items()}
+        plan = Plan.load(Path(args.plans) / job)
+        shapes = {k: list(v) for k, v in plan.input_shapes.items()}
         float_model = work / "float.onnx"
         if not float_model.is_file():
             onnx.save(at_shapes(onnx.load(str(_model_for(family, Path(args.models), Path(args.work)))), shapes),
                       str(float_model))
         cache = Path(args.cache_dir)
-        check = folder_check(Path(args.plans) / job, doc)[0]  # held_back.npz: zoo_families.py check writes it
-        new = measure_plan_doc(doc, work, str(float_model), cache_dir=cache, top=int(top or args.top), rounds=args.rounds,
-                               runs=args.runs, opt_level=args.opt_level, progress=True, gpus=1,
-                               build_limit_s=args.build_limit or None, check=check)
+        check = folder_check(Path(args.plans) / job, plan.target)[0]  # held_back.npz: zoo_families.py check writes it
+        new = measure_plan(plan, str(float_model), work_dir=work, cache_dir=cache, top=int(top or args.top),
+                           rounds=args.rounds, runs=args.runs, opt_level=args.opt_level, progress=True, gpus=1,
+                           build_limit_s=args.build_limit or None, check=check)
+        doc = new.to_dict()  # the record is a JSON file: the plan's own serialization, each build's layers added
         builds = []
-        for m in new["measured"]["measurements"]:
+        for m in doc["measured"]["measurements"]:
             builds.append(dict(m, layers=layer_counts(cache / m["key"]) if m.get("key") else {}))
-        ok = any(m.get("median_ms") is not None and m["median_ms"] == m["median_ms"] and not m.get("error")
-                 for m in builds if m.get("kind") == "fp16")
-        rec.update(status="measured" if ok else "failed", input_shapes=shapes, plan=new, builds=builds)
+        ok = new.measured.fp16() is not None
+        rec.update(status="measured" if ok else "failed", input_shapes=shapes, plan=doc, builds=builds)
         if not ok:
             rec["error"] = "; ".join(f"{m['name']}: {m['error']}" for m in builds if m.get("error"))[:2000]
     except Exception as exc:  # noqa: BLE001 - the record says what failed; the other jobs go on

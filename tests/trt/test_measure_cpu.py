@@ -11,9 +11,9 @@ from pathlib import Path
 import onnx
 import pytest
 
-from tests.core.engine.test_measured import _qdq_model
+from tests.core.plan.test_measurement import _qdq_model
 from trtwidgets.core.common.errors import UserError
-from trtwidgets.core.engine.measured import FP16, INT8_IMPLICIT, QDQ
+from trtwidgets.core.plan.measured.measurement import FP16, INT8_IMPLICIT, QDQ
 from trtwidgets.trt import measure as m
 from trtwidgets.trt.build_phases.result import ENGINE_FILE
 
@@ -97,7 +97,7 @@ def test_implicit_int8_reason_reads_the_module():
 
 
 def test_report_to_dict():
-    from trtwidgets.core.engine.measured import Measurement
+    from trtwidgets.core.plan.measured.measurement import Measurement
 
     rep = m.MeasureReport((Measurement("fp16", FP16, (0.3, 0.31, 0.29)),), rounds=3, built=1, shapes={"X": (1, 4)})
     d = rep.to_dict()

@@ -8,6 +8,7 @@ runs the same path on TensorRT.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -17,10 +18,13 @@ import pytest
 from tests.core.plan.plan_models import conv_stack, feeds
 from trtwidgets import trt
 from trtwidgets.cli import main
-from trtwidgets.core.engine.measured import FP16, INT8_IMPLICIT, QDQ, Measurement
+from trtwidgets.core.plan.measured.measurement import FP16, INT8_IMPLICIT, QDQ, Measurement
+from trtwidgets.core.plan.plan_artifact import Plan
+from trtwidgets.core.plan.plan_values import EngineVerdict
 from trtwidgets.core.plan.planner import plan
+from trtwidgets.core.qdq.options import QdqOptions
 from trtwidgets.trt.measure import MeasureJob, MeasureProgress, MeasureReport, measure
-from trtwidgets.trt.plan_measure import measure_plan, measure_plan_doc
+from trtwidgets.trt.plan_measure import measure_plan
 
 pytestmark = pytest.mark.skipif(trt.available(), reason="TensorRT is installed: tests/gpu measure for real")
 
@@ -62,11 +66,11 @@ def model_path(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def cpu_plan(model_path):
-    return plan(model_path, feeds(16), shapes=BIG, trt_version="8.6", progress=False)
+    return plan(model_path, feeds(16), shapes=BIG, options=QdqOptions(trt_version="8.6"), progress=False)
 
 
 def test_a_plan_measured_builds_fp16_implicit_and_its_candidates_and_picks_by_time(cpu_plan, model_path, tmp_path):
-    assert cpu_plan.measured["status"] == "estimate" and not cpu_plan.fp16_is_best
+    assert cpu_plan.latency_status == "estimate" and cpu_plan.measured is None and not cpu_plan.fp16_is_best
     events = []
     source = StandIn({FP16: (1.0, 1.01, 0.99), INT8_IMPLICIT: (0.8, 0.8, 0.8), QDQ: (1.3, 1.31, 1.29)})
     out = measure_plan(cpu_plan, model_path, work_dir=tmp_path / "w", cache_dir=tmp_path / "engines",
@@ -84,7 +88,7 @@ def test_a_plan_measured_builds_fp16_implicit_and_its_candidates_and_picks_by_ti
         placements.add(j.int8_layers)
     # Every candidate measured slower than FP16: FP16 is the pick, and the plan says why.
     assert out.recommended == 0 and out.reason.startswith("FP16 is best here (measured)")
-    assert out.measured["status"] == "measured" and out.measured["settings"]["gpu"] == "unknown"
+    assert out.measured.status == "measured" and out.measured.settings["gpu"] == "unknown" and out.estimate is None
     assert [e.stage for e in events] == ["build"] and "builds 1/" in events[0].text()
     # The same plan measured faster: its estimate's pick wins by measurement.
     faster = measure_plan(cpu_plan, model_path, work_dir=tmp_path / "w",
@@ -99,10 +103,10 @@ def test_the_plan_hands_its_held_back_check_to_the_measurement(cpu_plan, model_p
     source = StandIn({FP16: (1.0, 1.0, 1.0), INT8_IMPLICIT: (0.5, 0.5, 0.5), QDQ: (0.7, 0.7, 0.7)})
     out = measure_plan(cpu_plan, model_path, work_dir=tmp_path / "w", measure_fn=source)
     verdict = source.kw["check"](str(tmp_path / "no-engine"))  # no TensorRT here: a result saying why, not a raise
-    assert verdict["meets"] is None and verdict["error"]
-    assert out.measured["engine_check"] == {"samples": len(check.feeds), "judged": True, "notes": []}
+    assert isinstance(verdict, EngineVerdict) and verdict.meets is None and verdict.error
+    assert out.measured.check.to_dict() == {"samples": len(check.feeds), "judged": True, "notes": []}
     # The stand-in judged nothing: implicit INT8 stays a reference, the Q/DQ candidate is the pick.
-    assert out.recommended != 0 and "kind" not in out.measured["pick"]
+    assert out.recommended != 0 and not out.measured.implicit_is_pick
     assert any("implicit INT8 (reference, not a candidate: its accuracy was not checked" in n for n in out.notes)
 
 
@@ -111,25 +115,26 @@ def test_an_implicit_pick_names_the_calibration_cache_kept_beside_its_engine(cpu
     engines = tmp_path / "engines"
     (engines / f"key-{INT8_IMPLICIT}").mkdir(parents=True)
     (engines / f"key-{INT8_IMPLICIT}" / "calibration.cache").write_text("TRT-8600-EntropyCalibration2\n")
-    meets = {"meets": True, "cosine": 0.999, "metric": None, "metric_reference": None, "samples": 4}
+    meets = EngineVerdict.from_dict({"meets": True, "cosine": 0.999, "metric": None, "metric_reference": None,
+                                     "samples": 4})
     source = StandIn({FP16: (1.0, 1.0, 1.0), INT8_IMPLICIT: (0.5, 0.5, 0.5), QDQ: (0.7, 0.7, 0.7)},
                      accuracy={FP16: meets, INT8_IMPLICIT: meets, QDQ: meets})
     out = measure_plan(cpu_plan, model_path, cache_dir=engines, measure_fn=source)
-    pick = out.measured["pick"]
-    assert pick["kind"] == INT8_IMPLICIT and pick["calibration_cache"] == str(engines / f"key-{INT8_IMPLICIT}" /
-                                                                               "calibration.cache")
-    assert out.reason.startswith("Implicit INT8") and pick["calibration_cache"] in out.reason
+    cache = str(engines / f"key-{INT8_IMPLICIT}" / "calibration.cache")
+    assert out.measured.implicit_is_pick and out.measured.pick.name == "int8_implicit"
+    assert out.measured.implicit_cache == cache and out.reason.startswith("Implicit INT8") and cache in out.reason
     assert out.recommended != 0  # the fastest Q/DQ export stays what plan export writes
 
 
 def test_plan_measure_true_through_the_planner_and_the_interrupted_run(model_path, tmp_path):
     source = StandIn({FP16: (1.0,), QDQ: (0.5,)}, interrupted=True)
-    p = plan(model_path, feeds(16), shapes=BIG, trt_version="8.6", progress=False,
+    p = plan(model_path, feeds(16), shapes=BIG, options=QdqOptions(trt_version="8.6"), progress=False,
              measure=lambda pl, m: measure_plan(pl, m, work_dir=tmp_path / "w", measure_fn=source))
-    assert p.measured["status"] == "partial" and p.measured["interrupted"] and p.measured["rounds"] == 1
+    assert p.measured.status == "partial" and p.measured.interrupted and p.measured.rounds == 1
     assert p.reason.startswith("Partial measurement") and p.recommended != 0
     doc = json.loads(json.dumps(p.to_dict()))
     assert doc["measured"]["measurements"][0]["round_ms"] == [1.0]
+    assert Plan.from_dict(doc).measured.measurements[0].round_ms == (1.0,)
 
 
 def test_ctrl_c_during_the_builds_keeps_what_was_built(model_path, tmp_path):
@@ -172,9 +177,9 @@ def test_measure_without_tensorrt_is_exit_2_and_changes_no_file(cpu_plan, model_
 def test_a_moved_model_is_a_clear_error(cpu_plan, tmp_path):
     from trtwidgets.core.common.errors import UserError
 
-    doc = dict(cpu_plan.to_dict(), model=str(tmp_path / "gone.onnx"))
+    moved = dataclasses.replace(cpu_plan, model=str(tmp_path / "gone.onnx"))
     with pytest.raises(UserError, match="float model is not at"):
-        measure_plan_doc(doc, tmp_path / "w", measure_fn=StandIn({}))
+        measure_plan(moved, work_dir=tmp_path / "w", measure_fn=StandIn({}))
 
 
 def test_progress_counts_builds_done_and_left_and_a_failed_build_is_a_result(model_path, tmp_path):

@@ -11,13 +11,14 @@ import json
 import numpy as np
 import pytest
 from trtwidgets.core.common.errors import UserError
-from trtwidgets.core.engine.measured import FP16, INT8_IMPLICIT, QDQ, Measurement
 from trtwidgets.core.model.batch_axis import BatchAxes
 from trtwidgets.core.plan.engine_check import CHECK_FILE, EngineCheck
-from trtwidgets.core.plan.measured_plan import apply_measurements, candidate_job_name
+from trtwidgets.core.plan.measured.measurement import FP16, INT8_IMPLICIT, QDQ, Measurement
+from trtwidgets.core.plan.measured.repick import apply_measurements, candidate_job_name
 from trtwidgets.core.plan.plan_accuracy import score_outputs
+from trtwidgets.core.plan.plan_artifact import Plan
 from trtwidgets.core.plan.plan_target import with_metric
-from trtwidgets.core.plan.plan_values import PlanTarget
+from trtwidgets.core.plan.plan_values import EngineVerdict, PlanTarget
 
 from .test_measured_plan import CANDS, make_plan
 
@@ -59,11 +60,11 @@ def test_an_engine_is_judged_by_the_task_metric_not_the_pooled_cosine():
     check = _check()
     assert check.judges and check.metric_reference == pytest.approx(1.0)
     same = check.verdict(check.reference)
-    assert same["meets"] is True and same["metric"] == pytest.approx(1.0) and same["samples"] == 6
+    assert same.meets is True and same.accuracy.metric == pytest.approx(1.0) and same.samples == 6
     lost = _lose_scores(check.reference)
     assert score_outputs(check.reference, lost).pooled_cosine > 0.999  # what an output cosine would have passed
     v = check.verdict(lost)
-    assert v["meets"] is False and v["metric"] < 0.95
+    assert v.meets is False and v.accuracy.metric < 0.95
 
 
 def test_an_engine_with_nan_or_inf_outputs_fails_even_where_its_metric_does_not_see_them():
@@ -72,7 +73,7 @@ def test_an_engine_with_nan_or_inf_outputs_fails_even_where_its_metric_does_not_
     broken["output0"][0, 0, :3] = np.nan  # three box coordinates of one anchor: the F1 barely moves
     broken["output0"][1, 1, 0] = np.inf
     v = check.verdict(broken)
-    assert v["meets"] is False and v["non_finite"] is True
+    assert v.meets is False and v.non_finite is True and v.to_dict()["non_finite"] is True
 
 
 def test_a_nan_metric_never_meets_the_target():
@@ -89,13 +90,15 @@ def test_the_check_file_round_trips_and_rebuilds_the_metric_from_its_spec(tmp_pa
     doc = make_plan(CANDS).to_dict()
     doc["target"] = dict(check.target.to_dict())
     assert doc["target"]["metric_spec"] == "detection"
-    loaded = EngineCheck.load(path, json.loads(json.dumps(doc)))
+    target = Plan.from_dict(json.loads(json.dumps(doc))).target  # as plan measure reads it back
+    assert target.metric is None and target.metric_spec == "detection"
+    loaded = EngineCheck.load(path, target)
     assert len(loaded.feeds) == 6 and loaded.axes.inputs == {"images": 0}
     np.testing.assert_array_equal(loaded.feeds[3]["images"], check.feeds[3]["images"])
     np.testing.assert_array_equal(loaded.reference["output0"], check.reference["output0"])
     lost = _lose_scores(check.reference)
-    assert loaded.verdict(lost)["meets"] is False and loaded.verdict(loaded.reference)["meets"] is True
-    assert loaded.verdict(lost)["metric"] == pytest.approx(check.verdict(lost)["metric"])
+    assert loaded.verdict(lost).meets is False and loaded.verdict(loaded.reference).meets is True
+    assert loaded.verdict(lost).accuracy.metric == pytest.approx(check.verdict(lost).accuracy.metric)
     with np.load(path, allow_pickle=False) as z:  # plain arrays only: nothing to unpickle
         assert all(z[k].dtype != object for k in z.files)
 
@@ -103,24 +106,20 @@ def test_the_check_file_round_trips_and_rebuilds_the_metric_from_its_spec(tmp_pa
 def test_a_metric_that_cannot_travel_judges_by_the_cosine_or_not_at_all(tmp_path):
     check = _check()
     path = check.save(tmp_path / CHECK_FILE)
-    doc = make_plan(CANDS).to_dict()
-    doc["target"] = {"cosine": None, "snr_db": None, "metric": "my_metric", "max_metric_drop": 0.01}
-    loaded = EngineCheck.load(path, doc)
-    assert not loaded.judges and loaded.verdict(loaded.reference)["meets"] is None
+    metric_only = PlanTarget(cosine=None, metric_name="my_metric", max_metric_drop=0.01)  # a callable's plan, read back
+    loaded = EngineCheck.load(path, metric_only)
+    assert not loaded.judges and loaded.verdict(loaded.reference).meets is None
     assert any("Python function" in n and "by nothing" in n for n in loaded.notes)
-    doc["target"]["cosine"] = 0.99
-    loaded = EngineCheck.load(path, doc)
-    assert loaded.judges and loaded.target.metric is None
-    assert loaded.verdict(loaded.reference)["meets"] is True
+    loaded = EngineCheck.load(path, PlanTarget(cosine=0.99, metric_name="my_metric", max_metric_drop=0.01))
+    assert loaded.judges and loaded.target.metric is None and not loaded.target.has_metric
+    assert loaded.verdict(loaded.reference).meets is True
 
 
 def test_a_metric_whose_module_is_missing_here_is_left_out_with_a_note(tmp_path):
     check = _check()
     path = check.save(tmp_path / CHECK_FILE)
-    doc = make_plan(CANDS).to_dict()
-    doc["target"] = {"cosine": 0.99, "snr_db": None, "metric": "mine", "max_metric_drop": 0.01,
-                     "metric_spec": "no_such_module_here:score"}
-    loaded = EngineCheck.load(path, doc)
+    target = PlanTarget(cosine=0.99, metric_name="mine", max_metric_drop=0.01, metric_spec="no_such_module_here:score")
+    loaded = EngineCheck.load(path, target)
     assert loaded.judges and loaded.target.metric is None and loaded.target.cosine == 0.99
     assert any("'no_such_module_here:score' cannot be built here" in n for n in loaded.notes)
 
@@ -131,12 +130,12 @@ def test_a_file_of_another_kind_is_a_clear_error(tmp_path):
     bad = tmp_path / CHECK_FILE
     np.savez(bad, meta=np.array(json.dumps({"format": 99})))
     with pytest.raises(UserError, match="not a held-back check"):
-        EngineCheck.load(bad, make_plan(CANDS).to_dict())
+        EngineCheck.load(bad, make_plan(CANDS).target)
     bad.write_bytes(b"PK\x03\x04 cut short")  # a corrupt file: the same clear error, not a zipfile traceback
     with pytest.raises(UserError, match="not a held-back check"):
-        folder_check(tmp_path, make_plan(CANDS).to_dict())
+        folder_check(tmp_path, make_plan(CANDS).target)
     bad.unlink()
-    assert folder_check(tmp_path, make_plan(CANDS).to_dict()) == (None, None)
+    assert folder_check(tmp_path, make_plan(CANDS).target) == (None, None)
 
 
 def test_an_output_that_is_not_numbers_is_left_out_and_the_file_still_writes(tmp_path):
@@ -144,8 +143,7 @@ def test_an_output_that_is_not_numbers_is_left_out_and_the_file_still_writes(tmp
     ref["labels"] = np.array([["a"], ["b"], ["c"], ["d"], ["e"], ["f"]], dtype=object)
     check = EngineCheck.of_plan(feeds, ref, BatchAxes({"images": 0}, {"output0": 0, "labels": 0}), None, None)
     assert list(check.reference) == ["output0"]
-    doc = make_plan(CANDS).to_dict()
-    assert list(EngineCheck.load(check.save(tmp_path / CHECK_FILE), doc).reference) == ["output0"]
+    assert list(EngineCheck.load(check.save(tmp_path / CHECK_FILE), make_plan(CANDS).target).reference) == ["output0"]
 
 
 def test_the_check_keeps_at_most_its_size_and_says_so():
@@ -159,7 +157,7 @@ def test_the_check_keeps_at_most_its_size_and_says_so():
 # -- the pick, with the engines judged -----------------------------------------------------------
 
 def _ms(name, times, kind=QDQ, accuracy=None):
-    return Measurement(name, kind, tuple(times), accuracy=accuracy)
+    return Measurement(name, kind, tuple(times), accuracy=EngineVerdict.from_dict(accuracy) if accuracy else None)
 
 
 MEETS = {"meets": True, "cosine": 0.998, "metric": 0.99, "metric_reference": 1.0, "samples": 8}
@@ -167,8 +165,8 @@ MISSES = {"meets": False, "cosine": 0.93, "metric": 0.71, "metric_reference": 1.
 
 
 def _doc_and_names():
-    doc = make_plan(CANDS).to_dict()
-    return doc, {i: candidate_job_name(i, doc["candidates"][i]) for i in (1, 2, 5)}
+    p = make_plan(CANDS)
+    return p, {i: candidate_job_name(i, p.candidates[i]) for i in (1, 2, 5)}
 
 
 def test_implicit_int8_is_the_pick_when_its_engine_meets_the_target_and_it_is_fastest():
@@ -176,14 +174,16 @@ def test_implicit_int8_is_the_pick_when_its_engine_meets_the_target_and_it_is_fa
     runs = [_ms("fp16", (0.80, 0.81, 0.80), FP16, MEETS), _ms("int8_implicit", (0.60, 0.61, 0.60), INT8_IMPLICIT, MEETS),
             _ms(names[1], (0.70, 0.71, 0.70), accuracy=MEETS), _ms(names[2], (0.75, 0.74, 0.75), accuracy=MEETS)]
     out = apply_measurements(doc, runs, rounds=3, implicit_cache="/p/implicit_int8.cache")
-    pick = out["measured"]["pick"]
+    m = out.measured
+    assert m.implicit_is_pick and m.implicit_cache == "/p/implicit_int8.cache" and m.pick.name == "int8_implicit"
+    assert m.pick.candidate is None and m.implicit_row().engine.meets is True
+    assert out.recommended == 1 and m.export.candidate == 1  # what plan export writes: the best Q/DQ
+    assert out.reason.startswith("Implicit INT8") and "0.750x FP16" in out.reason
+    assert "metric 0.9900 vs FP32 1.0000" in out.reason and "INT8 everywhere" in out.reason
+    pick = out.to_dict()["measured"]["pick"]  # plan.json's record, as the zoo's files hold it
     assert pick["kind"] == INT8_IMPLICIT and pick["calibration_cache"] == "/p/implicit_int8.cache"
-    assert pick["candidate"] is None and pick["accuracy"]["meets"] is True
-    assert out["recommended"] == 1 and pick["export"]["candidate"] == 1  # what plan export writes: the best Q/DQ
-    assert out["reason"].startswith("Implicit INT8") and "0.750x FP16" in out["reason"]
-    assert "metric 0.9900 vs FP32 1.0000" in out["reason"] and "INT8 everywhere" in out["reason"]
-    row = next(r for r in out["measured"]["rows"] if r["kind"] == INT8_IMPLICIT)
-    assert row["engine_accuracy"]["meets"] is True
+    assert pick["candidate"] is None and pick["accuracy"]["meets"] is True and pick["export"]["candidate"] == 1
+    assert Plan.from_dict(json.loads(json.dumps(out.to_dict()))).measured.export == m.export
 
 
 def test_implicit_int8_stays_a_reference_when_unjudged_missing_or_only_as_fast():
@@ -192,13 +192,14 @@ def test_implicit_int8_stays_a_reference_when_unjudged_missing_or_only_as_fast()
     for implicit, why in ((_ms("int8_implicit", (0.60, 0.60, 0.61), INT8_IMPLICIT), "not checked on the engine"),
                           (_ms("int8_implicit", (0.60, 0.60, 0.61), INT8_IMPLICIT, MISSES), "misses the accuracy")):
         out = apply_measurements(doc, base + [implicit], rounds=3)
-        assert out["measured"]["pick"]["candidate"] == 1 and "kind" not in out["measured"]["pick"]
-        assert any(why in n for n in out["notes"])
+        assert out.measured.pick.candidate == 1 and not out.measured.implicit_is_pick
+        assert "kind" not in out.to_dict()["measured"]["pick"]
+        assert any(why in n for n in out.notes)
     # As fast as the best Q/DQ export within the noise: the export wins (fixed accuracy, builds on TensorRT 10/11).
     tie = _ms("int8_implicit", (0.695, 0.69, 0.70), INT8_IMPLICIT, MEETS)
     out = apply_measurements(doc, base + [tie], rounds=3)
-    assert out["measured"]["pick"]["candidate"] == 1
-    assert any("not faster than" in n and "beyond the noise" in n for n in out["notes"])
+    assert out.measured.pick.candidate == 1
+    assert any("not faster than" in n and "beyond the noise" in n for n in out.notes)
 
 
 def test_a_candidate_whose_engine_misses_the_target_is_not_picked_whatever_onnx_runtime_said():
@@ -206,19 +207,21 @@ def test_a_candidate_whose_engine_misses_the_target_is_not_picked_whatever_onnx_
     runs = [_ms("fp16", (0.80, 0.81, 0.80), FP16), _ms(names[1], (0.60, 0.61, 0.60), accuracy=MISSES),
             _ms(names[2], (0.70, 0.71, 0.70), accuracy=MEETS)]
     out = apply_measurements(doc, runs, rounds=3)
-    assert out["recommended"] == 2
-    assert any(names[1] in n and "its engine misses it" in n for n in out["notes"])
-    assert "its engine meets the target on the held-back samples" in out["reason"]
+    assert out.recommended == 2
+    assert any(names[1] in n and "its engine misses it" in n for n in out.notes)
+    assert "its engine meets the target on the held-back samples" in out.reason
     # An engine that could not be run is timed, not judged: ONNX Runtime's verdict stands.
     runs[1] = _ms(names[1], (0.60, 0.61, 0.60), accuracy={"meets": None, "error": "UserError: shape"})
     out = apply_measurements(doc, runs, rounds=3)
-    assert out["recommended"] == 1 and any("timed, not judged" in n and "UserError: shape" in n for n in out["notes"])
+    assert out.recommended == 1 and any("timed, not judged" in n and "UserError: shape" in n for n in out.notes)
 
 
 def test_measurements_keep_the_engine_accuracy_through_plan_json():
     m = _ms("int8_implicit", (0.6, 0.61, 0.6), INT8_IMPLICIT, MEETS)
     back = Measurement.from_dict(json.loads(json.dumps(m.to_dict())))
-    assert back.accuracy == MEETS and Measurement.from_dict(_ms("x", (1.0,)).to_dict()).accuracy is None
+    assert back.accuracy.meets is True and back.accuracy.samples == 8 and back.accuracy.accuracy.metric == 0.99
+    assert back.accuracy.to_dict() == m.accuracy.to_dict()
+    assert Measurement.from_dict(_ms("x", (1.0,)).to_dict()).accuracy is None
 
 
 def test_the_table_shows_each_engine_verdict_and_implicit_int8_as_the_measured_pick():
@@ -233,7 +236,7 @@ def test_the_table_shows_each_engine_verdict_and_implicit_int8_as_the_measured_p
     assert lines[3].startswith("->INT8 where it pays") and "0.9900   ok" in lines[3]
     assert lines[-1].startswith("=>implicit INT8") and "0.750" in lines[-1] and lines[-1].endswith("meets")
     # Unmeasured plans keep the old table: no engine column, no implicit row.
-    assert "on engine" not in plan_table(doc) and "implicit" not in plan_table(doc)
+    assert "on engine" not in doc.table() and "implicit" not in doc.table()
 
 
 def test_candidates_tied_within_the_noise_go_to_the_more_accurate_engine():
@@ -243,4 +246,4 @@ def test_candidates_tied_within_the_noise_go_to_the_more_accurate_engine():
     runs = [_ms("fp16", (0.80, 0.81, 0.80), FP16), _ms(names[1], (0.600, 0.605, 0.602), accuracy=MEETS),
             _ms(names[2], (0.603, 0.606, 0.601), accuracy=better)]
     out = apply_measurements(doc, runs, rounds=3)
-    assert out["recommended"] == 2 and "more accurate" in out["measured"]["pick"]["reason"]
+    assert out.recommended == 2 and "more accurate" in out.measured.pick.reason

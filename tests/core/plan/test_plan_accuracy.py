@@ -14,6 +14,9 @@ from trtwidgets.core.plan.plan_accuracy import score_outputs, target_notes
 from trtwidgets.core.plan.plan_target import metric_factory
 from trtwidgets.core.plan.plan_values import PlanTarget
 from trtwidgets.core.plan.planner import plan
+from trtwidgets.core.qdq.options import QdqOptions
+
+TRT10 = QdqOptions(trt_version="10.16")
 
 
 def _packed(n=4, anchors=256, classes=3, seed=0):
@@ -54,7 +57,8 @@ def test_target_notes_say_what_the_target_cannot_see():
 
 
 def test_plan_with_the_detection_metric_on_a_packed_detector_output():
-    p = plan(packed_detector_model(), detector_feeds(12), progress=False, trt_version="10.16", metric="detection")
+    p = plan(packed_detector_model(), detector_feeds(12), progress=False, options=TRT10,
+             target=PlanTarget.for_metric("detection"))
     assert p.target.metric_name == "detection F1@0.25 (output0)" and p.target.cosine is None
     assert p.candidates[0].accuracy.metric_reference == 1.0
     assert all(c.accuracy.worst_group.startswith("output0[") for c in p.candidates)
@@ -64,7 +68,7 @@ def test_plan_with_the_detection_metric_on_a_packed_detector_output():
     for c in p.candidates:
         assert c.meets_target == (c.accuracy.metric >= 1.0 - 0.05), c
     # A drop the user gives wins over the metric's own.
-    strict = plan(packed_detector_model(), detector_feeds(12), progress=False, trt_version="10.16",
+    strict = plan(packed_detector_model(), detector_feeds(12), progress=False, options=TRT10,
                   target=PlanTarget(cosine=None, max_metric_drop=0.001, metric_factory=metric_factory("detection")))
     assert strict.target.max_metric_drop == 0.001
     for c in strict.candidates:
@@ -72,12 +76,13 @@ def test_plan_with_the_detection_metric_on_a_packed_detector_output():
 
 
 def test_plan_with_a_pooled_cosine_metric_warns_that_it_is_blind_to_the_scores():
-    p = plan(packed_detector_model(), detector_feeds(12), progress=False, trt_version="10.16", metric="cosine")
+    p = plan(packed_detector_model(), detector_feeds(12), progress=False, options=TRT10,
+             target=PlanTarget.for_metric("cosine"))
     assert any(n.startswith("warning: the target's metric is a pooled cosine/SNR") for n in p.notes), p.notes
 
 
 def test_plan_default_target_is_checked_on_channel_groups():
-    p = plan(packed_detector_model(), detector_feeds(12), progress=False, trt_version="10.16")
+    p = plan(packed_detector_model(), detector_feeds(12), progress=False, options=TRT10)
     assert any("the target is checked on the worst channel group" in n for n in p.notes), p.notes
     full = p.candidates[1]
     assert full.accuracy.cosine <= full.accuracy.pooled_cosine
@@ -96,7 +101,8 @@ def test_plan_takes_the_users_metric_by_module_name_and_as_a_callable(tmp_path, 
             return 1.0
     """))
     monkeypatch.syspath_prepend(str(tmp_path))
-    p = plan(conv_stack(), feeds(12), progress=False, trt_version="10.16", metric="my_task_metrics:sign_agreement")
+    p = plan(conv_stack(), feeds(12), progress=False, options=TRT10,
+             target=PlanTarget.for_metric("my_task_metrics:sign_agreement"))
     assert p.target.metric_name == "my_task_metrics:sign_agreement"
     assert p.candidates[0].accuracy.metric_reference == 1.0 and p.candidates[1].accuracy.metric is not None
 
@@ -106,17 +112,17 @@ def test_plan_takes_the_users_metric_by_module_name_and_as_a_callable(tmp_path, 
         calls.append(1)
         return float(np.mean(np.abs(reference["y"] - candidate["y"]) < 0.05))
 
-    p2 = plan(conv_stack(), feeds(12), progress=False, trt_version="10.16", metric=mine,
-              target=PlanTarget(cosine=0.5, max_metric_drop=0.2))
+    p2 = plan(conv_stack(), feeds(12), progress=False, options=TRT10,
+              target=PlanTarget.for_metric(mine, cosine=0.5, max_metric_drop=0.2))
     assert calls and p2.target.cosine == 0.5 and p2.target.max_metric_drop == 0.2
     # A metric of the user's own, with no drop given: the default of 0.01.
-    assert plan(conv_stack(), feeds(12), progress=False, trt_version="10.16",
-                metric=mine).target.max_metric_drop == 0.01
+    assert plan(conv_stack(), feeds(12), progress=False, options=TRT10,
+                target=PlanTarget.for_metric(mine)).target.max_metric_drop == 0.01
     with pytest.raises(UserError, match="does not take"):
-        plan(conv_stack(), feeds(12), progress=False, metric="my_task_metrics:wrong")
+        plan(conv_stack(), feeds(12), progress=False, target=PlanTarget.for_metric("my_task_metrics:wrong"))
 
 
 def test_a_metric_infinite_on_fp32_is_refused_with_the_fix():
     with pytest.raises(UserError, match="scores inf on FP32") as err:
-        plan(conv_stack(), feeds(8), progress=False, metric="snr")
+        plan(conv_stack(), feeds(8), progress=False, target=PlanTarget.for_metric("snr"))
     assert "--target-snr" in err.value.fix

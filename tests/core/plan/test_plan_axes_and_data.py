@@ -13,6 +13,10 @@ from trtwidgets.core.model.batch_axis import BatchAxes, find_batch_axes
 from trtwidgets.core.model.load import LoadedModel, summarize
 from trtwidgets.core.plan.plan_data import labels_for_held, read_plan_data, run_samples, split_samples
 from trtwidgets.core.plan.planner import plan
+from trtwidgets.core.plan.plan_values import PlanTarget
+from trtwidgets.core.qdq.options import QdqOptions
+
+TRT10 = QdqOptions(trt_version="10.16")
 
 
 def _loaded(proto):
@@ -35,8 +39,8 @@ def test_a_time_major_output_is_gathered_along_its_real_batch_axis(named):
 
 
 def test_plan_reaches_a_pick_on_a_time_major_output():
-    p = plan(time_major_model(named=False), time_major_feeds(12), progress=False, trt_version="10.16",
-             metric="top1-agreement")
+    p = plan(time_major_model(named=False), time_major_feeds(12), progress=False, options=TRT10,
+             target=PlanTarget.for_metric("top1-agreement"))
     assert p.batch_axes["outputs"] == {"logits": 1}
     assert any("'logits': batch axis 1" in n for n in p.notes)
     assert p.candidates[0].accuracy.metric == pytest.approx(1.0)  # FP16 agrees with FP32 on every step's class
@@ -45,7 +49,7 @@ def test_plan_reaches_a_pick_on_a_time_major_output():
 
 def test_plan_runs_a_model_without_a_batch_axis_sample_by_sample():
     # [94, 16] is one sample of frames x features: cutting axis 0 gave "expected 94x16, found 1x16" before.
-    p = plan(frames_model(), frames_feeds(10), progress=False, trt_version="10.16")
+    p = plan(frames_model(), frames_feeds(10), progress=False, options=TRT10)
     assert p.batch_axes["inputs"] == {"x": None} and p.batch_axes["outputs"] == {"y": None}
     assert any("one at a time" in n for n in p.notes)
     assert p.any_meets_target and len(p.held_back["held_back"]) == 2 + 1 - 1  # round(10 * 0.25) = 2
@@ -100,7 +104,7 @@ def test_plan_records_the_held_back_files(tmp_path):
     d.mkdir()
     for i, f in enumerate(feeds(8)):
         np.save(d / f"s{i}.npy", f["x"])
-    p = plan(conv_stack(), str(d), progress=False, trt_version="10.16", seed=3)
+    p = plan(conv_stack(), str(d), progress=False, options=TRT10, seed=3)
     doc = p.to_dict()["held_back"]
     assert doc["source"] == "random split" and doc["seed"] == 3 and len(doc["held_back"]) == 2
     assert all(name.endswith(".npy") for name in doc["held_back"] + doc["calibration"])
@@ -113,13 +117,13 @@ def test_statistics_collected_on_the_held_back_samples_are_caught():
     model = _loaded(conv_stack())
     data = [dict(f) for f in feeds(12)]
     cal = tw.calibrate(model, data, progress=False)  # saw all 12
-    p = plan(model, data, calibration=cal, progress=False, trt_version="10.16")
+    p = plan(model, data, calibration=cal, progress=False, options=TRT10)
     assert any("were also used to collect the statistics" in n for n in p.notes), p.notes
     # Statistics that saw only some of the held-back samples: those leave the held-back part.
     split = read_plan_data(model, data).split
     seen = [data[int(name.split()[-1])] for name in split.held_back[:1]] + data[:2]
     cal_part = tw.calibrate(model, seen, progress=False)
-    p2 = plan(model, data, calibration=cal_part, progress=False, trt_version="10.16")
+    p2 = plan(model, data, calibration=cal_part, progress=False, options=TRT10)
     assert any("accuracy is measured on the other" in n for n in p2.notes), p2.notes
     assert len(p2.held_back["held_back"]) == len(split.held_back) - 1
 
@@ -141,10 +145,10 @@ def test_labels_without_a_metric_are_refused_before_any_data_is_read(tmp_path):
     from trtwidgets.core.common.errors import UserError
     from trtwidgets.core.plan.planner import plan
 
-    # A missing model and data: the refusal must come first, before either is read.
-    with pytest.raises(UserError, match="labels= was given without metric=") as err:
-        plan(tmp_path / "absent.onnx", tmp_path / "absent", labels=np.zeros(4, np.int64))
-    assert "metric='top1'" in err.value.fix
+    # The target refuses them as it is made: before the model or the data is read.
+    with pytest.raises(UserError, match="labels were given without a metric") as err:
+        plan(tmp_path / "absent.onnx", tmp_path / "absent", target=PlanTarget(labels=np.zeros(4, np.int64)))
+    assert "PlanTarget.for_metric('top1', labels)" in err.value.fix
 
 
 def _batch_pinned_model():
@@ -166,12 +170,12 @@ def test_a_batch_the_model_pins_is_refused_before_the_search():
     rng = np.random.default_rng(0)
     data = [{"x": rng.random((1, 3, 8, 8), dtype=np.float32)} for _ in range(8)]
     with pytest.raises(UserError) as err:
-        plan(_batch_pinned_model(), data, batch_size=32, progress=False, trt_version="10.16")
+        plan(_batch_pinned_model(), data, batch_size=32, progress=False, options=TRT10)
     text = str(err.value)
     assert "cannot run at the shapes asked for (x [32, 3, 8, 8])" in text and "flatten" in text
     assert "dynamic batch" in err.value.fix
     # At its own batch the same model plans, its output read along axis 0: a batch-2 run of it came out along
     # axis 1 (the pinned Reshape folded the second sample in), which is not the batch.
-    p = plan(_batch_pinned_model(), data, batch_size=1, progress=False, trt_version="10.16")
+    p = plan(_batch_pinned_model(), data, batch_size=1, progress=False, options=TRT10)
     assert p.input_shapes == {"x": (1, 3, 8, 8)}
     assert p.batch_axes["outputs"]["y"] == 0 and "pins the batch" in p.batch_axes["reasons"]["y"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -14,8 +15,10 @@ from trtwidgets import demo
 from trtwidgets.core.common.errors import UserError
 from trtwidgets.core.plan.cost_model import layer_costs
 from trtwidgets.core.plan.latency_oracle import node_aliases, read_oracle
-from trtwidgets.core.plan.plan_values import PlanTarget, load_plan
+from trtwidgets.core.plan.plan_artifact import Plan
+from trtwidgets.core.plan.plan_values import PlanTarget
 from trtwidgets.core.plan.planner import export_plan, plan
+from trtwidgets.core.qdq.options import QdqOptions
 
 TRT86 = Path(__file__).resolve().parents[2] / "fixtures" / "trt86"
 
@@ -52,12 +55,14 @@ def test_plan_keeps_transformer_matmuls_float_for_tensorrt_8():
 
     model = qb.encoder_layer(batch=1, seq=64, d=256)
     data = qb.feeds(model, n=6)
-    old = plan(model, data, trt_version="8.6", batch_size=32, progress=False, target=PlanTarget(cosine=0.9))
+    old = plan(model, data, options=QdqOptions(trt_version="8.6"), batch_size=32, progress=False,
+               target=PlanTarget(cosine=0.9))
     # All eight MatMuls (projections, MLP, and attention's two activation x activation products) go to Myelin.
     assert f"8 batched MatMuls kept in high precision: {MYELIN_REASON}" in old.notes
     assert old.fp16_is_best and old.candidates[1].speedup < 1 / 1.4
     # TensorRT 10+ runs them with its own kernels: the planner may quantize them.
-    new = plan(model, data, trt_version="10.16", batch_size=32, progress=False, target=PlanTarget(cosine=0.9))
+    new = plan(model, data, options=QdqOptions(trt_version="10.16"), batch_size=32, progress=False,
+               target=PlanTarget(cosine=0.9))
     assert not any(MYELIN_REASON in n for n in new.notes)
     assert not any(r == MYELIN_REASON for c in new.candidates for _, r in c.kept)
 
@@ -68,36 +73,41 @@ def test_export_plan_uses_the_placement_the_plan_was_scored_with():
     p = plan(model, data, shapes={"x": (32, 3, 48, 192)}, progress=False, target=PlanTarget(cosine=0.5))
     doc = p.to_dict()
     assert doc["placement"] == {"dense_int8": True}
-    dense = export_plan(model, doc, candidate=1)
+    dense = export_plan(model, p, candidate=1)
 
     def rules(ex):
         return {r.split(" (")[0] for a in ex.report.activations for r in a.rules}
 
+    def read(d):  # a plan.json's data, as Plan.load reads the file
+        return Plan.from_dict(json.loads(json.dumps(d)))
+
     assert "grouped conv output" in rules(dense)
+    assert p.options.dense_int8 is True and p.options.skip_matrix_vector is False
     assert doc["options"]["dense_int8"] is True and doc["options"]["skip_matrix_vector"] is False
     # The options win over the older fields: a plan scored without dense INT8 exports without it.
     sparse_doc = dict(doc, options=dict(doc["options"], dense_int8=False))
-    assert "grouped conv output" not in rules(export_plan(model, sparse_doc, candidate=1))
+    assert "grouped conv output" not in rules(export_plan(model, read(sparse_doc), candidate=1))
     # A plan.json from before the options were recorded exports as it was scored: its placement field ...
     del doc["options"]
-    assert rules(export_plan(model, doc, candidate=1)) == rules(dense)
+    assert rules(export_plan(model, read(doc), candidate=1)) == rules(dense)
     # ... and before the placement was recorded, with rule 6 (grouped convs float).
     del doc["placement"]
-    old = export_plan(model, doc, candidate=1)
+    old = export_plan(model, read(doc), candidate=1)
     assert "grouped conv output" not in rules(old)
     assert len(old.report.quantized_layers) < len(dense.report.quantized_layers)
     for bad in (["dense"], {"dense_int8": "yes"}):
-        doc["placement"] = bad
         with pytest.raises(UserError, match="placement"):
-            export_plan(model, doc, candidate=1)
+            read(dict(doc, placement=bad))
     for bad in (["dense"], {"dense": True}, {"dense_int8": True, "precision": "int4"}):
         with pytest.raises(UserError, match="options|precision"):
-            export_plan(model, dict(doc, options=bad), candidate=1)
+            read(dict(doc, options=bad))
+    with pytest.raises(UserError, match="takes a Plan, not a dict"):  # data is checked once, as a Plan
+        export_plan(model, doc, candidate=1)
 
 
 def test_plan_picks_int8_where_it_pays_and_meets_the_target():
     model = conv_stack()
-    p = plan(model, feeds(), shapes={"x": (32, 64, 56, 56)}, progress=False, trt_version="10.16")
+    p = plan(model, feeds(), shapes={"x": (32, 64, 56, 56)}, progress=False, options=QdqOptions(trt_version="10.16"))
     pick = p.pick
     assert pick.quantized and pick.meets_target and pick.speedup > 1.3
     assert p.candidates[0].name.startswith("FP16") and not p.candidates[0].quantized
@@ -147,12 +157,30 @@ def test_plan_with_a_task_metric_factory():
 
 def test_plan_json_round_trip(tmp_path):
     p = plan(conv_stack(), feeds(), shapes={"x": (32, 64, 56, 56)}, progress=False)
-    path = p.save_json(tmp_path / "plan.json")
-    doc = load_plan(tmp_path)
-    assert doc["recommended"] == p.recommended and len(doc["candidates"]) == len(p.candidates)
-    assert json.loads(path.read_text())["ranges"]["method"] in ("entropy", "percentile", "mse", "max")
-    ex = export_plan(conv_stack(), doc)
-    assert ex is not None
+    path = p.save(tmp_path)
+    back = Plan.load(tmp_path)
+    assert back.recommended == p.recommended and [c.name for c in back.candidates] == [c.name for c in p.candidates]
+    assert back.to_dict() == json.loads(path.read_text())  # loaded and written again: the same file
+    assert back.ranges.method == p.ranges.method in ("entropy", "percentile", "mse", "max")
+    assert back.ranges.amax == p.ranges.amax and back.options == p.options and back.fingerprint == p.fingerprint
+    assert back.target == p.target and back.estimate == p.estimate and back.measured is None
+    assert back.pick.quantized == p.pick.quantized and back.pick.accuracy.cosine == pytest.approx(p.pick.accuracy.cosine)
+    assert (tmp_path / "held_back.npz").is_file()  # what `plan measure` judges the engines by
+    ex = export_plan(conv_stack(), back)
+    assert ex is not None and set(ex.report.quantized_layers) == set(p.pick.quantized)
+    # A field the planner does not write (a newer version's) is kept as it was.
+    (tmp_path / "plan.json").write_text(json.dumps(dict(back.to_dict(), future={"x": [1]})))
+    assert Plan.load(tmp_path).to_dict()["future"] == {"x": [1]}
+
+
+def test_a_plan_prints_a_short_summary():
+    p = plan(conv_stack(), feeds(), shapes={"x": (32, 64, 56, 56)}, progress=False)
+    text = repr(p)
+    assert len(text) < 2000 and text.count("\n") < 16
+    assert f"pick {p.recommended} ({p.pick.name}" in text and "latency estimate" in text
+    assert "->" in text and p.reason[:40] in text and "plan.table()" in text
+    many = dataclasses.replace(p, candidates=p.candidates * 20)  # a long search: a few rows and a count
+    assert len(repr(many)) < 2000 and "more candidates" in repr(many)
 
 
 def test_plan_refuses_too_little_data_and_bad_targets():
@@ -196,7 +224,7 @@ def test_an_interrupted_search_keeps_the_candidates_it_measured():
              target=PlanTarget(cosine=0.9999999))
     assert p.interrupted and len(p.candidates) >= 3
     assert any(n.startswith("interrupted") for n in p.notes)
-    assert p.to_dict()["interrupted"] is True
+    assert p.to_dict()["interrupted"] is True and p.latency_status == "estimate"
 
 
 def test_an_interrupt_before_any_candidate_propagates():
@@ -219,14 +247,10 @@ def test_plan_takes_the_calibration_and_writes_the_pick(tmp_path):
     p = tw.plan(model, data, calibration=cal, shapes={"x": (32, 3, 48, 192)}, progress=False,
                 target=tw.PlanTarget(cosine=0.5))
     # The calibration's statistics, its own method first, its overrides in every method.
-    assert p.ranges["statistics"].startswith("the given calibration (max ranges from the calibration, 1 amax")
-    assert list(p.ranges["per_method"])[0] == "max" and p.ranges["overrides"] == {tensor: 0.75}
-    assert p.ranges["amax"][tensor] == 0.75
+    assert p.ranges.statistics.startswith("the given calibration (max ranges from the calibration, 1 amax")
+    assert list(p.ranges.per_method)[0] == "max" and p.ranges.overrides == {tensor: 0.75}
+    assert p.ranges.amax[tensor] == 0.75
     assert any(n.startswith("ranges: the given calibration") for n in p.notes)
-    # The older stats= form still plans, and says what it did with them.
-    old = tw.plan(model, data, stats=cal.stats, shapes={"x": (32, 3, 48, 192)}, progress=False,
-                  target=tw.PlanTarget(cosine=0.5), max_ranked=4)
-    assert "without a Calibration (stats=)" in old.ranges["statistics"] and tensor not in old.ranges["overrides"]
     # The pick (here: candidate 1, INT8 everywhere) written to disk, as it was scored.
     out = tmp_path / "pick.qdq.onnx"
     ex = tw.export_plan(model, p, out, candidate=1)

@@ -8,14 +8,15 @@ slower than FP16 beyond the run's noise, and a candidate that meets the accuracy
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
 import pytest
 
 from tests.conftest import ROOT
-from trtwidgets.core.engine.measured import Measurement
-from trtwidgets.core.plan.measured_plan import apply_measurements
+from trtwidgets.core.plan.measured.repick import apply_measurements
+from trtwidgets.core.plan.plan_artifact import Plan
 
 ZOO_GPU = ROOT / "benchmarks" / "results" / "trust" / "zoo_gpu"
 JOBS = sorted(p.stem for p in ZOO_GPU.glob("*.json"))
@@ -29,14 +30,13 @@ def _measured_jobs():
     return [j for j in JOBS if _record(j)["status"] == "measured"]
 
 
-def _measurements(doc):
-    """The recorded measurements, with each engine's accuracy on the held-back samples where it was judged."""
-    out = []
-    for m in doc["measured"]["measurements"]:
-        m = dict(m, round_ms=[float("nan") if r is None else r for r in m["round_ms"]],
-                 estimate_ms="nan" if m.get("estimate_ms") is None else m["estimate_ms"])
-        out.append(Measurement.from_dict(m))
-    return out
+def _without_new_nulls(new, old):
+    """``new`` without the null fields an older writer left out (the first runs' rows had no ``engine_accuracy``)."""
+    if isinstance(new, dict) and isinstance(old, dict):
+        return {k: _without_new_nulls(v, old.get(k)) for k, v in new.items() if k in old or v is not None}
+    if isinstance(new, list) and isinstance(old, list) and len(new) == len(old):
+        return [_without_new_nulls(a, b) for a, b in zip(new, old)]
+    return new
 
 
 def _judged_jobs():
@@ -53,21 +53,21 @@ def test_every_zoo_family_and_both_batches_have_a_record():
 @pytest.mark.parametrize("job", _measured_jobs())
 def test_the_measured_pick_is_made_again_the_same_and_is_never_slower_than_fp16(job):
     doc = _record(job)["plan"]
-    cpu = {k: v for k, v in doc.items() if k != "measured"}
-    cpu["recommended"] = doc["measured"]["estimate_pick"]
-    cpu["reason"] = doc["measured"]["estimate_reason"]
-    again = apply_measurements(cpu, _measurements(doc), rounds=doc["measured"]["rounds"])
-    assert again["recommended"] == doc["recommended"], (again["reason"], doc["reason"])
-    pick = again["measured"]["pick"]
-    assert pick["name"] == doc["measured"]["pick"]["name"]
-    fp16 = next(r for r in again["measured"]["rows"] if r["kind"] == "fp16")
-    assert pick["median_ms"] <= fp16["measured_ms"] + fp16["spread_ms"], pick
-    assert doc["candidates"][again["recommended"]]["meets_target"]
+    measured = Plan.from_dict(doc, job)  # the committed file, read back as a Plan: every field checked
+    assert _without_new_nulls(measured.to_dict()["measured"], doc["measured"]) == doc["measured"]  # written back as it was
+    cpu = dataclasses.replace(measured, measured=None, recommended=measured.measured.estimate_pick,
+                              reason=measured.measured.estimate_reason)
+    again = apply_measurements(cpu, measured.measured.measurements, rounds=measured.measured.rounds)
+    assert again.recommended == doc["recommended"], (again.reason, doc["reason"])
+    pick = again.measured.pick
+    assert pick.name == doc["measured"]["pick"]["name"]
+    fp16 = next(r for r in again.measured.rows() if r.kind == "fp16")
+    assert pick.median_ms <= fp16.measured_ms + fp16.spread_ms, pick
+    assert again.pick.meets_target
     # A candidate measured slower than FP16 beyond the noise is never the pick (vit: 2.5x and 5.2x FP16).
-    for row in again["measured"]["rows"]:
-        if row["kind"] == "qdq" and row["measured_ms"] is not None and math.isfinite(row["measured_ms"]) \
-                and row["measured_ms"] > fp16["measured_ms"] + fp16["spread_ms"]:
-            assert row["candidate"] != again["recommended"], row
+    for row in again.measured.rows():
+        if row.kind == "qdq" and math.isfinite(row.measured_ms) and row.measured_ms > fp16.measured_ms + fp16.spread_ms:
+            assert row.candidate != again.recommended, row
 
 
 def test_where_the_estimate_was_wrong_the_measurement_decided():

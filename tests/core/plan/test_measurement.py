@@ -1,4 +1,5 @@
-"""Picking by measured latency, on committed numbers (figures of the kind issue 24 measured on an H100)."""
+"""Measured latency: one engine's rounds, the pick by measured time, the measured latency model, on committed
+numbers (figures of the kind issue 24 measured on an H100)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from trtwidgets.core.common.errors import UserError
-from trtwidgets.core.engine.measured import (FP16, INT8_IMPLICIT, QDQ, MeasuredLatency, Measurement,
-                                             known_estimates, measurement_rows, pick_measured, placement_key)
+from trtwidgets.core.plan.latency import LatencyModel
+from trtwidgets.core.plan.measured.measurement import (FP16, INT8_IMPLICIT, QDQ, MeasuredLatency, Measurement,
+                                                       measurement_rows, placement_key)
+from trtwidgets.core.plan.measured.pick import known_estimates, pick_measured
 
 # Three interleaved rounds, per-round medians in ms.
 YOLO = [Measurement("fp16", FP16, (0.631, 0.628, 0.634)),
@@ -66,13 +69,22 @@ def test_failed_builds_and_no_fp16():
         pick_measured(SMALL[1:], {"pick": True})
 
 
-def test_measured_latency_model():
+def test_measured_latency_model_speaks_the_latency_protocol_in_microseconds():
     lat = MeasuredLatency(SMALL)
-    assert lat.kind == "measured"
-    assert lat.estimate([]) == pytest.approx(0.320)
-    assert lat.estimate({"c1", "m1"}) == pytest.approx(0.219)
+    assert lat.kind == "measured" and lat.source
+    # LatencyModel.estimate is microseconds (the cost model's unit): 0.320 ms measured is 320 us.
+    assert lat.estimate([]) == pytest.approx(320.0)
+    assert lat.estimate({"c1", "m1"}) == pytest.approx(219.0)
     assert math.isnan(lat.estimate({"c1", "m2"}))
     assert len(lat) == 3  # implicit INT8 is no placement
+    # Per layer: c1 alone was measured (283 us against FP16's 320): INT8 pays there by 37 us; m1 alone was not.
+    assert lat.why_not_int8("c1") is None and lat.gain_us("c1") == pytest.approx(37.0)
+    assert lat.why_not_int8("m1") is None and lat.gain_us("m1") == 0.0
+    slow = MeasuredLatency([SMALL[0], Measurement("c", QDQ, (0.33, 0.33, 0.33), int8_layers=frozenset({"c2"}))])
+    assert "measured" in slow.why_not_int8("c2") and slow.gain_us("c2") < 0
+    for name in ("kind", "source", "estimate", "why_not_int8", "gain_us"):  # every member of the protocol
+        assert name in dir(LatencyModel) or name in LatencyModel.__annotations__
+        assert hasattr(lat, name), name
 
 
 def test_unknown_estimates_are_never_a_reason_to_pick():
@@ -122,8 +134,9 @@ def test_estimate_and_measurement_side_by_side():
     ms = [Measurement("fp16", FP16, (0.63, 0.63, 0.63), estimate_ms=1.0),
           Measurement("pick", QDQ, (1.13, 1.15, 1.22), estimate_ms=0.68),
           Measurement("int8_implicit", INT8_IMPLICIT, (0.63, 0.62, 0.64))]
-    rows = {r["name"]: r for r in measurement_rows(ms)}
-    assert rows["fp16"]["vs_fp16"] == 1.0 and rows["fp16"]["estimate_error"] == 0.0
-    assert rows["pick"]["vs_fp16"] == pytest.approx(1.15 / 0.63)
-    assert rows["pick"]["estimate_error"] == pytest.approx(0.68 / (1.15 / 0.63) - 1.0)
-    assert math.isnan(rows["int8_implicit"]["estimate_error"]) and rows["int8_implicit"]["vs_fp16"] > 0
+    rows = {r.name: r for r in measurement_rows(ms)}
+    assert rows["fp16"].vs_fp16 == 1.0 and rows["fp16"].estimate_error == 0.0 and rows["fp16"].candidate == 0
+    assert rows["pick"].vs_fp16 == pytest.approx(1.15 / 0.63)
+    assert rows["pick"].estimate_error == pytest.approx(0.68 / (1.15 / 0.63) - 1.0)
+    assert math.isnan(rows["int8_implicit"].estimate_error) and rows["int8_implicit"].vs_fp16 > 0
+    assert rows["int8_implicit"].to_dict()["estimate_error"] is None  # plan.json has no NaN
