@@ -311,9 +311,11 @@ def _plan_with_stats(name):
     def call(ws):
         import trtwidgets as tw
         from trtwidgets import demo
+        from trtwidgets.core.calibration.recipe_step import Calibration
         from trtwidgets.core.calibration.stats import load_stats
 
-        return tw.plan(MODEL, list(demo.iter_skimage_inputs(4)), stats=load_stats(ws / "bad" / name), progress=False)
+        cal = Calibration.fit(load_stats(ws / "bad" / name), "entropy")
+        return tw.plan(MODEL, list(demo.iter_skimage_inputs(4)), calibration=cal, progress=False)
     return call
 
 
@@ -338,9 +340,9 @@ def _load_stats(name):
 
 def _load_plan(name):
     def call(ws):
-        from trtwidgets.core.plan.plan_values import load_plan
+        import trtwidgets as tw
 
-        return load_plan(ws / "bad" / "plans" / f"{name}.json")
+        return tw.Plan.load(ws / "bad" / "plans" / f"{name}.json")
     return call
 
 
@@ -544,6 +546,6 @@ def test_a_plan_json_edited_anywhere_exports_or_says_why(ws, tmp_path):
     for path in paths:
         edited = _replaced(doc, path, rng.choice(values))
         try:
-            tw.export_plan(MODEL, edited, candidate=0)
+            tw.export_plan(MODEL, tw.Plan.from_dict(edited), candidate=0)
         except UserError as err:
             assert err.what and err.why and err.fix, (path, err.message)

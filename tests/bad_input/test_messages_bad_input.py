@@ -193,7 +193,7 @@ def _api_cases():
     from trtwidgets.core.engine.inspector_json import parse_inspector_json
     from trtwidgets.core.engine.layer_table import layer_table
     from trtwidgets.core.engine.saved_build import load_saved_build, read_network_layers, read_timings
-    from trtwidgets.core.plan.plan_values import load_plan
+    from trtwidgets.core.plan.plan_artifact import Plan
     from trtwidgets.core.qdq.export import export_qdq
     from trtwidgets.core.calibration.stats import load_stats
     from trtwidgets.core.recipe.recipe import Recipe, load_recipe
@@ -221,8 +221,8 @@ def _api_cases():
         ("network-layers-nested", lambda ws, bad, user: read_network_layers(bad / "deep_network_layers.json")),
         ("layer-table-profile-nested", lambda ws, bad, user: layer_table(
             parse_inspector_json(TINY / "engine.graph.json"), profile=deep)),
-        ("load-plan-nested", lambda ws, bad, user: load_plan(bad / "deep_plan")),
-        ("load-plan-64mb", lambda ws, bad, user: load_plan(bad / "huge_plan.json")),
+        ("load-plan-nested", lambda ws, bad, user: Plan.load(bad / "deep_plan")),
+        ("load-plan-64mb", lambda ws, bad, user: Plan.load(bad / "huge_plan.json")),
         ("collect-stats-no-inputs", lambda ws, bad, user: collect_stats(bad / "no_inputs.onnx", "demo",
                                                                         progress=False)),
         ("export-qdq-output-without-shape", lambda ws, bad, user: export_qdq(
@@ -365,12 +365,14 @@ EVIL = "<script>alert(1)</script>\x1b[2J"
 
 
 def test_plan_html_escapes_names():
+    from trtwidgets.core.plan.plan_artifact import Plan
     from trtwidgets.plots.pareto import plan_html
 
-    doc = {"model": EVIL, "recommended": 0, "reason": EVIL, "notes": [EVIL], "target": {}, "high_precision": "fp32",
+    doc = {"model": EVIL, "recommended": 0, "reason": EVIL, "notes": [EVIL], "target": {"cosine": 0.9},
+           "high_precision": "fp32", "ranges": {"amax": {EVIL: 1.0}},
            "candidates": [{"name": EVIL, "quantized": [EVIL], "kept": [{"layer": EVIL, "reason": EVIL}],
                            "accuracy": {"cosine": 0.99}, "speedup_vs_fp16": 1.2, "meets_target": True}]}
-    page = plan_html(doc, EVIL)
+    page = plan_html(Plan.from_dict(doc), EVIL)
     assert "<script>alert" not in page and "&lt;script&gt;alert(1)" in page
 
 

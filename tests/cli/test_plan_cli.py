@@ -34,11 +34,14 @@ def test_plan_writes_plan_html_and_the_qdq_model(tmp_path, capsys):
     assert "plotly" in html.lower() and "Candidates: accuracy against latency" in html
     # The held-back check travels with the plan, for `plan measure` to judge the engines by on a GPU machine.
     from trtwidgets.core.plan.engine_check import CHECK_FILE, EngineCheck
+    from trtwidgets.core.plan.plan_artifact import Plan
 
-    check = EngineCheck.load(out / CHECK_FILE, doc)
+    plan = Plan.load(out)
+    assert plan.to_dict() == doc  # the folder's plan.json reads back as the Plan it was written from
+    check = EngineCheck.load(out / CHECK_FILE, plan.target)
     assert len(check.feeds) == len(doc["held_back"]["held_back"]) == check.reference["y"].shape[0]
-    assert check.verdict(check.reference)["meets"] is True
-    assert check.verdict({"y": -check.reference["y"]})["meets"] is False
+    assert check.verdict(check.reference).meets is True
+    assert check.verdict({"y": -check.reference["y"]}).meets is False
     if doc["candidates"][doc["recommended"]]["quantized"]:
         qdq = onnx.load(out / "model.qdq.onnx")
         assert any(n.op_type == "QuantizeLinear" for n in qdq.graph.node)

@@ -22,7 +22,7 @@ from trtwidgets.core.common.errors import UserError
 from trtwidgets.core.common.json_limits import (INSPECTOR_LIMITS, PLAN_LIMITS, RECIPE_LIMITS, load_json,
                                                 nesting_depth)
 from trtwidgets.core.engine.inspector_json import parse_inspector_json
-from trtwidgets.core.plan.plan_values import load_plan
+from trtwidgets.core.plan.plan_artifact import Plan
 from trtwidgets.core.recipe.recipe import Recipe, load_recipe
 
 from .fuzzing import FIXTURES, fuzz_settings, only_user_errors
@@ -93,7 +93,7 @@ def test_plans_nested_near_and_over_the_limit(case):
     text, depth = case
     path = _DIR / "plan.json"
     path.write_text(text)
-    _judge(only_user_errors(load_plan, path), text, depth, PLAN_LIMITS.max_depth)
+    _judge(only_user_errors(Plan.load, path), text, depth, PLAN_LIMITS.max_depth)
 
 
 @fuzz_settings(150)
@@ -121,7 +121,7 @@ def _sparse(path: Path, size: int) -> Path:
     return path
 
 
-@pytest.mark.parametrize("limits, read", [(RECIPE_LIMITS, load_recipe), (PLAN_LIMITS, load_plan),
+@pytest.mark.parametrize("limits, read", [(RECIPE_LIMITS, load_recipe), (PLAN_LIMITS, Plan.load),
                                           (INSPECTOR_LIMITS, parse_inspector_json)], ids=["recipe", "plan", "inspector"])
 def test_a_file_one_byte_over_the_size_limit_is_refused_unread(limits, read):
     path = _sparse(_DIR / f"big-{limits.kind.replace(' ', '_')}.json", limits.max_bytes + 1)
@@ -130,7 +130,7 @@ def test_a_file_one_byte_over_the_size_limit_is_refused_unread(limits, read):
     os.remove(path)
 
 
-@pytest.mark.parametrize("limits, read", [(RECIPE_LIMITS, load_recipe), (PLAN_LIMITS, load_plan)],
+@pytest.mark.parametrize("limits, read", [(RECIPE_LIMITS, load_recipe), (PLAN_LIMITS, Plan.load)],
                          ids=["recipe", "plan"])
 def test_a_file_at_the_size_limit_is_read(limits, read):
     # Whitespace up to the limit around a document that is not the right kind: the error is about the content,

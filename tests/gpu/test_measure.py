@@ -25,7 +25,8 @@ from onnx import helper, numpy_helper
 
 from tests.gpu import models
 from tests.gpu.build_helpers import artifacts_dir, fresh_dir
-from trtwidgets.core.engine.measured import FP16, INT8_IMPLICIT, QDQ, pick_measured
+from trtwidgets.core.plan.measured.measurement import FP16, INT8_IMPLICIT, QDQ
+from trtwidgets.core.plan.measured.pick import pick_measured
 
 pytestmark = pytest.mark.usefixtures("no_cublas_cudnn")
 

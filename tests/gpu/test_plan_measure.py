@@ -35,8 +35,9 @@ OPTS = ["--opt-level", "0", "--rounds", "3", "--runs", "50", "--no-progress"]
 def _stack_plan(work):
     """A plan of a compute-bound conv stack (where INT8 should pay), written from the planner's values."""
     from trtwidgets.core.plan.judge import Judge
-    from trtwidgets.core.plan.measured_plan import finish_latency
-    from trtwidgets.core.plan.plan_values import Candidate, Plan, PlanAccuracy, PlanTarget
+    from trtwidgets.core.plan.measured.repick import finish_latency
+    from trtwidgets.core.plan.plan_artifact import Plan
+    from trtwidgets.core.plan.plan_values import Candidate, PlanAccuracy, PlanRanges, PlanTarget
     from trtwidgets.core.qdq.options import QdqOptions
 
     path = models.save(models.conv_stack((8, 128, 64, 64), depth=4), work / "stack.onnx")
@@ -49,8 +50,8 @@ def _stack_plan(work):
     best, reason = Judge(target).pick(cands)
     opts = QdqOptions(trt_version="8.6", high_precision="fp32")
     plan = Plan(model=str(path), target=target, candidates=cands, recommended=best, reason=reason,
-                ranges={"amax": models.amax_for(models.conv_stack_tensors(4), 4.0)}, high_precision="fp32",
-                trt_version="8.6", input_shapes={models.INPUT: (8, 128, 64, 64)}, options=opts.to_dict())
+                ranges=PlanRanges(amax=models.amax_for(models.conv_stack_tensors(4), 4.0)), options=opts,
+                input_shapes={models.INPUT: (8, 128, 64, 64)})
     return finish_latency(plan, str(path), None)
 
 

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+import pytest
+
+from trtwidgets.core.plan.plan_artifact import Plan
 from trtwidgets.plots.pareto import PlanParetoDisplay, plan_html
+
+
+def _plan(doc=None):
+    """A plan as plan.json would hold it (hand-written: no search behind it)."""
+    doc = dict(_doc() if doc is None else doc)
+    doc.setdefault("ranges", {"amax": {"x": 1.0}})
+    return Plan.from_dict(doc)
 
 
 def _doc():
@@ -18,7 +28,7 @@ def _doc():
 
 
 def test_points_front_target_and_hover():
-    d = PlanParetoDisplay.from_plan(_doc())
+    d = PlanParetoDisplay.from_plan(_plan())
     assert d.x[1] == 0.5 and d.recommended == 2
     assert d.front() == [1, 2, 0]  # "slow" is dominated by "pays"
     fig = d.figure().to_dict()
@@ -30,33 +40,35 @@ def test_points_front_target_and_hover():
 
 
 def test_plan_html_escapes_and_embeds_plotly():
-    html = plan_html(_doc(), "table <t>")
+    html = plan_html(_plan(), "table <t>")
     assert "table &lt;t&gt;" in html and "why &lt;b&gt;" in html and "n &lt;i&gt;" in html
     assert "<script" in html and "plotly" in html.lower()
 
 
 def test_plan_html_states_the_target_in_words():
-    html = plan_html(_doc(), "t")
+    html = plan_html(_plan(), "t")
     assert "output cosine &gt;= 0.99" in html and "'cosine'" not in html
+    assert "est. x FP16" in plan_html(_plan())  # the table by default: the plan's own
 
 
-def _measured_doc():
-    from trtwidgets.core.engine.measured import FP16, QDQ, Measurement
-    from trtwidgets.core.plan.measured_plan import apply_measurements, candidate_job_name
+def _measured_plan():
+    from trtwidgets.core.plan.measured.measurement import FP16, QDQ, Measurement
+    from trtwidgets.core.plan.measured.repick import apply_measurements, candidate_job_name
 
     doc = _doc()
     for c in doc["candidates"]:
-        c["latency_us"] = 100.0 / c["speedup_vs_fp16"]
+        c["latency_us"], c["fp16_latency_us"] = 100.0 / c["speedup_vs_fp16"], 100.0
+    plan = _plan(doc)
     ms = [Measurement("fp16", FP16, (1.0, 1.02, 0.98), estimate_ms=0.1),
-          Measurement(candidate_job_name(2, doc["candidates"][2]), QDQ, (1.3, 1.32, 1.31), estimate_ms=100 / 1.8 / 1000)]
-    return apply_measurements(doc, ms, rounds=3, built=2, settings={"gpu": "GPU <x>", "trt": "8.6"})
+          Measurement(candidate_job_name(2, plan.candidates[2]), QDQ, (1.3, 1.32, 1.31), estimate_ms=100 / 1.8 / 1000)]
+    return apply_measurements(plan, ms, rounds=3, built=2, settings={"gpu": "GPU <x>", "trt": "8.6"})
 
 
 def test_a_measured_plan_shows_estimate_and_measurement_side_by_side():
-    doc = _measured_doc()
-    assert doc["recommended"] == 0  # measured 1.31x FP16: never the pick
+    doc = _measured_plan()
+    assert doc.recommended == 0  # measured 1.31x FP16: never the pick
     d = PlanParetoDisplay.from_plan(doc)
-    assert d.x[2] == 1 / 1.8 and d.measured_x[2] == 1.31 / 1.0 and d.measured_x[1] != d.measured_x[1]
+    assert d.x[2] == pytest.approx(1 / 1.8) and d.measured_x[2] == 1.31 / 1.0 and d.measured_x[1] != d.measured_x[1]
     fig = d.figure().to_dict()
     measured = [t for t in fig["data"] if t.get("name") == "measured"]
     assert len(measured) == 1 and measured[0]["x"] == [1.0, 1.31] and measured[0]["customdata"] == [[0], [2]]
@@ -69,12 +81,14 @@ def test_a_measured_plan_shows_estimate_and_measurement_side_by_side():
 
 
 def test_an_estimated_plan_says_so_in_plan_html():
-    from trtwidgets.core.plan.measured_plan import estimate_record
+    import dataclasses
 
-    doc = dict(_doc(), measured=estimate_record("estimate"))
-    html = plan_html(doc, "t")
+    from trtwidgets.core.plan.measured.standing import EstimateStanding
+
+    plan = dataclasses.replace(_plan(), estimate=EstimateStanding.of("estimate"))
+    html = plan_html(plan, "t")
     assert "Latency: an estimate" in html and "plan measure PLAN_DIR" in html
-    assert PlanParetoDisplay.from_plan(doc).measured_x == ()
+    assert PlanParetoDisplay.from_plan(plan).measured_x == ()
 
 
 def test_implicit_int8_judged_on_its_engine_is_a_star_outlined_when_it_is_the_pick():
@@ -86,13 +100,14 @@ def test_implicit_int8_judged_on_its_engine_is_a_star_outlined_when_it_is_the_pi
     from trtwidgets.plots.pareto import PlanParetoDisplay
 
     zoo = ROOT / "benchmarks" / "results" / "trust" / "zoo_gpu"
-    yolo = json.loads((zoo / "yolo-b1.json").read_text())["plan"]
+    doc = json.loads((zoo / "yolo-b1.json").read_text())["plan"]
+    yolo = Plan.from_dict(doc)
     disp = PlanParetoDisplay.from_plan(yolo)
     x, y, meets, pick = disp.implicit
-    row = next(r for r in yolo["measured"]["rows"] if r["kind"] == "int8_implicit")
+    row = next(r for r in doc["measured"]["rows"] if r["kind"] == "int8_implicit")
     assert (x, y) == (row["vs_fp16"], row["engine_accuracy"]["metric"]) and meets and pick
     star = next(t for t in disp.figure().data if t.name == "implicit INT8")
     assert star.marker.symbol == "star" and star.marker.line.width == 3 and "the measured pick" in star.hovertext[0]
-    minilm = json.loads((zoo / "minilm-b1.json").read_text())["plan"]
+    minilm = Plan.from_dict(json.loads((zoo / "minilm-b1.json").read_text())["plan"])
     assert PlanParetoDisplay.from_plan(minilm).implicit is None
     assert all(t.name != "implicit INT8" for t in PlanParetoDisplay.from_plan(minilm).figure().data)

@@ -98,7 +98,7 @@ def run(args) -> int:
     from ..core.plan.plan_artifact import Plan
     from ..core.plan.plan_export import export_plan
     from ..trt.plan_measure import measure_plan, require_measurable
-    from .plan import write_plan_folder
+    from ._plan_folder import write_plan_folder
 
     out = Path(args.plan_dir)
     plan = Plan.load(out)
