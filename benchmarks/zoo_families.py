@@ -378,8 +378,9 @@ def _pick_record(plan) -> dict:
             "metric_pick": pick.accuracy.metric, "metric_fp16": fp16.accuracy.metric,
             "metric_fp32": pick.accuracy.metric_reference, "worst_group": pick.accuracy.worst_group,
             "worst_group_cosine": pick.accuracy.cosine, "pooled_cosine": pick.accuracy.pooled_cosine,
-            "candidates": len(plan.candidates), "batch_axes": plan.batch_axes,
-            "held_back": {k: plan.held_back.get(k) for k in ("source", "held_back")}, "notes": list(plan.notes),
+            "candidates": len(plan.candidates), "batch_axes": plan.batch_axes.to_dict(),  # the report is JSON
+            "held_back": {"source": plan.held_back.source, "held_back": list(plan.held_back.held_back)},
+            "notes": list(plan.notes),
             "plan_seconds": round(plan.seconds.get("total", 0.0), 1)}
 
 

@@ -99,7 +99,7 @@ def test_a_plan_measured_builds_fp16_implicit_and_its_candidates_and_picks_by_ti
 def test_the_plan_hands_its_held_back_check_to_the_measurement(cpu_plan, model_path, tmp_path):
     """Every engine measured is judged on the plan's held-back samples; one that cannot run is timed, not judged."""
     check = cpu_plan.engine_check
-    assert check is not None and len(check.feeds) == len(cpu_plan.held_back["held_back"])
+    assert check is not None and len(check.feeds) == len(cpu_plan.held_back.held_back)
     source = StandIn({FP16: (1.0, 1.0, 1.0), INT8_IMPLICIT: (0.5, 0.5, 0.5), QDQ: (0.7, 0.7, 0.7)})
     out = measure_plan(cpu_plan, model_path, work_dir=tmp_path / "w", measure_fn=source)
     verdict = source.kw["check"](str(tmp_path / "no-engine"))  # no TensorRT here: a result saying why, not a raise

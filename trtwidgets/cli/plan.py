@@ -171,11 +171,11 @@ def _print(result, final, exported: bool) -> None:
     print(result.table())
     print(result.reason)
     acc = result.pick.accuracy
-    if acc.worst_group:
+    if acc.worst_group and result.held_back is not None:
         held = result.held_back
         print(f"accuracy of the pick: worst channel group {acc.worst_group} at cosine {acc.cosine:.4f} "
-              f"(pooled output cosine {acc.pooled_cosine:.4f}); held back: {len(held.get('held_back', []))} "
-              f"samples ({held.get('source', '')}, names in plan.json)")
+              f"(pooled output cosine {acc.pooled_cosine:.4f}); held back: {len(held.held_back)} "
+              f"samples ({held.source}, names in plan.json)")
     for n in result.notes:
         print(f"note: {n}")
     secs = result.seconds

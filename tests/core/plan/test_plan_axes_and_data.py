@@ -41,7 +41,7 @@ def test_a_time_major_output_is_gathered_along_its_real_batch_axis(named):
 def test_plan_reaches_a_pick_on_a_time_major_output():
     p = plan(time_major_model(named=False), time_major_feeds(12), progress=False, options=TRT10,
              target=PlanTarget.for_metric("top1-agreement"))
-    assert p.batch_axes["outputs"] == {"logits": 1}
+    assert p.batch_axes.outputs == {"logits": 1}
     assert any("'logits': batch axis 1" in n for n in p.notes)
     assert p.candidates[0].accuracy.metric == pytest.approx(1.0)  # FP16 agrees with FP32 on every step's class
     assert p.target.metric_name == "top-1 agreement (logits)"
@@ -50,9 +50,9 @@ def test_plan_reaches_a_pick_on_a_time_major_output():
 def test_plan_runs_a_model_without_a_batch_axis_sample_by_sample():
     # [94, 16] is one sample of frames x features: cutting axis 0 gave "expected 94x16, found 1x16" before.
     p = plan(frames_model(), frames_feeds(10), progress=False, options=TRT10)
-    assert p.batch_axes["inputs"] == {"x": None} and p.batch_axes["outputs"] == {"y": None}
+    assert p.batch_axes.inputs == {"x": None} and p.batch_axes.outputs == {"y": None}
     assert any("one at a time" in n for n in p.notes)
-    assert p.any_meets_target and len(p.held_back["held_back"]) == 2 + 1 - 1  # round(10 * 0.25) = 2
+    assert p.any_meets_target and len(p.held_back.held_back) == 2 + 1 - 1  # round(10 * 0.25) = 2
     assert p.input_shapes == {"x": (94, 16)}
 
 
@@ -125,7 +125,7 @@ def test_statistics_collected_on_the_held_back_samples_are_caught():
     cal_part = tw.calibrate(model, seen, progress=False)
     p2 = plan(model, data, calibration=cal_part, progress=False, options=TRT10)
     assert any("accuracy is measured on the other" in n for n in p2.notes), p2.notes
-    assert len(p2.held_back["held_back"]) == len(split.held_back) - 1
+    assert len(p2.held_back.held_back) == len(split.held_back) - 1
 
 
 def test_plain_axes_default_keeps_the_old_evaluator_form():
@@ -178,4 +178,4 @@ def test_a_batch_the_model_pins_is_refused_before_the_search():
     # axis 1 (the pinned Reshape folded the second sample in), which is not the batch.
     p = plan(_batch_pinned_model(), data, batch_size=1, progress=False, options=TRT10)
     assert p.input_shapes == {"x": (1, 3, 8, 8)}
-    assert p.batch_axes["outputs"]["y"] == 0 and "pins the batch" in p.batch_axes["reasons"]["y"]
+    assert p.batch_axes.outputs["y"] == 0 and "pins the batch" in p.batch_axes.reasons["y"]

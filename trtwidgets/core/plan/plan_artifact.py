@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Tuple, Union
 
 from ..calibration.fingerprint import ModelFingerprint
+from ..calibration.held_back import HeldBackSplit
 from ..common.atomic import write_text_atomic
 from ..common.frozen import deep_freeze, readonly_mapping, thaw
+from ..model.batch_axis import BatchAxes
 from ..qdq.options import QdqOptions
 from .measured.standing import EstimateStanding, PlanMeasurement
 from .plan_values import Candidate, PlanRanges, PlanTarget
@@ -65,11 +67,11 @@ class Plan:
         The engines built and timed for the plan and the pick by measured time; None until measured.
     estimate : EstimateStanding, optional
         Where an unmeasured plan's latency came from and how far such latency has been off on the zoo.
-    held_back : mapping
-        Which samples measured accuracy (:class:`~..calibration.held_back.HeldBackSplit`'s record:
-        the source, seed and the sample names of each side).
-    batch_axes : mapping
-        The batch axis of every input and output, and how each was found.
+    held_back : HeldBackSplit, optional
+        Which samples calibrated and which measured accuracy (the source, seed and the sample names
+        of each side); None in a plan.json older than it.
+    batch_axes : BatchAxes, optional
+        The batch axis of every input and output, and how each was found; None in a plan.json older than it.
     fingerprint : ModelFingerprint, optional
         The model's fingerprint: exporting the plan for another model is refused. None in a plan.json
         older than it.
@@ -93,8 +95,8 @@ class Plan:
     interrupted: bool = False
     measured: Optional[PlanMeasurement] = None
     estimate: Optional[EstimateStanding] = None
-    held_back: Mapping[str, Any] = field(default_factory=dict)
-    batch_axes: Mapping[str, Any] = field(default_factory=dict)
+    held_back: Optional[HeldBackSplit] = None
+    batch_axes: Optional[BatchAxes] = None
     fingerprint: Optional[ModelFingerprint] = None
     engine_check: Optional[Any] = field(default=None, compare=False, repr=False)
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
@@ -105,8 +107,7 @@ class Plan:
         object.__setattr__(self, "input_shapes", readonly_mapping({k: tuple(int(d) for d in v)
                                                                    for k, v in self.input_shapes.items()}))
         object.__setattr__(self, "seconds", readonly_mapping({k: float(v) for k, v in self.seconds.items()}))
-        for name in ("held_back", "batch_axes", "extra"):
-            object.__setattr__(self, name, deep_freeze(dict(getattr(self, name))))
+        object.__setattr__(self, "extra", deep_freeze(dict(self.extra)))
 
     # -- what the plan says --------------------------------------------------------------------
 
@@ -170,7 +171,8 @@ class Plan:
                "seconds": {k: round(v, 3) for k, v in self.seconds.items()}, "notes": list(self.notes),
                "interrupted": self.interrupted, "placement": {"dense_int8": bool(self.options.dense_int8)},
                "options": self.options.to_dict(), "measured": standing.to_dict() if standing is not None else {},
-               "held_back": thaw(self.held_back), "batch_axes": thaw(self.batch_axes),
+               "held_back": self.held_back.to_dict() if self.held_back is not None else {},
+               "batch_axes": self.batch_axes.to_dict() if self.batch_axes is not None else {},
                "fingerprint": self.fingerprint.to_dict() if self.fingerprint is not None else {}}
         out.update({k: thaw(v) for k, v in self.extra.items() if k not in out})
         return out

@@ -299,6 +299,43 @@ def _shape_map(v) -> bool:
     return isinstance(v, Mapping) and all(isinstance(s, list) and all(map(_is_whole, s)) for s in v.values())
 
 
+# -- the data's record ---------------------------------------------------------------------------
+
+def _held_back(c: _Checker, d: Any):
+    """Which samples calibrated and which measured accuracy (None in a plan.json older than the record)."""
+    from ..calibration.held_back import HeldBackSplit
+
+    if not d:
+        return None
+    c.need(isinstance(d, Mapping), "held_back", d, "an object")
+    for key in ("calibration", "held_back"):
+        c.optional(d, key, _text_list, "a list of sample names", "held_back.")
+    return HeldBackSplit(tuple(d.get("calibration") or ()), tuple(d.get("held_back") or ()),
+                         source=c.value(d, "source", _text, "text", "random split", "held_back."),
+                         seed=c.value(d, "seed", _is_whole, "a whole number or null", None, "held_back."),
+                         fraction=c.value(d, "fraction", _is_number, "a number or null", None, "held_back."))
+
+
+def _axis_map(v) -> bool:
+    return isinstance(v, Mapping) and all(a is None or _is_whole(a) for a in v.values())
+
+
+def _batch_axes(c: _Checker, d: Any):
+    """The batch axis of every input and output (None in a plan.json older than the record)."""
+    from ..model.batch_axis import BatchAxes
+
+    if not d:
+        return None
+    c.need(isinstance(d, Mapping), "batch_axes", d, "an object")
+    axes = {k: dict(c.value(d, k, _axis_map, "an object of tensor name -> axis or null", {}, "batch_axes."))
+            for k in ("inputs", "outputs")}
+    reasons = c.value(d, "reasons", lambda v: isinstance(v, Mapping) and all(map(_text, v.values())),
+                      "an object of tensor name -> text", {}, "batch_axes.")
+    fixed = c.value(d, "fixed_batch", lambda v: isinstance(v, Mapping) and all(map(_is_whole, v.values())),
+                    "an object of input name -> size", {}, "batch_axes.")
+    return BatchAxes(axes["inputs"], axes["outputs"], dict(reasons), dict(fixed))
+
+
 # -- the whole plan -------------------------------------------------------------------------------
 
 def plan_fields(doc: Any, source: str = "the plan") -> Dict[str, Any]:
@@ -334,7 +371,7 @@ def plan_fields(doc: Any, source: str = "the plan") -> Dict[str, Any]:
     c.optional(doc, "version", _is_whole, "a whole number")
     c.optional(doc, "high_precision", lambda v: v in ("fp32", "fp16", "bf16"), "'fp32', 'fp16' or 'bf16'")
     c.optional(doc, "trt_version", _optional_text, "text")
-    for key in ("held_back", "batch_axes", "placement", "fingerprint"):
+    for key in ("placement", "fingerprint"):
         c.optional(doc, key, _object, "an object")
     measured, estimate = _measured(c, doc.get("measured"))
     fingerprint = doc.get("fingerprint")
@@ -348,7 +385,7 @@ def plan_fields(doc: Any, source: str = "the plan") -> Dict[str, Any]:
         "notes": tuple(c.value(doc, "notes", _text_list, "a list of text", [])),
         "interrupted": c.value(doc, "interrupted", _flag, "true or false", False),
         "measured": measured, "estimate": estimate,
-        "held_back": doc.get("held_back") or {}, "batch_axes": doc.get("batch_axes") or {},
+        "held_back": _held_back(c, doc.get("held_back")), "batch_axes": _batch_axes(c, doc.get("batch_axes")),
         "fingerprint": ModelFingerprint.from_dict(fingerprint, source) if fingerprint else None,
         "extra": {k: v for k, v in doc.items() if k not in _KNOWN}}
 

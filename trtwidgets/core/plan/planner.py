@@ -186,7 +186,7 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, calibration=None, 
     result = Plan(model=str(loaded.path), target=target, candidates=tuple(cands.items), recommended=best,
                   reason=reason, ranges=_ranges_record(cal, per_method, best_method, amax, described), options=opts,
                   input_shapes=input_shapes, seconds=seconds, notes=tuple(notes), interrupted=interrupted,
-                  held_back=pdata.split.to_dict(), batch_axes=pdata.axes.to_dict(), fingerprint=fingerprint_of(loaded),
+                  held_back=pdata.split, batch_axes=pdata.axes, fingerprint=fingerprint_of(loaded),
                   engine_check=EngineCheck.of_plan(ev.feeds, ev.reference, pdata.axes, target, ev.metric_reference,
                                                    held_labels))
     if source is not None:
