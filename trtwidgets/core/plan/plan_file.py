@@ -108,7 +108,8 @@ class _Checker:
         except PlanFileError:
             raise
         except UserError as err:
-            raise PlanFileError(f"{self.source}: {field}: {err.what}", err.why, err.fix) from None
+            raise PlanFileError(f"{self.source}: {field}: {err.what}", err.why,
+                                f"Restore {field} as the planner wrote it (or run the planner again).") from None
 
 
 # -- the candidates ---------------------------------------------------------------------------------
