@@ -55,6 +55,8 @@ def test_the_measured_pick_is_made_again_the_same_and_is_never_slower_than_fp16(
     doc = _record(job)["plan"]
     measured = Plan.from_dict(doc, job)  # the committed file, read back as a Plan: every field checked
     assert _without_new_nulls(measured.to_dict()["measured"], doc["measured"]) == doc["measured"]  # written back as it was
+    shown = repr(measured)  # a notebook cell's worth: candidates, pick, which ratios were measured
+    assert len(shown) < 2000 and "latency measured" in shown and "m: measured on the GPU" in shown
     cpu = dataclasses.replace(measured, measured=None, recommended=measured.measured.estimate_pick,
                               reason=measured.measured.estimate_reason)
     again = apply_measurements(cpu, measured.measured.measurements, rounds=measured.measured.rounds)

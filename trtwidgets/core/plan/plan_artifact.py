@@ -151,9 +151,12 @@ class Plan:
     def __repr__(self) -> str:
         from .plan_table import short_rows
 
+        implicit = self.measured is not None and self.measured.implicit_is_pick
         head = (f"Plan of {Path(self.model).name or 'a model'}: {len(self.candidates)} candidates, pick "
-                f"{self.recommended} ({self.pick.name[:60]}), target {self.target.describe()}, latency "
-                f"{self.latency_status or 'not stated'}" + (", interrupted" if self.interrupted else ""))
+                f"{self.recommended} ({self.pick.name[:60]})"
+                + (" (its export; the measured pick is implicit INT8)" if implicit else "")
+                + f", target {self.target.describe()}, latency {self.latency_status or 'not stated'}"
+                + (", interrupted" if self.interrupted else ""))
         reason = self.reason if len(self.reason) <= 300 else self.reason[:297] + "..."
         return "\n".join([head, *short_rows(self, _REPR_ROWS), f"reason: {reason}",
                           "(plan.table(), plan.notes, plan.measured for the rest)"])

@@ -96,4 +96,6 @@ def short_rows(plan, limit: int) -> List[str]:
                      f"  {'meets' if c.meets_target else 'misses'}")
     if len(plan.candidates) > len(shown):
         lines.append(f"  ... {len(plan.candidates) - len(shown)} more candidates")
+    if measured:
+        lines.append("  (m: measured on the GPU; the others estimated)")
     return lines
