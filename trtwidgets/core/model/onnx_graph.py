@@ -13,6 +13,10 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+#: Ops with weights: the layers INT8 quantizes (their activation and weight inputs), the planner
+#: chooses among, the cost model counts and the latency oracle charges. The one spelling of the set.
+WEIGHTED_OPS = ("Conv", "ConvTranspose", "Gemm", "MatMul")
+
 
 class GraphIndex:
     """Lookup tables over one (top-level) ONNX graph.

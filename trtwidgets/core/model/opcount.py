@@ -15,7 +15,7 @@ import numpy as np
 import onnx
 
 from ..common.errors import UserError
-from .onnx_graph import GraphIndex, attribute
+from .onnx_graph import WEIGHTED_OPS, GraphIndex, attribute
 
 __all__ = ["MacCount", "count_macs"]
 
@@ -93,7 +93,7 @@ def count_macs(model, input_shapes: Optional[Mapping[str, Sequence[int]]] = None
     per_node: Dict[str, int] = {}
     unknown = []
     for i, node in enumerate(proto.graph.node):
-        if node.op_type not in ("Conv", "ConvTranspose", "MatMul", "Gemm"):
+        if node.op_type not in WEIGHTED_OPS:
             continue
         name = node.name or f"{node.op_type}_{i}"
         out = shapes.get(node.output[0])

@@ -30,7 +30,7 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 import onnx
 
-from ..model.onnx_graph import GraphIndex, attribute
+from ..model.onnx_graph import WEIGHTED_OPS, GraphIndex, attribute
 from ..qdq.graph_patterns import node_label
 
 __all__ = ["GpuSpec", "GPUS", "LayerCost", "layer_costs", "static_shapes"]
@@ -181,7 +181,7 @@ def layer_costs(proto: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]
     wanted = set(nodes) if nodes is not None else None
     out: Dict[str, LayerCost] = {}
     for node in proto.graph.node:
-        if node.op_type not in ("Conv", "ConvTranspose", "MatMul", "Gemm"):
+        if node.op_type not in WEIGHTED_OPS:
             continue
         label = node_label(node)
         if wanted is not None and label not in wanted:

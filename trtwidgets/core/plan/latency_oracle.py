@@ -22,6 +22,7 @@ from typing import Dict, Mapping, Optional, Tuple, Union
 import onnx
 
 from ..common.errors import UserError
+from ..model.onnx_graph import WEIGHTED_OPS
 from ..qdq.graph_patterns import node_label
 
 __all__ = ["OracleLayer", "LatencyOracle", "node_aliases", "read_oracle"]
@@ -108,7 +109,7 @@ def read_oracle(build: Union[str, os.PathLike, Mapping], proto: onnx.ModelProto)
         total = getattr(saved, "latency_ms", None)
     aliases = node_aliases(proto)
     layers: Dict[str, OracleLayer] = {}
-    weighted = {node_label(n) for n in proto.graph.node if n.op_type in ("Conv", "ConvTranspose", "MatMul", "Gemm")}
+    weighted = {node_label(n) for n in proto.graph.node if n.op_type in WEIGHTED_OPS}
     for layer in graph.layers:
         nodes = [aliases[n] for n in layer.onnx_nodes if n in aliases]
         charged = False

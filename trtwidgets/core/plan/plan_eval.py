@@ -18,6 +18,7 @@ import numpy as np
 import onnx
 
 from ..common.errors import UserError
+from ..model.onnx_graph import WEIGHTED_OPS
 from ..qdq.graph_patterns import node_label
 from ..qdq.options import QdqOptions
 from .plan_accuracy import score_outputs
@@ -25,8 +26,6 @@ from .plan_data import run_samples
 from .plan_values import PlanAccuracy
 
 __all__ = ["Evaluator", "exclusion_key", "weighted_borders", "weighted_edges"]
-
-_WEIGHTED = ("Conv", "ConvTranspose", "MatMul", "Gemm")
 
 
 def exclusion_key(node: onnx.NodeProto) -> str:
@@ -160,7 +159,7 @@ def weighted_edges(proto: onnx.ModelProto) -> List[Tuple[str, str]]:
     producer = {o: n for n in graph.node for o in n.output}
     edges: List[Tuple[str, str]] = []
     for node in graph.node:
-        if node.op_type not in _WEIGHTED:
+        if node.op_type not in WEIGHTED_OPS:
             continue
         me = node_label(node)
         seen: Set[str] = set()
@@ -175,7 +174,7 @@ def weighted_edges(proto: onnx.ModelProto) -> List[Tuple[str, str]]:
             prod = producer.get(t)
             if prod is None:
                 continue
-            if prod.op_type in _WEIGHTED:
+            if prod.op_type in WEIGHTED_OPS:
                 edges.append((node_label(prod), me))
                 continue
             todo.extend(i for i in prod.input if i and i in producer)

@@ -37,6 +37,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, TypeVar
 import onnx
 
 from ..calibration.fingerprint import fingerprint_of
+from ..model.onnx_graph import WEIGHTED_OPS
 from ..qdq.options import QdqOptions
 from .accuracy_search import Candidates, Search, accuracy_search
 from .engine_check import EngineCheck
@@ -266,7 +267,7 @@ def _first_candidates(search: Search, cands: Candidates, all_export, best_method
     layers = search.layers
     cands.add(f"INT8 everywhere the rules allow ({best_method})", layers,
               tuple((sk.node_label, sk.reason) for sk in all_export.report.skipped
-                    if sk.op_type in ("Conv", "ConvTranspose", "MatMul", "Gemm") and sk.node_label not in layers),
+                    if sk.op_type in WEIGHTED_OPS and sk.node_label not in layers),
               ev.score_model(all_export.model))
 
 

@@ -8,12 +8,10 @@ from typing import Dict, Iterable, List, Tuple
 import onnx
 
 from ..common.errors import UserError
+from ..model.onnx_graph import WEIGHTED_OPS
 from .graph_patterns import node_label
 
-__all__ = ["QdqExclusionError", "match_exclusions", "WEIGHTED_OPS"]
-
-#: Ops whose inputs are quantized (rule 1).
-WEIGHTED_OPS = ("Conv", "ConvTranspose", "Gemm", "MatMul")
+__all__ = ["QdqExclusionError", "match_exclusions"]
 
 
 class QdqExclusionError(UserError):

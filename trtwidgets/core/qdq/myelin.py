@@ -37,6 +37,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Set, Union
 
 import onnx
 
+from ..model.onnx_graph import WEIGHTED_OPS
 from .graph_patterns import node_label
 
 __all__ = ["myelin_matmuls", "myelin_target", "recurrent_myelin_layers", "MYELIN_QDQ_SLOWDOWN", "MYELIN_REASON",
@@ -55,7 +56,6 @@ MYELIN_RECURRENT_REASON = (
 #: Ops that carry a state across time steps (ONNX's recurrent layers and loops).
 RECURRENT_OPS = ("LSTM", "GRU", "RNN", "Loop", "Scan")
 _MATMULS = ("MatMul", "Gemm")
-_WEIGHTED = ("Conv", "ConvTranspose", "MatMul", "Gemm")
 #: Ops between a recurrence and its neighbours that Myelin takes with it: data movement, then point-wise math
 #: (the captcha CRNN's region began at the last conv's residual Add, scale and ReLU).
 _MOVEMENT = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity", "Concat", "Split", "Slice",
@@ -174,7 +174,7 @@ def recurrent_myelin_layers(model: Union[onnx.ModelProto, onnx.GraphProto], trt_
         if len(members) < 2:
             continue
         mset = set(members)
-        reached = downstream(members, lambda c: nodes[c].op_type in _WEIGHTED)
+        reached = downstream(members, lambda c: nodes[c].op_type in WEIGHTED_OPS)
         if reached & mset:
             origin.update({i: f"the unrolled recurrent cell of weight {weight}" for i in members})
     if not origin:
@@ -186,7 +186,7 @@ def recurrent_myelin_layers(model: Union[onnx.ModelProto, onnx.GraphProto], trt_
     while queue:
         r = queue.popleft()
         why = region[r]
-        found = downstream([r], lambda c: nodes[c].op_type in _WEIGHTED or c in region)
+        found = downstream([r], lambda c: nodes[c].op_type in WEIGHTED_OPS or c in region)
         found |= _upstream(r, nodes, producer, data_inputs, region)
         for f in sorted(found):
             if f in region or nodes[f].op_type not in _MATMULS:

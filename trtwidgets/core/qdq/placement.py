@@ -115,9 +115,9 @@ from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, 
 
 import onnx
 
-from ..model.onnx_graph import GraphIndex, attribute
+from ..model.onnx_graph import WEIGHTED_OPS, GraphIndex, attribute
 from .dense_regions import POOL_OPS, conv_output_reads, grouped_output_edges, shared_reads
-from .exclusions import WEIGHTED_OPS, QdqExclusionError, match_exclusions
+from .exclusions import QdqExclusionError, match_exclusions
 from .fusions import epilogue_end, fused_conv, longer_branch
 from .graph_patterns import (PROTECTED_OPS, PatternMatch, ConstIndex, node_key,
                              find_protected_patterns, node_label)
