@@ -26,6 +26,7 @@ import numpy as np
 
 from ..core.common.errors import StatsError
 from ..core.calibration.explorer_data import hist_edges
+from ..core.calibration.fake_quant import symmetric_scale
 
 #: Colour and dash of each line kind; TensorRT's own and the override stand out.
 LINE_STYLES = {
@@ -70,7 +71,7 @@ class AmaxLine:
 
     @property
     def hover(self) -> str:
-        return (f"<b>{html.escape(self.label)}</b><br>amax {self.amax:.6g}<br>scale {self.amax / 127:.4g}"
+        return (f"<b>{html.escape(self.label)}</b><br>amax {self.amax:.6g}<br>scale {float(symmetric_scale(self.amax)):.4g}"
                 f"<br>SQNR {_fmt_db(self.sqnr_db)}<br>clipped {_fmt_frac(self.clipped_fraction)}")
 
 

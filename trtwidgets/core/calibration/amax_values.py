@@ -19,6 +19,7 @@ from typing import Dict, Mapping
 import numpy as np
 
 from ..common.errors import StatsError
+from .fake_quant import QMAX, symmetric_scale
 
 #: The largest float16 value: a scale above it is infinite in an FP16 float part.
 FP16_MAX = float(np.finfo(np.float16).max)
@@ -28,7 +29,7 @@ FP32_TINY = float(np.finfo(np.float32).tiny)
 __all__ = ["amax_problem", "check_amax_values", "FP16_MAX"]
 
 
-def amax_problem(value, qmax: float = 127.0, high_precision: str = "fp32") -> str:
+def amax_problem(value, qmax: float = QMAX["int8"], high_precision: str = "fp32") -> str:
     """Why ``value`` cannot be an amax of a Q/DQ scale in a ``high_precision`` float part; '' when it can."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return f"{value!r} is not a number"
@@ -41,7 +42,7 @@ def amax_problem(value, qmax: float = 127.0, high_precision: str = "fp32") -> st
         return f"{v:g} is negative (an amax is a magnitude)"
     if v == 0:
         return ""
-    scale = v / qmax
+    scale = float(symmetric_scale(v, qmax=qmax))
     if scale > FP32_MAX:
         return f"{v:g} gives the scale {scale:.3g}, beyond float32's largest value {FP32_MAX:.3g}"
     if scale < FP32_TINY:
@@ -52,7 +53,7 @@ def amax_problem(value, qmax: float = 127.0, high_precision: str = "fp32") -> st
     return ""
 
 
-def check_amax_values(amax: Mapping[str, object], source: str, qmax: float = 127.0,
+def check_amax_values(amax: Mapping[str, object], source: str, qmax: float = QMAX["int8"],
                       high_precision: str = "fp32") -> Dict[str, float]:
     """``amax`` as floats, or a :class:`StatsError` naming the values that cannot be scales.
 

@@ -29,6 +29,7 @@ from typing import Dict, Mapping, Tuple, Union
 from ..common.errors import StatsError
 from ..common.atomic import write_bytes_atomic
 from ..common.paths import user_path
+from .fake_quant import amax_of_scale, symmetric_scale
 
 ALGORITHMS = ("EntropyCalibration2", "EntropyCalibration", "MinMaxCalibration", "LegacyCalibration")
 #: Toolkit range method -> the TensorRT algorithm whose calibrator the cache is handed to.
@@ -36,7 +37,6 @@ METHOD_ALGORITHM = {"entropy": "EntropyCalibration2", "max": "MinMaxCalibration"
                     "percentile": "EntropyCalibration2", "mse": "EntropyCalibration2"}
 _HEADER = re.compile(r"^TRT-(\d+)-([A-Za-z0-9_]+)$")
 _HEX = re.compile(r"^[0-9a-fA-F]{1,8}$")
-QMAX = 127.0
 _FP32_TINY = 1.1754943508222875e-38  # numpy.finfo(numpy.float32).tiny
 
 
@@ -108,7 +108,7 @@ def cache_text(amax: Mapping[str, float], version: str = "8600", algorithm: str 
         if not (a >= 0 and a < float("inf")):
             raise StatsError(f"Tensor {name!r} has an invalid amax {a}.", "An amax must be finite and non-negative.",
                              "Check the statistics of this tensor for NaN/Inf.")
-        lines.append(f"{name}: {scale_hex(a / QMAX)}")
+        lines.append(f"{name}: {scale_hex(float(symmetric_scale(a)))}")
     return "\n".join(lines) + "\n"
 
 
@@ -191,7 +191,7 @@ def parse_cache(data: Union[bytes, str], source: str = "calibration cache") -> C
             raise _bad_line(source, k, ln, f"Tensor {name!r} has a scale already; which one TensorRT would use is "
                             "not defined.")
         scales[name] = s
-        amax[name] = s * QMAX
+        amax[name] = float(amax_of_scale(s))
     if not scales:
         raise StatsError(f"{source} holds no tensor scales.", "It has a header and nothing else, so it would "
                          "quantize nothing.", "Calibrate again, or give the cache TensorRT wrote.")

@@ -21,9 +21,10 @@ from typing import Dict, Iterable, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from ..common.errors import StatsError
+from .fake_quant import INT8_MAX, fake_quant_symmetric, symmetric_qmax, symmetric_scale
 
 #: Positive int8 levels used by TensorRT's symmetric quantization: q in [-127, 127].
-INT8_LEVELS = 127
+INT8_LEVELS = INT8_MAX
 
 #: How tensors can be ranked in the overview.
 RANK_BY = ("disagreement", "error")
@@ -52,7 +53,7 @@ def hist_width(t) -> float:
 def int8_step(amax: float, num_bits: int = 8) -> float:
     """Distance between two neighbouring quantized values at ``amax`` (the scale)."""
     _check_amax(amax)
-    return float(amax) / (2 ** (num_bits - 1) - 1)
+    return float(symmetric_scale(float(amax), num_bits))
 
 
 def int8_levels(amax: float, max_lines: Optional[int] = None, x_range: Optional[Tuple[float, float]] = None,
@@ -71,15 +72,13 @@ def int8_levels(amax: float, max_lines: Optional[int] = None, x_range: Optional[
         Only levels inside this interval (a zoomed view); thinning applies to
         the levels that remain.
     """
-    qmax = 2 ** (num_bits - 1) - 1
+    qmax = symmetric_qmax(num_bits)
+    step = int8_step(amax, num_bits)
     k = np.arange(qmax + 1)
     if x_range is not None:
-        step = int8_step(amax, num_bits)
         lo = max(0, int(math.floor(x_range[0] / step)))
         hi = min(qmax, int(math.ceil(x_range[1] / step)))
         k = np.arange(lo, hi + 1) if hi >= lo else np.arange(0)
-    else:
-        _check_amax(amax)
     if max_lines is not None and max_lines > 0 and len(k) > max_lines:
         stride = int(math.ceil(len(k) / max_lines))
         keep = k[::stride]
@@ -87,7 +86,7 @@ def int8_levels(amax: float, max_lines: Optional[int] = None, x_range: Optional[
             # the last level (amax itself when in view) marks where clipping starts: always shown
             keep = np.append(keep, k[-1])
         k = keep
-    return k.astype(np.float64) * (float(amax) / qmax)
+    return k.astype(np.float64) * step
 
 
 @dataclass(frozen=True)
@@ -135,13 +134,13 @@ def error_split(t, amax: float, num_bits: int = 8, samples_per_bin: int = 16) ->
     Values are taken as spread uniformly inside each bin (``samples_per_bin``
     evenly spaced points), which is all a histogram knows about them.
     """
-    step = int8_step(amax, num_bits)
+    _check_amax(amax)
     edges = hist_edges(t)
     counts = np.asarray(t.hist, dtype=np.float64)
     frac = (np.arange(samples_per_bin) + 0.5) / samples_per_bin
     x = edges[:-1, None] + (edges[1:] - edges[:-1])[:, None] * frac[None, :]
     clipped = x > amax
-    q = np.minimum(np.round(x / step) * step, amax)
+    q = fake_quant_symmetric(x, amax, num_bits)  # TensorRT's grid: values above amax land on 127 * scale
     err = (x - q) ** 2
     rounding = np.where(clipped, 0.0, err).mean(axis=1) * counts
     clipping = np.where(clipped, err, 0.0).mean(axis=1) * counts

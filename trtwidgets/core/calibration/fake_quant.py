@@ -1,10 +1,17 @@
-"""Quantize-dequantize in numpy, as TensorRT's explicit Q/DQ does it, for teaching and QAT.
+"""Quantization arithmetic in numpy: scales, the symmetric grid, quantize-dequantize. The one home.
 
-TensorRT's ``QuantizeLinear`` computes ``q = clamp(round(x / scale) + zero_point, -128, 127)``
-(round half to even) and ``DequantizeLinear`` gives back ``(q - zero_point) * scale``. Its INT8
-is symmetric (zero point 0), one scale per tensor for activations, one per output channel
-for weights. The asymmetric variant (a zero point that shifts the grid onto ``[lo, hi]``)
-is here to show what it would buy; TensorRT does not take it.
+Every part of the toolkit that turns an amax into a scale or puts values on the INT8 grid calls
+this module: the export (activation scales, weights), the calibration's range methods (the MSE
+search's error), the explorer's figures (grid step, error split), the calibration cache, and
+the FP16 float part's re-quantized weights. Keeping it in one place keeps their numbers the same.
+
+TensorRT's explicit quantization is symmetric: ``scale = amax / qmax`` (``qmax`` 127 for INT8,
+448 for FP8 E4M3), zero point 0, one scale per activation tensor and one per output channel of a
+weight. Its ``QuantizeLinear`` computes ``q = clamp(round(x / scale) + zero_point, -128, 127)``
+(round half to even) and ``DequantizeLinear`` gives back ``(q - zero_point) * scale``. A range
+``[-amax, amax]`` uses the narrow grid ``[-127, 127]`` (:func:`quantize_symmetric`). The asymmetric
+variant (a zero point that shifts the grid onto ``[lo, hi]``) is here to show what it would buy;
+TensorRT does not take it.
 
 Numpy only: ``core`` runs on Python 3.9 with numpy, onnx and tensorrt.
 """
@@ -18,6 +25,15 @@ import numpy as np
 
 #: TensorRT's explicit INT8 grid: QuantizeLinear clamps to [-128, 127].
 INT8_MIN, INT8_MAX = -128, 127
+#: Largest finite FP8 E4M3FN magnitude.
+E4M3FN_MAX = 448.0
+#: The largest magnitude each precision's symmetric grid represents: ``scale = amax / QMAX[precision]``.
+QMAX = {"int8": float(INT8_MAX), "fp8": E4M3FN_MAX}
+
+__all__ = ["INT8_MIN", "INT8_MAX", "E4M3FN_MAX", "QMAX", "symmetric_qmax", "symmetric_scale", "amax_of_scale",
+           "activation_scale", "per_channel_amax", "weight_scales", "quantize_symmetric", "fake_quant_symmetric",
+           "qdq_error", "requantize_int8", "asymmetric_params", "quantize", "fake_quant", "ste_mask", "GridUse",
+           "grid_use"]
 
 
 def _broadcast(v, x: np.ndarray, axis: Optional[int]) -> np.ndarray:
@@ -30,13 +46,32 @@ def _broadcast(v, x: np.ndarray, axis: Optional[int]) -> np.ndarray:
     return v.reshape(shape)
 
 
-def symmetric_scale(amax, num_bits: int = 8) -> np.ndarray:
-    """TensorRT's scale for a range ``[-amax, amax]``: ``amax / 127`` at 8 bits (per value of ``amax``)."""
-    return np.asarray(amax, dtype=np.float64) / (2 ** (num_bits - 1) - 1)
+def symmetric_qmax(num_bits: int = 8) -> int:
+    """The largest code of a symmetric ``num_bits`` grid: 127 at 8 bits."""
+    return 2 ** (num_bits - 1) - 1
+
+
+def symmetric_scale(amax, num_bits: int = 8, qmax: Optional[float] = None) -> np.ndarray:
+    """TensorRT's scale for a range ``[-amax, amax]``: ``amax / qmax`` in float64 (per value of ``amax``).
+
+    ``qmax`` defaults to :func:`symmetric_qmax` of ``num_bits`` (127 at 8 bits); FP8 E4M3 takes
+    :data:`E4M3FN_MAX`. ``float(symmetric_scale(a))`` is the scale of a single amax.
+    """
+    return np.asarray(amax, dtype=np.float64) / (symmetric_qmax(num_bits) if qmax is None else qmax)
+
+
+def amax_of_scale(scale, qmax: float = QMAX["int8"]) -> np.ndarray:
+    """The inverse of :func:`symmetric_scale`: ``scale * qmax`` (a calibration cache stores scales)."""
+    return np.asarray(scale, dtype=np.float64) * qmax
+
+
+def activation_scale(amax: float, precision: str = "int8") -> np.float32:
+    """The float32 scale an export writes for an activation of range ``amax``: ``amax / QMAX[precision]``."""
+    return np.float32(symmetric_scale(float(amax), qmax=QMAX[precision]))
 
 
 def per_channel_amax(weights, axis: int = 0) -> np.ndarray:
-    """``max |w|`` of each slice along ``axis`` (a Conv's output channels are axis 0).
+    """``max |w|`` of each slice along ``axis`` (a Conv's output channels are axis 0), in float64.
 
     Parameters
     ----------
@@ -48,6 +83,53 @@ def per_channel_amax(weights, axis: int = 0) -> np.ndarray:
     w = np.abs(np.asarray(weights, dtype=np.float64))
     other = tuple(i for i in range(w.ndim) if i != axis % w.ndim)
     return w.max(axis=other) if other else w
+
+
+def weight_scales(w: np.ndarray, axis: Optional[int], qmax: float) -> Tuple[np.ndarray, Tuple[int, ...]]:
+    """``(scale, broadcast shape)`` of a symmetric weight quantization, as the export stores it (float32).
+
+    ``w`` is float32. One scale per index along ``axis`` (``max|w_c| / qmax``), or one for the tensor
+    when ``axis`` is None; an all-zero channel gets scale 1 (it quantizes to zeros with any scale).
+    """
+    if axis is None:
+        amax = np.array(np.abs(w).max() if w.size else 0.0, dtype=np.float32)
+        bshape: Tuple[int, ...] = ()
+    else:
+        others = tuple(i for i in range(w.ndim) if i != axis)
+        amax = np.abs(w).max(axis=others) if w.size else np.zeros(w.shape[axis], np.float32)
+        bshape = tuple(w.shape[axis] if i == axis else 1 for i in range(w.ndim))
+    return np.where(amax > 0, amax / qmax, 1.0).astype(np.float32), bshape
+
+
+def quantize_symmetric(x: np.ndarray, scale, qmax: float) -> np.ndarray:
+    """The codes of the narrow symmetric grid: ``clip(round(x / scale), -qmax, qmax)``, in ``x``'s float type.
+
+    ``scale`` broadcasts against ``x``; rounding is half to even, as QuantizeLinear's. The caller turns
+    the codes into integers (``astype(np.int8)``) or multiplies them back (:func:`fake_quant_symmetric`).
+    """
+    return np.clip(np.rint(x / scale), -qmax, qmax)
+
+
+def fake_quant_symmetric(x, amax, num_bits: int = 8) -> np.ndarray:
+    """Quantize-dequantize ``x`` on the symmetric grid of range ``amax`` (float64; ``amax`` broadcasts).
+
+    Where ``amax`` is 0 the value is 0 (no range: nothing survives).
+    """
+    scale = symmetric_scale(amax, num_bits)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = quantize_symmetric(np.asarray(x, dtype=np.float64), scale, symmetric_qmax(num_bits)) * scale
+    return np.where(scale > 0, q, 0.0)
+
+
+def qdq_error(values, amax, num_bits: int = 8) -> np.ndarray:
+    """Squared error of :func:`fake_quant_symmetric` of ``values`` at each amax (broadcast), float64."""
+    values = np.asarray(values, dtype=np.float64)
+    return (values - fake_quant_symmetric(values, amax, num_bits)) ** 2
+
+
+def requantize_int8(q: np.ndarray, ratio) -> np.ndarray:
+    """INT8 codes ``q`` moved to a scale ``ratio`` times smaller: ``clip(round(q * ratio), -128, 127)`` (int8)."""
+    return np.clip(np.rint(q.astype(np.float32) * ratio), INT8_MIN, INT8_MAX).astype(np.int8)
 
 
 def asymmetric_params(lo: float, hi: float, num_bits: int = 8) -> Tuple[float, int]:

@@ -29,6 +29,7 @@ from typing import Dict, Iterable, Mapping, Optional
 import numpy as np
 
 from ..common.errors import StatsError
+from .fake_quant import qdq_error, symmetric_scale
 from .stats import ActivationStats, TensorStats
 
 METHODS = ("max", "entropy", "percentile", "mse")
@@ -68,7 +69,7 @@ class RangeResult:
     @property
     def scale(self) -> float:
         """TensorRT's per-tensor scale, ``amax / 127``."""
-        return self.amax / 127.0
+        return float(symmetric_scale(self.amax))
 
     def to_dict(self) -> dict:
         return {"method": self.method, "amax": self.amax, "scale": self.scale, "mse": self.mse,
@@ -237,16 +238,6 @@ def _centers(t: TensorStats):
     return (keep + 0.5) * t.bin_width, hist[keep]
 
 
-def _qdq_error(values: np.ndarray, amax, num_bits: int = 8):
-    """Squared error of symmetric quantize-dequantize of ``values`` at each amax (broadcast)."""
-    qmax = 2 ** (num_bits - 1) - 1
-    scale = np.asarray(amax, dtype=np.float64) / qmax
-    with np.errstate(divide="ignore", invalid="ignore"):
-        q = np.clip(np.round(values / scale), -qmax, qmax) * scale
-    q = np.where(scale > 0, q, 0.0)
-    return (values - q) ** 2
-
-
 def _mse_amax(t: TensorStats, num_bits: int = 8) -> float:
     absmax = t.absmax
     if absmax == 0:
@@ -257,7 +248,7 @@ def _mse_amax(t: TensorStats, num_bits: int = 8) -> float:
     v, c = (keep + 0.5) * width, hist[keep]
     def errors(bins_):
         cc = bins_ * width
-        return cc, _qdq_error(v[None, :], cc[:, None], num_bits) @ c
+        return cc, qdq_error(v[None, :], cc[:, None], num_bits) @ c
 
     # Coarse pass every 8 bins, then every bin around the best: the error is smooth in amax.
     cc, err = errors(np.arange(ENTROPY_START_BIN, ENTROPY_BINS + 1, 8))
@@ -288,7 +279,7 @@ def evaluate_amax(t: TensorStats, amax: float, num_bits: int = 8) -> RangeQualit
     if total == 0:
         return RangeQuality(0.0, float("inf"), 0.0)
     v, c = _centers(t)
-    err = float(_qdq_error(v, amax, num_bits) @ c / total)
+    err = float(qdq_error(v, amax, num_bits) @ c / total)
     power = float((v ** 2) @ c / total)
     if err <= 0:
         sqnr = float("inf")

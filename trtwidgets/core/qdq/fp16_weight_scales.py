@@ -16,6 +16,8 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from ..calibration.fake_quant import requantize_int8
+
 __all__ = ["stored_weight_dqs", "weight_scale_fp16"]
 
 _FP16_MAX = 65504.0
@@ -50,7 +52,7 @@ def weight_scale_fp16(q: np.ndarray, scale: np.ndarray, axis: int, name: str, cl
         shape[axis % q.ndim] = s32.size
     ratio = (s32 / np.float32(tiny)).reshape(shape)
     mask = np.broadcast_to(zero.reshape(shape), q.shape)
-    requant = np.clip(np.rint(q.astype(np.float32) * ratio), -128, 127).astype(np.int8)
+    requant = requantize_int8(q, ratio)
     return np.where(mask, requant, q), s16
 
 

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["E4M3FN_MAX", "e4m3fn_values", "float_to_e4m3fn", "e4m3fn_to_float"]
+from ..calibration.fake_quant import E4M3FN_MAX
 
-#: Largest finite FP8 E4M3FN magnitude.
-E4M3FN_MAX = 448.0
+__all__ = ["E4M3FN_MAX", "e4m3fn_values", "float_to_e4m3fn", "e4m3fn_to_float"]
 
 
 def e4m3fn_values() -> np.ndarray:

@@ -16,11 +16,12 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from ..calibration.fake_quant import activation_scale
 from ..model.onnx_graph import GraphIndex, attribute
 from .export_report import QuantizedTensor, QuantizedWeight
 from .myelin import myelin_matmuls
 from .placement import QdqPlan, Skip, node_label
-from .weights import PRECISIONS, quantize_weight, weight_tensor
+from .weights import quantize_weight, weight_tensor
 
 __all__ = ["Names", "QdqWriter", "amax_problem"]
 
@@ -59,7 +60,6 @@ class QdqWriter:
         self.proto = proto
         self.graph = proto.graph
         self.precision = precision
-        self.qmax = PRECISIONS[precision][0]
         self.index = GraphIndex(self.graph)
         self.produced_at = {o: i for i, n in enumerate(self.graph.node) for o in n.output if o}
         self.names = Names(self.graph)
@@ -91,7 +91,7 @@ class QdqWriter:
                 self.skipped.extend(Skip(e.node_label, e.op_type, reason, tensor) for e in edges)
                 continue
             value = float(value)
-            scale = np.float32(value / self.qmax)
+            scale = activation_scale(value, self.precision)
             s_name = names(f"{tensor}_scale")
             self.new_inits.append(numpy_helper.from_array(np.array(scale, np.float32), s_name))
             zp = self.zero_point(tensor, ())

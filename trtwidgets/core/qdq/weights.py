@@ -8,12 +8,13 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from .fp8 import E4M3FN_MAX, float_to_e4m3fn
+from ..calibration.fake_quant import QMAX, quantize_symmetric, weight_scales
+from .fp8 import e4m3fn_to_float, float_to_e4m3fn
 
 __all__ = ["PRECISIONS", "quantize_weight", "weight_tensor"]
 
 #: Supported precisions -> (largest quantized magnitude, minimum opset).
-PRECISIONS = {"int8": (127.0, 13), "fp8": (E4M3FN_MAX, 19)}
+PRECISIONS = {"int8": (QMAX["int8"], 13), "fp8": (QMAX["fp8"], 19)}
 
 
 def quantize_weight(w: np.ndarray, axis: Optional[int], precision: str = "int8"
@@ -37,23 +38,12 @@ def quantize_weight(w: np.ndarray, axis: Optional[int], precision: str = "int8"
     """
     qmax = PRECISIONS[precision][0]
     w = np.asarray(w, dtype=np.float32)
-    if axis is None:
-        amax = np.array(np.abs(w).max() if w.size else 0.0, dtype=np.float32)
-        bshape: Tuple[int, ...] = ()
-    else:
-        others = tuple(i for i in range(w.ndim) if i != axis)
-        amax = np.abs(w).max(axis=others) if w.size else np.zeros(w.shape[axis], np.float32)
-        bshape = tuple(w.shape[axis] if i == axis else 1 for i in range(w.ndim))
-    # An all-zero channel quantizes to zeros with any positive scale.
-    scale = np.where(amax > 0, amax / qmax, 1.0).astype(np.float32)
-    scaled = w / scale.reshape(bshape)
+    scale, bshape = weight_scales(w, axis, qmax)
     if precision == "int8":
-        q = np.clip(np.rint(scaled), -qmax, qmax).astype(np.int8)
+        q = quantize_symmetric(w, scale.reshape(bshape), qmax).astype(np.int8)
         back = q.astype(np.float32) * scale.reshape(bshape)
     else:
-        from .fp8 import e4m3fn_to_float
-
-        q = float_to_e4m3fn(scaled)
+        q = float_to_e4m3fn(w / scale.reshape(bshape))
         back = e4m3fn_to_float(q) * scale.reshape(bshape)
     top = float(np.abs(w).max()) if w.size else 0.0
     err = float(np.abs(back - w).max() / top) if top > 0 else 0.0
