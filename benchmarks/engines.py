@@ -13,7 +13,7 @@ on the GPU machine with Python 3.9 + TensorRT 8.6 (numpy, onnx, tensorrt only):
   and the distance to the H200's dense peaks (INT8 ~1979 TOPS, FP16 ~989 TFLOPS).
   Its "accuracy" is agreement with the FP32 (or, without it, FP16) engine.
 
-The explicit Q/DQ model is exported by the toolkit's ``qdq_model`` with the ranges
+The explicit Q/DQ model is exported by the toolkit's ``build_qdq`` with the ranges
 of the INT8 build's calibration cache, so implicit and explicit INT8 differ only in
 where quantization happens, not in the ranges.
 
@@ -263,10 +263,10 @@ def int8_ranges(setup: dict, art: Path, args) -> "tuple":
 
 
 def export_qdq_model(setup: dict, art: Path, args) -> Path:
-    from trtwidgets.core.qdq.export import qdq_model, save_qdq_model
+    from trtwidgets.core.qdq.export import QdqSpec, build_qdq, save_qdq_model
 
     amax, source = int8_ranges(setup, art, args)
-    model = qdq_model(setup["model_path"], amax)
+    model = build_qdq(setup["model_path"], QdqSpec(amax)).model
     path = art / f"{setup['name']}.qdq.onnx"
     save_qdq_model(model, path)
     setup["qdq_ranges"] = source

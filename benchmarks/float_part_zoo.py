@@ -163,16 +163,16 @@ def _check_as_read(model: str, stats: Path, held: str) -> dict:
     """The export's check (:func:`check_export`, the CLI's arguments) on the held-back files as read."""
     from trtwidgets.core.calibration.stats import load_stats
     from trtwidgets.core.model.load import load_model
-    from trtwidgets.core.qdq.export import build_qdq, export_ranges
+    from trtwidgets.core.qdq.export import QdqSpec, build_qdq, export_ranges
     from trtwidgets.core.qdq.export_check import check_export
     from trtwidgets.core.qdq.options import QdqOptions
 
     loaded = load_model(model)
     opts = QdqOptions(trt_version="10.16")
     amax, _ = export_ranges(load_stats(stats), opts)
-    result = build_qdq(loaded, amax, opts)
-    check = check_export(result.model, reference=result.float32_model, feeds=_as_read(loaded, held),
-                         original=loaded.proto)
+    result = build_qdq(loaded, QdqSpec(amax, opts))
+    check = check_export(result.model, reference=result.float32_model, conversion=result.report.high_precision,
+                         feeds=_as_read(loaded, held), original=loaded.proto)
     hp = result.report.high_precision
     return {"check": check, "quantized_layers": len(result.report.quantized_layers),
             "float_part": hp.to_dict() if hp is not None else None}
@@ -202,15 +202,15 @@ def _sensitivity(model: str, stats: Path, held: str) -> Dict[str, Optional[float
     when values next to a step move by a step."""
     from trtwidgets.core.calibration.stats import load_stats
     from trtwidgets.core.model.load import load_model
-    from trtwidgets.core.qdq.export import build_qdq, export_ranges
+    from trtwidgets.core.qdq.export import QdqSpec, build_qdq, export_ranges
     from trtwidgets.core.qdq.export_check import _same_quantization
     from trtwidgets.core.qdq.options import QdqOptions
 
     loaded = load_model(model)
     opts = QdqOptions(trt_version="10.16")
     amax, _ = export_ranges(load_stats(stats), opts)
-    result = build_qdq(loaded, amax, opts)
-    rounded = _same_quantization(result.model, result.float32_model)[0]
+    result = build_qdq(loaded, QdqSpec(amax, opts))
+    rounded = _same_quantization(result.model, result.float32_model, result.report.high_precision)[0]
     return _two_models(loaded, held, result.float32_model, rounded)
 
 

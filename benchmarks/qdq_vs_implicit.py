@@ -122,12 +122,12 @@ def build_engine(name: str, art: Path, trt):
 def export_from_trt_cache(art: Path) -> Path:
     from trtwidgets import demo
     from trtwidgets.core.calibration.cache import read_cache
-    from trtwidgets.core.qdq.export import build_qdq, save_qdq_model
+    from trtwidgets.core.qdq.export import QdqSpec, build_qdq, save_qdq_model
 
     cache = art / "cls.entropy2.cache"
     if not cache.exists():
         raise RuntimeError(f"{cache} is missing: build the int8 engine first (its ranges are used)")
-    result = build_qdq(str(demo.MODEL_PATH), read_cache(cache).amax)
+    result = build_qdq(str(demo.MODEL_PATH), QdqSpec(read_cache(cache).amax))
     path = save_qdq_model(result.model, art / "cls_qdq_trtcache.onnx")
     log(f"  exported {path.name}: {len(result.report.quantized_layers)} quantized layers from TensorRT's ranges")
     return path

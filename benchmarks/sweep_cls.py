@@ -52,9 +52,9 @@ def main(argv=None) -> int:
     amax = read_cache(RESULTS / "cls.int8.cache").amax
     # Only layers the default export quantizes can be kept out of INT8 by an exclusion (the ranking
     # also holds pointwise ops, SE convs and depthwise convs that placement keeps float anyway).
-    from trtwidgets.core.qdq.export import build_qdq
+    from trtwidgets.core.qdq.export import QdqSpec, build_qdq
 
-    quantized = set(build_qdq(str(demo.MODEL_PATH), amax).report.quantized_layers)
+    quantized = set(build_qdq(str(demo.MODEL_PATH), QdqSpec(amax)).report.quantized_layers)
     ranked = [n for n in ranking["ranked_layers"] if n in quantized]
     ref = load_reference(ROOT / "tests" / "fixtures" / "qdq" / "cls_heldback.npz")
     x = demo.preprocess(ref.inputs["images"]).astype(np.float32)

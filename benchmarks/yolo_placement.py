@@ -131,7 +131,8 @@ def main(argv=None) -> int:
     import onnx
 
     from trtwidgets.core.calibration.collect import collect_stats
-    from trtwidgets.core.qdq.export import amax_from_stats, build_qdq
+    from trtwidgets.core.calibration.ranges import amax_from_stats
+    from trtwidgets.core.qdq.export import QdqOptions, QdqSpec, build_qdq
     from trtwidgets.core.qdq.export_check import check_export
     from trtwidgets.core.qdq.validate import run_model
 
@@ -147,8 +148,9 @@ def main(argv=None) -> int:
     rows: List[dict] = []
     for version in TARGETS:
         for dense in (False, True):
-            ex = build_qdq(model, amax, trt_version=version, dense_int8=dense)
-            check = check_export(ex.model, reference=ex.float32_model, feeds=held)
+            ex = build_qdq(model, QdqSpec(amax, QdqOptions(trt_version=version, dense_int8=dense)))
+            check = check_export(ex.model, reference=ex.float32_model, conversion=ex.report.high_precision,
+                                 feeds=held)
             qdq_out, _ = run_model(ex.model, held)
             row = {"trt_version": version, "placement": "dense" if dense else "default",
                    "float_part": ex.report.high_precision_dtype, "check_passed": check.passed,

@@ -43,7 +43,7 @@ def prepare(families, folder: Path) -> None:
     from trtwidgets.core.calibration.stats import load_stats
     from trtwidgets.core.common.ort import open_session
     from trtwidgets.core.model.load import load_model
-    from trtwidgets.core.qdq.export import build_qdq, export_ranges, save_qdq_model
+    from trtwidgets.core.qdq.export import QdqSpec, build_qdq, export_ranges, save_qdq_model
     from trtwidgets.core.qdq.options import QdqOptions
     from float_part_zoo import _as_read
 
@@ -53,7 +53,7 @@ def prepare(families, folder: Path) -> None:
         loaded = load_model(zoo_families.prepare(fam, reuse=True)["model"])
         opts = QdqOptions(trt_version="8.6")
         amax, _ = export_ranges(load_stats(root / "float_part" / "stats.npz"), opts)
-        model = build_qdq(loaded, amax, opts).model
+        model = build_qdq(loaded, QdqSpec(amax, opts)).model
         save_qdq_model(model, folder / f"{fam}.qdq.onnx")
         feeds = _as_read(loaded, str(root / "heldback"))
         sess = open_session(model, optimization="disable", purpose="reference")

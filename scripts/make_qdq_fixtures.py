@@ -36,7 +36,7 @@ def main() -> int:
     from trtwidgets import demo
     from trtwidgets.core.calibration.collect import collect_stats
     from trtwidgets.core.calibration.ranges import amax_from_stats
-    from trtwidgets.core.qdq.export import build_qdq, save_qdq_model
+    from trtwidgets.core.qdq.export import QdqOptions, QdqSpec, build_qdq, save_qdq_model
     from trtwidgets.core.qdq.validate import run_model
     from trtwidgets.core.accuracy.reference import save_reference
 
@@ -46,7 +46,7 @@ def main() -> int:
     amax_text = json.dumps({k: amax[k] for k in sorted(amax)}, indent=1) + "\n"
     (OUT / "cls_amax_percentile.json").write_text(amax_text)
     # Placement rules 1-7 (dense_int8 off), as the fixture was first written.
-    result = build_qdq(str(demo.MODEL_PATH), amax, dense_int8=False)
+    result = build_qdq(str(demo.MODEL_PATH), QdqSpec(amax, QdqOptions(dense_int8=False)))
     save_qdq_model(result.model, OUT / "cls_qdq_int8.onnx")
     (OUT / "cls_qdq_int8.report.json").write_text(json.dumps(result.report.to_dict(), indent=1) + "\n")
 

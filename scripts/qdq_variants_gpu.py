@@ -55,7 +55,7 @@ def main() -> int:
     from trtwidgets.core.accuracy.metrics import compare_outputs
     from trtwidgets.core.model.load import load_model
     from trtwidgets.core.recipe.profiles import Profile, ShapeRange
-    from trtwidgets.core.qdq.export import build_qdq, save_qdq_model
+    from trtwidgets.core.qdq.export import QdqOptions, QdqSpec, build_qdq, save_qdq_model
     from trtwidgets.core.recipe.recipe import Recipe
     from trtwidgets.core.accuracy.reference import load_reference
     from trtwidgets.trt.build import build
@@ -72,7 +72,7 @@ def main() -> int:
             continue
         t0 = time.perf_counter()
         try:
-            exp = build_qdq(str(demo.MODEL_PATH), amax, **kw)
+            exp = build_qdq(str(demo.MODEL_PATH), QdqSpec(amax, QdqOptions(**kw)))
             path = save_qdq_model(exp.model, out / f"{name}.onnx")
             recipe = Recipe.for_model(load_model(path), flags=flags,
                                       profiles=(Profile({"x": ShapeRange.fixed(tuple(x.shape))}),),

@@ -71,7 +71,7 @@ def _qdq_model(art: Path, work: Path) -> Path:
     fixture of an earlier run (a fresh GPU machine keeps nothing between sessions).
     """
     from trtwidgets.core.calibration.cache import read_cache
-    from trtwidgets.core.qdq.export import build_qdq, save_qdq_model
+    from trtwidgets.core.qdq.export import QdqOptions, QdqSpec, build_qdq, save_qdq_model
 
     candidates = [art / "cls_static_int8_entropy2" / "calibration.cache",
                   ROOT / "tests" / "fixtures" / "trt86" / "cls_static_int8_entropy2" / "calibration.cache"]
@@ -80,7 +80,8 @@ def _qdq_model(art: Path, work: Path) -> Path:
         raise SystemExit("cls_static_qdq_int8 needs TensorRT's Entropy2 cache of the demo model: build "
                          "cls_static_int8_entropy2 first (or commit its fixture)")
     amax = read_cache(cache).amax
-    export = build_qdq(load_model(demo.MODEL_PATH), amax, dense_int8=False)  # rules 1-7, as the fixture was built
+    # rules 1-7, as the fixture was built
+    export = build_qdq(load_model(demo.MODEL_PATH), QdqSpec(amax, QdqOptions(dense_int8=False)))
     print(f"Q/DQ export from {cache}: {sum(n.op_type == 'QuantizeLinear' for n in export.model.graph.node)} "
           f"QuantizeLinear nodes; kept float: {len(export.report.skipped)} node(s)")
     return save_qdq_model(export.model, work / "cls_qdq_int8.onnx")

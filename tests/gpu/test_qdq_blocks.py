@@ -47,7 +47,7 @@ from tests.core import qdq_blocks as qb
 from tests.core import qdq_family_blocks as fb
 from tests.gpu.build_helpers import artifacts_dir, build_or_explain, fresh_dir
 from trtwidgets.core.model.load import load_model
-from trtwidgets.core.qdq.export import build_qdq, save_qdq_model
+from trtwidgets.core.qdq.export import QdqOptions, QdqSpec, build_qdq, save_qdq_model
 from trtwidgets.core.recipe.recipe import Recipe
 
 pytestmark = pytest.mark.usefixtures("no_cublas_cudnn")
@@ -83,11 +83,11 @@ def test_block_runs_int8_where_the_export_says(trt, work, name, variant):
 
     maker, never_int8 = BLOCKS[name]
     model = maker()
-    ex = build_qdq(model, qb.simple_amax(model), high_precision="fp32",
-                   keep_float_output_grouped_convs=variant != "no-rule6",
-                   dense_int8=variant == "dense",
-                   # Rule 9 off (data movement read in float, each reader quantizing its own copy): its evidence.
-                   exclude_op_types=NO_RULE9_OPS if variant == "no-rule9" else ())
+    opts = QdqOptions(high_precision="fp32", keep_float_output_grouped_convs=variant != "no-rule6",
+                      dense_int8=variant == "dense",
+                      # Rule 9 off (data movement read in float, each reader quantizing its own copy): its evidence.
+                      exclude_op_types=NO_RULE9_OPS if variant == "no-rule9" else ())
+    ex = build_qdq(model, QdqSpec(qb.simple_amax(model), opts))
     key = f"{name}-{variant}" if variant else name
     path = save_qdq_model(ex.model, work / f"{key}.qdq.onnx")
     pins = {}

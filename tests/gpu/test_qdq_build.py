@@ -143,13 +143,13 @@ def test_residual_add_fuses_into_the_quantized_conv(work, trt):
     import onnx
 
     from tests.core import qdq_models as qm
-    from trtwidgets.core.qdq.export import build_qdq, save_qdq_model
+    from trtwidgets.core.qdq.export import QdqSpec, build_qdq, save_qdq_model
 
     model = qm.residual_cnn(channels=32, size=32)
     # Ranges do not matter for fusion; a plausible amax for every activation.
     amax = {t: 4.0 for n in model.graph.node for t in n.output}
     amax["x"] = 3.0
-    result = build_qdq(model, amax)
+    result = build_qdq(model, QdqSpec(amax))
     assert any(a.tensor == "t" and any(r.startswith("residual") for r in a.rules) for a in result.report.activations)
     path = save_qdq_model(result.model, work / "residual_qdq.onnx")
     onnx.checker.check_model(str(path))

@@ -128,7 +128,7 @@ def test_all_int8_export_has_no_more_reformat_pointwise_or_scale_layers_than_imp
 
     from trtwidgets.core.calibration.cache import read_cache
     from trtwidgets.core.model.load import load_model
-    from trtwidgets.core.qdq.export import build_qdq, save_qdq_model
+    from trtwidgets.core.qdq.export import QdqOptions, QdqSpec, build_qdq, save_qdq_model
     from trtwidgets.core.recipe.fields import CalibratorSpec
     from trtwidgets.core.recipe.recipe import Recipe
 
@@ -155,7 +155,8 @@ def test_all_int8_export_has_no_more_reformat_pointwise_or_scale_layers_than_imp
 
     implicit = build_or_explain(recipe(model_path, ("fp16", "int8"), CalibratorSpec(kind="trt_entropy2")),
                                 fresh_dir(work, "implicit"), verbose=False, calibration_data=feeds)
-    ex = build_qdq(loaded, read_cache(implicit.calibration_cache_path).amax, trt_version="8.6", dense_int8=True)
+    ex = build_qdq(loaded, QdqSpec(read_cache(implicit.calibration_cache_path).amax,
+                                   QdqOptions(trt_version="8.6", dense_int8=True)))
     qdq_path = save_qdq_model(ex.model, work / "yolo.qdq.onnx")
     explicit = build_or_explain(recipe(qdq_path, ("fp16", "int8")), fresh_dir(work, "explicit"), verbose=False)
     fp16 = build_or_explain(recipe(model_path, ("fp16",)), fresh_dir(work, "fp16"), verbose=False)

@@ -29,7 +29,7 @@ def write_plan_folder(result, exported, out, check_bytes=None, partial=None):
 
     def write(folder):
         if exported is not None:
-            save_qdq_model(exported.model, folder / "model.qdq.onnx", reference=exported.float32_model)
+            save_qdq_model(exported, folder / "model.qdq.onnx")
         result.save_json(folder / "plan.json")  # and held_back.npz: what `plan measure` judges the engines by
         write_text_atomic(folder / "plan.html", html)
         if check_bytes is not None:

@@ -126,8 +126,8 @@ def run(args) -> int:
     from ..core.common.errors import UserError
     from ..core.model.load import load_model
     from ..core.qdq.export import build_qdq, save_qdq_model
+    from ..core.qdq.spec import QdqSpec
 
-    import dataclasses
     import math
 
     if args.samples < 1:
@@ -151,8 +151,7 @@ def run(args) -> int:
 
     check_source_model(loaded.proto)  # the model's own fault first, before its ranges are judged against it
     amax, described = _amax(args, opts, loaded)
-    result = build_qdq(loaded, amax, opts)
-    result = dataclasses.replace(result, report=dataclasses.replace(result.report, ranges=described))
+    result = build_qdq(loaded, QdqSpec(amax, opts, source=described))
     # Read and check the held-back data and labels before writing, so bad input keeps an earlier output.
     feeds = _held_back(args, loaded) if args.data else None
     task = {}
@@ -166,8 +165,8 @@ def run(args) -> int:
     min_float = DEFAULT_MIN_COSINE if args.min_float_cosine is None else args.min_float_cosine
     # The float model gives the end-to-end note its context (how far the quantization itself moves the outputs).
     checks = []
-    path = save_qdq_model(result.model, args.out, reference=result.float32_model, feeds=feeds, min_cosine=min_float,
-                          original=loaded.proto, on_check=checks.append)
+    path = save_qdq_model(result, args.out, feeds=feeds, min_cosine=min_float, original=loaded.proto,
+                          on_check=checks.append)
     validation = None
     if feeds is not None:
         from ..core.qdq.validate import validate_qdq

@@ -31,11 +31,13 @@ def step_recipe(step: SweepStep, base_recipe, amax: Optional[Mapping[str, float]
         raise UserError("An explicit (Q/DQ) sweep needs the activation ranges.", None,
                         "Pass amax= (e.g. calibration.amax or read_cache(cache).amax).")
     from ..core.model.load import load_model
-    from ..core.qdq.export import qdq_model, save_qdq_model
+    from ..core.qdq.export import build_qdq, save_qdq_model
+    from ..core.qdq.options import QdqOptions
+    from ..core.qdq.spec import QdqSpec
     from ..core.recipe.recipe import CalibratorSpec
 
-    model = qdq_model(base_recipe.model_path, amax, exclude=step.exclude)
-    path = save_qdq_model(model, out_root / f"step{step.n}.qdq.onnx")
+    exported = build_qdq(base_recipe.model_path, QdqSpec(amax, QdqOptions(exclude=step.exclude)))
+    path = save_qdq_model(exported, out_root / f"step{step.n}.qdq.onnx")
     loaded = load_model(path)
     flags = tuple(base_recipe.flags)
     if loaded.summary.qdq.count == 0:

@@ -306,9 +306,11 @@ class CalibrationExplorer(widgets.VBox):
     # ------------------------------------------------------------------ internals
 
     def _write_qdq(self) -> str:
-        from ..core.qdq.export import qdq_model, save_qdq_model
+        from ..core.qdq.export import build_qdq, save_qdq_model
+        from ..core.qdq.spec import QdqSpec
 
-        save_qdq_model(qdq_model(self.model, self.export_amax()), self.qdq_path)
+        save_qdq_model(build_qdq(self.model, QdqSpec(self.export_amax(), source="the explorer's ranges")),
+                       self.qdq_path)
         self.last_export["qdq"] = str(self.qdq_path)
         return str(self.qdq_path)
 

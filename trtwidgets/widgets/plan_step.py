@@ -191,7 +191,7 @@ class PlanStep(widgets.VBox):
             from ..core.qdq.export import save_qdq_model
 
             def write(folder):
-                save_qdq_model(exported.model, folder / path.name, reference=exported.float32_model)
+                save_qdq_model(exported, folder / path.name)
                 self.plan.save_json(folder / "plan.json")
 
             replace_file_set(self.out_dir, PLAN_FILES, write)

@@ -10,7 +10,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from tests.core.qdq import dynamic_models as dm
-from trtwidgets.core.qdq.export import build_qdq, save_qdq_model
+from trtwidgets.core.qdq.export import QdqOptions, QdqSpec, build_qdq, save_qdq_model
 from trtwidgets.core.qdq.export_check import ExportCheckError, check_export
 
 
@@ -33,19 +33,20 @@ def test_a_type_error_fails_the_check_and_is_not_written(tmp_path):
 
 def test_fp16_export_passes_against_its_fp32_float_part_on_data():
     model = dm.anchor_head()
-    ex = build_qdq(model, {"x": 3.0, "f": 3.0, "up": 3.0}, trt_version="10.16")
+    ex = build_qdq(model, QdqSpec({"x": 3.0, "f": 3.0, "up": 3.0}, QdqOptions(trt_version="10.16")))
     assert ex.float32_model is not None
     feeds = [{"x": np.random.default_rng(s).random((1, 3, 16, 24)).astype(np.float32)} for s in range(3)]
-    check = check_export(ex.model, reference=ex.float32_model, feeds=feeds)
+    check = check_export(ex.model, reference=ex.float32_model, conversion=ex.report.high_precision, feeds=feeds)
     assert check.passed, check.failures
     assert set(check.cosines) == {"y", "z"} and min(check.cosines.values()) >= 0.998
-    strict = check_export(ex.model, reference=ex.float32_model, feeds=feeds, min_cosine=1.0)
+    strict = check_export(ex.model, reference=ex.float32_model, conversion=ex.report.high_precision, feeds=feeds,
+                          min_cosine=1.0)
     assert not strict.passed and "drifts from FP32" in strict.failures[0]
 
 
 def test_a_kernel_ort_lacks_is_a_note_not_a_failure():
     # BF16 QuantizeLinear is valid ONNX; ONNX Runtime's CPU provider has no kernel for it.
-    ex = build_qdq(dm.anchor_head(), {"x": 3.0, "f": 3.0, "up": 3.0}, high_precision="bf16")
+    ex = build_qdq(dm.anchor_head(), QdqSpec({"x": 3.0, "f": 3.0, "up": 3.0}, QdqOptions(high_precision="bf16")))
     check = check_export(ex.model)
     assert check.passed and any("no kernel" in n for n in check.notes)
 
@@ -99,7 +100,8 @@ def test_int8_steps_that_flip_end_to_end_are_not_the_float_parts_drift():
     # carries each step to its output (end to end below 0.998, the old check's failure). With every quantizer
     # held at the reference's integers, each span of the float part matches FP32 to 1e-7.
     reference = _deep_mlp()
-    check = check_export(_fp16(reference), reference=reference, feeds=_mlp_feeds())
+    model, conversion = _fp16(reference)
+    check = check_export(model, reference=reference, conversion=conversion, feeds=_mlp_feeds())
     assert check.passed, check.failures
     assert check.end_to_end["y"] < 0.998 < 0.9999 < check.cosines["y"], check
     q = check.quantizers
@@ -111,8 +113,8 @@ def test_a_quantizer_that_writes_other_integers_fails():
     # The exported model's eighth quantizer has zero point 5 where the reference's has 0: its spans still match,
     # but the integers it writes do not.
     reference = _deep_mlp(depth=10)
-    model = _fp16(_deep_mlp(depth=10, zero_point=5))
-    check = check_export(model, reference=reference, feeds=_mlp_feeds())
+    model, conversion = _fp16(_deep_mlp(depth=10, zero_point=5))
+    check = check_export(model, reference=reference, conversion=conversion, feeds=_mlp_feeds())
     assert not check.passed
     assert any("quantizers write other integers" in f and "quantizer q5 " in f for f in check.failures), check.failures
 
@@ -134,10 +136,11 @@ def _qdq_model(scale: float, tail, extra_inits=(), n: int = 256) -> onnx.ModelPr
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)])
 
 
-def _fp16(reference: onnx.ModelProto, dtype: str = "fp16") -> onnx.ModelProto:
+def _fp16(reference: onnx.ModelProto, dtype: str = "fp16"):
+    """``(the model with its float part in dtype, the conversion's report)``."""
     from trtwidgets.core.qdq.high_precision import convert_float_part
 
-    return convert_float_part(copy.deepcopy(reference), dtype)[0]
+    return convert_float_part(copy.deepcopy(reference), dtype)
 
 
 def _flipping_inputs(seed: int) -> np.ndarray:
@@ -158,16 +161,33 @@ def test_a_scale_rounded_to_fp16_no_longer_fails_the_check():
     from trtwidgets.core.qdq.export_check import _compare, _session
 
     reference = _qdq_model(_S, [helper.make_node("Sub", ["x", "xd"], ["y"], name="residual")])
-    model = _fp16(reference)
+    model, conversion = _fp16(reference)
     feeds = [{"x": _flipping_inputs(s)} for s in range(4)]
     old = _compare(_session(model, [])[0], reference, feeds, [])[0]  # the FP32 scales: the old check's reference
     assert old["y"] < 0.9, old
     before = reference.SerializeToString()
-    check = check_export(model, reference=reference, feeds=feeds)
+    check = check_export(model, reference=reference, conversion=conversion, feeds=feeds)
     assert check.passed, check.failures
     assert check.cosines["y"] >= 0.998
     assert any("carries the export's FP16 values (1 Q/DQ scale)" in n for n in check.notes), check.notes
     assert reference.SerializeToString() == before, "the caller's reference is not changed"
+    # Without the conversion's record the reference keeps its FP32 scales, and the check says so.
+    blind = check_export(model, reference=reference, feeds=feeds)
+    assert any("no record of the float part's conversion" in n for n in blind.notes), blind.notes
+    assert not any("carries the export's" in n for n in blind.notes)
+
+
+def test_a_record_of_another_model_is_not_applied():
+    # The record names the reading node by its index in the FP32 model: a reference whose node there differs is
+    # not the model that was converted, and the check says so instead of moving scales into the wrong nodes.
+    reference = _qdq_model(_S, [helper.make_node("Sub", ["x", "xd"], ["y"], name="residual")])
+    model, conversion = _fp16(reference)
+    other = copy.deepcopy(reference)
+    other.graph.node[0].name = "another_q"
+    check = check_export(model, reference=other, conversion=conversion, feeds=[{"x": _flipping_inputs(0)}])
+    assert any("the reference keeps its FP32 Q/DQ scales (ValueError" in n and "node q (#0)" in n
+               for n in check.notes), check.notes
+    assert not any("carries the export's" in n for n in check.notes)
 
 
 @pytest.mark.parametrize("tail, inits", [
@@ -188,7 +208,8 @@ def test_a_float_part_that_loses_precision_in_fp16_still_fails(tail, inits):
     for node in original.graph.node:
         node.input[:] = ["x" if i == "xd" else i for i in node.input]
     feeds = [{"x": (np.random.default_rng(s).standard_normal((1, 256)) * 1.2).astype(np.float32)} for s in range(4)]
-    check = check_export(_fp16(reference), reference=reference, feeds=feeds, original=original)
+    model, conversion = _fp16(reference)
+    check = check_export(model, reference=reference, conversion=conversion, feeds=feeds, original=original)
     assert not check.passed and "drifts from FP32" in check.failures[0], check
     assert "every quantizer held" in check.failures[0] and "carries the export's Q/DQ scales" in check.failures[0]
     if "q2" in str(check.failures):  # the overflow: the quantizer's input is inf, which holding its output hides
@@ -207,19 +228,21 @@ def test_the_reference_takes_requantized_weights_and_bf16_scales():
     reference = _qdq_model(0.05, nodes, [numpy_helper.from_array(q, "wq"), numpy_helper.from_array(w_scale, "ws")],
                            n=4)
     reference.graph.output[0].type.tensor_type.shape.dim[1].dim_value = 8
-    model = _fp16(reference)
-    ref, n_scales, n_weights, low = _same_quantization(model, reference)
+    model, conversion = _fp16(reference)
+    assert {(v.node, v.slot) for v in conversion.qdq_values} == {("q", 1), ("dq", 1), ("w_dq", 1), ("w_dq", 0)}
+    ref, n_scales, n_weights, low = _same_quantization(model, reference, conversion)
     inits = {t.name: numpy_helper.to_array(t) for t in ref.graph.initializer}
     exported = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     assert (n_scales, n_weights, low) == (2, 1, "FP16")
     assert inits["ws"].dtype == np.float32 and np.array_equal(inits["ws"], exported["ws"].astype(np.float32))
     assert np.array_equal(inits["wq"], exported["wq"]) and not np.array_equal(inits["wq"], q)
     feeds = [{"x": np.random.default_rng(s).standard_normal((1, 4)).astype(np.float32)} for s in range(4)]
-    check = check_export(model, reference=reference, feeds=feeds)
+    check = check_export(model, reference=reference, conversion=conversion, feeds=feeds)
     assert check.passed and check.cosines["y"] > 0.9999, check
 
     # BF16 rounds the scales to BF16 too (ONNX Runtime has no CPU kernel to run it: the reference alone is checked).
-    bf16 = _fp16(_qdq_model(_S, [helper.make_node("Relu", ["xd"], ["y"], name="relu")]), "bf16")
-    ref, n_scales, _, low = _same_quantization(bf16, _qdq_model(_S, [helper.make_node("Relu", ["xd"], ["y"])]))
+    bf16, conversion = _fp16(_qdq_model(_S, [helper.make_node("Relu", ["xd"], ["y"], name="relu")]), "bf16")
+    ref, n_scales, _, low = _same_quantization(bf16, _qdq_model(_S, [helper.make_node("Relu", ["xd"], ["y"])]),
+                                               conversion)
     s = {t.name: numpy_helper.to_array(t) for t in ref.graph.initializer}["s"]
     assert (n_scales, low) == (1, "BF16") and s.dtype == np.float32 and s == np.float32(0.125)

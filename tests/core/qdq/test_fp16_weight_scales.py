@@ -11,7 +11,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from trtwidgets.core.qdq.export import build_qdq
+from trtwidgets.core.qdq.export import QdqOptions, QdqSpec, build_qdq
 from trtwidgets.core.qdq.high_precision import _FP16_MIN_NORMAL
 from trtwidgets.core.qdq.validate import run_model
 
@@ -41,8 +41,8 @@ def test_tiny_weight_scales_keep_the_weight_in_fp16():
     model = _conv_with_tiny_channels()
     x = np.random.default_rng(0).standard_normal((4, 3, 8, 8)).astype(np.float32)
     amax = {"x": float(np.abs(x).max())}
-    fp32 = build_qdq(model, amax, high_precision="fp32").model
-    fp16 = build_qdq(model, amax, high_precision="fp16")
+    fp32 = build_qdq(model, QdqSpec(amax, QdqOptions(high_precision="fp32"))).model
+    fp16 = build_qdq(model, QdqSpec(amax, QdqOptions(high_precision="fp16")))
     w32, w16 = _dequantized_weight(fp32), _dequantized_weight(fp16.model)
     # Every channel dequantizes to its FP32 weight, within INT8 rounding (not 14x it).
     for c in range(4):
@@ -63,7 +63,7 @@ def test_tiny_weight_scales_keep_the_weight_in_fp16():
 def test_activation_scale_is_still_clamped():
     # A QuantizeLinear's scale (activations) keeps the clamp: Q and DQ read the same value.
     model = _conv_with_tiny_channels()
-    ex = build_qdq(model, {"x": 1e-7}, high_precision="fp16")
+    ex = build_qdq(model, QdqSpec({"x": 1e-7}, QdqOptions(high_precision="fp16")))
     inits = {t.name: numpy_helper.to_array(t) for t in ex.model.graph.initializer}
     q = [inits[n.input[1]] for n in ex.model.graph.node if n.op_type == "QuantizeLinear"]
     assert q and all(float(s.min()) >= _FP16_MIN_NORMAL for s in q)

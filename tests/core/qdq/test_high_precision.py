@@ -10,7 +10,7 @@ from onnx import TensorProto, helper, numpy_helper
 from tests.core import qdq_models as qm
 from trtwidgets import demo
 from trtwidgets.core.common.errors import UserError
-from trtwidgets.core.qdq.export import build_qdq
+from trtwidgets.core.qdq.export import QdqOptions, QdqSpec, build_qdq
 from trtwidgets.core.qdq.high_precision import convert_float_part, default_high_precision
 from trtwidgets.core.qdq.validate import run_model
 
@@ -29,8 +29,8 @@ def test_fp16_export_types_io_and_accuracy():
     model = qm.residual_cnn(channels=8, size=16)
     feeds = qm.random_feeds(model, 8)
     amax = qm.max_amax(model, feeds)
-    fp32 = build_qdq(model, amax, high_precision="fp32").model
-    fp16 = build_qdq(model, amax, high_precision="fp16")
+    fp32 = build_qdq(model, QdqSpec(amax, QdqOptions(high_precision="fp32"))).model
+    fp16 = build_qdq(model, QdqSpec(amax, QdqOptions(high_precision="fp16")))
     assert fp16.report.high_precision.dtype == "fp16" and fp16.report.opset_to >= 19
     m = fp16.model
     # The interface is unchanged: FP32 in, FP32 out.
@@ -58,8 +58,8 @@ def test_demo_fp16_export_runs_and_stays_close():
     from trtwidgets.core.calibration.ranges import amax_from_stats
 
     amax = amax_from_stats(collect_stats(demo.MODEL_PATH, demo.sample_inputs()[:8], progress=False))
-    a, _ = run_model(build_qdq(demo.MODEL_PATH, amax, high_precision="fp32").model, feeds)
-    b, _ = run_model(build_qdq(demo.MODEL_PATH, amax, high_precision="fp16").model, feeds)
+    a, _ = run_model(build_qdq(demo.MODEL_PATH, QdqSpec(amax, QdqOptions(high_precision="fp32"))).model, feeds)
+    b, _ = run_model(build_qdq(demo.MODEL_PATH, QdqSpec(amax, QdqOptions(high_precision="fp16"))).model, feeds)
     (ka, va), (kb, vb) = next(iter(a.items())), next(iter(b.items()))
     # FP16 rounding moves a value across a Q step now and then: close, not equal.
     cos = float(np.dot(va.ravel(), vb.ravel()) / (np.linalg.norm(va) * np.linalg.norm(vb)))
@@ -69,7 +69,7 @@ def test_demo_fp16_export_runs_and_stays_close():
 def test_layernorm_variance_stays_fp32_with_its_reason():
     model = qm.transformer_block()
     feeds = qm.random_feeds(model, 4)
-    ex = build_qdq(model, qm.max_amax(model, feeds), high_precision="fp16")
+    ex = build_qdq(model, QdqSpec(qm.max_amax(model, feeds), QdqOptions(high_precision="fp16")))
     kept = dict(ex.report.high_precision.kept_fp32)
     assert {"ln_pow", "ln_var", "ln_sqrt"} <= set(kept)
     assert "overflows FP16" in kept["ln_pow"]
@@ -103,7 +103,7 @@ def test_tiny_scale_is_clamped_not_zero():
     model = qm.residual_cnn()
     feeds = qm.random_feeds(model, 2)
     amax = {k: 1e-7 for k in qm.max_amax(model, feeds)}
-    ex = build_qdq(model, amax, high_precision="fp16")
+    ex = build_qdq(model, QdqSpec(amax, QdqOptions(high_precision="fp16")))
     inits = {t.name: numpy_helper.to_array(t) for t in ex.model.graph.initializer}
     scales = [inits[n.input[1]] for n in ex.model.graph.node if n.op_type == "QuantizeLinear"]
     assert scales and all(float(s.min()) > 0 for s in scales)
@@ -112,7 +112,7 @@ def test_tiny_scale_is_clamped_not_zero():
 
 def test_bf16_is_written_as_bfloat16():
     model = qm.residual_cnn()
-    ex = build_qdq(model, qm.max_amax(model, qm.random_feeds(model, 2)), high_precision="bf16")
+    ex = build_qdq(model, QdqSpec(qm.max_amax(model, qm.random_feeds(model, 2)), QdqOptions(high_precision="bf16")))
     assert ex.report.high_precision_dtype == "bf16"
     assert any(t.data_type == TensorProto.BFLOAT16 for t in ex.model.graph.initializer)
 
@@ -120,7 +120,7 @@ def test_bf16_is_written_as_bfloat16():
 def test_unknown_dtype_and_low_opset_are_user_errors():
     model = qm.residual_cnn()
     with pytest.raises(UserError, match="high-precision"):
-        build_qdq(model, {}, high_precision="fp12")
+        build_qdq(model, QdqSpec({}, QdqOptions(high_precision="fp12")))
     with pytest.raises(UserError, match="opset 19"):
         convert_float_part(qm.residual_cnn(), "fp16")
 
@@ -138,13 +138,13 @@ def test_dynamic_anchor_head_fp16_export_loads_and_runs_at_any_size(trt_version)
     from tests.core.qdq import dynamic_models as dm
 
     model = dm.anchor_head()
-    ex = build_qdq(model, {"x": 3.0, "f": 3.0, "up": 3.0}, trt_version=trt_version)
+    ex = build_qdq(model, QdqSpec({"x": 3.0, "f": 3.0, "up": 3.0}, QdqOptions(trt_version=trt_version)))
     kept = dict(ex.report.high_precision.kept_fp32)
     assert {"cast_w", "range_w", "scale_mul"} <= set(kept) and "Range" in kept["range_w"]
     assert not {"conv", "conv2", "silu_sig", "anchor_center", "decode"} & set(kept)
     types = _types(ex.model)
     assert types["ax"] == TensorProto.FLOAT and types["c_sig"] == TensorProto.FLOAT16
-    ref_model = build_qdq(model, {"x": 3.0, "f": 3.0, "up": 3.0}, high_precision="fp32").model
+    ref_model = build_qdq(model, QdqSpec({"x": 3.0, "f": 3.0, "up": 3.0}, QdqOptions(high_precision="fp32"))).model
     for shape in [(1, 3, 16, 16), (2, 3, 24, 40)]:
         x = np.random.default_rng(1).random(shape).astype(np.float32)
         got, ref = _ort_run(ex.model, {"x": x}), _ort_run(ref_model, {"x": x})
@@ -201,8 +201,8 @@ def test_an_ir3_model_lists_its_converted_initializers_as_fp16_inputs():
 def test_a_bf16_float_part_is_written_at_the_opset_whose_convs_take_bfloat16(trt_version, opset):
     # Conv takes bfloat16 from opset 22; TensorRT 10.0-10.7 parse opset 20 at most: there convs stay FP32.
     model = qm.residual_cnn()
-    ex = build_qdq(model, qm.max_amax(model, qm.random_feeds(model, 2)), high_precision="bf16",
-                   trt_version=trt_version)
+    ex = build_qdq(model, QdqSpec(qm.max_amax(model, qm.random_feeds(model, 2)),
+                                  QdqOptions(high_precision="bf16", trt_version=trt_version)))
     assert ex.report.opset_to == opset
     kept = dict(ex.report.high_precision.kept_fp32)
     assert ("convA" in kept) == (opset < 22)

@@ -68,9 +68,9 @@ def test_a_value_lost_in_ops_without_fp16_kernels_fails_the_check(offset, passes
     # Add and Sub have no FP16 kernel on the CPU: ONNX Runtime runs them in FP32 and the exported model's own
     # run keeps x (end to end 1.0). TensorRT's FP16 Add writes x + 2048 in FP16, which loses x; the emulation too.
     reference = _absorbing(offset)
-    model = convert_float_part(copy.deepcopy(reference), "fp16")[0]
+    model, conversion = convert_float_part(copy.deepcopy(reference), "fp16")
     feeds = [{"x": np.random.default_rng(s).standard_normal((1, 256)).astype(np.float32)} for s in range(4)]
-    check = check_export(model, reference=reference, feeds=feeds)
+    check = check_export(model, reference=reference, conversion=conversion, feeds=feeds)
     assert check.end_to_end["y"] > 0.9999, "ONNX Runtime's own run of the FP16 model does not see it"
     assert check.passed is passes, check
     if not passes:

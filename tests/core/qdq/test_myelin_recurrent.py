@@ -14,7 +14,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from trtwidgets.core.model.onnx_graph import GraphIndex
-from trtwidgets.core.qdq.export import build_qdq
+from trtwidgets.core.qdq.export import QdqOptions, QdqSpec, build_qdq
 from trtwidgets.core.qdq.myelin import MYELIN_RECURRENT_REASON, recurrent_myelin_layers
 from trtwidgets.core.qdq.placement import plan_qdq
 
@@ -114,7 +114,7 @@ def test_the_matmul_after_an_lstm_stays_float_for_trt86_and_is_quantized_for_trt
 def test_the_export_for_trt86_writes_no_int8_weight_next_to_the_lstm():
     model = crnn_lstm()
     amax = qm.max_amax(model, qm.random_feeds(model, 4))
-    result = build_qdq(model, amax, trt_version="8.6")
+    result = build_qdq(model, QdqSpec(amax, QdqOptions(trt_version="8.6")))
     q = result.model
     idx = GraphIndex(q.graph)
     matmul = next(n for n in q.graph.node if n.name == "classifier")
@@ -131,7 +131,7 @@ def test_the_export_for_trt86_writes_no_int8_weight_next_to_the_lstm():
 def test_the_export_for_trt10_quantizes_the_matmul_after_the_lstm():
     model = crnn_lstm()
     amax = qm.max_amax(model, qm.random_feeds(model, 4))
-    assert "classifier" in build_qdq(model, amax, trt_version="10.16").report.quantized_layers
+    assert "classifier" in build_qdq(model, QdqSpec(amax, QdqOptions(trt_version="10.16"))).report.quantized_layers
 
 
 def test_an_unrolled_cell_and_its_classifier_stay_float_for_trt86():

@@ -15,7 +15,7 @@ import json
 import pytest
 
 from tests.core import qdq_blocks as qb
-from trtwidgets.core.qdq.export import build_qdq
+from trtwidgets.core.qdq.export import QdqOptions, QdqSpec, build_qdq
 
 BLOCKS_JSON = "trt86/qdq_blocks.json"
 
@@ -31,14 +31,14 @@ def test_the_export_places_today_what_tensorrt_was_given(run, name):
     if name not in run:
         pytest.skip(f"{name} is not in {BLOCKS_JSON} yet: run tests/gpu/test_qdq_blocks.py on TensorRT 8.6 and commit it")
     model = qb.BLOCKS[name][0]()
-    ex = build_qdq(model, qb.simple_amax(model), high_precision="fp32", dense_int8=False)
+    ex = build_qdq(model, QdqSpec(qb.simple_amax(model), QdqOptions(high_precision="fp32", dense_int8=False)))
     assert list(ex.report.quantized_layers) == run[name]["quantized_by_export"]
 
 
 @pytest.mark.parametrize("name", ["squeeze_excite", "depthwise_hardswish"])
 def test_the_dense_export_places_today_what_tensorrt_was_given(run, name):
     model = qb.BLOCKS[name][0]()
-    ex = build_qdq(model, qb.simple_amax(model), high_precision="fp32", dense_int8=True)
+    ex = build_qdq(model, QdqSpec(qb.simple_amax(model), QdqOptions(high_precision="fp32", dense_int8=True)))
     assert list(ex.report.quantized_layers) == run[f"{name}-dense"]["quantized_by_export"]
 
 

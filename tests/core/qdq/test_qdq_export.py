@@ -9,7 +9,7 @@ from onnx import numpy_helper
 
 from trtwidgets.core.accuracy.metrics import cosine_similarity
 from trtwidgets.core.model.onnx_graph import GraphIndex, attribute
-from trtwidgets.core.qdq.export import (QdqExportError, build_qdq, qdq_model, quantize_weight,
+from trtwidgets.core.qdq.export import (QdqExportError, QdqOptions, QdqSpec, build_qdq, quantize_weight,
                                         save_qdq_model)
 
 from tests.core import qdq_models as qm
@@ -32,7 +32,7 @@ def _dq_of(model, consumer_name, input_index):
 def test_exported_model_runs_and_stays_close_to_float():
     model = qm.residual_cnn()
     amax, held_back = _calibrated(model)
-    result = build_qdq(model, amax)
+    result = build_qdq(model, QdqSpec(amax))
     q = result.model
     for feed in held_back:
         ref, got = qm.run(model, feed), qm.run(q, feed)
@@ -43,14 +43,15 @@ def test_exported_model_runs_and_stays_close_to_float():
     assert set(rep.quantized_layers) == {"convA", "convB", "convC"}
     # Dense INT8 (the default): the residual Add reads convC's output quantized too (rule 8).
     assert {a.tensor for a in rep.activations} == {"x", "t", "r", "pool", "convC"}
-    sparse = build_qdq(model, amax, dense_int8=False).report
+    sparse = build_qdq(model, QdqSpec(amax, QdqOptions(dense_int8=False))).report
     assert {a.tensor for a in sparse.activations} == {"x", "t", "r", "pool"}
 
 
 def test_activation_qdq_is_symmetric_int8_with_scale_amax_over_127():
     model = qm.residual_cnn()
     amax, _ = _calibrated(model)
-    q = qdq_model(model, amax, dense_int8=False)  # rules 1-7: the residual's conv branch stays float
+    # rules 1-7: the residual's conv branch stays float
+    q = build_qdq(model, QdqSpec(amax, QdqOptions(dense_int8=False))).model
     idx = GraphIndex(q.graph)
     qs = [n for n in q.graph.node if n.op_type == "QuantizeLinear"]
     assert len(qs) == 4
@@ -71,7 +72,7 @@ def test_activation_qdq_is_symmetric_int8_with_scale_amax_over_127():
 def test_weights_are_int8_initializers_with_per_channel_dequantize():
     model = qm.residual_cnn()
     amax, _ = _calibrated(model)
-    q = qdq_model(model, amax)
+    q = build_qdq(model, QdqSpec(amax)).model
     idx = GraphIndex(q.graph)
     original = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     for conv, w in (("convA", "wA"), ("convB", "wB"), ("convC", "wC")):
@@ -93,7 +94,7 @@ def test_weights_are_int8_initializers_with_per_channel_dequantize():
 def test_per_channel_axes_for_gemm_matmul_and_convtranspose(weights_per_channel):
     model = qm.weighted_ops()
     amax, held_back = _calibrated(model)
-    q = qdq_model(model, amax, weights_per_channel=weights_per_channel)
+    q = build_qdq(model, QdqSpec(amax, QdqOptions(weights_per_channel=weights_per_channel))).model
     expected = {"gemm_tb": (0, 6), "gemm_nt": (1, 7), "matmul": (1, 12), "deconv": (1, 9)}
     idx = GraphIndex(q.graph)
     for name, (axis, channels) in expected.items():
@@ -112,7 +113,7 @@ def test_per_channel_axes_for_gemm_matmul_and_convtranspose(weights_per_channel)
 def test_constant_node_weights_and_missing_kernel_shape():
     model = qm.constant_weight_conv(kernel_shape=False)
     amax, held_back = _calibrated(model)
-    q = qdq_model(model, amax)
+    q = build_qdq(model, QdqSpec(amax)).model
     conv = next(n for n in q.graph.node if n.op_type == "Conv")
     assert attribute(conv, "kernel_shape") == [3, 3]  # TensorRT 8.6 needs it with DQ weights
     assert not any(n.op_type == "Constant" for n in q.graph.node)  # the float Constant is dropped
@@ -124,7 +125,7 @@ def test_constant_node_weights_and_missing_kernel_shape():
 def test_old_opset_is_upgraded_and_still_matches():
     model = qm.residual_cnn(opset=11)
     amax, held_back = _calibrated(model)
-    result = build_qdq(model, amax)
+    result = build_qdq(model, QdqSpec(amax))
     assert (result.report.opset_from, result.report.opset_to) == (11, 13)
     assert [o.version for o in result.model.opset_import if o.domain in ("", "ai.onnx")] == [13]
     for feed in held_back:
@@ -134,7 +135,7 @@ def test_old_opset_is_upgraded_and_still_matches():
 def test_fp8_export_uses_e4m3_types_opset19_and_runs():
     model = qm.residual_cnn()
     amax, held_back = _calibrated(model)
-    result = build_qdq(model, amax, precision="fp8")
+    result = build_qdq(model, QdqSpec(amax, QdqOptions(precision="fp8")))
     q = result.model
     assert result.report.opset_to == 19
     idx = GraphIndex(q.graph)
@@ -159,14 +160,14 @@ def test_tensors_without_a_range_stay_float_and_so_do_their_layers():
     model = qm.residual_cnn()
     amax, held_back = _calibrated(model)
     del amax["t"]
-    amax["pool"] = float("nan")
-    result = build_qdq(model, amax)
+    amax["pool"] = 0.0  # an always-zero tensor's range: accepted, and it stays float
+    result = build_qdq(model, QdqSpec(amax))
     rep = result.report
     assert set(rep.quantized_layers) == {"convA"}
     reasons = {(s.node_label, s.tensor): s.reason for s in rep.skipped}
     assert "not in the statistics" in reasons[("convB", "t")]
     assert "not in the statistics" in reasons[("residual", "t")]
-    assert "nan" in reasons[("convC", "pool")]
+    assert "amax is 0.0" in reasons[("convC", "pool")]
     assert "weights left float" in reasons[("convB", "wB")]
     assert _dq_of(result.model, "convB", 1) is None and _dq_of(result.model, "convB", 0) is None
     for feed in held_back:
@@ -177,26 +178,26 @@ def test_input_model_is_not_modified():
     model = qm.residual_cnn()
     before = model.SerializeToString()
     amax, _ = _calibrated(model)
-    qdq_model(model, amax, exclude=["convC"])
+    build_qdq(model, QdqSpec(amax, QdqOptions(exclude=["convC"]))).model
     assert model.SerializeToString() == before
 
 
 def test_refuses_already_quantized_models_bad_precision_and_low_opset():
     model = qm.residual_cnn()
     amax, _ = _calibrated(model)
-    q = qdq_model(model, amax)
+    q = build_qdq(model, QdqSpec(amax)).model
     with pytest.raises(QdqExportError, match="already contains Q/DQ"):
-        qdq_model(q, amax)
+        build_qdq(q, QdqSpec(amax)).model
     with pytest.raises(QdqExportError, match="Unknown precision"):
-        qdq_model(model, amax, precision="int4")
+        build_qdq(model, QdqSpec(amax, QdqOptions(precision="int4"))).model
     with pytest.raises(QdqExportError, match="too low"):
-        qdq_model(model, amax, precision="fp8", opset=17)
+        build_qdq(model, QdqSpec(amax, QdqOptions(precision="fp8", opset=17))).model
 
 
 def test_report_summary_and_dict():
     model = qm.residual_cnn()
     amax, _ = _calibrated(model)
-    rep = build_qdq(model, amax, exclude=["convC"]).report
+    rep = build_qdq(model, QdqSpec(amax, QdqOptions(exclude=["convC"]))).report
     text = rep.summary()
     assert "quantized layers    2" in text and "residual add: skip input: 1" in text
     assert "convC" in text and "excluded by the user" in text
@@ -218,7 +219,7 @@ def test_quantize_weight_per_channel_error_bound_and_zero_channel():
 def test_save_is_atomic_and_replaces(tmp_path):
     model = qm.residual_cnn()
     amax, _ = _calibrated(model)
-    q = qdq_model(model, amax)
+    q = build_qdq(model, QdqSpec(amax)).model
     out = tmp_path / "sub" / "m.qdq.onnx"
     save_qdq_model(model, out)
     save_qdq_model(q, out)
@@ -245,7 +246,7 @@ def test_constants_read_only_inside_a_subgraph_survive():
     ])
     g.output.append(helper.make_tensor_value_info("k_out", TensorProto.FLOAT, [1]))
     amax, held_back = _calibrated(qm.residual_cnn())
-    q = qdq_model(model, amax)
+    q = build_qdq(model, QdqSpec(amax)).model
     assert "k_outer" in {o for n in q.graph.node for o in n.output}
     sess_out = qm.run(q, held_back[0], output="k_out")
     assert sess_out.tolist() == [1.0]

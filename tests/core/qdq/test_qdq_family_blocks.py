@@ -15,7 +15,7 @@ import pytest
 
 from tests.core import qdq_blocks as qb
 from tests.core import qdq_family_blocks as fb
-from trtwidgets.core.qdq.export import build_qdq
+from trtwidgets.core.qdq.export import QdqOptions, QdqSpec, build_qdq
 
 BLOCKS_JSON = "trt86/qdq_blocks.json"
 KEYS = [n for n in fb.FAMILY_BLOCKS] + [f"{n}-dense" for n in fb.FAMILY_BLOCKS]
@@ -60,7 +60,8 @@ def test_the_export_places_today_what_tensorrt_was_given(run, key):
     block = _block(run, key)
     name = key.replace("-dense", "")
     model = fb.FAMILY_BLOCKS[name][0]()
-    ex = build_qdq(model, qb.simple_amax(model), high_precision="fp32", dense_int8=key.endswith("-dense"))
+    ex = build_qdq(model, QdqSpec(qb.simple_amax(model),
+                                  QdqOptions(high_precision="fp32", dense_int8=key.endswith("-dense"))))
     assert list(ex.report.quantized_layers) == block["quantized_by_export"]
 
 

@@ -8,7 +8,7 @@ from onnx import numpy_helper
 
 from tests.core import qdq_blocks as qb
 from tests.core import qdq_family_blocks as fb
-from trtwidgets.core.qdq.export import build_qdq
+from trtwidgets.core.qdq.export import QdqOptions, QdqSpec, build_qdq
 from trtwidgets.core.qdq.placement import plan_qdq
 
 
@@ -58,7 +58,7 @@ def test_c2f_quantizes_before_the_split_once_and_the_concat_shares_its_scale(den
     # One scale for the whole group in the written model, the group's largest range.
     amax = qb.simple_amax(model)
     amax.update({"t": 3.0, "d": 5.0, "a": 2.0, "b": 2.5})
-    scales = _scales(build_qdq(model, amax, high_precision="fp32").model)
+    scales = _scales(build_qdq(model, QdqSpec(amax, QdqOptions(high_precision="fp32"))).model)
     assert len({scales[t] for t in ("t", "a", "b", "d")}) == 1 and scales["t"] == pytest.approx(5.0 / 127)
 
 
@@ -72,7 +72,7 @@ def test_sppf_pools_run_between_quantized_tensors_with_one_scale(dense):
     assert not [s for s in plan.skipped if s.op_type == "MaxPool"]
     amax = qb.simple_amax(model)
     amax.update({"x1": 6.0, "p1": 5.0, "p2": 4.5, "p3": 4.0})
-    scales = _scales(build_qdq(model, amax, high_precision="fp32").model)
+    scales = _scales(build_qdq(model, QdqSpec(amax, QdqOptions(high_precision="fp32"))).model)
     assert len({scales[t] for t in ("x1", "p1", "p2", "p3")}) == 1 and scales["p3"] == pytest.approx(6.0 / 127)
 
 
@@ -94,7 +94,7 @@ def test_a_linear_resize_is_not_data_movement():
 
 def test_dfl_head_keeps_softmax_and_the_dfl_conv_float_and_quantizes_both_branches():
     model = fb.dfl_head()
-    ex = build_qdq(model, qb.simple_amax(model), high_precision="fp32")
+    ex = build_qdq(model, QdqSpec(qb.simple_amax(model), QdqOptions(high_precision="fp32")))
     assert set(ex.report.quantized_layers) == {"box1", "box2", "cls1", "cls2"}
     skipped = {s.node_label: s for s in ex.report.skipped}
     assert skipped["dfl"].rule == 10 and "Softmax" in skipped["dfl"].reason
@@ -139,7 +139,7 @@ def test_every_family_block_exports_and_runs_in_onnx_runtime():
     for name, (maker, _) in fb.FAMILY_BLOCKS.items():
         model = maker()
         for hp in ("fp32", "fp16"):
-            ex = build_qdq(model, qb.simple_amax(model), high_precision=hp)
+            ex = build_qdq(model, QdqSpec(qb.simple_amax(model), QdqOptions(high_precision=hp)))
             out, _ = run_model(ex.model, qb.feeds(model, 1))
             out = list(out.values())
             assert np.isfinite(out[0]).all(), (name, hp)

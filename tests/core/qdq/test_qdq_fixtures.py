@@ -12,7 +12,7 @@ import onnx
 import pytest
 
 from trtwidgets import demo
-from trtwidgets.core.qdq.export import build_qdq
+from trtwidgets.core.qdq.export import QdqOptions, QdqSpec, build_qdq
 from trtwidgets.core.accuracy.reference import load_reference
 
 QDQ = "qdq"
@@ -25,7 +25,8 @@ def amax(fixtures_dir):
 
 def test_committed_qdq_model_is_what_the_exporter_writes_today(fixtures_dir, amax):
     committed = onnx.load(str(fixtures_dir / QDQ / "cls_qdq_int8.onnx"))
-    result = build_qdq(str(demo.MODEL_PATH), amax, dense_int8=False)  # as scripts/make_qdq_fixtures.py
+    # as scripts/make_qdq_fixtures.py
+    result = build_qdq(str(demo.MODEL_PATH), QdqSpec(amax, QdqOptions(dense_int8=False)))
 
     # Compare what the exporter decides (Q/DQ nodes, their scales and quantized weights), not
     # the bytes onnx.version_converter writes for the rest, which may change between onnx releases.

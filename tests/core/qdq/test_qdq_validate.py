@@ -27,7 +27,7 @@ import pytest
 
 from trtwidgets import demo
 from trtwidgets.core.calibration.ranges import amax_from_stats
-from trtwidgets.core.qdq.export import build_qdq, export_qdq
+from trtwidgets.core.qdq.export import QdqOptions, QdqSpec, build_qdq, export_qdq
 from trtwidgets.core.qdq.validate import lint_qdq, run_model, validate_qdq
 
 
@@ -50,7 +50,7 @@ def demo_proto():
 
 def test_demo_export_structure(demo_stats, demo_proto):
     # Rules 1-7 (dense INT8 off): rule 6 keeps the squeeze-excite depthwise convs float.
-    result = build_qdq(demo_proto, amax_from_stats(demo_stats, "mse"), dense_int8=False)
+    result = build_qdq(demo_proto, QdqSpec(amax_from_stats(demo_stats, "mse"), QdqOptions(dense_int8=False)))
     rep = result.report
     assert (rep.opset_from, rep.opset_to) == (11, 13)
     # 53 Conv + the classifier MatMul, less the 18 squeeze-excite convs (matrix-vector products)
@@ -71,7 +71,7 @@ def test_demo_export_structure(demo_stats, demo_proto):
 
 
 def test_demo_accuracy_on_held_back_crops(demo_stats, demo_proto, held_back):
-    result = build_qdq(demo_proto, amax_from_stats(demo_stats, "percentile"))
+    result = build_qdq(demo_proto, QdqSpec(amax_from_stats(demo_stats, "percentile")))
     v = validate_qdq(demo_proto, result.model, held_back, min_cosine=0.985, min_top1=0.88, run_lint=False)
     assert v.samples == 128
     assert v.cosine >= 0.985, v.summary()
@@ -88,7 +88,7 @@ def test_demo_task_metric_is_computed_on_both_models(demo_stats, demo_proto, hel
     def accuracy(outs):
         return float(np.mean(next(iter(outs.values())).argmax(-1) == labels))
 
-    result = build_qdq(demo_proto, amax_from_stats(demo_stats, "percentile"))
+    result = build_qdq(demo_proto, QdqSpec(amax_from_stats(demo_stats, "percentile")))
     v = validate_qdq(demo_proto, result.model, held_back, task_metric=accuracy, task_metric_name="rotation accuracy",
                      run_lint=False)
     ref, _ = run_model(demo_proto, held_back)
@@ -121,7 +121,7 @@ def test_demo_export_is_at_least_as_accurate_as_onnxruntime_quantize_static(demo
                     calibrate_method=CalibrationMethod.MinMax, op_types_to_quantize=["Conv", "MatMul"],
                     extra_options={"ActivationSymmetric": True, "WeightSymmetric": True})
     theirs = validate_qdq(demo_proto, onnx.load(str(ort_q)), held_back, run_lint=False)
-    ours = validate_qdq(demo_proto, build_qdq(demo_proto, amax_from_stats(demo_stats, "max")).model, held_back,
+    ours = validate_qdq(demo_proto, build_qdq(demo_proto, QdqSpec(amax_from_stats(demo_stats, "max"))).model, held_back,
                         run_lint=False)
     assert ours.cosine >= theirs.cosine
     assert ours.top1_agreement >= theirs.top1_agreement
@@ -131,21 +131,23 @@ def test_excluding_depthwise_convs_recovers_accuracy(demo_stats, demo_proto, hel
     amax = amax_from_stats(demo_stats, "max")
     depthwise = [n.name for n in demo_proto.graph.node if n.op_type == "Conv"
                  and any(a.name == "group" and a.i > 1 for a in n.attribute)]
-    full = validate_qdq(demo_proto, build_qdq(demo_proto, amax, keep_float_output_grouped_convs=False).model,
+    full = validate_qdq(demo_proto,
+                        build_qdq(demo_proto, QdqSpec(amax, QdqOptions(keep_float_output_grouped_convs=False))).model,
                         held_back, run_lint=False)
-    kept = build_qdq(demo_proto, amax, exclude=depthwise)
+    kept = build_qdq(demo_proto, QdqSpec(amax, QdqOptions(exclude=depthwise)))
     assert len(kept.report.quantized_layers) == 54 - 18 - len(depthwise)
     part = validate_qdq(demo_proto, kept.model, held_back, run_lint=False)
     assert part.cosine > full.cosine and part.cosine >= 0.99
     # Rule 6 (rules 1-7, dense INT8 off) keeps the 9 squeeze-excite depthwise convs float (for TensorRT 8.6's
     # sake, which computes them wrongly); in ONNX Runtime that is more accurate too (max: cosine 0.986 -> 0.989).
-    rule6 = validate_qdq(demo_proto, build_qdq(demo_proto, amax, dense_int8=False).model, held_back, run_lint=False)
+    rule6 = validate_qdq(demo_proto, build_qdq(demo_proto, QdqSpec(amax, QdqOptions(dense_int8=False))).model, held_back,
+                         run_lint=False)
     assert rule6.cosine > full.cosine
 
 
 @pytest.mark.parametrize("trt_version, requires_int8", [("8.6", True), ("10.8", True), ("11.0", False)])
 def test_lint_of_the_exported_model(demo_stats, demo_proto, trt_version, requires_int8):
-    q = build_qdq(demo_proto, amax_from_stats(demo_stats, "max")).model
+    q = build_qdq(demo_proto, QdqSpec(amax_from_stats(demo_stats, "max"))).model
     result = lint_qdq(q, trt_version=trt_version)
     assert not result.unsupported_ops
     assert "UNSUPPORTED_DYNAMIC_QUANTIZE" not in result.codes
@@ -184,7 +186,7 @@ def test_demo_opset_upgrade_keeps_the_float_model_exact(demo_proto, held_back):
 
 def test_failed_validation_names_the_check_that_failed(demo_stats, demo_proto, held_back):
     # FP8 Q/DQ needs TensorRT >= 10: linted for 8.6 it fails on the lint error, not on cosine.
-    fp8 = build_qdq(demo_proto, amax_from_stats(demo_stats, "percentile"), precision="fp8").model
+    fp8 = build_qdq(demo_proto, QdqSpec(amax_from_stats(demo_stats, "percentile"), QdqOptions(precision="fp8"))).model
     few = held_back[:1]
     v = validate_qdq(demo_proto, fp8, few, trt_version="8.6", precision="fp8", min_cosine=0.5)
     assert v.cosine >= 0.5 and not v.passed
@@ -210,7 +212,7 @@ def test_label_accuracy_is_the_task_metric_on_both_models(demo_stats, demo_proto
     few = held_back[:1]  # 32 samples
     metric, name = label_accuracy(labels, load_model(demo.MODEL_PATH).summary, 32)
     assert "32 of 64" in name
-    result = build_qdq(demo_proto, amax_from_stats(demo_stats, "percentile"))
+    result = build_qdq(demo_proto, QdqSpec(amax_from_stats(demo_stats, "percentile")))
     v = validate_qdq(demo_proto, result.model, few, task_metric=metric, task_metric_name=name, run_lint=False)
     ref, _ = run_model(demo_proto, few)
     qdq, _ = run_model(result.model, few)

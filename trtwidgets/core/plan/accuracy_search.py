@@ -61,26 +61,25 @@ def measure_layer_costs(s: Search, amax: Mapping[str, float], pays: Sequence[str
     ranked = sorted(pays, key=lambda n: -latency.gain_us(n))[:max_ranked]
     s.say(f"measuring what INT8 costs in each of {len(ranked)} layers")
     bar = progress_bar(len(ranked), s.progress, "layer cost")
-    cost = layer_costs_alone(s.ev, amax, ranked, s.layers, s.judge, tick=(bar.update if bar is not None else None))
+    cost = layer_costs_alone(s.ev, amax, ranked, s.judge, tick=(bar.update if bar is not None else None))
     if bar is not None:
         bar.close()
     return cost
 
 
 def tune_worst_ranges(s: Search, amax: Dict[str, float], per_method: Mapping[str, Tuple[PlanAccuracy, Dict]],
-                      cost: Dict[str, float], not_paying: Sequence[str]) -> bool:
+                      cost: Dict[str, float], pays: Sequence[str]) -> bool:
     """The costliest layers' inputs may take another method; kept only if the model as a whole is no worse.
 
     Changes ``amax`` and ``cost`` in place; True when the ranges changed.
     """
     worst = sorted(cost, key=lambda n: -cost[n])[:4]
     before = dict(amax)
-    if not tune_ranges(s.ev, amax, {m: v[1] for m, v in per_method.items()}, worst, s.layers, s.judge):
+    if not tune_ranges(s.ev, amax, {m: v[1] for m, v in per_method.items()}, worst, s.judge):
         return False
     # A range better for a layer alone must not hurt the model as a whole: check, else undo.
-    if s.judge.loss(s.ev.score(amax, not_paying, rank=True)[0]) <= \
-            s.judge.loss(s.ev.score(before, not_paying, rank=True)[0]):
-        cost.update(layer_costs_alone(s.ev, amax, worst, s.layers, s.judge))
+    if s.judge.loss(s.ev.score(amax, pays, rank=True)[0]) <= s.judge.loss(s.ev.score(before, pays, rank=True)[0]):
+        cost.update(layer_costs_alone(s.ev, amax, worst, s.judge))
         return True
     amax.clear()
     amax.update(before)
@@ -93,13 +92,12 @@ def prefix_bisection(s: Search, cands: Candidates, amax: Mapping[str, float], pa
     """The longest gain-per-cost prefix of ``pays`` that meets the target; each probe is a candidate."""
     order = gain_per_cost(pays, {n: latency.gain_us(n) for n in pays}, cost)
     rank = {n: i for i, n in enumerate(order)}
-    not_paying = [n for n, _ in kept_latency]
     s.say("finding how many layers INT8 can take within the target")
 
     def probe(k: int):
         chosen = order[:k]
         float_layers = [n for n in pays if n not in chosen]
-        acc, _ = s.ev.score(amax, not_paying + float_layers)
+        acc, _ = s.ev.score(amax, chosen)
         kept = tuple(kept_latency) + tuple(
             (n, f"kept in high precision for accuracy (INT8 here costs {cost.get(n, 0.0):.4f} of the target "
                 f"measure alone; rank {rank[n] + 1} of {len(order)} by gain per cost)") for n in float_layers)
@@ -113,8 +111,7 @@ def accuracy_search(s: Search, cands: Candidates, amax: Dict[str, float], per_me
                     kept_latency: List[Tuple[str, str]], latency: LatencyModel, max_ranked: int,
                     seconds: Dict[str, float], notes: List[str]) -> None:
     """Candidates between all-paying-layers and FP16: costs alone, per-tensor ranges, prefix bisection."""
-    not_paying = [n for n, _ in kept_latency]
-    base, _ = s.ev.score(amax, not_paying)
+    base, _ = s.ev.score(amax, pays)
     c_pays = cands.add("INT8 where it pays", pays, tuple(kept_latency), base)
     if c_pays.meets_target:
         notes.append("every layer where INT8 pays keeps the target: no layer was ranked by accuracy cost")
@@ -123,8 +120,8 @@ def accuracy_search(s: Search, cands: Candidates, amax: Dict[str, float], per_me
     cost = measure_layer_costs(s, amax, pays, latency, max_ranked)
     seconds["sensitivity"] = time.perf_counter() - t
     t = time.perf_counter()
-    if tune_worst_ranges(s, amax, per_method, cost, not_paying):
-        base, _ = s.ev.score(amax, not_paying)
+    if tune_worst_ranges(s, amax, per_method, cost, pays):
+        base, _ = s.ev.score(amax, pays)
         c_pays = cands.items[-1] = cands.make(c_pays.name + " (tuned ranges)", c_pays.quantized, c_pays.kept, base)
     seconds["per-tensor ranges"] = time.perf_counter() - t
     t = time.perf_counter()

@@ -129,7 +129,7 @@ def score_methods(ev: Evaluator, cal, judge: Judge, progress: bool = True
     per_method: Dict[str, Tuple[PlanAccuracy, Dict[str, float]]] = {}
     for method in methods:
         amax = cal.amax_for(method)
-        acc, _ = ev.score(amax, (), rank=True)
+        acc, _ = ev.score(amax, rank=True)
         per_method[method] = (acc, amax)
         if bar is not None:
             bar.update(1)

@@ -10,7 +10,6 @@ ORT run over the held-back samples, along each tensor's own batch axis
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
@@ -25,12 +24,7 @@ from .plan_accuracy import score_outputs
 from .plan_data import run_samples
 from .plan_values import PlanAccuracy
 
-__all__ = ["Evaluator", "exclusion_key", "weighted_borders", "weighted_edges"]
-
-
-def exclusion_key(node: onnx.NodeProto) -> str:
-    """An exclusion pattern that matches exactly this node (its name, else its first output)."""
-    return re.escape(node.name or node.output[0])
+__all__ = ["Evaluator", "weighted_borders", "weighted_edges"]
 
 
 @dataclass
@@ -47,8 +41,8 @@ class Evaluator:
         The float model's outputs on ``feeds``, batch first.
     options : QdqOptions
         How every candidate is exported (its ``high_precision`` resolved: BF16 is
-        evaluated as FP32, ONNX Runtime has no BF16 kernels on the CPU); the layers a
-        candidate keeps float are added to its exclusions.
+        evaluated as FP32, ONNX Runtime has no BF16 kernels on the CPU); a candidate is
+        the set of layers it runs in INT8 (a :class:`~trtwidgets.core.qdq.spec.QdqSpec`'s nodes).
     metric : callable, optional
     axes : BatchAxes, optional
         The batch axis of every input and output (default: axis 0 everywhere).
@@ -83,16 +77,14 @@ class Evaluator:
         """The node with this label, or None."""
         return self._labels.get(label)
 
-    def exclude_for(self, float_layers: Iterable[str]) -> List[str]:
-        """The exclusions of a candidate: the options' own, plus exactly ``float_layers``."""
-        return list(self.options.exclude) + [exclusion_key(self._labels[n]) for n in float_layers
-                                             if n in self._labels]
-
-    def export(self, amax: Mapping[str, float], float_layers: Iterable[str] = (), high_precision: Optional[str] = None):
+    def export(self, amax: Mapping[str, float], quantized: Optional[Iterable[str]] = None,
+               high_precision: Optional[str] = None):
+        """The Q/DQ export of a candidate: ``quantized`` layers in INT8 (None: every layer the rules allow)."""
         from ..qdq.export import build_qdq
+        from ..qdq.spec import QdqSpec
 
-        return build_qdq(self.proto, amax, self.options, exclude=self.exclude_for(float_layers),
-                         high_precision=high_precision or self.eval_dtype)
+        opts = self.options.replace(high_precision=high_precision or self.eval_dtype)
+        return build_qdq(self.proto, QdqSpec(amax, opts, nodes=None if quantized is None else frozenset(quantized)))
 
     @property
     def high_precision(self) -> str:
@@ -124,10 +116,11 @@ class Evaluator:
             axes = BatchAxes({n: 0 for n in feeds[0]}, {o.name: 0 for o in self.proto.graph.output})
         return run_samples(model, feeds, axes, self.batch)
 
-    def score(self, amax: Mapping[str, float], float_layers: Iterable[str] = (),
+    def score(self, amax: Mapping[str, float], quantized: Optional[Iterable[str]] = None,
               rank: bool = False) -> Tuple[PlanAccuracy, Tuple[str, ...]]:
-        """Accuracy of the Q/DQ model with ``float_layers`` kept float, and the layers it quantized."""
-        ex = self.export(amax, float_layers)
+        """Accuracy of the Q/DQ model with ``quantized`` layers in INT8 (None: every layer the rules allow),
+        and the layers it quantized."""
+        ex = self.export(amax, quantized)
         return self.score_model(ex.model, rank), ex.report.quantized_layers
 
     def score_fp16(self) -> PlanAccuracy:

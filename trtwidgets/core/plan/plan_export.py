@@ -49,8 +49,7 @@ def export_plan(model, plan: Union[Plan, str, os.PathLike], out_path: Union[str,
     """
     from ..qdq.export import build_qdq
     from ..qdq.range_sources import as_loaded
-    from ..qdq.graph_patterns import node_label
-    from .plan_eval import exclusion_key
+    from ..qdq.spec import QdqSpec
 
     plan_input = plan  # the plan as given: a path is an input the output must not replace
     if isinstance(plan, (str, os.PathLike)):
@@ -65,22 +64,21 @@ def export_plan(model, plan: Union[Plan, str, os.PathLike], out_path: Union[str,
                         "Give an index from the plan's table (0 is FP16).")
     opts = plan.options.replace(**PLANNER_PLACEMENT)
     loaded = as_loaded(model)
+    source = str(plan_input) if plan_input is not plan else "the plan given"
     # Another model's plan, and ranges that cannot be scales, are refused before anything is built or written.
-    amax = _plan_amax(loaded, plan, str(plan_input) if plan_input is not plan else "the plan given", opts)
+    amax = _plan_amax(loaded, plan, source, opts)
     cand = plan.candidates[idx]
     if not cand.quantized:
         return None
-    proto = loaded.proto
-    quantized = set(cand.quantized)
-    weighted = [n for n in proto.graph.node if n.op_type in ("Conv", "ConvTranspose", "MatMul", "Gemm")]
-    exclude = [exclusion_key(n) for n in weighted if node_label(n) not in quantized]
-    result = build_qdq(proto, amax, opts, exclude=tuple(opts.exclude) + tuple(exclude))
+    # The candidate is its node set: its layers in INT8, every other weighted layer kept float by the plan.
+    spec = QdqSpec(amax, opts, nodes=frozenset(cand.quantized), source=f"the ranges of {source}, candidate {idx}")
+    result = build_qdq(loaded.proto, spec)
     if out_path is not None:
         from ..common.write_rule import refuse_inputs
         from ..qdq.export import save_qdq_model
 
         refuse_inputs(out_path, {"the model": model, "the plan": plan_input}, f"out_path {os.fspath(out_path)}")
-        save_qdq_model(result.model, out_path, reference=result.float32_model)
+        save_qdq_model(result, out_path)
     return result
 
 

@@ -18,12 +18,12 @@ from .plan_values import PlanAccuracy
 __all__ = ["layer_costs_alone", "tune_ranges", "bisect_prefix", "gain_per_cost", "border_search"]
 
 
-def layer_costs_alone(ev, amax: Mapping[str, float], layers: Sequence[str], everything: Sequence[str],
-                      judge: Judge, tick: Optional[Callable[[], None]] = None) -> Dict[str, float]:
+def layer_costs_alone(ev, amax: Mapping[str, float], layers: Sequence[str], judge: Judge,
+                      tick: Optional[Callable[[], None]] = None) -> Dict[str, float]:
     """Layer -> loss (:meth:`.Judge.loss`) of the model with only that layer in INT8 (every other weighted layer float)."""
     out: Dict[str, float] = {}
     for layer in layers:
-        acc, quantized = ev.score(amax, [n for n in everything if n != layer], rank=True)
+        acc, quantized = ev.score(amax, {layer}, rank=True)
         out[layer] = judge.loss(acc) if quantized else 0.0
         if tick is not None:
             tick()
@@ -31,7 +31,7 @@ def layer_costs_alone(ev, amax: Mapping[str, float], layers: Sequence[str], ever
 
 
 def tune_ranges(ev, amax: Dict[str, float], per_method: Mapping[str, Mapping[str, float]], layers: Sequence[str],
-                everything: Sequence[str], judge: Judge) -> int:
+                judge: Judge) -> int:
     """For each of ``layers`` (alone in INT8), give its input tensor the range method with the least loss.
 
     Changes ``amax`` in place; returns how many tensors changed method.
@@ -42,16 +42,15 @@ def tune_ranges(ev, amax: Dict[str, float], per_method: Mapping[str, Mapping[str
         tensor = node.input[0] if node is not None and node.input else None
         if tensor is None or tensor not in amax:
             continue
-        others = [n for n in everything if n != layer]
         best_val = amax[tensor]
-        best = judge.loss(ev.score(amax, others, rank=True)[0])
+        best = judge.loss(ev.score(amax, {layer}, rank=True)[0])
         for values in per_method.values():
             alt = values.get(tensor)
             if alt is None or alt == amax[tensor]:
                 continue
             trial = dict(amax)
             trial[tensor] = alt
-            value = judge.loss(ev.score(trial, others, rank=True)[0])
+            value = judge.loss(ev.score(trial, {layer}, rank=True)[0])
             if value < best - 1e-6:
                 best, best_val = value, alt
         if best_val != amax[tensor]:

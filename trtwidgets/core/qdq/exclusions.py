@@ -1,9 +1,10 @@
-"""User exclusions: the nodes a user keeps in high precision (placement rule 7)."""
+"""What stays in high precision by choice (placement rule 7): the user's exclusions, and the weighted layers a
+plan keeps float (those outside a :class:`~.spec.QdqSpec`'s node set)."""
 
 from __future__ import annotations
 
 import re
-from typing import Dict, Iterable, List, Tuple
+from typing import AbstractSet, Dict, Iterable, List, Tuple
 
 import onnx
 
@@ -11,7 +12,10 @@ from ..common.errors import UserError
 from ..model.onnx_graph import WEIGHTED_OPS
 from .graph_patterns import node_label
 
-__all__ = ["QdqExclusionError", "match_exclusions"]
+__all__ = ["QdqExclusionError", "match_exclusions", "kept_float_by_plan", "KEPT_BY_PLAN"]
+
+#: The reason a weighted layer outside a spec's node set stays in high precision.
+KEPT_BY_PLAN = "kept float by the plan"
 
 
 class QdqExclusionError(UserError):
@@ -70,3 +74,35 @@ def match_exclusions(graph: onnx.GraphProto, exclude: Iterable[str] = (),
             if node.op_type == op:
                 excluded.setdefault(i, f"excluded by the user (op type {op})")
     return excluded, tuple(warnings)
+
+
+def kept_float_by_plan(graph: onnx.GraphProto, nodes: AbstractSet[str]) -> Dict[int, str]:
+    """Node index -> :data:`KEPT_BY_PLAN` for each weighted layer whose label is not in ``nodes``.
+
+    ``nodes`` are node labels (:func:`~.graph_patterns.node_label`: the name, or ``Op(output)``) of the
+    weighted layers to run in INT8, as a plan's candidates hold them.
+
+    Raises
+    ------
+    QdqExclusionError
+        A label the model has no node for, or the label of a node that is not a weighted layer.
+    """
+    labels = {node_label(n): n for n in graph.node}
+    missing = sorted(n for n in nodes if n not in labels)
+    unweighted = sorted(n for n in nodes if n in labels and labels[n].op_type not in WEIGHTED_OPS)
+    if missing or unweighted:
+        examples = [node_label(n) for n in graph.node if n.op_type in WEIGHTED_OPS][:5]
+        what = (f"{len(missing)} layer{'s' if len(missing) != 1 else ''} the model does not have "
+                f"({', '.join(map(repr, missing[:5]))}{' ...' if len(missing) > 5 else ''})" if missing else "")
+        if unweighted:
+            shown = ", ".join(f"{n!r} ({labels[n].op_type})" for n in unweighted[:5])
+            what += ("; and " if what else "") + f"nodes that are not weighted layers ({shown})"
+        raise QdqExclusionError(
+            f"The layers to quantize name {what}.",
+            f"A Q/DQ spec's nodes are the weighted layers ({', '.join(WEIGHTED_OPS)}) to run in INT8, by node "
+            "label (the node's name, or Op(output) for an unnamed node), as a plan's candidates hold them"
+            + (f"; this model's look like: {', '.join(examples)}." if examples else "; this model has none."),
+            "Use the plan made for this model (a plan of another model names other layers), or labels from "
+            "report.quantized_layers of this model's export.")
+    return {i: KEPT_BY_PLAN for i, n in enumerate(graph.node)
+            if n.op_type in WEIGHTED_OPS and node_label(n) not in nodes}

@@ -5,8 +5,8 @@ recommended one with 10.x; TensorRT 8.6 and 10 build such models with the INT8
 flag set. :func:`export_qdq` (``trtwidgets.export_qdq``) takes a float ONNX model
 and the fitted :class:`~trtwidgets.core.calibration.recipe_step.Calibration` (its
 method, percentile and amax overrides), or bare statistics, or ``amax`` per tensor
-(a calibration cache's); :func:`build_qdq` takes ``amax`` itself. The choices of
-both are one :class:`~.options.QdqOptions`. The export writes:
+(a calibration cache's); :func:`build_qdq` takes a :class:`~.spec.QdqSpec` (the amax,
+the layers to run in INT8 and the :class:`~.options.QdqOptions`). The export writes:
 
 * **activations**: ``QuantizeLinear -> DequantizeLinear`` per tensor,
   symmetric: INT8 ``scale = amax / 127``, zero point ``int8 0``; FP8 E4M3
@@ -33,7 +33,6 @@ editing (see :mod:`.qdq_placement` for why no library).
 from __future__ import annotations
 
 import copy
-import dataclasses
 import os
 from pathlib import Path
 from typing import Dict, Iterable, Mapping, Optional, Tuple, Union
@@ -44,31 +43,22 @@ from ..common.atomic import write_bytes_atomic
 from ..common.write_rule import refuse_inputs
 from ..common.paths import user_path
 from .export_check import DEFAULT_MIN_COSINE, check_export, check_source_model, raise_if_failed
+from ..model.load import as_model_proto
+from ..model.onnx_graph import GraphIndex
 from .export_report import QdqExport, QdqReport, QuantizedTensor, QuantizedWeight
 from .qdq_writer import QdqWriter
 from .weights import PRECISIONS, quantize_weight
 from .high_precision import MIN_OPSET as HP_MIN_OPSET, convert_float_part, preferred_opset
 from .options import QdqExportError, QdqOptions
 from .placement import QdqPlan, node_label, plan_qdq
+from .spec import QdqSpec
+from .written import as_written
 
-__all__ = ["PRECISIONS", "QdqExportError", "QdqOptions", "QuantizedTensor", "QuantizedWeight", "QdqReport",
-           "QdqExport", "build_qdq", "qdq_model", "export_qdq", "export_ranges", "save_qdq_model", "quantize_weight"]
+__all__ = ["PRECISIONS", "QdqExportError", "QdqOptions", "QdqSpec", "QuantizedTensor", "QuantizedWeight", "QdqReport",
+           "QdqExport", "build_qdq", "export_qdq", "export_ranges", "save_qdq_model", "quantize_weight"]
 
 
 # ---------------------------------------------------------------------------- helpers
-
-
-def _proto_of(model) -> onnx.ModelProto:
-    if isinstance(model, onnx.ModelProto):
-        return model
-    proto = getattr(model, "proto", None)
-    if isinstance(proto, onnx.ModelProto):
-        return proto
-    if isinstance(model, (str, os.PathLike)):
-        from ..model.load import load_model
-
-        return load_model(model).proto
-    raise TypeError(f"expected an onnx.ModelProto, LoadedModel or path, got {type(model).__name__}")
 
 
 def _opset(proto: onnx.ModelProto) -> int:
@@ -94,52 +84,63 @@ def _upgrade(proto: onnx.ModelProto, target: int) -> onnx.ModelProto:
 # ---------------------------------------------------------------------------- export
 
 
-def build_qdq(model, amax: Mapping[str, float], options: Optional[QdqOptions] = None, **choices) -> QdqExport:
-    """Insert Q/DQ nodes into a copy of ``model``; return it with a report.
+def build_qdq(model, spec: QdqSpec) -> QdqExport:
+    """Insert Q/DQ nodes into a copy of ``model`` as ``spec`` says; return it with a report.
+
+    ``tw.export_qdq(model, cal)`` is the usual way in; this is what it (and the planner, and a
+    plan's export) calls::
+
+        ex = build_qdq(model, QdqSpec(amax, QdqOptions(high_precision="fp16"), nodes={"conv1", "conv2"}))
 
     Parameters
     ----------
     model : onnx.ModelProto, LoadedModel or path
         The float model. It is not modified.
-    amax : mapping of str to float
-        Activation tensor name -> largest magnitude to represent. Tensors the
-        placement wants but that have no (finite, positive) amax stay float and
-        are listed in the report.
-    options : QdqOptions, optional
-        The export's choices (:class:`~.options.QdqOptions`: precision, dense INT8,
-        high precision, TensorRT version, exclusions ...); default: its defaults.
-    **choices
-        Single fields of :class:`~.options.QdqOptions` that replace ``options``'s
-        (e.g. ``exclude=["conv3"]``, ``high_precision="fp32"``).
+    spec : QdqSpec
+        The amax per activation tensor, the weighted layers to run in INT8 (None: every layer the
+        placement rules allow) and the options. Tensors the placement wants but whose amax is 0 or
+        missing stay float and are listed in the report.
 
     Returns
     -------
     QdqExport
+        Its report records every value written or changed: per activation its amax, scale as the
+        model holds it and zero point; per weight its scales, rounding error and what the float
+        part's conversion changed.
 
     Raises
     ------
     QdqExportError
-        For an unknown precision, an opset too low, a model that already holds
-        Q/DQ nodes, or a failed opset conversion.
+        For an opset too low, a model that already holds Q/DQ nodes, or a failed opset conversion.
     QdqExclusionError
-        For exclusions that match nothing.
+        For exclusions that match nothing, or a node set naming layers the model does not have.
     """
-    opts = (options or QdqOptions()).replace(**choices)
-    proto, hp, opset_from, target = _prepared_copy(_proto_of(model), opts)
-    plan: QdqPlan = plan_qdq(proto, exclude=opts.exclude, exclude_op_types=opts.exclude_op_types,
+    if not isinstance(spec, QdqSpec):
+        raise QdqExportError(f"build_qdq takes a QdqSpec, not a {type(spec).__name__}.",
+                             "What to quantize is one value: the amax, the layers to run in INT8 and the options.",
+                             "Pass QdqSpec(amax, QdqOptions(...)) or QdqSpec.from_calibration(cal).")
+    opts = spec.options
+    source = as_model_proto(model)
+    spec.check_fits(source)
+    proto, hp, opset_from, target = _prepared_copy(source, opts)
+    plan: QdqPlan = plan_qdq(proto, nodes=spec.nodes, exclude=opts.exclude, exclude_op_types=opts.exclude_op_types,
                              skip_matrix_vector=opts.skip_matrix_vector,
                              keep_float_output_grouped_convs=opts.keep_float_output_grouped_convs,
                              dense_int8=opts.dense_int8, trt_version=opts.trt_version)
     writer = QdqWriter(proto, opts.precision)
-    activations, done_nodes = writer.quantize_activations(plan, amax)
+    activations, done_nodes = writer.quantize_activations(plan, spec.amax)
     per_channel = opts.weights_per_channel if opts.weights_per_channel is not None else opts.precision == "int8"
     weights, quantized_layers = writer.quantize_weights(plan, done_nodes, per_channel, opts.trt_version)
     writer.finish()
     proto, hp_report, float32_model = _checked(proto, hp, opts.keep_fp32, plan.patterns)
+    if hp_report is not None:
+        activations, weights = as_written(activations, weights, float32_model, proto, hp_report,
+                                          GraphIndex(source.graph).constant)
     report = QdqReport(precision=opts.precision, opset_from=opset_from, opset_to=target, high_precision=hp_report,
                        activations=tuple(activations), weights=tuple(weights), skipped=tuple(writer.skipped),
                        patterns=plan.patterns, excluded=plan.excluded,
-                       quantized_layers=tuple(dict.fromkeys(quantized_layers)), warnings=plan.warnings)
+                       quantized_layers=tuple(dict.fromkeys(quantized_layers)), warnings=plan.warnings,
+                       ranges=spec.source)
     return QdqExport(model=proto, report=report, float32_model=float32_model)
 
 
@@ -195,37 +196,35 @@ def _checked(proto: onnx.ModelProto, hp: str, keep_fp32, patterns):
     return proto, hp_report, float32_model
 
 
-def qdq_model(model, amax: Mapping[str, float], options: Optional[QdqOptions] = None, **choices
-              ) -> onnx.ModelProto:
-    """The Q/DQ model only (see :func:`build_qdq` for the parameters and the report)."""
-    return build_qdq(model, amax, options, **choices).model
-
-
-def save_qdq_model(model: onnx.ModelProto, path: Union[str, os.PathLike], *,
-                   reference: Optional[onnx.ModelProto] = None, feeds=None,
+def save_qdq_model(model: Union[QdqExport, onnx.ModelProto], path: Union[str, os.PathLike], *, feeds=None,
                    min_cosine: float = DEFAULT_MIN_COSINE, check: bool = True,
                    original: Optional[onnx.ModelProto] = None, on_check=None) -> Path:
     """Check a model, then write it atomically (temporary file in the same folder, then rename).
 
     Returns the path written. An existing file is only replaced once the new one
-    is complete. The check (:mod:`.export_check`: onnx.checker, an ONNX Runtime load,
-    and with ``reference`` and ``feeds`` the float part against the FP32 one at
-    ``min_cosine``, every quantizer held) raises :class:`~.export_check.ExportCheckError`
-    and writes nothing when it fails; ``check=False`` skips it. ``original`` (the float
-    model before Q/DQ) gives the end-to-end note its context. ``on_check``, a callable,
-    gets the :class:`~.export_check.ExportCheck` before anything is written or raised
-    (the command line prints its float-part line from it).
+    is complete. ``model`` is what :func:`build_qdq` returned (a :class:`QdqExport`), or a
+    bare ``onnx.ModelProto``. The check (:mod:`.export_check`: onnx.checker, an ONNX Runtime
+    load, and for an export with a low-precision float part and ``feeds`` its float part against
+    the FP32 one at ``min_cosine``, every quantizer held, the scales as its report records them)
+    raises :class:`~.export_check.ExportCheckError` and writes nothing when it fails;
+    ``check=False`` skips it. ``original`` (the float model before Q/DQ) gives the end-to-end note
+    its context. ``on_check``, a callable, gets the :class:`~.export_check.ExportCheck` before
+    anything is written or raised (the command line prints its float-part line from it).
     """
+    export = model if isinstance(model, QdqExport) else None
+    proto = export.model if export is not None else model
     path = user_path(path)
     if path.is_dir():
         raise QdqExportError(f"{path} is a directory.", "The output must be a file path.",
                              "Give a file name such as model.qdq.onnx.")
     if check:
-        result = check_export(model, reference=reference, feeds=feeds, min_cosine=min_cosine, original=original)
+        result = check_export(proto, reference=export.float32_model if export is not None else None,
+                              conversion=export.report.high_precision if export is not None else None,
+                              feeds=feeds, min_cosine=min_cosine, original=original)
         if on_check is not None:
             on_check(result)
         raise_if_failed(result, path)
-    return write_bytes_atomic(path, model.SerializeToString())
+    return write_bytes_atomic(path, proto.SerializeToString())
 
 
 def export_qdq(model, calibration, out_path: Union[str, os.PathLike, None] = None, *,
@@ -278,11 +277,10 @@ def export_qdq(model, calibration, out_path: Union[str, os.PathLike, None] = Non
     if amax_overrides:
         amax.update(checked_amax({str(k): v for k, v in amax_overrides.items()}, "amax_overrides", opts))
         described += f", {len(amax_overrides)} amax chosen by hand"
-    result = build_qdq(loaded, amax, opts)
-    result = dataclasses.replace(result, report=dataclasses.replace(result.report, ranges=described))
+    result = build_qdq(loaded, QdqSpec(amax, opts, source=described))
     if out_path is not None:
         refuse_inputs(out_path, inputs, f"out_path {os.fspath(out_path)}")
-        save_qdq_model(result.model, out_path, reference=result.float32_model)
+        save_qdq_model(result, out_path)
     return result
 
 

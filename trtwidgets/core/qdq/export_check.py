@@ -13,7 +13,9 @@ Three checks, cheapest first:
    low precision against FP32, at ``min_cosine`` (0.998 by default: issue 21's target for the FP16 float
    part). Both sides quantize alike: the reference first takes the export's own Q/DQ scales and stored
    weight integers, widened back to FP32 (:func:`_same_quantization`; the conversion rounds every scale to
-   FP16, raising a QuantizeLinear scale below 2**-14, re-quantizing a weight whose scale rounds to 0).
+   FP16, raising a QuantizeLinear scale below 2**-14, re-quantizing a weight whose scale rounds to 0, and
+   records each value it wrote anew: :attr:`~.high_precision.HighPrecisionReport.qdq_values`, which the
+   export's report carries and this check reads).
 
    The comparison holds every quantizer (:mod:`.held_quantizers`): each QuantizeLinear's output is the
    reference's integers on both sides, so each span of float computation between quantizers starts from the
@@ -43,7 +45,9 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..common.errors import UserError
+from .graph_patterns import node_label
 from .held_quantizers import Cosine, HeldComparison, compare_held
+from .high_precision import HighPrecisionReport
 from .low_precision_storage import NotEmulable, storage_emulation
 from .options import QdqExportError
 
@@ -170,66 +174,56 @@ def _constant(values, name: str) -> Optional[np.ndarray]:
     return a
 
 
-_FLOAT_TYPES = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16, onnx.TensorProto.DOUBLE)
-
-
-def _same_quantization(model: onnx.ModelProto, reference: onnx.ModelProto) -> Tuple[onnx.ModelProto, int, int, str]:
+def _same_quantization(model: onnx.ModelProto, reference: onnx.ModelProto, conversion: HighPrecisionReport
+                       ) -> Tuple[onnx.ModelProto, int, int, str]:
     """``(reference, scales replaced, stored weights replaced, the model's scale type)``: ``reference`` (the Q/DQ
-    model with an FP32 float part) given the Q/DQ scales and stored weight values that ``model`` (its FP16 or
-    BF16 float part) carries, widened back to FP32.
+    model with an FP32 float part) given the Q/DQ scales and stored weight values that the float part's conversion
+    wrote into ``model``, widened back to FP32.
 
     The conversion rounds every Q/DQ scale to the float part's type (raising a QuantizeLinear scale below
     2**-14 to 2**-14, re-quantizing a stored weight whose scale rounds to 0): compared with the unrounded
     scales, the values next to an INT8 step flip, which is the scales' rounding, not the float part's
     precision. With the same scales and integers on both sides, the cosine measures the float part alone.
-    Each Q/DQ node of the reference is found in ``model`` by name, or by output (the conversion keeps both;
-    a graph output's producer writes ``<out>__fp16``); a scale computed at run time stays as it is. A scale
-    that other nodes read too gets a copy of its own, so that only the Q/DQ nodes read the new values.
+    Which values those are is the conversion's own record (``conversion.qdq_values``: the reading node by its
+    index in the FP32 model, the input, the name in ``model``), not a guess from node names. A scale that other
+    nodes read too gets a copy of its own, so that only the Q/DQ nodes read the new values.
+
+    Raises
+    ------
+    ValueError
+        A record whose node is not the reference's (the reference is not the model that was converted).
     """
     ref_values, values = _graph_values(reference.graph), _graph_values(model.graph)
-    by_name: Dict[str, Optional[onnx.NodeProto]] = {}
-    by_output: Dict[str, onnx.NodeProto] = {}
-    for n in model.graph.node:
-        if n.op_type in _QDQ:
-            if n.name:
-                by_name[n.name] = None if n.name in by_name else n  # a repeated name matches nothing
-            for o in n.output:
-                by_output[o] = n
     changes: Dict[Tuple[int, int], np.ndarray] = {}  # (node index, input index) -> new value
     kinds: Dict[str, str] = {}
-    scale_type = ""
-    for i, n in enumerate(reference.graph.node):
-        if n.op_type not in _QDQ or len(n.input) < 2:
+    for v in conversion.qdq_values:
+        n = reference.graph.node[v.node_index] if 0 <= v.node_index < len(reference.graph.node) else None
+        if n is None or n.op_type not in _QDQ or node_label(n) != v.node or len(n.input) <= v.slot:
+            raise ValueError(f"the conversion wrote {v.name} for node {v.node} (#{v.node_index}), which the "
+                             "reference does not have there")
+        old, new = _constant(ref_values, n.input[v.slot]), _constant(values, v.name)
+        if old is None or new is None or new.shape != old.shape:
             continue
-        match = by_name.get(n.name) if n.name else None
-        if match is None or match.op_type != n.op_type:
-            out = n.output[0] if n.output else ""
-            match = next((by_output[o] for o in (out, f"{out}__fp16", f"{out}__bf16") if o in by_output), None)
-        if match is None or match.op_type != n.op_type or len(match.input) < 2:
+        if v.slot == 1:
+            new = new.astype(np.float32)
+        elif new.dtype != old.dtype:
             continue
-        slots = [1]
-        data = ref_values[0].get(n.input[0])
-        if n.op_type == "DequantizeLinear" and data is not None and data.data_type not in _FLOAT_TYPES:
-            slots.append(0)  # a stored weight: the conversion may re-quantize its integers
-        for k in slots:
-            old, new = _constant(ref_values, n.input[k]), _constant(values, match.input[k])
-            if old is None or new is None or new.shape != old.shape:
-                continue
-            if k == 1:
-                t = values[0].get(match.input[1])
-                if t is not None and t.data_type != onnx.TensorProto.FLOAT and not scale_type:
-                    scale_type = "BF16" if t.data_type == onnx.TensorProto.BFLOAT16 else "FP16"
-                new = new.astype(np.float32)
-            elif new.dtype != old.dtype:
-                continue
-            if not np.array_equal(old, new):
-                changes[(i, k)] = new
-                kinds[n.input[k]] = "scale" if k == 1 else "weight"
+        if not np.array_equal(old, new):
+            changes[(v.node_index, v.slot)] = new
+            kinds[n.input[v.slot]] = "scale" if v.slot == 1 else "weight"
+    scale_type = conversion.dtype.upper() if any(v.slot == 1 for v in conversion.qdq_values) else ""
     if not changes:
         return reference, 0, 0, scale_type
     ref = onnx.ModelProto()
     ref.CopyFrom(reference)
-    graph = ref.graph
+    _apply(ref.graph, changes)
+    n_scales = sum(1 for v in kinds.values() if v == "scale")
+    return ref, n_scales, len(kinds) - n_scales, scale_type
+
+
+def _apply(graph: onnx.GraphProto, changes: Mapping[Tuple[int, int], np.ndarray]) -> None:
+    """Give each (node, input) of ``changes`` its new value: the initializer itself when only those inputs read
+    it (all alike), else a copy of its own per input."""
     readers: Dict[str, List[Tuple[int, int]]] = {}
     for i, n in enumerate(graph.node):
         for k, x in enumerate(n.input):
@@ -254,27 +248,30 @@ def _same_quantization(model: onnx.ModelProto, reference: onnx.ModelProto) -> Tu
                 graph.input.append(helper.make_tensor_value_info(
                     new, helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape)))
             graph.node[i].input[k] = new
-    n_scales = sum(1 for v in kinds.values() if v == "scale")
-    return ref, n_scales, len(kinds) - n_scales, scale_type
 
 
-def _carrying_scales(model: onnx.ModelProto, reference: onnx.ModelProto, notes: List[str]
-                     ) -> Tuple[onnx.ModelProto, bool]:
-    """``(reference, whether it carries the model's Q/DQ scales, if any)``: :func:`_same_quantization`'s, with its note;
-    the reference as given (and why) if that fails."""
+def _carrying_scales(model: onnx.ModelProto, reference: onnx.ModelProto,
+                     conversion: Optional[HighPrecisionReport], notes: List[str]) -> onnx.ModelProto:
+    """The reference carrying the model's Q/DQ scales (:func:`_same_quantization`), with its note; the reference
+    as given (and why) when there is no record of the conversion or the record does not fit."""
+    if conversion is None:
+        if any(n.op_type in _QDQ for n in model.graph.node):
+            notes.append("no record of the float part's conversion came with the reference: it keeps its own Q/DQ "
+                         "scales, so the cosine includes their rounding to the float part's type")
+        return reference
     try:
-        ref, n_scales, n_weights, low = _same_quantization(model, reference)
+        ref, n_scales, n_weights, low = _same_quantization(model, reference, conversion)
     except Exception as exc:  # noqa: BLE001 - an odd graph: compare as before, and say so
         notes.append(f"the reference keeps its FP32 Q/DQ scales ({type(exc).__name__}: {str(exc)[:200]}): the "
                      "cosine includes the scales' rounding to the float part's type")
-        return reference, False
+        return reference
     if n_scales or n_weights:
         what = f"{n_scales} Q/DQ scale{'s' if n_scales != 1 else ''}"
         if n_weights:
             what += f" and {n_weights} re-quantized weight{'s' if n_weights != 1 else ''}"
         notes.append(f"the FP32 reference carries the export's {low or 'low-precision'} values ({what}), widened "
                      "to FP32: the cosine compares the float parts under the same quantization")
-    return ref, any(n.op_type in _QDQ for n in model.graph.node)
+    return ref
 
 
 def _compare(sess, reference: onnx.ModelProto, feeds: Iterable[Mapping[str, np.ndarray]],
@@ -376,6 +373,7 @@ def _gate(held: HeldComparison, end_to_end: Mapping[str, float], quant: Mapping[
 
 
 def check_export(model: onnx.ModelProto, *, reference: Optional[onnx.ModelProto] = None,
+                 conversion: Optional[HighPrecisionReport] = None,
                  feeds: Optional[Iterable[Mapping[str, np.ndarray]]] = None,
                  min_cosine: float = DEFAULT_MIN_COSINE,
                  original: Optional[onnx.ModelProto] = None) -> ExportCheck:
@@ -385,8 +383,12 @@ def check_export(model: onnx.ModelProto, *, reference: Optional[onnx.ModelProto]
     ----------
     model : onnx.ModelProto
     reference : onnx.ModelProto, optional
-        The same Q/DQ model with its float part in FP32; compared on ``feeds`` after taking ``model``'s
-        Q/DQ scales and stored weights, widened to FP32 (a copy: the caller's reference is not changed).
+        The same Q/DQ model with its float part in FP32 (an export's ``float32_model``); compared on ``feeds``
+        after taking ``model``'s Q/DQ scales and stored weights, widened to FP32 (a copy: the caller's
+        reference is not changed).
+    conversion : HighPrecisionReport, optional
+        What the float part's conversion wrote anew (an export's ``report.high_precision``): which scales
+        and weights the reference takes from ``model``. Without it the reference keeps its own (a note says so).
     feeds : iterable of dict, optional
         Input name -> array, one dict per batch.
     min_cosine : float
@@ -421,7 +423,7 @@ def check_export(model: onnx.ModelProto, *, reference: Optional[onnx.ModelProto]
     end_to_end: Dict[str, float] = {}
     held: Optional[HeldComparison] = None
     if sess is not None and reference is not None and feeds is not None:
-        reference, _ = _carrying_scales(model, reference, notes)
+        reference = _carrying_scales(model, reference, conversion, notes)
         feeds = list(feeds)
         try:
             held = _held(model, reference, feeds, notes)

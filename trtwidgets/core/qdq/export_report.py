@@ -1,10 +1,18 @@
-"""What a Q/DQ export did: the quantized tensors and weights, what stayed float and why."""
+"""What a Q/DQ export did: every value it wrote or changed, what stayed float and why.
+
+Each quantized activation is recorded with its amax, its scale as the model holds it (after the float
+part's FP16/BF16 rounding) and its zero point; each weight with its scales (a summary, and the names
+under which :attr:`QdqExport.model` holds them), its rounding error and what the float part's conversion
+changed. The export check (:mod:`.export_check`) reads these records instead of deriving them again.
+"""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
 
+import numpy as np
 import onnx
 
 from .graph_patterns import PatternMatch
@@ -16,17 +24,52 @@ __all__ = ["QuantizedTensor", "QuantizedWeight", "QdqReport", "QdqExport"]
 
 @dataclass(frozen=True)
 class QuantizedTensor:
-    """An activation that got a Q/DQ pair."""
+    """An activation that got a Q/DQ pair.
+
+    Attributes
+    ----------
+    tensor : str
+    amax : float
+        The range it is quantized with (its scale group's largest, placement rule 9).
+    scale : float
+        The scale as the model holds it: ``amax / qmax`` in float32, then rounded to the float part's
+        type where the float part is FP16/BF16 (:attr:`scale_type`).
+    consumers, rules : tuple of str
+        The nodes that read it quantized, and the placement rules that put it there.
+    zero_point : int
+        Always 0 (symmetric), stored as :attr:`zero_point_type`.
+    scale_fp32 : float
+        ``amax / qmax`` in float32, before the float part's rounding (NaN when not recorded).
+    scale_type : str
+        ``"fp32"``, ``"fp16"`` or ``"bf16"``: the type the scale is stored in.
+    zero_point_type : str
+        ``"int8"`` or ``"float8e4m3fn"``.
+    quantize_node, dequantize_node : str
+        The names of its QuantizeLinear and DequantizeLinear in the model.
+    """
 
     tensor: str
     amax: float
     scale: float
     consumers: Tuple[str, ...]
     rules: Tuple[str, ...]
+    zero_point: int = 0
+    scale_fp32: float = float("nan")
+    scale_type: str = "fp32"
+    zero_point_type: str = "int8"
+    quantize_node: str = ""
+    dequantize_node: str = ""
+
+    @property
+    def rounded(self) -> bool:
+        """Whether the float part's type changed the scale (its FP32 value was not representable)."""
+        return not math.isnan(self.scale_fp32) and self.scale != self.scale_fp32
 
     def to_dict(self) -> dict:
-        return {"tensor": self.tensor, "amax": self.amax, "scale": self.scale,
-                "consumers": list(self.consumers), "rules": list(self.rules)}
+        return {"tensor": self.tensor, "amax": self.amax, "scale": self.scale, "scale_fp32": self.scale_fp32,
+                "scale_type": self.scale_type, "zero_point": self.zero_point,
+                "zero_point_type": self.zero_point_type, "quantize_node": self.quantize_node,
+                "dequantize_node": self.dequantize_node, "consumers": list(self.consumers), "rules": list(self.rules)}
 
 
 @dataclass(frozen=True)
@@ -42,7 +85,24 @@ class QuantizedWeight:
     channels : int
         Number of scales.
     max_rel_error : float
-        Largest ``|W - dequant(quant(W))|`` relative to ``max|W|`` (rounding error).
+        Largest ``|W - DequantizeLinear(stored)|`` relative to ``max|W|``, with the scales and values as the
+        model holds them (the float part's rounding of the scales included).
+    scale_min, scale_max : float
+        The smallest and largest scale as written; every scale is :meth:`QdqExport.weight_scales`.
+    scale_type : str
+        ``"fp32"``, ``"fp16"`` or ``"bf16"``: the type the scales are stored in.
+    stored : str
+        ``"int8"``, ``"float8e4m3fn"``, or ``"float32 on the int8 grid"`` (TensorRT 8.6's Myelin layers,
+        which assert on INT8 weight constants: FP32 values already quantized, behind their own Q/DQ).
+    dequantize_node : str
+        The name of its DequantizeLinear in the model.
+    scale_name, values_name : str
+        The initializers of the model holding its scales and its stored values.
+    scales_rounded : int
+        Scales that the float part's type changed (FP16 / BF16 rounding).
+    requantized_channels : int
+        Channels whose stored integers the FP16 float part quantized again (a scale that rounds to 0 in FP16
+        is raised to 2**-24, :mod:`.fp16_weight_scales`).
     """
 
     tensor: str
@@ -51,10 +111,23 @@ class QuantizedWeight:
     axis: Optional[int]
     channels: int
     max_rel_error: float
+    scale_min: float = float("nan")
+    scale_max: float = float("nan")
+    scale_type: str = "fp32"
+    stored: str = "int8"
+    dequantize_node: str = ""
+    scale_name: str = ""
+    values_name: str = ""
+    scales_rounded: int = 0
+    requantized_channels: int = 0
 
     def to_dict(self) -> dict:
         return {"tensor": self.tensor, "node": self.node_label, "op_type": self.op_type, "axis": self.axis,
-                "channels": self.channels, "max_rel_error": self.max_rel_error}
+                "channels": self.channels, "max_rel_error": self.max_rel_error, "scale_min": self.scale_min,
+                "scale_max": self.scale_max, "scale_type": self.scale_type, "stored": self.stored,
+                "dequantize_node": self.dequantize_node, "scale_name": self.scale_name,
+                "values_name": self.values_name, "scales_rounded": self.scales_rounded,
+                "requantized_channels": self.requantized_channels}
 
 
 @dataclass(frozen=True)
@@ -68,20 +141,25 @@ class QdqReport:
     opset_from, opset_to : int
         The model's opset before and after export.
     activations : tuple of QuantizedTensor
+        Every activation Q/DQ pair: amax, scale as written, zero point.
     weights : tuple of QuantizedWeight
+        Every stored weight: scales (summary and where), rounding error, what the float part changed.
     skipped : tuple of Skip
-        Everything a rule looked at and left in high precision, with the reason.
+        Everything a rule looked at and left in high precision, with the reason (a layer outside a
+        spec's node set: "kept float by the plan").
     patterns : tuple of PatternMatch
         LayerNorm / Softmax / GELU kept free of Q/DQ.
     excluded : tuple of str
-        Nodes the user excluded.
+        Nodes the user excluded (options' ``exclude`` / ``exclude_op_types``).
     quantized_layers : tuple of str
         Weighted layers (Conv, Gemm, ...) whose inputs and weights are all quantized:
         the layers TensorRT will run in INT8/FP8.
     warnings : tuple of str
+    high_precision : HighPrecisionReport, optional
+        What the float part's conversion changed (None: the float part is FP32).
     ranges : str
-        Where the amax came from, in words (a calibration's method and overrides, or
-        statistics turned into ranges with a stated method); '' when the caller gave amax.
+        Where the amax came from, in words (the spec's ``source``: a calibration's method and
+        overrides, a cache, a plan); '' when not said.
     """
 
     precision: str
@@ -125,6 +203,9 @@ class QdqReport:
                     if self.high_precision is not None else "")]
         if self.ranges:
             lines.append(f"  ranges              {self.ranges}")
+        changed = self._changed_line()
+        if changed:
+            lines.append(f"  scales as written   {changed}")
         rules: Dict[str, int] = {}
         for a in self.activations:
             for r in a.rules:
@@ -150,12 +231,66 @@ class QdqReport:
             lines.append(f"  warning: {w}")
         return "\n".join(lines)
 
+    def _changed_line(self) -> str:
+        """What the float part's type did to the scales and weights, in words ('' when nothing)."""
+        types = sorted(({a.scale_type for a in self.activations} | {w.scale_type for w in self.weights}) - {"fp32"})
+        if not types:
+            return ""
+        rounded = sum(a.rounded for a in self.activations)
+        w_rounded = sum(1 for w in self.weights if w.scales_rounded)
+        requant = sum(w.requantized_channels for w in self.weights)
+        return (f"{'/'.join(t.upper() for t in types)}: {rounded} of {len(self.activations)} activation scales and "
+                f"the scales of {w_rounded} of {len(self.weights)} weights rounded"
+                + (f", {requant} weight channels re-quantized" if requant else ""))
+
+    def __repr__(self) -> str:
+        ranges = self.ranges if len(self.ranges) <= 160 else self.ranges[:157] + "..."
+        return (f"QdqReport({self.precision.upper()}, opset {self.opset_to}: {len(self.quantized_layers)} layers in "
+                f"{self.precision.upper()}, {len(self.activations)} activation Q/DQ, {len(self.weights)} weights, "
+                f"{len(self.skipped)} left in high precision; float part {self.high_precision_dtype.upper()}"
+                + (f"; ranges: {ranges}" if ranges else "") + "; .summary() for the details)")
+
 
 @dataclass(frozen=True)
 class QdqExport:
-    """A Q/DQ model and its report."""
+    """A Q/DQ model and its report (``repr`` is a few lines; ``report.summary()`` has the details)."""
 
     model: onnx.ModelProto = field(repr=False, compare=False)
     report: QdqReport
     #: The same Q/DQ model with its float part in FP32 (None when the float part is FP32): the check's reference.
     float32_model: Optional[onnx.ModelProto] = field(default=None, repr=False, compare=False)
+
+    def weight_scales(self, tensor: str) -> np.ndarray:
+        """The scales of weight ``tensor`` as :attr:`model` holds them (widened to float32).
+
+        Raises
+        ------
+        KeyError
+            ``tensor`` is not a weight of :attr:`report` (its ``weights``).
+        """
+        from onnx import numpy_helper
+
+        w = next((w for w in self.report.weights if w.tensor == tensor), None)
+        if w is None:
+            raise KeyError(f"{tensor!r} is not a quantized weight of this export")
+        init = next(t for t in self.model.graph.initializer if t.name == w.scale_name)
+        return numpy_helper.to_array(init).astype(np.float32)
+
+    def __repr__(self) -> str:
+        r = self.report
+        hp = r.high_precision
+        per_channel = sum(1 for w in r.weights if w.axis is not None)
+        lines = [f"QdqExport: {r.precision.upper()} Q/DQ model, opset {r.opset_from}"
+                 + (f" -> {r.opset_to}" if r.opset_to != r.opset_from else "")
+                 + f", {len(self.model.graph.node)} nodes",
+                 f"  {len(r.quantized_layers)} layers in {r.precision.upper()}, {len(r.activations)} activation Q/DQ, "
+                 f"{len(r.weights)} weights ({per_channel} per channel); {len(r.skipped)} left in high precision",
+                 f"  float part {r.high_precision_dtype.upper()}"
+                 + (f" ({len(hp.kept_fp32)} nodes kept FP32, {hp.casts} casts)" if hp is not None else "")]
+        changed = r._changed_line()
+        if changed:
+            lines.append(f"  scales as written: {changed}")
+        if r.ranges:
+            lines.append("  ranges: " + (r.ranges if len(r.ranges) <= 300 else r.ranges[:297] + "..."))
+        lines.append("  .model, .report (.report.summary()), .float32_model")
+        return "\n".join(lines)

@@ -58,7 +58,7 @@ from ..common.errors import UserError
 from ..model.type_constraints import float_tensors, low_precision_blockers
 from .fp16_weight_scales import stored_weight_dqs, weight_scale_fp16
 
-__all__ = ["HIGH_PRECISIONS", "HighPrecisionError", "HighPrecisionReport", "default_high_precision",
+__all__ = ["HIGH_PRECISIONS", "HighPrecisionError", "HighPrecisionReport", "QdqValue", "default_high_precision",
            "convert_float_part", "MIN_OPSET", "PREFERRED_OPSET", "preferred_opset"]
 
 #: Supported high-precision dtypes -> ONNX element type.
@@ -96,6 +96,10 @@ class HighPrecisionReport:
         Cast nodes added (graph inputs/outputs included).
     clamped : tuple of str
         Values outside the type's range that were clamped (e.g. an FP16 constant above 65504).
+    qdq_values : tuple of QdqValue
+        Each Q/DQ scale, and each stored weight's integers, that the conversion wrote anew: which node
+        reads it (by its index in the graph before the conversion) and under which name the converted
+        model holds it. What the conversion changed in the quantization is read here, not guessed from names.
     """
 
     dtype: str
@@ -103,11 +107,43 @@ class HighPrecisionReport:
     kept_fp32: Tuple[Tuple[str, str], ...] = ()
     casts: int = 0
     clamped: Tuple[str, ...] = field(default=())
+    qdq_values: Tuple["QdqValue", ...] = field(default=(), repr=False)
 
     def to_dict(self) -> dict:
         return {"dtype": self.dtype, "converted_initializers": self.converted_initializers,
                 "kept_fp32": [{"node": n, "reason": r} for n, r in self.kept_fp32], "casts": self.casts,
-                "clamped": list(self.clamped)}
+                "clamped": list(self.clamped), "qdq_values": [v.to_dict() for v in self.qdq_values]}
+
+    def __repr__(self) -> str:
+        return (f"HighPrecisionReport({self.dtype}: {self.converted_initializers} values converted, "
+                f"{len(self.kept_fp32)} nodes kept FP32, {self.casts} casts, {len(self.clamped)} clamped, "
+                f"{len(self.qdq_values)} Q/DQ values rewritten)")
+
+
+@dataclass(frozen=True)
+class QdqValue:
+    """A value of a Q/DQ node that :func:`convert_float_part` wrote anew (a scale in the float part's type,
+    or a stored weight's integers re-quantized to the FP16 scale).
+
+    Attributes
+    ----------
+    node_index : int
+        The Q/DQ node's index in ``graph.node`` before the conversion (the FP32 model's order).
+    node : str
+        Its label (name, or ``Op(output)``), to check that a model matches.
+    slot : int
+        The input it reads the value at: 1 (the scale) or 0 (a DequantizeLinear's stored values).
+    name : str
+        The initializer (or Constant output) holding the value in the converted model.
+    """
+
+    node_index: int
+    node: str
+    slot: int
+    name: str
+
+    def to_dict(self) -> dict:
+        return {"node_index": self.node_index, "node": self.node, "slot": self.slot, "name": self.name}
 
 
 def default_high_precision(trt_version=None) -> str:
@@ -242,13 +278,15 @@ def convert_float_part(proto: onnx.ModelProto, dtype: str = "fp16", *, keep_fp32
     rewrite = _Rewrite(graph, dtype, keep, high_reads, float_tensors(proto))
     rewrite.convert_initializers()
     rewrite.convert_nodes()
+    qdq_values = rewrite.qdq_values()  # before graph outputs are renamed: labels as in the FP32 model
     rewrite.restore_outputs()
     del graph.node[:]
     graph.node.extend(_toposort(rewrite.nodes, {v.name for v in graph.input} | {t.name for t in graph.initializer}))
     del graph.value_info[:]  # stale FP32 types; TensorRT and ORT infer them again
     kept_rows = tuple((_label(graph_node), keep[i]) for i, graph_node in rewrite.kept_math())
     report = HighPrecisionReport(dtype=dtype, converted_initializers=rewrite.converted, kept_fp32=kept_rows,
-                                 casts=rewrite.casts, clamped=tuple(dict.fromkeys(rewrite.clamped)))
+                                 casts=rewrite.casts, clamped=tuple(dict.fromkeys(rewrite.clamped)),
+                                 qdq_values=qdq_values)
     return proto, report
 
 
@@ -266,6 +304,7 @@ class _Rewrite:
         self.converted = 0
         self.casts = 0
         self.low: Set[str] = set()          # tensors written in the low type
+        self.rewritten: Set[str] = set()    # initializers and Constant outputs whose values were written anew
         self.renamed: Dict[str, str] = {}   # FP32 initializer read by both sides -> its low copy
         self._down: Dict[str, str] = {}     # FP32 tensor -> its Cast to the low type
         self._up: Dict[str, str] = {}       # low tensor -> its Cast to FP32
@@ -299,17 +338,21 @@ class _Rewrite:
                                             self.clamped, requantize)
                 if requantize and q is not q0:
                     stored[data].CopyFrom(numpy_helper.from_array(q, data))
+                    self.rewritten.add(data)
                 t.CopyFrom(numpy_helper.from_array(s16, t.name))
                 self.low.add(t.name)
+                self.rewritten.add(t.name)
                 self.converted += 1
                 continue
             if t.name in read_high:
                 self.renamed[t.name] = f"{t.name}__{self.dtype}"
                 new_inits.append(_to_dtype(arr, self.dtype, self.renamed[t.name], self.clamped, t.name in scales))
                 self.low.add(self.renamed[t.name])
+                self.rewritten.add(self.renamed[t.name])
             else:
                 t.CopyFrom(_to_dtype(arr, self.dtype, t.name, self.clamped, t.name in scales))
                 self.low.add(t.name)
+                self.rewritten.add(t.name)
             self.converted += 1
         self.graph.initializer.extend(new_inits)
         self._retype_initializer_inputs(new_inits)
@@ -362,8 +405,20 @@ class _Rewrite:
                 if n.op_type in ("Constant", "ConstantOfShape") and a.name == "value" and a.t.data_type == F32:
                     a.t.CopyFrom(_to_dtype(numpy_helper.to_array(a.t), self.dtype, a.t.name, self.clamped))
                     self.converted += n.op_type == "Constant"
+                    self.rewritten.update(n.output[:1] if n.op_type == "Constant" else ())
             self.nodes.append(n)
             self.low.update(o for o in n.output if o in self.floats)
+
+    def qdq_values(self) -> Tuple[QdqValue, ...]:
+        """The Q/DQ scales (slot 1) and stored weight values (slot 0 of a DequantizeLinear) written anew."""
+        out = []
+        for i, n in enumerate(self.original):
+            if n.op_type not in _QDQ:
+                continue
+            for k in ((1, 0) if n.op_type == "DequantizeLinear" else (1,)):
+                if k < len(n.input) and n.input[k] in self.rewritten:
+                    out.append(QdqValue(i, _label(n), k, n.input[k]))
+        return tuple(out)
 
     def restore_outputs(self) -> None:
         """Graph outputs keep FP32: the producer writes a low tensor, a Cast restores FP32 under the old name."""

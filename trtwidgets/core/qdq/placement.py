@@ -56,7 +56,10 @@ and pytorch-quantization:
 7. **User exclusions** keep nodes in high precision: by node name, by output
    tensor name, by regular expression (``re.fullmatch``) over either, or by op
    type. An excluded weighted layer gets no Q/DQ on any input; an excluded Add or
-   pool is left out of rules 2 and 3.
+   pool is left out of rules 2 and 3. **A node set** (``nodes``, a
+   :class:`~.spec.QdqSpec`'s: the weighted layers a plan runs in INT8) keeps every
+   other weighted layer in high precision the same way, with the reason "kept float
+   by the plan".
 
 8. **Dense INT8 regions** (``dense_int8=True``, what the planner uses): inside
    the quantized part, quantize the way an implicit INT8 engine runs. A grouped
@@ -111,13 +114,13 @@ but placement only needs producer/consumer lookups, which
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import AbstractSet, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 import onnx
 
 from ..model.onnx_graph import WEIGHTED_OPS, GraphIndex, attribute
 from .dense_regions import POOL_OPS, conv_output_reads, grouped_output_edges, shared_reads
-from .exclusions import QdqExclusionError, match_exclusions
+from .exclusions import QdqExclusionError, kept_float_by_plan, match_exclusions
 from .fusions import epilogue_end, fused_conv, longer_branch
 from .graph_patterns import (PROTECTED_OPS, PatternMatch, ConstIndex, node_key,
                              find_protected_patterns, node_label)
@@ -202,14 +205,17 @@ def _matrix_vector(node: onnx.NodeProto, shapes: Mapping[str, Tuple[Optional[int
 
 
 
-def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[str] = (),
-             skip_matrix_vector: bool = True, keep_float_output_grouped_convs: bool = True,
-             dense_int8: bool = False, trt_version=None) -> QdqPlan:
+def plan_qdq(model, *, nodes: Optional[AbstractSet[str]] = None, exclude: Iterable[str] = (),
+             exclude_op_types: Iterable[str] = (), skip_matrix_vector: bool = True,
+             keep_float_output_grouped_convs: bool = True, dense_int8: bool = False, trt_version=None) -> QdqPlan:
     """Decide where Q/DQ go (see the module docstring for the rules).
 
     Parameters
     ----------
     model : onnx.ModelProto or onnx.GraphProto
+    nodes : set of str, optional
+        The weighted layers (node labels) that may run in INT8; every other weighted layer
+        stays in high precision ("kept float by the plan"). None: every layer the rules allow.
     exclude : iterable of str
         Node names, output tensor names or regular expressions to keep in high precision.
     exclude_op_types : iterable of str
@@ -241,11 +247,20 @@ def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[s
     Returns
     -------
     QdqPlan
+
+    Raises
+    ------
+    QdqExclusionError
+        An exclusion that matches nothing, or ``nodes`` naming a layer the model does not have.
     """
     graph = model.graph if isinstance(model, onnx.ModelProto) else model
     index = ConstIndex(graph)
     pos = {node_key(n): i for i, n in enumerate(graph.node)}
     excluded, warnings = match_exclusions(graph, list(exclude), list(exclude_op_types))
+    by_user = tuple(node_label(graph.node[i]) for i in sorted(excluded))
+    if nodes is not None:
+        for i, why in kept_float_by_plan(graph, nodes).items():
+            excluded.setdefault(i, why)
     patterns = find_protected_patterns(graph, index)
     shapes = _static_shapes(model) if skip_matrix_vector else {}
     protected_nodes = {i for p in patterns for i in p.nodes}
@@ -294,7 +309,7 @@ def plan_qdq(model, *, exclude: Iterable[str] = (), exclude_op_types: Iterable[s
                                                     internal)
     edges.sort(key=lambda e: (e.node, e.input_index))
     return QdqPlan(edges=tuple(edges), weights=tuple(weights), skipped=tuple(skipped), patterns=patterns,
-                   excluded=tuple(node_label(graph.node[i]) for i in sorted(excluded)), warnings=warnings,
+                   excluded=by_user, warnings=warnings,
                    shared_scales=shared)
 
 

@@ -108,8 +108,11 @@ class QdqWriter:
             for e in edges:
                 self.graph.node[e.node].input[e.input_index] = dq_out
                 done_nodes[e.node] = done_nodes.get(e.node, 0) + 1
-            activations.append(QuantizedTensor(tensor, value, float(scale), tuple(e.node_label for e in edges),
-                                               tuple(dict.fromkeys(e.rule for e in edges))))
+            activations.append(QuantizedTensor(
+                tensor, value, float(scale), tuple(e.node_label for e in edges),
+                tuple(dict.fromkeys(e.rule for e in edges)), scale_fp32=float(scale),
+                zero_point_type="int8" if self.precision == "int8" else "float8e4m3fn",
+                quantize_node=q.name, dequantize_node=dq.name))
         return activations, done_nodes
 
     def quantize_weights(self, plan: QdqPlan, done_nodes: Mapping[int, int], per_channel: bool, trt_version
@@ -172,13 +175,19 @@ class QdqWriter:
             q_name = names(f"{w.tensor}_quantized")
             self.prefix.append(helper.make_node("QuantizeLinear", [f_name, s_name, zp], [q_name],
                                                 name=names(f"{w.tensor}_QuantizeLinear"), **attrs))
+            values, stored = f_name, "float32 on the int8 grid"
         else:
             q_name = names(f"{w.tensor}_{precision}")
             self.new_inits.append(weight_tensor(q_name, q, precision))
-        self.prefix.append(helper.make_node("DequantizeLinear", [q_name, s_name, zp], [dq_out],
-                                            name=names(f"{w.tensor}_DequantizeLinear"), **attrs))
+            values, stored = q_name, ("int8" if precision == "int8" else "float8e4m3fn")
+        dq = helper.make_node("DequantizeLinear", [q_name, s_name, zp], [dq_out],
+                              name=names(f"{w.tensor}_DequantizeLinear"), **attrs)
+        self.prefix.append(dq)
         return dq_out, QuantizedWeight(w.tensor, w.node_label, w.op_type, axis,
-                                       int(scale.size) if axis is not None else 1, err)
+                                       int(scale.size) if axis is not None else 1, err,
+                                       scale_min=float(scale.min()) if scale.size else float("nan"),
+                                       scale_max=float(scale.max()) if scale.size else float("nan"), stored=stored,
+                                       dequantize_node=dq.name, scale_name=s_name, values_name=values)
 
     def _rewire_weight(self, w, dq_out: str) -> None:
         node = self.graph.node[w.node]

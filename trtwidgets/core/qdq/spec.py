@@ -1,0 +1,116 @@
+"""What to quantize, as one value: the ranges, the layers to run in INT8 and how to write them.
+
+A :class:`QdqSpec` is what :func:`~.export.build_qdq` takes, and all it takes: the amax per
+activation tensor (a Calibration's :attr:`amax`, a calibration cache's, a plan's), the weighted
+layers to run in INT8 (a plan candidate's node set; None: every layer the placement rules allow)
+and the :class:`~.options.QdqOptions` (precision, float part, placement rules, exclusions). Its
+values are checked once, when it is made: every amax must be usable as a scale of the options'
+precision and float part (:mod:`~trtwidgets.core.calibration.amax_values`); the node set is
+checked against the model it is applied to (:meth:`QdqSpec.check_fits`, which ``build_qdq`` calls).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import AbstractSet, Any, FrozenSet, Iterable, Mapping, Optional
+
+import onnx
+
+from ..calibration.amax_values import check_amax_values
+from ..common.errors import UserError
+from ..common.frozen import readonly_mapping
+from .exclusions import kept_float_by_plan
+from .options import QdqOptions
+from .weights import PRECISIONS
+
+__all__ = ["QdqSpec"]
+
+
+def _node_set(nodes: Any) -> Optional[FrozenSet[str]]:
+    if nodes is None:
+        return None
+    if isinstance(nodes, (str, bytes)) or not isinstance(nodes, (AbstractSet, Iterable)):
+        raise UserError(f"nodes={nodes!r} is not a set of layer labels.",
+                        "A Q/DQ spec's nodes are the weighted layers to run in INT8, e.g. a plan candidate's "
+                        "quantized layers.", "Pass a set or list of node labels, or None for every layer.")
+    out = frozenset(nodes)
+    bad = [n for n in out if not isinstance(n, str)]
+    if bad:
+        raise UserError(f"The layers to quantize hold {bad[0]!r}, which is not a node label.",
+                        "Layers are named by their node label (name, or Op(output)).",
+                        "Pass strings, e.g. candidate.quantized.")
+    return out
+
+
+@dataclass(frozen=True)
+class QdqSpec:
+    """What :func:`~.export.build_qdq` writes: ranges, the layers to run in INT8, options.
+
+    Parameters
+    ----------
+    amax : mapping of str to float
+        Activation tensor -> range. Every value is checked to be usable as a scale (finite, not
+        negative, a scale the float part's type can hold); 0 is accepted (that tensor stays float
+        and the report says so), as are tensors the model does not have (a cache of a larger model).
+    options : QdqOptions
+        How the model is written.
+    nodes : set of str, optional
+        The weighted layers (node labels) to run in INT8; every other weighted layer stays in high
+        precision ("kept float by the plan"). None: every layer the placement rules allow.
+    source : str
+        Where the ranges came from, in words (the export's report repeats it).
+
+    Raises
+    ------
+    UserError
+        Options that are not a QdqOptions, nodes that are not labels, or an amax that cannot be a scale
+        (a :class:`~trtwidgets.core.common.errors.StatsError` naming the tensors).
+    """
+
+    amax: Mapping[str, float] = field(repr=False)
+    options: QdqOptions = field(default_factory=QdqOptions)
+    nodes: Optional[FrozenSet[str]] = None
+    source: str = ""
+
+    def __post_init__(self):
+        if not isinstance(self.options, QdqOptions):
+            raise UserError(f"options={self.options!r} is not a QdqOptions.",
+                            "A Q/DQ spec's options say how the model is written.",
+                            "Pass trtwidgets.QdqOptions(...) (or leave it out for the defaults).")
+        if not isinstance(self.amax, Mapping):
+            raise UserError(f"amax is a {type(self.amax).__name__}, not a mapping of tensor -> amax.",
+                            "A Q/DQ spec's ranges are one amax per activation tensor.",
+                            "Pass a dict, e.g. calibration.amax, or use QdqSpec.from_calibration(cal).")
+        qmax = PRECISIONS[self.options.precision][0]
+        amax = check_amax_values(self.amax, self.source or "the ranges given", qmax,
+                                 self.options.resolved_high_precision())
+        object.__setattr__(self, "amax", readonly_mapping(amax))
+        object.__setattr__(self, "nodes", _node_set(self.nodes))
+        object.__setattr__(self, "source", str(self.source or ""))
+
+    @classmethod
+    def from_calibration(cls, cal, options: Optional[QdqOptions] = None,
+                         nodes: Optional[Iterable[str]] = None) -> "QdqSpec":
+        """The spec of a fitted Calibration: its exported amax (overrides included) and its description."""
+        describe = getattr(cal, "describe", None)
+        return cls(cal.amax, options if options is not None else QdqOptions(), nodes,
+                   source=describe() if callable(describe) else "")
+
+    def check_fits(self, model: onnx.ModelProto) -> "QdqSpec":
+        """This spec, once its node set is checked against ``model`` (every label a weighted layer of it).
+
+        Raises
+        ------
+        QdqExclusionError
+            A label the model has no node for, or that names a node without weights.
+        """
+        if self.nodes is not None:
+            kept_float_by_plan(model.graph, self.nodes)
+        return self
+
+    def __repr__(self) -> str:
+        o = self.options
+        layers = "every layer the rules allow" if self.nodes is None else f"{len(self.nodes)} layers"
+        source = f", source={self.source!r}" if self.source else ""
+        return (f"QdqSpec({len(self.amax)} amax, {o.precision.upper()} in {layers}, float part "
+                f"{o.high_precision}{source})")[:1000]
