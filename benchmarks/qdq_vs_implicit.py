@@ -128,7 +128,7 @@ def export_from_trt_cache(art: Path) -> Path:
     if not cache.exists():
         raise RuntimeError(f"{cache} is missing: build the int8 engine first (its ranges are used)")
     result = build_qdq(str(demo.MODEL_PATH), QdqSpec(read_cache(cache).amax))
-    path = save_qdq_model(result.model, art / "cls_qdq_trtcache.onnx")
+    path = save_qdq_model(result, art / "cls_qdq_trtcache.onnx")
     log(f"  exported {path.name}: {len(result.report.quantized_layers)} quantized layers from TensorRT's ranges")
     return path
 

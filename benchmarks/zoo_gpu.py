@@ -193,7 +193,7 @@ def regenerate_pick(zoo: Path, model: str, dest: Path) -> None:
         return
     ex = export_plan(onnx.load(str(float_onnx)), plan_json)
     if ex is not None:
-        save_qdq_model(ex.model, dest)
+        save_qdq_model(ex, dest)
         log(f"{model}: wrote the plan's pick {dest} from {float_onnx.name} + plan.json")
 
 

@@ -47,7 +47,7 @@ def main() -> int:
     (OUT / "cls_amax_percentile.json").write_text(amax_text)
     # Placement rules 1-7 (dense_int8 off), as the fixture was first written.
     result = build_qdq(str(demo.MODEL_PATH), QdqSpec(amax, QdqOptions(dense_int8=False)))
-    save_qdq_model(result.model, OUT / "cls_qdq_int8.onnx")
+    save_qdq_model(result, OUT / "cls_qdq_int8.onnx")
     (OUT / "cls_qdq_int8.report.json").write_text(json.dumps(result.report.to_dict(), indent=1) + "\n")
 
     images = demo.skimage_crops(HELD_BACK, seed=SEED)

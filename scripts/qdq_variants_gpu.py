@@ -73,7 +73,7 @@ def main() -> int:
         t0 = time.perf_counter()
         try:
             exp = build_qdq(str(demo.MODEL_PATH), QdqSpec(amax, QdqOptions(**kw)))
-            path = save_qdq_model(exp.model, out / f"{name}.onnx")
+            path = save_qdq_model(exp, out / f"{name}.onnx")
             recipe = Recipe.for_model(load_model(path), flags=flags,
                                       profiles=(Profile({"x": ShapeRange.fixed(tuple(x.shape))}),),
                                       builder_optimization_level=1, timing_cache=str(out / "timing.cache"))

@@ -84,7 +84,7 @@ def _qdq_model(art: Path, work: Path) -> Path:
     export = build_qdq(load_model(demo.MODEL_PATH), QdqSpec(amax, QdqOptions(dense_int8=False)))
     print(f"Q/DQ export from {cache}: {sum(n.op_type == 'QuantizeLinear' for n in export.model.graph.node)} "
           f"QuantizeLinear nodes; kept float: {len(export.report.skipped)} node(s)")
-    return save_qdq_model(export.model, work / "cls_qdq_int8.onnx")
+    return save_qdq_model(export, work / "cls_qdq_int8.onnx")
 
 
 BUILDS = {

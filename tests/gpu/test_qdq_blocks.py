@@ -89,7 +89,7 @@ def test_block_runs_int8_where_the_export_says(trt, work, name, variant):
                       exclude_op_types=NO_RULE9_OPS if variant == "no-rule9" else ())
     ex = build_qdq(model, QdqSpec(qb.simple_amax(model), opts))
     key = f"{name}-{variant}" if variant else name
-    path = save_qdq_model(ex.model, work / f"{key}.qdq.onnx")
+    path = save_qdq_model(ex, work / f"{key}.qdq.onnx")
     pins = {}
     if variant == "fp16pin":
         # The weakly typed twin of an FP16 float part: pin every float layer to FP16, prefer constraints.

@@ -151,7 +151,7 @@ def test_residual_add_fuses_into_the_quantized_conv(work, trt):
     amax["x"] = 3.0
     result = build_qdq(model, QdqSpec(amax))
     assert any(a.tensor == "t" and any(r.startswith("residual") for r in a.rules) for a in result.report.activations)
-    path = save_qdq_model(result.model, work / "residual_qdq.onnx")
+    path = save_qdq_model(result, work / "residual_qdq.onnx")
     onnx.checker.check_model(str(path))
     built = _build(path, work, "residual_qdq")
     shutil.copyfile(built.inspector_json_path, work / "residual_qdq.graph.json")

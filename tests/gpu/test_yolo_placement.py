@@ -157,7 +157,7 @@ def test_all_int8_export_has_no_more_reformat_pointwise_or_scale_layers_than_imp
                                 fresh_dir(work, "implicit"), verbose=False, calibration_data=feeds)
     ex = build_qdq(loaded, QdqSpec(read_cache(implicit.calibration_cache_path).amax,
                                    QdqOptions(trt_version="8.6", dense_int8=True)))
-    qdq_path = save_qdq_model(ex.model, work / "yolo.qdq.onnx")
+    qdq_path = save_qdq_model(ex, work / "yolo.qdq.onnx")
     explicit = build_or_explain(recipe(qdq_path, ("fp16", "int8")), fresh_dir(work, "explicit"), verbose=False)
     fp16 = build_or_explain(recipe(model_path, ("fp16",)), fresh_dir(work, "fp16"), verbose=False)
     rows = {}

@@ -72,7 +72,7 @@ def test_build_qdq_takes_only_a_spec(residual):
         build_qdq(model, amax)
 
 
-def test_a_node_set_naming_layers_the_model_lacks_is_refused_before_anything_is_built(residual):
+def test_a_node_set_naming_layers_the_model_lacks_is_refused(residual):
     model, amax = residual
     with pytest.raises(QdqExclusionError) as err:
         build_qdq(model, QdqSpec(amax, nodes={"convA", "conv_of_another_model"}))

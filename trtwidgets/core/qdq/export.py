@@ -121,8 +121,9 @@ def build_qdq(model, spec: QdqSpec) -> QdqExport:
                              "Pass QdqSpec(amax, QdqOptions(...)) or QdqSpec.from_calibration(cal).")
     opts = spec.options
     source = as_model_proto(model)
-    spec.check_fits(source)
     proto, hp, opset_from, target = _prepared_copy(source, opts)
+    # The node set is checked by placement against the copy at its target opset: the labels a plan holds are
+    # those of an export's report (a copy at that opset), and its converter may rename what an unnamed node writes.
     plan: QdqPlan = plan_qdq(proto, nodes=spec.nodes, exclude=opts.exclude, exclude_op_types=opts.exclude_op_types,
                              skip_matrix_vector=opts.skip_matrix_vector,
                              keep_float_output_grouped_convs=opts.keep_float_output_grouped_convs,

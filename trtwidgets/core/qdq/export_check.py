@@ -47,7 +47,7 @@ from onnx import helper, numpy_helper
 from ..common.errors import UserError
 from .graph_patterns import node_label
 from .held_quantizers import Cosine, HeldComparison, compare_held
-from .high_precision import HighPrecisionReport
+from .float_part_report import HighPrecisionReport
 from .low_precision_storage import NotEmulable, storage_emulation
 from .options import QdqExportError
 

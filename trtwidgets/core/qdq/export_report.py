@@ -16,7 +16,7 @@ import numpy as np
 import onnx
 
 from .graph_patterns import PatternMatch
-from .high_precision import HighPrecisionReport
+from .float_part_report import HighPrecisionReport
 from .placement import Skip
 
 __all__ = ["QuantizedTensor", "QuantizedWeight", "QdqReport", "QdqExport"]

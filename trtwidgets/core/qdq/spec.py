@@ -6,7 +6,8 @@ layers to run in INT8 (a plan candidate's node set; None: every layer the placem
 and the :class:`~.options.QdqOptions` (precision, float part, placement rules, exclusions). Its
 values are checked once, when it is made: every amax must be usable as a scale of the options'
 precision and float part (:mod:`~trtwidgets.core.calibration.amax_values`); the node set is
-checked against the model it is applied to (:meth:`QdqSpec.check_fits`, which ``build_qdq`` calls).
+checked against the model it is applied to (:meth:`QdqSpec.check_fits`; ``build_qdq``'s placement
+checks it on the copy it writes, and refuses a label the model has no weighted layer for).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import onnx
 from onnx import numpy_helper
 
 from .export_report import QuantizedTensor, QuantizedWeight
-from .high_precision import HighPrecisionReport
+from .float_part_report import HighPrecisionReport
 
 __all__ = ["as_written", "model_values"]
 
