@@ -92,10 +92,9 @@ class QdqSpec:
     @classmethod
     def from_calibration(cls, cal, options: Optional[QdqOptions] = None,
                          nodes: Optional[Iterable[str]] = None) -> "QdqSpec":
-        """The spec of a fitted Calibration: its exported amax (overrides included) and its description."""
-        describe = getattr(cal, "describe", None)
-        return cls(cal.amax, options if options is not None else QdqOptions(), nodes,
-                   source=describe() if callable(describe) else "")
+        """The spec of a fitted Calibration: its exported amax (``cal.amax``, overrides included) and its
+        description (``cal.describe()``: method, percentile, overrides)."""
+        return cls(cal.amax, options if options is not None else QdqOptions(), nodes, source=cal.describe())
 
     def check_fits(self, model: onnx.ModelProto) -> "QdqSpec":
         """This spec, once its node set is checked against ``model`` (every label a weighted layer of it).
