@@ -107,3 +107,74 @@ def _unfix_batch(model):
             d.Clear()
             d.dim_param = "batch"
     return m
+
+
+def _yolov8_anchors(size: int, strides=(8, 16, 32)):
+    """YOLOv8's anchor points ``[1, 2, A]`` (grid cell centres) and strides ``[1, A]`` for a square ``size`` input."""
+    import numpy as np
+
+    points, per = [], []
+    for s in strides:
+        n = size // s
+        yy, xx = np.meshgrid(np.arange(n) + 0.5, np.arange(n) + 0.5, indexing="ij")
+        points.append(np.stack([xx, yy], -1).reshape(-1, 2))
+        per.append(np.full(n * n, s))
+    return (np.concatenate(points).T[None].astype(np.float32), np.concatenate(per)[None].astype(np.float32))
+
+
+def yolov8_at(model, batch: int, size: int):
+    """A static Ultralytics YOLOv8 export (``images [1, 3, S, S]``) rewritten for ``[batch, 3, size, size]``.
+
+    The export pins its batch and its anchor count in the detection head: the Reshape shapes
+    ``[1, 64, -1]`` / ``[1, C, -1]`` / ``[1, 4, 16, A]`` / ``[1, 4, A]`` and the anchor-point and stride
+    constants ``[1, 2, A]``, ``[1, A]``. Those are rewritten (the anchors recomputed as Ultralytics'
+    ``make_anchors`` does, checked against the file's own values first); everything else is kept.
+    ``size`` must be a multiple of 32.
+    """
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    if size % 32:
+        raise ValueError(f"size {size} is not a multiple of 32")
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    inp = m.graph.input[0]
+    old = inp.type.tensor_type.shape.dim[2].dim_value
+    old_a, new_a = _yolov8_anchors(old)[1].shape[1], _yolov8_anchors(size)[1].shape[1]
+    points, strides = _yolov8_anchors(size)
+    old_points, old_strides = _yolov8_anchors(old)
+    # The head's constants are initializers in some exports and Constant nodes in others.
+    tensors = list(m.graph.initializer) + [n.attribute[0].t for n in m.graph.node
+                                            if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value"]
+    changed = 0
+    for t in tensors:
+        arr = numpy_helper.to_array(t)
+        new = None
+        if arr.dtype.kind == "i" and arr.ndim == 1 and 3 <= arr.size <= 4 and arr[0] == 1:
+            # A Reshape shape of the head: [1, ch, -1] or [1, 4, 16, A] / [1, 4, A].
+            if arr[-1] == -1 or arr[-1] == old_a:
+                new = arr.copy()
+                new[0] = batch
+                if arr[-1] == old_a:
+                    new[-1] = new_a
+        elif arr.shape == old_points.shape and np.array_equal(arr, old_points):
+            new = points
+        elif arr.shape == old_strides.shape and np.array_equal(arr, old_strides):
+            new = strides
+        if new is not None:
+            t.CopyFrom(numpy_helper.from_array(new.astype(arr.dtype), t.name))
+            changed += 1
+    if changed < 6:
+        raise ValueError(f"only {changed} head constants found to rewrite: not the YOLOv8 export this expects")
+    return fix_static(_unfix_batch_and_size(m), {inp.name: [batch, 3, size, size]})
+
+
+def _unfix_batch_and_size(model):
+    import onnx
+
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    for d in m.graph.input[0].type.tensor_type.shape.dim:
+        d.Clear()
+    return m
