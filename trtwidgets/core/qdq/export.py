@@ -33,6 +33,8 @@ editing (see :mod:`.qdq_placement` for why no library).
 from __future__ import annotations
 
 import copy
+import dataclasses
+import re
 import os
 from pathlib import Path
 from typing import Dict, Iterable, Mapping, Optional, Tuple, Union
@@ -50,7 +52,8 @@ from .qdq_writer import QdqWriter
 from .weights import PRECISIONS, quantize_weight
 from .high_precision import MIN_OPSET as HP_MIN_OPSET, convert_float_part, preferred_opset
 from .options import QdqExportError, QdqOptions
-from .placement import QdqPlan, node_label, plan_qdq
+from .placement import QdqPlan, Skip, node_label, plan_qdq
+from .sibling_layers import RULE_TEXT as SIBLING_RULE_TEXT, applies_to as siblings_rule_applies, float_output_siblings
 from .spec import QdqSpec
 from .written import as_written
 
@@ -133,6 +136,10 @@ def build_qdq(model, spec: QdqSpec) -> QdqExport:
     per_channel = opts.weights_per_channel if opts.weights_per_channel is not None else opts.precision == "int8"
     weights, quantized_layers = writer.quantize_weights(plan, done_nodes, per_channel, opts.trt_version)
     writer.finish()
+    if opts.precision == "int8" and siblings_rule_applies(opts.trt_version):
+        groups = float_output_siblings(proto)
+        if groups:  # placement rule 12: written, found unbuildable for TensorRT 8.x, placed again without them
+            return _siblings_kept_float(model, spec, groups)
     proto, hp_report, float32_model = _checked(proto, hp, opts.keep_fp32, plan.patterns)
     if hp_report is not None:
         activations, weights = as_written(activations, weights, float32_model, proto, hp_report,
@@ -143,6 +150,25 @@ def build_qdq(model, spec: QdqSpec) -> QdqExport:
                        quantized_layers=tuple(dict.fromkeys(quantized_layers)), warnings=plan.warnings,
                        ranges=spec.source)
     return QdqExport(model=proto, report=report, float32_model=float32_model)
+
+
+def _siblings_kept_float(model, spec: QdqSpec, groups) -> QdqExport:
+    """The export again with rule 12's sibling convolutions kept float; the report says which and why."""
+    opts = spec.options
+    if spec.nodes is not None:
+        again = dataclasses.replace(spec, nodes=spec.nodes - {label for g in groups for label in g.layers})
+    else:
+        keys = tuple(re.escape(key) for g in groups for key in g.keys)
+        again = dataclasses.replace(spec, options=opts.replace(exclude=tuple(opts.exclude) + keys))
+    result = build_qdq(model, again)
+    why = {label: SIBLING_RULE_TEXT.format(others=", ".join(x for x in g.layers if x != label), tensor=g.tensor)
+           for g in groups for label in g.layers}
+    skipped = tuple(Skip(s.node_label, s.op_type, why[s.node_label], s.tensor, 12) if s.node_label in why else s
+                    for s in result.report.skipped)
+    warnings = tuple(result.report.warnings) + tuple(
+        f"{len(g.layers)} INT8 convolutions on {g.tensor} ({', '.join(g.layers)}) would all write float, which "
+        "TensorRT 8.6 cannot build (chooseHigherPrecision): kept float (placement rule 12)" for g in groups)
+    return dataclasses.replace(result, report=dataclasses.replace(result.report, skipped=skipped, warnings=warnings))
 
 
 def _prepared_copy(source: onnx.ModelProto, opts: QdqOptions) -> Tuple[onnx.ModelProto, str, int, int]:
