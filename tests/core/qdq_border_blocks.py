@@ -262,12 +262,14 @@ def siblings_float_out_p5() -> onnx.ModelProto:
 
 
 def float_siblings(kernels: Tuple[int, int] = (3, 3)) -> onnx.ModelProto:
-    """The float twin of the sibling blocks: two convs + SiLU on ``x``, each read by a conv (``s0_next``,
-    ``s1_next``). Exported with both readers kept float, rule 12 keeps ``s0`` and ``s1`` float too."""
+    """The float twin of the sibling blocks: a conv + SiLU (``c0``), then two convs + SiLU on its output, each read by
+    a conv (``s0_next``, ``s1_next``). Exported with both readers kept float, rule 12 keeps ``s0`` and ``s1`` float
+    too (``c0`` stays INT8, so the engine has INT8 layers)."""
     b = _Block("float_siblings")
+    x = b.conv_silu("c0", "x")
     ys = []
     for i, k in enumerate(kernels):
-        ys.append(b.conv(f"s{i}_next", b.conv_silu(f"s{i}", "x", k=k)))
+        ys.append(b.conv(f"s{i}_next", b.conv_silu(f"s{i}", x, k=k)))
     return b.model(ys, shape=(1, C, HW, HW))
 
 

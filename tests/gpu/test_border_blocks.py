@@ -77,3 +77,4 @@ def test_the_export_keeps_the_siblings_float_and_builds(trt, work):
         for node in layer.onnx_nodes:
             by_node.setdefault(node, set()).add(layer.precision)
     assert "INT8" not in by_node.get("s0", set()) | by_node.get("s1", set()), by_node
+    assert "INT8" in by_node.get("c0", set()), by_node
