@@ -191,7 +191,7 @@ def placement_accuracy(name: str) -> dict:
     from trtwidgets.core.accuracy.task_metrics import parse_task_metric
     from trtwidgets.core.model.load import load_model
     from trtwidgets.core.plan.plan_data import read_plan_data
-    from trtwidgets.core.qdq.export import build_qdq
+    from trtwidgets.core.qdq.export import QdqOptions, QdqSpec, build_qdq
 
     files = mz.model_files(name)
     loaded = load_model(files["model"])
@@ -204,7 +204,7 @@ def placement_accuracy(name: str) -> dict:
                 "dense_off": {"dense_int8": False}}
     with tempfile.TemporaryDirectory() as tmp:
         for label, kw in variants.items():
-            ex = build_qdq(loaded.proto, amax, trt_version="8.6", **kw)
+            ex = build_qdq(loaded.proto, QdqSpec(amax, QdqOptions(trt_version="8.6", **kw)))
             path = Path(tmp) / f"{label}.onnx"
             onnx.save(ex.model, str(path))
             out[label] = dict(mz.score(metric, ref, mz.ort_outputs(path, data.held, data.axes), files["metric"]),

@@ -22,6 +22,7 @@ numpy, onnx and tensorrt only::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -253,18 +254,35 @@ def _layers(doc) -> dict:
     return {"summary": summary, "layers": [[layer.name, layer.type, layer.precision] for layer in graph.layers]}
 
 
+@contextlib.contextmanager
+def without_rule_12():
+    """The export as it was before placement rule 12 (the models these runs built): its check finds nothing."""
+    from trtwidgets.core.qdq import export
+
+    kept = export.float_output_siblings
+    export.float_output_siblings = lambda model: []
+    try:
+        yield
+    finally:
+        export.float_output_siblings = kept
+
+
 def yolo_models(yolo: Path, amax_path: Path, work: Path, wanted) -> dict:
-    """The YOLO variants and cuts as files: name -> (path, optimization level)."""
+    """The YOLO variants and cuts as files: name -> (path, optimization level).
+
+    Each variant is the planner's candidate (its placement options, a node set of the weighted layers to run
+    INT8: all but the ``floats``), written as the export wrote it before placement rule 12.
+    """
     import onnx
 
-    from trtwidgets.core.plan.plan_eval import exclusion_key
     from trtwidgets.core.plan.plan_export import PLANNER_PLACEMENT
-    from trtwidgets.core.qdq.export import build_qdq
-    from trtwidgets.core.qdq.options import QdqOptions
+    from trtwidgets.core.qdq.export import QdqOptions, QdqSpec, build_qdq
+    from trtwidgets.core.qdq.graph_patterns import node_label
 
     proto = onnx.load(str(yolo))
     amax = json.loads(amax_path.read_text())
     opts = QdqOptions(trt_version="8.6").replace(**PLANNER_PLACEMENT)
+    weighted = [node_label(n) for n in proto.graph.node if n.op_type in ("Conv", "ConvTranspose", "Gemm", "MatMul")]
     needed = set(wanted) | {YOLO_CUTS[c][0] for c in wanted if c in YOLO_CUTS}
     out = {}
     for name, (floats, level, repair) in YOLO_VARIANTS.items():
@@ -272,8 +290,8 @@ def yolo_models(yolo: Path, amax_path: Path, work: Path, wanted) -> dict:
             continue
         path = work / f"{name}.onnx"
         if not path.is_file():
-            keep = set(floats)
-            ex = build_qdq(proto, amax, opts, exclude=tuple(exclusion_key(n) for n in proto.graph.node if n.name in keep))
+            with without_rule_12():
+                ex = build_qdq(proto, QdqSpec(amax, opts, nodes=set(weighted) - set(floats)))
             model, note = ex.model, ""
             if repair:
                 model, added = REPAIRS[repair](model, amax)

@@ -61,6 +61,14 @@ def test_the_export_keeps_float_output_siblings_float_and_says_why():
     assert any("rule 12" in w and "s0, s1" in w for w in ex.report.warnings)
 
 
+def test_a_node_set_loses_the_siblings_as_a_plan_candidate_would():
+    # The planner's candidates are node sets: the siblings leave the set, the readers were never in it.
+    ex = _export(bb.float_siblings(), exclude=(), nodes={"c0", "s0", "s1"})
+    assert set(ex.report.quantized_layers) == {"c0"}
+    assert {s.node_label for s in ex.report.skipped if s.rule == 12} == {"s0", "s1"}
+    assert float_output_siblings(ex.model) == []
+
+
 def test_without_the_float_readers_nothing_is_kept_float():
     ex = _export(bb.float_siblings(), exclude=())
     assert {"s0", "s1", "s0_next", "s1_next"} <= set(ex.report.quantized_layers)
