@@ -101,12 +101,8 @@ and pytorch-quantization:
     Q/DQ model with its LSTM cells' Gemms and its classifier MatMul quantized did not build
     (H100, batch 1 and 32). Convolutions stay TensorRT's own and are not affected.
 
-12. **Sibling INT8 convolutions that all write float stay float** (:mod:`.sibling_layers`, ``trt_version``
-    below 10 or unknown). Two or more INT8 convs of one kernel geometry reading one quantized tensor, none of
-    which writes its output quantized, stop TensorRT 8.6's graph optimizer (``chooseHigherPrecision ...
-    Assertion dt1 == DataType::kFLOAT || dt1 == DataType::kHALF failed``): YOLOv8's P5 head when a partial
-    candidate keeps ``cv2.2.1`` and ``cv3.2.1`` float. Checked on the written model before it is returned
-    (:func:`~.export.build_qdq`): such siblings are kept float and the model is placed again.
+12. **Sibling INT8 convs that all write float stay float** (TensorRT below 10): TensorRT 8.6 asserts in
+    ``chooseHigherPrecision`` on them; the export checks the written model (:mod:`.sibling_layers`).
 
 Evidence for 9 and 10: the family blocks of ``tests/gpu/test_qdq_blocks.py`` on TensorRT 8.6,
 asserted by ``tests/core/qdq/test_qdq_family_blocks.py`` once their run is committed.
