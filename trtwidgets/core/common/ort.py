@@ -189,11 +189,16 @@ class OrtSession:
             When a feed cannot be cast without changing its values, or ORT fails on it
             (the node and ORT's message are named).
         """
+        from . import cancel
+
         feeds = cast_feeds(feeds, self.input_types)
-        try:
-            return self.session.run(None if names is None else list(names), feeds)
-        except Exception as exc:  # noqa: BLE001 - ORT raises its own exception types
-            raise explain_run_error(exc, self.input_names) from None
+        with cancel.run_options(_import_ort()) as opts:
+            try:
+                return self.session.run(None if names is None else list(names), feeds, opts)
+            except Exception as exc:  # noqa: BLE001 - ORT raises its own exception types
+                if opts is not None and opts.terminate:  # stopped by a cancel (see core/common/cancel.py)
+                    raise cancel.Cancelled() from None
+                raise explain_run_error(exc, self.input_names) from None
 
 
 def open_session(model, *, providers: Optional[Sequence] = None, threads: Optional[int] = None,

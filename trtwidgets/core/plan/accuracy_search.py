@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Mapping, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .judge import Judge
 from .latency import LatencyModel
-from .phases import progress_bar
+from .phases import Progress
 from .plan_eval import Evaluator
 from .plan_search import bisect_prefix, gain_per_cost, layer_costs_alone, tune_ranges
 from .plan_values import Candidate, PlanAccuracy
@@ -46,13 +46,17 @@ class Candidates:
 
 @dataclass(frozen=True)
 class Search:
-    """What the accuracy phases share: the evaluator, the judge, every quantizable layer, progress."""
+    """What the accuracy phases share: the evaluator, the judge, every quantizable layer, progress.
+
+    ``on_progress(phase, done, total)`` hears of each unit of work (see :class:`~.phases.Progress`).
+    """
 
     ev: Evaluator
     judge: Judge
     layers: Tuple[str, ...]
     progress: bool
     say: Callable[[str], None]
+    on_progress: Optional[Callable[[str, int, int], None]] = None
 
 
 def measure_layer_costs(s: Search, amax: Mapping[str, float], pays: Sequence[str], latency: LatencyModel,
@@ -60,11 +64,8 @@ def measure_layer_costs(s: Search, amax: Mapping[str, float], pays: Sequence[str
     """What INT8 costs in each paying layer alone (the ``max_ranked`` layers INT8 saves most on)."""
     ranked = sorted(pays, key=lambda n: -latency.gain_us(n))[:max_ranked]
     s.say(f"measuring what INT8 costs in each of {len(ranked)} layers")
-    bar = progress_bar(len(ranked), s.progress, "layer cost")
-    cost = layer_costs_alone(s.ev, amax, ranked, s.judge, tick=(bar.update if bar is not None else None))
-    if bar is not None:
-        bar.close()
-    return cost
+    with Progress(len(ranked), s.progress, "layer cost", s.on_progress) as bar:
+        return layer_costs_alone(s.ev, amax, ranked, s.judge, tick=bar.tick)
 
 
 def tune_worst_ranges(s: Search, amax: Dict[str, float], per_method: Mapping[str, Tuple[PlanAccuracy, Dict]],

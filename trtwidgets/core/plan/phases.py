@@ -6,7 +6,7 @@ Each is a function over values (:func:`~.planner.plan` runs them in order).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import onnx
@@ -22,7 +22,7 @@ from .plan_search import border_search
 from .plan_values import PlanAccuracy, PlanTarget
 
 __all__ = ["METHOD_ORDER", "fit_calibration", "evaluator", "score_methods", "engine_shapes", "myelin_layers",
-           "latency_model", "paying_layers", "progress_bar"]
+           "latency_model", "paying_layers", "progress_bar", "Progress"]
 
 #: Range methods tried, in order (entropy first: TensorRT's default; a calibration's own method goes first).
 METHOD_ORDER = ("entropy", "percentile", "mse", "max")
@@ -36,6 +36,35 @@ def progress_bar(total: int, enabled: bool, desc: str):
     except ImportError:  # core runs on the GPU machine without tqdm
         return None
     return tqdm(total=total, desc=desc, leave=False)
+
+
+class Progress:
+    """A phase's units of work: a tqdm bar (when ``enabled``) and ``on_progress(phase, done, total)``.
+
+    A context manager; :meth:`tick` after each unit.
+    """
+
+    def __init__(self, total: int, enabled: bool, phase: str,
+                 on_progress: Optional[Callable[[str, int, int], None]] = None):
+        self.total, self.phase, self.done = int(total), phase, 0
+        self.on_progress = on_progress
+        self.bar = progress_bar(total, enabled, phase)
+
+    def __enter__(self) -> "Progress":
+        if self.on_progress is not None:
+            self.on_progress(self.phase, 0, self.total)
+        return self
+
+    def tick(self) -> None:
+        self.done += 1
+        if self.bar is not None:
+            self.bar.update(1)
+        if self.on_progress is not None:
+            self.on_progress(self.phase, self.done, self.total)
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def fit_calibration(loaded, calib: Sequence[Mapping[str, np.ndarray]], options: QdqOptions, calibration=None,
@@ -118,23 +147,21 @@ def evaluator(loaded, held, target: PlanTarget, options: QdqOptions, axes=None,
     return ev, target, notes
 
 
-def score_methods(ev: Evaluator, cal, judge: Judge, progress: bool = True
+def score_methods(ev: Evaluator, cal, judge: Judge, progress: bool = True,
+                  on_progress: Optional[Callable[[str, int, int], None]] = None
                   ) -> Tuple[Dict[str, Tuple[PlanAccuracy, Dict[str, float]]], str]:
     """Every range method on the full placement: ``({method: (accuracy, amax)}, best method)``.
 
     The calibration's overrides hold in every method; its own method is tried first, so it wins a tie.
     """
     methods = (cal.method,) + tuple(m for m in METHOD_ORDER if m != cal.method)
-    bar = progress_bar(len(methods), progress, "range methods")
     per_method: Dict[str, Tuple[PlanAccuracy, Dict[str, float]]] = {}
-    for method in methods:
-        amax = cal.amax_for(method)
-        acc, _ = ev.score(amax, rank=True)
-        per_method[method] = (acc, amax)
-        if bar is not None:
-            bar.update(1)
-    if bar is not None:
-        bar.close()
+    with Progress(len(methods), progress, "range methods", on_progress) as bar:
+        for method in methods:
+            amax = cal.amax_for(method)
+            acc, _ = ev.score(amax, rank=True)
+            per_method[method] = (acc, amax)
+            bar.tick()
     best = min(methods, key=lambda m: judge.loss(per_method[m][0]))
     return per_method, best
 

@@ -80,10 +80,12 @@ class Evaluator:
     def export(self, amax: Mapping[str, float], quantized: Optional[Iterable[str]] = None,
                high_precision: Optional[str] = None):
         """The Q/DQ export of a candidate: ``quantized`` layers in INT8 (None: every layer the rules allow)."""
+        from ..common.cancel import check
         from ..qdq.export import build_qdq
         from ..qdq.spec import QdqSpec
 
         opts = self.options.replace(high_precision=high_precision or self.eval_dtype)
+        check()  # a unit of work: a cancel stops here (and inside ORT runs)
         return build_qdq(self.proto, QdqSpec(amax, opts, nodes=None if quantized is None else frozenset(quantized)))
 
     @property

@@ -156,10 +156,11 @@ def _target(c: _Checker, t: Any) -> PlanTarget:
                                                max_metric_drop=None if drop is None else float(drop)))
 
 
-def _ranges(c: _Checker, ranges: Any) -> PlanRanges:
+def _ranges(c: _Checker, ranges: Any, any_int8: bool = True) -> PlanRanges:
     c.need(isinstance(ranges, Mapping), "ranges", ranges, "an object")
     amax = ranges.get("amax")
-    c.need(isinstance(amax, Mapping) and len(amax) > 0, "ranges.amax", amax,
+    # A plan cancelled before its statistics holds FP16 alone, which needs no range.
+    c.need(isinstance(amax, Mapping) and (len(amax) > 0 or not any_int8), "ranges.amax", amax,
            "an object of tensor name -> amax (the ranges every candidate was scored with)")
     for name, value in amax.items():
         # The value itself (NaN, Inf, too large for the float part) is judged at export, where the type is known.
@@ -368,7 +369,7 @@ def plan_fields(doc: Any, source: str = "the plan") -> Dict[str, Any]:
     rec = doc["recommended"]
     c.need(_is_whole(rec), "recommended", rec, "a whole number (an index in candidates)")
     c.need(0 <= rec < len(cands), "recommended", rec, f"an index from 0 to {len(cands) - 1}")
-    ranges = _ranges(c, doc.get("ranges"))
+    ranges = _ranges(c, doc.get("ranges"), any(cand.quantized for cand in candidates))
     c.optional(doc, "version", _is_whole, "a whole number")
     c.optional(doc, "high_precision", lambda v: v in ("fp32", "fp16", "bf16"), "'fp32', 'fp16' or 'bf16'")
     c.optional(doc, "trt_version", _optional_text, "text")

@@ -30,13 +30,15 @@ Each phase is a function over values; :func:`plan` runs them in order.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, TypeVar
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, TypeVar
 
 import onnx
 
 from ..calibration.fingerprint import fingerprint_of
+from ..common.cancel import cancel_scope, cancelled, check
 from ..model.onnx_graph import WEIGHTED_OPS
 from ..qdq.options import QdqOptions
 from .accuracy_search import Candidates, Search, accuracy_search
@@ -48,8 +50,9 @@ from .phases import (METHOD_ORDER, check_batch_fits, engine_shapes, evaluator, f
 from .plan_artifact import Plan
 from .plan_data import labels_for_held, read_plan_data
 from .plan_export import PLANNER_PLACEMENT, export_plan
+from .plan_eval import Evaluator
 from .plan_target import with_metric
-from .plan_values import Candidate, PlanRanges, PlanTarget
+from .plan_values import Candidate, PlanAccuracy, PlanRanges, PlanTarget
 
 __all__ = ["plan", "PlanTarget", "Plan", "Candidate", "export_plan", "METHOD_ORDER"]
 
@@ -90,7 +93,8 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, calibration=None, 
          held_back=None, holdout: float = 0.25, seed: int = 0, max_samples: Optional[int] = None, batch_axis=None,
          batch_size: Optional[int] = None, shapes: Optional[Mapping[str, Sequence[int]]] = None, gpu: str = "h100",
          oracle=None, max_ranked: int = 96, measure=False, progress: bool = True,
-         on_step: Optional[Callable[[str], None]] = None) -> Plan:
+         on_step: Optional[Callable[[str], None]] = None,
+         on_progress: Optional[Callable[[str, int, int], None]] = None, cancel=None) -> Plan:
     """Search for the fastest Q/DQ quantization that meets an accuracy target (see the module docstring).
 
     Parameters
@@ -144,6 +148,13 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, calibration=None, 
         A progress bar per phase.
     on_step : callable, optional
         Called with a short text before each phase.
+    on_progress : callable, optional
+        ``on_progress(phase, done, total)`` after each unit of work of a phase that has several
+        (range methods, layer costs), for a progress bar of the caller's own.
+    cancel : threading.Event or anything with ``is_set()``, optional
+        Set it (from another thread) to stop the search: within a few seconds the planner returns
+        the Plan of what it found so far, ``interrupted=True`` (at least FP16; an ONNX Runtime run in
+        flight is stopped too, :mod:`~..common.cancel`), not measured.
 
     Returns
     -------
@@ -160,39 +171,54 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, calibration=None, 
     opts = _planner_options(options)
     target = target if target is not None else PlanTarget()
     loaded = _loaded(model)
+    found = _Found(loaded, target, opts, t0)
+    with cancel_scope(cancel):
+        try:
+            result = _search_plan(found, data, calibration, held_back, holdout, seed, max_samples, batch_axis,
+                                  batch_size, shapes, gpu, oracle, max_ranked, progress, say, on_progress)
+        except KeyboardInterrupt:  # a Cancelled, or a phase that turned one into its own interrupt
+            if not cancelled():
+                raise  # Ctrl-C outside the search keeps its meaning: stop
+            # A cancel keeps what was found: the candidates so far are a plan, marked as cut short.
+            result = found.partial_plan()
+    if source is not None and not result.interrupted:
+        say("building and timing the candidates")
+    return finish_latency(result, str(loaded.path), source)
+
+
+def _search_plan(found: "_Found", data, calibration, held_back, holdout, seed, max_samples, batch_axis, batch_size,
+                 shapes, gpu, oracle, max_ranked, progress, say, on_progress) -> Plan:
+    """The phases in order (see the module docstring); ``found`` holds what each found, for a cancel."""
+    loaded, opts, seconds = found.loaded, found.opts, found.seconds
     say("reading data")
-    pdata = read_plan_data(loaded, data, held_back, holdout, seed, max_samples, batch_axis, calibration)
-    input_shapes = engine_shapes(pdata.held, batch_size, shapes, pdata.axes)
+    pdata = found.pdata = read_plan_data(loaded, data, held_back, holdout, seed, max_samples, batch_axis, calibration)
+    input_shapes = found.input_shapes = engine_shapes(pdata.held, batch_size, shapes, pdata.axes)
     check_batch_fits(loaded, input_shapes)  # before the search: a batch the model cannot run is refused
+    check()
     say("collecting statistics" if calibration is None else "reading the statistics given")
     cal, described = fit_calibration(loaded, pdata.calib, opts, calibration, None, progress)
-    seconds: Dict[str, float] = {"statistics": time.perf_counter() - t0}
-    held_labels = labels_for_held(target.labels, pdata)
-    if target.task_metric is not None:
-        target = with_metric(target, target.task_metric, held_labels)
-    ev, target, notes = evaluator(loaded, pdata.held, target, opts, pdata.axes, pdata.run_batch())
-    notes = list(pdata.notes) + notes
-    search = Search(ev, Judge(target), (), progress, say)
+    found.cal, found.described = cal, described
+    seconds["statistics"] = time.perf_counter() - found.t0
+    check()
+    held_labels = found.held_labels = labels_for_held(found.target.labels, pdata)
+    if found.target.task_metric is not None:
+        found.target = with_metric(found.target, found.target.task_metric, held_labels)
+    ev, target, notes = evaluator(loaded, pdata.held, found.target, opts, pdata.axes, pdata.run_batch())
+    found.ev, found.target = ev, target
+    notes = found.notes = list(pdata.notes) + notes
+    search = Search(ev, Judge(target), (), progress, say, on_progress)
+    found.fp16_acc = _timed(seconds, "fp16", ev.score_fp16)
     per_method, best_method = _timed(seconds, "ranges", lambda: _choose_ranges(search, cal, described, notes))
-    amax = dict(per_method[best_method][1])
+    amax = found.amax = dict(per_method[best_method][1])
+    found.per_method, found.best_method = per_method, best_method
     all_export = ev.export(amax)
     search = dataclasses.replace(search, layers=tuple(all_export.report.quantized_layers))
     latency, pays, kept_latency = _timed(seconds, "latency", lambda: _where_int8_pays(
         loaded.proto, search.layers, input_shapes, gpu, oracle, opts, notes))
-    cands = Candidates(latency, search.judge)
-    interrupted = _search(search, cands, all_export, best_method, notes, (lambda: accuracy_search(
+    cands = found.cands = Candidates(latency, search.judge)
+    interrupted = _search(search, cands, all_export, best_method, notes, found.fp16_acc, (lambda: accuracy_search(
         search, cands, amax, per_method, pays, kept_latency, latency, max_ranked, seconds, notes)) if pays else None)
-    best, reason = search.judge.pick(cands.items)
-    seconds["total"] = time.perf_counter() - t0
-    result = Plan(model=str(loaded.path), target=target, candidates=tuple(cands.items), recommended=best,
-                  reason=reason, ranges=_ranges_record(cal, per_method, best_method, amax, described), options=opts,
-                  input_shapes=input_shapes, seconds=seconds, notes=tuple(notes), interrupted=interrupted,
-                  held_back=pdata.split, batch_axes=pdata.axes, fingerprint=fingerprint_of(loaded),
-                  engine_check=EngineCheck.of_plan(ev.feeds, ev.reference, pdata.axes, target, ev.metric_reference,
-                                                   held_labels))
-    if source is not None:
-        say("building and timing the candidates")
-    return finish_latency(result, str(loaded.path), source)
+    return found.plan(interrupted)
 
 
 def _planner_options(options: Optional[QdqOptions]) -> QdqOptions:
@@ -211,19 +237,19 @@ def _timed(seconds: Dict[str, float], phase: str, run: Callable[[], T]) -> T:
 def _choose_ranges(search: Search, cal, described: str, notes: List[str]):
     """``(per method: (accuracy, amax), the best method)``, with a note saying where the ranges came from."""
     search.say("choosing range methods")
-    per_method, best = score_methods(search.ev, cal, search.judge, search.progress)
+    per_method, best = score_methods(search.ev, cal, search.judge, search.progress, search.on_progress)
     notes.append(f"ranges: {described}; the search compared {', '.join(per_method)} and kept {best}")
     return per_method, best
 
 
-def _search(search: Search, cands: Candidates, all_export, best_method: str, notes: List[str],
+def _search(search: Search, cands: Candidates, all_export, best_method: str, notes: List[str], fp16_acc,
             accuracy: Optional[Callable[[], None]]) -> bool:
     """The candidates: FP16, INT8 everywhere, then the accuracy search (None: INT8 pays nowhere).
 
-    True when interrupted (Ctrl-C): the candidates measured so far stay.
+    True when interrupted (Ctrl-C, or a cancel): the candidates measured so far stay.
     """
     try:
-        _first_candidates(search, cands, all_export, best_method, notes)
+        _first_candidates(search, cands, all_export, best_method, notes, fp16_acc)
         if accuracy is not None:
             accuracy()
         else:
@@ -234,7 +260,8 @@ def _search(search: Search, cands: Candidates, all_export, best_method: str, not
         # Keep what the search measured: the candidates so far are a plan, marked as cut short.
         if not cands.items:
             raise
-        notes.append(f"interrupted: the plan holds the {len(cands.items)} candidates measured before the interrupt")
+        notes.append(f"interrupted: the plan holds the {len(cands.items)} candidates measured before the "
+                     + ("cancel" if cancelled() else "interrupt"))
         return True
     return False
 
@@ -257,11 +284,12 @@ def _where_int8_pays(proto: onnx.ModelProto, layers: Sequence[str], input_shapes
     return latency, pays, kept_latency
 
 
-def _first_candidates(search: Search, cands: Candidates, all_export, best_method: str, notes: List[str]) -> None:
+def _first_candidates(search: Search, cands: Candidates, all_export, best_method: str, notes: List[str],
+                      fp16_acc) -> None:
     """FP16 and INT8 everywhere the placement rules allow: the two ends of the trade-off."""
     search.say("scoring FP16 and full INT8")
     ev = search.ev
-    cands.add("FP16 (no INT8)", (), (), ev.score_fp16())
+    cands.add("FP16 (no INT8)", (), (), fp16_acc)
     if ev.high_precision != ev.eval_dtype:
         notes.append("BF16 is evaluated as FP32 in ONNX Runtime (no BF16 kernels on the CPU)")
     layers = search.layers
@@ -271,3 +299,58 @@ def _first_candidates(search: Search, cands: Candidates, all_export, best_method
               ev.score_model(all_export.model))
 
 
+@dataclasses.dataclass
+class _Found:
+    """What the phases found so far: the plan when they finish, a partial plan when cancelled."""
+
+    loaded: Any
+    target: PlanTarget
+    opts: QdqOptions
+    t0: float
+    seconds: Dict[str, float] = dataclasses.field(default_factory=dict)
+    notes: List[str] = dataclasses.field(default_factory=list)
+    pdata: Any = None
+    input_shapes: Dict[str, tuple] = dataclasses.field(default_factory=dict)
+    cal: Any = None
+    described: str = ""
+    held_labels: Any = None
+    ev: Optional[Evaluator] = None
+    fp16_acc: Optional[PlanAccuracy] = None
+    per_method: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    best_method: str = ""
+    amax: Dict[str, float] = dataclasses.field(default_factory=dict)
+    cands: Optional[Candidates] = None
+
+    def plan(self, interrupted: bool) -> Plan:
+        """The Plan of the candidates found (the pick by the one judge)."""
+        cands = list(self.cands.items) if self.cands is not None else []
+        if not cands:  # cancelled before the first candidates: FP16, scored if it was, without a latency
+            acc = self.fp16_acc or PlanAccuracy(math.nan, math.nan)
+            cands = [Candidate("FP16 (no INT8)", (), (), acc, math.nan, math.nan, "estimate",
+                               bool(self.fp16_acc is not None and Judge(self.target).meets(acc)))]
+        best, reason = Judge(self.target).pick(cands)
+        self.seconds["total"] = time.perf_counter() - self.t0
+        ev, pdata = self.ev, self.pdata
+        if self.per_method:
+            ranges = _ranges_record(self.cal, self.per_method, self.best_method, self.amax, self.described)
+        else:  # cancelled before the methods were compared: the calibration's own ranges, if it was fitted
+            ranges = PlanRanges(amax=self.cal.amax_for() if self.cal is not None else {},
+                                method=getattr(self.cal, "method", ""), statistics=self.described)
+        return Plan(model=str(self.loaded.path), target=self.target, candidates=tuple(cands), recommended=best,
+                    reason=reason, ranges=ranges, options=self.opts, input_shapes=self.input_shapes,
+                    seconds=self.seconds, notes=tuple(self.notes), interrupted=interrupted,
+                    held_back=pdata.split if pdata is not None else None,
+                    batch_axes=pdata.axes if pdata is not None else None, fingerprint=fingerprint_of(self.loaded),
+                    engine_check=(EngineCheck.of_plan(ev.feeds, ev.reference, pdata.axes, self.target,
+                                                      ev.metric_reference, self.held_labels)
+                                  if ev is not None else None))
+
+    def partial_plan(self) -> Plan:
+        """The plan of what was found before a cancel (``interrupted=True``)."""
+        n = len(self.cands.items) if self.cands is not None else 0
+        if not n:
+            self.notes.append("cancelled before any INT8 candidate was scored: the plan holds FP16 only"
+                              + ("" if self.fp16_acc is not None else ", its accuracy not scored"))
+        elif not any("interrupted:" in t for t in self.notes):
+            self.notes.append(f"interrupted: the plan holds the {n} candidates measured before the cancel")
+        return self.plan(True)
