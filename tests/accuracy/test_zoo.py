@@ -149,7 +149,7 @@ def test_the_pick_is_exported_on_the_device_from_plan_json(gpu, tmp_path):
     from trtwidgets.core.qdq.options import QdqOptions
 
     model = conv_stack()
-    p = plan(model, feeds(), shapes={"x": (32, 64, 56, 56)}, progress=False, options=QdqOptions(trt_version="8.6"))
+    p = plan(model, feeds(), shapes={"x": (16, 64, 56, 56)}, progress=False, options=QdqOptions(trt_version="8.6"))
     assert p.pick.quantized
     (tmp_path / "m" / "plan_b32").mkdir(parents=True)
     onnx.save(model, str(tmp_path / "m" / "float.onnx"))

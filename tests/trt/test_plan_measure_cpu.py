@@ -28,7 +28,7 @@ from trtwidgets.trt.plan_measure import measure_plan
 
 pytestmark = pytest.mark.skipif(trt.available(), reason="TensorRT is installed: tests/gpu measure for real")
 
-BIG = {"x": (32, 64, 56, 56)}  # compute bound: INT8 pays, so the plan has INT8 candidates
+BIG = {"x": (16, 64, 56, 56)}  # compute bound: INT8 pays, so the plan has INT8 candidates
 
 
 class StandIn:

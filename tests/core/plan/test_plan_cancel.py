@@ -84,7 +84,7 @@ def test_cancel_during_the_layer_costs_returns_a_valid_partial_plan_within_5_s(t
     token = CancelToken()
     when: dict = {}
     steps = []
-    p = plan(conv_stack(), feeds(), shapes={"x": (32, 64, 56, 56)}, progress=False,
+    p = plan(conv_stack(), feeds(), shapes={"x": (16, 64, 56, 56)}, progress=False,
              target=PlanTarget(cosine=0.9999999), on_step=steps.append,
              on_progress=_cancel_when("layer cost", token, 0.05, when), cancel=token)
     returned = time.perf_counter()
@@ -115,7 +115,7 @@ def test_cancel_before_any_candidate_returns_fp16_only():
 
 def test_progress_reports_each_phase_unit():
     seen = []
-    plan(conv_stack(), feeds(), shapes={"x": (32, 64, 56, 56)}, progress=False, target=PlanTarget(cosine=0.9999999),
+    plan(conv_stack(), feeds(), shapes={"x": (16, 64, 56, 56)}, progress=False, target=PlanTarget(cosine=0.9999999),
          on_progress=lambda phase, done, total: seen.append((phase, done, total)))
     methods = [s for s in seen if s[0] == "range methods"]
     assert methods[0][1] == 0 and methods[-1][1] == methods[-1][2] == 4

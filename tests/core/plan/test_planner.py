@@ -59,7 +59,11 @@ def test_plan_keeps_transformer_matmuls_float_for_tensorrt_8():
                target=PlanTarget(cosine=0.9))
     # All eight MatMuls (projections, MLP, and attention's two activation x activation products) go to Myelin.
     assert f"8 batched MatMuls kept in high precision: {MYELIN_REASON}" in old.notes
-    assert old.fp16_is_best and old.candidates[1].speedup < 1 / 1.4
+    # INT8 MatMuls in a transformer are outside what the cost model's zoo calibration supports (the zoo's ViT ran
+    # 2.5-5.2x FP16 where it estimated 1.1x): "cannot estimate", never a number and never the reason for the pick.
+    assert old.fp16_is_best and np.isnan(old.candidates[1].latency_us) and np.isfinite(old.candidates[0].latency_us)
+    assert any(n.startswith("cannot estimate INT8 everywhere") and "transformer" in n for n in old.notes)
+    assert "cannot est." in old.table() and "x FP16, estimate" not in old.reason
     # TensorRT 10+ runs them with its own kernels: the planner may quantize them.
     new = plan(model, data, options=QdqOptions(trt_version="10.16"), batch_size=32, progress=False,
                target=PlanTarget(cosine=0.9))
@@ -107,7 +111,7 @@ def test_export_plan_uses_the_placement_the_plan_was_scored_with():
 
 def test_plan_picks_int8_where_it_pays_and_meets_the_target():
     model = conv_stack()
-    p = plan(model, feeds(), shapes={"x": (32, 64, 56, 56)}, progress=False, options=QdqOptions(trt_version="10.16"))
+    p = plan(model, feeds(), shapes={"x": (16, 64, 56, 56)}, progress=False, options=QdqOptions(trt_version="10.16"))
     pick = p.pick
     assert pick.quantized and pick.meets_target and pick.speedup > 1.3
     assert p.candidates[0].name.startswith("FP16") and not p.candidates[0].quantized
@@ -130,10 +134,10 @@ def test_plan_says_fp16_when_int8_gains_nothing():
 
 def test_plan_keeps_sensitive_layers_float_to_meet_a_strict_target():
     model = conv_stack()
-    loose = plan(model, feeds(), shapes={"x": (32, 64, 56, 56)}, progress=False,
+    loose = plan(model, feeds(), shapes={"x": (16, 64, 56, 56)}, progress=False,
                  target=PlanTarget(cosine=0.9))
     strict_cos = max(c.accuracy.cosine for c in loose.candidates[1:3]) + 1e-5
-    strict = plan(model, feeds(), shapes={"x": (32, 64, 56, 56)}, progress=False,
+    strict = plan(model, feeds(), shapes={"x": (16, 64, 56, 56)}, progress=False,
                   target=PlanTarget(cosine=min(strict_cos, 0.999999)))
     kept_for_accuracy = [c for c in strict.candidates if any("for accuracy" in r for _, r in c.kept)]
     assert kept_for_accuracy, strict.table()
@@ -149,14 +153,14 @@ def test_plan_with_a_task_metric_factory():
         ref = reference["y"]
         return (lambda out: float(np.mean(np.sign(out["y"] - ref.mean()) == np.sign(ref - ref.mean())))), "sign agr."
 
-    p = plan(conv_stack(), feeds(), shapes={"x": (32, 64, 56, 56)}, progress=False,
+    p = plan(conv_stack(), feeds(), shapes={"x": (16, 64, 56, 56)}, progress=False,
              target=PlanTarget(cosine=None, metric_factory=factory, max_metric_drop=0.5))
     assert calls["samples"] == 6
     assert p.target.metric_name == "sign agr." and p.candidates[1].accuracy.metric is not None
 
 
 def test_plan_json_round_trip(tmp_path):
-    p = plan(conv_stack(), feeds(), shapes={"x": (32, 64, 56, 56)}, progress=False)
+    p = plan(conv_stack(), feeds(), shapes={"x": (16, 64, 56, 56)}, progress=False)
     path = p.save(tmp_path)
     back = Plan.load(tmp_path)
     assert back.recommended == p.recommended and [c.name for c in back.candidates] == [c.name for c in p.candidates]
@@ -174,7 +178,7 @@ def test_plan_json_round_trip(tmp_path):
 
 
 def test_a_plan_prints_a_short_summary():
-    p = plan(conv_stack(), feeds(), shapes={"x": (32, 64, 56, 56)}, progress=False)
+    p = plan(conv_stack(), feeds(), shapes={"x": (16, 64, 56, 56)}, progress=False)
     text = repr(p)
     assert len(text) < 2000 and text.count("\n") < 16
     assert f"pick {p.recommended} ({p.pick.name}" in text and "latency estimate" in text
@@ -220,7 +224,7 @@ def test_an_interrupted_search_keeps_the_candidates_it_measured():
         if text.startswith("measuring"):  # Ctrl-C while layers are being ranked
             raise KeyboardInterrupt
 
-    p = plan(conv_stack(), feeds(), shapes={"x": (32, 64, 56, 56)}, progress=False, on_step=on_step,
+    p = plan(conv_stack(), feeds(), shapes={"x": (16, 64, 56, 56)}, progress=False, on_step=on_step,
              target=PlanTarget(cosine=0.9999999))
     assert p.interrupted and len(p.candidates) >= 3
     assert any(n.startswith("interrupted") for n in p.notes)

@@ -156,7 +156,8 @@ def _macs(node: onnx.NodeProto, shapes: Mapping[str, Tuple[int, ...]], index: Gr
 
 
 def layer_costs(proto: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]], gpu: str = "h100",
-                nodes: Optional[Sequence[str]] = None) -> Dict[str, LayerCost]:
+                nodes: Optional[Sequence[str]] = None,
+                shapes: Optional[Mapping[str, Tuple[int, ...]]] = None) -> Dict[str, LayerCost]:
     """Estimated FP16 and INT8 time of every weighted layer (Conv, ConvTranspose, MatMul, Gemm).
 
     Parameters
@@ -169,6 +170,9 @@ def layer_costs(proto: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]
         A key of :data:`GPUS`.
     nodes : sequence of str, optional
         Only these node labels.
+    shapes : mapping, optional
+        Every tensor's shape at ``input_shapes`` where known (:func:`~.observed_shapes.observed_shapes`:
+        shape inference, then a sample run); default: shape inference alone.
 
     Returns
     -------
@@ -176,7 +180,7 @@ def layer_costs(proto: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]
         Node label -> :class:`LayerCost`; layers whose shapes are unknown are left out.
     """
     spec = GPUS[gpu.lower()] if gpu.lower() in GPUS else GPUS["h100"]
-    shapes = static_shapes(proto, input_shapes)
+    shapes = static_shapes(proto, input_shapes) if shapes is None else shapes
     index = GraphIndex(proto.graph)
     wanted = set(nodes) if nodes is not None else None
     out: Dict[str, LayerCost] = {}

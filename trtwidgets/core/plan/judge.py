@@ -59,7 +59,8 @@ class Judge:
         if not good:
             if accurate:
                 return 0, (f"Cannot estimate the latency of the {len(accurate)} INT8 candidates that meet the "
-                           "target (their shapes are unknown to the estimate): FP16 until they are measured. "
+                           "target (see the notes: outside what the cost model's calibration on the zoo supports, "
+                           "or shapes it cannot see): FP16 until they are measured. "
                            "Measure them on a GPU: plan --measure, or `trtwidgets plan measure PLAN_DIR`.")
             why = ("no INT8 candidate keeps the accuracy target" if any(c.quantized for c in cands)
                    else "no layer is expected to be faster in INT8")

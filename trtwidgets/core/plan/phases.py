@@ -224,10 +224,11 @@ def myelin_layers(proto: onnx.ModelProto, layers: Sequence[str], trt_version) ->
 
 
 def latency_model(proto: onnx.ModelProto, input_shapes: Mapping[str, tuple], gpu: str, oracle=None,
-                  myelin: Sequence[str] = ()) -> LatencyModel:
+                  myelin: Sequence[str] = (), shapes: Optional[Mapping[str, tuple]] = None) -> LatencyModel:
     """The latency of candidates: the cost model at ``input_shapes``, with an implicit build's choices when given.
 
     ``oracle`` may also be a :class:`~.latency.LatencyModel` of its own (a measured one): it is used as is.
+    ``shapes``: every tensor's shape where known (:func:`~.observed_shapes.observed_shapes`).
     """
     from .latency_oracle import LatencyOracle, read_oracle
 
@@ -235,7 +236,7 @@ def latency_model(proto: onnx.ModelProto, input_shapes: Mapping[str, tuple], gpu
         return oracle
     if oracle is not None and not isinstance(oracle, LatencyOracle):
         oracle = read_oracle(oracle, proto)
-    return LayerLatency(layer_costs(proto, input_shapes, gpu), weighted_edges(proto),
+    return LayerLatency(layer_costs(proto, input_shapes, gpu, shapes=shapes), weighted_edges(proto),
                         GPUS.get(gpu.lower(), GPUS["h100"]), oracle, frozenset(myelin))
 
 

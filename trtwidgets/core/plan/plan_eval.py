@@ -63,15 +63,18 @@ class Evaluator:
     runs: int = 0
     _labels: Dict[str, onnx.NodeProto] = field(default_factory=dict, repr=False)
     _rank: tuple = field(default=(), repr=False)
+    _scores: Dict[tuple, Tuple[PlanAccuracy, Tuple[str, ...]]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
         self._labels = {node_label(n): n for n in self.proto.graph.node}
         self._rank = (self.feeds, self.reference, self.metric, self.metric_reference)
+        self._scores = {}  # a copy (dataclasses.replace) with another reference or metric scores anew
 
     def set_rank_data(self, feeds, reference, metric=None) -> None:
         """The (smaller) held-back subset that ranking runs on, with the metric built for it."""
         self._rank = (list(feeds), dict(reference), metric,
                       float(metric(dict(reference))) if metric is not None else None)
+        self._scores.clear()  # scores on the former subset
 
     def node(self, label: str) -> Optional[onnx.NodeProto]:
         """The node with this label, or None."""
@@ -121,9 +124,26 @@ class Evaluator:
     def score(self, amax: Mapping[str, float], quantized: Optional[Iterable[str]] = None,
               rank: bool = False) -> Tuple[PlanAccuracy, Tuple[str, ...]]:
         """Accuracy of the Q/DQ model with ``quantized`` layers in INT8 (None: every layer the rules allow),
-        and the layers it quantized."""
-        ex = self.export(amax, quantized)
-        return self.score_model(ex.model, rank), ex.report.quantized_layers
+        and the layers it quantized.
+
+        Scores are remembered: the same request (layers, ranges) is not exported again, and an export
+        that writes the same Q/DQ model as one scored before (the same layers, the same quantized
+        tensors with the same amax: other tensors' ranges changed) is not run again. The search asks
+        such questions again and again (a layer's cost alone, then its ranges tuned).
+        """
+        layers = None if quantized is None else frozenset(quantized)
+        asked = (rank, layers, tuple(sorted((k, float(v)) for k, v in amax.items())))
+        known = self._scores.get(asked)
+        if known is not None:
+            return known
+        ex = self.export(amax, layers)
+        written = (rank, layers, tuple(sorted((t.tensor, float(t.amax), tuple(t.consumers))
+                                              for t in ex.report.activations)), ex.report.quantized_layers)
+        known = self._scores.get(written)
+        if known is None:
+            known = self._scores[written] = (self.score_model(ex.model, rank), ex.report.quantized_layers)
+        self._scores[asked] = known
+        return known
 
     def score_fp16(self) -> PlanAccuracy:
         """The all-FP16 model's accuracy (what the FP16 engine is predicted to keep)."""

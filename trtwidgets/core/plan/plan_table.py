@@ -28,6 +28,13 @@ def _num(v, fmt: str, width: int) -> str:
     return format(float(v), fmt).rjust(width) if isinstance(v, (int, float)) and math.isfinite(v) else "-".rjust(width)
 
 
+def _estimate(ratio: float, c) -> str:
+    """The estimated ratio to FP16, 13 wide; "cannot est." where the cost model gave none (never a number)."""
+    if math.isfinite(ratio) or not c.quantized:
+        return _num(ratio, ".3f", 13)
+    return "cannot est.".rjust(13)
+
+
 def _engine(row: Optional[MeasuredRow]) -> str:
     """An engine's verdict on the held-back samples, 12 wide: its metric (or cosine) and whether it meets."""
     verdict = row.engine if row is not None else None
@@ -61,7 +68,7 @@ def plan_table(plan) -> str:
         engine = " " + _engine(row) if judged else ""
         rows.append(f"{mark:2}{c.name[:43]:<44}{len(c.quantized):>6}{len(c.kept):>7}"
                     f"{_num(acc.cosine, '.4f', 9)}{_num(acc.snr_db, '.1f', 8)}{metric}"
-                    f"{_num(est, '.3f', 13)}{meas}{engine}  {'meets' if c.meets_target else 'misses'}")
+                    f"{_estimate(est, c)}{meas}{engine}  {'meets' if c.meets_target else 'misses'}")
     rows.extend(_implicit_line(plan, any_metric, judged))
     return "\n".join(rows)
 

@@ -214,8 +214,8 @@ def _search_plan(found: "_Found", data, calibration, held_back, holdout, seed, m
     all_export = ev.export(amax)
     search = dataclasses.replace(search, layers=tuple(all_export.report.quantized_layers))
     latency, pays, kept_latency = _timed(seconds, "latency", lambda: _where_int8_pays(
-        loaded.proto, search.layers, input_shapes, gpu, oracle, opts, notes))
-    cands = found.cands = Candidates(latency, search.judge)
+        loaded.proto, search.layers, input_shapes, gpu, oracle, opts, notes, ev.feeds[0], pdata.axes))
+    cands = found.cands = Candidates(_supported(loaded.proto, latency, notes), search.judge)
     interrupted = _search(search, cands, all_export, best_method, notes, found.fp16_acc, (lambda: accuracy_search(
         search, cands, amax, per_method, pays, kept_latency, latency, max_ranked, seconds, notes)) if pays else None)
     return found.plan(interrupted)
@@ -267,21 +267,44 @@ def _search(search: Search, cands: Candidates, all_export, best_method: str, not
 
 
 def _where_int8_pays(proto: onnx.ModelProto, layers: Sequence[str], input_shapes, gpu: str, oracle,
-                     opts: QdqOptions, notes: List[str]):
-    """``(latency model, paying layers, [(layer, why not)])``, with notes on what the estimate cannot see."""
+                     opts: QdqOptions, notes: List[str], feed=None, axes=None):
+    """``(latency model, paying layers, [(layer, why not)])``, with notes on what the estimate cannot see.
+
+    Shapes that shape inference leaves open are taken from a run of ``feed`` (one held-back sample;
+    :mod:`.observed_shapes`), so the cost model prices every layer it can.
+    """
     myelin = myelin_layers(proto, layers, opts.trt_version)
     if myelin:
         from ..qdq.myelin import MYELIN_REASON
 
         notes.append(f"{len(myelin)} batched MatMuls kept in high precision: {MYELIN_REASON}")
-    latency = latency_model(proto, input_shapes, gpu, oracle, myelin)
+    shapes = None
+    if oracle is None or not hasattr(oracle, "kind"):
+        from .observed_shapes import observed_shapes
+
+        shapes, shape_notes = observed_shapes(proto, input_shapes, feed, axes.inputs if axes is not None else None)
+        notes.extend(shape_notes)
+    latency = latency_model(proto, input_shapes, gpu, oracle, myelin, shapes)
     pays, kept_latency = paying_layers(layers, latency)
-    if latency.kind == "estimate" and any(n not in getattr(latency, "costs", layers) for n in layers):
-        notes.append("some layers' shapes are unknown to shape inference; their latency is not estimated")
     if latency.kind == "estimate":
         notes.append(f"latency is an estimate (cost model of an {gpu.upper()}); give an implicit INT8 build "
                      "(oracle) or build the pick to measure it")
     return latency, pays, kept_latency
+
+
+def _supported(proto: onnx.ModelProto, latency, notes: List[str]):
+    """The latency candidates are shown with: the cost model's estimate only where the zoo supports it."""
+    from .estimate_support import EstimateSupport, SupportedLatency, attention_matmuls
+    from ..qdq.graph_patterns import node_label
+
+    if latency.kind != "estimate":
+        return latency
+    costs = getattr(latency, "costs", {})
+    unpriced = tuple(node_label(n) for n in proto.graph.node if n.op_type in WEIGHTED_OPS and node_label(n) not in costs)
+    if unpriced:
+        notes.append(f"cannot estimate: {len(unpriced)} weighted layers' shapes are unknown even after a sample run "
+                     f"(e.g. {unpriced[0]}); the latency of every candidate is left to measurement")
+    return SupportedLatency(latency, EstimateSupport.from_record(), unpriced, attention_matmuls(proto))
 
 
 def _first_candidates(search: Search, cands: Candidates, all_export, best_method: str, notes: List[str],
@@ -297,6 +320,20 @@ def _first_candidates(search: Search, cands: Candidates, all_export, best_method
               tuple((sk.node_label, sk.reason) for sk in all_export.report.skipped
                     if sk.op_type in WEIGHTED_OPS and sk.node_label not in layers),
               ev.score_model(all_export.model))
+
+
+def _cannot_estimate(found: Optional[Candidates], cands: Sequence[Candidate]) -> List[str]:
+    """One note per reason the cost model gave no estimate, naming the candidates it holds for."""
+    why = getattr(found.latency, "why_cannot", None) if found is not None else None
+    if why is None:
+        return []
+    by_reason: Dict[str, List[str]] = {}
+    for c in cands:
+        text = why(c.quantized) if c.quantized else None
+        if text:
+            by_reason.setdefault(text, []).append(c.name)
+    return [f"cannot estimate {', '.join(names)}: {text}; measure {'it' if len(names) == 1 else 'them'} "
+            "(`trtwidgets plan measure PLAN_DIR`)" for text, names in by_reason.items()]
 
 
 @dataclasses.dataclass
@@ -329,6 +366,7 @@ class _Found:
             cands = [Candidate("FP16 (no INT8)", (), (), acc, math.nan, math.nan, "estimate",
                                bool(self.fp16_acc is not None and Judge(self.target).meets(acc)))]
         best, reason = Judge(self.target).pick(cands)
+        self.notes.extend(_cannot_estimate(self.cands, cands))
         self.seconds["total"] = time.perf_counter() - self.t0
         ev, pdata = self.ev, self.pdata
         if self.per_method:
