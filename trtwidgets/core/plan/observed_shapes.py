@@ -50,6 +50,21 @@ def _run_shapes(proto: onnx.ModelProto, names: Sequence[str], feed: Mapping[str,
     return {n: tuple(int(d) for d in np.shape(v)) for n, v in zip(wanted, sess.run(wanted, feed))}
 
 
+def _free_batch(proto: onnx.ModelProto, axes: Mapping[str, Optional[int]]) -> onnx.ModelProto:
+    """A copy whose inputs take any batch on their batch axis, other shapes left to ORT (a static batch-1 export)."""
+    model = onnx.ModelProto()
+    model.CopyFrom(proto)
+    for vi in model.graph.input:
+        ax = axes.get(vi.name)
+        dims = vi.type.tensor_type.shape.dim
+        if ax is not None and ax < len(dims):
+            dims[ax].dim_param = "trtw_batch"
+    del model.graph.value_info[:]
+    for vi in model.graph.output:
+        vi.type.tensor_type.ClearField("shape")
+    return model
+
+
 def _doubled(feed: Mapping[str, np.ndarray], axes: Mapping[str, Optional[int]]) -> Dict[str, np.ndarray]:
     return {k: (np.concatenate([v, v], axis=axes[k]) if axes.get(k) is not None else v) for k, v in feed.items()}
 
@@ -111,10 +126,17 @@ def observed_shapes(proto: onnx.ModelProto, input_shapes: Mapping[str, Sequence[
         return shapes, [f"{len(missing)} tensors' shapes are open to shape inference, and the inputs' batches "
                         "scale differently: not filled in"]
     factor = factors.pop() if factors else 1.0
-    one = _run_shapes(proto, missing, feed)
-    if factor != 1.0:
-        two = _run_shapes(proto, missing, _doubled(feed, axes))
-        one = {n: s for n, s in ((n, _batch_scaled(one[n], two.get(n, ()), factor)) for n in one) if s is not None}
+    from ..common.errors import UserError
+
+    try:
+        one = _run_shapes(proto, missing, feed)
+        if factor != 1.0:
+            two = _run_shapes(_free_batch(proto, axes), missing, _doubled(feed, axes))
+            one = {n: s for n, s in ((n, _batch_scaled(one[n], two.get(n, ()), factor)) for n in one)
+                   if s is not None}
+    except UserError as err:  # a model that runs at its own static batch only: its sample says nothing of another
+        return shapes, [f"{len(missing)} tensors' shapes are open to shape inference, and a sample run could not "
+                        f"fill them in ({err.what})"]
     shapes.update(one)
     left = [n for n in missing if n not in one]
     note = (f"{len(one)} tensors' shapes that shape inference left open were taken from a sample run"

@@ -60,7 +60,8 @@ def estimate_text(source: str, path: Optional[Path] = None) -> str:
     """How far the planner's ``source`` latency ("estimate" or "oracle") has been off on the zoo, in a sentence."""
     what = {"estimate": "the cost model's estimate",
             "oracle": "estimated from an implicit INT8 build's per-layer choices (oracle)"}.get(source, f"{source}")
-    entries = estimate_error_entries(source, path)
+    # Estimates the planner would not print (cannot estimate: a transformer, ...) say nothing of those it prints.
+    entries = [e for e in estimate_error_entries(source, path) if not e.get("cannot_estimate")]
     if not entries:
         return (f"The latency is {what}, not a measurement; how far it is off on the zoo is not yet measured "
                 f"(no entry in {ESTIMATE_ERROR_FILE.name}). To be sure, {MEASURE_HINT}.")
