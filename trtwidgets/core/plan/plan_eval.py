@@ -121,23 +121,25 @@ class Evaluator:
             axes = BatchAxes({n: 0 for n in feeds[0]}, {o.name: 0 for o in self.proto.graph.output})
         return run_samples(model, feeds, axes, self.batch)
 
-    def score(self, amax: Mapping[str, float], quantized: Optional[Iterable[str]] = None,
-              rank: bool = False) -> Tuple[PlanAccuracy, Tuple[str, ...]]:
+    def score(self, amax: Mapping[str, float], quantized: Optional[Iterable[str]] = None, rank: bool = False,
+              export=None) -> Tuple[PlanAccuracy, Tuple[str, ...]]:
         """Accuracy of the Q/DQ model with ``quantized`` layers in INT8 (None: every layer the rules allow),
         and the layers it quantized.
 
         Scores are remembered: the same request (layers, ranges) is not exported again, and an export
         that writes the same Q/DQ model as one scored before (the same layers, the same quantized
         tensors with the same amax: other tensors' ranges changed) is not run again. The search asks
-        such questions again and again (a layer's cost alone, then its ranges tuned).
+        such questions again and again (a layer's cost alone, then its ranges tuned; "where it pays"
+        over every layer the rules allow). ``export``: the export of exactly this request, when the
+        caller made it already.
         """
         layers = None if quantized is None else frozenset(quantized)
         asked = (rank, layers, tuple(sorted((k, float(v)) for k, v in amax.items())))
         known = self._scores.get(asked)
         if known is not None:
             return known
-        ex = self.export(amax, layers)
-        written = (rank, layers, tuple(sorted((t.tensor, float(t.amax), tuple(t.consumers))
+        ex = export if export is not None else self.export(amax, layers)
+        written = (rank, tuple(sorted((t.tensor, float(t.amax), tuple(t.consumers))
                                               for t in ex.report.activations)), ex.report.quantized_layers)
         known = self._scores.get(written)
         if known is None:

@@ -216,7 +216,7 @@ def _search_plan(found: "_Found", data, calibration, held_back, holdout, seed, m
     latency, pays, kept_latency = _timed(seconds, "latency", lambda: _where_int8_pays(
         loaded.proto, search.layers, input_shapes, gpu, oracle, opts, notes, ev.feeds[0], pdata.axes))
     cands = found.cands = Candidates(_supported(loaded.proto, latency, notes), search.judge)
-    interrupted = _search(search, cands, all_export, best_method, notes, found.fp16_acc, (lambda: accuracy_search(
+    interrupted = _search(search, cands, all_export, amax, best_method, notes, found.fp16_acc, (lambda: accuracy_search(
         search, cands, amax, per_method, pays, kept_latency, latency, max_ranked, seconds, notes)) if pays else None)
     return found.plan(interrupted)
 
@@ -242,14 +242,14 @@ def _choose_ranges(search: Search, cal, described: str, notes: List[str]):
     return per_method, best
 
 
-def _search(search: Search, cands: Candidates, all_export, best_method: str, notes: List[str], fp16_acc,
+def _search(search: Search, cands: Candidates, all_export, amax, best_method: str, notes: List[str], fp16_acc,
             accuracy: Optional[Callable[[], None]]) -> bool:
     """The candidates: FP16, INT8 everywhere, then the accuracy search (None: INT8 pays nowhere).
 
     True when interrupted (Ctrl-C, or a cancel): the candidates measured so far stay.
     """
     try:
-        _first_candidates(search, cands, all_export, best_method, notes, fp16_acc)
+        _first_candidates(search, cands, all_export, amax, best_method, notes, fp16_acc)
         if accuracy is not None:
             accuracy()
         else:
@@ -307,7 +307,7 @@ def _supported(proto: onnx.ModelProto, latency, notes: List[str]):
     return SupportedLatency(latency, EstimateSupport.from_record(), unpriced, attention_matmuls(proto))
 
 
-def _first_candidates(search: Search, cands: Candidates, all_export, best_method: str, notes: List[str],
+def _first_candidates(search: Search, cands: Candidates, all_export, amax, best_method: str, notes: List[str],
                       fp16_acc) -> None:
     """FP16 and INT8 everywhere the placement rules allow: the two ends of the trade-off."""
     search.say("scoring FP16 and full INT8")
@@ -319,7 +319,7 @@ def _first_candidates(search: Search, cands: Candidates, all_export, best_method
     cands.add(f"INT8 everywhere the rules allow ({best_method})", layers,
               tuple((sk.node_label, sk.reason) for sk in all_export.report.skipped
                     if sk.op_type in WEIGHTED_OPS and sk.node_label not in layers),
-              ev.score_model(all_export.model))
+              ev.score(amax, None, export=all_export)[0])  # remembered: "where it pays" may be the same model
 
 
 def _cannot_estimate(found: Optional[Candidates], cands: Sequence[Candidate]) -> List[str]:
