@@ -42,6 +42,7 @@ def test_provider_with_options_is_checked_by_name():
 
 
 def test_threads_default_env_and_override(monkeypatch):
+    monkeypatch.setattr(tort, "usable_cpus", lambda: 4)  # the machine is the edge: this test's machine has 4 CPUs
     monkeypatch.setenv(tort.THREADS_ENV, "3")
     assert tort.default_threads() == 3
     sess = tort.open_session(_one_op("Relu", [TensorProto.FLOAT], TensorProto.FLOAT))
@@ -57,6 +58,23 @@ def test_threads_default_env_and_override(monkeypatch):
     assert tort.default_threads() >= 1
     with pytest.raises(UserError, match="threads=0"):
         tort.open_session(_one_op("Relu", [TensorProto.FLOAT], TensorProto.FLOAT), threads=0)
+
+
+@pytest.mark.parametrize("setting", ["99999", "256", "9" * 5000])
+def test_more_threads_than_cpus_are_lowered_to_the_cpus_with_a_note(monkeypatch, setting):
+    # Issue 32: TRTWIDGETS_ORT_THREADS=99999 grew to 11.8 GB; 256 ran ten times slower, silently.
+    from trtwidgets.core.common.notes import collect_notes
+
+    monkeypatch.setattr(tort, "_THREAD_NOTES", set())
+    monkeypatch.setenv(tort.THREADS_ENV, setting)
+    cpus = tort.usable_cpus()
+    with collect_notes(forward=False) as notes:
+        sess = tort.open_session(_one_op("Relu", [TensorProto.FLOAT], TensorProto.FLOAT))
+        explicit = tort.open_session(_one_op("Relu", [TensorProto.FLOAT], TensorProto.FLOAT), threads=cpus + 7)
+    assert sess.session.get_session_options().intra_op_num_threads == cpus
+    assert explicit.session.get_session_options().intra_op_num_threads == cpus
+    assert len(notes) == 2 and all(f"{cpus} CPU(s)" in n for n in notes), notes
+    assert tort.THREADS_ENV in notes[0] and len(notes[0]) < 300 and "threads=" in notes[1]
 
 
 def test_optimization_level_is_set_and_checked():

@@ -8,8 +8,10 @@ loading big models, and of explaining a refusal.
 - **Providers**: a requested provider this onnxruntime lacks is a
   :class:`UserError` naming the ones it has (ORT itself only warns and falls back).
 - **Threads**: intra-op threads default to the CPUs this process may use
-  (``TRTWIDGETS_ORT_THREADS`` overrides it, ``threads=`` overrides both); inter-op
-  threads default to 1, since the graphs run sequentially.
+  (``TRTWIDGETS_ORT_THREADS`` overrides it, ``threads=`` overrides both), and are never
+  more than those CPUs (a note says so): ``99999`` made ORT allocate gigabytes of thread
+  stacks, and 256 threads on 2 CPUs ran ten times slower. Inter-op threads default to 1,
+  since the graphs run sequentially.
 - **Optimization**: ``"all"`` (ORT's default), ``"extended"``, ``"basic"`` or
   ``"disable"``: whoever needs the graph's own tensor names (statistics, the
   reference) asks for ``"disable"``. A Q/DQ model with FP8/FP16/BF16 initializers
@@ -19,6 +21,9 @@ loading big models, and of explaining a refusal.
   change values (fractions into an integer, out-of-range values) is an error.
 - **Loading**: a ModelProto over protobuf's 2 GB limit goes through a temporary
   file with external data; a path is handed to ORT as it is.
+- **ORT's own log**: what ORT logs to standard error while a session is made or run
+  (errors and warnings) is caught and noted, naming the node and what it means
+  (:mod:`.ort_log`); nothing of it reaches the terminal or a Jupyter server's log unexplained.
 - **Refusals**: ORT's ``INVALID_GRAPH`` / ``NOT_IMPLEMENTED`` / type errors
   become a :class:`ModelLoadError` naming the op and node, saying that the
   model (not the data) is what ORT refused, and how to fix it.
@@ -37,6 +42,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 import numpy as np
 
 from .errors import ModelLoadError, UserError
+from .notes import note
+from .ort_log import ort_log
 
 __all__ = ["DEFAULT_PROVIDERS", "OPTIMIZATION_LEVELS", "OrtSession", "open_session", "is_available", "ort_version",
            "default_threads", "check_providers", "cast_feeds", "explain_load_error", "explain_run_error"]
@@ -81,19 +88,51 @@ def ort_version() -> str:
     return str(_import_ort().__version__)
 
 
-def default_threads() -> int:
-    """Intra-op threads when none are asked for: ``$TRTWIDGETS_ORT_THREADS``, else the CPUs this process may use."""
-    text = os.environ.get(THREADS_ENV, "").strip()
-    if text:
-        if not text.isdigit() or int(text) < 1:
-            raise UserError(f"{THREADS_ENV}={text!r} is not a positive whole number.",
-                            "It sets how many threads ONNX Runtime uses per operator.",
-                            "Set it to e.g. 2, or unset it to use every CPU this process may use.")
-        return int(text)
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the system tells it)."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # macOS, Windows
+    except (AttributeError, OSError):  # macOS, Windows
         return max(1, os.cpu_count() or 1)
+
+
+#: Texts of the thread notes already made in this process (one per setting, not one per session).
+_THREAD_NOTES: set = set()
+
+
+def bounded_threads(wanted: int, source: str) -> int:
+    """``wanted`` threads, at most :func:`usable_cpus`; a note (once per setting) when it was more.
+
+    More intra-op threads than CPUs never runs faster: ORT's threads spin while they wait, so 256 threads
+    on 2 CPUs ran ten times slower, and each thread's stack is memory (99999 took gigabytes).
+    """
+    cpus = usable_cpus()
+    if wanted <= cpus:
+        return wanted
+    text = (f"{source} asks for more ONNX Runtime threads than the {cpus} CPU(s) this process may use: {cpus} used "
+            "(more threads than CPUs only compete for them, and each costs memory)")
+    if text not in _THREAD_NOTES:
+        _THREAD_NOTES.add(text)
+        note(text)
+    return cpus
+
+
+def default_threads() -> int:
+    """Intra-op threads when none are asked for: ``$TRTWIDGETS_ORT_THREADS``, else the CPUs this process may use.
+
+    A setting above the CPUs this process may use is lowered to them, with a note.
+    """
+    text = os.environ.get(THREADS_ENV, "").strip()
+    if text:
+        if not re.fullmatch(r"[0-9]+", text) or not text.strip("0"):  # no int(): 5,000 digits raise ValueError
+            raise UserError(f"{THREADS_ENV}={text[:40]!r} is not a positive whole number.",
+                            "It sets how many threads ONNX Runtime uses per operator.",
+                            "Set it to e.g. 2, or unset it to use every CPU this process may use.")
+        # int() of a 5,000-digit string raises ValueError in Python >= 3.11; any such number is too many anyway.
+        shown = text if len(text) <= 20 else text[:20] + "..."
+        digits = text.lstrip("0")
+        return bounded_threads(int(digits) if len(digits) <= 9 else 10 ** 9, f"{THREADS_ENV}={shown}")
+    return usable_cpus()
 
 
 def _provider_name(provider: Any) -> str:
@@ -136,8 +175,9 @@ def _session_options(ort, threads: Optional[int], inter_op_threads: Optional[int
     opts = ort.SessionOptions()
     opts.graph_optimization_level = {"disable": level.ORT_DISABLE_ALL, "basic": level.ORT_ENABLE_BASIC,
                                      "extended": level.ORT_ENABLE_EXTENDED, "all": level.ORT_ENABLE_ALL}[optimization]
-    opts.intra_op_num_threads = int(threads or default_threads())
-    opts.inter_op_num_threads = int(inter_op_threads or 1)
+    opts.intra_op_num_threads = bounded_threads(int(threads), f"threads={threads}") if threads else default_threads()
+    opts.inter_op_num_threads = bounded_threads(int(inter_op_threads), f"inter_op_threads={inter_op_threads}") \
+        if inter_op_threads else 1
     opts.log_severity_level = int(log_severity)
     return opts
 
@@ -165,9 +205,13 @@ class OrtSession:
     ``onnxruntime.InferenceSession`` for anything not wrapped here.
     """
 
-    def __init__(self, session, providers: Sequence):
+    def __init__(self, session, providers: Sequence, purpose: str = "run the model", model=None,
+                 log_caught: bool = True):
         self.session = session
         self.providers = list(providers)
+        self.purpose = purpose
+        self._model = model  # only read to name the nodes of an op that ORT's log names without one
+        self._log_caught = log_caught
         self.input_names = [i.name for i in session.get_inputs()]
         self.output_names = [o.name for o in session.get_outputs()]
         self.input_types = {i.name: i.type for i in session.get_inputs()}
@@ -194,7 +238,8 @@ class OrtSession:
         feeds = cast_feeds(feeds, self.input_types)
         with cancel.run_options(_import_ort()) as opts:
             try:
-                return self.session.run(None if names is None else list(names), feeds, opts)
+                with ort_log(self.purpose, self._model, self._log_caught):
+                    return self.session.run(None if names is None else list(names), feeds, opts)
             except Exception as exc:  # noqa: BLE001 - ORT raises its own exception types
                 if opts is not None and opts.terminate:  # stopped by a cancel (see core/common/cancel.py)
                     raise cancel.Cancelled() from None
@@ -203,7 +248,7 @@ class OrtSession:
 
 def open_session(model, *, providers: Optional[Sequence] = None, threads: Optional[int] = None,
                  inter_op_threads: Optional[int] = None, optimization: str = "all",
-                 log_severity: int = 3, purpose: str = "run the model") -> OrtSession:
+                 log_severity: int = 2, purpose: str = "run the model") -> OrtSession:
     """An :class:`OrtSession` for ``model``.
 
     Parameters
@@ -219,7 +264,8 @@ def open_session(model, *, providers: Optional[Sequence] = None, threads: Option
         initializers always runs with "disable": ORT fuses Q/DQ + Conv into
         QLinearConv, which has no FP8 kernel and takes no FP16 scales.
     log_severity : int
-        ORT's log level (3: errors only).
+        ORT's log level (2: warnings and errors, 3: errors only). At 2 and above what ORT logs is caught and
+        noted (:mod:`.ort_log`); below it (1: info, 0: verbose) ORT's log goes to standard error as ORT writes it.
     purpose : str
         What the session is for, in the error's first line ("compute the FP32 reference").
 
@@ -237,16 +283,18 @@ def open_session(model, *, providers: Optional[Sequence] = None, threads: Option
     opts = _session_options(ort, threads, inter_op_threads, optimization, log_severity)
     if isinstance(model, onnx.ModelProto) and _qdq_needs_unfused(model):
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    caught = int(log_severity) >= 2
     try:
-        if not isinstance(model, onnx.ModelProto):
-            session = ort.InferenceSession(os.fspath(model), sess_options=opts, providers=providers)
-        elif model.ByteSize() < _PROTO_LIMIT:
-            session = ort.InferenceSession(model.SerializeToString(), sess_options=opts, providers=providers)
-        else:
-            session = _session_via_file(ort, model, opts, providers)
+        with ort_log(purpose, model, caught):
+            if not isinstance(model, onnx.ModelProto):
+                session = ort.InferenceSession(os.fspath(model), sess_options=opts, providers=providers)
+            elif model.ByteSize() < _PROTO_LIMIT:
+                session = ort.InferenceSession(model.SerializeToString(), sess_options=opts, providers=providers)
+            else:
+                session = _session_via_file(ort, model, opts, providers)
     except Exception as exc:  # noqa: BLE001 - ORT raises its own exception types
         raise explain_load_error(exc, purpose, [_provider_name(p) for p in providers]) from None
-    return OrtSession(session, providers)
+    return OrtSession(session, providers, purpose, model, caught)
 
 
 def _session_via_file(ort, proto, opts, providers):
