@@ -72,12 +72,25 @@ def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of the ``trtwidgets`` console script.
 
     Everything it prints goes through :func:`._terminal.safe_streams`: names from the user's files reach the
-    terminal with their control characters escaped, and a terminal encoding without ``×`` does not fail.
+    terminal with their control characters escaped (and undecodable bytes of file names as ``\\xff``), a
+    terminal encoding without ``×`` does not fail, and a closed standard output (``>&-``) discards what is
+    printed instead of failing after the work is done.
     """
-    from ._terminal import safe_streams
+    from ._terminal import open_standard_descriptors, safe_streams
 
+    open_standard_descriptors()
     with safe_streams():
         return _main(argv)
+
+
+def _check_working_folder() -> None:
+    """Refuse to start in a current folder that was deleted: every relative path would fail, some after the work."""
+    try:
+        os.getcwd()
+    except OSError as exc:
+        raise UserError("The current folder no longer exists (it was deleted or moved after this shell entered it).",
+                        f"Relative paths are found from the current folder, and it is gone ({exc.strerror or exc}).",
+                        "cd to an existing folder (e.g. `cd ~`), then run the command again.") from None
 
 
 def _main(argv: Optional[List[str]]) -> int:
@@ -91,6 +104,7 @@ def _main(argv: Optional[List[str]]) -> int:
     to_create = {}
     restore = _sigterm_interrupts()
     try:
+        _check_working_folder()
         to_create = check_outputs(args, getattr(args, "_outputs", {}), getattr(args, "_output_files", {}))
         with notes_to(_note_printer()):
             code = int(args._run(args) or 0)

@@ -131,5 +131,10 @@ def write_bytes_atomic(path: Union[str, os.PathLike], data: bytes) -> Path:
 
 
 def write_text_atomic(path: Union[str, os.PathLike], text: str) -> Path:
-    """Write ``text`` (UTF-8) to ``path`` atomically."""
-    return atomic_write(path, lambda f: f.write(text.encode("utf-8")))
+    """Write ``text`` (UTF-8) to ``path`` atomically.
+
+    A file name holding bytes that are not UTF-8 reaches Python as lone surrogates (``m\\udcff.onnx``),
+    which UTF-8 cannot encode; such a character is written as its escape ``\\udcff`` (read back as the same
+    character from JSON, shown as that text in HTML) instead of failing after the work is done.
+    """
+    return atomic_write(path, lambda f: f.write(text.encode("utf-8", errors="backslashreplace")))
