@@ -10,11 +10,11 @@ setting this TensorRT does not have.
 from __future__ import annotations
 
 import os
-import re
 from typing import Mapping, Optional, Sequence, Tuple, Union
 
 from ..core.common.atomic import write_bytes_atomic
 from ..core.common.errors import UserError
+from ..core.common.name_patterns import compile_pattern
 
 __all__ = ["EXCLUDED_TACTIC_SOURCES", "ShapeSpec", "restricted_tactic_sources", "pin_layer_precisions",
            "profile_triplet", "set_precisions", "set_build_options", "add_profile", "int8_calibrator",
@@ -66,7 +66,12 @@ def pin_layer_precisions(network, layer_precisions: Mapping[str, str], trt_modul
             raise UserError(f"Cannot pin layers to {prec!r}.", f"TensorRT {trt.__version__} layers take "
                             + ", ".join(k for k, v in _LAYER_DTYPES.items() if hasattr(trt.DataType, v)) + ".",
                             "Use one of those precisions.")
-        compiled.append((pattern, re.compile(pattern), getattr(trt.DataType, _LAYER_DTYPES[key]), key))
+        rx = compile_pattern(pattern, "layer pattern")  # refused when it backtracks without bound ((a+)+)
+        if rx is None:
+            raise UserError(f"The layer pattern {pattern[:80]!r} is no regular expression.",
+                            "Layer patterns are matched with re.fullmatch against TensorRT layer names.",
+                            "Fix the expression (escape special characters such as '(' with a backslash).")
+        compiled.append((pattern, rx, getattr(trt.DataType, _LAYER_DTYPES[key]), key))
     floats = {getattr(trt.DataType, n) for n in ("FLOAT", "HALF", "BF16") if hasattr(trt.DataType, n)}
     hits = {pattern: 0 for pattern, _, _, _ in compiled}
     pinned = []

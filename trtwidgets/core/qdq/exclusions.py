@@ -9,6 +9,7 @@ from typing import AbstractSet, Dict, Iterable, List, Tuple
 import onnx
 
 from ..common.errors import UserError
+from ..common.name_patterns import compile_pattern, match_time_limit
 from ..model.onnx_graph import WEIGHTED_OPS
 from .graph_patterns import node_label
 
@@ -28,7 +29,10 @@ def match_exclusions(graph: onnx.GraphProto, exclude: Iterable[str] = (),
     """Nodes the user keeps in high precision.
 
     A pattern matches a node when it equals the node's name or one of its output
-    names, or when it is a regular expression that fully matches either.
+    names, or when it is a regular expression that fully matches either. A pattern
+    that backtracks without bound (``(a+)+$``) is refused before matching, and the
+    matching of one pattern is stopped after a time limit
+    (:mod:`~trtwidgets.core.common.name_patterns`).
 
     Returns
     -------
@@ -38,21 +42,13 @@ def match_exclusions(graph: onnx.GraphProto, exclude: Iterable[str] = (),
     Raises
     ------
     QdqExclusionError
-        A name pattern that matches no node, or an op type that is not an ONNX op.
+        A name pattern that matches no node, one that would backtrack without bound or take too
+        long, or an op type that is not an ONNX op.
     """
     excluded: Dict[int, str] = {}
     warnings: List[str] = []
     for pattern in exclude:
-        try:
-            rx = re.compile(pattern)
-        except re.error:
-            rx = None
-        hits = 0
-        for i, node in enumerate(graph.node):
-            names = [node.name] + [o for o in node.output if o]
-            if any(n == pattern or (rx is not None and n and rx.fullmatch(n)) for n in names):
-                excluded.setdefault(i, f"excluded by the user (pattern {pattern!r})")
-                hits += 1
+        hits = _match_names(graph, pattern, excluded)
         if not hits:
             examples = [node_label(n) for n in graph.node if n.op_type in WEIGHTED_OPS][:5]
             raise QdqExclusionError(
@@ -106,3 +102,22 @@ def kept_float_by_plan(graph: onnx.GraphProto, nodes: AbstractSet[str]) -> Dict[
             "report.quantized_layers of this model's export.")
     return {i: KEPT_BY_PLAN for i, n in enumerate(graph.node)
             if n.op_type in WEIGHTED_OPS and node_label(n) not in nodes}
+
+
+def _match_names(graph: onnx.GraphProto, pattern: str, excluded: Dict[int, str]) -> int:
+    """Mark the nodes ``pattern`` names (exactly first, then as a regular expression); returns how many."""
+    why = f"excluded by the user (pattern {pattern!r})"
+    names = [(i, [node.name] + [o for o in node.output if o]) for i, node in enumerate(graph.node)]
+    exact = [i for i, ns in names if pattern in ns]
+    for i in exact:
+        excluded.setdefault(i, why)
+    rx = compile_pattern(pattern, "exclusion pattern", QdqExclusionError)
+    if rx is None or re.escape(pattern) == pattern:
+        return len(exact)  # no regular expression, or one that only matches itself: the names were compared
+    hits = set(exact)
+    with match_time_limit(pattern, "exclusion pattern", QdqExclusionError):
+        for i, ns in names:
+            if i not in hits and any(n and rx.fullmatch(n) for n in ns):
+                excluded.setdefault(i, why)
+                hits.add(i)
+    return len(hits)

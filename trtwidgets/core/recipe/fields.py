@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
 from ..common.errors import RecipeError
+from ..common.name_patterns import check_pattern, match_time_limit
 from ..common.frozen import mapping_hash, readonly_mapping
 
 __all__ = [
@@ -126,13 +127,19 @@ class LayerPrecision:
         if self.regex:
             try:
                 re.compile(self.pattern)
-            except re.error as exc:
-                raise bad(f"The layer-precision regex {self.pattern!r} does not compile.", f"Python's re said: {exc}.",
+            except (re.error, RecursionError, OverflowError) as exc:
+                raise bad(f"The layer-precision regex {self.pattern[:80]!r} does not compile.",
+                          f"Python's re said: {exc}.",
                           "Fix the expression, or set regex to false to match the name literally.") from None
+            # A shape that backtracks without bound ((a+)+) would hang the build on a long layer name.
+            check_pattern(self.pattern, "layer-precision regex", RecipeError)
 
     def matches(self, layer_name: str) -> bool:
-        """Whether this override applies to ``layer_name``."""
-        return bool(re.search(self.pattern, layer_name)) if self.regex else layer_name == self.pattern
+        """Whether this override applies to ``layer_name`` (a regex is matched in bounded time)."""
+        if not self.regex:
+            return layer_name == self.pattern
+        with match_time_limit(self.pattern, "layer-precision regex", RecipeError):
+            return bool(re.search(self.pattern, layer_name))
 
     def to_dict(self) -> dict:
         return {"pattern": self.pattern, "precision": self.precision, "regex": self.regex}
