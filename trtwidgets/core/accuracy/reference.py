@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import zipfile
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
@@ -19,6 +20,7 @@ import numpy as np
 
 from ..common.atomic import atomic_write
 from ..common.errors import UserError
+from ..common.npz_files import open_npz
 
 __all__ = ["ReferenceData", "save_reference", "load_reference", "make_reference", "split_batches"]
 
@@ -60,9 +62,9 @@ def load_reference(path: Union[str, os.PathLike]) -> ReferenceData:
         raise UserError(f"Reference file {path} does not exist.", None,
                         "Write one with `trtwidgets compare ... --save-reference FILE` where ONNX Runtime is installed.")
     try:
-        with np.load(path, allow_pickle=False) as f:
+        with open_npz(path) as f:  # headers checked first: a size no file holds is refused unread
             data = {k: f[k] for k in f.files}
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, KeyError, EOFError, zipfile.BadZipFile) as exc:
         raise UserError(f"Reference file {path} could not be read.", str(exc),
                         "Pass an .npz written by save_reference / --save-reference.") from None
     inputs = {k[len("input/"):]: v for k, v in data.items() if k.startswith("input/")}

@@ -5,7 +5,8 @@ declare 1.4 GB of zeros, and a sample file of 10,000 rows is read whole for ``--
 Here each member's npy header is read first (it declares dtype and shape), the size is checked
 against :data:`MAX_ARRAY_BYTES` and against the zip header's declared size *before* anything is
 decompressed, and only the rows asked for are read from the stream. Nothing is unpickled: an
-object dtype is refused from the header.
+object dtype is refused from the header. (The reading itself is
+:mod:`trtwidgets.core.common.npz_files`, which every other ``.npz`` the toolkit reads goes through.)
 
 :func:`tool_output_kind` recognises a file the toolkit wrote (statistics from ``calibrate --stats``)
 so that a sample folder that also holds one skips it, with a note, instead of reading it as a sample.
@@ -14,7 +15,6 @@ so that a sample folder that also holds one skips it, with a note, instead of re
 from __future__ import annotations
 
 import json
-import math
 import zipfile
 from pathlib import Path
 from typing import Dict, Mapping, Optional, Union
@@ -22,24 +22,13 @@ from typing import Dict, Mapping, Optional, Union
 import numpy as np
 
 from ..common.errors import CalibrationDataError
+from ..common.npz_files import MAX_ARRAY_BYTES, read_member
 
-#: The most bytes one array of a ``.npz`` sample may take once read (its rows asked for, not the file).
-MAX_ARRAY_BYTES = 1 << 30
 #: The statistics' ``meta`` member is JSON text; beyond this it is not ours.
 _MAX_META_BYTES = 64 << 20
 _CHUNK = 16 << 20
 
 __all__ = ["MAX_ARRAY_BYTES", "read_npz", "tool_output_kind"]
-
-
-def _header(f, name: str):
-    """``(shape, fortran_order, dtype)`` of the npy stream ``f`` (positioned at its start)."""
-    version = np.lib.format.read_magic(f)
-    if version == (1, 0):
-        return np.lib.format.read_array_header_1_0(f)
-    if version in ((2, 0), (3, 0)):
-        return np.lib.format.read_array_header_2_0(f)
-    raise ValueError(f"member {name!r} has npy format version {version}, which numpy does not write")
 
 
 def _too_big(path: Path, key: str, shape, dtype, nbytes: int) -> CalibrationDataError:
@@ -53,33 +42,7 @@ def _too_big(path: Path, key: str, shape, dtype, nbytes: int) -> CalibrationData
 
 
 def _read_member(z: zipfile.ZipFile, info: zipfile.ZipInfo, path: Path, rows: Optional[int]) -> np.ndarray:
-    key = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
-    with z.open(info) as f:
-        shape, fortran, dtype = _header(f, info.filename)
-        if dtype.hasobject:
-            raise ValueError(f"member {key!r} holds Python objects; Object arrays cannot be loaded when "
-                             "allow_pickle=False")
-        total = math.prod(shape) * dtype.itemsize
-        if info.file_size < total:
-            raise ValueError(f"member {key!r} declares {total} bytes of data, but the zip holds {info.file_size}")
-        take = shape
-        if rows is not None and len(shape) >= 1 and not fortran and rows < shape[0]:
-            take = (rows,) + tuple(shape[1:])  # only the rows asked for are decompressed
-        nbytes = math.prod(take) * dtype.itemsize
-        if nbytes > MAX_ARRAY_BYTES:
-            raise _too_big(path, key, take, dtype, nbytes)
-        arr = np.empty(take, dtype=dtype, order="F" if fortran and take == shape else "C")
-        view = memoryview(arr.reshape(-1, order="A")).cast("B") if arr.size else memoryview(bytearray())
-        got = 0
-        while got < nbytes:
-            # In pieces: ZipExtFile.readinto reads a whole request into a temporary bytes object first.
-            n = f.readinto(view[got:got + _CHUNK])
-            if not n:
-                break
-            got += n
-        if got != nbytes:
-            raise ValueError(f"member {key!r} ends after {got} of {nbytes} bytes")
-        return arr
+    return read_member(z, info, path, rows, refuse=_too_big)
 
 
 def read_npz(path: Path, rows: Union[None, int, Mapping[str, int]] = None) -> Dict[str, np.ndarray]:

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..common.atomic import atomic_write
 from ..common.errors import StatsError
+from ..common.npz_files import open_npz
 from ..common.paths import user_path
 
 #: Format tag written into statistics files.
@@ -340,8 +341,8 @@ def load_stats(path: Union[str, os.PathLike]) -> ActivationStats:
         raise StatsError(f"No statistics file at {path}.", "The path does not exist or is a directory.",
                          "Give the .npz written by `trtwidgets calibrate --stats` or save_stats().")
     try:
-        # Our own handle: numpy leaves its file open when the zip inside is damaged.
-        with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as f:
+        # Headers checked before any array is read: a header claiming 10^11 floats is refused, not a MemoryError.
+        with open_npz(path) as f:
             meta = json.loads(bytes(f["meta"].astype(np.uint8)).decode("utf-8"))
             if not isinstance(meta, dict) or meta.get("format") != STATS_FORMAT:
                 raise ValueError(f"format tag is {meta.get('format') if isinstance(meta, dict) else None!r}")

@@ -31,6 +31,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Uni
 import numpy as np
 
 from ..common.errors import UserError
+from ..common.npz_files import open_npz
 from ..model.batch_axis import BatchAxes
 from .plan_accuracy import score_outputs
 from .plan_values import EngineVerdict, PlanAccuracy, PlanTarget
@@ -190,10 +191,9 @@ class EngineCheck:
         UserError
             The file is not a check this version writes.
         """
-        source = io.BytesIO(path) if isinstance(path, bytes) else str(path)
         where = CHECK_FILE if isinstance(path, bytes) else path
         try:
-            with np.load(source, allow_pickle=False) as z:
+            with open_npz(path) as z:  # headers checked first: 10^11 declared floats are refused unread
                 meta = json.loads(str(z["meta"]))
                 if meta.get("format") != _FORMAT:
                     raise ValueError(f"format {meta.get('format')!r}")

@@ -27,6 +27,7 @@ from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, 
 import numpy as np
 
 from ..common.errors import UserError
+from ..common.npz_files import open_npz, read_npy
 from ..common.ort import open_session
 from ..accuracy.metrics import OutputMetrics, compare_outputs
 from ..model.load import as_model_proto
@@ -292,20 +293,19 @@ def load_labels(path: Union[str, os.PathLike]) -> np.ndarray:
         raise UserError(f"{path} could not be read: it is not a .npy or .npz file.",
                         "It lacks the numpy (or zip) header.", fix)
     try:
-        with open(path, "rb") as f:
-            loaded = np.load(f, allow_pickle=False)
-            if hasattr(loaded, "files"):  # an .npz archive
-                with loaded:
-                    names = list(loaded.files)
-                    if "labels" in names:
-                        names = ["labels"]
-                    if len(names) != 1:
-                        raise UserError(f"{path} holds {len(names)} arrays ({', '.join(names) or 'none'}) and none is "
-                                        "named 'labels'.", "It cannot say which array holds the labels.",
-                                        "Save them as np.savez(path, labels=array), or as a .npy file.")
-                    labels = loaded[names[0]]
-            else:
-                labels = np.asarray(loaded)
+        # Headers checked before any data is read: a header claiming 10^11 labels is refused, not a MemoryError.
+        if magic.startswith(b"PK\x03\x04"):  # an .npz archive
+            with open_npz(path) as loaded:
+                names = list(loaded.files)
+                if "labels" in names:
+                    names = ["labels"]
+                if len(names) != 1:
+                    raise UserError(f"{path} holds {len(names)} arrays ({', '.join(names) or 'none'}) and none is "
+                                    "named 'labels'.", "It cannot say which array holds the labels.",
+                                    "Save them as np.savez(path, labels=array), or as a .npy file.")
+                labels = loaded[names[0]]
+        else:
+            labels = read_npy(path)
     except UserError:
         raise
     except ValueError as exc:
