@@ -40,8 +40,15 @@ def add_arguments(parser):
 
 def _write_csv_atomic(table, path: str) -> None:
     from ..core.common.atomic import write_text_atomic
+    from ..core.common.csv_cells import csv_cell
 
-    write_text_atomic(path, table.to_csv(index=False))
+    # Layer names come from the model: '=HYPERLINK(...)' must open as text in a spreadsheet, not run.
+    safe = table.copy()
+    for column in safe.columns:
+        if safe[column].dtype == object:
+            safe[column] = safe[column].map(csv_cell)
+    safe.columns = [csv_cell(str(c)) for c in safe.columns]
+    write_text_atomic(path, safe.to_csv(index=False))
 
 
 def format_report(table, summary: dict) -> str:
