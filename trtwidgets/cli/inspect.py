@@ -45,7 +45,7 @@ def _write_csv_atomic(table, path: str) -> None:
     # Layer names come from the model: '=HYPERLINK(...)' must open as text in a spreadsheet, not run.
     safe = table.copy()
     for column in safe.columns:
-        if safe[column].dtype == object:
+        if safe[column].dtype == object or str(safe[column].dtype).startswith("string"):
             safe[column] = safe[column].map(csv_cell)
     safe.columns = [csv_cell(str(c)) for c in safe.columns]
     write_text_atomic(path, safe.to_csv(index=False))
