@@ -9,8 +9,11 @@ batched is :mod:`.data`; how they are brought to the opt shape is :mod:`.shape_a
 
 from __future__ import annotations
 
+import errno
 import math
 import numbers
+import os
+import stat
 import warnings
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple, Union
@@ -194,8 +197,10 @@ def load_image(path: Path, pre: Mapping[str, Any]) -> np.ndarray:
     color = str(pre.get("color", "RGB")).upper()
     try:
         with Image.open(path) as im:
+            # As a viewer shows it: a phone photo stored sideways carries its turn in EXIF Orientation.
+            upright = _upright(im)
             # At the image's real depth: 16-bit scaled to the 8-bit range, float used as is or refused.
-            arr = read_pixels(im, color, pre.get("resize"), Path(path))
+            arr = read_pixels(upright, color, pre.get("resize"), Path(path))
     except CalibrationDataError:
         raise
     except Exception as exc:  # noqa: BLE001 - PIL raises many types for bad files
@@ -216,8 +221,59 @@ def load_image(path: Path, pre: Mapping[str, Any]) -> np.ndarray:
         return np.ascontiguousarray(arr[None].astype(pre.get("dtype", "float32")))
 
 
+def _hidden(name: str) -> bool:
+    # Dot files are no samples: macOS's AppleDouble "._x.npy" (resource forks, 1 byte to a few KB), ".DS_Store",
+    # editors' swap files. They are passed over without a word, as `ls` does.
+    return name.startswith(".")
+
+
+def _unusable(entry: Path) -> str:
+    """Why a sample-named folder entry cannot be read ('' when it can): a FIFO, a dangling link, a folder ..."""
+    try:
+        mode = entry.stat().st_mode
+    except OSError as exc:
+        if entry.is_symlink():
+            return "a link loop" if exc.errno == errno.ELOOP else "a link to nothing"
+        return f"not readable ({exc.strerror or type(exc).__name__})"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if not stat.S_ISREG(mode):
+        return "a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "not a regular file (a device or socket)"
+    if not os.access(entry, os.R_OK):
+        return "not readable (no permission)"
+    return ""
+
+
+def _note_skipped(path: Path, skipped) -> None:
+    """One note listing the sample-named entries that could not be read (the first few of them)."""
+    if not skipped:
+        return
+    shown = "; ".join(f"{p.name} ({why})" for p, why in skipped[:6])
+    more = f"; and {len(skipped) - 6} more" if len(skipped) > 6 else ""
+    note(f"{path}: {len(skipped)} entr{'y' if len(skipped) == 1 else 'ies'} named like samples skipped, not "
+         f"calibrated on: {shown}{more}")
+
+
+def _upright(im):
+    """``im`` turned as its EXIF Orientation says (the same image when it says nothing)."""
+    from PIL import ImageOps
+
+    try:
+        orientation = im.getexif().get(0x0112, 1)
+    except Exception:  # noqa: BLE001 - damaged EXIF: the pixels are still the image
+        return im
+    if orientation in (None, 1):
+        return im
+    return ImageOps.exif_transpose(im)
+
+
 def sample_files(path: Path, kind: str) -> list:
-    """The sample files of a folder, sorted, or a :class:`CalibrationDataError` saying why there are none."""
+    """The sample files of a folder, sorted, or a :class:`CalibrationDataError` saying why there are none.
+
+    Dot files (``._x.npy`` of macOS, ``.DS_Store``) are passed over silently; entries named like samples that
+    cannot be read as files (a FIFO, a dangling link, a folder named ``x.npy``, a file without read
+    permission) are skipped and listed in one note.
+    """
     if not path.exists():
         raise CalibrationDataError(f"No calibration data at {path}.", "The path does not exist.",
                                    "Give a folder of .npy/.npz files or images.")
@@ -230,7 +286,10 @@ def sample_files(path: Path, kind: str) -> list:
     except OSError as exc:
         raise CalibrationDataError(f"The folder {path} could not be listed.", f"{type(exc).__name__}: {exc}",
                                    "Check its permissions.") from None
-    files = sorted(p for p in entries if p.is_file() and p.suffix.lower() in suffixes)
+    named = sorted(p for p in entries if not _hidden(p.name) and p.suffix.lower() in suffixes)
+    skipped = [(p, why) for p, why in ((p, _unusable(p)) for p in named) if why]
+    _note_skipped(path, skipped)
+    files = [p for p in named if p not in {s for s, _ in skipped}]
     own = [p for p in files if p.suffix.lower() == ".npz" and tool_output_kind(p)]
     for p in own:
         # e.g. `calibrate --data D --stats D/stats.npz`: the next run must not read the statistics as a sample.
@@ -271,7 +330,7 @@ def detect_kind(path: Path) -> str:
     """``"npy_dir"`` or ``"image_dir"``, from the files a folder holds (``"npy_dir"`` when unsure)."""
     try:
         if path.is_dir():
-            suffixes = {p.suffix.lower() for p in path.iterdir() if p.is_file()}
+            suffixes = {p.suffix.lower() for p in path.iterdir() if not _hidden(p.name) and p.is_file()}
             if suffixes & set(ARRAY_SUFFIXES):
                 return "npy_dir"
             if suffixes & set(IMAGE_SUFFIXES):
