@@ -191,8 +191,10 @@ def run(args) -> int:
     recipe = locate_model(load_recipe(recipe_path), recipe_path.parent)
     model = load_model(recipe.model_path)
     build_dir = Path(args.build_dir) if args.build_dir else report_path.with_name(report_path.stem + "-build")
+    _check_build_dir(args, recipe, build_dir)  # before any work: a file in its place, or the recipe's own inputs
     saved, saved_tables = _saved_sources(args, recipe_path)  # read first: a bad --graph fails before any long work
     steps = [{"step": "load", "status": "done", "detail": f"{recipe_path} -> {model.path}"}]
+    _model_changed(recipe, model, steps)
     recipe = _profiles_from_data(args, recipe, model, steps)
 
     findings = lint(model, flags=recipe.flags, trt_version=recipe.trt_version, calibrator=recipe.calibrator.kind,
@@ -213,6 +215,48 @@ def run(args) -> int:
     for s in steps:
         print(f"  {s['step']:<24} {s['status']:<8} {s['detail'][:110]}")
     return 1 if build_error is not None else 0
+
+
+def _check_build_dir(args, recipe, build_dir: Path) -> None:
+    """Refuse, before any work, a build folder that is a file, or whose files would replace an input the recipe names.
+
+    ``--build-dir`` is checked against the command line's own arguments by :mod:`._outputs`; the default folder
+    (``REPORT-build`` beside the report) and the recipe's inputs (its model, its calibration cache) are checked here:
+    ``run --report s.html`` must never replace the recipe's own ``s-build/calibration.cache``.
+    """
+    from ..core.common.errors import UserError
+    from ..core.common.write_rule import check_replaceable, partial_path, refuse_inputs
+
+    label = "--build-dir" if args.build_dir else f"the build folder {build_dir} (named after --report)"
+    fix = "Give --build-dir another folder" if args.build_dir else "Give --build-dir a folder of its own"
+    if os.path.lexists(build_dir) and not build_dir.is_dir():
+        raise UserError(f"{label} is {'a file' if build_dir.is_file() else 'not a folder'}: {build_dir}.",
+                        "run writes the calibration cache (and the build) into a folder there.",
+                        f"{fix}, or move {build_dir.name} away.")
+    inputs = {"the recipe": args.recipe, "the recipe's model": recipe.model_path,
+              "the recipe's calibration cache (calibrator.cache_path)": recipe.calibrator.cache_path}
+    inputs.update({f"--graph {g}": g for g in args.graph})
+    for name in () if args.no_calibrate else OUTPUT_FILES["build_dir"]:  # the cache is written only by calibrating
+        for target in (build_dir / name, partial_path(build_dir / name)):
+            try:
+                refuse_inputs(target, {k: v for k, v in inputs.items() if v}, label=f"{label}: {target.name}")
+            except UserError as err:
+                raise UserError(err.what, f"{err.why} run writes {target.name} into the build folder.",
+                                f"{fix} (or point the recipe's calibrator.cache_path elsewhere).") from None
+            check_replaceable(target, f"{label}: {target.name}")
+
+
+def _model_changed(recipe, model, steps) -> None:
+    """Say it (a note, and a step of the report) when the model's content is not the one the recipe was made for."""
+    from ..core.common.notes import note
+
+    if not (recipe.model_sha256 and model.sha256) or recipe.model_sha256 == model.sha256:
+        return
+    detail = (f"{model.path} has changed since the recipe was saved (sha256 {recipe.model_sha256[:12]}... in the "
+              f"recipe, {model.sha256[:12]}... now): its profiles, layer names and ranges may no longer fit; "
+              "save the recipe again from the app for this model")
+    note(detail)
+    steps.append({"step": "model", "status": "changed", "detail": detail})
 
 
 def _inspect_sections(built, saved, saved_tables, model, recipe, steps):

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 
@@ -62,12 +63,19 @@ def test_replace_returns_new_checked_recipe(demo):
 def test_save_is_atomic_and_load_resolves_relative_model(tmp_path, demo):
     r = full_recipe(demo)
     path = save_recipe(r, tmp_path / "sub" / "recipe.json")
-    assert load_recipe(path) == r
+    # Every relative path is taken beside the recipe file (issue 32), never in the current folder.
+    beside = str((tmp_path / "sub").resolve())
+    assert load_recipe(path) == r.replace(
+        calibrator=dataclasses.replace(r.calibrator, cache_path=os.path.join(beside, "calib.cache")),
+        timing_cache=os.path.join(beside, "timing.cache"))
     assert [p.name for p in path.parent.iterdir()] == ["recipe.json"], "no temp file may remain"
     d = json.loads(path.read_text())
     d["model_path"] = "model.onnx"
     path.write_text(json.dumps(d))
     assert load_recipe(path).model_path == str((tmp_path / "sub" / "model.onnx").resolve())
+    d["calibration_data"] = {"kind": "npy_dir", "path": "../data", "batch_size": 2}
+    path.write_text(json.dumps(d))
+    assert load_recipe(path).calibration_data.path == str((tmp_path / "data").resolve())
 
 
 def test_save_failure_keeps_old_file(tmp_path, demo):

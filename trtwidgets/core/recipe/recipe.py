@@ -255,6 +255,7 @@ class Recipe:
         if data is not None:
             if not isinstance(data, Mapping):
                 raise bad(f"The recipe's calibration_data must be an object or null, got {type(data).__name__}.")
+            _check_data_types(data)
             try:
                 kw["calibration_data"] = _calib_spec_class().from_dict(data)
             except RecipeError:
@@ -274,6 +275,36 @@ class Recipe:
             f"{source} is not valid JSON.", f"json said: {exc}.",
             "Fix the file (or save the recipe again from the notebook)."))
         return cls.from_dict(d)
+
+
+#: calibration_data's JSON fields: (key, the JSON types it takes, how the message says them, an example).
+_DATA_TYPES = (("kind", (str,), "a string", '"npy_dir"'), ("path", (str, type(None)), "a string or null", '"data/"'),
+               ("batch_size", (int,), "a whole number", "8"), ("max_samples", (int, type(None)),
+                                                                "a whole number or null", "256"),
+               ("preprocessing", (Mapping, type(None)), "an object or null", '{"input": "x", "resize": [48, 192]}'),
+               ("adapt", (Mapping,), "an object", '{"x": "pad"}'), ("opt_shapes", (Mapping,), "an object",
+                                                                    '{"x": [1, 3, 48, 192]}'))
+
+
+def _type_error(field: str, value, expected: str, example: str) -> RecipeError:
+    return bad(f"The recipe's {field} is {value!r:.80} ({type(value).__name__}), not {expected}.",
+               "A recipe is read strictly: a number written as text (\"8\"), or a value of another type, is refused "
+               "rather than guessed at.",
+               f"Write it as {expected} without quotes around numbers, e.g. \"{field.rpartition('.')[2]}\": {example}.")
+
+
+def _check_data_types(data: Mapping) -> None:
+    """Refuse calibration_data fields of the wrong JSON type (``"batch_size": "8"``, ``"opt_shapes": {"x": "1348"}``)."""
+    for key, types, expected, example in _DATA_TYPES:
+        if key in data and (isinstance(data[key], bool) or not isinstance(data[key], types)):
+            raise _type_error(f"calibration_data.{key}", data[key], expected, example)
+    for name, mode in (data.get("adapt") or {}).items():
+        if not isinstance(mode, str):
+            raise _type_error(f"calibration_data.adapt[{name!r}]", mode, "a string", '"pad"')
+    for name, shape in (data.get("opt_shapes") or {}).items():
+        if not isinstance(shape, list) or any(isinstance(d, bool) or not isinstance(d, int) for d in shape):
+            raise _type_error(f"calibration_data.opt_shapes[{name!r}]", shape, "a list of whole numbers",
+                              "[1, 3, 48, 192]")
 
 
 def _keys(d: Mapping, allowed, required=(), where: str = "recipe") -> None:
@@ -314,11 +345,37 @@ def save_recipe(recipe: Recipe, path: Union[str, os.PathLike]) -> Path:
     return write_text_atomic(path, recipe.to_json() + "\n")
 
 
+def _beside(folder: Path, value: Optional[str]) -> Optional[str]:
+    """``value`` taken relative to ``folder`` when it is a relative path (``~`` expanded), else as it is."""
+    if not value:
+        return value
+    path = user_path(value)
+    return value if path.is_absolute() else str((folder / path).resolve())
+
+
+def _paths_beside(recipe: Recipe, folder: Path) -> Recipe:
+    """``recipe`` with every relative path it names taken relative to ``folder`` (the recipe file's)."""
+    changes = {}
+    if recipe.model_path and _beside(folder, recipe.model_path) != recipe.model_path:
+        changes["model_path"] = _beside(folder, recipe.model_path)
+    if recipe.timing_cache and _beside(folder, recipe.timing_cache) != recipe.timing_cache:
+        changes["timing_cache"] = _beside(folder, recipe.timing_cache)
+    cal = recipe.calibrator
+    if cal.cache_path and _beside(folder, cal.cache_path) != cal.cache_path:
+        changes["calibrator"] = dataclasses.replace(cal, cache_path=_beside(folder, cal.cache_path))
+    data = recipe.calibration_data
+    if data is not None and data.kind != "demo" and data.path and _beside(folder, data.path) != data.path:
+        changes["calibration_data"] = data.replace(path=_beside(folder, data.path))
+    return recipe.replace(**changes) if changes else recipe
+
+
 def load_recipe(path: Union[str, os.PathLike]) -> Recipe:
     """Read a recipe written by :func:`save_recipe`.
 
-    A relative ``model_path`` in the file is taken relative to the recipe's
-    folder, so a recipe can travel next to its model.
+    Every relative path in the file (``model_path``, ``calibration_data.path``,
+    ``calibrator.cache_path``, ``timing_cache``) is taken relative to the recipe's
+    folder, never to the current one: a recipe travels next to its model and data, and
+    ``run`` from another folder never calibrates on another folder of the same name.
 
     Raises
     ------
@@ -332,9 +389,7 @@ def load_recipe(path: Union[str, os.PathLike]) -> Recipe:
                   "Give the path of a recipe .json file saved by the notebook or save_recipe().")
     check_file_size(path, RECIPE_LIMITS, RecipeError)  # refused unread: a 100 MB model_path, or another file
     recipe = Recipe.from_json(path.read_bytes(), source=str(path))
-    if recipe.model_path and not user_path(recipe.model_path).is_absolute():
-        recipe = recipe.replace(model_path=str((path.parent / recipe.model_path).resolve()))
-    return recipe
+    return _paths_beside(recipe, Path(os.path.abspath(path)).parent)
 
 
 __all__ = [
