@@ -95,6 +95,7 @@ def add_arguments(parser):
 
 
 def run(args) -> int:
+    from ..core.common.write_rule import inside_output
     from ..core.plan.plan_artifact import Plan
     from ..core.plan.plan_export import export_plan
     from ..trt.plan_measure import measure_plan, require_measurable
@@ -102,10 +103,12 @@ def run(args) -> int:
 
     out = Path(args.plan_dir)
     plan = Plan.load(out)
+    # Before any work: the candidates are written into PLAN_DIR/candidates/, never through a link placed there.
+    work = inside_output(out, "candidates", "candidates", label=f"the plan folder {out}").parent
     _check(args)
     require_measurable("trtwidgets plan measure")
     check, check_bytes = _engine_check(out, plan)
-    new = measure_plan(plan, args.model, work_dir=out / "candidates", check=check, **measure_keywords(args))
+    new = measure_plan(plan, args.model, work_dir=work, check=check, **measure_keywords(args))
     exported = export_plan(args.model or new.model, new)
     # One set, as `plan` writes it: a kill leaves the earlier plan's files or the measured plan's, never a mix.
     write_plan_folder(new, exported, out, check_bytes, partial=False)

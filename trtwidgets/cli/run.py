@@ -225,7 +225,7 @@ def _check_build_dir(args, recipe, build_dir: Path) -> None:
     ``run --report s.html`` must never replace the recipe's own ``s-build/calibration.cache``.
     """
     from ..core.common.errors import UserError
-    from ..core.common.write_rule import check_replaceable, partial_path, refuse_inputs
+    from ..core.common.write_rule import check_replaceable, inside_output, partial_path, refuse_inputs
 
     label = "--build-dir" if args.build_dir else f"the build folder {build_dir} (named after --report)"
     fix = "Give --build-dir another folder" if args.build_dir else "Give --build-dir a folder of its own"
@@ -233,6 +233,7 @@ def _check_build_dir(args, recipe, build_dir: Path) -> None:
         raise UserError(f"{label} is {'a file' if build_dir.is_file() else 'not a folder'}: {build_dir}.",
                         "run writes the calibration cache (and the build) into a folder there.",
                         f"{fix}, or move {build_dir.name} away.")
+    inside_output(build_dir, "engine", label=label)  # the build is published there: never through a link
     inputs = {"the recipe": args.recipe, "the recipe's model": recipe.model_path,
               "the recipe's calibration cache (calibrator.cache_path)": recipe.calibrator.cache_path}
     inputs.update({f"--graph {g}": g for g in args.graph})

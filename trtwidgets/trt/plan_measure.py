@@ -105,15 +105,16 @@ def _estimate_ms(cand: Candidate) -> float:
 
 def _jobs(plan: Plan, model_path: str, work: Path, targets: List[int], implicit: bool) -> List[MeasureJob]:
     from ..core.calibration.cache import write_cache
+    from ..core.common.write_rule import inside_output
     from ..core.plan.plan_export import export_plan
 
+    folder = inside_output(work, "candidates")  # before any write: a link there would send the exports elsewhere
     cands = plan.candidates
     jobs = [MeasureJob("fp16", FP16, model_path, estimate_ms=_estimate_ms(cands[0]))]
     if implicit and plan.ranges.amax:
         cache = work / "implicit_int8.cache"
         write_cache(dict(plan.ranges.amax), cache)
         jobs.append(MeasureJob("int8_implicit", INT8_IMPLICIT, model_path, calibration_cache=str(cache)))
-    folder = work / "candidates"
     folder.mkdir(parents=True, exist_ok=True)
     for i in targets:
         path = folder / f"candidate{i}.qdq.onnx"

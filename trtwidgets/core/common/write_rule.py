@@ -12,7 +12,11 @@ Every command and API function that writes follows it (see :mod:`.atomic` and
 - a write that fails (disk full, no permission, ...) keeps the earlier file and says
   what, why and what to do;
 - an interrupted run writes its partial result under its own name
-  (:func:`partial_path`), never over a complete one.
+  (:func:`partial_path`), never over a complete one;
+- nothing is written through a symbolic link to a folder *inside* an output folder
+  (:func:`inside_output`): a ``candidates/`` link in a shared plan folder must not make
+  ``plan measure`` replace files elsewhere. (The output folder itself may be a link: the
+  user named it.)
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from typing import Mapping, Optional, Tuple, Union
 from .errors import UserError
 
 __all__ = ["WriteError", "check_replaceable", "file_identity", "same_file", "refuse_inputs", "partial_path",
-           "write_error"]
+           "write_error", "inside_output"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -116,6 +120,42 @@ def refuse_inputs(output: PathLike, inputs: Mapping[str, object], label: Optiona
             raise WriteError(f"{label} is the run's own input ({source}: {os.fspath(path)}).",
                              "Writing it would destroy the file it is read from.",
                              f"Write {Path(os.fspath(output)).name} somewhere else.")
+
+
+def inside_output(root: PathLike, *folders: str, label: Optional[str] = None) -> Path:
+    """The folder ``root/folders...``, after checking that none of ``folders`` is a link or no folder.
+
+    Parameters
+    ----------
+    root : path-like
+        The output folder the user named (it may itself be a link).
+    *folders : str
+        Folders below ``root`` that files are written into; those that do not exist yet are created later by
+        the writer, as real folders. (A file written there may be a link: an atomic write replaces the link,
+        never its target.)
+    label : str, optional
+        How the message names the output folder (default: its path).
+
+    Raises
+    ------
+    WriteError
+        A folder below ``root`` is a symbolic link (writing through it would write outside the output folder),
+        or a file, pipe or device stands where a folder is needed.
+    """
+    root = Path(os.path.expanduser(os.fspath(root)))
+    label = label or str(root)
+    current = root
+    for part in folders:
+        current = current / part
+        if os.path.islink(current):
+            raise WriteError(f"{current} inside {label} is a symbolic link (to {os.readlink(current)}).",
+                             "Files are written into that folder; through the link they would land outside the output "
+                             "folder and replace files there (a shared folder can carry such a link).",
+                             f"Remove the link ({current}); the folder is made again when needed.")
+        if os.path.lexists(current) and not os.path.isdir(current):
+            raise WriteError(f"{current} inside {label} is not a folder.", "Files are written into a folder there.",
+                             f"Move {current.name} away; the folder is made again when needed.")
+    return current
 
 
 def partial_path(path: PathLike) -> Path:
