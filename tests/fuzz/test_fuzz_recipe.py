@@ -62,3 +62,72 @@ def test_byte_mutations_of_a_recipe_file(data):
     result = only_user_errors(load_recipe, path)
     if isinstance(result, UserError):
         assert isinstance(result, RecipeError)
+
+
+# ---- issue 32: a value of another JSON type is refused, never coerced ("batch_size": "8" was accepted) ----------
+
+def _leaf_paths(node, path=()):
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _leaf_paths(v, path + (k,))
+    elif isinstance(node, list) and node:
+        for i, v in enumerate(node):
+            yield from _leaf_paths(v, path + (i,))
+    else:
+        yield path
+
+
+def _at(node, path):
+    for k in path:
+        node = node[k]
+    return node
+
+
+def _with(node, path, value):
+    import copy
+
+    node = copy.deepcopy(node)
+    target = node
+    for k in path[:-1]:
+        target = target[k]
+    target[path[-1]] = value
+    return node
+
+
+_LEAVES = [(i, p) for i, doc in enumerate(DOCS) for p in _leaf_paths(doc) if p and p != ("schema_version",)]
+
+
+def _json_kind(value) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    return type(value).__name__
+
+
+def _other_type(value):
+    """Values of other JSON types that a lenient reader might take for ``value`` ("8" for 8, 1 for True ...)."""
+    text = value if isinstance(value, str) else json.dumps(value)
+    out = [text, [value], {"v": value}, None, True, 8.5]
+    if isinstance(value, str):
+        out += [1, 0]
+    return [v for v in out if _json_kind(v) != _json_kind(value)]
+
+
+@fuzz_settings(600)
+@given(st.sampled_from(_LEAVES).flatmap(lambda leaf: st.tuples(st.just(leaf), st.sampled_from(
+    _other_type(_at(DOCS[leaf[0]], leaf[1]))))))
+def test_a_field_of_another_json_type_is_refused_not_coerced(case):
+    (i, path), value = case
+    doc = _with(DOCS[i], path, value)
+    result = only_user_errors(Recipe.from_dict, doc)
+    if isinstance(result, UserError):
+        return
+    # It loaded: only where the field may be null (an optional setting) or takes that type too; never as the old value
+    # turned into another type, and what it saves is what it read.
+    saved = result.to_dict()
+    try:
+        kept = _at(saved, path)
+    except (KeyError, IndexError, TypeError):
+        return  # the field was dropped into a default (e.g. an empty mapping)
+    assert _json_kind(kept) == _json_kind(value) or value is None, (path, value, kept)
