@@ -39,13 +39,15 @@ def add_arguments(parser):
 
 
 def _write_csv_atomic(table, path: str) -> None:
+    from pandas.api.types import is_object_dtype, is_string_dtype
+
     from ..core.common.atomic import write_text_atomic
     from ..core.common.csv_cells import csv_cell
 
     # Layer names come from the model: '=HYPERLINK(...)' must open as text in a spreadsheet, not run.
     safe = table.copy()
     for column in safe.columns:
-        if safe[column].dtype == object or str(safe[column].dtype).startswith("string"):
+        if is_object_dtype(safe[column]) or is_string_dtype(safe[column]):  # pandas 3 has a "str" dtype
             safe[column] = safe[column].map(csv_cell)
     safe.columns = [csv_cell(str(c)) for c in safe.columns]
     write_text_atomic(path, safe.to_csv(index=False))

@@ -105,16 +105,23 @@ def kept_float_by_plan(graph: onnx.GraphProto, nodes: AbstractSet[str]) -> Dict[
 
 
 def _match_names(graph: onnx.GraphProto, pattern: str, excluded: Dict[int, str]) -> int:
-    """Mark the nodes ``pattern`` names (exactly first, then as a regular expression); returns how many."""
+    """Mark the nodes ``pattern`` names; returns how many.
+
+    A pattern that is the name of a node or output is that name: it is never run as a regular expression
+    (``conv(1)+`` may be a node's name, and a name is no expression to check). Otherwise it is a regular
+    expression, checked (:func:`~..common.name_patterns.compile_pattern`) and matched in bounded time.
+    """
     why = f"excluded by the user (pattern {pattern!r})"
     names = [(i, [node.name] + [o for o in node.output if o]) for i, node in enumerate(graph.node)]
     exact = [i for i, ns in names if pattern in ns]
     for i in exact:
         excluded.setdefault(i, why)
+    if exact:
+        return len(exact)
     rx = compile_pattern(pattern, "exclusion pattern", QdqExclusionError)
     if rx is None or re.escape(pattern) == pattern:
-        return len(exact)  # no regular expression, or one that only matches itself: the names were compared
-    hits = set(exact)
+        return 0  # no regular expression, or one that only matches itself: the names were compared
+    hits = set()
     with match_time_limit(pattern, "exclusion pattern", QdqExclusionError):
         for i, ns in names:
             if i not in hits and any(n and rx.fullmatch(n) for n in ns):
