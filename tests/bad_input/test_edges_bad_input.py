@@ -247,6 +247,8 @@ def test_an_edge_is_refused_clearly_and_costs_nothing(ws, user, capfd, monkeypat
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     argv = fill_argv(argv, ws, user)
+    for name in ("q.onnx", "o.cache", "r.html"):  # a row that wrongly wrote one fails; the next starts clean
+        (ws / name).unlink(missing_ok=True)
     before, shelf, outside = fingerprint(user), fingerprint(ws / "bad"), fingerprint(ws / "elsewhere")
     rc = run_cli(argv)
     out, err = capfd.readouterr()
