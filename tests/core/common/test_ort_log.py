@@ -150,3 +150,12 @@ def test_no_stderr_at_all_is_no_failure(tmp_path):
     proc = subprocess.run(f"{sys.executable} -c \"{code}\" 2>&-", shell=True, capture_output=True, text=True,
                           cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120)
     assert proc.returncode == 0 and "[1. 1.]" in proc.stdout, proc.stdout
+
+
+def test_container_thread_pinning_errors_are_one_harmless_note(capfd):
+    line = (b"2025-01-01 00:00:00.0 [E:onnxruntime:Default, env.cc:234 ThreadMain] pthread_setaffinity_np failed "
+            b"for thread: 1, index: 0, mask: {1, }, error code: 22 error msg: Invalid argument.\n")
+    with collect_notes(forward=False) as notes, ort_log("compute statistics"):
+        os.write(2, line * 3)
+    assert capfd.readouterr().err == ""
+    assert len(notes) == 1 and "3 line(s)" in notes[0] and "harmless" in notes[0], notes

@@ -21,7 +21,7 @@ import sys
 import tempfile
 import threading
 from contextlib import contextmanager
-from typing import Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .notes import note
 
@@ -51,6 +51,9 @@ _MEANINGS: Tuple[Tuple[re.Pattern, str, bool], ...] = (
      "re-export the model with the Resize on an N,C,H,W tensor scaled in H and W, or with mode 'linear'", False),
     (re.compile(r"Removing initializer .* not used by any node", re.I),
      "harmless: ONNX Runtime drops weights that no node uses from its own copy of the model", True),
+    (re.compile(r"pthread_setaffinity_np failed|Unknown CPU vendor|cpuinfo", re.I),
+     "harmless: ONNX Runtime could not pin its threads to CPUs or name this CPU (usual in containers); results "
+     "hold", True),
     (re.compile(r"Could not find an implementation", re.I),
      "the provider has no kernel for this op with the types the model gives it; the model cannot run here "
      "until that node runs in a type ONNX Runtime implements (float32)", False),
@@ -257,19 +260,19 @@ def ort_log(purpose: str, model=None, enabled: bool = True) -> Iterator[None]:
 
 
 def _report(records: Sequence[OrtRecord], purpose: str, model) -> None:
-    """One note per record; the harmless ones (unused weights dropped) together in one."""
+    """One note per record; the harmless ones together, one note per kind (unused weights, thread pinning)."""
     nodes: Optional[List[Tuple[str, str]]] = None
-    harmless = []
+    harmless: Dict[str, List[OrtRecord]] = {}
     for record in records:
-        if any(quiet and pattern.search(record.message) for pattern, _, quiet in _MEANINGS):
-            harmless.append(record)
+        quiet = next((text for pattern, text, q in _MEANINGS if q and pattern.search(record.message)), None)
+        if quiet is not None:
+            harmless.setdefault(quiet, []).append(record)
             continue
         if nodes is None and model is not None and not any(p.search(record.message) for p in _NODE_PATTERNS[:5]):
             nodes = _model_nodes(model)
         note(explain_record(record, purpose, nodes or ()))
-    if harmless:
-        names = [m.group("node") for m in (_NODE_PATTERNS[-1].search(r.message) for r in harmless) if m]
+    for meaning, group in harmless.items():
+        names = [m.group("node") for m in (_NODE_PATTERNS[-1].search(r.message) for r in group) if m]
         shown = ", ".join(repr(n) for n in names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-        note(f"ONNX Runtime warned {len(harmless)} time(s) while it was used to {purpose}"
-             + (f" (unused initializers {shown})" if names else "")
-             + ": harmless, it drops weights that no node uses from its own copy of the model")
+        note(f"ONNX Runtime wrote {len(group)} line(s) while it was used to {purpose}"
+             + (f" (unused initializers {shown})" if names else "") + f": {meaning}")
