@@ -233,7 +233,8 @@ def _check_build_dir(args, recipe, build_dir: Path) -> None:
         raise UserError(f"{label} is {'a file' if build_dir.is_file() else 'not a folder'}: {build_dir}.",
                         "run writes the calibration cache (and the build) into a folder there.",
                         f"{fix}, or move {build_dir.name} away.")
-    inside_output(build_dir, "engine", label=label)  # the build is published there: never through a link
+    if not args.no_build:
+        inside_output(build_dir, "engine", label=label)  # the build is published there: never through a link
     inputs = {"the recipe": args.recipe, "the recipe's model": recipe.model_path,
               "the recipe's calibration cache (calibrator.cache_path)": recipe.calibrator.cache_path}
     inputs.update({f"--graph {g}": g for g in args.graph})
