@@ -432,8 +432,8 @@ def test_more_ort_threads_than_cpus_run_on_the_cpus_with_a_note(ws, tmp_path, ca
 
 def test_plan_measure_through_the_api_never_writes_through_a_link(ws, tmp_path):
     from trtwidgets.core.common.write_rule import WriteError
-    from trtwidgets.core.plan.plan_values import load_plan
-    from trtwidgets.trt.plan_measure import measure_plan_doc
+    from trtwidgets.core.plan.plan_artifact import Plan
+    from trtwidgets.trt.plan_measure import measure_plan
 
     work = tmp_path / "work"
     work.mkdir()
@@ -444,7 +444,8 @@ def test_plan_measure_through_the_api_never_writes_through_a_link(ws, tmp_path):
         raise AssertionError("nothing may be measured")
 
     with pytest.raises(WriteError, match="symbolic link"):
-        measure_plan_doc(load_plan(ws / "plan"), work, ws / "stack.onnx", measure_fn=never, cache_dir=tmp_path / "e")
+        measure_plan(Plan.load(ws / "plan"), ws / "stack.onnx", work_dir=work, measure_fn=never,
+                     cache_dir=tmp_path / "e")
     assert fingerprint(ws / "elsewhere") == before and not (work / "implicit_int8.cache").exists()
 
 

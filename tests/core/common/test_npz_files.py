@@ -118,8 +118,9 @@ def test_labels_with_a_lying_header_are_a_user_error(tmp_path):
 
 def test_a_held_back_check_with_a_lying_header_is_a_user_error(tmp_path):
     from trtwidgets.core.plan.engine_check import EngineCheck
+    from trtwidgets.core.plan.plan_values import PlanTarget
 
     meta = json.dumps({"format": 1, "samples": 50, "inputs": ["x"], "outputs": ["y"]})  # the version plan writes
     path = _lying_npz(tmp_path / "held_back.npz", "in0_0.npy", others={"meta": np.array(meta)})
     with pytest.raises(UserError, match="held-back check"):
-        EngineCheck.load(path, {"target": {}})
+        EngineCheck.load(path, PlanTarget())
