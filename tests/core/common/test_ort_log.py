@@ -159,3 +159,28 @@ def test_container_thread_pinning_errors_are_one_harmless_note(capfd):
         os.write(2, line * 3)
     assert capfd.readouterr().err == ""
     assert len(notes) == 1 and "3 line(s)" in notes[0] and "harmless" in notes[0], notes
+
+
+def test_a_run_stopped_by_a_cancel_leaves_no_note_and_no_line(capfd):
+    # A cancel stops the run with ORT's terminate flag: the Cancelled raised says so; no note, nothing on stderr.
+    from trtwidgets.core.common.cancel import CancelToken, Cancelled, cancel_scope
+
+    n = 1024
+    nodes = [helper.make_node("MatMul", [f"a{i}", "w"], [f"a{i + 1}"], name=f"mm{i}") for i in range(60)]
+    model = _model(nodes, [helper.make_tensor_value_info("a0", TensorProto.FLOAT, [n, n])],
+                   [helper.make_tensor_value_info("a60", TensorProto.FLOAT, [n, n])],
+                   [helper.make_tensor("w", TensorProto.FLOAT, [n, n], np.full(n * n, 1e-3, np.float32))])
+    sess = tort.open_session(model, threads=1)
+    token = CancelToken()
+    threading.Timer(0.3, token.set).start()
+    with collect_notes(forward=False) as notes, pytest.raises(Cancelled), cancel_scope(token):
+        sess.run(None, {"a0": np.ones((n, n), np.float32)})
+    assert notes == [] and "onnxruntime" not in capfd.readouterr().err
+
+
+def test_a_terminate_line_is_the_toolkits_own_doing_and_no_note(capfd):
+    # Some ORT versions log the terminate of a cancelled run; the Cancelled already says it.
+    with collect_notes(forward=False) as notes, ort_log("compute statistics"):
+        os.write(2, b"2025-01-01 00:00:00.0 [E:onnxruntime:, sequential_executor.cc:1 Execute] Exiting due to "
+                    b"terminate flag being set to true.\n")
+    assert notes == [] and capfd.readouterr().err == ""

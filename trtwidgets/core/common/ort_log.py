@@ -259,11 +259,17 @@ def ort_log(purpose: str, model=None, enabled: bool = True) -> Iterator[None]:
             _report(_stop(), purpose, model)
 
 
+#: Records that are the toolkit's own doing, said elsewhere: a run stopped by a cancel (core/common/cancel.py).
+_OWN = re.compile(r"terminate flag", re.I)
+
+
 def _report(records: Sequence[OrtRecord], purpose: str, model) -> None:
     """One note per record; the harmless ones together, one note per kind (unused weights, thread pinning)."""
     nodes: Optional[List[Tuple[str, str]]] = None
     harmless: Dict[str, List[OrtRecord]] = {}
     for record in records:
+        if _OWN.search(record.message):
+            continue
         quiet = next((text for pattern, text, q in _MEANINGS if q and pattern.search(record.message)), None)
         if quiet is not None:
             harmless.setdefault(quiet, []).append(record)
