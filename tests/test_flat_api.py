@@ -24,15 +24,17 @@ def test_import_is_cheap():
 
 
 def test_every_step_is_listed_and_resolves():
-    assert trtwidgets.__all__ == ["load", "lint", "calibrate", "export_qdq", "plan", "export_plan", "build", "layers",
-                                  "inspect", "compare", "App", "Recipe", "QdqOptions", "PlanTarget", "Plan"]
+    assert trtwidgets.__all__ == ["load", "lint", "calibrate", "Calibration", "export_qdq", "plan", "export_plan",
+                                  "build", "layers", "inspect", "compare", "App", "Recipe", "QdqOptions", "PlanTarget",
+                                  "Plan"]
     assert set(trtwidgets.__all__) <= set(dir(trtwidgets))
     for name in [n for n in trtwidgets.__all__ if n != "plan"]:  # plan: see test_plan_is_the_planner
         assert callable(getattr(trtwidgets, name)), name
+    from trtwidgets.core.calibration.calibration import Calibration
     from trtwidgets.core.model.load import load_model
     from trtwidgets.core.recipe.recipe import Recipe
 
-    assert trtwidgets.load is load_model and trtwidgets.Recipe is Recipe
+    assert trtwidgets.load is load_model and trtwidgets.Recipe is Recipe and trtwidgets.Calibration is Calibration
     # tw.layers: the layer table without shadowing the standard library's inspect in user code.
     assert trtwidgets.layers is trtwidgets.inspect
 
@@ -96,6 +98,12 @@ def test_the_steps_read_like_the_notebook(tmp_path):
     assert cal.stats.samples == 4 and "stem.relu" in cal.ranges
     out = trtwidgets.export_qdq(model, cal, tmp_path / "det.qdq.onnx")
     assert (tmp_path / "det.qdq.onnx").is_file() and out.report.ranges.startswith("entropy ranges from the calib")
+    # The calibration travels as one file (laptop -> GPU machine) and exports the same scales from there.
+    again = trtwidgets.Calibration.load(cal.save(tmp_path / "cal.npz"))
+    assert again.amax == cal.amax and again.fingerprint == cal.fingerprint and len(repr(again)) < 2000
+    twin = trtwidgets.export_qdq(path, tmp_path / "cal.npz")
+    assert [(a.tensor, a.scale) for a in twin.report.activations] == [(a.tensor, a.scale)
+                                                                       for a in out.report.activations]
 
 
 def test_inspect_and_compare_a_saved_build():

@@ -124,9 +124,11 @@ STAGE_IMPORTS = {
     "model": ("common",),
     # Statistics are collected by running the model (load_model, as_model_proto).
     "calibration": ("common", "model"),
-    # A recipe holds a CalibrationDataSpec and takes its profiles from the data's shapes;
-    # calibrate() loads the model and makes a recipe for it.
+    # A recipe holds a CalibrationDataSpec and takes its profiles from the data's shapes.
     "recipe": ("common", "model", "calibration"),
+    # The calibration step runs a recipe's calibration (calibrate() makes the recipe from the
+    # data's shapes) and returns the Calibration: it stands on both.
+    "calibrate": ("common", "model", "calibration", "recipe"),
     # The reference run takes a model and exposes tensors the way calibration instruments it;
     # a layer-precision sweep step is a recipe.
     "accuracy": ("common", "model", "calibration", "recipe"),

@@ -7,6 +7,7 @@ The steps of a notebook, flat and in order::
     model = tw.load("model.onnx")                 # inputs, dynamic dims, ops, Q/DQ nodes
     tw.lint(model, flags="fp16,int8")              # what TensorRT would refuse or ignore
     cal = tw.calibrate(model, "samples/")          # statistics and ranges; profiles from the data's shapes
+    cal.save("cal.npz")                            # tw.Calibration.load("cal.npz") on the GPU machine
     tw.export_qdq(model, cal, "model.qdq.onnx")    # the calibration's own method and overrides
     plan = tw.plan(model, "samples/", held_back="heldback/", calibration=cal)  # where INT8 pays, on unseen samples
     plan = tw.plan(model, "samples/", calibration=cal, measure=True)  # on a GPU: picked by measured time
@@ -24,8 +25,10 @@ The names above are resolved on first use (PEP 562), so ``import trtwidgets``
 imports nothing heavy, and ``import trtwidgets.core`` works with only numpy and
 onnx installed (the GPU machine runs Python 3.9 with just those). Editors and type
 checkers see the real signatures through the ``TYPE_CHECKING`` imports below.
-``tw.QdqOptions`` holds the Q/DQ export's choices (one set of defaults),
-``tw.PlanTarget`` the planner's accuracy target and ``tw.Plan`` its result.
+``tw.Calibration`` is what calibrating hands on (statistics, range method, amax overrides,
+the model's fingerprint; saved and loaded as one file), ``tw.QdqOptions`` holds the Q/DQ
+export's choices (one set of defaults), ``tw.PlanTarget`` the planner's accuracy target and
+``tw.Plan`` its result.
 """
 
 from __future__ import annotations
@@ -45,7 +48,8 @@ if TYPE_CHECKING:  # what _LAZY resolves to, for editors and type checkers (neve
     from trtwidgets.plan_api import plan as plan
     from trtwidgets.core.qdq.export import export_qdq as export_qdq
     from trtwidgets.core.qdq.options import QdqOptions as QdqOptions
-    from trtwidgets.core.recipe.calibrate import calibrate as calibrate
+    from trtwidgets.core.calibrate.step import calibrate as calibrate
+    from trtwidgets.core.calibration.calibration import Calibration as Calibration
     from trtwidgets.core.recipe.recipe import Recipe as Recipe
     from trtwidgets.trt.build import build as build
     from trtwidgets.widgets.app import App as App
@@ -56,7 +60,8 @@ __version__ = "0.1.0"
 _LAZY: Dict[str, Tuple[str, str]] = {
     "load": ("trtwidgets.core.model.load", "load_model"),
     "lint": ("trtwidgets.core.model.lint", "lint"),
-    "calibrate": ("trtwidgets.core.recipe.calibrate", "calibrate"),
+    "calibrate": ("trtwidgets.core.calibrate.step", "calibrate"),
+    "Calibration": ("trtwidgets.core.calibration.calibration", "Calibration"),
     "export_qdq": ("trtwidgets.core.qdq.export", "export_qdq"),
     "plan": ("trtwidgets.plan_api", "plan"),
     "export_plan": ("trtwidgets.core.plan.plan_export", "export_plan"),

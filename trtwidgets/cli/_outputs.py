@@ -36,9 +36,9 @@ from ..core.common.paths import user_path
 from ..core.common.file_set import check_set_folder
 from ..core.common.write_rule import check_replaceable, file_identity, partial_path
 
-#: (input dest, output dest) pairs that may name the same file: continuing from statistics and saving the
-#: merged result over them is a normal workflow (the write is atomic and holds the earlier samples too).
-IN_PLACE = {("resume", "stats")}
+#: (input dest, output dest) pairs that may name the same file: continuing from statistics (or a calibration) and
+#: saving the merged result over them is a normal workflow (the write is atomic and holds the earlier samples too).
+IN_PLACE = {("resume", "stats"), ("resume", "out")}
 
 
 def _option(dest: str) -> str:

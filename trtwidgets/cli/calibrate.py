@@ -1,4 +1,4 @@
-"""``trtwidgets calibrate MODEL --data DIR``: activation statistics, ranges and a TensorRT cache."""
+"""``trtwidgets calibrate MODEL --data DIR --out cal.npz``: the Calibration, its statistics and a TensorRT cache."""
 
 from __future__ import annotations
 
@@ -9,13 +9,15 @@ import sys
 import time
 
 NAME = "calibrate"
-OUTPUTS = {"cache": "file", "stats": "file"}  # files it writes: checked and reported by cli._outputs
-HELP = "collect activation statistics with ONNX Runtime, compute int8 ranges, write a TensorRT calibration cache"
+OUTPUTS = {"out": "file", "cache": "file", "stats": "file"}  # files it writes: checked and reported by cli._outputs
+HELP = ("collect activation statistics with ONNX Runtime, compute int8 ranges, write the calibration (--out) and a "
+        "TensorRT calibration cache")
 DESCRIPTION = (HELP + ". DATA is a folder of .npy/.npz samples (one array per input), a folder of images with "
                "--preprocess, or 'demo' for the bundled crops. A file of one sample is read as it is; a file of "
                "several is cut along each input's own batch axis (--batch-axis), and inputs without one (a scalar "
                "sample rate) are passed whole. Every method's amax is computed; --method picks the one "
-               "written to the cache.")
+               "exported: the calibration (--out, read by export-qdq --calibration and plan --calibration) "
+               "records it, and the cache is written with it.")
 
 
 def add_arguments(parser):
@@ -27,7 +29,8 @@ def add_arguments(parser):
                         help="how images become the model's input, as a JSON object or a .json file, e.g. "
                              "'{\"input\": \"x\", \"resize\": [48, 192], \"layout\": \"NCHW\", "
                              "\"mean\": [0.5, 0.5, 0.5], \"std\": [0.5, 0.5, 0.5]}'")
-    parser.add_argument("--method", choices=METHODS, default="entropy", help="range method for the cache (default: entropy)")
+    parser.add_argument("--method", choices=METHODS, default="entropy",
+                        help="range method the calibration exports and the cache holds (default: entropy)")
     parser.add_argument("--percentile", type=float, default=99.99, help="percentile for --method percentile (default 99.99)")
     parser.add_argument("--shape", action="append", default=[], metavar="INPUT:1x3x48x192",
                         help="calibration (opt) shape of an input; repeat per input")
@@ -40,10 +43,13 @@ def add_arguments(parser):
                         "named like a batch, a dynamic dim, a batch-2 run checked against two batch-1 runs)")
     parser.add_argument("--max-samples", type=int, default=None, help="use at most this many samples")
     parser.add_argument("--providers", default=None, help="comma-separated ORT providers (default CPUExecutionProvider)")
+    parser.add_argument("--out", metavar="CAL.npz", help="write the calibration: the statistics with the method, "
+                        "percentile and the model's fingerprint, for export-qdq --calibration and plan --calibration")
     parser.add_argument("--cache", metavar="OUT.cache", help="write a TensorRT calibration cache")
     parser.add_argument("--trt-version", default="8600", help="version tag of the cache header (default 8600)")
     parser.add_argument("--stats", metavar="OUT.npz", help="write the activation statistics")
-    parser.add_argument("--resume", metavar="STATS.npz", help="continue from earlier statistics of the same model")
+    parser.add_argument("--resume", metavar="STATS.npz", help="continue from earlier statistics (or a calibration, "
+                        "--out) of the same model")
     parser.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -146,15 +152,14 @@ def nonfinite_summary(stats) -> str:
 
 
 def run(args) -> int:
-    from ..core.calibration.cache import METHOD_ALGORITHM, check_complete, write_cache
-    from ..core.calibration.data import spec_for
+    from ..core.calibration.calibration import Calibration
     from ..core.calibration.collect import collect_stats
-    from ..core.model.load import load_model
-    from ..core.calibration.ranges import METHODS, amax_table, compute_ranges
-    from ..core.calibration.stats import load_stats, save_stats
-
+    from ..core.calibration.data import spec_for
+    from ..core.calibration.fingerprint import fingerprint_of
+    from ..core.calibration.stats import load_stats
     from ..core.common.errors import UserError
     from ..core.common.write_rule import partial_path
+    from ..core.model.load import load_model
 
     t0 = time.perf_counter()
     if not 0 < args.percentile <= 100:
@@ -170,54 +175,79 @@ def run(args) -> int:
                           batch_size=args.batch_size, max_samples=args.max_samples, adapt=adapt or None,
                           opt_shapes=opt_shapes or None, batch_axis=args.batch_axis)
     # An interrupted run writes under its own names (stats.partial.npz, x.partial.cache): never over a complete one.
-    stats_path = (partial_path(args.stats) if stats.interrupted else args.stats) if args.stats else None
-    cache_path = (partial_path(args.cache) if stats.interrupted else args.cache) if args.cache else None
-    if stats_path:
-        # Saved first: the statistics are the expensive part, and survive an error below.
-        save_stats(stats, stats_path)
-    ranges = compute_ranges(stats, METHODS, args.percentile)
-    if cache_path:
-        amax = amax_table(ranges, args.method)
-        check_complete(stats.tensors, amax, str(cache_path), f"The statistics are saved in {stats_path}." if stats_path else "")
-        write_cache(amax, cache_path, version=args.trt_version, algorithm=METHOD_ALGORITHM[args.method])
+    paths = {k: (partial_path(v) if stats.interrupted else v) if v else None
+             for k, v in (("out", args.out), ("stats", args.stats), ("cache", args.cache))}
+    cal = Calibration.fit(stats, args.method, args.percentile, data=str(spec.path or spec.kind),
+                          fingerprint=fingerprint_of(model))
+    _write(cal, paths, args.trt_version)
     seconds = time.perf_counter() - t0
     if args.json:
-        print(json.dumps(report(stats, ranges, seconds, args.method), allow_nan=False))
+        print(json.dumps(report(stats, cal.ranges, seconds, args.method), allow_nan=False))
     else:
-        print(f"{stats.samples} samples, {len(ranges)} tensors, {seconds:.2f} s"
-              + (f" (interrupted: the statistics of the {stats.samples} samples done so far)" if stats.interrupted else ""))
-        width = min(48, max([len(n) for n in ranges] + [6]))
-        print(f"{'tensor':<{width}}  " + "  ".join(f"{m:>10}" for m in METHODS) + f"  {'sqnr dB':>8}  {'clipped':>8}")
-        for name, per in ranges.items():
-            r = per[args.method]
-            print(f"{name[:width]:<{width}}  " + "  ".join(f"{per[m].amax:>10.4g}" for m in METHODS)
-                  + f"  {r.sqnr_db:>8.2f}  {r.clipped_fraction:>8.2e}")
-        warning = nonfinite_summary(stats)
-        if warning:
-            print(warning, file=sys.stderr)
-        if cache_path:
-            print(f"cache ({args.method}) -> {cache_path}")
-        if stats_path:
-            print(f"statistics -> {stats_path}")
+        _print_table(cal, seconds, paths)
     if stats.interrupted:
-        print(interrupted_note(stats.samples, args, stats_path, cache_path), file=sys.stderr)
+        print(interrupted_note(stats.samples, args, paths), file=sys.stderr)
         return 130
     return 0
 
 
-def interrupted_note(samples: int, args, stats_path, cache_path) -> str:
-    """What an interrupted calibration kept, and where its partial result went."""
+def _write(cal, paths, trt_version: str) -> None:
+    """The calibration, the statistics and the cache, each where asked (``paths``: option -> path or None)."""
+    from ..core.calibration.cache import METHOD_ALGORITHM, check_complete, write_cache
+    from ..core.calibration.stats import save_stats
+
+    # Saved first: the statistics are the expensive part, and survive an error below.
+    if paths["out"]:
+        cal.save(paths["out"])
+    if paths["stats"]:
+        save_stats(cal.stats, paths["stats"])
+    if paths["cache"]:
+        # The cache holds what every export writes: the calibration's amax.
+        amax = cal.amax
+        saved = paths["out"] or paths["stats"]
+        check_complete(cal.stats.tensors, amax, str(paths["cache"]), f"The statistics are saved in {saved}." if saved
+                       else "")
+        write_cache(amax, paths["cache"], version=trt_version, algorithm=METHOD_ALGORITHM[cal.method])
+
+
+def _print_table(cal, seconds: float, paths) -> None:
+    from ..core.calibration.ranges import METHODS
+
+    stats, ranges = cal.stats, cal.ranges
+    print(f"{stats.samples} samples, {len(ranges)} tensors, {seconds:.2f} s"
+          + (f" (interrupted: the statistics of the {stats.samples} samples done so far)" if stats.interrupted else ""))
+    width = min(48, max([len(n) for n in ranges] + [6]))
+    print(f"{'tensor':<{width}}  " + "  ".join(f"{m:>10}" for m in METHODS) + f"  {'sqnr dB':>8}  {'clipped':>8}")
+    for name, per in ranges.items():
+        r = per[cal.method]
+        print(f"{name[:width]:<{width}}  " + "  ".join(f"{per[m].amax:>10.4g}" for m in METHODS)
+              + f"  {r.sqnr_db:>8.2f}  {r.clipped_fraction:>8.2e}")
+    warning = nonfinite_summary(stats)
+    if warning:
+        print(warning, file=sys.stderr)
+    if paths["cache"]:
+        print(f"cache ({cal.method}) -> {paths['cache']}")
+    if paths["stats"]:
+        print(f"statistics -> {paths['stats']}")
+    if paths["out"]:
+        print(f"calibration ({cal.method}) -> {paths['out']}")
+
+
+def interrupted_note(samples: int, args, paths) -> str:
+    """What an interrupted calibration kept, and where its partial result went (``paths``: option -> path)."""
     import os
 
     kept = [f"{p} (kept as it was)" if os.path.exists(p) else f"{p} (not written)"
-            for p in (args.cache, args.stats) if p]
-    wrote = [f"{what} in {p}" for what, p in (("the partial cache", cache_path), ("the partial statistics", stats_path))
-             if p]
+            for p in (args.out, args.cache, args.stats) if p]
+    wrote = [f"{what} in {paths[key]}" for what, key in (("the partial calibration", "out"),
+                                                         ("the partial cache", "cache"),
+                                                         ("the partial statistics", "stats")) if paths[key]]
     text = f"trtwidgets calibrate: interrupted after {samples} samples."
     if kept:
         text += " " + ", ".join(kept) + "."
     if wrote:
         text += " Wrote " + " and ".join(wrote) + " (marked partial, from those samples only)."
-    if stats_path:
-        text += f" Continue with --resume {stats_path}."
+    resume = paths["out"] or paths["stats"]
+    if resume:
+        text += f" Continue with --resume {resume}."
     return text

@@ -1,7 +1,8 @@
-"""``trtwidgets export-qdq MODEL --stats STATS.npz --out OUT.onnx``: explicit quantization.
+"""``trtwidgets export-qdq MODEL --calibration CAL.npz --out OUT.onnx``: explicit quantization.
 
-Writes a Q/DQ ONNX model from collected activation statistics (or a TensorRT
-calibration cache), prints what was quantized and what was left in high
+Writes a Q/DQ ONNX model from a calibration (``trtwidgets calibrate --out``; a statistics
+file of ``--stats`` is read as one), as ``trtwidgets.export_qdq`` does, or from a TensorRT
+calibration cache; prints what was quantized and what was left in high
 precision and why, and, with ``--data``, how close the Q/DQ model stays to the
 float model on held-back data (ONNX Runtime) plus lint for the target TensorRT;
 with ``--labels`` also the top-1 accuracy of both models against the labels.
@@ -15,22 +16,26 @@ import sys
 
 NAME = "export-qdq"
 OUTPUTS = {"out": "file"}  # files it writes: checked and reported by cli._outputs
-HELP = "write an explicitly quantized (Q/DQ) ONNX model from activation statistics"
+HELP = "write an explicitly quantized (Q/DQ) ONNX model from a calibration"
 DESCRIPTION = __doc__
 
 
 def add_arguments(parser):
+    from ..core.calibration.ranges import METHODS
     from ..core.qdq.options import QdqOptions
 
     defaults = QdqOptions()  # the one set of defaults the API, the planner and the App share
     parser.add_argument("model", help="path of the float .onnx model")
     src = parser.add_mutually_exclusive_group(required=True)
-    src.add_argument("--stats", help="activation statistics .npz (from `trtwidgets calibrate` / save_stats)")
+    src.add_argument("--calibration", metavar="CAL.npz", help="the calibration (from `trtwidgets calibrate --out`): "
+                     "its method, percentile and amax overrides are exported")
+    src.add_argument("--stats", metavar="STATS.npz", help="activation statistics (`trtwidgets calibrate --stats`), "
+                     "read as a calibration (entropy unless --method)")
     src.add_argument("--cache", help="a TensorRT calibration cache to take the ranges from instead")
-    parser.add_argument("--method", default=defaults.method, help="range method for --stats: entropy, max, "
-                        f"percentile or mse (default {defaults.method}; the report names the one used)")
-    parser.add_argument("--percentile", type=float, default=defaults.percentile,
-                        help=f"percentile for --method percentile (default {defaults.percentile:g})")
+    parser.add_argument("--method", choices=METHODS, default=None, help="export this range method instead of the "
+                        "calibration's own (its overrides still win; the report names the one used)")
+    parser.add_argument("--percentile", type=float, default=None,
+                        help="the percentile for --method percentile, instead of the calibration's")
     parser.add_argument("--exclude", nargs="+", default=[], metavar="PATTERN",
                         help="keep these nodes in high precision: node or output names, or regular expressions")
     parser.add_argument("--exclude-op-type", nargs="+", default=[], metavar="OP", dest="exclude_op_types",
@@ -78,23 +83,28 @@ def options(args):
     """The :class:`~trtwidgets.core.qdq.options.QdqOptions` these arguments ask for."""
     from ..core.qdq.options import QdqOptions
 
-    return QdqOptions(method=args.method, percentile=args.percentile, precision="fp8" if args.fp8 else "int8",
+    return QdqOptions(precision="fp8" if args.fp8 else "int8",
                       dense_int8=args.dense_int8, high_precision=args.high_precision, trt_version=args.trt_version,
                       exclude=args.exclude, exclude_op_types=args.exclude_op_types,
                       weights_per_channel=False if args.per_tensor_weights else None,
                       keep_float_output_grouped_convs=args.keep_float_output_grouped_convs)
 
 
-def _amax(args, opts, loaded):
-    """``(amax, where it came from in words)``: ranges of this model only, every value a usable scale."""
-    from ..core.qdq.export import export_ranges
-    from ..core.qdq.range_sources import checked_amax, checked_cache_ranges, checked_stats_source
+def calibration(args, loaded, opts):
+    """``(what export_qdq is given, the ranges in words or None)``: the calibration, or a cache's checked amax.
+
+    The calibration's path itself (``trtwidgets.export_qdq(model, "cal.npz")``), or the calibration
+    refitted to ``--method``/``--percentile``.
+    """
+    from ..core.calibration.calibration import Calibration
+    from ..core.qdq.range_sources import checked_cache_ranges
 
     if args.cache:
         return checked_cache_ranges(loaded, args.cache, opts)
-    stats, source = checked_stats_source(loaded, args.stats)
-    amax, described = export_ranges(stats, opts)
-    return checked_amax(amax, source, opts), described
+    path = args.calibration or args.stats
+    if args.method is None and args.percentile is None:
+        return path, None
+    return Calibration.load(path, method=args.method, percentile=args.percentile), None
 
 
 def _lint_version(opts):
@@ -125,9 +135,9 @@ def _samples(feeds) -> int:
 def run(args) -> int:
     from ..core.common.errors import UserError
     from ..core.model.load import load_model
-    from ..core.qdq.export import build_qdq, save_qdq_model
-    from ..core.qdq.spec import QdqSpec
+    from ..core.qdq.export import export_qdq, save_qdq_model
 
+    import dataclasses
     import math
 
     if args.samples < 1:
@@ -150,8 +160,10 @@ def run(args) -> int:
     from ..core.qdq.export_check import check_source_model
 
     check_source_model(loaded.proto)  # the model's own fault first, before its ranges are judged against it
-    amax, described = _amax(args, opts, loaded)
-    result = build_qdq(loaded, QdqSpec(amax, opts, source=described))
+    given, described = calibration(args, loaded, opts)
+    result = export_qdq(loaded, given, options=opts)  # what trtwidgets.export_qdq does; written below, checked
+    if described:
+        result = dataclasses.replace(result, report=dataclasses.replace(result.report, ranges=described))
     # Read and check the held-back data and labels before writing, so bad input keeps an earlier output.
     feeds = _held_back(args, loaded) if args.data else None
     task = {}

@@ -43,6 +43,9 @@ def add_arguments(parser):
                         "random --holdout fraction is held back to measure accuracy (the file names of each side "
                         "are written to plan.json)")
     parser.add_argument("--held-back", help="separate held-back samples (then all of --data calibrates)")
+    parser.add_argument("--calibration", metavar="CAL.npz", help="plan with this calibration (`trtwidgets calibrate "
+                        "--out`: its statistics, method, percentile and amax overrides) instead of collecting "
+                        "statistics on --data; --data is then only split for held-back samples")
     parser.add_argument("--holdout", type=float, default=0.25, help="fraction of --data held back (default 0.25)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random held-back split (default 0)")
     parser.add_argument("--batch-axis", help="the batch axis of every tensor (1), of none ('none': samples run one "
@@ -140,7 +143,12 @@ def run(args) -> int:
 
         measure = measure_source(args, Path(args.out) / "candidates")  # checks TensorRT and a GPU first
     loaded = load_model(args.model)
-    result = plan(loaded, _data(args), target=goal, options=options(args), held_back=args.held_back,
+    cal = None
+    if args.calibration:
+        from ..core.calibration.calibration import Calibration
+
+        cal = Calibration.load(args.calibration)
+    result = plan(loaded, _data(args), target=goal, calibration=cal, options=options(args), held_back=args.held_back,
                   holdout=args.holdout, seed=args.seed, max_samples=args.max_samples, batch_axis=args.batch_axis,
                   batch_size=args.batch, gpu=args.gpu, oracle=args.oracle, measure=measure,
                   progress=not args.no_progress)

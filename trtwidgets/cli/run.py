@@ -101,7 +101,7 @@ def _profiles_from_data(args, recipe, model, steps):
 
 
 def _calibrate(args, recipe, model, steps, build_dir: Path):
-    from ..core.calibration.recipe_step import calibrate_recipe
+    from ..core.calibrate.step import calibrate_recipe
     from ..core.calibration.cache import METHOD_ALGORITHM, check_complete, write_cache
     from ..core.common.errors import CalibrationDataError
     from ..core.common.write_rule import partial_path
@@ -173,7 +173,7 @@ def _build(args, recipe, cache_path, steps, build_dir: Path):
 
 def run(args) -> int:
     from ..core.common.atomic import write_text_atomic
-    from ..core.calibration.recipe_step import locate_model
+    from ..core.recipe.recipe import locate_model
     from ..core.common.errors import RecipeError
     from ..core.model.lint import lint
     from ..core.model.load import load_model

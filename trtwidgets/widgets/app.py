@@ -287,7 +287,7 @@ class App(widgets.VBox):
 
     def _page_content(self) -> dict:
         """What the session holds, as the arguments of :func:`~trtwidgets.plots.report_sections.analysis_html`."""
-        from ..core.calibration.recipe_step import export_method
+        from ..core.calibrate.step import export_method
         from ..plots.report_sections import build_tables
 
         s = self.session
@@ -335,7 +335,7 @@ class App(widgets.VBox):
         """FP16+INT8 with the toolkit's entropy ranges, and the bundled crops for the bundled demo."""
         import dataclasses
 
-        from ..core.calibration.recipe_step import calibration_source
+        from ..core.calibrate.step import calibration_source
         from ..core.recipe.recipe import CalibratorSpec
 
         s = self.session

@@ -14,21 +14,26 @@ What the user can do:
 - toggle range methods and move the percentile slider;
 - set a per-tensor amax override. It is validated (a bad value shows an error
   and changes nothing), written to the recipe
-  (``recipe.calibrator.amax_overrides``, and to the session's recipe when the
-  explorer belongs to a Session), and re-exports the calibration cache (and
-  the Q/DQ model when a model and an output path are given).
+  (``recipe.calibrator.amax_overrides``, and to the session's recipe and
+  calibration when the explorer belongs to a Session), and re-exports the
+  calibration cache (and the Q/DQ model when a model and an output path are given).
+
+Its state is one :class:`~trtwidgets.core.calibration.calibration.Calibration` (export method,
+percentile, overrides): every export writes its ``amax``, as :func:`trtwidgets.export_qdq` does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import html
+import os
 from typing import Dict, Mapping, Optional, Sequence
 
 import ipywidgets as widgets
 
-from ..core.calibration.explorer_data import (clear_override, effective_amax, rank_tensors, search_tensors,
-                                  set_override)
+from ..core.calibration.calibration import Calibration
+from ..core.calibration.explorer_data import rank_tensors, search_tensors
 from ..core.calibration.opening_tensor import opening_tensor
 from ..core.common.errors import UserError
 from ..plots.histogram import TensorHistogramDisplay
@@ -47,6 +52,9 @@ class CalibrationExplorer(widgets.VBox):
     stats : ActivationStats or path, optional
         Collected statistics (a path is read with :func:`~trtwidgets.core.calibration.stats.load_stats`);
         default: the session's.
+    calibration : Calibration or path, optional
+        Start from this calibration (its method, percentile and overrides) instead of ``stats`` and
+        the recipe's settings; default: the session's, when it is of the same statistics.
     recipe : Recipe, optional
         Its calibrator's ``method``, ``percentile``, ``cache_path`` and
         ``amax_overrides`` are the starting point; overrides are written back
@@ -77,41 +85,29 @@ class CalibrationExplorer(widgets.VBox):
     def __init__(self, stats=None, recipe=None, session=None, methods: Optional[Sequence[str]] = None,
                  percentile: Optional[float] = None, cache_path: Optional[str] = None, model=None,
                  qdq_path: Optional[str] = None, trt_cache=None, ranges: Optional[Mapping] = None,
-                 overview_kind: str = "bar", top: int = 30, export_method: Optional[str] = None):
-        from ..core.calibration.ranges import METHODS, compute_ranges
-        from ..core.calibration.stats import load_stats
+                 overview_kind: str = "bar", top: int = 30, export_method: Optional[str] = None, calibration=None):
+        from ..core.calibration.ranges import METHODS
 
         super().__init__()
-        self._compute_ranges = compute_ranges
-        if stats is None and session is not None:
-            stats = getattr(session, "stats", None)
-        if model is None and session is not None:
-            model = getattr(session, "model", None)
-        if stats is None:
-            raise UserError("no activation statistics to explore", "neither stats nor a session with stats was given",
-                            "collect them first (trtwidgets.core.calibration.collect.collect_stats) and pass them as stats=")
-        self.stats = stats if hasattr(stats, "tensors") else load_stats(stats)
         self.session = session
-        if recipe is None and session is not None:
-            recipe = getattr(session, "recipe", None)
-        self.recipe = recipe
-        cal = getattr(recipe, "calibrator", None)
+        model = model if model is not None or session is None else getattr(session, "model", None)
+        self.recipe = recipe = recipe if recipe is not None or session is None else getattr(session, "recipe", None)
         self._all_methods = tuple(METHODS)
-        self.percentile = float(percentile if percentile is not None else getattr(cal, "percentile", 99.99))
-        self.cache_path = cache_path if cache_path is not None else getattr(cal, "cache_path", None)
+        #: The explorer's state: statistics, export method, percentile and overrides; what every export writes.
+        self.calibration: Calibration = _starting_calibration(calibration, stats, recipe, session, percentile,
+                                                              export_method, ranges)
+        self.cache_path = cache_path if cache_path is not None else getattr(getattr(recipe, "calibrator", None),
+                                                                            "cache_path", None)
         self.model = model
         self.qdq_path = qdq_path
         # read a cache path once: the histogram is redrawn on every switch
         self.trt_cache = _load_cache(trt_cache)
-        self.overrides: Dict[str, float] = dict(getattr(cal, "amax_overrides", None) or {})
         self.last_export: Dict[str, str] = {}
-        self.ranges = dict(ranges) if ranges is not None else compute_ranges(self.stats, self._all_methods,
-                                                                             percentile=self.percentile)
         self.tensor: Optional[str] = None
         self._syncing = False
 
         start = tuple(methods) if methods is not None else self._all_methods
-        self._build_controls(start, export_method or getattr(cal, "method", None) or "entropy")
+        self._build_controls(start, self.calibration.method)
         first = self._build_figures(overview_kind, top)
         self._wire()
         self._refresh_list()
@@ -199,16 +195,19 @@ class CalibrationExplorer(widgets.VBox):
 
     # ------------------------------------------------------------------ state
 
+    # The calibration's parts, by their explorer names.
+    stats = property(lambda self: self.calibration.stats, doc="The statistics explored.")
+    ranges = property(lambda self: self.calibration.ranges, doc="Tensor -> method -> RangeResult at the percentile.")
+    percentile = property(lambda self: self.calibration.percentile)
+    overrides = property(lambda self: dict(self.calibration.overrides), doc="Tensor -> amax set by hand.")
+
     @property
     def methods(self) -> tuple:
         """Methods currently toggled on, in canonical order."""
         return tuple(m for m in self._all_methods if self.method_toggles[m].value)
 
     def _active_amax(self, name: str) -> Optional[float]:
-        if name in self.overrides:
-            return self.overrides[name]
-        r = self.ranges.get(name, {}).get(self.export_method.value)
-        return float(r.amax) if r is not None and r.amax > 0 else None
+        return self.calibration.amax.get(name)
 
     def _hist_display(self, name: str) -> TensorHistogramDisplay:
         methods = self.methods
@@ -236,9 +235,7 @@ class CalibrationExplorer(widgets.VBox):
 
     def set_percentile(self, percentile: float) -> None:
         """Recompute the percentile method for every tensor and redraw."""
-        self.percentile = float(percentile)
-        fresh = self._compute_ranges(self.stats, ("percentile",), percentile=self.percentile)
-        self.ranges = {n: dict(per, **fresh.get(n, {})) for n, per in self.ranges.items()}
+        self.calibration = self.calibration.refit(percentile=float(percentile))
         self._refresh_overview()
         self._refresh_tensor()
 
@@ -246,19 +243,18 @@ class CalibrationExplorer(widgets.VBox):
         """Override the current tensor's amax (default: the amax box); False (and an error panel) when refused."""
         value = self.override_text.value if value is None else value
         try:
-            new = set_override(self.overrides, self.tensor, value, known=self.stats.tensors)
+            new = self.calibration.with_override(self.tensor, value)
         except UserError as e:
             self._show_error(e)
             return False
-        return self._commit_overrides(new, f"amax of {self.tensor} set to {new[self.tensor]:.6g}")
+        return self._commit(new, f"amax of {self.tensor} set to {new.overrides[self.tensor]:.6g}")
 
     def clear_override(self) -> bool:
         """Drop the current tensor's override."""
         if self.tensor not in self.overrides:
             self.status.value = f"{html.escape(str(self.tensor))} has no override."
             return True
-        return self._commit_overrides(clear_override(self.overrides, self.tensor),
-                                      f"override of {self.tensor} cleared")
+        return self._commit(self.calibration.without_override(self.tensor), f"override of {self.tensor} cleared")
 
     def export_cache(self) -> Optional[str]:
         """Write the calibration cache for the export method plus overrides (atomic); its path, or None."""
@@ -266,7 +262,7 @@ class CalibrationExplorer(widgets.VBox):
             return None
         from ..core.calibration.cache import write_cache
 
-        write_cache(self.export_amax(), self.cache_path)
+        write_cache(self.calibration.amax, self.cache_path)  # what every export writes
         self.last_export["cache"] = str(self.cache_path)
         return str(self.cache_path)
 
@@ -299,18 +295,12 @@ class CalibrationExplorer(widgets.VBox):
         self._refresh_tensor()
         return True
 
-    def export_amax(self) -> Dict[str, float]:
-        """tensor -> amax that the exports use: overrides, else the export method's amax."""
-        return effective_amax(self.ranges, self.export_method.value, self.overrides)
-
     # ------------------------------------------------------------------ internals
 
     def _write_qdq(self) -> str:
-        from ..core.qdq.export import build_qdq, save_qdq_model
-        from ..core.qdq.spec import QdqSpec
+        from ..core.qdq.export import export_qdq
 
-        save_qdq_model(build_qdq(self.model, QdqSpec(self.export_amax(), source="the explorer's ranges")),
-                       self.qdq_path)
+        export_qdq(self.model, self.calibration, self.qdq_path)  # as trtwidgets.export_qdq: the same scales
         self.last_export["qdq"] = str(self.qdq_path)
         return str(self.qdq_path)
 
@@ -327,30 +317,25 @@ class CalibrationExplorer(widgets.VBox):
                                  f"({html.escape(self.export_method.value)} ranges, {len(self.overrides)} override(s)).")
 
     def _qdq_possible(self) -> bool:
-        if self.model is None or not self.qdq_path:
-            return False
-        try:
-            from ..core.qdq import export as qdq_export# noqa: F401 - only to know whether Q/DQ export exists yet
-        except ImportError:
-            return False
-        return True
+        return self.model is not None and bool(self.qdq_path)
 
-    def _commit_overrides(self, new: Dict[str, float], message: str) -> bool:
-        old_overrides = self.overrides
+    def _commit(self, new: Calibration, message: str) -> bool:
+        """Make ``new`` (other overrides) the explorer's calibration, and write what follows from it."""
+        old = self.calibration
         try:
-            recipe = self._recipe_with(new)
-            self.overrides = new
+            recipe = self._recipe_with(new.overrides)
+            self.calibration = new
             written = self.export_cache()
         except (UserError, OSError) as e:
             # nothing half-done: the previous overrides and recipe stay in force
-            self.overrides = old_overrides
+            self.calibration = old
             self._show_error(_as_user_error(e, f"could not write the calibration cache {self.cache_path}",
                                             "choose a writable cache path"))
             self._refresh_tensor()
             return False
         self.recipe = recipe
-        if self.session is not None and recipe is not None:
-            self.session.recipe = recipe
+        if self.session is not None:
+            self._share_with_session(recipe)
         self._hide_error()
         parts = [html.escape(message)]
         parts.append(f"cache written to <code>{html.escape(written)}</code>" if written
@@ -366,11 +351,19 @@ class CalibrationExplorer(widgets.VBox):
         self._refresh_tensor()
         return True
 
-    def _recipe_with(self, overrides: Dict[str, float]):
+    def _recipe_with(self, overrides: Mapping[str, float]):
         if self.recipe is None:
             return None
         cal = dataclasses.replace(self.recipe.calibrator, amax_overrides=dict(overrides))
         return self.recipe.replace(calibrator=cal)
+
+    def _share_with_session(self, recipe) -> None:
+        """The session's recipe and calibration take the explorer's overrides (what its Plan and exports read)."""
+        s = self.session
+        if getattr(s, "stats", None) is self.calibration.stats:
+            s.calibration = self.calibration
+        if recipe is not None:
+            s.recipe = recipe
 
     def _refresh_tensor(self) -> None:
         name = self.tensor
@@ -429,18 +422,14 @@ class CalibrationExplorer(widgets.VBox):
         """The error panel's text ('' when no error is shown)."""
         return self.error.value
 
+    @contextlib.contextmanager
     def _sync(self):
-        explorer = self
-
-        class _Guard:
-            def __enter__(self):
-                self.prev = explorer._syncing
-                explorer._syncing = True
-
-            def __exit__(self, *exc):
-                explorer._syncing = self.prev
-
-        return _Guard()
+        """Changes made inside are the explorer's own: the handlers they trigger do nothing."""
+        prev, self._syncing = self._syncing, True
+        try:
+            yield
+        finally:
+            self._syncing = prev
 
     # ------------------------------------------------------------------ handlers
 
@@ -464,6 +453,7 @@ class CalibrationExplorer(widgets.VBox):
         self.set_percentile(change["new"])
 
     def _on_export_method(self, change) -> None:
+        self.calibration = self.calibration.refit(method=change["new"])
         if self.rank_by.value == "error":
             self._refresh_overview()
         self._refresh_tensor()
@@ -473,6 +463,26 @@ class CalibrationExplorer(widgets.VBox):
             self.select(trace.customdata[points.point_inds[0]])
             # choosing a tensor in the ranking opens its histogram
             self.figure_tabs.selected_index = 0
+
+
+def _starting_calibration(calibration, stats, recipe, session, percentile, method, ranges) -> Calibration:
+    """``calibration`` (or a saved one's path), else the session's of these statistics, else ``stats`` as the
+    recipe says; ``percentile`` and ``method`` given win."""
+    from ..core.calibrate.step import recipe_calibration
+    from ..core.calibration.stats import load_stats
+
+    if calibration is None and stats is None and session is not None:
+        stats, own = getattr(session, "stats", None), getattr(session, "calibration", None)
+        calibration = own if own is not None and own.stats is stats else None
+    if isinstance(calibration, (str, os.PathLike)):
+        calibration = Calibration.load(calibration)
+    if calibration is None:
+        if stats is None:
+            raise UserError("no activation statistics to explore", "neither stats nor a session with stats was given",
+                            "collect them first (trtwidgets.calibrate) and pass them as stats= or calibration=")
+        stats = stats if hasattr(stats, "tensors") else load_stats(stats)
+        calibration = recipe_calibration(stats, recipe, percentile, None if ranges is None else dict(ranges))
+    return calibration.refit(method=method, percentile=percentile)
 
 
 def _as_user_error(e: Exception, what: str, fix: str) -> UserError:

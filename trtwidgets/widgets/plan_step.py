@@ -71,7 +71,7 @@ class PlanStep(widgets.VBox):
 
     def _sources(self):
         from .. import demo
-        from ..core.calibration.recipe_step import is_demo_model, calibration_source
+        from ..core.calibrate.step import calibration_source, is_demo_model
 
         model = self.session.model
         if self.data is None and is_demo_model(model, demo.MODEL_PATH):

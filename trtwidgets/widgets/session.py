@@ -61,7 +61,7 @@ class Session(DataDefaults, traitlets.HasTraits):
     ranges : dict or None
         Tensor -> method -> RangeResult, computed from :attr:`stats`.
     calibration : Calibration or None
-        The last calibration (stats, ranges, exported amax), see :mod:`trtwidgets.core.calibration.recipe_step`.
+        The last calibration (stats, ranges, exported amax), see :class:`trtwidgets.core.calibration.calibration.Calibration`.
     builds : tuple
         Build results (``BuildResult`` or ``SavedBuild``), oldest first.
     graphs : dict
@@ -223,7 +223,7 @@ class Session(DataDefaults, traitlets.HasTraits):
         """Read a recipe JSON and load its model; on any problem keep everything and set :attr:`error`."""
         from ..core.recipe.recipe import load_recipe
 
-        from ..core.calibration.recipe_step import locate_model
+        from ..core.recipe.recipe import locate_model
 
         try:
             recipe = locate_model(load_recipe(path), Path(path).parent)
@@ -268,7 +268,7 @@ class Session(DataDefaults, traitlets.HasTraits):
         ----------
         data : optional
             Overrides the recipe's calibration data (see
-            :func:`~trtwidgets.core.calibration.recipe_step.calibrate_recipe`); the bundled demo model
+            :func:`~trtwidgets.core.calibrate.step.calibrate_recipe`); the bundled demo model
             calibrates on its bundled crops by default.
         progress : bool or callable
             Show a progress bar.
@@ -279,7 +279,7 @@ class Session(DataDefaults, traitlets.HasTraits):
         bool
             True when new statistics were collected.
         """
-        from ..core.calibration.recipe_step import calibrate_recipe
+        from ..core.calibrate.step import calibrate_recipe
 
         if self.model is None:
             self.error = "There is no model to calibrate. Why: calibration runs the model. Fix: load a model first."
@@ -306,7 +306,7 @@ class Session(DataDefaults, traitlets.HasTraits):
         :attr:`calibration` is refitted with them (its method and overrides kept), so
         the calibration, :attr:`stats` and :attr:`ranges` agree afterwards.
         """
-        from ..core.calibration.recipe_step import Calibration, export_method
+        from ..core.calibrate.step import recipe_calibration
 
         if self.stats is None:
             self.error = "There are no statistics yet. Fix: run the calibration step first."
@@ -319,8 +319,7 @@ class Session(DataDefaults, traitlets.HasTraits):
                 cal = cal.refit(percentile=pct)
             else:
                 # Statistics set from outside (loaded from a file): fit them as the recipe says.
-                cal = Calibration.fit(self.stats, export_method(self.recipe), pct,
-                                      dict(getattr(calibrator, "amax_overrides", None) or {}))
+                cal = recipe_calibration(self.stats, self.recipe, pct)
         except UserError as err:
             self.error = err.message
             return False
@@ -341,16 +340,12 @@ class Session(DataDefaults, traitlets.HasTraits):
     def qdq_options(self, **changes):
         """The Q/DQ export's choices for this session (:class:`~trtwidgets.core.qdq.options.QdqOptions`).
 
-        Its defaults, at the recipe's TensorRT version, range method and percentile; ``changes``
-        replace single fields. The Plan step and every App export build theirs here.
+        Its defaults, at the recipe's TensorRT version (the ranges are the :attr:`calibration`'s);
+        ``changes`` replace single fields. The Plan step and every App export build theirs here.
         """
-        from ..core.calibration.recipe_step import export_method
         from ..core.qdq.options import QdqOptions
 
-        r = self.recipe
-        calibrator = getattr(r, "calibrator", None)
-        return QdqOptions(trt_version=getattr(r, "trt_version", None) or None, method=export_method(r),
-                          percentile=float(getattr(calibrator, "percentile", None) or 99.99)).replace(**changes)
+        return QdqOptions(trt_version=getattr(self.recipe, "trt_version", None) or None).replace(**changes)
 
     def _set_calibration(self, result, recipe) -> None:
         sha = self._sha()

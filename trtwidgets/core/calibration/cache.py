@@ -24,7 +24,7 @@ import re
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Mapping, Tuple, Union
+from typing import Any, Dict, Mapping, Tuple, Union
 
 from ..common.errors import StatsError
 from ..common.atomic import write_bytes_atomic
@@ -121,18 +121,19 @@ def write_cache(amax: Mapping[str, float], path: Union[str, os.PathLike], versio
     return path
 
 
-def check_complete(tensors, amax: Mapping[str, float], target: str, kept: str = "") -> None:
+def check_complete(tensors: Mapping[str, Any], amax: Mapping[str, float], target: str, kept: str = "") -> None:
     """Refuse to write a cache that would leave some of ``tensors`` without a scale.
 
     A cache missing most tensors (every value NaN/Inf on the samples, or never computed) quantizes far
     less than asked for, and nothing in the engine says so; it is refused instead, naming the first few.
+    A tensor that was always 0 has no scale (amax 0) and is not required.
 
     Parameters
     ----------
-    tensors : iterable of str
-        The tensors statistics were collected for, in graph order.
+    tensors : mapping
+        Tensor name -> its :class:`~.stats.TensorStats`, in graph order (the statistics' ``tensors``).
     amax : mapping
-        Tensor -> amax, as about to be written.
+        Tensor -> amax, as about to be written (a Calibration's ``amax``).
     target : str
         Where the cache would have gone (for the message).
     kept : str, optional
@@ -142,12 +143,12 @@ def check_complete(tensors, amax: Mapping[str, float], target: str, kept: str = 
     ------
     StatsError
     """
-    tensors = list(tensors)
-    missing = [n for n in tensors if n not in amax]
+    names = list(tensors)
+    missing = [n for n, t in tensors.items() if n not in amax and not (t.count and t.absmax == 0)]
     if not missing:
         return
-    names = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
-    raise StatsError(f"No cache written to {target}: {len(missing)} of {len(tensors)} tensors have no range ({names}).",
+    shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+    raise StatsError(f"No cache written to {target}: {len(missing)} of {len(names)} tensors have no range ({shown}).",
                      "Every value they took was NaN or Inf (or they were never computed), so a cache would leave them "
                      "unquantized without a word." + (f" {kept}" if kept else ""),
                      "Find where the model makes NaN/Inf on these samples (the first tensor named is the earliest "

@@ -13,16 +13,16 @@ Examples
 The whole toolkit calibration in a notebook, without widgets::
 
     from trtwidgets import demo
-    from trtwidgets.core.calibration.collect import collect_stats
-    from trtwidgets.core.calibration.ranges import amax_table, compute_ranges, ranges_table
     from trtwidgets.core.calibration.cache import write_cache
-    from trtwidgets.core.calibration.stats import save_stats
+    from trtwidgets.core.calibration.calibration import Calibration
+    from trtwidgets.core.calibration.collect import collect_stats
+    from trtwidgets.core.calibration.ranges import ranges_table
 
     stats = collect_stats(demo.MODEL_PATH, "demo")          # or a folder, or a list of {"x": array}
-    save_stats(stats, "cls_stats.npz")
-    ranges = compute_ranges(stats)                           # tensor -> method -> RangeResult
-    ranges_table(stats, ranges)                              # a pandas DataFrame
-    write_cache(amax_table(ranges, "entropy"), "cls.cache")  # for TensorRT <= 10
+    cal = Calibration.fit(stats, "entropy")
+    cal.save("cls_cal.npz")                                  # statistics, method, the model's fingerprint
+    ranges_table(stats, cal.ranges)                          # a pandas DataFrame: every method per tensor
+    write_cache(cal.amax, "cls.cache")                       # for TensorRT <= 10
 """
 
 from __future__ import annotations

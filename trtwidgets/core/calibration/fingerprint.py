@@ -31,7 +31,7 @@ from ..common.errors import StatsError
 MIN_COVERAGE = 0.5
 
 __all__ = ["MIN_COVERAGE", "ModelFingerprint", "check_ranges_fit", "check_stats_fit", "fingerprint_of",
-           "float_tensors"]
+           "float_tensors", "stats_fingerprint"]
 
 Dims = Tuple[Any, ...]
 
@@ -152,8 +152,9 @@ def check_ranges_fit(model, names: Iterable[str], source: str, kind: str,
         Other inputs, or too few of the model's tensors covered.
     """
     model_name = getattr(model, "path", None) or "the model"
-    fix = (f"Give the {kind} made for {model_name} (trtwidgets calibrate {model_name} --data ... "
-           + ("--stats" if kind == "statistics" else "--cache" if "cache" in kind else "") + ")"
+    option = {"statistics": "--stats", "calibration": "--out"}.get(kind, "--cache" if "cache" in kind else "")
+    fix = (f"Give the {kind} made for {model_name} (trtwidgets calibrate {model_name} --data ..."
+           + (f" {option}" if option else "") + ")"
            + (", or run the planner again" if kind == "plan" else "") + ".")
     notes: List[str] = []
     problem = ""
@@ -191,10 +192,21 @@ def check_ranges_fit(model, names: Iterable[str], source: str, kind: str,
     return tuple(notes)
 
 
-def check_stats_fit(model, stats, source: str = "the statistics") -> Tuple[str, ...]:
-    """:func:`check_ranges_fit` for :class:`~.stats.ActivationStats` (their fingerprint and run-at shapes)."""
-    recorded = ModelFingerprint(stats.model_sha256, tuple((k, tuple(v)) for k, v in stats.model_inputs.items())) \
-        if stats.model_inputs else None
+def stats_fingerprint(stats) -> Optional[ModelFingerprint]:
+    """The fingerprint :class:`~.stats.ActivationStats` record (None for files written before it was)."""
+    if not stats.model_inputs:
+        return None
+    return ModelFingerprint(stats.model_sha256, tuple((k, tuple(v)) for k, v in stats.model_inputs.items()))
+
+
+def check_stats_fit(model, stats, source: str = "the statistics", fingerprint: Optional[ModelFingerprint] = None,
+                    kind: str = "statistics") -> Tuple[str, ...]:
+    """:func:`check_ranges_fit` for :class:`~.stats.ActivationStats` (their fingerprint and run-at shapes).
+
+    ``fingerprint`` replaces the one the statistics record (a Calibration carries its own);
+    ``kind`` names the file in messages.
+    """
+    recorded = fingerprint if fingerprint is not None else stats_fingerprint(stats)
     if recorded is None and stats.model_sha256 and stats.model_sha256 == getattr(model, "sha256", None):
         recorded = fingerprint_of(model)  # an older file of this very model: its SHA-256 says so
-    return check_ranges_fit(model, stats.tensors, source, "statistics", recorded, stats.input_shapes)
+    return check_ranges_fit(model, stats.tensors, source, kind, recorded, stats.input_shapes)

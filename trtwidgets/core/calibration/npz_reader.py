@@ -8,8 +8,9 @@ decompressed, and only the rows asked for are read from the stream. Nothing is u
 object dtype is refused from the header. (The reading itself is
 :mod:`trtwidgets.core.common.npz_files`, which every other ``.npz`` the toolkit reads goes through.)
 
-:func:`tool_output_kind` recognises a file the toolkit wrote (statistics from ``calibrate --stats``)
-so that a sample folder that also holds one skips it, with a note, instead of reading it as a sample.
+:func:`tool_output_kind` recognises a file the toolkit wrote (statistics from ``calibrate --stats``, a
+calibration from ``calibrate --out``) so that a sample folder that also holds one skips it, with a note,
+instead of reading it as a sample. :func:`text_member` reads one small text member (a JSON document).
 """
 
 from __future__ import annotations
@@ -22,13 +23,15 @@ from typing import Dict, Mapping, Optional, Union
 import numpy as np
 
 from ..common.errors import CalibrationDataError
-from ..common.npz_files import MAX_ARRAY_BYTES, read_member
+from ..common.npz_files import MAX_ARRAY_BYTES, checked_header, read_member
 
 #: The statistics' ``meta`` member is JSON text; beyond this it is not ours.
 _MAX_META_BYTES = 64 << 20
+#: The largest text member :func:`text_member` reads by default.
+MAX_TEXT_BYTES = 64 << 20
 _CHUNK = 16 << 20
 
-__all__ = ["MAX_ARRAY_BYTES", "read_npz", "tool_output_kind"]
+__all__ = ["MAX_ARRAY_BYTES", "MAX_TEXT_BYTES", "read_npz", "text_member", "tool_output_kind"]
 
 
 def _too_big(path: Path, key: str, shape, dtype, nbytes: int) -> CalibrationDataError:
@@ -68,10 +71,39 @@ def read_npz(path: Path, rows: Union[None, int, Mapping[str, int]] = None) -> Di
     return out
 
 
-def tool_output_kind(path: Path) -> str:
-    """``"statistics"`` when ``path`` is a statistics file the toolkit wrote (``calibrate --stats``), else ''.
+def text_member(path: Path, name: str, max_bytes: int = MAX_TEXT_BYTES) -> Optional[bytes]:
+    """The bytes of member ``name`` (a uint8 array of text) of a ``.npz``; None when it has none.
 
-    Only headers and the small ``meta`` member are read; anything unexpected means "not ours" ('').
+    Its header is read first and a member over ``max_bytes`` is refused before anything is
+    decompressed; nothing is unpickled.
+
+    Raises
+    ------
+    ValueError
+        The member is not a 1-D uint8 array, or is larger than ``max_bytes``.
+    Exception
+        zipfile/numpy errors for a damaged file (the caller words it).
+    """
+    with open(path, "rb") as fh, zipfile.ZipFile(fh) as z:
+        try:
+            info = z.getinfo(name + ".npy")
+        except KeyError:
+            return None
+        with z.open(info) as f:
+            shape, _, dtype = checked_header(f, info.filename, name, info.file_size)
+        if dtype != np.uint8 or len(shape) != 1:
+            raise ValueError(f"member {name!r} is {dtype} of shape {shape}, not text (uint8 bytes)")
+        if shape[0] > max_bytes:
+            raise ValueError(f"member {name!r} holds {shape[0]:,} bytes, more than the {max_bytes:,} it may")
+        return bytes(_read_member(z, info, Path(path), None))
+
+
+def tool_output_kind(path: Path) -> str:
+    """``"statistics"`` or ``"calibration"`` when ``path`` is a file the toolkit wrote, else ''.
+
+    Statistics come from ``calibrate --stats``, a saved Calibration (statistics and its
+    settings) from ``calibrate --out``. Only headers and the small ``meta`` member are
+    read; anything unexpected means "not ours" ('').
     """
     from .stats import STATS_FORMAT
 
@@ -80,11 +112,10 @@ def tool_output_kind(path: Path) -> str:
             names = set(z.namelist())
             if "meta.npy" not in names or not ({"hists.npy", "hist_0.npy"} & names):
                 return ""
-            info = z.getinfo("meta.npy")
-            if info.file_size > _MAX_META_BYTES:
-                return ""
-            meta = _read_member(z, info, Path(path), None)
-        doc = json.loads(bytes(meta.astype(np.uint8)).decode("utf-8"))
-        return "statistics" if isinstance(doc, dict) and doc.get("format") == STATS_FORMAT else ""
+        meta = text_member(path, "meta", _MAX_META_BYTES)
+        doc = json.loads(meta.decode("utf-8")) if meta is not None else None
+        if not (isinstance(doc, dict) and doc.get("format") == STATS_FORMAT):
+            return ""
+        return "calibration" if "calibration.npy" in names else "statistics"
     except Exception:  # noqa: BLE001 - a file that is not a readable statistics file is judged as a sample
         return ""

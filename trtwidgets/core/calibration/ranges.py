@@ -311,26 +311,32 @@ def compute_ranges(stats: ActivationStats, methods: Iterable[str] = METHODS, per
     return out
 
 
-def amax_table(ranges: Mapping[str, Mapping[str, RangeResult]], method: str) -> Dict[str, float]:
-    """Tensor -> amax of one method (what a calibration cache is written from)."""
-    return {name: r[method].amax for name, r in ranges.items() if method in r}
+def usable_amax(value) -> bool:
+    """True when ``value`` can be exported: finite and positive (an all-zero tensor's 0 has no scale)."""
+    return math.isfinite(value) and value > 0
 
 
-def amax_from_stats(stats: ActivationStats, method: str = "entropy", percentile: float = 99.99) -> Dict[str, float]:
+def amax_from_stats(stats: ActivationStats, method: str = "entropy", percentile: float = 99.99,
+                    ranges: Optional[Mapping[str, Mapping[str, RangeResult]]] = None) -> Dict[str, float]:
     """Tensor -> amax of one range method, for every tensor with a finite positive range.
 
-    Tensors that saw no finite value, or whose range is not finite and positive, are left
-    out (the export lists them as having no range).
+    Tensors that saw no finite value, or whose range is not finite and positive (an
+    all-zero tensor), are left out: the export lists them as having no range. This is
+    the method's part of :attr:`~.calibration.Calibration.amax`, the exported amax.
+
+    Parameters
+    ----------
+    ranges : mapping, optional
+        :func:`compute_ranges` of ``stats`` at ``percentile`` holding ``method``: read
+        instead of computing the method's amax again.
     """
     _check_method(method)
-    out: Dict[str, float] = {}
-    for name, t in stats.tensors.items():
-        if t.count - t.nan_count - t.inf_count <= 0:
-            continue
-        value = float(compute_amax(t, method, percentile=percentile))
-        if math.isfinite(value) and value > 0:
-            out[name] = value
-    return out
+    if ranges is not None:
+        values = ((name, per[method].amax) for name, per in ranges.items() if method in per)
+    else:
+        values = ((name, compute_amax(t, method, percentile=percentile)) for name, t in stats.tensors.items()
+                  if t.count)
+    return {name: float(v) for name, v in values if usable_amax(float(v))}
 
 
 def ranges_table(stats: ActivationStats, ranges: Mapping[str, Mapping[str, RangeResult]]):

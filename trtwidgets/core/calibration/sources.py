@@ -290,11 +290,12 @@ def sample_files(path: Path, kind: str) -> list:
     skipped = [(p, why) for p, why in ((p, _unusable(p)) for p in named) if why]
     _note_skipped(path, skipped)
     files = [p for p in named if p not in {s for s, _ in skipped}]
-    own = [p for p in files if p.suffix.lower() == ".npz" and tool_output_kind(p)]
+    kinds = {p: tool_output_kind(p) for p in files if p.suffix.lower() == ".npz"}
+    own = [p for p, kind in kinds.items() if kind]
     for p in own:
         # e.g. `calibrate --data D --stats D/stats.npz`: the next run must not read the statistics as a sample.
-        note(f"{p} is trtwidgets {tool_output_kind(p)} (written by calibrate --stats), not a calibration sample: "
-             "skipped")
+        option = "--out" if kinds[p] == "calibration" else "--stats"
+        note(f"{p} is trtwidgets {kinds[p]} (written by calibrate {option}), not a calibration sample: skipped")
     files = [p for p in files if p not in own]
     if not files and own:
         raise CalibrationDataError(f"{path} holds no samples, only the toolkit's own statistics ({own[0].name}).",

@@ -296,6 +296,16 @@ def save_stats(stats: ActivationStats, path: Union[str, os.PathLike]) -> Path:
     Returns the path written.
     """
     path = user_path(path)
+    arrays = stats_arrays(stats)
+    atomic_write(path, lambda f: np.savez_compressed(f, **arrays))
+    return path
+
+
+def stats_arrays(stats: ActivationStats) -> Dict[str, np.ndarray]:
+    """The members of a statistics ``.npz`` (what :func:`load_stats` reads): histograms and a JSON ``meta``.
+
+    A saved :class:`~.calibration.Calibration` is these and one member more, so :func:`load_stats` reads it too.
+    """
     names = list(stats.tensors)
     meta = {
         "format": STATS_FORMAT, "version": STATS_VERSION, "samples": int(stats.samples),
@@ -320,8 +330,7 @@ def save_stats(stats: ActivationStats, path: Union[str, os.PathLike]) -> Path:
     if with_trt:
         arrays["trt_hists"] = np.stack([np.asarray(stats.tensors[n].trt_hist, dtype=np.int64) for n in with_trt])
     arrays["meta"] = np.frombuffer(json.dumps(meta, allow_nan=True).encode("utf-8"), dtype=np.uint8)
-    atomic_write(path, lambda f: np.savez_compressed(f, **arrays))
-    return path
+    return arrays
 
 
 def load_stats(path: Union[str, os.PathLike]) -> ActivationStats:
@@ -463,5 +472,5 @@ def empty_tensor_stats(name: str, bins: int) -> TensorStats:
                        hist=np.zeros(bins, np.int64), hist_max=0.0)
 
 
-__all__ = ["TensorStats", "ActivationStats", "save_stats", "load_stats", "rebin_to", "empty_tensor_stats",
-           "trt_grid_range", "merge_trt_hist", "rebin_linear", "TRT_BINS"]
+__all__ = ["TensorStats", "ActivationStats", "save_stats", "stats_arrays", "load_stats", "rebin_to",
+           "empty_tensor_stats", "trt_grid_range", "merge_trt_hist", "rebin_linear", "TRT_BINS"]

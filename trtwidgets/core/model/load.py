@@ -261,20 +261,40 @@ def load_model(path: Union[str, os.PathLike], load_external_data: bool = True) -
                                                                              external_data=bool(locations)))
 
 
-def as_model_proto(model) -> onnx.ModelProto:
-    """The ``onnx.ModelProto`` of ``model``: a ModelProto itself, a :class:`LoadedModel`'s ``proto``, or a file loaded.
+def as_loaded(model) -> LoadedModel:
+    """``model`` as a :class:`LoadedModel`: the one coercion of a model argument in the package.
 
     Parameters
     ----------
-    model : onnx.ModelProto, LoadedModel (anything with a ``proto``) or path
-        A path goes through :func:`load_model`, so a bad file raises its :class:`ModelLoadError`.
+    model : LoadedModel, onnx.ModelProto (or anything with a ``proto``), or path
+        A LoadedModel is returned as it is; a proto is summarised (its path is its own
+        ``path`` attribute, else the graph's name; its SHA-256 is unknown); a path goes
+        through :func:`load_model`, so a bad file raises its :class:`ModelLoadError`.
+
+    Raises
+    ------
+    ModelLoadError
+        A bad file, or something that is no model at all.
     """
+    if isinstance(model, LoadedModel):
+        return model
+    proto = model if isinstance(model, onnx.ModelProto) else getattr(model, "proto", None)
+    if isinstance(proto, onnx.ModelProto):
+        return LoadedModel(Path(str(getattr(model, "path", None) or proto.graph.name or "model.onnx")), proto,
+                           summarize(proto))
+    if not isinstance(model, (str, os.PathLike)):
+        raise ModelLoadError(f"A {type(model).__name__} is not a model.",
+                             "A model is a LoadedModel (trtwidgets.load), an onnx.ModelProto or the path of an "
+                             ".onnx file.", "Pass model = trtwidgets.load('model.onnx'), or the path itself.")
+    return load_model(model)
+
+
+def as_model_proto(model) -> onnx.ModelProto:
+    """The ``onnx.ModelProto`` of ``model`` (see :func:`as_loaded`; a proto is returned without summarising it)."""
     if isinstance(model, onnx.ModelProto):
         return model
     proto = getattr(model, "proto", None)
-    if isinstance(proto, onnx.ModelProto):
-        return proto
-    return load_model(model).proto
+    return proto if isinstance(proto, onnx.ModelProto) else as_loaded(model).proto
 
 
 def _tensor_info(value_info: onnx.ValueInfoProto) -> TensorInfo:

@@ -67,40 +67,29 @@ class Progress:
             self.bar.close()
 
 
-def fit_calibration(loaded, calib: Sequence[Mapping[str, np.ndarray]], options: QdqOptions, calibration=None,
-                    stats=None, progress: bool = True) -> Tuple[Any, str]:
+def fit_calibration(loaded, calib: Sequence[Mapping[str, np.ndarray]], calibration=None,
+                    progress: bool = True) -> Tuple[Any, str]:
     """The statistics, once: ``(Calibration, what it is in words)``.
 
-    The caller's ``calibration`` brings its statistics, percentile and amax overrides;
-    bare ``stats`` (the older form) are fitted at ``options.percentile`` with no
-    overrides; otherwise statistics are collected on ``calib``.
+    The caller's ``calibration`` is taken as it is (statistics, method, percentile and every
+    amax override), checked once against the model; otherwise statistics are collected on
+    ``calib``. How candidates are written (:class:`~..qdq.options.QdqOptions`) has no say in the ranges.
     """
-    from ..calibration.fingerprint import check_stats_fit
-    from ..calibration.recipe_step import Calibration
-    from ..common.notes import note
+    from ..calibration.calibration import Calibration
 
     if calibration is not None:
         if not isinstance(calibration, Calibration):
             raise UserError(f"calibration= takes a Calibration, not a {type(calibration).__name__}.",
                             "The planner reads its statistics, percentile and amax overrides.",
-                            "Pass cal = trtwidgets.calibrate(model, data), or stats= for bare statistics.")
+                            "Pass cal = trtwidgets.calibrate(model, data), or trtwidgets.Calibration.load(path).")
         # A calibration of another model would be planned with, quietly matching a few tensor names.
-        for text in check_stats_fit(loaded, calibration.stats, "the calibration's statistics"):
-            note(text)
-        return calibration, f"the given calibration ({calibration.describe()})"
-    if stats is not None:
-        for text in check_stats_fit(loaded, stats, "the statistics given (stats=)"):
-            note(text)
-        return (Calibration.fit(stats, options.method, options.percentile),
-                f"statistics given without a Calibration (stats=): percentile {options.percentile:g}, no amax "
-                "overrides; pass calibration= to keep a calibration's overrides")
+        return calibration.check_fits(loaded), f"the given calibration ({calibration.describe()})"
     from ..calibration.collect import collect_stats
 
     collected = collect_stats(loaded, [dict(f) for f in calib], progress=progress)
     if collected.interrupted:  # Ctrl-C while collecting: stop here, not search on with a few samples' ranges
         raise KeyboardInterrupt
-    return Calibration.fit(collected, options.method, options.percentile), \
-        f"statistics of {len(calib)} calibration samples"
+    return Calibration.fit(collected), f"statistics of {len(calib)} calibration samples"
 
 
 def evaluator(loaded, held, target: PlanTarget, options: QdqOptions, axes=None,
@@ -158,7 +147,7 @@ def score_methods(ev: Evaluator, cal, judge: Judge, progress: bool = True,
     per_method: Dict[str, Tuple[PlanAccuracy, Dict[str, float]]] = {}
     with Progress(len(methods), progress, "range methods", on_progress) as bar:
         for method in methods:
-            amax = cal.amax_for(method)
+            amax = cal.refit(method=method).amax
             acc, _ = ev.score(amax, rank=True)
             per_method[method] = (acc, amax)
             bar.tick()

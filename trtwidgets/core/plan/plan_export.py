@@ -48,7 +48,7 @@ def export_plan(model, plan: Union[Plan, str, os.PathLike], out_path: Union[str,
         None when the candidate quantizes nothing (FP16 is best): there is no Q/DQ model to write.
     """
     from ..qdq.export import build_qdq
-    from ..qdq.range_sources import as_loaded
+    from ..model.load import as_loaded
     from ..qdq.spec import QdqSpec
 
     plan_input = plan  # the plan as given: a path is an input the output must not replace

@@ -4,7 +4,7 @@ A Q/DQ export that quantizes everything the placement rules allow can be slower
 than FP16 (small layers gain nothing in INT8 and every INT8/float border costs a
 reformat) and can lose accuracy. :func:`plan` searches, on the CPU:
 
-1. **Statistics once.** A :class:`~..calibration.recipe_step.Calibration` is fitted
+1. **Statistics once.** A :class:`~..calibration.calibration.Calibration` is fitted
    once (or the caller's is taken: its statistics, percentile and amax overrides)
    and every candidate reuses it.
 2. **Ranges.** Each of the four range methods (entropy, percentile, MSE, max) is
@@ -32,7 +32,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, TypeVar
 
 import onnx
@@ -63,15 +62,10 @@ def _loaded(model):
     """The model loaded, and checked for what would fail only after calibrating: no inputs, a model onnx.checker
     rejects (its Q/DQ copies would fail the same check, blamed on the exporter)."""
     from ..calibration.model_inputs import require_inputs
-    from ..model.load import LoadedModel, load_model, summarize
+    from ..model.load import as_loaded
     from ..qdq.export_check import check_source_model
 
-    if isinstance(model, LoadedModel):
-        loaded = model
-    elif isinstance(model, onnx.ModelProto):
-        loaded = LoadedModel(Path(model.graph.name or "model.onnx"), model, summarize(model))
-    else:
-        loaded = load_model(model)
+    loaded = as_loaded(model)
     require_inputs(loaded)
     check_source_model(loaded.proto)
     return loaded
@@ -112,8 +106,8 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, calibration=None, 
         labels, for ``"top1"``: one per sample of ``data``, the split picks the held-back ones,
         or one per held-back sample).
     calibration : Calibration, optional
-        From :func:`trtwidgets.calibrate`: its statistics (collection is skipped), percentile
-        and amax overrides; its method is tried first.
+        From :func:`trtwidgets.calibrate` or ``Calibration.load``, as it is: its statistics (collection
+        is skipped), percentile and every amax override; its method is tried first.
     options : QdqOptions, optional
         How candidates are exported (:class:`~trtwidgets.core.qdq.options.QdqOptions`: the float
         part's type, the target TensorRT, dense INT8 ...; its defaults when None). The planner
@@ -196,7 +190,7 @@ def _search_plan(found: "_Found", data, calibration, held_back, holdout, seed, m
     check_batch_fits(loaded, input_shapes)  # before the search: a batch the model cannot run is refused
     check()
     say("collecting statistics" if calibration is None else "reading the statistics given")
-    cal, described = fit_calibration(loaded, pdata.calib, opts, calibration, None, progress)
+    cal, described = fit_calibration(loaded, pdata.calib, calibration, progress)
     found.cal, found.described = cal, described
     seconds["statistics"] = time.perf_counter() - found.t0
     check()

@@ -3,10 +3,10 @@
 Explicit quantization is the only way to quantize with TensorRT 11 and the
 recommended one with 10.x; TensorRT 8.6 and 10 build such models with the INT8
 flag set. :func:`export_qdq` (``trtwidgets.export_qdq``) takes a float ONNX model
-and the fitted :class:`~trtwidgets.core.calibration.recipe_step.Calibration` (its
-method, percentile and amax overrides), or bare statistics, or ``amax`` per tensor
-(a calibration cache's); :func:`build_qdq` takes a :class:`~.spec.QdqSpec` (the amax,
-the layers to run in INT8 and the :class:`~.options.QdqOptions`). The export writes:
+and the :class:`~trtwidgets.core.calibration.calibration.Calibration` (its amax: method,
+percentile and amax overrides), the path of a saved one, or ``amax`` per tensor (a
+calibration cache's); :func:`build_qdq` takes a :class:`~.spec.QdqSpec` (the amax, the
+layers to run in INT8 and the :class:`~.options.QdqOptions`). The export writes:
 
 * **activations**: ``QuantizeLinear -> DequantizeLinear`` per tensor,
   symmetric: INT8 ``scale = amax / 127``, zero point ``int8 0``; FP8 E4M3
@@ -37,7 +37,7 @@ import dataclasses
 import re
 import os
 from pathlib import Path
-from typing import Dict, Iterable, Mapping, Optional, Tuple, Union
+from typing import Optional, Tuple, Union
 
 import onnx
 
@@ -45,7 +45,7 @@ from ..common.atomic import write_bytes_atomic
 from ..common.write_rule import refuse_inputs
 from ..common.paths import user_path
 from .export_check import DEFAULT_MIN_COSINE, check_export, check_source_model, raise_if_failed
-from ..model.load import as_model_proto
+from ..model.load import as_loaded, as_model_proto
 from ..model.onnx_graph import GraphIndex
 from .export_report import QdqExport, QdqReport, QuantizedTensor, QuantizedWeight
 from .qdq_writer import QdqWriter
@@ -58,7 +58,7 @@ from .spec import QdqSpec
 from .written import as_written
 
 __all__ = ["PRECISIONS", "QdqExportError", "QdqOptions", "QdqSpec", "QuantizedTensor", "QuantizedWeight", "QdqReport",
-           "QdqExport", "build_qdq", "export_qdq", "export_ranges", "save_qdq_model", "quantize_weight"]
+           "QdqExport", "build_qdq", "export_qdq", "save_qdq_model", "quantize_weight"]
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -255,91 +255,38 @@ def save_qdq_model(model: Union[QdqExport, onnx.ModelProto], path: Union[str, os
 
 
 def export_qdq(model, calibration, out_path: Union[str, os.PathLike, None] = None, *,
-               options: Optional[QdqOptions] = None, method: Optional[str] = None,
-               percentile: Optional[float] = None, amax_overrides: Optional[Mapping[str, float]] = None,
-               exclude: Optional[Iterable[str]] = None, exclude_op_types: Optional[Iterable[str]] = None,
-               precision: Optional[str] = None, dense_int8: Optional[bool] = None,
-               high_precision: Optional[str] = None, trt_version: Optional[str] = None) -> QdqExport:
+               options: Optional[QdqOptions] = None) -> QdqExport:
     """Write the Q/DQ model of a calibration: ``trtwidgets.export_qdq(model, cal, "model.qdq.onnx")``.
 
     Parameters
     ----------
     model : LoadedModel, onnx.ModelProto or path
-    calibration : Calibration, ActivationStats, path of a statistics ``.npz``, or mapping
-        The :class:`~trtwidgets.core.calibration.recipe_step.Calibration` from
-        :func:`trtwidgets.calibrate` exports its own method, percentile and amax overrides.
-        Bare statistics (the older form) are turned into ranges with ``method``
-        (default: entropy), and the report says so. A mapping is tensor -> amax as is
-        (e.g. a calibration cache's ``read_cache(path).amax``).
+    calibration : Calibration, path, or mapping
+        The :class:`~trtwidgets.core.calibration.calibration.Calibration` from
+        :func:`trtwidgets.calibrate` (its method, percentile and amax overrides: its
+        :attr:`~trtwidgets.core.calibration.calibration.Calibration.amax`); the path of a saved
+        one (``cal.save``, ``trtwidgets calibrate --out``) or of a statistics ``.npz`` (read as a
+        calibration, entropy); or tensor -> amax as is (e.g. a calibration cache's
+        ``read_cache(path).amax``). A calibration is checked once against ``model``: another
+        model's is refused. Another method: ``cal.refit(method="max")``.
     out_path : path, optional
         Where to write the model (atomically); nothing is written when None.
     options : QdqOptions, optional
-        The export's choices; the keyword arguments below replace single fields of it.
-    method, percentile
-        The range method; for a Calibration, a method other than its own recomputes the
-        amax from its ranges (its overrides still win).
-    amax_overrides : mapping, optional
-        Tensor -> amax chosen by hand (the explorer's); wins over everything else.
-    exclude, exclude_op_types, precision, dense_int8, high_precision, trt_version
-        See :class:`~.options.QdqOptions`.
+        How the model is written (precision, float part, exclusions ...); its defaults when None.
 
     Returns
     -------
     QdqExport
         Its ``report.ranges`` says where the ranges came from.
     """
-    opts = (options or QdqOptions()).replace(
-        method=method, percentile=percentile, exclude=exclude, exclude_op_types=exclude_op_types,
-        precision=precision, dense_int8=dense_int8, high_precision=high_precision, trt_version=trt_version)
-    from .range_sources import as_loaded, checked_amax, checked_stats_source
+    from .range_sources import calibration_spec
 
-    # Statistics of another model, and values that cannot be scales, are refused before anything is built.
     loaded = as_loaded(model)
     check_source_model(loaded.proto)  # the model's own fault first, before its ranges are judged against it
-    inputs = {"the model": model, "the statistics": calibration}  # as given: a path is an input not to replace
-    calibration, source = checked_stats_source(loaded, calibration)
-    amax, described = export_ranges(calibration, opts, explicit_method=method is not None,
-                                    explicit_percentile=percentile is not None)
-    amax = checked_amax(amax, source, opts)
-    if amax_overrides:
-        amax.update(checked_amax({str(k): v for k, v in amax_overrides.items()}, "amax_overrides", opts))
-        described += f", {len(amax_overrides)} amax chosen by hand"
-    result = build_qdq(loaded, QdqSpec(amax, opts, source=described))
+    # Another model's calibration, and values that cannot be scales, are refused before anything is built.
+    result = build_qdq(loaded, calibration_spec(loaded, calibration, options))
     if out_path is not None:
-        refuse_inputs(out_path, inputs, f"out_path {os.fspath(out_path)}")
+        # As given: a path is an input the output must not replace.
+        refuse_inputs(out_path, {"the model": model, "the calibration": calibration}, f"out_path {os.fspath(out_path)}")
         save_qdq_model(result, out_path)
     return result
-
-
-def export_ranges(calibration, options: QdqOptions, explicit_method: bool = True,
-                  explicit_percentile: bool = True) -> Tuple[Dict[str, float], str]:
-    """``(amax, in words)`` that an export of ``calibration`` writes (see :func:`export_qdq`).
-
-    A Calibration keeps its method and percentile unless the caller named one
-    (``explicit_method``, ``explicit_percentile``); statistics take ``options``'.
-    """
-    from ..calibration.recipe_step import Calibration
-    from ..calibration.ranges import amax_from_stats
-
-    if isinstance(calibration, Calibration):
-        cal = calibration
-        method = options.method if explicit_method else cal.method
-        if explicit_percentile and options.percentile != cal.percentile:
-            cal = cal.refit(percentile=options.percentile)
-        return cal.amax_for(method), cal.describe(method)
-    if isinstance(calibration, Mapping):
-        return {str(k): float(v) for k, v in calibration.items()}, f"the {len(calibration)} amax given"
-    stats = calibration
-    if isinstance(stats, (str, os.PathLike)):
-        from ..calibration.stats import load_stats
-
-        stats = load_stats(stats)
-    if not hasattr(stats, "tensors"):
-        raise QdqExportError(f"Cannot export ranges from a {type(calibration).__name__}.",
-                             "The export takes the Calibration from trtwidgets.calibrate, activation statistics "
-                             "(or their .npz path), or a mapping of tensor -> amax.",
-                             "Pass cal = trtwidgets.calibrate(model, data) itself.")
-    pct = f" (percentile {options.percentile:g})" if options.method == "percentile" else ""
-    return (amax_from_stats(stats, options.method, options.percentile),
-            f"{options.method} ranges{pct} computed from statistics without a Calibration (no overrides); "
-            "pass the Calibration from trtwidgets.calibrate to export its own method and overrides")

@@ -14,12 +14,14 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Tuple
 
-from ..calibration.ranges import METHODS as RANGE_METHODS
 from ..common.errors import UserError
 from .high_precision import HIGH_PRECISIONS, default_high_precision
 from .weights import PRECISIONS
 
 __all__ = ["QdqOptions", "QdqExportError", "resolve_high_precision"]
+
+#: Options of older versions that now belong to the Calibration (read and dropped, see :meth:`QdqOptions.from_dict`).
+_MOVED_TO_CALIBRATION = ("method", "percentile")
 
 
 class QdqExportError(UserError):
@@ -38,13 +40,11 @@ def _names(value: Any) -> Tuple[str, ...]:
 class QdqOptions:
     """How a Q/DQ model is written from a model and its ranges.
 
+    The ranges are not among them: the range method, percentile and amax overrides belong to the
+    :class:`~trtwidgets.core.calibration.calibration.Calibration` the export is given.
+
     Attributes
     ----------
-    method : str
-        Range method used when the ranges come from statistics without a Calibration
-        (``"entropy"``, ``"max"``, ``"percentile"``, ``"mse"``). A Calibration brings its own.
-    percentile : float
-        For ``method="percentile"``.
     precision : {"int8", "fp8"}
         FP8 (E4M3) needs opset 19 and TensorRT 10 or later on Hopper/Ada GPUs.
     dense_int8 : bool
@@ -72,8 +72,6 @@ class QdqOptions:
         Target opset; default: the model's, raised to what the precision needs.
     """
 
-    method: str = "entropy"
-    percentile: float = 99.99
     precision: str = "int8"
     dense_int8: bool = True
     high_precision: str = "auto"
@@ -91,12 +89,6 @@ class QdqOptions:
             object.__setattr__(self, name, _names(getattr(self, name)))
         if self.trt_version is not None:
             object.__setattr__(self, "trt_version", str(self.trt_version) or None)
-        if self.method not in RANGE_METHODS:
-            raise QdqExportError(f"Unknown range method {self.method!r}.", f"Choose one of {', '.join(RANGE_METHODS)}.",
-                            "entropy is TensorRT's default (EntropyCalibrator2); max keeps every value.")
-        if not 0.0 < float(self.percentile) <= 100.0:
-            raise QdqExportError(f"Percentile {self.percentile} is not in (0, 100].",
-                            "It is the share of |x| values the range keeps.", "Use e.g. 99.99.")
         if self.precision not in PRECISIONS:
             raise QdqExportError(f"Unknown precision {self.precision!r}.", f"Choose one of {', '.join(PRECISIONS)}.",
                             "Use precision='int8' (TensorRT 8.6+) or 'fp8' (TensorRT 10+, Hopper/Ada).")
@@ -124,11 +116,15 @@ class QdqOptions:
     def from_dict(cls, doc: Mapping[str, Any]) -> "QdqOptions":
         """Options from :meth:`to_dict`'s data; keys this version does not know are refused.
 
+        ``method`` and ``percentile``, which older plan.json files hold among their options, are
+        dropped: the ranges a plan was scored with are in the plan itself.
+
         Raises
         ------
         UserError
             A key that is not an option, or a value an option does not take.
         """
+        doc = {k: v for k, v in doc.items() if k not in _MOVED_TO_CALIBRATION}
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(doc) - known)
         if unknown:

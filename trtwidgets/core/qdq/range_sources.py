@@ -1,40 +1,29 @@
-"""The ranges an export reads, checked against the model they are for.
+"""The ranges an export reads, checked against the model they are for and the float part they are written in.
 
-:func:`~.export.export_ranges` turns a Calibration, statistics or a mapping into amax per tensor;
-this module adds, before and after it, what reading from a file needs: the statistics' fingerprint and the ranges'
-coverage of the model (:mod:`~trtwidgets.core.calibration.fingerprint`), and values that can be
-scales in the export's float part (:mod:`~trtwidgets.core.calibration.amax_values`). Notes (an
-older file without a fingerprint, partial coverage) go to :func:`~trtwidgets.core.common.notes.note`.
+:func:`calibration_spec` turns what :func:`~.export.export_qdq` is given (a Calibration, the path of a
+saved one or of statistics, or a mapping of tensor -> amax) into the :class:`~.spec.QdqSpec` it builds:
+a calibration is checked once against the model
+(:meth:`~trtwidgets.core.calibration.calibration.Calibration.check_fits`: its fingerprint, the coverage of
+the model's tensors, its overrides), and its :attr:`~trtwidgets.core.calibration.calibration.Calibration.amax`
+is what is written, never refitted; the spec checks every value is a scale of the export's precision and
+float part (:mod:`~trtwidgets.core.calibration.amax_values`). Notes (an older file without a fingerprint,
+partial coverage) go to :func:`~trtwidgets.core.common.notes.note`.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import Dict, Mapping, Tuple
+from typing import Dict, Mapping, Optional, Tuple
 
 from ..calibration.amax_values import check_amax_values
-from ..calibration.fingerprint import check_ranges_fit, check_stats_fit
+from ..calibration.calibration import Calibration
+from ..calibration.fingerprint import check_ranges_fit
 from ..common.notes import note
-from .options import QdqOptions
+from .options import QdqExportError, QdqOptions
+from .spec import QdqSpec
 from .weights import PRECISIONS
 
-__all__ = ["as_loaded", "checked_amax", "checked_cache_ranges", "checked_stats_source"]
-
-
-def as_loaded(model):
-    """A :class:`~trtwidgets.core.model.load.LoadedModel` for a path, proto or LoadedModel."""
-    import onnx
-
-    from ..model.load import LoadedModel, load_model, summarize
-
-    if isinstance(model, LoadedModel):
-        return model
-    proto = model if isinstance(model, onnx.ModelProto) else getattr(model, "proto", None)
-    if isinstance(proto, onnx.ModelProto):
-        return LoadedModel(Path(getattr(model, "path", None) or proto.graph.name or "model.onnx"), proto,
-                           summarize(proto))
-    return load_model(model)
+__all__ = ["calibration_spec", "checked_amax", "checked_cache_ranges"]
 
 
 def checked_amax(amax: Mapping[str, float], source: str, options: QdqOptions) -> Dict[str, float]:
@@ -43,26 +32,35 @@ def checked_amax(amax: Mapping[str, float], source: str, options: QdqOptions) ->
     return check_amax_values(amax, source, qmax, options.resolved_high_precision())
 
 
-def checked_stats_source(loaded, calibration) -> Tuple[object, str]:
-    """``(calibration, source in words)``: a statistics path read, and statistics of another model refused.
+def calibration_spec(loaded, calibration, options: Optional[QdqOptions] = None) -> QdqSpec:
+    """The spec an export of ``calibration`` into ``loaded`` builds (every layer the placement rules allow).
 
-    ``calibration`` is what :func:`~.export.export_ranges` takes (a Calibration, statistics, their
-    ``.npz`` path, or a mapping of tensor -> amax, which is returned as is).
+    Raises
+    ------
+    StatsError
+        A file that is no calibration, another model's calibration, or values that cannot be scales.
+    QdqExportError
+        Something that is none of a Calibration, a path or a mapping.
     """
-    from ..calibration.recipe_step import Calibration
-    from ..calibration.stats import load_stats
-
-    source = "the ranges given"
+    opts = options if options is not None else QdqOptions()
     if isinstance(calibration, (str, os.PathLike)):
-        source = str(calibration)
-        calibration = load_stats(calibration)
-    stats = calibration.stats if isinstance(calibration, Calibration) else calibration
-    if hasattr(stats, "tensors") and hasattr(stats, "model_sha256"):
-        if source == "the ranges given":
-            source = "the calibration's statistics" if stats is not calibration else "the statistics given"
-        for text in check_stats_fit(loaded, stats, source):
-            note(text)
-    return calibration, source
+        calibration = Calibration.load(calibration)
+    elif isinstance(calibration, Mapping):
+        return QdqSpec({str(k): v for k, v in calibration.items()}, opts, source=f"the {len(calibration)} amax given")
+    elif not isinstance(calibration, Calibration):
+        raise _not_a_calibration(calibration)
+    return QdqSpec.from_calibration(calibration.check_fits(loaded), opts)
+
+
+def _not_a_calibration(value) -> QdqExportError:
+    stats = hasattr(value, "tensors") and hasattr(value, "model_sha256")
+    return QdqExportError(
+        f"Cannot export ranges from a {type(value).__name__}.",
+        "The export takes a Calibration (trtwidgets.calibrate), the path of a saved one or of statistics, or a "
+        "mapping of tensor -> amax" + ("; statistics alone do not say which range method to export" if stats
+                                       else "") + ".",
+        "Pass cal = trtwidgets.calibrate(model, data)" + (", or trtwidgets.Calibration.fit(stats, method=...)"
+                                                         if stats else "") + ".")
 
 
 def checked_cache_ranges(loaded, path, options: QdqOptions) -> Tuple[Dict[str, float], str]:

@@ -392,8 +392,33 @@ def load_recipe(path: Union[str, os.PathLike]) -> Recipe:
     return _paths_beside(recipe, Path(os.path.abspath(path)).parent)
 
 
+def locate_model(recipe: Any, recipe_dir: Any = None) -> Any:
+    """``recipe`` with a model path that exists here, when it can be found.
+
+    A recipe made on another machine (a GPU box) names that machine's path. Tried in
+    order: the path as written, relative to ``recipe_dir``, the file's name in
+    ``recipe_dir``, and the bundled demo model when the recipe's SHA-256 is the demo's.
+    The recipe is returned unchanged when nothing matches (loading then says what is missing).
+    """
+    import hashlib
+
+    from ... import demo
+
+    p = Path(recipe.model_path)
+    if p.exists():
+        return recipe
+    cands = [Path(recipe_dir) / p, Path(recipe_dir) / p.name] if recipe_dir is not None else []
+    for cand in cands:
+        if cand.exists():
+            return recipe.replace(model_path=str(cand))
+    sha = getattr(recipe, "model_sha256", "")
+    if sha and sha == hashlib.sha256(Path(demo.MODEL_PATH).read_bytes()).hexdigest():
+        return recipe.replace(model_path=str(demo.MODEL_PATH))
+    return recipe
+
+
 __all__ = [
     "SCHEMA_VERSION", "FLAGS", "PRECISION_CONSTRAINTS", "LAYER_PRECISIONS", "CALIBRATOR_KINDS", "TOOLKIT_METHODS",
     "LayerPrecision", "CalibratorSpec", "Recipe", "Profile", "ShapeRange",
-    "save_recipe", "load_recipe", "validate_recipe", "recipe_problems",
+    "save_recipe", "load_recipe", "locate_model", "validate_recipe", "recipe_problems",
 ]

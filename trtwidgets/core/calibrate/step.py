@@ -1,0 +1,198 @@
+"""``trtwidgets.calibrate(model, data)`` and a recipe's calibration step: data in, a Calibration out.
+
+The App, ``trtwidgets run`` and the notebook-level :func:`calibrate` share one step
+(:func:`calibrate_recipe`): which data (the recipe's, the caller's, or the bundled crops for
+the bundled demo model), at which shapes (the calibration profile's opt shapes), then the
+statistics and the :class:`~trtwidgets.core.calibration.calibration.Calibration` with the
+recipe's method, percentile and amax overrides. :func:`calibrate` makes the recipe, its
+dynamic dimensions taken from the data (:mod:`trtwidgets.core.recipe.data_defaults`). This
+stage stands above both the calibration stage (the value it returns) and the recipe stage
+(a recipe holds a CalibrationDataSpec, so calibration cannot import the recipe).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+from ..calibration.calibration import Calibration
+from ..common.errors import CalibrationDataError
+
+__all__ = ["TRT_CALIBRATOR_METHOD", "calibrate", "calibrate_recipe", "calibration_source", "export_method",
+           "is_demo_model", "recipe_calibration"]
+
+#: The toolkit range method that matches each TensorRT calibrator.
+TRT_CALIBRATOR_METHOD = {"trt_entropy2": "entropy", "trt_entropy": "entropy", "trt_minmax": "max",
+                         "trt_legacy": "percentile", "none": "entropy", "toolkit": "entropy"}
+
+
+def calibrate(model: Any, data: Any = None, *, method: str = "entropy", percentile: float = 99.99,
+              adapt: Optional[Mapping[str, str]] = None, max_samples: Optional[int] = None,
+              recipe: Any = None, progress: bool = True, providers=None) -> Calibration:
+    """Activation statistics and INT8 ranges of ``model`` over ``data``.
+
+    Parameters
+    ----------
+    model : LoadedModel or path
+        From :func:`trtwidgets.load`, or an ``.onnx`` path.
+    data : folder, ``"demo"``, CalibrationDataSpec or iterable of feeds, optional
+        Default: the recipe's data (the bundled crops for the bundled demo model).
+    method : str
+        The range method whose amax is exported (``"entropy"``, ``"max"``, ``"percentile"``, ``"mse"``);
+        every method's range is computed anyway.
+    percentile : float
+        For ``method="percentile"``.
+    adapt : mapping, optional
+        Input name -> ``"pad"``, ``"truncate"`` or ``"resize"``, for samples whose shape differs
+        from the opt shape (see :data:`trtwidgets.core.recipe.data_defaults.ADAPT_CHOICES`).
+    max_samples : int, optional
+    recipe : Recipe, optional
+        Its profiles (opt shapes) and calibrator are used instead; its unset dynamic
+        dimensions are still taken from the data.
+    progress : bool
+        Show a progress bar.
+    providers : sequence, optional
+        ONNX Runtime providers.
+
+    Returns
+    -------
+    Calibration
+        ``stats``, ``ranges`` (every method), ``amax`` (the exported method's) and ``data``.
+
+    Raises
+    ------
+    UserError
+        Bad model, unreadable data, or samples that do not fit the model.
+    """
+    from ..calibration.data import spec_for
+    from ..model.load import as_loaded
+    from ..recipe.data_defaults import fill_recipe_from_data
+    from ..recipe.recipe import CalibratorSpec, Recipe
+
+    model = as_loaded(model)
+    spec = None
+    if data is not None and (isinstance(data, (str, bytes)) or hasattr(data, "__fspath__") or hasattr(data, "kind")):
+        spec = spec_for(data)
+        if adapt:
+            spec = spec.replace(adapt=dict(adapt))
+    if recipe is None:
+        recipe = Recipe.for_model(model, calibrator=CalibratorSpec(kind="toolkit", method=method, percentile=percentile))
+    if spec is not None:
+        recipe = recipe.replace(calibration_data=spec)
+        recipe, _, _ = fill_recipe_from_data(recipe, model)
+    elif isinstance(data, (list, tuple)) and model.summary.dynamic_inputs:
+        # Feeds in memory: their shapes can be read without consuming them.
+        from ..recipe.data_defaults import profiles_from_data, sample_shapes
+
+        filled = profiles_from_data(model.summary, sample_shapes(data, model.summary, None), recipe.profiles)
+        if filled.filled:
+            recipe = recipe.replace(profiles=filled.profiles)
+    return calibrate_recipe(recipe, model, data=None if spec is not None else data, progress=progress,
+                            max_samples=max_samples, providers=providers)
+
+
+def export_method(recipe: Any) -> str:
+    """The range method a recipe exports: its toolkit method, else the one matching its TensorRT calibrator."""
+    cal = getattr(recipe, "calibrator", None)
+    if cal is None:
+        return "entropy"
+    if getattr(cal, "method", None):
+        return cal.method
+    return TRT_CALIBRATOR_METHOD.get(getattr(cal, "kind", "none"), "entropy")
+
+
+def calibration_source(recipe: Any, model, data: Any = None):
+    """``(source, description)``: the data to calibrate ``model`` on.
+
+    ``data`` wins; then the recipe's ``calibration_data``; then, for the bundled
+    demo model only, its bundled crops.
+
+    Raises
+    ------
+    CalibrationDataError
+        There is no data to calibrate on.
+    """
+    from ..calibration.data import spec_for
+
+    if data is not None:
+        if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__") or hasattr(data, "kind"):
+            spec = spec_for(data)
+            return spec, (spec.path or spec.kind)
+        return data, "the given feeds"
+    spec = getattr(recipe, "calibration_data", None)
+    if spec is not None:
+        return spec, (spec.path or spec.kind)
+    from ... import demo
+
+    if model is not None and is_demo_model(model, demo.MODEL_PATH):
+        return spec_for("demo"), "the bundled demo crops"
+    raise CalibrationDataError(
+        "There is no calibration data for this model.",
+        "Calibration runs the model over representative inputs; the recipe names none.",
+        "Pick a folder of .npy/.npz samples or images (recipe.calibration_data, `--data DIR`), "
+        "or pass feeds ({input: array}) directly.")
+
+
+def is_demo_model(model, demo_path) -> bool:
+    """True when ``model`` (anything with ``path`` / ``sha256``) is the demo at ``demo_path`` or a copy of it."""
+    import hashlib
+    from pathlib import Path
+
+    path = getattr(model, "path", None)
+    if path is not None and Path(str(path)).resolve() == Path(demo_path).resolve():
+        return True
+    # A copy of the demo elsewhere (e.g. a recipe written on another machine) is still the demo.
+    return getattr(model, "sha256", None) == hashlib.sha256(Path(demo_path).read_bytes()).hexdigest()
+
+
+def calibrate_recipe(recipe: Any, model=None, data: Any = None, progress: bool = False,
+                     max_samples: Optional[int] = None, stats=None, providers=None,
+                     percentile: Optional[float] = None) -> Calibration:
+    """Calibrate ``model`` as ``recipe`` says.
+
+    Parameters
+    ----------
+    recipe : Recipe
+        Its calibration profile's opt shapes, calibration data (adaptation),
+        calibrator method, percentile and amax overrides are used.
+    model : LoadedModel or path, optional
+        Default: ``recipe.model_path``.
+    data : optional
+        Overrides the recipe's calibration data (a spec, a folder, ``"demo"`` or feeds).
+    progress : bool
+        Show a progress bar.
+    max_samples : int, optional
+    stats : ActivationStats, optional
+        Continue from these.
+    providers : sequence, optional
+        ONNX Runtime providers.
+    percentile : float, optional
+        Default: the recipe's.
+
+    Returns
+    -------
+    Calibration
+    """
+    from ..calibration.collect import collect_stats
+    from ..model.load import as_loaded
+
+    model = as_loaded(recipe.model_path if model is None else model)
+    source, described = calibration_source(recipe, model, data)
+    opt = {k: list(v) for k, v in (getattr(recipe, "calibration_shapes", None) or {}).items()}
+    adapt = dict(getattr(source, "adapt", None) or {})
+    # An input whose data has another shape than the opt shape needs an adaptation; the
+    # spec's own wins, otherwise iter_feeds explains the mismatch.
+    stats = collect_stats(model, source, providers=providers, stats=stats, progress=progress,
+                          max_samples=max_samples, adapt=adapt or None, opt_shapes=opt or None)
+    return recipe_calibration(stats, recipe, percentile, data=str(described))
+
+
+def recipe_calibration(stats, recipe: Any, percentile: Optional[float] = None, ranges=None,
+                       data: str = "") -> Calibration:
+    """``stats`` as ``recipe``'s calibrator says: its method (:func:`export_method`), percentile and amax overrides.
+
+    ``percentile`` replaces the recipe's; ``ranges`` (of ``stats`` at that percentile) are not recomputed.
+    """
+    cal = getattr(recipe, "calibrator", None)
+    pct = float(percentile if percentile is not None else getattr(cal, "percentile", None) or 99.99)
+    return Calibration.fit(stats, export_method(recipe), pct, dict(getattr(cal, "amax_overrides", None) or {}),
+                           data, ranges=ranges)

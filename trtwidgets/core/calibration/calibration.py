@@ -1,0 +1,293 @@
+"""The Calibration: what the calibration stage hands the export, the explorer and the planner.
+
+A frozen value: the activation statistics, the range method (and percentile) whose amax is
+exported, amax chosen by hand (overrides, which win over the method), what the data was, and
+the fingerprint of the model the statistics were collected on. :attr:`Calibration.amax` is the
+one derivation of the exported amax: the Q/DQ export, the explorer, the planner and the
+calibration-cache writer all read it, so they write the same values.
+
+It travels as one ``.npz`` (:meth:`Calibration.save`): the statistics' members exactly as
+:func:`~.stats.save_stats` writes them, plus a JSON member ``calibration`` (method, percentile,
+overrides, fingerprint, data, format version). So :func:`~.stats.load_stats` reads a saved
+calibration's statistics, and :meth:`Calibration.load` reads a plain statistics file of
+``calibrate --stats`` as a calibration (entropy unless told otherwise, and a note says so).
+It is checked once against the model it is applied to (:meth:`Calibration.check_fits`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Mapping, Optional, Union
+
+import numpy as np
+
+from ..common.atomic import atomic_write
+from ..common.errors import StatsError
+from ..common.frozen import readonly_mapping
+from ..common.json_limits import JsonLimits, load_json
+from ..common.notes import note
+from ..common.paths import user_path
+from .fingerprint import ModelFingerprint, check_stats_fit, float_tensors, stats_fingerprint
+from .ranges import METHODS, amax_from_stats, compute_ranges
+from .stats import ActivationStats, load_stats, stats_arrays
+
+__all__ = ["CALIBRATION_FORMAT", "CALIBRATION_VERSION", "Calibration", "override_value"]
+
+#: Format tag of the ``calibration`` member of a saved calibration.
+CALIBRATION_FORMAT = "trtwidgets-calibration"
+CALIBRATION_VERSION = 1
+#: The member's JSON: a method, a percentile, one override per tensor at most and the model's inputs.
+CALIBRATION_LIMITS = JsonLimits("calibration", 64 << 20, 8,
+                                "a calibration's settings are a method, a percentile, amax overrides and the "
+                                "model's inputs: small and nested 3 deep")
+_MEMBER = "calibration"
+_FIX = ("Give the .npz that `trtwidgets calibrate --out` (cal.save) or `--stats` wrote; make it again if it was "
+        "damaged or written by hand.")
+
+
+def override_value(tensor: str, amax: Any) -> float:
+    """``amax`` as an override of ``tensor``: a finite positive float, else a :class:`StatsError` (what, why, fix)."""
+    if not isinstance(tensor, str) or not tensor:
+        raise StatsError(f"An amax override names the tensor {tensor!r}.", "Overrides are by tensor name.",
+                         "Name the tensor as the model does (e.g. 'conv1_out').")
+    try:
+        value = float(amax)
+    except (TypeError, ValueError):
+        raise StatsError(f"cannot override the amax of {tensor!r}: {amax!r} is not a number", None,
+                         "enter a positive number") from None
+    if isinstance(amax, bool) or not math.isfinite(value) or value <= 0:
+        raise StatsError(f"cannot override the amax of {tensor!r}: {value!r} cannot be used",
+                         "the int8 scale is amax / 127 and must be a positive finite number",
+                         "enter a positive number, e.g. the max method's value")
+    return value
+
+
+@dataclass(frozen=True, repr=False)
+class Calibration:
+    """Statistics, the range method and the overrides of one calibration, and the model it belongs to.
+
+    Attributes
+    ----------
+    stats : ActivationStats
+    method : str
+        The range method whose amax is exported (``"entropy"``, ``"max"``, ``"percentile"``, ``"mse"``).
+    percentile : float
+        For ``method="percentile"``.
+    overrides : mapping
+        Tensor -> amax chosen by hand; they win over ``method`` (also for tensors without statistics).
+    fingerprint : ModelFingerprint or None
+        Of the model the statistics were collected on (default: the one the statistics record;
+        None for files written before it was recorded).
+    data : str
+        What the data was, in words.
+    """
+
+    stats: ActivationStats
+    method: str = "entropy"
+    percentile: float = 99.99
+    overrides: Mapping[str, float] = field(default_factory=dict)
+    fingerprint: Optional[ModelFingerprint] = None
+    data: str = ""
+    _cache: Dict[str, Any] = field(default_factory=dict, init=False, compare=False)
+
+    def __post_init__(self):
+        if self.method not in METHODS:
+            raise StatsError(f"Unknown range method {self.method!r}.", f"Known methods: {', '.join(METHODS)}.",
+                             "entropy is TensorRT's default (EntropyCalibrator2); max keeps every value.")
+        pct = self.percentile
+        if isinstance(pct, bool) or not isinstance(pct, (int, float)) or not 0 < float(pct) <= 100:
+            raise StatsError(f"Percentile {pct!r} is out of range.", "It is the share of |x| values the range keeps: "
+                             "a number in (0, 100].", "Use e.g. 99.99.")
+        object.__setattr__(self, "percentile", float(pct))
+        object.__setattr__(self, "overrides", readonly_mapping(
+            {t: override_value(t, v) for t, v in dict(self.overrides or {}).items()}))
+        if self.fingerprint is None:
+            object.__setattr__(self, "fingerprint", stats_fingerprint(self.stats))
+        object.__setattr__(self, "data", str(self.data or ""))
+
+    # ------------------------------------------------------------------ making one
+
+    @classmethod
+    def fit(cls, stats: ActivationStats, method: str = "entropy", percentile: float = 99.99,
+            overrides: Optional[Mapping[str, float]] = None, data: str = "", ranges=None,
+            fingerprint: Optional[ModelFingerprint] = None) -> "Calibration":
+        """The calibration of ``stats`` (see the class attributes).
+
+        Parameters
+        ----------
+        ranges : dict, optional
+            :func:`~.ranges.compute_ranges` of ``stats`` at ``percentile`` for every method (not recomputed).
+        """
+        cal = cls(stats, method, percentile, overrides or {}, fingerprint, data)
+        if ranges is not None:
+            cal._cache["ranges"] = ranges
+        return cal
+
+    def refit(self, *, method: Optional[str] = None, percentile: Optional[float] = None,
+              overrides: Optional[Mapping[str, float]] = None) -> "Calibration":
+        """This calibration with another method, percentile or overrides (statistics and fingerprint kept).
+
+        Ranges already computed are reused; at another percentile only the percentile method's are recomputed.
+        """
+        pct = self.percentile if percentile is None else percentile
+        new = dataclasses.replace(self, method=method or self.method, percentile=pct,
+                                  overrides=self.overrides if overrides is None else overrides)
+        ranges = self._cache.get("ranges")
+        if ranges is not None and new.percentile == self.percentile:
+            new._cache["ranges"] = ranges
+        elif ranges is not None:
+            fresh = compute_ranges(self.stats, ("percentile",), new.percentile)
+            new._cache["ranges"] = {name: dict(per, **fresh.get(name, {})) for name, per in ranges.items()}
+        return new
+
+    def with_override(self, tensor: str, amax: float) -> "Calibration":
+        """This calibration with ``tensor``'s amax set by hand (a bad value is a :class:`StatsError`)."""
+        return self.refit(overrides=dict(self.overrides, **{tensor: override_value(tensor, amax)}))
+
+    def without_override(self, tensor: str) -> "Calibration":
+        """This calibration without ``tensor``'s override (no error when it had none)."""
+        return self.refit(overrides={k: v for k, v in self.overrides.items() if k != tensor})
+
+    # ------------------------------------------------------------------ what it exports
+
+    @property
+    def ranges(self) -> Dict[str, Dict[str, Any]]:
+        """Tensor -> method -> :class:`~.ranges.RangeResult`, every method at :attr:`percentile` (computed once)."""
+        ranges = self._cache.get("ranges")
+        if ranges is None:
+            ranges = self._cache["ranges"] = compute_ranges(self.stats, METHODS, self.percentile)
+        return ranges
+
+    @property
+    def amax(self) -> Dict[str, float]:
+        """Tensor -> the amax every export writes.
+
+        :attr:`method`'s amax for each tensor whose range is finite and positive (an all-zero
+        tensor has no scale), then every override, also for tensors without statistics.
+        """
+        amax = self._cache.get("amax")
+        if amax is None:
+            amax = amax_from_stats(self.stats, self.method, self.percentile, ranges=self._cache.get("ranges"))
+            amax.update(self.overrides)
+            self._cache["amax"] = amax
+        return dict(amax)
+
+    def describe(self) -> str:
+        """The ranges in words: method, percentile and overrides (what an export says it used)."""
+        return (f"{self.method} ranges from the calibration"
+                + (f" (percentile {self.percentile:g})" if self.method == "percentile" else "")
+                + (f", {len(self.overrides)} amax overrides" if self.overrides else ""))
+
+    def __repr__(self) -> str:
+        method = self.method + (f" {self.percentile:g}" if self.method == "percentile" else "")
+        sha = self.fingerprint.sha256 if self.fingerprint is not None else self.stats.model_sha256
+        return (f"Calibration({method}, {len(self.stats.tensors)} tensors, {self.stats.samples} samples, "
+                f"{len(self.overrides)} overrides, model {sha[:12] + '...' if sha else 'unknown'})")
+
+    # ------------------------------------------------------------------ the model it is applied to
+
+    def check_fits(self, model, source: str = "the calibration") -> "Calibration":
+        """This calibration, once checked against ``model`` (a LoadedModel, proto or path); notes for what passed.
+
+        Raises
+        ------
+        StatsError
+            The statistics are another model's (other inputs, or too few of its tensors covered:
+            :func:`~.fingerprint.check_stats_fit`), or an override names a tensor the model lacks.
+        """
+        from ..model.load import as_loaded
+
+        loaded = as_loaded(model)
+        for text in check_stats_fit(loaded, self.stats, source, self.fingerprint, "calibration"):
+            note(text)
+        known = set(float_tensors(loaded))
+        foreign = [t for t in self.overrides if t not in known]
+        if foreign:
+            shown = ", ".join(map(repr, foreign[:3])) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+            raise StatsError(f"{source} overrides the amax of {len(foreign)} tensor(s) that "
+                             f"{getattr(loaded, 'path', None) or 'the model'} lacks: {shown}.",
+                             "An override is for an activation tensor of the model it was chosen on; these names "
+                             "are none of this model's floating-point tensors (a typo, or another model's).",
+                             "Remove them (cal.without_override(name)), or name the tensors as this model does.")
+        return self
+
+    # ------------------------------------------------------------------ the file
+
+    def save(self, path: Union[str, os.PathLike]) -> Path:
+        """Write this calibration to one ``.npz`` (atomically, no pickles); returns the path written."""
+        path = user_path(path)
+        doc = {"format": CALIBRATION_FORMAT, "version": CALIBRATION_VERSION, "method": self.method,
+               "percentile": self.percentile, "overrides": dict(self.overrides),
+               "fingerprint": self.fingerprint.to_dict() if self.fingerprint is not None else None,
+               "data": self.data}
+        arrays = stats_arrays(self.stats)
+        arrays[_MEMBER] = np.frombuffer(json.dumps(doc, allow_nan=False).encode("utf-8"), dtype=np.uint8)
+        atomic_write(path, lambda f: np.savez_compressed(f, **arrays))
+        return path
+
+    @classmethod
+    def load(cls, path: Union[str, os.PathLike], method: Optional[str] = None,
+             percentile: Optional[float] = None) -> "Calibration":
+        """A calibration :meth:`save` wrote (exactly as it was), or a statistics ``.npz`` read as one.
+
+        Parameters
+        ----------
+        path : path
+        method, percentile : optional
+            Replace the file's (a statistics file has none: entropy at 99.99 unless given, and a note says so).
+
+        Raises
+        ------
+        StatsError
+            A missing, foreign or damaged file (the file is not changed).
+        """
+        from .npz_reader import text_member
+
+        path = user_path(path)
+        if not path.is_file():
+            raise StatsError(f"No calibration at {path}.", "The path does not exist or is a directory.", _FIX)
+        try:
+            stats = load_stats(path)
+        except StatsError as err:
+            raise StatsError(f"{path} is not a calibration trtwidgets can read: {err.what}", err.why, _FIX) from None
+        try:
+            raw = text_member(path, _MEMBER)
+        except Exception as exc:  # noqa: BLE001 - zip and numpy errors all mean a damaged member
+            raise StatsError(f"{path} holds a damaged calibration.", f"{type(exc).__name__}: {exc}", _FIX) from None
+        if raw is None:
+            note(f"{path} holds statistics without a calibration's settings (calibrate --stats): exported with "
+                 f"{method or 'entropy'} ranges" + (f" at percentile {percentile:g}" if percentile else "")
+                 + " and no amax overrides")
+            return cls(stats, method or "entropy", 99.99 if percentile is None else percentile)
+        cal = _from_doc(stats, load_json(raw, str(path), CALIBRATION_LIMITS, StatsError), str(path))
+        return cal if method is None and percentile is None else cal.refit(method=method, percentile=percentile)
+
+
+def _from_doc(stats: ActivationStats, doc: Any, source: str) -> Calibration:
+    """The calibration a saved ``calibration`` member describes, every field checked."""
+    if not isinstance(doc, dict) or doc.get("format") != CALIBRATION_FORMAT:
+        tag = doc.get("format") if isinstance(doc, dict) else None
+        raise StatsError(f"{source} is not a trtwidgets calibration.", f"Its calibration member's format tag is "
+                         f"{tag!r}, not {CALIBRATION_FORMAT!r}.", _FIX)
+    version = doc.get("version")
+    if isinstance(version, bool) or not isinstance(version, int) or version > CALIBRATION_VERSION:
+        raise StatsError(f"{source} is a calibration of format version {version!r}; this trtwidgets reads up to "
+                         f"{CALIBRATION_VERSION}.", "A newer trtwidgets wrote it (or the file was edited).",
+                         "Read it with the trtwidgets that wrote it, or calibrate again.")
+    method, overrides, data = doc.get("method"), doc.get("overrides", {}), doc.get("data", "")
+    if not isinstance(method, str) or not isinstance(overrides, dict) or not isinstance(data, str):
+        shown = ", ".join(f"{k} {str(v)[:60]!r}" for k, v in (("method", method), ("overrides", overrides),
+                                                               ("data", data)))
+        raise StatsError(f"{source} holds a damaged calibration.", "Its method and data must be text and its "
+                         f"overrides an object of tensor -> amax; it has {shown}.", _FIX)
+    fp = doc.get("fingerprint")
+    fingerprint = ModelFingerprint.from_dict(fp, source) if fp is not None else None
+    try:
+        return Calibration(stats, method, doc.get("percentile"), overrides, fingerprint, data)
+    except StatsError as err:
+        raise StatsError(f"{source}: {err.what}", err.why, _FIX) from None
