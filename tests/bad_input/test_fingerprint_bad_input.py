@@ -126,6 +126,35 @@ def _images(bad):
         write(d)
 
 
+def _calibrations(bad, other, two, demo_stats):
+    """Saved calibrations: another model's, one of other inputs, hand-damaged ones, and a foreign .npz."""
+    from trtwidgets.core.calibration.calibration import Calibration
+    from trtwidgets.core.calibration.stats import load_stats
+
+    Calibration.fit(other, "max").save(bad / "other_cal.npz")
+    Calibration.fit(two, "max").save(bad / "two_input_cal.npz")
+    Calibration.fit(load_stats(demo_stats), "max", overrides={"conv_9_out": 2.0}).save(bad / "override_elsewhere_cal.npz")
+    for name, text in (("damaged_cal.npz", b"{not json"), ("newer_cal.npz", json.dumps(
+            {"format": "trtwidgets-calibration", "version": 99, "method": "max"}).encode())):
+        path = Calibration.fit(load_stats(demo_stats), "max").save(bad / name)
+        _replace_member(path, "calibration.npy", text)
+    np.savez(bad / "weights.npz", w=np.ones((3, 3), np.float32))
+
+
+def _replace_member(path, member, text: bytes) -> None:
+    """An .npz with one member rewritten as the bytes ``text`` (a hand edit)."""
+    import io
+
+    with zipfile.ZipFile(path) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    buf = io.BytesIO()
+    np.save(buf, np.frombuffer(text, np.uint8))
+    members[member] = buf.getvalue()
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+
+
 def make_shelf(bad):
     """Every bad input of the tables (names say what is wrong), and the other model they come from."""
     from tests.core.calib_models import conv_relu_model, save, two_input_model
@@ -139,9 +168,10 @@ def make_shelf(bad):
 
     write_cache(amax_from_stats(other, "max"), bad / "other.cache")
     save(two_input_model(), bad / "two.onnx")
-    _stats_of(bad / "two.onnx", [{"a": rng.random((1, 2), np.float32), "b": rng.random((1, 2), np.float32),
-                                  "c": rng.random((1, 2), np.float32)}], bad / "two_input_stats.npz")
+    two = _stats_of(bad / "two.onnx", [{"a": rng.random((1, 2), np.float32), "b": rng.random((1, 2), np.float32),
+                                        "c": rng.random((1, 2), np.float32)}], bad / "two_input_stats.npz")
     demo_stats = FIXTURES / "calib" / "cls_demo_stats.npz"
+    _calibrations(bad, other, two, demo_stats)
     _edited_stats(demo_stats, bad / "beyond_fp32_stats.npz", 5, 1e39, 2.0 ** 130)
     _edited_stats(demo_stats, bad / "fp16_overflow_stats.npz", 5, 1e7, 2.0 ** 24)
     cache = FIXTURES / "trt86" / "cls_entropy2.cache"
@@ -211,6 +241,20 @@ CLI_CASES = [
     ("qdq-stats-of-another-model", QDQ + ["--stats", "{bad}/other_stats.npz"], "covers 1 of the 253"),
     ("qdq-cache-of-another-model", QDQ + ["--cache", "{bad}/other.cache"], "covers 1 of the 253"),
     ("qdq-stats-of-other-inputs", QDQ + ["--stats", "{bad}/two_input_stats.npz"], "inputs 'a', 'b', 'c'"),
+    # calibrations (calibrate --out): another model's, damaged, foreign, an override for a tensor the model lacks
+    ("qdq-calibration-of-another-model", QDQ + ["--calibration", "{bad}/other_cal.npz"], "covers 1 of the 253"),
+    ("qdq-calibration-of-other-inputs", QDQ + ["--calibration", "{bad}/two_input_cal.npz"], "is not calibration of"),
+    ("qdq-calibration-damaged", QDQ + ["--calibration", "{bad}/damaged_cal.npz"], "damaged_cal.npz"),
+    ("qdq-calibration-of-a-newer-version", QDQ + ["--calibration", "{bad}/newer_cal.npz"], "format version 99"),
+    ("qdq-calibration-foreign-npz", QDQ + ["--calibration", "{bad}/weights.npz"], "not a calibration trtwidgets"),
+    ("qdq-calibration-override-the-model-lacks", QDQ + ["--calibration", "{bad}/override_elsewhere_cal.npz"],
+     "'conv_9_out'"),
+    ("qdq-calibration-refit-to-an-unknown-percentile", QDQ + ["--calibration", "{bad}/other_cal.npz",
+                                                              "--percentile", "120"], "Percentile 120"),
+    ("plan-calibration-of-another-model", ["plan", M, "--data", "demo", "--no-progress", "--calibration",
+                                           "{bad}/other_cal.npz", "--out", "{user}/plan"], "covers 1 of the 253"),
+    ("plan-calibration-damaged", ["plan", M, "--data", "demo", "--no-progress", "--calibration",
+                                  "{bad}/damaged_cal.npz", "--out", "{user}/plan"], "damaged_cal.npz"),
     ("resume-stats-of-another-model", CAL + ["--data", "demo", "--resume", "{bad}/other_stats.npz",
                                              "--stats", "{user}/stats.npz"], "another model"),
     # values that cannot be scales
@@ -301,14 +345,23 @@ def _export_qdq_stats(name):
     return lambda ws: tw.export_qdq(MODEL, ws / "bad" / name, _new_out(ws))
 
 
-def _export_with_override(value):
+def _export_with_override(value, tensor="x"):
     def call(ws):
         import trtwidgets as tw
-        from trtwidgets.core.calibration.recipe_step import Calibration
         from trtwidgets.core.calibration.stats import load_stats
 
-        cal = Calibration.fit(load_stats(ws / "user" / "stats.npz"), "max")
-        return tw.export_qdq(MODEL, cal, _new_out(ws), amax_overrides={"x": value})
+        return tw.export_qdq(MODEL, tw.Calibration.fit(load_stats(ws / "user" / "stats.npz"), "max",
+                                                       overrides={tensor: value}), _new_out(ws))
+    return call
+
+
+def _plan_with_calibration(name):
+    def call(ws):
+        import trtwidgets as tw
+        from trtwidgets import demo
+
+        return tw.plan(MODEL, list(demo.iter_skimage_inputs(4)), progress=False,
+                       calibration=tw.Calibration.load(ws / "bad" / name))
     return call
 
 
@@ -390,6 +443,16 @@ API_CASES = [
     ("export-qdq-override-nan", _export_with_override(math.nan), "NaN is not a range"),
     ("export-qdq-override-inf", _export_with_override(math.inf), "not a finite range"),
     ("export-qdq-override-negative", _export_with_override(-2.0), "is negative"),
+    ("export-qdq-override-the-model-lacks", _export_with_override(2.0, "conv_9_out"), "lacks: 'conv_9_out'"),
+    ("export-qdq-calibration-of-another-model", _export_qdq_stats("other_cal.npz"), "covers 1 of the 253"),
+    ("export-qdq-calibration-damaged", _export_qdq_stats("damaged_cal.npz"), "damaged_cal.npz"),
+    ("export-qdq-calibration-of-a-newer-version", _export_qdq_stats("newer_cal.npz"), "format version 99"),
+    ("export-qdq-foreign-npz", _export_qdq_stats("weights.npz"), "not a calibration trtwidgets can read"),
+    ("export-qdq-saved-override-the-model-lacks", _export_qdq_stats("override_elsewhere_cal.npz"), "lacks"),
+    ("export-qdq-bare-statistics", lambda ws: __import__("trtwidgets").export_qdq(
+        MODEL, __import__("trtwidgets.core.calibration.stats", fromlist=["x"]).load_stats(ws / "user" / "stats.npz"),
+        _new_out(ws)), "which range method"),
+    ("plan-with-a-calibration-of-another-model", _plan_with_calibration("other_cal.npz"), "covers 1 of the 253"),
     ("plan-with-stats-of-another-model", _plan_with_stats("other_stats.npz"), "covers 1 of the 253"),
     ("load-stats-beyond-float32", _load_stats("beyond_fp32_stats.npz"), "beyond float32"),
     ("feeds-image-float-over", _feeds_of("img_float_over", PRE_OBJ), "values from 0 to 2000"),
@@ -420,7 +483,11 @@ def test_the_models_own_statistics_cache_and_plan_still_export(ws, tmp_path, cap
 
     user = tmp_path / "u"
     make_user_files(user)
-    for src in (["--stats", str(user / "stats.npz")], ["--cache", str(user / "old.cache")]):
+    from trtwidgets.core.calibration.calibration import Calibration
+
+    Calibration.load(user / "stats.npz", method="max").save(tmp_path / "cal.npz")
+    for src in (["--stats", str(user / "stats.npz")], ["--cache", str(user / "old.cache")],
+                ["--calibration", str(tmp_path / "cal.npz")]):
         out = tmp_path / "q.onnx"
         rc = main(["export-qdq", M, *src, "--out", str(out)])
         err = capsys.readouterr().err
@@ -457,7 +524,7 @@ def test_statistics_record_their_model_and_older_files_still_load(tmp_path):
     notes = check_stats_fit(loaded, load_stats(tmp_path / "resaved.npz"), "resaved.npz")
     assert len(notes) == 1 and "another ONNX file" in notes[0]
     # The model as a proto (no file, no SHA-256): judged by inputs and names alone, with nothing to note.
-    from trtwidgets.core.qdq.range_sources import as_loaded
+    from trtwidgets.core.model.load import as_loaded
 
     assert check_stats_fit(as_loaded(onnx.load(str(MODEL))), again) == ()
 

@@ -195,7 +195,6 @@ def _api_cases():
     from trtwidgets.core.engine.saved_build import load_saved_build, read_network_layers, read_timings
     from trtwidgets.core.plan.plan_artifact import Plan
     from trtwidgets.core.qdq.export import export_qdq
-    from trtwidgets.core.calibration.stats import load_stats
     from trtwidgets.core.recipe.recipe import Recipe, load_recipe
     import trtwidgets as tw
 
@@ -226,7 +225,7 @@ def _api_cases():
         ("collect-stats-no-inputs", lambda ws, bad, user: collect_stats(bad / "no_inputs.onnx", "demo",
                                                                         progress=False)),
         ("export-qdq-output-without-shape", lambda ws, bad, user: export_qdq(
-            bad / "output_no_shape.onnx", load_stats(STATS), user / "old.qdq.onnx")),
+            bad / "output_no_shape.onnx", STATS, user / "old.qdq.onnx")),
     ]
 
 

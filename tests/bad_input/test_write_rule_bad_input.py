@@ -126,6 +126,13 @@ CLI_CASES = [
                                                    "{sp}/model_link.cache"], "own input"),
     ("calibrate-stats-and-cache-hard-linked", ["calibrate", M, "--data", "demo", "--stats", "{user}/model_hard.onnx",
                                                "--cache", "{user}/model.onnx"], "both name"),
+    ("calibrate-out-is-the-model", ["calibrate", "{user}/model.onnx", "--data", "demo", "--out", "{user}/model.onnx"],
+     "own input"),
+    ("calibrate-out-and-stats-are-one-file", ["calibrate", M, "--data", "demo", "--out", "{user}/cal.npz", "--stats",
+                                              "{user}/cal.npz"], "both name"),
+    ("calibrate-out-is-a-fifo", ["calibrate", M, "--data", "demo", "--out", "{sp}/fifo"], "named pipe"),
+    ("export-out-is-its-calibration", ["export-qdq", M, "--calibration", "{user}/stats.npz", "--out",
+                                       "{user}/stats.npz"], "own input"),
     # only regular files are replaced (issue 22: a FIFO or /dev/null became a regular file)
     ("cache-is-a-fifo", ["calibrate", M, "--data", "demo", "--cache", "{sp}/fifo"], "named pipe"),
     ("cache-is-dev-null", ["calibrate", M, "--data", "demo", "--cache", "/dev/null"], "character device"),
@@ -308,6 +315,10 @@ API_CASES = [
         _stats(user), ws / "special" / "fifo")),
     ("save-stats-to-a-folder", lambda ws, user: __import__("trtwidgets.core.calibration.stats", fromlist=["x"])
      .save_stats(_stats(user), user / "plan")),
+    ("save-calibration-to-a-fifo", lambda ws, user: __import__("trtwidgets").Calibration.fit(_stats(user)).save(
+        ws / "special" / "fifo")),
+    ("save-calibration-to-a-folder", lambda ws, user: __import__("trtwidgets").Calibration.fit(_stats(user)).save(
+        user / "plan")),
     ("write-cache-to-dev-null", lambda ws, user: __import__("trtwidgets.core.calibration.cache", fromlist=["x"])
      .write_cache({"x": 1.0}, "/dev/null")),
     ("write-cache-through-a-symlink-to-dev-null", lambda ws, user: __import__(

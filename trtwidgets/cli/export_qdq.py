@@ -30,7 +30,7 @@ def add_arguments(parser):
     src.add_argument("--calibration", metavar="CAL.npz", help="the calibration (from `trtwidgets calibrate --out`): "
                      "its method, percentile and amax overrides are exported")
     src.add_argument("--stats", metavar="STATS.npz", help="activation statistics (`trtwidgets calibrate --stats`), "
-                     "read as a calibration (entropy unless --method)")
+                     "exported with --method (default entropy)")
     src.add_argument("--cache", help="a TensorRT calibration cache to take the ranges from instead")
     parser.add_argument("--method", choices=METHODS, default=None, help="export this range method instead of the "
                         "calibration's own (its overrides still win; the report names the one used)")
@@ -93,18 +93,17 @@ def options(args):
 def calibration(args, loaded, opts):
     """``(what export_qdq is given, the ranges in words or None)``: the calibration, or a cache's checked amax.
 
-    The calibration's path itself (``trtwidgets.export_qdq(model, "cal.npz")``), or the calibration
-    refitted to ``--method``/``--percentile``.
+    ``--calibration`` exports its own method unless ``--method``; ``--stats`` is read with ``--method``
+    (default entropy), as statistics say none.
     """
     from ..core.calibration.calibration import Calibration
     from ..core.qdq.range_sources import checked_cache_ranges
 
     if args.cache:
         return checked_cache_ranges(loaded, args.cache, opts)
-    path = args.calibration or args.stats
-    if args.method is None and args.percentile is None:
-        return path, None
-    return Calibration.load(path, method=args.method, percentile=args.percentile), None
+    if args.stats:
+        return Calibration.load(args.stats, method=args.method or "entropy", percentile=args.percentile), None
+    return Calibration.load(args.calibration, method=args.method, percentile=args.percentile), None
 
 
 def _lint_version(opts):

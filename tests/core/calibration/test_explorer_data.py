@@ -111,37 +111,6 @@ def test_search():
     assert ed.search_tensors(names, "", limit=2) == ("conv1/out", "Conv2/Out")
 
 
-def test_overrides_are_new_values():
-    base = {"a": 1.0}
-    new = ed.set_override(base, "b", "2.5", known=["a", "b"])
-    assert new == {"a": 1.0, "b": 2.5} and base == {"a": 1.0}
-    cleared = ed.clear_override(new, "a")
-    assert cleared == {"b": 2.5} and new == {"a": 1.0, "b": 2.5}
-    assert ed.clear_override(base, "zzz") == base
-
-
-@pytest.mark.parametrize("bad", [-1.0, 0.0, float("nan"), float("inf"), "x"])
-def test_bad_override_rejected_and_input_kept(bad):
-    base = {"a": 1.0}
-    with pytest.raises(StatsError) as e:
-        ed.set_override(base, "a", bad)
-    assert "'a'" in e.value.what and e.value.fix
-    assert base == {"a": 1.0}
-
-
-def test_override_for_unknown_tensor():
-    with pytest.raises(StatsError):
-        ed.set_override({}, "nope", 1.0, known=["a"])
-
-
-def test_effective_amax():
-    ranges = dict(RANGES, z={"max": _r("max", 0.0, float("nan"))})
-    amax = ed.effective_amax(ranges, "entropy", {"b": 5.0})
-    assert amax == {"a": 1.0, "b": 5.0, "c": 1.0}
-    assert "z" not in ed.effective_amax(ranges, "max")
-    assert not math.isnan(sum(amax.values()))
-
-
 def test_amax_log2_ratio():
     before = {"a": {"max": _r("max", 2.0, 1)}, "b": {"max": _r("max", 1.0, 1)}, "z": {"max": _r("max", 0.0, 1)}}
     after = {"a": {"max": _r("max", 4.0, 1)}, "b": {"max": _r("max", 1.0, 1)}, "z": {"max": _r("max", 1.0, 1)}}

@@ -9,7 +9,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from trtwidgets.core.calibration.fingerprint import ModelFingerprint, check_ranges_fit, fingerprint_of
 from trtwidgets.core.common.errors import StatsError
-from trtwidgets.core.qdq.range_sources import as_loaded
+from trtwidgets.core.model.load import as_loaded
 
 
 def _conv(shape):

@@ -1,4 +1,4 @@
-"""The fitted Calibration is what flows into the export: its method, percentile and overrides (issue 20)."""
+"""The fitted Calibration is what flows into the export: its method, percentile and overrides (issues 20, 30)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 import trtwidgets as tw
 from trtwidgets import demo
-from trtwidgets.core.calibration.recipe_step import Calibration
+from trtwidgets.core.calibration.calibration import Calibration
 from trtwidgets.core.qdq.export import QdqExportError, export_qdq
 from trtwidgets.core.qdq.options import QdqOptions
 
@@ -46,14 +46,31 @@ def test_the_exported_scales_are_the_calibrations_own(model, cal_max, tmp_path):
     assert any(name.endswith("_scale") for name in inits)
 
 
-def test_bare_statistics_still_export_and_say_which_method(model, cal_max):
-    ex = tw.export_qdq(model, cal_max.stats)
-    assert ex.report.ranges.startswith("entropy ranges") and "without a Calibration" in ex.report.ranges
+def test_a_statistics_file_exports_as_an_entropy_calibration(model, cal_max, tmp_path):
+    from trtwidgets.core.calibration.stats import save_stats
+
+    ex = tw.export_qdq(model, save_stats(cal_max.stats, tmp_path / "stats.npz"))
+    assert ex.report.ranges.startswith("entropy ranges")
     # Entropy clips the max calibration's outliers: this is the bug the issue measured (24 of 29 scales).
     assert sum(_off(a.scale, cal_max.amax[a.tensor]) for a in ex.report.activations) > 0
-    ex_max = tw.export_qdq(model, cal_max.stats, method="max")
+    ex_max = tw.export_qdq(model, Calibration.load(tmp_path / "stats.npz", method="max"))
     assert ex_max.report.ranges.startswith("max ranges")
     assert [a.tensor for a in ex_max.report.activations if _off(a.scale, cal_max.amax[a.tensor])] == []
+
+
+def test_bare_statistics_are_refused_saying_how_to_make_a_calibration(model, cal_max):
+    with pytest.raises(QdqExportError) as err:
+        tw.export_qdq(model, cal_max.stats)
+    assert "which range method" in err.value.why and "Calibration.fit(stats, method=" in err.value.fix
+
+
+def test_a_saved_calibration_exports_the_same_scales_as_the_object(model, cal_max, quantized, tmp_path):
+    cal = cal_max.refit(overrides={quantized[0]: 0.375})
+    path = cal.save(tmp_path / "cal.npz")
+    from_object = tw.export_qdq(model, cal).report.activations
+    from_file = tw.export_qdq(model, path).report.activations
+    assert [(a.tensor, a.scale, a.amax) for a in from_file] == [(a.tensor, a.scale, a.amax) for a in from_object]
+    assert {a.tensor: a.amax for a in from_file}[quantized[0]] == 0.375
 
 
 def test_the_recipes_overrides_reach_the_export(model, cal_max, quantized):
@@ -67,7 +84,7 @@ def test_the_recipes_overrides_reach_the_export(model, cal_max, quantized):
 
 
 def test_overrides_from_a_recipe_calibration(model, quantized):
-    from trtwidgets.core.calibration.recipe_step import calibrate_recipe
+    from trtwidgets.core.calibrate.step import calibrate_recipe
     from trtwidgets.core.recipe.recipe import CalibratorSpec, Recipe
 
     tensor = quantized[1]
@@ -83,16 +100,16 @@ def test_overrides_from_a_recipe_calibration(model, quantized):
 def test_another_method_of_a_calibration_keeps_its_overrides(model, cal_max, quantized):
     tensor = quantized[0]
     cal = cal_max.refit(overrides={tensor: 0.25})
-    ex = tw.export_qdq(model, cal, method="entropy")
+    ex = tw.export_qdq(model, cal.refit(method="entropy"))
     amax = {a.tensor: a.amax for a in ex.report.activations}
     assert amax[tensor] == 0.25
     other = next(t for t in amax if t != tensor)
     assert amax[other] == pytest.approx(cal.ranges[other]["entropy"].amax)
 
 
-def test_a_percentile_given_to_the_export_refits_the_calibration(model, cal_max):
+def test_a_percentile_refit_reaches_the_export(model, cal_max):
     pct = cal_max.refit(method="percentile")
-    ex = tw.export_qdq(model, pct, percentile=99.0)
+    ex = tw.export_qdq(model, pct.refit(percentile=99.0))
     t = ex.report.activations[0].tensor
     assert ex.report.activations[0].amax == pytest.approx(pct.refit(percentile=99.0).amax[t])
     assert ex.report.activations[0].amax != pytest.approx(pct.amax[t])
@@ -110,7 +127,7 @@ def test_refit_at_another_percentile_recomputes_only_then(cal_max):
 
 def test_dense_int8_is_on_by_default_and_can_be_turned_off(model, cal_max):
     dense = tw.export_qdq(model, cal_max)
-    sparse = tw.export_qdq(model, cal_max, dense_int8=False)
+    sparse = tw.export_qdq(model, cal_max, options=QdqOptions(dense_int8=False))
     assert QdqOptions().dense_int8 is True
     assert len(dense.report.activations) > len(sparse.report.activations)
 
@@ -123,3 +140,16 @@ def test_something_that_is_not_a_calibration_is_a_clear_error(model):
 def test_a_calibration_fits_from_statistics_alone(cal_max):
     cal = Calibration.fit(cal_max.stats, "max")
     assert cal.amax == cal_max.amax and cal.describe() == "max ranges from the calibration"
+
+
+def test_an_override_for_a_tensor_without_statistics_is_exported_too(model, cal_max):
+    # A tensor the placement quantizes, left out of the statistics: its override is written all the same.
+    tensor = next(a.tensor for a in tw.export_qdq(model, cal_max).report.activations)
+    stats = cal_max.stats
+    fewer = type(stats)(tensors={k: v for k, v in stats.tensors.items() if k != tensor}, samples=stats.samples,
+                        model_sha256=stats.model_sha256, input_shapes=stats.input_shapes,
+                        model_inputs=stats.model_inputs)
+    cal = Calibration.fit(fewer, "max", overrides={tensor: 0.5})
+    assert tensor not in fewer.tensors and cal.amax[tensor] == 0.5
+    amax = {a.tensor: a.amax for a in tw.export_qdq(model, cal).report.activations}
+    assert amax[tensor] == 0.5

@@ -14,8 +14,8 @@ def test_one_set_of_defaults_everywhere():
     from trtwidgets.cli import plan as plan_cli
 
     defaults = QdqOptions()
-    assert defaults.dense_int8 is True and defaults.method == "entropy" and defaults.trt_version is None
-    for cli, argv in ((export_cli, ["m.onnx", "--stats", "s.npz", "--out", "q.onnx"]),
+    assert defaults.dense_int8 is True and defaults.trt_version is None
+    for cli, argv in ((export_cli, ["m.onnx", "--calibration", "c.npz", "--out", "q.onnx"]),
                       (plan_cli, ["m.onnx", "--data", "d", "--out", "o"])):
         parser = argparse.ArgumentParser()
         cli.add_arguments(parser)
@@ -29,14 +29,13 @@ def test_round_trip_and_replace():
     opts = QdqOptions(exclude=["conv1"], trt_version="10.16", dense_int8=False)
     assert opts.exclude == ("conv1",) and opts.resolved_high_precision() == "fp16"
     assert QdqOptions.from_dict(opts.to_dict()) == opts
-    assert opts.replace(dense_int8=None, method="max") == QdqOptions(exclude=("conv1",), trt_version="10.16",
-                                                                     dense_int8=False, method="max")
+    assert opts.replace(dense_int8=None, precision="fp8") == QdqOptions(exclude=("conv1",), trt_version="10.16",
+                                                                        dense_int8=False, precision="fp8")
     assert QdqOptions(trt_version="8.6").resolved_high_precision() == "fp32"
 
 
 @pytest.mark.parametrize("changes, match", [
-    ({"method": "kl"}, "Unknown range method"), ({"precision": "int4"}, "Unknown precision"),
-    ({"high_precision": "fp64"}, "high-precision"), ({"percentile": 0.0}, "Percentile"),
+    ({"precision": "int4"}, "Unknown precision"), ({"high_precision": "fp64"}, "high-precision"),
 ])
 def test_bad_choices_are_clear_errors(changes, match):
     with pytest.raises(QdqExportError, match=match):
@@ -46,3 +45,12 @@ def test_bad_choices_are_clear_errors(changes, match):
 def test_options_a_newer_version_wrote_are_refused_by_name():
     with pytest.raises(QdqExportError, match="Unknown Q/DQ options: future_rule"):
         QdqOptions.from_dict({"dense_int8": True, "future_rule": 1})
+
+
+def test_the_range_method_is_not_an_option_and_older_plans_still_load():
+    # The method and percentile belong to the Calibration; a plan.json of before holds them among its options.
+    assert "method" not in QdqOptions().to_dict() and "percentile" not in QdqOptions().to_dict()
+    with pytest.raises(TypeError):
+        QdqOptions(method="max")
+    older = dict(QdqOptions(dense_int8=False).to_dict(), method="max", percentile=99.9)
+    assert QdqOptions.from_dict(older) == QdqOptions(dense_int8=False)

@@ -157,13 +157,12 @@ def test_lint_of_the_exported_model(demo_stats, demo_proto, trt_version, require
         assert "QDQ_MODEL" in result.codes and not result.errors
 
 
-def test_export_from_stats_file_for_the_explorer_button(demo_stats, tmp_path):
-    from trtwidgets.core.calibration.stats import save_stats
+def test_export_from_a_saved_calibration_for_the_explorer_button(demo_stats, tmp_path):
+    from trtwidgets.core.calibration.calibration import Calibration
 
-    stats_path = save_stats(demo_stats, tmp_path / "stats.npz")
+    cal = Calibration.fit(demo_stats, "percentile", 99.9, overrides={"x": 1.0})
     out = tmp_path / "demo.qdq.onnx"
-    result = export_qdq(demo.MODEL_PATH, stats_path, out, method="percentile", percentile=99.9,
-                        amax_overrides={"x": 1.0})
+    result = export_qdq(demo.MODEL_PATH, cal.save(tmp_path / "cal.npz"), out)
     assert out.is_file()
     x = next(a for a in result.report.activations if a.tensor == "x")
     assert x.amax == 1.0 and x.scale == pytest.approx(1.0 / 127)

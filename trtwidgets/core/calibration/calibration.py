@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +31,7 @@ from ..common.frozen import readonly_mapping
 from ..common.json_limits import JsonLimits, load_json
 from ..common.notes import note
 from ..common.paths import user_path
+from .amax_values import amax_problem
 from .fingerprint import ModelFingerprint, check_stats_fit, float_tensors, stats_fingerprint
 from .ranges import METHODS, amax_from_stats, compute_ranges
 from .stats import ActivationStats, load_stats, stats_arrays
@@ -58,10 +58,12 @@ def override_value(tensor: str, amax: Any) -> float:
     try:
         value = float(amax)
     except (TypeError, ValueError):
-        raise StatsError(f"cannot override the amax of {tensor!r}: {amax!r} is not a number", None,
-                         "enter a positive number") from None
-    if isinstance(amax, bool) or not math.isfinite(value) or value <= 0:
-        raise StatsError(f"cannot override the amax of {tensor!r}: {value!r} cannot be used",
+        value = None
+    problem = amax_problem(value) if value is not None and not isinstance(amax, bool) else f"{amax!r} is not a number"
+    if not problem and value == 0:
+        problem = "0 gives the scale 0, which no tensor can be quantized with"
+    if problem:
+        raise StatsError(f"cannot override the amax of {tensor!r}: {problem}",
                          "the int8 scale is amax / 127 and must be a positive finite number",
                          "enter a positive number, e.g. the max method's value")
     return value
@@ -93,7 +95,11 @@ class Calibration:
     overrides: Mapping[str, float] = field(default_factory=dict)
     fingerprint: Optional[ModelFingerprint] = None
     data: str = ""
-    _cache: Dict[str, Any] = field(default_factory=dict, init=False, compare=False)
+    # Computed once and shared by every refit at the same percentile (the statistics do not change).
+    _ranges: Dict[str, Any] = field(default_factory=dict, init=False, compare=False)
+    _amax: Dict[str, Any] = field(default_factory=dict, init=False, compare=False)
+    #: The file it was loaded from ('' when made here): what messages about it name.
+    origin: str = field(default="", init=False, compare=False)
 
     def __post_init__(self):
         if self.method not in METHODS:
@@ -125,7 +131,7 @@ class Calibration:
         """
         cal = cls(stats, method, percentile, overrides or {}, fingerprint, data)
         if ranges is not None:
-            cal._cache["ranges"] = ranges
+            cal._ranges["ranges"] = ranges
         return cal
 
     def refit(self, *, method: Optional[str] = None, percentile: Optional[float] = None,
@@ -137,12 +143,13 @@ class Calibration:
         pct = self.percentile if percentile is None else percentile
         new = dataclasses.replace(self, method=method or self.method, percentile=pct,
                                   overrides=self.overrides if overrides is None else overrides)
-        ranges = self._cache.get("ranges")
-        if ranges is not None and new.percentile == self.percentile:
-            new._cache["ranges"] = ranges
+        object.__setattr__(new, "origin", self.origin)
+        ranges = self._ranges.get("ranges")
+        if new.percentile == self.percentile:
+            object.__setattr__(new, "_ranges", self._ranges)
         elif ranges is not None:
             fresh = compute_ranges(self.stats, ("percentile",), new.percentile)
-            new._cache["ranges"] = {name: dict(per, **fresh.get(name, {})) for name, per in ranges.items()}
+            new._ranges["ranges"] = {name: dict(per, **fresh.get(name, {})) for name, per in ranges.items()}
         return new
 
     def with_override(self, tensor: str, amax: float) -> "Calibration":
@@ -158,9 +165,9 @@ class Calibration:
     @property
     def ranges(self) -> Dict[str, Dict[str, Any]]:
         """Tensor -> method -> :class:`~.ranges.RangeResult`, every method at :attr:`percentile` (computed once)."""
-        ranges = self._cache.get("ranges")
+        ranges = self._ranges.get("ranges")
         if ranges is None:
-            ranges = self._cache["ranges"] = compute_ranges(self.stats, METHODS, self.percentile)
+            ranges = self._ranges["ranges"] = compute_ranges(self.stats, METHODS, self.percentile)
         return ranges
 
     @property
@@ -170,11 +177,11 @@ class Calibration:
         :attr:`method`'s amax for each tensor whose range is finite and positive (an all-zero
         tensor has no scale), then every override, also for tensors without statistics.
         """
-        amax = self._cache.get("amax")
+        amax = self._amax.get("amax")
         if amax is None:
-            amax = amax_from_stats(self.stats, self.method, self.percentile, ranges=self._cache.get("ranges"))
+            amax = amax_from_stats(self.stats, self.method, self.percentile, ranges=self._ranges.get("ranges"))
             amax.update(self.overrides)
-            self._cache["amax"] = amax
+            self._amax["amax"] = amax
         return dict(amax)
 
     def describe(self) -> str:
@@ -191,8 +198,10 @@ class Calibration:
 
     # ------------------------------------------------------------------ the model it is applied to
 
-    def check_fits(self, model, source: str = "the calibration") -> "Calibration":
+    def check_fits(self, model, source: Optional[str] = None) -> "Calibration":
         """This calibration, once checked against ``model`` (a LoadedModel, proto or path); notes for what passed.
+
+        ``source`` names it in messages (default: the file it was loaded from, else "the calibration").
 
         Raises
         ------
@@ -203,6 +212,7 @@ class Calibration:
         from ..model.load import as_loaded
 
         loaded = as_loaded(model)
+        source = source or self.origin or "the calibration"
         for text in check_stats_fit(loaded, self.stats, source, self.fingerprint, "calibration"):
             note(text)
         known = set(float_tensors(loaded))
@@ -260,12 +270,16 @@ class Calibration:
         except Exception as exc:  # noqa: BLE001 - zip and numpy errors all mean a damaged member
             raise StatsError(f"{path} holds a damaged calibration.", f"{type(exc).__name__}: {exc}", _FIX) from None
         if raw is None:
-            note(f"{path} holds statistics without a calibration's settings (calibrate --stats): exported with "
-                 f"{method or 'entropy'} ranges" + (f" at percentile {percentile:g}" if percentile else "")
-                 + " and no amax overrides")
-            return cls(stats, method or "entropy", 99.99 if percentile is None else percentile)
-        cal = _from_doc(stats, load_json(raw, str(path), CALIBRATION_LIMITS, StatsError), str(path))
-        return cal if method is None and percentile is None else cal.refit(method=method, percentile=percentile)
+            if method is None:  # the caller did not say which: say what it will be
+                note(f"{path} holds statistics without a calibration's settings (calibrate --stats): exported "
+                     "with entropy ranges and no amax overrides")
+            cal = cls(stats, method or "entropy", 99.99 if percentile is None else percentile)
+        else:
+            doc = load_json(raw, str(path), CALIBRATION_LIMITS, StatsError, on_decode_error=lambda exc: StatsError(
+                f"{path} holds a damaged calibration.", f"Its calibration member is not JSON: {exc}.", _FIX))
+            cal = _from_doc(stats, doc, str(path)).refit(method=method, percentile=percentile)
+        object.__setattr__(cal, "origin", str(path))
+        return cal
 
 
 def _from_doc(stats: ActivationStats, doc: Any, source: str) -> Calibration:

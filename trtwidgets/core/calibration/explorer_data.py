@@ -258,7 +258,7 @@ def search_tensors(names: Sequence[str], query: str, limit: Optional[int] = None
     return found[:limit] if limit is not None else found
 
 
-# --------------------------------------------------------------------------- overrides
+# --------------------------------------------------------------------------- amax
 
 def _check_amax(amax) -> None:
     try:
@@ -269,60 +269,6 @@ def _check_amax(amax) -> None:
         raise StatsError(f"amax {value!r} cannot be used",
                          "the int8 scale is amax / 127 and must be a positive finite number",
                          "enter a positive number, e.g. the max method's value")
-
-
-def validate_override(tensor: str, amax, known: Optional[Iterable[str]] = None) -> float:
-    """The override as a float, or StatsError (what, why, fix) when it cannot be used.
-
-    Parameters
-    ----------
-    tensor : str
-        The tensor the override is for.
-    amax : float-like
-        The new clipping threshold; must be finite and > 0.
-    known : iterable of str, optional
-        Tensor names that exist; an override for another name is refused.
-    """
-    if known is not None and tensor not in set(known):
-        raise StatsError(f"no statistics for tensor {tensor!r}", "overrides apply to calibrated tensors only",
-                         "pick a tensor from the list")
-    try:
-        _check_amax(amax)
-    except StatsError as e:
-        raise StatsError(f"cannot override the amax of {tensor!r}: {e.what}", e.why, e.fix) from None
-    return float(amax)
-
-
-def set_override(overrides: Mapping[str, float], tensor: str, amax, known: Optional[Iterable[str]] = None
-                 ) -> Dict[str, float]:
-    """A new mapping with ``tensor``'s amax set to ``amax`` (``overrides`` is left untouched)."""
-    value = validate_override(tensor, amax, known)
-    new = dict(overrides)
-    new[tensor] = value
-    return new
-
-
-def clear_override(overrides: Mapping[str, float], tensor: str) -> Dict[str, float]:
-    """A new mapping without ``tensor`` (no error when it had no override)."""
-    return {k: v for k, v in overrides.items() if k != tensor}
-
-
-def effective_amax(ranges: Mapping[str, Mapping[str, object]], method: str,
-                   overrides: Optional[Mapping[str, float]] = None) -> Dict[str, float]:
-    """tensor -> amax to export: the override where there is one, else ``method``'s amax.
-
-    Tensors whose amax is not usable (an all-zero tensor gives 0) are left out, as
-    TensorRT would refuse a zero scale; overrides for tensors without statistics
-    are kept, since the user set them on purpose.
-    """
-    out: Dict[str, float] = {}
-    for name, per_method in ranges.items():
-        r = per_method.get(method)
-        if r is not None and math.isfinite(r.amax) and r.amax > 0:
-            out[name] = float(r.amax)
-    for name, value in (overrides or {}).items():
-        out[name] = float(value)
-    return out
 
 
 def amax_log2_ratio(before: Mapping[str, Mapping[str, object]], after: Mapping[str, Mapping[str, object]],
