@@ -86,7 +86,7 @@ def test_dense_int8_quantizes_grouped_convs_with_their_outputs(capsys, tmp_path,
     dense = json.loads(text)["report"]
     code, text, err = run_cli(capsys, *args, "--dense-int8", "--out", tmp_path / "dense_flag.onnx")
     assert code == 0 and json.loads(text)["report"]["activations"] == dense["activations"], err
-    assert dense["ranges"].startswith("percentile ranges (percentile 99.99) computed from statistics")
+    assert dense["ranges"].startswith("percentile ranges from the calibration (percentile 99.99)")
     kept = {s["node"] for s in default["skipped"] if "TensorRT 8.6 cannot fuse" in s["reason"]}
     assert kept and kept <= set(dense["quantized_layers"])
     rules = {r.split(" (")[0] for t in dense["activations"] for r in t["rules"]}
@@ -124,7 +124,7 @@ def test_bad_inputs_exit_2_and_keep_the_old_output(capsys, tmp_path, stats_path)
                            "--out", out)
     assert code == 2 and "Unknown range method" in err
     code, _, err = run_cli(capsys, "export-qdq", demo.MODEL_PATH, "--stats", tmp_path / "missing.npz", "--out", out)
-    assert code == 2 and "No statistics file" in err
+    assert code == 2 and "No calibration at" in err
     assert out.read_bytes() == b"previous"
 
 

@@ -32,8 +32,8 @@ def add_arguments(parser):
     src.add_argument("--stats", metavar="STATS.npz", help="activation statistics (`trtwidgets calibrate --stats`), "
                      "exported with --method (default entropy)")
     src.add_argument("--cache", help="a TensorRT calibration cache to take the ranges from instead")
-    parser.add_argument("--method", choices=METHODS, default=None, help="export this range method instead of the "
-                        "calibration's own (its overrides still win; the report names the one used)")
+    parser.add_argument("--method", default=None, help=f"export this range method ({', '.join(METHODS)}) instead of "
+                        "the calibration's own (its overrides still win; the report names the one used)")
     parser.add_argument("--percentile", type=float, default=None,
                         help="the percentile for --method percentile, instead of the calibration's")
     parser.add_argument("--exclude", nargs="+", default=[], metavar="PATTERN",
