@@ -161,16 +161,16 @@ def _stats_as_read(model: str, calib: str, stats: Path) -> str:
 
 def _check_as_read(model: str, stats: Path, held: str) -> dict:
     """The export's check (:func:`check_export`, the CLI's arguments) on the held-back files as read."""
-    from trtwidgets.core.calibration.stats import load_stats
+    from trtwidgets.core.calibration.calibration import Calibration
     from trtwidgets.core.model.load import load_model
-    from trtwidgets.core.qdq.export import QdqSpec, build_qdq, export_ranges
+    from trtwidgets.core.qdq.export import QdqSpec, build_qdq
     from trtwidgets.core.qdq.export_check import check_export
     from trtwidgets.core.qdq.options import QdqOptions
 
     loaded = load_model(model)
     opts = QdqOptions(trt_version="10.16")
-    amax, _ = export_ranges(load_stats(stats), opts)
-    result = build_qdq(loaded, QdqSpec(amax, opts))
+    result = build_qdq(loaded, QdqSpec.from_calibration(Calibration.load(stats, method="entropy").check_fits(loaded),
+                                                        opts))
     check = check_export(result.model, reference=result.float32_model, conversion=result.report.high_precision,
                          feeds=_as_read(loaded, held), original=loaded.proto)
     hp = result.report.high_precision
@@ -200,16 +200,16 @@ def _sensitivity(model: str, stats: Path, held: str) -> Dict[str, Optional[float
     (``export_check._same_quantization``: the export's scales, widened back), per output. A change of about
     2**-12 in where each INT8 step lies, and nothing in the float part: how far a Q/DQ model moves end to end
     when values next to a step move by a step."""
-    from trtwidgets.core.calibration.stats import load_stats
+    from trtwidgets.core.calibration.calibration import Calibration
     from trtwidgets.core.model.load import load_model
-    from trtwidgets.core.qdq.export import QdqSpec, build_qdq, export_ranges
+    from trtwidgets.core.qdq.export import QdqSpec, build_qdq
     from trtwidgets.core.qdq.export_check import _same_quantization
     from trtwidgets.core.qdq.options import QdqOptions
 
     loaded = load_model(model)
     opts = QdqOptions(trt_version="10.16")
-    amax, _ = export_ranges(load_stats(stats), opts)
-    result = build_qdq(loaded, QdqSpec(amax, opts))
+    result = build_qdq(loaded, QdqSpec.from_calibration(Calibration.load(stats, method="entropy").check_fits(loaded),
+                                                        opts))
     rounded = _same_quantization(result.model, result.float32_model, result.report.high_precision)[0]
     return _two_models(loaded, held, result.float32_model, rounded)
 

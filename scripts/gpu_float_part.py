@@ -40,10 +40,10 @@ def prepare(families, folder: Path) -> None:
     import numpy as np
 
     import zoo_families
-    from trtwidgets.core.calibration.stats import load_stats
+    from trtwidgets.core.calibration.calibration import Calibration
     from trtwidgets.core.common.ort import open_session
     from trtwidgets.core.model.load import load_model
-    from trtwidgets.core.qdq.export import QdqSpec, build_qdq, export_ranges, save_qdq_model
+    from trtwidgets.core.qdq.export import QdqSpec, build_qdq, save_qdq_model
     from trtwidgets.core.qdq.options import QdqOptions
     from float_part_zoo import _as_read
 
@@ -52,8 +52,8 @@ def prepare(families, folder: Path) -> None:
         root = zoo_families.ZOO / "families" / fam
         loaded = load_model(zoo_families.prepare(fam, reuse=True)["model"])
         opts = QdqOptions(trt_version="8.6")
-        amax, _ = export_ranges(load_stats(root / "float_part" / "stats.npz"), opts)
-        model = build_qdq(loaded, QdqSpec(amax, opts)).model
+        cal = Calibration.load(root / "float_part" / "stats.npz", method="entropy").check_fits(loaded)
+        model = build_qdq(loaded, QdqSpec.from_calibration(cal, opts)).model
         save_qdq_model(model, folder / f"{fam}.qdq.onnx")
         feeds = _as_read(loaded, str(root / "heldback"))
         sess = open_session(model, optimization="disable", purpose="reference")

@@ -84,4 +84,5 @@ def test_plan_records_its_placement_and_can_leave_rule_8_off(tmp_path, capsys):
         assert doc["placement"] == {"dense_int8": dense}
         # The QdqOptions the candidates were scored with: the CLI's inputs on the one set of defaults.
         assert doc["options"]["dense_int8"] is dense and doc["options"]["trt_version"] == "10.16"
-        assert doc["options"]["high_precision"] == "fp16" and doc["options"]["method"] == "entropy"
+        # The range method is the calibration's (plan.json's ranges), not an export option.
+        assert doc["options"]["high_precision"] == "fp16" and "method" not in doc["options"]

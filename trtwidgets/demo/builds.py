@@ -39,6 +39,7 @@ def demo_build_rows(work_dir: Union[str, os.PathLike], names: Sequence[str] = ST
     from ..core.engine.saved_build import find_saved_builds, load_saved_build, saved_builds_root
     from ..core.model.load import load_model
     from ..core.qdq.export import export_qdq
+    from ..core.qdq.options import QdqOptions
     from . import MODEL_PATH, orientation_top1
 
     base = Path(root) if root is not None else saved_builds_root()
@@ -52,7 +53,7 @@ def demo_build_rows(work_dir: Union[str, os.PathLike], names: Sequence[str] = ST
             cache = base / "cls_entropy2.cache"
             out = Path(work_dir) / f"{name}.onnx"
             # The build's model was the toolkit's export of TensorRT's own Entropy2 ranges; the same export today.
-            export_qdq(load_model(MODEL_PATH), read_cache(cache).amax, out, trt_version="8.6")
+            export_qdq(load_model(MODEL_PATH), read_cache(cache).amax, out, options=QdqOptions(trt_version="8.6"))
             metrics[name] = orientation_top1(out)
             sources[name] = "ONNX Runtime, the Q/DQ export of TensorRT's Entropy2 ranges (today's placement)"
         else:

@@ -40,7 +40,7 @@ class SweepStep:
     recipe : object, optional
         The step's Recipe in ``layer_precision`` mode.
     exclude : tuple of str
-        Node names for ``export_qdq(..., exclude=...)`` in ``qdq_exclude`` mode.
+        Node names for ``export_qdq(..., options=QdqOptions(exclude=...))`` in ``qdq_exclude`` mode.
     """
 
     n: int
