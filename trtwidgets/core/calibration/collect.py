@@ -43,7 +43,7 @@ from ..common.ort import OrtSession, open_session
 from .held_back import feed_fingerprints
 from .sample_axes import SampleAxes
 from .histogram import DEFAULT_BINS, HistogramAccumulator
-from ..model.load import LoadedModel, load_model
+from ..model.load import LoadedModel, as_loaded
 from .stats import ActivationStats
 
 _FLOAT_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE, onnx.TensorProto.BFLOAT16}
@@ -135,7 +135,7 @@ def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequ
 
     Parameters
     ----------
-    model : str, path-like or LoadedModel
+    model : str, path-like, onnx.ModelProto or LoadedModel
     data : CalibrationDataSpec, str, path-like or iterable of dict
         Anything :func:`~trtwidgets.core.calibration.data.iter_feeds` takes.
     providers : sequence, optional
@@ -166,7 +166,7 @@ def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequ
     StatsError
         When ``stats`` belong to another model or use another number of bins.
     """
-    loaded = model if isinstance(model, LoadedModel) else load_model(model)
+    loaded = as_loaded(model)
     require_inputs(loaded)
     num_bins = _checked_bins(num_bins, stats, loaded)
     axes = SampleAxes(loaded.summary, model=loaded, batch_axis=batch_axis)

@@ -24,7 +24,7 @@ from ..common.errors import UserError
 from .lint_codes import CODES, SEVERITIES, TRT_TEXT, Finding, has_errors
 from .lint_context import LintContext
 from .lint_rules import RULES
-from .load import LoadedModel, load_model, summarize
+from .load import LoadedModel, as_loaded
 from .trt_support import FLAG_SINCE, TRT_CALIBRATORS
 from .trt_version import VersionLike, installed_trt_version, parse_trt_version
 
@@ -140,13 +140,10 @@ def lint(model: Union[LoadedModel, onnx.ModelProto, str, Any], flags: Union[None
     UserError
         For an unknown flag, calibrator, version or compute capability, or a model that cannot be loaded.
     """
-    if isinstance(model, onnx.ModelProto):
-        if not model.graph.node:
-            raise UserError("The model has an empty graph (no nodes).", "There is nothing for TensorRT to build.",
-                            "Check the export: the model must contain at least one operator.")
-        model = LoadedModel(path=None, proto=model, summary=summarize(model))
-    elif not isinstance(model, LoadedModel):
-        model = load_model(model)
+    if isinstance(model, onnx.ModelProto) and not model.graph.node:
+        raise UserError("The model has an empty graph (no nodes).", "There is nothing for TensorRT to build.",
+                        "Check the export: the model must contain at least one operator.")
+    model = as_loaded(model)
     if isinstance(trt_version, str) and trt_version.strip().lower() == "installed":
         trt = installed_trt_version()
         if trt is None:
