@@ -453,6 +453,13 @@ API_CASES = [
         MODEL, __import__("trtwidgets.core.calibration.stats", fromlist=["x"]).load_stats(ws / "user" / "stats.npz"),
         _new_out(ws)), "which range method"),
     ("plan-with-a-calibration-of-another-model", _plan_with_calibration("other_cal.npz"), "covers 1 of the 253"),
+    ("plan-with-a-calibration-path", lambda ws: __import__("trtwidgets").plan(
+        MODEL, __import__("trtwidgets.demo", fromlist=["x"]).sample_inputs(1)[:4],
+        calibration=str(ws / "bad" / "other_cal.npz"), progress=False), "takes a Calibration"),
+    ("calibration-of-a-mapping", lambda ws: __import__("trtwidgets").Calibration.fit({"x": 1.0}),
+     "holds activation statistics"),
+    ("calibration-unknown-method", lambda ws: __import__("trtwidgets").Calibration.load(
+        ws / "bad" / "other_cal.npz", method="kl"), "Unknown range method 'kl'"),
     ("plan-with-stats-of-another-model", _plan_with_stats("other_stats.npz"), "covers 1 of the 253"),
     ("load-stats-beyond-float32", _load_stats("beyond_fp32_stats.npz"), "beyond float32"),
     ("feeds-image-float-over", _feeds_of("img_float_over", PRE_OBJ), "values from 0 to 2000"),

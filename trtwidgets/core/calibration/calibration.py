@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import numbers
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,11 +103,16 @@ class Calibration:
     origin: str = field(default="", init=False, compare=False)
 
     def __post_init__(self):
+        if not isinstance(self.stats, ActivationStats):
+            raise StatsError(f"A Calibration holds activation statistics, not a {type(self.stats).__name__}.",
+                             "Its ranges are computed from the statistics' histograms.",
+                             "Calibrate (trtwidgets.calibrate), load one (trtwidgets.Calibration.load), or fit "
+                             "collected statistics: trtwidgets.Calibration.fit(stats, method=...).")
         if self.method not in METHODS:
             raise StatsError(f"Unknown range method {self.method!r}.", f"Known methods: {', '.join(METHODS)}.",
                              "entropy is TensorRT's default (EntropyCalibrator2); max keeps every value.")
         pct = self.percentile
-        if isinstance(pct, bool) or not isinstance(pct, (int, float)) or not 0 < float(pct) <= 100:
+        if isinstance(pct, bool) or not isinstance(pct, numbers.Real) or not 0 < float(pct) <= 100:
             raise StatsError(f"Percentile {pct!r} is out of range.", "It is the share of |x| values the range keeps: "
                              "a number in (0, 100].", "Use e.g. 99.99.")
         object.__setattr__(self, "percentile", float(pct))
