@@ -243,7 +243,7 @@ CLI_CASES = [
     ("qdq-stats-of-other-inputs", QDQ + ["--stats", "{bad}/two_input_stats.npz"], "inputs 'a', 'b', 'c'"),
     # calibrations (calibrate --out): another model's, damaged, foreign, an override for a tensor the model lacks
     ("qdq-calibration-of-another-model", QDQ + ["--calibration", "{bad}/other_cal.npz"], "covers 1 of the 253"),
-    ("qdq-calibration-of-other-inputs", QDQ + ["--calibration", "{bad}/two_input_cal.npz"], "is not calibration of"),
+    ("qdq-calibration-of-other-inputs", QDQ + ["--calibration", "{bad}/two_input_cal.npz"], "is not a calibration of"),
     ("qdq-calibration-damaged", QDQ + ["--calibration", "{bad}/damaged_cal.npz"], "damaged_cal.npz"),
     ("qdq-calibration-of-a-newer-version", QDQ + ["--calibration", "{bad}/newer_cal.npz"], "format version 99"),
     ("qdq-calibration-foreign-npz", QDQ + ["--calibration", "{bad}/weights.npz"], "not a calibration trtwidgets"),

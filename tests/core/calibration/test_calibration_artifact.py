@@ -113,7 +113,7 @@ def test_another_models_calibration_is_refused_once_checked(conv_cal):
     assert conv_cal.check_fits(_conv()) is conv_cal
     with pytest.raises(StatsError) as err:
         conv_cal.check_fits(_conv(input_name="image"), "cal.npz")
-    assert "cal.npz is not calibration of" in err.value.what and "'image'" in err.value.why
+    assert "cal.npz is not a calibration of" in err.value.what and "'image'" in err.value.why
     assert "--out" in err.value.fix
 
 

@@ -163,8 +163,9 @@ def check_ranges_fit(model, names: Iterable[str], source: str, kind: str,
     if not problem and run_shapes:
         problem = _input_problem(model, run_shapes)
     if problem:
-        raise StatsError(f"{source} is not {kind} of {model_name}.", f"Its recorded model does not match: {problem}.",
-                         fix)
+        article = "" if kind == "statistics" else "an " if kind[0] in "aeiou" else "a "
+        raise StatsError(f"{source} is not {article}{kind} of {model_name}.",
+                         f"Its recorded model does not match: {problem}.", fix)
     if fingerprint is not None:
         notes.extend(_batch_notes(model, dict(fingerprint.inputs), kind))
     tensors = float_tensors(model)
