@@ -369,7 +369,7 @@ def _plan_with_stats(name):
     def call(ws):
         import trtwidgets as tw
         from trtwidgets import demo
-        from trtwidgets.core.calibration.recipe_step import Calibration
+        from trtwidgets.core.calibration.calibration import Calibration
         from trtwidgets.core.calibration.stats import load_stats
 
         cal = Calibration.fit(load_stats(ws / "bad" / name), "entropy")

@@ -42,8 +42,8 @@ def test_the_explorer_the_api_and_the_plan_write_the_same_scales(model, tmp_path
     api = tw.export_qdq(model, app_cal, tmp_path / "api.qdq.onnx")
     plan = tw.plan(model, list(demo.iter_skimage_inputs(12)), calibration=app_cal, progress=False,
                    target=tw.PlanTarget(cosine=0.5), max_ranked=4)
-    assert plan.ranges["overrides"] == {overridden: 0.625, other: 3.5}
-    assert plan.ranges["amax"] == app_cal.refit(method=plan.ranges["method"]).amax
+    assert dict(plan.ranges.overrides) == {overridden: 0.625, other: 3.5}
+    assert dict(plan.ranges.amax) == app_cal.refit(method=plan.ranges.method).amax
     picked = tw.export_plan(model, plan, tmp_path / "plan.qdq.onnx", candidate=1)  # INT8 everywhere
     assert picked is not None
 
@@ -54,7 +54,7 @@ def test_the_explorer_the_api_and_the_plan_write_the_same_scales(model, tmp_path
     assert explorer_scales[other] == pytest.approx(3.5 / 127, rel=1e-6)
     # The plan writes its own placement (it decides matrix-vector layers itself) with the range method it
     # found best: the calibration at that method, exported through the API, writes the same scales.
-    kept = tw.export_qdq(model, app_cal.refit(method=plan.ranges["method"]), tmp_path / "kept.qdq.onnx")
+    kept = tw.export_qdq(model, app_cal.refit(method=plan.ranges.method), tmp_path / "kept.qdq.onnx")
     kept_scales = _scales(tmp_path / "kept.qdq.onnx")
     common = set(plan_scales) & set(kept_scales)
     assert {overridden, other} <= common and len(common) >= 0.8 * len(kept.report.activations)
