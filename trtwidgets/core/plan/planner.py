@@ -366,8 +366,8 @@ class _Found:
         if self.per_method:
             ranges = _ranges_record(self.cal, self.per_method, self.best_method, self.amax, self.described)
         else:  # cancelled before the methods were compared: the calibration's own ranges, if it was fitted
-            ranges = PlanRanges(amax=self.cal.amax_for() if self.cal is not None else {},
-                                method=getattr(self.cal, "method", ""), statistics=self.described)
+            ranges = PlanRanges(amax=self.cal.amax if self.cal is not None else {},
+                                method=self.cal.method if self.cal is not None else "", statistics=self.described)
         return Plan(model=str(self.loaded.path), target=self.target, candidates=tuple(cands), recommended=best,
                     reason=reason, ranges=ranges, options=self.opts, input_shapes=self.input_shapes,
                     seconds=self.seconds, notes=tuple(self.notes), interrupted=interrupted,
