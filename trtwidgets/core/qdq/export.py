@@ -130,7 +130,7 @@ def build_qdq(model, spec: QdqSpec) -> QdqExport:
     plan: QdqPlan = plan_qdq(proto, nodes=spec.nodes, exclude=opts.exclude, exclude_op_types=opts.exclude_op_types,
                              skip_matrix_vector=opts.skip_matrix_vector,
                              keep_float_output_grouped_convs=opts.keep_float_output_grouped_convs,
-                             dense_int8=opts.dense_int8, trt_version=opts.trt_version)
+                             dense_int8=opts.dense_int8, trt_version=opts.trt_version, choices=spec.choices)
     writer = QdqWriter(proto, opts.precision)
     activations, done_nodes = writer.quantize_activations(plan, spec.amax)
     per_channel = opts.weights_per_channel if opts.weights_per_channel is not None else opts.precision == "int8"

@@ -137,3 +137,21 @@ def epilogue_end(index: GraphIndex, tensor: str, fused_adds: Set[tuple], through
             return t
         t = join.output[0]
     return t
+
+
+def gated_branch(index: GraphIndex, tensor: str) -> bool:
+    """Whether ``tensor`` is written by a gated activation: a SiLU (``x * Sigmoid(x)``), a decomposed HardSwish
+    (``x * Clip(x + 3, 0, 6) / 6``, ``x * HardSigmoid(x)``) or a HardSwish node.
+
+    TensorRT 8.6 keeps such an activation in a convolution's epilogue only while nothing else (a residual add
+    read in INT8) is fused after it (``benchmarks/results/peer``: the C2f bottleneck adds).
+    """
+    prod = index.producer.get(tensor)
+    if prod is None:
+        return False
+    if prod.op_type == "HardSwish":
+        return True
+    if prod.op_type in ("Div", "Mul") and len(nonconst_inputs(prod, index)) == 1:
+        src = index.producer.get(nonconst_inputs(prod, index)[0])  # x * gate / 6: the Mul before the constant Div
+        return src is not None and _gate_source(index, src) is not None
+    return _gate_source(index, prod) is not None

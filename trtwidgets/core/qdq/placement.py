@@ -124,11 +124,13 @@ import onnx
 from ..model.onnx_graph import WEIGHTED_OPS, GraphIndex, attribute
 from .dense_regions import POOL_OPS, conv_output_reads, grouped_output_edges, shared_reads
 from .exclusions import QdqExclusionError, kept_float_by_plan, match_exclusions
-from .fusions import epilogue_end, fused_conv, longer_branch
+from .fusions import epilogue_end
 from .graph_patterns import (PROTECTED_OPS, PatternMatch, ConstIndex, node_key,
                              find_protected_patterns, node_label)
 from .myelin import recurrent_myelin_layers
 from .placement_records import QdqPlan, QuantEdge, Skip, WeightSite
+from .region_choices import FLOAT, choice_nodes
+from .residual_adds import place_residual_adds
 from .scale_groups import scale_group_edges, softmax_fed_layers_float
 
 __all__ = [
@@ -210,7 +212,8 @@ def _matrix_vector(node: onnx.NodeProto, shapes: Mapping[str, Tuple[Optional[int
 
 def plan_qdq(model, *, nodes: Optional[AbstractSet[str]] = None, exclude: Iterable[str] = (),
              exclude_op_types: Iterable[str] = (), skip_matrix_vector: bool = True,
-             keep_float_output_grouped_convs: bool = True, dense_int8: bool = False, trt_version=None) -> QdqPlan:
+             keep_float_output_grouped_convs: bool = True, dense_int8: bool = False, trt_version=None,
+             choices: Optional[Mapping[str, str]] = None) -> QdqPlan:
     """Decide where Q/DQ go (see the module docstring for the rules).
 
     Parameters
@@ -246,6 +249,9 @@ def plan_qdq(model, *, nodes: Optional[AbstractSet[str]] = None, exclude: Iterab
         The TensorRT the model is for. Below 10, or None (unknown: the form every
         TensorRT builds), MatMul/Gemm layers that Myelin compiles with a recurrence stay
         float (rule 11).
+    choices : mapping of str to str, optional
+        Node label -> placement choice (:mod:`.region_choices`: a residual Add's ``"skip"`` or ``"both"``,
+        ``"float"`` for a node without weights that reads its inputs in float).
 
     Returns
     -------
@@ -269,6 +275,8 @@ def plan_qdq(model, *, nodes: Optional[AbstractSet[str]] = None, exclude: Iterab
     protected_nodes = {i for p in patterns for i in p.nodes}
     internal = {t: p.kind for p in patterns for t in p.internal_tensors}
     myelin_float = recurrent_myelin_layers(graph, trt_version)
+    chosen = choice_nodes(graph, choices or {})
+    floats = {i: "reads its inputs in float (its placement choice)" for i, c in chosen.items() if c == FLOAT}
 
     # Rule 6 needs the finished placement (which reads get a Q), and leaving a conv float
     # removes the Q on its input, which can leave another grouped conv's output read in
@@ -278,7 +286,7 @@ def plan_qdq(model, *, nodes: Optional[AbstractSet[str]] = None, exclude: Iterab
     while True:
         edges, weights, skipped, fused_adds, float_readers = _place(
             graph, index, pos, excluded, internal, protected_nodes, shapes, skip_matrix_vector, keep_float,
-            myelin_float)
+            myelin_float, chosen)
         if not keep_float_output_grouped_convs and not dense_int8:
             break
         quantized = {e.node for e in edges if e.rule == "weighted-op input"}
@@ -306,10 +314,11 @@ def plan_qdq(model, *, nodes: Optional[AbstractSet[str]] = None, exclude: Iterab
                 for i in {e.node for e in edges if e.rule == "weighted-op input"} - set(dense)
                 if graph.node[i].op_type in ("Conv", "ConvTranspose")}
         edges.extend(conv_output_reads(graph, index, pos, edges, ends, internal))
-        edges.extend(shared_reads(graph, index, pos, edges, excluded, internal))
+        edges.extend(shared_reads(graph, index, pos, edges, {**excluded, **floats}, internal))
 
-    edges, weights, skipped, shared = _family_rules(graph, index, pos, edges, weights, skipped, patterns, excluded,
-                                                    internal)
+    edges, weights, skipped, shared = _family_rules(graph, index, pos, edges, weights, skipped, patterns,
+                                                    {**excluded, **floats}, internal)
+    edges = [e for e in edges if e.node not in floats]  # rules 3 and 8 on a node its choice keeps float
     edges.sort(key=lambda e: (e.node, e.input_index))
     return QdqPlan(edges=tuple(edges), weights=tuple(weights), skipped=tuple(skipped), patterns=patterns,
                    excluded=by_user, warnings=warnings,
@@ -343,7 +352,8 @@ def _grouped_reason(readers: Sequence[str]) -> str:
 
 def _place(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], excluded: Dict[int, str],
            internal: Dict[str, str], protected_nodes: Set[int], shapes: Mapping[str, Tuple[Optional[int], ...]],
-           skip_matrix_vector: bool, keep_float: Mapping[int, str], myelin_float: Mapping[int, str]):
+           skip_matrix_vector: bool, keep_float: Mapping[int, str], myelin_float: Mapping[int, str],
+           choices: Mapping[int, str]):
     """Rules 1-3 once, with the nodes in ``keep_float`` (rule 6) and ``myelin_float`` (rule 11) left in high precision.
 
     Returns the edges, weight sites, skips, the residual adds fused into each
@@ -366,7 +376,7 @@ def _place(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], exc
 
     _place_weighted(graph, index, excluded, internal, shapes, skip_matrix_vector, keep_float, myelin_float, edge,
                     weights, skipped)
-    _place_residual_adds(graph, index, pos, excluded, protected_nodes, edge, edges, skipped, fused_adds)
+    place_residual_adds(graph, index, pos, excluded, protected_nodes, edge, edges, skipped, fused_adds, choices)
     float_readers = _place_pooling(graph, index, pos, excluded, edge, edges, skipped)
     return edges, weights, skipped, fused_adds, float_readers
 
@@ -419,35 +429,6 @@ def _place_weighted(graph: onnx.GraphProto, index: GraphIndex, excluded: Dict[in
                                           _weight_axis(node, k, _const_rank(index, node.input[k]))))
             else:
                 edge(i, k, "weighted-op input")
-
-
-def _place_residual_adds(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], excluded: Dict[int, str],
-                         protected_nodes: Set[int], edge: Callable[[int, int, str], bool], edges: List[QuantEdge],
-                         skipped: List[Skip], fused_adds: Dict[int, Set[tuple]]) -> None:
-    """Rule 2: residual adds (the skip input quantized where the other branch fuses into a quantized conv)."""
-    for i, node in enumerate(graph.node):
-        if node.op_type != "Add" or len(node.input) != 2 or i in protected_nodes:
-            continue
-        a, b = node.input
-        if index.is_constant(a) or index.is_constant(b) or a == b:
-            continue
-        convs = [fused_conv(index, a, excluded, pos), fused_conv(index, b, excluded, pos)]
-        if not any(convs):
-            continue
-        label = node_label(node)
-        if i in excluded:
-            skipped.append(_by_rule(7, label, "Add", excluded[i]))
-            continue
-        if all(convs):
-            fused = longer_branch(index, a, b)
-        else:
-            fused = 0 if convs[0] is not None else 1
-        skip = 1 - fused
-        if not any(e.node == pos[node_key(convs[fused])] for e in edges):
-            skipped.append(_by_rule(2, label, "Add", f"the fused convolution {node_label(convs[fused])} is not quantized"))
-            continue
-        if edge(i, skip, f"residual add: skip input (fuses into {node_label(convs[fused])})"):
-            fused_adds.setdefault(pos[node_key(convs[fused])], set()).add(node_key(node))
 
 
 def _place_pooling(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], excluded: Dict[int, str],

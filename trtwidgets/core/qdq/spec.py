@@ -22,6 +22,7 @@ from ..common.errors import UserError
 from ..common.frozen import readonly_mapping
 from .exclusions import kept_float_by_plan
 from .options import QdqOptions
+from .region_choices import check_choices
 from .weights import PRECISIONS
 
 __all__ = ["QdqSpec"]
@@ -60,6 +61,10 @@ class QdqSpec:
         precision ("kept float by the plan"). None: every layer the placement rules allow.
     source : str
         Where the ranges came from, in words (the export's report repeats it).
+    choices : mapping of str to str
+        Node label -> placement choice where a rule has more than one buildable answer (a region's
+        placement scheme, :mod:`.region_choices`): a residual Add's ``"skip"`` or ``"both"``, ``"float"``
+        for a node without weights. Empty: the rules' own answers.
 
     Raises
     ------
@@ -72,6 +77,7 @@ class QdqSpec:
     options: QdqOptions = field(default_factory=QdqOptions)
     nodes: Optional[FrozenSet[str]] = None
     source: str = ""
+    choices: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
         if not isinstance(self.options, QdqOptions):
@@ -88,6 +94,7 @@ class QdqSpec:
         object.__setattr__(self, "amax", readonly_mapping(amax))
         object.__setattr__(self, "nodes", _node_set(self.nodes))
         object.__setattr__(self, "source", str(self.source or ""))
+        object.__setattr__(self, "choices", readonly_mapping(check_choices(self.choices)))
 
     @classmethod
     def from_calibration(cls, cal, options: Optional[QdqOptions] = None,
@@ -106,11 +113,16 @@ class QdqSpec:
         """
         if self.nodes is not None:
             kept_float_by_plan(model.graph, self.nodes)
+        if self.choices:
+            from .region_choices import choice_nodes
+
+            choice_nodes(model.graph, self.choices)
         return self
 
     def __repr__(self) -> str:
         o = self.options
         layers = "every layer the rules allow" if self.nodes is None else f"{len(self.nodes)} layers"
         source = f", source={self.source!r}" if self.source else ""
+        chosen = f", {len(self.choices)} placement choices" if self.choices else ""
         return (f"QdqSpec({len(self.amax)} amax, {o.precision.upper()} in {layers}, float part "
-                f"{o.high_precision}{source})")[:1000]
+                f"{o.high_precision}{chosen}{source})")[:1000]
