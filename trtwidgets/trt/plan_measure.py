@@ -128,7 +128,8 @@ def measure_plan(plan: Plan, model=None, *, work_dir: Union[str, os.PathLike, No
                  cache_dir: Union[str, os.PathLike, None] = None, top: int = MEASURE_TOP, rounds: int = MIN_ROUNDS,
                  runs: int = 100, warmup: int = 10, opt_level: Optional[int] = None, implicit: bool = True,
                  progress: Union[bool, Callable] = True, gpus: Optional[int] = None,
-                 measure_fn: Optional[Callable] = None, build_limit_s: Optional[float] = None, check=None) -> Plan:
+                 measure_fn: Optional[Callable] = None, build_limit_s: Optional[float] = None, check=None,
+                 regions: bool = True) -> Plan:
     """The plan with FP16, implicit INT8 and its top candidates measured, and the pick made by measurement.
 
     What ``tw.plan(..., measure=True)``, ``plan --measure``, ``trtwidgets plan measure PLAN_DIR`` and
@@ -160,6 +161,10 @@ def measure_plan(plan: Plan, model=None, *, work_dir: Union[str, os.PathLike, No
         The plan's held-back samples and FP32's outputs (:mod:`trtwidgets.core.plan.engine_check`):
         every engine built is run on them and judged by the plan's target (default: the plan's
         own, or none: the engines are timed, not judged).
+    regions : bool
+        Run the region search first (:mod:`.region_measure`): each repeated pattern's placement schemes
+        timed on a sub-model, the fastest offered one chosen, and the candidate combining the choices
+        built whole beside FP16 and the base candidate.
 
     Returns
     -------
@@ -170,14 +175,18 @@ def measure_plan(plan: Plan, model=None, *, work_dir: Union[str, os.PathLike, No
         with tempfile.TemporaryDirectory(prefix="trtwidgets-measure-") as tmp:
             return measure_plan(plan, model, work_dir=tmp, cache_dir=cache_dir, top=top, rounds=rounds, runs=runs,
                                 warmup=warmup, opt_level=opt_level, implicit=implicit, progress=progress, gpus=gpus,
-                                measure_fn=measure_fn, build_limit_s=build_limit_s, check=check)
+                                measure_fn=measure_fn, build_limit_s=build_limit_s, check=check, regions=regions)
     if measure_fn is None:
         from .measure import measure as measure_fn
     check = check if check is not None else plan.engine_check
     model_path = _model_path(plan, model)
     work = Path(work_dir)
     work.mkdir(parents=True, exist_ok=True)
-    jobs = _jobs(plan, model_path, work, measure_targets(plan, top), implicit)
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    if regions:
+        plan = _region_search(plan, model_path, work, cache, measure_fn, dict(
+            rounds=rounds, runs=runs, warmup=warmup, opt_level=opt_level, progress=progress, gpus=gpus))
+    jobs = _jobs(plan, model_path, work, _targets(plan, top), implicit)
     extra = {} if build_limit_s is None else {"build_limit_s": build_limit_s}
     summary = None
     if check is not None:
@@ -185,13 +194,35 @@ def measure_plan(plan: Plan, model=None, *, work_dir: Union[str, os.PathLike, No
 
         extra["check"] = lambda engine: engine_verdict(engine, check)
         summary = CheckSummary(len(check.feeds), bool(check.judges), tuple(check.notes))
-    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     report = measure_fn(jobs, cache, shapes=dict(plan.input_shapes), rounds=rounds, runs=runs, warmup=warmup,
                         opt_level=opt_level, progress=progress, gpus=gpus, **extra)
     return apply_measurements(plan, report.measurements, rounds=report.rounds, interrupted=report.interrupted,
                               built=report.built, cached=report.cached, shapes=report.shapes,
                               settings=dict(_settings(), opt_level=opt_level, runs=runs, warmup=warmup),
                               implicit_cache=_implicit_cache(jobs, report, cache), check=summary)
+
+
+def _region_search(plan: Plan, model_path: str, work: Path, cache: Path, measure_fn, kw: dict) -> Plan:
+    """The plan with its region search timed (:mod:`.region_measure`); a plan made without one gets one here,
+    its schemes unscored (the engine check judges the combined engine)."""
+    from .region_measure import measure_regions
+
+    if plan.regions is None:
+        from ..core.plan.regions.search import score_regions
+
+        plan = score_regions(plan, model_path, use_ort=False)
+    return measure_regions(plan, model_path, work, cache, measure_fn=measure_fn, **kw)
+
+
+def _targets(plan: Plan, top: int) -> List[int]:
+    """The candidates to build: the plan's top ones, and with a region search its base and the combination."""
+    out = measure_targets(plan, top)
+    search = plan.regions
+    if search is not None and search.combined is not None:
+        for i in (search.base, search.combined):
+            if i not in out and plan.candidates[i].meets_target:
+                out.append(i)
+    return out
 
 
 def _implicit_cache(jobs, report, cache_dir: Path) -> Optional[str]:

@@ -75,6 +75,10 @@ class Plan:
     fingerprint : ModelFingerprint, optional
         The model's fingerprint: exporting the plan for another model is refused. None in a plan.json
         older than it.
+    regions : RegionSearch, optional
+        The region search (:mod:`.regions`): each repeated pattern's placement schemes, their accuracy
+        on the held-back samples, their sub-models' times once measured and the scheme chosen; None
+        when the plan was made without one.
     engine_check : EngineCheck, optional
         The held-back samples and FP32's outputs on them (:mod:`.engine_check`), for judging
         built engines; written beside plan.json (``held_back.npz``), not into it.
@@ -98,6 +102,7 @@ class Plan:
     held_back: Optional[HeldBackSplit] = None
     batch_axes: Optional[BatchAxes] = None
     fingerprint: Optional[ModelFingerprint] = None
+    regions: Optional[Any] = None
     engine_check: Optional[Any] = field(default=None, compare=False, repr=False)
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -176,7 +181,8 @@ class Plan:
                "options": self.options.to_dict(), "measured": standing.to_dict() if standing is not None else {},
                "held_back": self.held_back.to_dict() if self.held_back is not None else {},
                "batch_axes": self.batch_axes.to_dict() if self.batch_axes is not None else {},
-               "fingerprint": self.fingerprint.to_dict() if self.fingerprint is not None else {}}
+               "fingerprint": self.fingerprint.to_dict() if self.fingerprint is not None else {},
+               **({"regions": self.regions.to_dict()} if self.regions is not None else {})}
         out.update({k: thaw(v) for k, v in self.extra.items() if k not in out})
         return out
 

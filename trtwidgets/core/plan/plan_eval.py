@@ -81,15 +81,17 @@ class Evaluator:
         return self._labels.get(label)
 
     def export(self, amax: Mapping[str, float], quantized: Optional[Iterable[str]] = None,
-               high_precision: Optional[str] = None):
-        """The Q/DQ export of a candidate: ``quantized`` layers in INT8 (None: every layer the rules allow)."""
+               high_precision: Optional[str] = None, choices: Optional[Mapping[str, str]] = None):
+        """The Q/DQ export of a candidate: ``quantized`` layers in INT8 (None: every layer the rules allow), with
+        its placement ``choices`` (a region scheme's, :mod:`~trtwidgets.core.qdq.region_choices`)."""
         from ..common.cancel import check
         from ..qdq.export import build_qdq
         from ..qdq.spec import QdqSpec
 
         opts = self.options.replace(high_precision=high_precision or self.eval_dtype)
         check()  # a unit of work: a cancel stops here (and inside ORT runs)
-        return build_qdq(self.proto, QdqSpec(amax, opts, nodes=None if quantized is None else frozenset(quantized)))
+        return build_qdq(self.proto, QdqSpec(amax, opts, nodes=None if quantized is None else frozenset(quantized),
+                                             choices=choices or {}))
 
     @property
     def high_precision(self) -> str:

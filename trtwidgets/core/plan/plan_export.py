@@ -71,7 +71,8 @@ def export_plan(model, plan: Union[Plan, str, os.PathLike], out_path: Union[str,
     if not cand.quantized:
         return None
     # The candidate is its node set: its layers in INT8, every other weighted layer kept float by the plan.
-    spec = QdqSpec(amax, opts, nodes=frozenset(cand.quantized), source=f"the ranges of {source}, candidate {idx}")
+    spec = QdqSpec(amax, opts, nodes=frozenset(cand.quantized), source=f"the ranges of {source}, candidate {idx}",
+                   choices=dict(cand.choices))
     result = build_qdq(loaded.proto, spec)
     if out_path is not None:
         from ..common.write_rule import refuse_inputs

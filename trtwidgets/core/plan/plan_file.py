@@ -29,7 +29,7 @@ __all__ = ["PlanFileError", "plan_fields", "read_plan_file"]
 #: The keys the planner writes (others are kept in ``Plan.extra``).
 _KNOWN = ("version", "model", "target", "recommended", "reason", "candidates", "ranges", "high_precision",
           "trt_version", "input_shapes", "seconds", "notes", "interrupted", "placement", "options", "measured",
-          "held_back", "batch_axes", "fingerprint")
+          "held_back", "batch_axes", "fingerprint", "regions")
 
 
 class PlanFileError(UserError):
@@ -139,8 +139,13 @@ def _candidate(c: _Checker, i: int, cand: Any) -> Candidate:
         us = {"latency_us": 1.0 / cand["speedup_vs_fp16"], "fp16_latency_us": 1.0}  # a hand-written plan's ratio
     source = c.value(cand, "latency_source", _text, "text", "estimate", f"{at}.")
     meets = c.value(cand, "meets_target", _flag, "true or false", False, f"{at}.")
+    choices = c.value(cand, "choices", lambda v: isinstance(v, Mapping), "an object of node label -> placement "
+                      "choice", {}, f"{at}.")
+    from ..qdq.region_choices import check_choices
+
     return Candidate(cand["name"], tuple(cand["quantized"]), tuple((k["layer"], k.get("reason", "")) for k in kept),
-                     acc, float(us["latency_us"]), float(us["fp16_latency_us"]), source, meets)
+                     acc, float(us["latency_us"]), float(us["fp16_latency_us"]), source, meets,
+                     tuple(c.made(f"{at}.choices", lambda: check_choices(choices)).items()))
 
 
 # -- the target, the ranges, the options ----------------------------------------------------------
@@ -389,7 +394,15 @@ def plan_fields(doc: Any, source: str = "the plan") -> Dict[str, Any]:
         "measured": measured, "estimate": estimate,
         "held_back": _held_back(c, doc.get("held_back")), "batch_axes": _batch_axes(c, doc.get("batch_axes")),
         "fingerprint": ModelFingerprint.from_dict(fingerprint, source) if fingerprint else None,
+        "regions": _regions(doc.get("regions"), source, len(candidates)),
         "extra": {k: v for k, v in doc.items() if k not in _KNOWN}}
+
+
+def _regions(doc: Any, source: str, candidates: int):
+    """The region search (None in a plan.json without one), checked field by field (:mod:`.regions.records`)."""
+    from .regions.records import read_regions
+
+    return read_regions(doc, source, candidates)
 
 
 def read_plan_file(path: Union[str, os.PathLike]) -> Tuple[Any, str]:

@@ -260,6 +260,9 @@ class Candidate:
         ``"estimate"`` (cost model), ``"oracle"`` (an implicit INT8 build's choices and
         times) or ``"measured"``.
     meets_target : bool
+    choices : tuple of (str, str)
+        Placement choices (node label, choice) the candidate is exported with: the region schemes it
+        combines (:mod:`~trtwidgets.core.qdq.region_choices`); empty: the placement rules' own answers.
     """
 
     name: str
@@ -270,6 +273,10 @@ class Candidate:
     fp16_latency_us: float
     latency_source: str
     meets_target: bool
+    choices: Tuple[Tuple[str, str], ...] = ()
+
+    def __post_init__(self):
+        object.__setattr__(self, "choices", tuple(sorted((str(k), str(v)) for k, v in dict(self.choices).items())))
 
     @property
     def speedup(self) -> float:
@@ -281,7 +288,8 @@ class Candidate:
                 "kept": [{"layer": n, "reason": r} for n, r in self.kept],
                 "accuracy": self.accuracy.to_dict(), "latency_us": json_number(self.latency_us),
                 "fp16_latency_us": json_number(self.fp16_latency_us), "speedup_vs_fp16": json_number(self.speedup),
-                "latency_source": self.latency_source, "meets_target": self.meets_target}
+                "latency_source": self.latency_source, "meets_target": self.meets_target,
+                **({"choices": dict(self.choices)} if self.choices else {})}
 
 
 @dataclass(frozen=True)

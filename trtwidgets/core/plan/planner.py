@@ -88,7 +88,7 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, calibration=None, 
          batch_size: Optional[int] = None, shapes: Optional[Mapping[str, Sequence[int]]] = None, gpu: str = "h100",
          oracle=None, max_ranked: int = 96, measure=False, progress: bool = True,
          on_step: Optional[Callable[[str], None]] = None,
-         on_progress: Optional[Callable[[str, int, int], None]] = None, cancel=None) -> Plan:
+         on_progress: Optional[Callable[[str, int, int], None]] = None, cancel=None, regions: bool = True) -> Plan:
     """Search for the fastest Q/DQ quantization that meets an accuracy target (see the module docstring).
 
     Parameters
@@ -149,6 +149,9 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, calibration=None, 
         Set it (from another thread) to stop the search: within a few seconds the planner returns
         the Plan of what it found so far, ``interrupted=True`` (at least FP16; an ONNX Runtime run in
         flight is stopped too, :mod:`~..common.cancel`), not measured.
+    regions : bool
+        Search placement schemes per repeated pattern (:mod:`.regions`): each scheme of each pattern
+        scored on the held-back samples, for the measurement to time on sub-models (``plan.regions``).
 
     Returns
     -------
@@ -170,6 +173,9 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, calibration=None, 
         try:
             result = _search_plan(found, data, calibration, held_back, holdout, seed, max_samples, batch_axis,
                                   batch_size, shapes, gpu, oracle, max_ranked, progress, say, on_progress)
+            if regions and not result.interrupted:
+                say("scoring placement schemes per repeated pattern")
+                result = _timed_regions(result, loaded)
         except KeyboardInterrupt:  # a Cancelled, or a phase that turned one into its own interrupt
             if not cancelled():
                 raise  # Ctrl-C outside the search keeps its meaning: stop
@@ -178,6 +184,22 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, calibration=None, 
     if source is not None and not result.interrupted:
         say("building and timing the candidates")
     return finish_latency(result, str(loaded.path), source)
+
+
+def _timed_regions(result: Plan, loaded) -> Plan:
+    """The plan with its region search (:func:`.regions.search.score_regions`), its time in ``seconds``."""
+    from .regions.search import score_regions
+
+    t = time.perf_counter()
+    try:
+        out = score_regions(result, loaded)
+    except KeyboardInterrupt:
+        if not cancelled():
+            raise
+        # A cancel during the schemes keeps the search's plan, without a region search.
+        return dataclasses.replace(result, notes=tuple(result.notes) + ("cancelled while scoring region schemes: "
+                                                                        "the plan has no region search",))
+    return dataclasses.replace(out, seconds=dict(out.seconds, regions=time.perf_counter() - t))
 
 
 def _search_plan(found: "_Found", data, calibration, held_back, holdout, seed, max_samples, batch_axis, batch_size,

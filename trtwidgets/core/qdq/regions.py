@@ -67,6 +67,9 @@ class RegionInstance:
     joins : tuple of str
         The nodes a placement scheme is about: the residual Add, the Concat and its movement ops, the
         branch point's readers.
+    branches : tuple of tuple of str
+        ``branch``: the weighted layers of each reader's chain, in canonical order (the k-th branch of one
+        instance is the k-th of every other).
     """
 
     anchor: str
@@ -75,10 +78,12 @@ class RegionInstance:
     outputs: Tuple[str, ...]
     weighted: Tuple[str, ...]
     joins: Tuple[str, ...] = ()
+    branches: Tuple[Tuple[str, ...], ...] = ()
 
     def to_dict(self) -> dict:
         return {"anchor": self.anchor, "nodes": list(self.nodes), "inputs": list(self.inputs),
-                "outputs": list(self.outputs), "weighted": list(self.weighted), "joins": list(self.joins)}
+                "outputs": list(self.outputs), "weighted": list(self.weighted), "joins": list(self.joins),
+                "branches": [list(b) for b in self.branches]}
 
 
 @dataclass(frozen=True)
@@ -245,7 +250,8 @@ class _Finder:
         return (above | {node_key(join)}) if len(above) < MAX_REGION_NODES else None
 
     def instance(self, anchor: onnx.NodeProto, members: Set[tuple], roots: Sequence[str],
-                 joins: Iterable[str] = ()) -> Tuple[RegionInstance, str, List[str]]:
+                 joins: Iterable[str] = (), chains: Sequence[Tuple[Set[tuple], str]] = ()
+                 ) -> Tuple[RegionInstance, str, List[str]]:
         canon = _Canon(self.index, members, self.by_key)
         lines, ins, ops = canon.form(roots)
         ordered = sorted(members, key=self.pos.__getitem__)
@@ -256,7 +262,11 @@ class _Finder:
         labels = tuple(node_label(self.by_key[k]) for k in ordered)
         weighted = tuple(node_label(self.by_key[k]) for k in ordered if self.by_key[k].op_type in WEIGHTED_OPS)
         sig = hashlib.sha1("\n".join(lines).encode()).hexdigest()[:16]
-        inst = RegionInstance(node_label(anchor), labels, tuple(ins), tuple(outs), weighted, tuple(joins))
+        branches = tuple(tuple(node_label(self.by_key[k]) for k in sorted(chain, key=self.pos.__getitem__)
+                               if self.by_key[k].op_type in WEIGHTED_OPS)
+                         for chain, end in sorted(chains, key=lambda c: (canon.subsig(c[1]), self.pos[
+                             node_key(self.index.producer[c[1]])])))
+        inst = RegionInstance(node_label(anchor), labels, tuple(ins), tuple(outs), weighted, tuple(joins), branches)
         return inst, sig, ops
 
 
@@ -343,15 +353,15 @@ def _branch_region(f: _Finder, tensor: str):
     if len(readers) < 2:
         return None
     members: Set[tuple] = set()
-    ends = []
+    chains = []
     for r in readers:
         chain, end = _chain(f, r)
         if chain & members:
             return None
         members |= chain
-        ends.append(end)
+        chains.append((chain, end))
     anchor = min(readers, key=lambda n: f.pos[node_key(n)])
-    inst, sig, ops = f.instance(anchor, members, ends, [node_label(r) for r in readers])
+    inst, sig, ops = f.instance(anchor, members, [e for _, e in chains], [node_label(r) for r in readers], chains)
     return "branch", sig, ops, inst, False
 
 

@@ -8,7 +8,7 @@ its placement choice (:mod:`.region_choices`), else the rule's default (:func:`d
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Mapping, Set
+from typing import Callable, Dict, List, Mapping, Optional, Set, Tuple
 
 import onnx
 
@@ -18,7 +18,7 @@ from .graph_patterns import node_key, node_label
 from .placement_records import QuantEdge, Skip
 from .region_choices import BOTH, FLOAT, SKIP
 
-__all__ = ["default_choice", "place_residual_adds"]
+__all__ = ["default_choice", "fused_branch", "place_residual_adds"]
 
 
 def default_choice(index: GraphIndex, branch: str) -> str:
@@ -27,27 +27,41 @@ def default_choice(index: GraphIndex, branch: str) -> str:
     return SKIP
 
 
+def fused_branch(index: GraphIndex, pos: Dict[tuple, int], node: onnx.NodeProto,
+                 excluded: Mapping[int, str]) -> Optional[Tuple[int, onnx.NodeProto]]:
+    """``(input index, convolution)`` of the branch of a residual ``Add`` that fuses into a convolution, or None.
+
+    When both branches are such convolutions the one on the longer path from their lowest common ancestor is
+    fused (as ModelOpt does) and the shorter, the shortcut, is the other input.
+    """
+    if node.op_type != "Add" or len(node.input) != 2:
+        return None
+    a, b = node.input
+    if index.is_constant(a) or index.is_constant(b) or a == b:
+        return None
+    convs = [fused_conv(index, a, excluded, pos), fused_conv(index, b, excluded, pos)]
+    if not any(convs):
+        return None
+    fused = longer_branch(index, a, b) if all(convs) else (0 if convs[0] is not None else 1)
+    return fused, convs[fused]
+
+
 def place_residual_adds(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], excluded: Dict[int, str],
                         protected_nodes: Set[int], edge: Callable[[int, int, str], bool], edges: List[QuantEdge],
                         skipped: List[Skip], fused_adds: Dict[int, Set[tuple]], choices: Mapping[int, str]) -> None:
     """Rule 2 over every residual add, as its choice says (``fused_adds``: conv index -> adds fused into it)."""
     for i, node in enumerate(graph.node):
-        if node.op_type != "Add" or len(node.input) != 2 or i in protected_nodes:
-            continue
-        a, b = node.input
-        if index.is_constant(a) or index.is_constant(b) or a == b:
-            continue
-        convs = [fused_conv(index, a, excluded, pos), fused_conv(index, b, excluded, pos)]
-        if not any(convs):
+        found = None if i in protected_nodes else fused_branch(index, pos, node, excluded)
+        if found is None:
             continue
         label = node_label(node)
         if i in excluded:
             skipped.append(Skip(label, "Add", excluded[i], rule=7))
             continue
-        fused = longer_branch(index, a, b) if all(convs) else (0 if convs[0] is not None else 1)
+        fused, fused_node = found
         skip = 1 - fused
-        conv = node_label(convs[fused])
-        if not any(e.node == pos[node_key(convs[fused])] for e in edges):
+        conv = node_label(fused_node)
+        if not any(e.node == pos[node_key(fused_node)] for e in edges):
             skipped.append(Skip(label, "Add", f"the fused convolution {conv} is not quantized", rule=2))
             continue
         choice = choices.get(i) or default_choice(index, node.input[fused])
@@ -57,4 +71,4 @@ def place_residual_adds(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tup
             edge(i, skip, f"residual add: skip input (both inputs quantized, {conv} writes INT8)")
             edge(i, fused, f"residual add: branch input (both inputs quantized, {conv} writes INT8)")
         elif edge(i, skip, f"residual add: skip input (fuses into {conv})"):
-            fused_adds.setdefault(pos[node_key(convs[fused])], set()).add(node_key(node))
+            fused_adds.setdefault(pos[node_key(fused_node)], set()).add(node_key(node))
