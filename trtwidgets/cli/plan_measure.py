@@ -50,6 +50,8 @@ def add_measure_arguments(group, flag: bool = False) -> None:
     group.add_argument("--engine-cache", help="engine cache folder (default $TRTWIDGETS_ENGINE_CACHE or "
                        "~/.cache/trtwidgets/engines)")
     group.add_argument("--no-implicit", action="store_true", help="do not build implicit INT8 (a reference)")
+    group.add_argument("--no-regions", action="store_true", help="no region search: do not time each repeated "
+                       "pattern's placement schemes on sub-models before building the candidates")
     group.add_argument("--build-limit", type=float, default=DEFAULT_BUILD_LIMIT_S, metavar="SECONDS",
                        help=f"stop the builds after this many seconds and time what was built; builds left say so "
                             f"(default {DEFAULT_BUILD_LIMIT_S:.0f}, so a measured plan ends within 15 minutes; "
@@ -74,7 +76,7 @@ def _check(args) -> None:
 def measure_keywords(args) -> dict:
     """The keywords of :func:`trtwidgets.trt.plan_measure.measure_plan` these arguments ask for."""
     return {"cache_dir": args.engine_cache, "top": args.measure_top, "rounds": args.rounds, "runs": args.runs,
-            "opt_level": args.opt_level, "implicit": not args.no_implicit,
+            "opt_level": args.opt_level, "implicit": not args.no_implicit, "regions": not args.no_regions,
             "build_limit_s": args.build_limit or None,
             "progress": not getattr(args, "no_progress", False)}
 

@@ -218,9 +218,9 @@ def _targets(plan: Plan, top: int) -> List[int]:
     """The candidates to build: the plan's top ones, and with a region search its base and the combination."""
     out = measure_targets(plan, top)
     search = plan.regions
-    if search is not None and search.combined is not None:
+    if search is not None and search.measured:
         for i in (search.base, search.combined):
-            if i not in out and plan.candidates[i].meets_target:
+            if i is not None and i not in out and plan.candidates[i].meets_target:
                 out.append(i)
     return out
 

@@ -51,8 +51,13 @@ def test_c2f_quantizes_before_the_split_once_and_the_concat_shares_its_scale(den
     # The tensor before the Split is quantized once (the Split reads it quantized); every Concat input too.
     assert ("t", "split") in edges
     assert {("a", "cat"), ("b", "cat"), ("d", "cat")} <= edges
-    # The residual add fuses into the bottleneck's second conv: its SiLU output is not quantized.
-    assert not {("m2", "m_add"), ("m_cv2_o", "m_cv2_act_sig")} & edges
+    # The bottleneck's second conv ends in a SiLU: both add inputs are read quantized (rule 2's default for a gated
+    # branch), so the conv keeps its SiLU and writes INT8; nothing inside the SiLU is quantized.
+    assert {("m2", "m_add"), ("b", "m_add")} <= edges
+    assert ("m_cv2_o", "m_cv2_act_sig") not in edges
+    # The add's placement choice "skip" is rule 2 as it was: the add fuses into the conv, its SiLU output read float.
+    skip = _edges(plan_qdq(model, dense_int8=dense, choices={"m_add": "skip"}))
+    assert ("b", "m_add") in skip and not {("m2", "m_add"), ("m_cv2_o", "m_cv2_act_sig")} & skip
     group = next(g for g in plan.shared_scales if "t" in g)
     assert {"t", "a", "b", "d"} <= set(group)
     # One scale for the whole group in the written model, the group's largest range.

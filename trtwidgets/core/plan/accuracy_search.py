@@ -19,7 +19,8 @@ from .plan_eval import Evaluator
 from .plan_search import bisect_prefix, gain_per_cost, layer_costs_alone, tune_ranges
 from .plan_values import Candidate, PlanAccuracy
 
-__all__ = ["Candidates", "Search", "accuracy_search", "measure_layer_costs", "tune_worst_ranges", "prefix_bisection"]
+__all__ = ["WRITTEN_FLOAT", "Candidates", "Search", "accuracy_search", "as_written", "measure_layer_costs",
+           "tune_worst_ranges", "prefix_bisection"]
 
 
 @dataclass
@@ -57,6 +58,21 @@ class Search:
     progress: bool
     say: Callable[[str], None]
     on_progress: Optional[Callable[[str, int, int], None]] = None
+
+
+#: Why a layer of a candidate's node set runs float in its written model (the export placed it so).
+WRITTEN_FLOAT = ("kept float by the export with this node set: TensorRT 8.6 cannot build it in INT8 beside the "
+                 "layers kept float (placement rule 12: sibling INT8 convolutions that all write float)")
+
+
+def as_written(chosen: Sequence[str], written: Sequence[str], kept: Sequence[Tuple[str, str]]
+               ) -> Tuple[Tuple[str, ...], Tuple[Tuple[str, str], ...]]:
+    """``(quantized, kept)`` of a candidate as its model is written: the layers of ``chosen`` the export ran in INT8
+    (``written``, its report's), and the others kept with the reason, so plan.json lists exactly the INT8 layers of
+    the model it exports."""
+    ran = set(written)
+    return (tuple(n for n in chosen if n in ran),
+            tuple(kept) + tuple((n, WRITTEN_FLOAT) for n in chosen if n not in ran))
 
 
 def measure_layer_costs(s: Search, amax: Mapping[str, float], pays: Sequence[str], latency: LatencyModel,
@@ -98,11 +114,11 @@ def prefix_bisection(s: Search, cands: Candidates, amax: Mapping[str, float], pa
     def probe(k: int):
         chosen = order[:k]
         float_layers = [n for n in pays if n not in chosen]
-        acc, _ = s.ev.score(amax, chosen)
+        acc, written = s.ev.score(amax, chosen)
         kept = tuple(kept_latency) + tuple(
             (n, f"kept in high precision for accuracy (INT8 here costs {cost.get(n, 0.0):.4f} of the target "
                 f"measure alone; rank {rank[n] + 1} of {len(order)} by gain per cost)") for n in float_layers)
-        c = cands.add(f"INT8 in the {k} layers most worth it", chosen, kept, acc)
+        c = cands.add(f"INT8 in the {k} layers most worth it", *as_written(chosen, written, kept), acc)
         return acc, c.meets_target
 
     return bisect_prefix(order, probe, full_meets)
@@ -112,8 +128,8 @@ def accuracy_search(s: Search, cands: Candidates, amax: Dict[str, float], per_me
                     kept_latency: List[Tuple[str, str]], latency: LatencyModel, max_ranked: int,
                     seconds: Dict[str, float], notes: List[str]) -> None:
     """Candidates between all-paying-layers and FP16: costs alone, per-tensor ranges, prefix bisection."""
-    base, _ = s.ev.score(amax, pays)
-    c_pays = cands.add("INT8 where it pays", pays, tuple(kept_latency), base)
+    base, written = s.ev.score(amax, pays)
+    c_pays = cands.add("INT8 where it pays", *as_written(pays, written, kept_latency), base)
     if c_pays.meets_target:
         notes.append("every layer where INT8 pays keeps the target: no layer was ranked by accuracy cost")
         return

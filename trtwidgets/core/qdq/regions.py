@@ -285,7 +285,15 @@ def _join_region(f: _Finder, node: onnx.NodeProto):
     if members is None or not any(f.by_key[k].op_type in WEIGHTED_OPS for k in members):
         return None
     kind = "residual" if node.op_type == "Add" else "gate"
-    inst, sig, ops = f.instance(node, members, [node.output[0]], (node_label(node),))
+    end = node.output[0]
+    if kind == "residual":  # an activation after the add (ResNet's ReLU) is the block's, fused with it
+        end = epilogue_end(f.index, end, set())
+        t = node.output[0]
+        while t != end:
+            nxt = f.index.consumers[t][0]
+            members.add(node_key(nxt))
+            t = nxt.output[0]
+    inst, sig, ops = f.instance(node, members, [end], (node_label(node),))
     gated = kind == "residual" and any(gated_branch(f.index, t) for t in ins
                                        if fused_conv(f.index, t, {}, f.pos) is not None)
     return kind, sig, ops, inst, gated

@@ -51,6 +51,8 @@ def measure_targets(plan: Plan, top: int = MEASURE_TOP) -> List[int]:
     """
     cands = plan.candidates
     rec = plan.recommended
+    if top <= 0:
+        return []
     order = sorted((i for i, c in enumerate(cands) if c.quantized and c.meets_target),
                    key=lambda i: (i != rec, not _finite(cands[i].latency_us),
                                   cands[i].latency_us if _finite(cands[i].latency_us) else 0.0, i))

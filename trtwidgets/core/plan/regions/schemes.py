@@ -86,7 +86,7 @@ def pattern_records(proto: onnx.ModelProto, nodes: AbstractSet[str], quantized_r
     kinds : sequence of str
     shapes : mapping, optional
         Tensor -> shape at the plan's batch (real shapes); the representative instance is the one whose
-        inputs are largest, and its inputs' shapes are recorded.
+        inputs are of the median size (:func:`_representative`), and its inputs' shapes are recorded.
     """
     graph = proto.graph
     index = ConstIndex(graph)
@@ -98,11 +98,20 @@ def pattern_records(proto: onnx.ModelProto, nodes: AbstractSet[str], quantized_r
                    _concat(p, quantized_reads) if p.kind == "concat" else _branch(p, nodes))
         if len(schemes) < 2:
             continue
-        rep = max(p.instances, key=lambda i: (sum(_volume(shapes.get(t)) for t in i.inputs),
-                                              -p.instances.index(i)))
+        rep = _representative(p, shapes)
         out.append(PatternRecord(p.name, p.kind, p.description, tuple(i.anchor for i in p.instances), rep.anchor,
                                  tuple((t, tuple(shapes[t])) for t in rep.inputs if t in shapes), tuple(schemes)))
     return out
+
+
+def _representative(pattern: RegionPattern, shapes: Mapping[str, Tuple[int, ...]]):
+    """The instance whose inputs are of the median size among the pattern's (the upper median; graph order breaks
+    ties). Not the largest: on TensorRT 8.6 (H200) YOLOv8n's largest C2f bottleneck, its first (16 channels at
+    80x80), got no fused SiLU epilogue under either scheme while the wider ones did (``benchmarks/results/regions``):
+    the extremes of a pattern are the least typical of it."""
+    order = sorted(range(len(pattern.instances)),
+                   key=lambda k: (sum(_volume(shapes.get(t)) for t in pattern.instances[k].inputs), k))
+    return pattern.instances[order[len(order) // 2]]
 
 
 def _volume(shape) -> int:
