@@ -1,7 +1,11 @@
 """``trtwidgets plan measure PLAN_DIR``: build and time a plan's candidates on this GPU, and pick again.
 
 A plan made on a laptop (``trtwidgets plan ... --out PLAN_DIR``) holds every candidate
-with its estimated latency. On the GPU machine this command builds FP16, implicit INT8
+with its estimated latency. On the GPU machine this command first runs the region search
+(unless ``--no-regions``): each repeated pattern's placement schemes, scored by the planner,
+are timed on a sub-model cut out of the export, the fastest beyond the noise is chosen, and
+the candidate that combines the choices is built whole beside FP16 and the base candidate
+(plan.json's ``regions``). Then it builds FP16, implicit INT8
 (where the installed TensorRT has it) and the plan's top candidates, once per distinct
 placement (engines cached by model and placement: a second run rebuilds nothing),
 times them interleaved in at least three rounds, runs each engine on the plan's held-back
@@ -115,6 +119,10 @@ def run(args) -> int:
     # One set, as `plan` writes it: a kill leaves the earlier plan's files or the measured plan's, never a mix.
     write_plan_folder(new, exported, out, check_bytes, partial=False)
     print(new.table())
+    from ..core.plan.regions.pick import region_lines
+
+    for line in region_lines(new.regions):
+        print(line)
     print(new.reason)
     for n in new.notes:
         print(f"note: {n}")

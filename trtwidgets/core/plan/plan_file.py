@@ -400,9 +400,12 @@ def plan_fields(doc: Any, source: str = "the plan") -> Dict[str, Any]:
 
 def _regions(doc: Any, source: str, candidates: int):
     """The region search (None in a plan.json without one), checked field by field (:mod:`.regions.records`)."""
-    from .regions.records import read_regions
+    from .regions.records import RegionRecordError, read_regions
 
-    return read_regions(doc, source, candidates)
+    try:
+        return read_regions(doc, source, candidates)
+    except RegionRecordError as err:
+        raise PlanFileError(err.what, err.why, err.fix) from None
 
 
 def read_plan_file(path: Union[str, os.PathLike]) -> Tuple[Any, str]:

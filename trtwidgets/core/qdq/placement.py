@@ -13,13 +13,17 @@ and pytorch-quantization:
    layers are *not* quantized; the consumer's Q on its input does that, so
    BatchNormalization, bias and activation epilogues still fuse into the
    convolution.
-2. **Residual add.** ``Add(conv_branch, skip)`` where one branch is a Conv
+2. **Residual add** (:mod:`.residual_adds`). ``Add(conv_branch, skip)`` where one branch is a Conv
    followed only by fusible ops (BatchNormalization, a constant bias Add / scale
-   Mul, Relu) whose output feeds nothing else: quantize the *other* input (the
-   skip branch). TensorRT then fuses the add into the convolution's epilogue,
-   reading the skip input in INT8. When both branches are such convolutions the
-   one on the longer path from their lowest common ancestor is fused (as
-   modelopt does) and the shorter (the shortcut) is quantized.
+   Mul, Relu, a SiLU / HardSwish) whose output feeds nothing else: quantize the
+   *other* input (the skip branch), and TensorRT fuses the add into the
+   convolution's epilogue, reading the skip input in INT8. When both branches are
+   such convolutions the one on the longer path from their lowest common ancestor
+   is fused (as modelopt does) and the shorter (the shortcut) is quantized. When the
+   branch ends in a gated activation (SiLU, HardSwish) **both inputs** are quantized
+   instead: TensorRT 8.6 cannot keep the activation and the add in the conv, and the
+   conv then writes INT8 with its activation (YOLOv8's C2f bottlenecks, H200). A
+   placement choice per Add (:mod:`.region_choices`, a region scheme) overrides it.
 3. **Pooling, where it helps.** ``MaxPool``, ``AveragePool``,
    ``GlobalAveragePool`` and ``GlobalMaxPool`` get a Q/DQ on their input when
    every consumer of their output (looking through Reshape/Flatten/Squeeze/

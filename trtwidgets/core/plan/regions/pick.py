@@ -17,7 +17,7 @@ from ..plan_values import Candidate, PlanAccuracy
 from .records import PatternRecord, RegionSearch, SchemeResult
 from .schemes import combined_choices
 
-__all__ = ["choose_scheme", "choose_schemes", "combined_candidate", "schemes_table"]
+__all__ = ["choose_scheme", "choose_schemes", "combined_candidate", "region_lines", "schemes_table"]
 
 
 def _ok(s: SchemeResult) -> bool:
@@ -99,3 +99,18 @@ def schemes_table(search: RegionSearch) -> List[Tuple[str, ...]]:
                           f"cos {acc.cosine:.4f}" if acc is not None else "-"),
                          "chosen" if s.scheme == p.chosen else ("not buildable" if not s.buildable else "")))
     return rows
+
+
+def region_lines(search: Optional[RegionSearch]) -> List[str]:
+    """A line per pattern: its instances, the schemes' times and the choice (what the CLI prints)."""
+    if search is None:
+        return []
+    out = []
+    for p in search.patterns:
+        times = ", ".join(f"{s.scheme} {s.median_ms:.4f} ms" if math.isfinite(s.median_ms) else f"{s.scheme} -"
+                          for s in p.schemes)
+        out.append(f"region {p.name} ({p.kind}, {len(p.instances)} instances, {p.description[:60]}): {times}"
+                   + (f"; chosen {p.chosen}: {p.reason}" if p.chosen else "; not measured"))
+    if search.combined is not None:
+        out.append(f"region schemes combined: candidate {search.combined}")
+    return out

@@ -10,10 +10,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from ...common.errors import UserError
 from ..measured.measurement import Measurement
 from ..plan_values import PlanAccuracy
 
-__all__ = ["PatternRecord", "RegionSearch", "SchemeResult", "read_regions"]
+__all__ = ["PatternRecord", "RegionRecordError", "RegionSearch", "SchemeResult", "read_regions"]
 
 
 def _pairs(mapping: Mapping[str, str]) -> Tuple[Tuple[str, str], ...]:
@@ -181,16 +182,18 @@ class RegionSearch:
 # ---------------------------------------------------------------------------- reading plan.json
 
 
+class RegionRecordError(UserError):
+    """plan.json's ``regions`` is not what the planner writes (:mod:`..plan_file` reports it as a PlanFileError)."""
+
+
 class _Read:
     def __init__(self, source: str):
         self.source = source
 
     def need(self, ok: bool, at: str, value: Any, should: str) -> None:
         if not ok:
-            from ..plan_file import PlanFileError
-
             shown = repr(value)
-            raise PlanFileError(f"{self.source}: {at} is {shown if len(shown) <= 80 else shown[:77] + '...'}, "
+            raise RegionRecordError(f"{self.source}: {at} is {shown if len(shown) <= 80 else shown[:77] + '...'}, "
                                 f"not {should}.", "regions is the plan's region search, read back as it was written.",
                                 f"Restore {at} as the planner wrote it, or remove 'regions' (the plan is then "
                                 "measured without a region search).")
@@ -253,7 +256,7 @@ def read_regions(doc: Any, source: str = "the plan", candidates: int = 0) -> Opt
 
     Raises
     ------
-    PlanFileError
+    RegionRecordError
         Naming the first field that is not what the planner writes.
     """
     if not doc:
