@@ -24,6 +24,7 @@ import re
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple, Union
 
+from ..core.common.errors import UserError
 from ..core.plan.measured.measurement import QDQ, Measurement
 from ..core.plan.plan_artifact import Plan
 from ..core.plan.regions.pick import choose_schemes, combined_candidate
@@ -80,8 +81,12 @@ def region_jobs(plan: Plan, model_path: str, work: Union[str, os.PathLike]
             if inst is None or any(t not in shapes for t in inst.inputs):
                 skipped[(rec.name, s.scheme)] = "the representative's inputs have no recorded shape"
                 continue
-            ex = build_qdq(proto, QdqSpec(amax, opts, nodes=base - set(s.float_layers), choices=dict(s.choices)))
-            sub = cut_region(ex.model, inst.nodes, inst.inputs, inst.outputs, shapes, name=rec.name)
+            try:
+                ex = build_qdq(proto, QdqSpec(amax, opts, nodes=base - set(s.float_layers), choices=dict(s.choices)))
+                sub = cut_region(ex.model, inst.nodes, inst.inputs, inst.outputs, shapes, name=rec.name)
+            except UserError as err:  # one scheme that cannot be written or cut is reported, the others go on
+                skipped[(rec.name, s.scheme)] = err.what
+                continue
             if float_output_siblings(sub):
                 skipped[(rec.name, s.scheme)] = "its sub-model has sibling INT8 convs writing float (rule 12)"
                 continue

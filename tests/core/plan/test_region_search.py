@@ -172,3 +172,18 @@ def test_a_candidate_lists_the_layers_its_written_model_runs_in_int8():
     quantized, kept = as_written(chosen, written, [("s0_next", "kept for accuracy")])
     assert quantized == ("c0",)
     assert kept == (("s0_next", "kept for accuracy"), ("s0", WRITTEN_FLOAT), ("s1", WRITTEN_FLOAT))
+
+
+def test_a_scheme_the_export_refuses_is_not_timed_and_says_why(planned, tmp_path):
+    plan, path = planned
+    res = next(p for p in plan.regions.patterns if p.kind == "residual")
+    bad = dataclasses.replace(res.scheme("skip"), choices=(("no/such/Add", "skip"),))
+    edited = dataclasses.replace(res, schemes=(res.schemes[0], bad))
+    regions = dataclasses.replace(plan.regions, patterns=(edited,))
+    log: list = []
+    new = measure_plan(dataclasses.replace(plan, regions=regions), str(path), work_dir=tmp_path / "w",
+                       cache_dir=tmp_path / "c", implicit=False, top=0, progress=False, measure_fn=_fake(" skip", log))
+    (pattern,) = new.regions.patterns
+    assert [n for n, _ in log[0]] == [f"{res.name} both"]
+    assert pattern.scheme("skip").timing is None and "no node for" in pattern.scheme("skip").note
+    assert pattern.chosen == "both" and "not offered" in pattern.reason

@@ -16,6 +16,7 @@ from typing import AbstractSet, List, Optional, Sequence
 
 import onnx
 
+from ...common.errors import UserError
 from ..judge import Judge
 from ..plan_artifact import Plan
 from .records import PatternRecord, RegionSearch, SchemeResult
@@ -144,7 +145,11 @@ def _scored(proto: onnx.ModelProto, plan: Plan, nodes: AbstractSet[str], records
                 schemes.append(dataclasses.replace(s, accuracy=base_cand.accuracy, meets_target=base_cand.meets_target,
                                                    note="the base candidate's own placement"))
                 continue
-            ex, ok, note = scheme_export(build, nodes, s, base_rule12)
+            try:
+                ex, ok, note = scheme_export(build, nodes, s, base_rule12)
+            except UserError as err:  # a choice this model's export cannot apply (a label its opset copy renamed)
+                schemes.append(dataclasses.replace(s, buildable=False, note=f"the export refused it: {err.what}"))
+                continue
             acc = ev.score_model(ex.model) if ok else None
             meets = judge.meets(acc) if (judge is not None and acc is not None) else None
             schemes.append(dataclasses.replace(s, accuracy=acc, meets_target=meets, buildable=ok, note=note))
