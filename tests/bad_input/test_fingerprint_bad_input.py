@@ -223,6 +223,8 @@ def make_shelf(bad):
         "measurement_rounds_text": dict(doc, measured={"status": "measured", "pick": None, "measurements": [
             {"name": "fp16", "kind": "fp16", "round_ms": ["fast"]}]}),
         "held_back_names_text": dict(doc, held_back={"source": "random split", "held_back": "s0.npy"}),
+        "regions_choice_unknown": dict(doc, regions={"base": 0, "patterns": [{
+            "name": "residual:x", "kind": "residual", "schemes": [{"scheme": "skip", "choices": {"Add@1": "sideways"}}]}]}),
         "fp16_scales_too_large": dict(doc, high_precision="fp16", options=dict(doc["options"], high_precision="fp16",
                                                                                trt_version="10.16"),
                                       ranges=dict(doc["ranges"], amax=dict(doc["ranges"]["amax"], **{first: 1e8}))),
@@ -438,6 +440,7 @@ API_CASES = [
     ("load-plan-measured-status", _load_plan("measured_status_text"), "measured.status is 'done'"),
     ("load-plan-measurement-rounds", _load_plan("measurement_rounds_text"), "measured.measurements[0].round_ms"),
     ("load-plan-held-back-names", _load_plan("held_back_names_text"), "held_back.held_back is 's0.npy'"),
+    ("load-plan-region-choice", _load_plan("regions_choice_unknown"), "regions.patterns[0].schemes[0].choices"),
     ("export-qdq-stats-of-another-model", _export_qdq_stats("other_stats.npz"), "covers 1 of the 253"),
     ("export-qdq-stats-of-other-inputs", _export_qdq_stats("two_input_stats.npz"), "this model's are 'x'"),
     ("export-qdq-override-nan", _export_with_override(math.nan), "NaN is not a range"),
