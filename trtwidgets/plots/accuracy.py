@@ -68,7 +68,9 @@ class LayerErrorDisplay:
         """The plotly figure (a ``go.FigureWidget`` when ``widget``); one bar trace per op type."""
         import plotly.graph_objects as go
 
-        fig = go.FigureWidget() if widget else go.Figure()
+        from .live_figure import live_figure
+
+        fig = go.Figure()
         ops = list(dict.fromkeys(self.op_types))
         # Reverse so that the largest growth is at the top of a horizontal bar chart.
         order = list(range(len(self.layers)))[::-1]
@@ -93,7 +95,7 @@ class LayerErrorDisplay:
             height=max(260, 22 * len(self.layers) + 120), margin=dict(l=10, r=20, t=50, b=40),
             legend=dict(title="op type"),
         )
-        return fig
+        return live_figure(fig) if widget else fig
 
 
 def layer_error_bar(report, top: int = 25):
@@ -135,7 +137,9 @@ class SweepDisplay:
     def figure(self, widget: bool = False):
         import plotly.graph_objects as go
 
-        fig = go.FigureWidget() if widget else go.Figure()
+        from .live_figure import live_figure
+
+        fig = go.Figure()
         snr = [None if not math.isfinite(v) else v for v in self.worst_snr_db]
         ms = [None if not math.isfinite(v) else v for v in self.median_ms]
         fig.add_trace(go.Scatter(x=list(self.n), y=snr, name="worst output SNR (dB)", mode="lines+markers",
@@ -148,4 +152,4 @@ class SweepDisplay:
                           yaxis_title="worst output SNR (dB)",
                           yaxis2=dict(title="median latency (ms)", overlaying="y", side="right"),
                           height=320, margin=dict(l=50, r=60, t=50, b=40), legend=dict(orientation="h", y=-0.25))
-        return fig
+        return live_figure(fig) if widget else fig

@@ -208,6 +208,8 @@ class TensorHistogramDisplay:
         """A new plotly figure (``go.FigureWidget`` when ``widget`` is true)."""
         import plotly.graph_objects as go
 
+        from .live_figure import live_figure
+
         fig = go.Figure()
         fig.add_bar(name="|x| count", marker=dict(color="#7f7f7f", line=dict(width=0)),
                     hovertemplate="|x| %{x:.4g}<br>count %{y:,}<extra></extra>")
@@ -219,7 +221,7 @@ class TensorHistogramDisplay:
                           title=dict(font=dict(size=13)))
         self.update(fig)
         # a FigureWidget made from the finished figure starts with all of it in its initial state
-        return go.FigureWidget(fig) if widget else fig
+        return live_figure(fig) if widget else fig
 
     def plot(self, height: int = 440):
         """A live ``go.FigureWidget`` (the object to keep and :meth:`update`)."""

@@ -94,6 +94,8 @@ class Int8GridDisplay:
     def figure(self, widget: bool = False, height: int = 520):
         """A new two-row plotly figure (``go.FigureWidget`` when ``widget`` is true)."""
         import plotly.graph_objects as go
+
+        from .live_figure import live_figure
         from plotly.subplots import make_subplots
 
         base = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.62, 0.38], vertical_spacing=0.06)
@@ -112,7 +114,7 @@ class Int8GridDisplay:
         fig.update_xaxes(title_text="|x|", row=2, col=1)
         self.update(fig)
         # a FigureWidget made from the finished figure starts with all of it in its initial state
-        return go.FigureWidget(fig) if widget else fig
+        return live_figure(fig) if widget else fig
 
     def plot(self, height: int = 520):
         return self.figure(widget=True, height=height)

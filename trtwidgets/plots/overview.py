@@ -71,6 +71,8 @@ class TensorOverviewDisplay:
         """A new plotly figure (``go.FigureWidget`` when ``widget`` is true)."""
         import plotly.graph_objects as go
 
+        from .live_figure import live_figure
+
         fig = go.Figure()
         if self.kind == "bar":
             fig.add_bar(orientation="h", name="tensors", marker=dict(color="#1f77b4"))
@@ -90,7 +92,7 @@ class TensorOverviewDisplay:
                           clickmode="event")
         self.update(fig)
         # a FigureWidget made from the finished figure starts with all of it in its initial state
-        return go.FigureWidget(fig) if widget else fig
+        return live_figure(fig) if widget else fig
 
     def plot(self, height: Optional[int] = None):
         """A live ``go.FigureWidget``."""

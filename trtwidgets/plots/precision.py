@@ -70,6 +70,8 @@ class PrecisionBarDisplay:
         """The plotly figure (a ``go.FigureWidget`` when ``widget``)."""
         import plotly.graph_objects as go
 
+        from .live_figure import live_figure
+
         single = len(self.builds) == 1
         fig = go.Figure()
         for b, build in enumerate(self.builds):
@@ -93,7 +95,7 @@ class PrecisionBarDisplay:
         fig.update_layout(**layout)
         # A FigureWidget made from the finished figure: one built empty and filled trace by trace
         # kept plotly's default bar colour in the browser.
-        return go.FigureWidget(fig) if widget else fig
+        return live_figure(fig) if widget else fig
 
 
 def precision_bar(table, build: str = "engine", widget: bool = False):

@@ -140,9 +140,9 @@ class PlanStep(widgets.VBox):
         self.table.value = f"<pre>{html.escape(result.table())}</pre>"
         self.chart = PlanParetoDisplay.from_plan(result).figure()
         try:
-            import plotly.graph_objects as go
+            from ..plots.live_figure import live_figure
 
-            self.chart = go.FigureWidget(self.chart)
+            self.chart = live_figure(self.chart)
             self.chart.data[0].on_click(self._on_click)
         except Exception:  # noqa: BLE001 - no widget backend (plain figure still renders)
             pass
