@@ -17,6 +17,7 @@ The steps of a notebook, flat and in order::
     table = tw.layers(result)                      # layer precisions, why not INT8 (also tw.inspect)
     tw.compare({"fp16": "a/", "int8": "b/"})        # layers of two builds side by side
     tw.App(model_path="model.onnx", data="samples/")
+    tw.share("analysis.ipynb", "analysis.html")    # an executed notebook as one page that opens offline
 
 The package is layered (see DESIGN.md): ``trtwidgets.core`` is pure computation,
 ``trtwidgets.trt`` is the only package that imports TensorRT, ``trtwidgets.plots``
@@ -51,6 +52,7 @@ if TYPE_CHECKING:  # what _LAZY resolves to, for editors and type checkers (neve
     from trtwidgets.core.calibrate.step import calibrate as calibrate
     from trtwidgets.core.calibration.calibration import Calibration as Calibration
     from trtwidgets.core.recipe.recipe import Recipe as Recipe
+    from trtwidgets.plots.share import share as share
     from trtwidgets.trt.build import build as build
     from trtwidgets.widgets.app import App as App
 
@@ -74,6 +76,7 @@ _LAZY: Dict[str, Tuple[str, str]] = {
     "QdqOptions": ("trtwidgets.core.qdq.options", "QdqOptions"),
     "PlanTarget": ("trtwidgets.core.plan.plan_values", "PlanTarget"),
     "Plan": ("trtwidgets.core.plan.plan_artifact", "Plan"),
+    "share": ("trtwidgets.plots.share", "share"),
 }
 
 __all__ = list(_LAZY)
