@@ -6,7 +6,7 @@ calibrate (collect activation statistics), plan where INT8 pays, build (or load
 a saved build when TensorRT is absent), inspect the engine's layer precisions,
 and explore the calibration histograms. Sensible defaults are filled in at every
 step (FP16+INT8, the toolkit's entropy calibration, profiles at the shapes of
-the calibration data, the bundled crops for the bundled demo), so pressing
+the calibration data, the labelled text lines for the bundled demo), so pressing
 through the steps goes from a model path to a layer table and histograms.
 
 Each tab is a step widget that owns its controls and handlers and talks to the
@@ -332,7 +332,7 @@ class App(widgets.VBox):
         self.calibrate_step.render_data()  # the previous model's data shapes are gone
 
     def _default_recipe(self):
-        """FP16+INT8 with the toolkit's entropy ranges, and the bundled crops for the bundled demo."""
+        """FP16+INT8 with the toolkit's entropy ranges, and the labelled text lines for the bundled demo."""
         import dataclasses
 
         from ..core.calibrate.step import calibration_source

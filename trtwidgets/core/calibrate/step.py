@@ -104,7 +104,7 @@ def calibration_source(recipe: Any, model, data: Any = None):
     """``(source, description)``: the data to calibrate ``model`` on.
 
     ``data`` wins; then the recipe's ``calibration_data``; then, for the bundled
-    demo model only, its bundled crops.
+    demo model only, the calibration part of its labelled text lines.
 
     Raises
     ------
@@ -124,7 +124,7 @@ def calibration_source(recipe: Any, model, data: Any = None):
     from ... import demo
 
     if model is not None and is_demo_model(model, demo.MODEL_PATH):
-        return spec_for("demo"), "the bundled demo crops"
+        return spec_for("demo"), "the demo's labelled text lines (calibration part)"
     raise CalibrationDataError(
         "There is no calibration data for this model.",
         "Calibration runs the model over representative inputs; the recipe names none.",
