@@ -2,28 +2,32 @@
 
 Notebooks run on a copy in a temporary directory (the committed ones never get
 outputs), with the kernel of the Python running the tests, so the package under
-test is the one the kernel imports. The notebooks check their own prose: every number
-their text quotes is computed in a cell (Markdown built from values) or asserted, so a
-claim the outputs contradict is an error output here. Executed, each is exported with
-nbconvert's HTML exporter, and every Plotly figure must be drawn in that HTML.
+test is the one the kernel imports; each runs once per test session
+(tests/notebooks/executed.py), and the browser test of the shared pages reads the
+same run. The notebooks check their own prose: every number their text quotes is
+computed in a cell (Markdown built from values) or asserted, so a claim the outputs
+contradict is an error output here. Executed, each is exported with nbconvert's HTML
+exporter (every Plotly figure drawn) and with ``tw.share``: both pages at most
+:data:`MAX_PAGE_BYTES`, with plotly.js at most once, and no widget state holds plotly.js.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import shutil
 import sys
 
 import pytest
 
 from tests.conftest import ROOT
+from tests.notebooks.executed import CELL_TIMEOUT, executed, written
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-CELL_TIMEOUT = 600
+#: A page that can be mailed and hosted without warnings (issue 31: the quickstart's export was 57.8 MB).
+MAX_PAGE_BYTES = 8_000_000
 
 
 @pytest.fixture
@@ -47,17 +51,11 @@ def test_there_are_notebooks():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_notebook_runs(path, tmp_path, kernel_name):
+def test_notebook_runs(path, tmp_path):
     pytest.importorskip("ipykernel")
-    work = tmp_path / path.name
-    shutil.copy(path, work)
-    nb = nbformat.read(str(work), as_version=4)
+    nb = executed(path)
     tagged = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
     assert len(tagged) <= 1, "at most one cell tagged 'parameters' (papermill)"
-    client = nbclient.NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name=kernel_name,
-                                     resources={"metadata": {"path": str(tmp_path)}}, allow_errors=True,
-                                     shutdown_kernel="immediate")  # a graceful shutdown once hung for minutes
-    client.execute()
     errors = []
     for i, cell in enumerate(nb.cells):
         for out in cell.get("outputs", []):
@@ -68,6 +66,7 @@ def test_notebook_runs(path, tmp_path, kernel_name):
     assert not errors, "\n".join(errors)
     assert all(c.get("execution_count") for c in nb.cells if c.cell_type == "code"), "a code cell did not run"
     assert_figures_in_html(nb)
+    assert_shares(written(path, tmp_path), tmp_path / f"{path.stem}.html")
 
 
 def plotly_outputs(nb) -> list:
@@ -76,12 +75,27 @@ def plotly_outputs(nb) -> list:
             if "application/vnd.plotly.v1+json" in out.get("data", {})]
 
 
+def plotly_js_copies(text: str) -> int:
+    """How many copies of plotly.js ``text`` holds (plotly.min.js and the FigureWidget bundle each hold the mark once)."""
+    from trtwidgets.plots.share import PLOTLY_JS_MARK
+
+    return text.count(PLOTLY_JS_MARK)
+
+
 def assert_figures_in_html(nb) -> None:
-    """Every Plotly figure of the executed notebook is drawn by its nbconvert HTML, with plotly.js inlined once."""
+    """Every Plotly figure of the executed notebook is drawn by its nbconvert HTML, with plotly.js inlined once.
+
+    The export is small enough to mail, and no widget's saved state carries plotly.js (a FigureWidget's
+    front-end module is fetched from the kernel, not stored).
+    """
     import nbconvert  # a test dependency: the bar must not be skipped silently
 
+    state = json.dumps(nb.metadata.get("widgets", {}))
+    assert plotly_js_copies(state) == 0, f"the saved widget state holds {plotly_js_copies(state)} copies of plotly.js"
     figures = plotly_outputs(nb)
     html, _ = nbconvert.HTMLExporter().from_notebook_node(nb)
+    assert len(html.encode()) <= MAX_PAGE_BYTES, f"nbconvert's page is {len(html.encode()) / 1e6:.1f} MB"
+    assert plotly_js_copies(html) <= 1, f"nbconvert's page holds {plotly_js_copies(html)} copies of plotly.js"
     drawn = len(re.findall(r'class="plotly-graph-div"', html))
     assert drawn == len(figures), f"{len(figures)} Plotly figures, {drawn} drawn in the exported HTML"
     if figures:
@@ -89,6 +103,28 @@ def assert_figures_in_html(nb) -> None:
         assert len(re.findall(r"\* plotly\.js v\d", html)) == 1, "plotly.js is embedded once"
         # plotly.js itself names cdn.plot.ly (its topojson default); what must not be there is loading it from there.
         assert not re.search(r"""(src=|import )["']https://cdn\.plot\.ly""", html), "plotly.js loaded from a CDN"
+
+
+def widget_views(nb) -> int:
+    return sum(1 for cell in nb.cells if cell.cell_type == "code" for out in cell.get("outputs", [])
+               if "application/vnd.jupyter.widget-view+json" in out.get("data", {}))
+
+
+def assert_shares(notebook, page) -> None:
+    """``tw.share`` writes the executed notebook as one page: small, plotly.js once, nothing from the network."""
+    import nbformat as nbf
+
+    import trtwidgets as tw
+
+    nb = nbf.read(str(notebook), as_version=4)
+    shared = tw.share(notebook, page)
+    text = page.read_text(encoding="utf-8")
+    assert shared.size == len(text.encode()) <= MAX_PAGE_BYTES, f"{notebook.name}: shared page {shared}"
+    assert plotly_js_copies(text) == (1 if shared.figures else 0), f"{notebook.name}: plotly.js is not there once"
+    assert shared.figures >= len(plotly_outputs(nb)) and shared.widgets == widget_views(nb), str(shared)
+    # Nothing is fetched: no script or style from a URL, no widget manager, no MathJax.
+    assert not re.search(r"""<(?:script|link)[^>]+(?:src|href)=["']?(?:https?:)?//""", text), "the page loads a URL"
+    assert "application/vnd.jupyter.widget-state+json" not in text and shared.notes == (), shared.notes
 
 
 def test_figures_without_an_html_fallback_are_not_drawn_in_html():
@@ -100,6 +136,18 @@ def test_figures_without_an_html_fallback_are_not_drawn_in_html():
     cell = nbformat_.v4.new_code_cell("fig", outputs=[bare])
     with pytest.raises(AssertionError, match="1 Plotly figures, 0 drawn"):
         assert_figures_in_html(nbformat_.v4.new_notebook(cells=[cell]))
+
+
+def test_a_widget_state_holding_plotly_js_fails_the_check():
+    """What go.FigureWidget did: its whole front-end bundle (plotly.js inside) saved as the model's _esm."""
+    from trtwidgets.plots.share import PLOTLY_JS_MARK
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"version_major": 2, "version_minor": 0,
+        "state": {"a": {"model_name": "AnyModel", "model_module": "anywidget", "model_module_version": "*",
+                        "state": {"_esm": f"/* plotly.js */ throw new Error('{PLOTLY_JS_MARK} x')"}}}}}
+    with pytest.raises(AssertionError, match="widget state holds 1 copies"):
+        assert_figures_in_html(nb)
 
 
 def test_the_shareable_renderer_gives_every_figure_an_html_fallback_with_plotly_js_once():

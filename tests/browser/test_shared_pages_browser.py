@@ -1,0 +1,103 @@
+"""Each executed notebook, shared with ``tw.share``, opened in Chromium with the network cut (issue 31).
+
+What a colleague sees on a plane: every request that is not a local file is aborted,
+and the page must still show every widget's content (no blank widget area), draw every
+figure (an SVG in every Plotly div), render its formulas (MathML, no raw ``$...$``) and
+its Markdown tables, and ask for nothing from the network at all. The notebooks are
+executed once per test session (tests/notebooks/executed.py), shared with the notebook
+tests. A page of the same notebook exported by plain nbconvert fails these checks
+(blank widgets, raw TeX, a broken table): ``test_the_checks_see_a_page_that_needs_the_network``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.browser.jupyter_page import CHROMIUM, CHROMIUM_ARGS
+from tests.conftest import ROOT, require_or_skip
+from tests.notebooks.executed import written
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+#: What a reader would see as broken, counted in the page.
+_COUNT = """() => {
+  const widgets = [...document.querySelectorAll('.trtw-static-widget')];
+  const figures = [...document.querySelectorAll('.plotly-graph-div')];
+  const markdown = [...document.querySelectorAll('.jp-MarkdownOutput')];
+  return {
+    widgets: widgets.length,
+    blank_widgets: widgets.filter(w => !w.innerText.trim() && !w.querySelector('svg, img, canvas')).length,
+    figures: figures.length,
+    undrawn_figures: figures.filter(f => !f.querySelector('svg.main-svg')).length,
+    widget_manager_views: document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length,
+    raw_tex: markdown.filter(m => /\\$[^$\\s][^$]*\\$/.test(m.innerText)).length,
+    raw_tables: markdown.filter(m => [...m.querySelectorAll('p')].some(p => /^\\s*\\|.*\\|\\s*$/m.test(p.innerText))).length,
+    math: document.querySelectorAll('math').length,
+  };
+}"""
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        require_or_skip("TRTWIDGETS_REQUIRE_BROWSER", f"{CHROMIUM} is not installed (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        require_or_skip("TRTWIDGETS_REQUIRE_BROWSER", "playwright is not installed (pip install playwright)")
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def open_offline(browser, page_path: Path):
+    """The counts of :data:`_COUNT` for the page opened with every non-file request aborted, and those requests."""
+    page = browser.new_page(viewport={"width": 1300, "height": 900})
+    asked, errors = [], []
+
+    def route(r):
+        if r.request.url.startswith("file:"):
+            r.continue_()
+        else:
+            asked.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    page.on("pageerror", lambda e: errors.append(str(e)[:300]))
+    try:
+        page.goto(page_path.as_uri(), wait_until="load", timeout=180_000)
+        page.wait_for_timeout(1500)  # figures are drawn by scripts after load
+        return page.evaluate(_COUNT), asked, errors
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_the_shared_page_shows_everything_offline(path, tmp_path, browser):
+    pytest.importorskip("ipykernel")
+    import trtwidgets as tw
+
+    shared = tw.share(written(path, tmp_path), tmp_path / f"{path.stem}.html")
+    seen, asked, errors = open_offline(browser, shared.path)
+    assert asked == [], f"the page asked the network for {asked[:3]}"
+    assert errors == [], errors
+    assert seen["blank_widgets"] == 0 and seen["undrawn_figures"] == 0, seen
+    assert seen["widgets"] == shared.widgets and seen["figures"] == shared.figures, (seen, str(shared))
+    assert seen["raw_tex"] == 0 and seen["raw_tables"] == 0 and seen["widget_manager_views"] == 0, seen
+
+
+def test_the_checks_see_a_page_that_needs_the_network(tmp_path, browser):
+    """nbconvert's own page of the calibration notebook: widgets need a CDN's manager, formulas MathJax."""
+    import nbconvert
+
+    notebook = written(ROOT / "notebooks" / "02_how_calibration_works.ipynb", tmp_path)
+    plain = tmp_path / "plain.html"
+    plain.write_text(nbconvert.HTMLExporter().from_filename(str(notebook))[0], encoding="utf-8")
+    seen, asked, _ = open_offline(browser, plain)
+    assert asked, "nbconvert's page asks for require.js, the widget manager and MathJax"
+    assert seen["widget_manager_views"] >= 1 and seen["raw_tex"] >= 1 and seen["raw_tables"] >= 1, seen
