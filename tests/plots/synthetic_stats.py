@@ -67,3 +67,10 @@ def arr(v) -> np.ndarray:
         out = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
         return out.reshape(v["shape"]) if "shape" in v and isinstance(v["shape"], (list, tuple)) else out
     return np.asarray(v)
+
+
+def bar_x(bar) -> np.ndarray:
+    """The bin centres of a bar trace from ``fig.to_dict()``: its ``x``, or what ``x0`` and ``dx`` build."""
+    if bar.get("x") is not None:
+        return arr(bar["x"])
+    return bar["x0"] + bar["dx"] * np.arange(len(arr(bar["y"])))

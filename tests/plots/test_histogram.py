@@ -6,7 +6,7 @@ import pytest
 from trtwidgets.core.common.errors import StatsError
 from trtwidgets.core.calibration.ranges import compute_amax, evaluate_amax
 from trtwidgets.plots.histogram import TensorHistogramDisplay
-from tests.plots.synthetic_stats import activation_stats, arr, gaussian_with_outliers
+from tests.plots.synthetic_stats import activation_stats, arr, bar_x, gaussian_with_outliers
 
 
 def _vlines(fig_dict):
@@ -40,7 +40,8 @@ def test_histogram_trace_is_the_stats_histogram(t):
     assert bar["type"] == "bar"
     assert np.array_equal(arr(bar["y"]), t.hist)
     edges = np.linspace(0, t.hist_max, len(t.hist) + 1)
-    assert np.allclose(arr(bar["x"]), (edges[:-1] + edges[1:]) / 2)
+    assert np.allclose(bar_x(bar), (edges[:-1] + edges[1:]) / 2)
+    assert "x" not in bar and arr(bar["y"]).dtype == np.float32  # a quarter of x + float64 y
     assert fig["layout"]["yaxis"]["type"] == "log"
 
 
@@ -129,4 +130,13 @@ def test_all_zero_tensor_draws():
     t = tensor_stats("zeros", np.zeros(100))
     fig = TensorHistogramDisplay.from_stats(t).figure().to_dict()
     assert arr(fig["data"][0]["y"])[0] == 100
-    assert arr(fig["data"][0]["x"])[0] > 0
+    assert bar_x(fig["data"][0])[0] > 0
+
+
+def test_bar_values_are_float32_only_where_that_is_exact():
+    from trtwidgets.plots.bins import compact
+
+    assert compact([0, 3, 2 ** 24 - 1]).dtype == np.float32
+    big = compact([1, 2 ** 24 + 1])  # a count float32 would round to 2**24
+    assert big.dtype == np.float64 and big[1] == 2 ** 24 + 1
+    assert compact([0.5, 1e-9]).dtype == np.float32  # errors on a log axis: display precision

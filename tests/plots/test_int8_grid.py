@@ -5,7 +5,7 @@ import pytest
 
 from trtwidgets.core.calibration.ranges import compute_amax
 from trtwidgets.plots.int8_grid import Int8GridDisplay
-from tests.plots.synthetic_stats import activation_stats, arr, gaussian_with_outliers
+from tests.plots.synthetic_stats import activation_stats, arr, bar_x, gaussian_with_outliers
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +38,7 @@ def test_error_panels_split_rounding_and_clipping(t):
     amax = compute_amax(t, "entropy")
     fig = Int8GridDisplay.from_stats(t, amax).figure().to_dict()
     hist, rnd, clip = fig["data"]
-    centers = arr(hist["x"])
+    centers = bar_x(hist)
     assert np.array_equal(arr(hist["y"]), t.hist)
     r, c = arr(rnd["y"]), arr(clip["y"])
     assert (c[centers < amax - t.hist_max / 2048] == 0).all()      # nothing is clipped below amax

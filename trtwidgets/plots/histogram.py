@@ -233,16 +233,14 @@ class TensorHistogramDisplay:
         Only data and shapes change, in one batch, so a FigureWidget sends one
         message to the browser and keeps its zoom-independent settings.
         """
+        from .bins import set_uniform_bars
+
         counts = self.counts
         positive = counts[counts > 0]
         top = float(positive.max()) if positive.size else 1.0
-        width = float(self.edges[1] - self.edges[0]) if len(self.edges) > 1 else 1.0
         lines = [ln for ln in self.lines if math.isfinite(ln.amax)]
         with fig.batch_update():
-            bar = fig.data[0]
-            bar.x = self.centers
-            bar.y = counts
-            bar.width = width
+            set_uniform_bars(fig.data[0], self.edges, counts)
             marks = fig.data[1]
             marks.x = [ln.amax for ln in lines]
             marks.y = [top] * len(lines)

@@ -121,8 +121,8 @@ class Int8GridDisplay:
 
     def update(self, fig) -> None:
         """Redraw ``fig`` (made by :meth:`figure`) in place."""
-        centers = 0.5 * (self.edges[:-1] + self.edges[1:])
-        width = float(self.edges[1] - self.edges[0]) if len(self.edges) > 1 else 1.0
+        from .bins import set_uniform_bars
+
         x_max = max(float(self.edges[-1]), self.amax) * 1.03
         shapes = [dict(type="rect", xref="x", yref="y domain", x0=self.amax, x1=x_max, y0=0, y1=1,
                        fillcolor=_CLIP_FILL, line=dict(width=0), layer="below",
@@ -131,9 +131,7 @@ class Int8GridDisplay:
                         line=dict(color=_GRID_COLOR, width=1)) for v in self.levels]
         with fig.batch_update():
             for trace, y in zip(fig.data, (self.counts, self.split.rounding, self.split.clipping)):
-                trace.x = centers
-                trace.y = y
-                trace.width = width
+                set_uniform_bars(trace, self.edges, y)
             fig.layout.shapes = shapes
             fig.layout.xaxis.range = [0.0, x_max]
             fig.layout.title.text = self.title
