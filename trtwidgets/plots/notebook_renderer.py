@@ -31,9 +31,10 @@ def shareable_figures() -> str:
 
     Notes
     -----
-    ``FigureWidget`` outputs are widget views: exported without widget state they are
-    blank. Notebooks meant to be shared show plain figures, and the App writes its
-    own state with ``App.save_html``.
+    ``FigureWidget`` outputs are widget views: nbconvert's page needs a widget manager
+    from a CDN to draw them. :func:`trtwidgets.plots.share.share` (``tw.share``) writes
+    an executed notebook as a page that draws them (and every other widget) from the
+    saved state, offline; the App writes its own state with ``App.save_html``.
     """
     import plotly.io as pio
 
