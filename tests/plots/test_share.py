@@ -152,3 +152,24 @@ def test_a_live_figure_keeps_plotly_js_out_of_its_state_and_sends_it_on_request(
     fig._handle_custom_msg({"type": BUNDLE_REQUEST}, [])
     (content, buffers), = sent
     assert content == {"type": BUNDLE_REPLY} and PLOTLY_JS_MARK.encode() in buffers[0]
+
+
+def test_a_live_figure_keeps_its_saved_state_current():
+    """Plotly sends changes as deltas and leaves _widget_data as it was made: a view drawn late, and tw.share,
+    would show the first figure. The live figure's state follows every change."""
+    import plotly.graph_objects as go
+
+    from trtwidgets.plots.live_figure import live_figure
+
+    fig = live_figure(go.Figure(go.Bar(y=[1, 2])))
+    with fig.batch_update():
+        fig.data[0].y = [5, 6, 7]
+        fig.layout.title.text = "now"
+    fig.add_scatter(y=[1])
+    state = fig.get_state()
+    assert list(state["_widget_data"][0]["y"]) == [5, 6, 7] and len(state["_widget_data"]) == 2
+    assert state["_widget_layout"]["title"]["text"] == "now"
+    plain = go.FigureWidget(go.Figure(go.Bar(y=[1, 2])))
+    with plain.batch_update():
+        plain.data[0].y = [5, 6, 7]
+    assert list(plain.get_state()["_widget_data"][0]["y"]) == [1, 2]  # what plotly alone would have saved

@@ -17,6 +17,7 @@ once per page.
 from __future__ import annotations
 
 import functools
+from copy import deepcopy
 from pathlib import Path
 
 # Imported only where a live figure is made (the Display classes import this module inside figure()).
@@ -36,38 +37,38 @@ _LOADER_JS = """
 const KEY = "__trtwidgets_plotly_bundle__";
 function bundle(model, version) {
   const cache = (globalThis[KEY] = globalThis[KEY] || {});
-  if (!cache[version]) {
-    cache[version] = new Promise((resolve, reject) => {
-      const onMessage = (msg, buffers) => {
-        if (!msg || msg.type !== "%(reply)s") return;
-        model.off("msg:custom", onMessage);
+  if (cache[version]) return cache[version];
+  // Each model asks with its own listener until the module is in: the kernel answers the model that asked.
+  return new Promise((resolve, reject) => {
+    const onMessage = (msg, buffers) => {
+      if (!msg || msg.type !== "%(reply)s") return;
+      model.off("msg:custom", onMessage);
+      if (!cache[version]) {
         const url = URL.createObjectURL(new Blob([buffers[0]], { type: "text/javascript" }));
-        import(url).then(resolve, reject);
-      };
-      model.on("msg:custom", onMessage);
-      model.send({ type: "%(request)s" });
-    });
-    cache[version].catch(() => { delete cache[version]; });
-  }
-  return cache[version];
+        cache[version] = import(url);
+        cache[version].catch(() => { delete cache[version]; });
+      }
+      cache[version].then(resolve, reject);
+    };
+    model.on("msg:custom", onMessage);
+    model.send({ type: "%(request)s" });
+  });
 }
 export default () => {
-  let inner = null;
   let ready = null;
   const start = (model) => {
     if (!ready) {
-      ready = bundle(model, "%(version)s").then(async (mod) => {
-        const made = typeof mod.default === "function" ? await mod.default() : mod.default;
-        inner = made;
-        return made;
-      });
+      ready = bundle(model, "%(version)s").then(async (mod) =>
+        typeof mod.default === "function" ? await mod.default() : mod.default);
+      ready.catch(() => { ready = null; });
     }
     return ready;
   };
   return {
-    async initialize(ctx) {
-      const made = await start(ctx.model);
-      return made.initialize ? made.initialize(ctx) : undefined;
+    initialize(ctx) {
+      // Not awaited: the kernel connection handles one message at a time, and this model's comm_open is that
+      // message until initialize returns, so the bundle's reply would wait behind it for ever.
+      start(ctx.model).then((made) => made.initialize && made.initialize(ctx));
     },
     async render(ctx) {
       const made = await start(ctx.model);
@@ -94,13 +95,51 @@ def _answer(widget, content, buffers) -> None:
 
 
 class LiveFigureWidget(go.FigureWidget):
-    """A ``go.FigureWidget`` that fetches plotly's front-end from its kernel once per page."""
+    """A ``go.FigureWidget`` that fetches plotly's front-end from its kernel once per page.
+
+    Its ``_widget_data`` and ``_widget_layout`` follow every change (plotly sets them only
+    when the figure is made and shown, and sends changes as deltas): a view drawn after a
+    change (plotly's front-end arrives a moment after the model) and the saved widget state
+    (what :func:`trtwidgets.plots.share.share` draws) both show the figure as it is.
+    """
 
     _esm = _LOADER_JS % {"reply": BUNDLE_REPLY, "request": BUNDLE_REQUEST, "version": plotly.__version__}
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.on_msg(_answer)
+
+    def _keep_state(self) -> None:
+        self._widget_layout = deepcopy(self._layout_obj._props)
+        self._widget_data = deepcopy(self._data)
+
+    def _send_relayout_msg(self, *args, **kwargs):
+        super()._send_relayout_msg(*args, **kwargs)
+        self._keep_state()
+
+    def _send_restyle_msg(self, *args, **kwargs):
+        super()._send_restyle_msg(*args, **kwargs)
+        self._keep_state()
+
+    def _send_addTraces_msg(self, *args, **kwargs):
+        super()._send_addTraces_msg(*args, **kwargs)
+        self._keep_state()
+
+    def _send_moveTraces_msg(self, *args, **kwargs):
+        super()._send_moveTraces_msg(*args, **kwargs)
+        self._keep_state()
+
+    def _send_update_msg(self, *args, **kwargs):
+        super()._send_update_msg(*args, **kwargs)
+        self._keep_state()
+
+    def _send_animate_msg(self, *args, **kwargs):
+        super()._send_animate_msg(*args, **kwargs)
+        self._keep_state()
+
+    def _send_deleteTraces_msg(self, *args, **kwargs):
+        super()._send_deleteTraces_msg(*args, **kwargs)
+        self._keep_state()
 
 
 def live_figure(fig=None):
