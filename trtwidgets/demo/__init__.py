@@ -27,12 +27,15 @@ from typing import Dict, Iterator, List, Optional
 
 import numpy as np
 
+from .preprocessing import INPUT_NAME, preprocess  # re-exported: demo.INPUT_NAME, demo.preprocess
+
+__all__ = ["MODEL_PATH", "INPUT_NAME", "INPUT_SHAPE", "LABELS", "preprocess", "sample_images", "sample_inputs",
+           "calibration_inputs", "labelled_inputs", "orientation_top1", "skimage_crops", "iter_skimage_inputs"]
+
 _HERE = Path(__file__).resolve().parent
 
 #: Path of the bundled ONNX model.
 MODEL_PATH = _HERE / "ch_ppocr_mobile_v2.0_cls_infer.onnx"
-#: Name of the model's only input.
-INPUT_NAME = "x"
 #: The shape the model is used at (PaddleOCR's ``cls_image_shape``), batch 1.
 INPUT_SHAPE = (1, 3, 48, 192)
 #: Class labels of the model's output.
@@ -45,21 +48,6 @@ def sample_images() -> np.ndarray:
 
     with open_npz(_HERE / "samples.npz") as f:  # the one .npz reader of the package, for every file
         return f["images"]
-
-
-def preprocess(images: np.ndarray) -> np.ndarray:
-    """PaddleOCR's classifier preprocessing: HWC uint8 -> NCHW float32 in [-1, 1].
-
-    Parameters
-    ----------
-    images : numpy.ndarray
-        ``(N, 48, 192, 3)`` or ``(48, 192, 3)`` uint8.
-    """
-    x = np.asarray(images, dtype=np.float32)
-    if x.ndim == 3:
-        x = x[None]
-    x = (x / 255.0 - 0.5) / 0.5
-    return np.ascontiguousarray(x.transpose(0, 3, 1, 2))
 
 
 def sample_inputs(batch_size: int = 1) -> List[Dict[str, np.ndarray]]:

@@ -21,7 +21,7 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
-from . import INPUT_NAME, preprocess
+from .preprocessing import INPUT_NAME, preprocess
 
 PATH = Path(__file__).resolve().parent / "text_lines.npz"
 #: Lines in the set, and how many of them are the calibration part.
