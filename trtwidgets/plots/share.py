@@ -69,7 +69,7 @@ class SharedPage:
     figures : int
         Plotly figures drawn (outputs, FigureWidgets, figures inside Output widgets).
     widgets : int
-        Widget outputs drawn from their saved state.
+        Widget areas (widget outputs of the notebook's cells) drawn from their saved state.
     plotly_js : str
         ``"inline"`` (embedded once), ``"cdn"`` (loaded from plotly's CDN) or ``"none"`` (no figure).
     notes : tuple of str
@@ -113,7 +113,6 @@ class _Page:
         if out.get("output_type") not in ("display_data", "execute_result") or not isinstance(data, dict):
             return out
         if WIDGET_VIEW in data:
-            self.widgets += 1
             mid = model_id("IPY_MODEL_" + str((data[WIDGET_VIEW] or {}).get("model_id", "")))
             body = self.static.render(mid or "")
             return _html_output(out, f"<div class='trtw-static-widget'>{body}</div>")
@@ -219,6 +218,8 @@ def page_html(nb, plotlyjs: str = "inline", title: Optional[str] = None) -> Tupl
         if cell.cell_type == "markdown":
             cell.source = markdown_math(cell.source)
         elif cell.cell_type == "code":
+            # Widget areas of the page: widgets inside an Output widget are parts of one area, not areas.
+            page.widgets += sum(WIDGET_VIEW in (out.get("data") or {}) for out in cell.get("outputs", []))
             cell.outputs = [o for o in (page.output(out) for out in cell.get("outputs", [])) if o is not None]
     if page.static.unknown:
         page.notes.append("widgets without a static view: " + ", ".join(

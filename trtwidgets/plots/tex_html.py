@@ -212,10 +212,11 @@ def markdown_math(text: str) -> str:
     return "".join(out)
 
 
-def _replace_math(text: str) -> str:
-    def one(m: re.Match) -> str:
-        if m.group(1) is not None:
-            return tex_to_mathml(m.group(1).strip(), display=True)
-        return tex_to_mathml(m.group(2))
+def _formula(m: "re.Match") -> str:
+    if m.group(1) is not None:
+        return tex_to_mathml(m.group(1).strip(), display=True)
+    return tex_to_mathml(m.group(2))
 
-    return _MATH.sub(one, text)
+
+def _replace_math(text: str) -> str:
+    return _MATH.sub(_formula, text)
