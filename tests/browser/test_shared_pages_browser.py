@@ -25,7 +25,8 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 #: What a reader would see as broken, counted in the page.
 _COUNT = """() => {
-  const widgets = [...document.querySelectorAll('.trtw-static-widget')];
+  // the widget areas of the page (a widget inside an Output widget is part of its area)
+  const widgets = [...document.querySelectorAll('.trtw-static-widget')].filter(w => !w.parentElement.closest('.trtw-static-widget'));
   const figures = [...document.querySelectorAll('.plotly-graph-div')];
   const markdown = [...document.querySelectorAll('.jp-MarkdownOutput')];
   return {

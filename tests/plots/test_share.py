@@ -68,10 +68,11 @@ def test_static_widgets_draw_the_saved_state():
 def test_formulas_become_mathml_and_a_bar_inside_one_keeps_the_table():
     from nbconvert.filters import markdown2html
 
-    md = "| method | amax |\n|---|---|\n| max | the largest $|x|$ seen |\n\ncode `$x$` costs $5 and $6"
+    md = ("| method | amax |\n|---|---|\n| max | the largest $|x|$ seen |\n\ncode `$x$` costs $5 and $6\n\n"
+          "writing $w'_q / $ factor back")
     html = markdown2html(markdown_math(md))
     assert html.count("<td>") == 2 and "<math>" in html and "$|x|$" not in html
-    assert "<code>$x$</code>" in html and "$5 and $6" in html
+    assert "<code>$x$</code>" in html and "$5 and $6" in html and "$" not in html.split("$6")[1]  # Jupyter's pairs
     m = tex_to_mathml(r"w'_c = \frac{a}{\sqrt{\sigma^2 + \epsilon}} \cdot \text{amax}", display=True)
     assert 'display="block"' in m and "<mfrac>" in m and "<msqrt>" in m and "σ" in m and "<mtext>amax</mtext>" in m
     assert "<msubsup><mi>w</mi><mi>c</mi><mo>&#8242;</mo></msubsup>" in m

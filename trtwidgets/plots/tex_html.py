@@ -196,9 +196,10 @@ def tex_to_mathml(tex: str, display: bool = False) -> str:
 
 
 # Code (fenced blocks, inline spans) is left alone; formulas are $$...$$ (may span lines) or $...$ on one
-# line, with no space just inside the dollars and no digit just after the closing one ("$5 and $6").
+# line, as Jupyter pairs them (a space before the closing dollar is allowed: "$w'_q / $"), except that the
+# opening dollar is followed by no space and the closing one by no digit ("$5 and $6" is money).
 _CODE = re.compile(r"(^|\n)(```|~~~).*?(\n\2[^\n]*(?=\n|$)|$)|(`+).*?\4", re.S)
-_MATH = re.compile(r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|(?<![\\$])\$(?=\S)([^$\n]*?\S)(?<!\\)\$(?!\d)", re.S)
+_MATH = re.compile(r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|(?<![\\$])\$(?=\S)([^$\n]+?)(?<!\\)\$(?!\d)", re.S)
 
 
 def markdown_math(text: str) -> str:
@@ -215,7 +216,7 @@ def markdown_math(text: str) -> str:
 def _formula(m: "re.Match") -> str:
     if m.group(1) is not None:
         return tex_to_mathml(m.group(1).strip(), display=True)
-    return tex_to_mathml(m.group(2))
+    return tex_to_mathml(m.group(2).strip())
 
 
 def _replace_math(text: str) -> str:
