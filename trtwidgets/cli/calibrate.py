@@ -16,8 +16,8 @@ DESCRIPTION = (HELP + ". DATA is a folder of .npy/.npz samples (one array per in
                "--preprocess, or 'demo' for the demo's labelled text lines (calibration part). A file of one "
                "sample is read as it is; a file of several is cut along each input's own batch axis "
                "(--batch-axis), and inputs without one (a scalar sample rate) are passed whole. Every method's "
-               "amax is computed; --method picks the one exported: the calibration (--out, read by export-qdq --calibration and plan --calibration) "
-               "records it, and the cache is written with it.")
+               "amax is computed; --method picks the one exported: the calibration (--out, read by export-qdq "
+               "--calibration and plan --calibration) records it, and the cache is written with it.")
 
 
 def add_arguments(parser):

@@ -86,12 +86,21 @@ class LabelledSet:
 
 
 @functools.lru_cache(maxsize=1)
+def _calibration_lines() -> np.ndarray:
+    from ..core.common.npz_files import open_npz
+
+    with open_npz(PATH) as f:
+        return f["calibration"]
+
+
+@functools.lru_cache(maxsize=1)
 def _whole() -> LabelledSet:
+    from ..core.common.npz_files import open_npz
     from .text_lines import crops
 
-    with np.load(PATH, allow_pickle=False) as f:
+    with open_npz(PATH) as f:
         strips, widths, texts = f["strips"], f["widths"], [str(t) for t in f["texts"]]
-        calibration = f["calibration"]
+    calibration = _calibration_lines()
     upright, turned = crops(strips, widths)
     n = len(strips)
     images = np.empty((2 * n,) + upright.shape[1:], np.uint8)
@@ -120,8 +129,6 @@ def labelled_set(part: str = "all") -> LabelledSet:
     whole = _whole()
     if part == "all":
         return whole
-    with np.load(PATH, allow_pickle=False) as f:
-        calibration = f["calibration"]
-    keep = np.isin(whole.lines, calibration) == (part == "calibration")
+    keep = np.isin(whole.lines, _calibration_lines()) == (part == "calibration")
     return LabelledSet(part, whole.images[keep], whole.labels[keep],
                        tuple(t for t, k in zip(whole.texts, keep) if k), whole.lines[keep])
