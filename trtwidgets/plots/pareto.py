@@ -64,7 +64,7 @@ class PlanParetoDisplay:
         else:
             key, label, target = "cosine", "output cosine vs FP32", tgt.cosine
         ys = tuple(_number(getattr(c.accuracy, key)) for c in cands)
-        xs = tuple(1.0 / c.speedup if c.speedup else float("nan") for c in cands)
+        xs = tuple(c.vs_fp16 for c in cands)
         mx, spread = _measured(plan)
         return cls(measured_x=mx, measured_spread=spread, implicit=_implicit(plan, key),
                    names=tuple(c.name for c in cands), x=xs, y=ys, kept=tuple(tuple(k for k, _ in c.kept) for c in cands),

@@ -164,7 +164,7 @@ class PlanStep(widgets.VBox):
         measured = (f", measured {row.vs_fp16:.3f}x FP16 (spread {row.spread_ms:.4f} ms)"
                     if row is not None and row.vs_fp16 == row.vs_fp16 and row.spread_ms == row.spread_ms else "")
         self.detail.value = (f"<b>{index}. {esc(c.name)}</b>: {len(c.quantized)} INT8 layers, cosine "
-                             f"{c.accuracy.cosine:.4f}, {1 / c.speedup:.3f}x FP16 ({esc(c.latency_source)}){measured}"
+                             f"{c.accuracy.cosine:.4f}, {_ratio_text(c.vs_fp16)} ({esc(c.latency_source)}){measured}"
                              + (f"<details><summary>{len(c.kept)} kept in high precision</summary><ul>{rows}</ul>"
                                 "</details>" if c.kept else ""))
 
@@ -200,3 +200,8 @@ class PlanStep(widgets.VBox):
             return None
         self.status.value = f"wrote {esc(str(path))} and plan.json"
         return path
+
+
+def _ratio_text(vs_fp16: float) -> str:
+    """``"0.812x FP16"``, or what an unknown estimate is (never a division by it)."""
+    return f"{vs_fp16:.3f}x FP16" if vs_fp16 == vs_fp16 else "latency cannot be estimated"

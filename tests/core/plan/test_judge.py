@@ -63,3 +63,41 @@ def test_the_planner_takes_any_latency_model():
     assert {c.latency_source for c in p.candidates} == {"measured"}
     assert p.candidates[0].latency_us == 10.0 * len(latency.layers)
     assert p.pick.quantized and p.pick.latency_us < p.candidates[0].latency_us
+
+
+def test_an_estimate_of_zero_infinity_or_nan_is_cannot_estimate_never_a_division():
+    """Issue 32: a matting network whose shapes inference cannot resolve has an FP16 estimate of 0 us; ``1 /
+    c.speedup`` in not_worth_it raised ZeroDivisionError. Every such estimate is "cannot estimate", as NaN is."""
+    import math
+
+    judge = Judge(PlanTarget(cosine=0.99))
+    for fp16_us, us in [(0.0, 12.0), (0.0, 0.0), (100.0, 0.0), (math.inf, 50.0), (100.0, math.inf),
+                        (math.nan, 50.0), (100.0, math.nan), (-5.0, 3.0)]:
+        c = _cand("x", 2, 0.999, us, fp16_us)
+        assert math.isnan(c.speedup) and math.isnan(c.vs_fp16), (fp16_us, us)
+        assert "cannot estimate" in Judge.not_worth_it(c)
+        best, reason = judge.pick([_cand("fp16", 0, 1.0, fp16_us, fp16_us), c])
+        assert best == 0 and "Cannot estimate" in reason, (fp16_us, us, reason)
+    assert _cand("x", 2, 0.999, 50.0).speedup == 2.0 and _cand("x", 2, 0.999, 50.0).vs_fp16 == 0.5
+
+
+class _Unresolved(_Measured):
+    """A model whose shapes inference cannot resolve: no layer is timed, so FP16 is 0 us; the Q/DQ at the
+    INT8 part's edges cost 2 us."""
+
+    kind = "estimate"
+
+    def estimate(self, int8_layers):
+        return 2.0 if set(int8_layers) else 0.0
+
+
+def test_the_planner_with_an_estimate_of_zero_picks_fp16_and_asks_for_a_measurement():
+    model = conv_stack()
+    latency = _Unresolved()
+    latency.layers = [n.name or n.output[0] for n in model.graph.node if n.op_type == "Conv"]
+    p = plan(model, feeds(8), oracle=latency, progress=False, target=PlanTarget(cosine=0.5))
+    assert p.recommended == 0 and "Cannot estimate" in p.reason, p.reason
+    assert "nan" not in p.table().lower() and "inf" not in p.table().lower()
+    from trtwidgets.plots.pareto import plan_html
+
+    assert "Cannot estimate" in plan_html(p)

@@ -140,3 +140,19 @@ def test_estimate_and_measurement_side_by_side():
     assert rows["pick"].estimate_error == pytest.approx(0.68 / (1.15 / 0.63) - 1.0)
     assert math.isnan(rows["int8_implicit"].estimate_error) and rows["int8_implicit"].vs_fp16 > 0
     assert rows["int8_implicit"].to_dict()["estimate_error"] is None  # plan.json has no NaN
+
+
+def test_a_time_of_zero_or_infinity_is_no_ratio():
+    """Issue 32: every ratio to FP16 goes through one guard; a zero or infinite time is NaN, never a division."""
+    from trtwidgets.core.plan.measured.pick import MeasuredPick
+
+    assert math.isnan(MeasuredPick("x", 1.0, 0.0, 0.1, "").speedup)
+    assert math.isnan(MeasuredPick("x", 0.0, 1.0, 0.1, "").vs_fp16)
+    assert MeasuredPick("x", 0.5, 1.0, 0.1, "").vs_fp16 == 0.5
+    rows = measurement_rows([Measurement("fp16", FP16, (0.0, 0.0, 0.0), estimate_ms=math.inf),
+                             Measurement("#1 a", QDQ, (0.2, 0.2, 0.2), estimate_ms=3.0)])
+    assert all(math.isnan(r.vs_fp16) and math.isnan(r.estimate_vs_fp16) and math.isnan(r.estimate_error)
+               for r in rows)
+    pick = pick_measured([Measurement("fp16", FP16, (0.0, 0.0, 0.0)), Measurement("a", QDQ, (0.2, 0.2, 0.2))],
+                         meets={"a": True})
+    assert pick.name == "fp16"

@@ -70,7 +70,7 @@ class Judge:
         why_not = self.not_worth_it(c)
         if why_not:
             return 0, why_not
-        gain = 1 - 1 / c.speedup
+        gain = 1 - c.vs_fp16
         return best, (f"{c.name}: the fastest candidate that meets the target, {gain:.0%} faster than FP16 "
                       f"({c.latency_source}), {len(c.quantized)} INT8 layers"
                       + (f", {len(c.kept)} kept in high precision" if c.kept else "") + ".")
@@ -82,7 +82,11 @@ class Judge:
         An estimate must promise a clear gain; a timing (oracle, measurement) needs only to promise one.
         """
         margin = MIN_GAIN if c.latency_source == "estimate" else 0.0
-        if c.speedup > 1 + margin:
+        speedup = c.speedup
+        if not math.isfinite(speedup):  # an estimate of 0, infinity or NaN: no ratio to weigh, never a division
+            return (f"FP16 until measured: cannot estimate the latency of {c.name} (its shapes are unknown to the "
+                    "estimate). Measure it on a GPU: plan --measure, or `trtwidgets plan measure PLAN_DIR`.")
+        if speedup > 1 + margin:
             return None
         return (f"FP16 is best here: INT8 gains nothing (the best INT8 candidate that meets the target is "
-                f"{1 / c.speedup:.2f}x FP16, {c.latency_source}).")
+                f"{c.vs_fp16:.2f}x FP16, {c.latency_source}).")

@@ -60,7 +60,7 @@ def plan_table(plan) -> str:
     for i, c in enumerate(cands):
         acc = c.accuracy
         mark = "->" if i == plan.recommended else ""
-        est = 1 / c.speedup if c.speedup else math.nan
+        est = c.vs_fp16
         metric = _num(acc.metric, ".4f", 9) if any_metric else ""
         row = measured.get(i)
         meas = (_num(row.vs_fp16, ".3f", 14) + _num(row.spread_ms, ".4f", 11) if row is not None
@@ -96,8 +96,7 @@ def short_rows(plan, limit: int) -> List[str]:
     for i in shown:
         c = plan.candidates[i]
         row = measured.get(i)
-        ratio = row.vs_fp16 if row is not None and math.isfinite(row.vs_fp16) else (1 / c.speedup if c.speedup else
-                                                                                    math.nan)
+        ratio = row.vs_fp16 if row is not None and math.isfinite(row.vs_fp16) else c.vs_fp16
         lines.append(f"{'->' if i == plan.recommended else '':2}{i:>3} {c.name[:39]:<40}{len(c.quantized):>6}"
                      f"{_num(c.accuracy.cosine, '.4f', 9)}{_num(ratio, '.3f', 8)}{'m' if row is not None else ' '}"
                      f"  {'meets' if c.meets_target else 'misses'}")

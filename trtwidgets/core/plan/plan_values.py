@@ -14,12 +14,23 @@ from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 from ..common.errors import UserError
 from ..common.frozen import readonly_mapping
 
-__all__ = ["PlanTarget", "PlanAccuracy", "EngineVerdict", "Candidate", "PlanRanges", "json_number"]
+__all__ = ["PlanTarget", "PlanAccuracy", "EngineVerdict", "Candidate", "PlanRanges", "json_number", "ratio"]
 
 
 def json_number(v) -> Optional[float]:
     """``v`` rounded for plan.json, None where it is not a finite number (JSON has no NaN)."""
     return None if v is None or (isinstance(v, float) and not math.isfinite(v)) else round(float(v), 6)
+
+
+def ratio(num, den) -> float:
+    """``num / den`` for two times; NaN unless both are finite and positive (an unknown time is no ratio)."""
+    try:
+        a, b = float(num), float(den)
+    except (TypeError, ValueError):
+        return math.nan
+    if not (math.isfinite(a) and math.isfinite(b) and a > 0 and b > 0):
+        return math.nan
+    return a / b
 
 
 def _float(v) -> float:
@@ -280,8 +291,18 @@ class Candidate:
 
     @property
     def speedup(self) -> float:
-        """FP16 time / this candidate's time (above 1: faster than FP16; NaN when either is unknown)."""
-        return self.fp16_latency_us / self.latency_us if self.latency_us > 0 else math.nan
+        """FP16 time / this candidate's time (above 1: faster than FP16).
+
+        NaN ("cannot estimate") unless both times are finite and positive: an estimate of 0, infinity
+        or NaN (shapes that inference cannot resolve leave a model with no timed layer at all) is no
+        ratio, and never reaches a division.
+        """
+        return ratio(self.fp16_latency_us, self.latency_us)
+
+    @property
+    def vs_fp16(self) -> float:
+        """This candidate's time / FP16's (below 1: faster than FP16); NaN when either cannot be estimated."""
+        return ratio(self.latency_us, self.fp16_latency_us)
 
     def to_dict(self) -> dict:
         return {"name": self.name, "quantized": list(self.quantized),

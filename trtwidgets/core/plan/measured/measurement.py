@@ -25,7 +25,7 @@ from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequ
 import numpy as np
 import onnx
 
-from ..plan_values import EngineVerdict
+from ..plan_values import EngineVerdict, ratio
 
 __all__ = ["FP16", "INT8_IMPLICIT", "QDQ", "MeasuredLatency", "MeasuredRow", "Measurement", "candidate_index",
            "json_float", "measurement_rows", "placement_key", "read_float"]
@@ -232,9 +232,10 @@ def measurement_rows(measurements: Sequence[Measurement]) -> List[MeasuredRow]:
     fp16_est = base.estimate_ms if base is not None else float("nan")
     rows = []
     for m in measurements:
-        vs = m.median_ms / fp16_ms if m.ok and fp16_ms > 0 else float("nan")
-        est_vs = m.estimate_ms / fp16_est if math.isfinite(m.estimate_ms) and fp16_est > 0 else float("nan")
-        err = est_vs / vs - 1.0 if math.isfinite(est_vs) and math.isfinite(vs) and vs > 0 else float("nan")
+        # Every ratio through ratio(): a time of 0, infinity or NaN is no ratio (NaN), never a division.
+        vs = ratio(m.median_ms, fp16_ms) if m.ok else float("nan")
+        est_vs = ratio(m.estimate_ms, fp16_est)
+        err = ratio(est_vs, vs) - 1.0
         rows.append(MeasuredRow(m.name, m.kind, candidate_index(m.name) if m.kind != INT8_IMPLICIT else None,
                                 m.estimate_ms, m.median_ms, m.spread_ms, vs, est_vs, err, len(m.round_ms), m.error,
                                 m.accuracy))

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ...common.errors import UserError
+from ..plan_values import ratio
 from .measurement import FP16, INT8_IMPLICIT, Measurement, json_float, read_float
 
 __all__ = ["MeasuredPick", "known_estimates", "pick_measured"]
@@ -51,8 +52,13 @@ class MeasuredPick:
 
     @property
     def speedup(self) -> float:
-        """FP16 time / pick time (1.0 for FP16)."""
-        return self.fp16_ms / self.median_ms if self.median_ms > 0 else float("nan")
+        """FP16 time / pick time (1.0 for FP16; NaN unless both are finite and positive)."""
+        return ratio(self.fp16_ms, self.median_ms)
+
+    @property
+    def vs_fp16(self) -> float:
+        """Pick time / FP16 time (NaN unless both are finite and positive)."""
+        return ratio(self.median_ms, self.fp16_ms)
 
     def to_dict(self) -> dict:
         """For plan.json."""
@@ -109,12 +115,12 @@ def pick_measured(measurements: Sequence[Measurement], meets: Mapping[str, bool]
             notes.append(f"{m.name}: not measured ({m.error or 'no time'}).")
             continue
         noise = max(base.spread_ms, m.spread_ms)
-        ratio = m.median_ms / base.median_ms
+        vs = ratio(m.median_ms, base.median_ms)
         if m.kind == INT8_IMPLICIT and not meets.get(m.name, False):
             why = ("its engine misses the accuracy target on the held-back samples" if m.name in meets
                    else "its accuracy was not checked on the engine")
             notes.append(f"implicit INT8 (reference, not a candidate: {why}): {m.median_ms:.4f} ms, "
-                         f"{ratio:.3f}x FP16.")
+                         f"{vs:.3f}x FP16.")
             continue
         if m.median_ms > base.median_ms + noise:
             notes.append(f"{m.name}: {m.median_ms:.4f} ms is slower than FP16 ({base.median_ms:.4f} ms) beyond "
@@ -137,7 +143,8 @@ def pick_measured(measurements: Sequence[Measurement], meets: Mapping[str, bool]
                             f"FP16 ({base.median_ms:.4f} ms) beyond the noise ({noise:.4f} ms).", tuple(notes))
     return MeasuredPick(best.name, best.median_ms, base.median_ms, noise,
                         f"{best.name}: {best.median_ms:.4f} ms against FP16's {base.median_ms:.4f} ms "
-                        f"({base.median_ms / best.median_ms:.2f}x, noise {noise:.4f} ms), measured; meets accuracy.",
+                        f"({ratio(base.median_ms, best.median_ms):.2f}x, noise {noise:.4f} ms), measured; "
+                        "meets accuracy.",
                         tuple(notes))
 
 

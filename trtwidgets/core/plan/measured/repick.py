@@ -219,7 +219,7 @@ def _reason(cands: Sequence[Candidate], before: int, after: int, pick: MeasuredP
     head = f"Partial measurement (interrupted; {rounds} round{'s' if rounds != 1 else ''}): " if interrupted else ""
     if after:
         c = cands[after]
-        text = (f"{c.name}: measured {1 / pick.speedup:.3f}x FP16 ({pick.median_ms:.4f} ms against FP16's "
+        text = (f"{c.name}: measured {pick.vs_fp16:.3f}x FP16 ({pick.median_ms:.4f} ms against FP16's "
                 f"{pick.fp16_ms:.4f} ms, median of {rounds} interleaved rounds, noise {pick.noise_ms:.4f} ms), "
                 f"the fastest measured candidate that meets the target, {len(c.quantized)} INT8 layers"
                 + (f"; its engine meets the target on the held-back samples ({measured.accuracy.text()})"
@@ -236,13 +236,13 @@ def _reason(cands: Sequence[Candidate], before: int, after: int, pick: MeasuredP
 def _implicit_reason(cands: Sequence[Candidate], after: int, pick: MeasuredPick, exportable: MeasuredPick,
                      rounds: int, implicit: Measurement, cache: Optional[str]) -> str:
     text = (f"Implicit INT8 (TensorRT's calibrator with this plan's ranges{f', cache {cache}' if cache else ''}): "
-            f"measured {1 / pick.speedup:.3f}x FP16 ({pick.median_ms:.4f} ms against FP16's {pick.fp16_ms:.4f} ms, "
+            f"measured {pick.vs_fp16:.3f}x FP16 ({pick.median_ms:.4f} ms against FP16's {pick.fp16_ms:.4f} ms, "
             f"median of {rounds} interleaved rounds, noise {pick.noise_ms:.4f} ms), the fastest engine, and its engine "
             f"meets the target on the held-back samples ({implicit.accuracy.text()}). Build it with INT8+FP16 and "
             "that calibration cache (TensorRT 8.x/9.x; implicit INT8 is deprecated in 10 and gone in 11).")
     if after:
         text += (f" The fastest Q/DQ export, what `plan export` writes: {cands[after].name}, "
-                 f"{1 / exportable.speedup:.3f}x FP16.")
+                 f"{exportable.vs_fp16:.3f}x FP16.")
     else:
         text += " No Q/DQ export beat FP16: `plan export` writes FP16."
     return text
