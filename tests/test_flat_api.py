@@ -26,7 +26,7 @@ def test_import_is_cheap():
 def test_every_step_is_listed_and_resolves():
     assert trtwidgets.__all__ == ["load", "lint", "calibrate", "Calibration", "export_qdq", "plan", "export_plan",
                                   "build", "layers", "inspect", "compare", "App", "Recipe", "QdqOptions", "PlanTarget",
-                                  "Plan", "share"]
+                                  "Plan", "share", "register_metric"]
     assert set(trtwidgets.__all__) <= set(dir(trtwidgets))
     for name in [n for n in trtwidgets.__all__ if n != "plan"]:  # plan: see test_plan_is_the_planner
         assert callable(getattr(trtwidgets, name)), name

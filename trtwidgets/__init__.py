@@ -13,6 +13,7 @@ The steps of a notebook, flat and in order::
     plan = tw.plan(model, "samples/", calibration=cal, measure=True)  # on a GPU: picked by measured time
     tw.export_plan(model, plan, "pick.qdq.onnx")   # the pick, exported as it was scored
     plan.save("plan/"); plan = tw.Plan.load("plan/")  # plan.json: measure it later on a GPU machine
+    tw.register_metric("my-metric", factory)       # a metric a plan may name (a plan.json never imports code)
     result = tw.build(tw.Recipe.for_model(model))  # needs TensorRT and a GPU
     table = tw.layers(result)                      # layer precisions, why not INT8 (also tw.inspect)
     tw.compare({"fp16": "a/", "int8": "b/"})        # layers of two builds side by side
@@ -41,6 +42,7 @@ if TYPE_CHECKING:  # what _LAZY resolves to, for editors and type checkers (neve
     from trtwidgets.core.engine.inspect_build import compare as compare
     from trtwidgets.core.engine.inspect_build import inspect as inspect
     from trtwidgets.core.engine.inspect_build import inspect as layers
+    from trtwidgets.core.accuracy.task_metrics import register_metric as register_metric
     from trtwidgets.core.model.lint import lint as lint
     from trtwidgets.core.model.load import load_model as load
     from trtwidgets.core.plan.plan_artifact import Plan as Plan
@@ -77,6 +79,7 @@ _LAZY: Dict[str, Tuple[str, str]] = {
     "PlanTarget": ("trtwidgets.core.plan.plan_values", "PlanTarget"),
     "Plan": ("trtwidgets.core.plan.plan_artifact", "Plan"),
     "share": ("trtwidgets.plots.share", "share"),
+    "register_metric": ("trtwidgets.core.accuracy.task_metrics", "register_metric"),
 }
 
 __all__ = list(_LAZY)

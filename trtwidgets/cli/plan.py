@@ -57,8 +57,10 @@ def add_arguments(parser):
     tgt.add_argument("--target-snr", type=float, help="minimum output SNR in dB")
     tgt.add_argument("--metric", help="a task metric against FP32 on the held-back samples: detection[:SCORE"
                      "[:OUTPUT[:IOU]]] (YOLO-style, F1 at IoU 0.5), detection-obj, top1-agreement, topk-agreement:K, "
-                     "mask-iou[:T[:OUTPUT]], seg-miou, worst-group, cosine, snr, top1 (with --labels), or your own "
-                     "package.module:function taking (reference, candidate) -> float, higher is better")
+                     "mask-iou[:T[:OUTPUT]], seg-miou, worst-group, cosine, top1 (with --labels), or your own "
+                     "package.module:function taking (reference, candidate) -> float, higher is better (imported "
+                     "because you typed it; plan.json only names it: `plan measure` takes the same --metric). "
+                     "For an SNR use --target-snr")
     tgt.add_argument("--labels", help="integer labels (.npy) for --metric top1: one per sample of --data (the split "
                      "picks the held-back ones), or one per --held-back sample")
     tgt.add_argument("--max-metric-drop", type=float, default=None,
@@ -92,9 +94,11 @@ def target(args):
     from ..core.plan.plan_values import PlanTarget
 
     if args.metric:
-        from ..core.accuracy.task_metrics import check_metric_text
+        from ..core.accuracy.task_metrics import check_metric_text, import_metric, is_function_text
 
         check_metric_text(args.metric)  # exit 2 before any work
+        if is_function_text(args.metric.strip()):
+            import_metric(args.metric)  # typed on this command line: imported here, before any work
         labels = None
         if args.labels:
             from ..core.qdq.validate import load_labels

@@ -96,6 +96,9 @@ def measure_source(args, work_dir: Path):
 def add_arguments(parser):
     parser.add_argument("plan_dir", help="the folder `trtwidgets plan --out` wrote (with plan.json)")
     parser.add_argument("--model", help="the float model (default: the path in plan.json)")
+    parser.add_argument("--metric", metavar="PACKAGE.MODULE:FUNCTION",
+                        help="the plan's own metric, when plan.json names one of yours: its module is imported "
+                        "because you typed it here (plan.json only names a metric; a plan folder never imports code)")
     add_measure_arguments(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress lines")
 
@@ -112,8 +115,9 @@ def run(args) -> int:
     # Before any work: the candidates are written into PLAN_DIR/candidates/, never through a link placed there.
     work = inside_output(out, "candidates", "candidates", label=f"the plan folder {out}").parent
     _check(args)
+    _register_metric(args.metric, plan)
+    check, check_bytes = _engine_check(out, plan)  # bad input first: the check is read before TensorRT is needed
     require_measurable("trtwidgets plan measure")
-    check, check_bytes = _engine_check(out, plan)
     new = measure_plan(plan, args.model, work_dir=work, check=check, **measure_keywords(args))
     exported = export_plan(args.model or new.model, new)
     # One set, as `plan` writes it: a kill leaves the earlier plan's files or the measured plan's, never a mix.
@@ -131,6 +135,23 @@ def run(args) -> int:
         print("interrupted: plan.json holds the measurements so far (marked partial)", file=sys.stderr)
         return 130
     return 0
+
+
+def _register_metric(text, plan) -> None:
+    """``--metric``: the plan's own ``package.module:function``, imported because the user typed it."""
+    if not text:
+        return
+    from ..core.accuracy.task_metrics import import_metric, is_function_text
+    from ..core.common.errors import UserError
+
+    spec = plan.target.metric_spec
+    if text.strip() != spec:
+        named = f"names the metric {spec!r}" if spec else "names no metric of its own"
+        raise UserError(f"--metric {text} is not the plan's metric: plan.json {named}.",
+                        "The engines are judged by the target the candidates were searched with.",
+                        f"Give --metric {spec}, or leave --metric out." if spec else "Leave --metric out.")
+    if is_function_text(spec):
+        import_metric(spec)
 
 
 def _engine_check(out: Path, plan):

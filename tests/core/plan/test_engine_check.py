@@ -115,13 +115,33 @@ def test_a_metric_that_cannot_travel_judges_by_the_cosine_or_not_at_all(tmp_path
     assert loaded.verdict(loaded.reference).meets is True
 
 
-def test_a_metric_whose_module_is_missing_here_is_left_out_with_a_note(tmp_path):
+@pytest.mark.parametrize("spec", ["no_such_module_here:score", "venv.__main__:x", "builtins:print", "this:x"])
+def test_a_metric_the_file_names_is_looked_up_never_imported(tmp_path, spec):
+    """Issue 32: plan.json's metric_spec once chose a module to import (venv.__main__:x ran venv's command line)."""
+    import sys
+
     check = _check()
     path = check.save(tmp_path / CHECK_FILE)
-    target = PlanTarget(cosine=0.99, metric_name="mine", max_metric_drop=0.01, metric_spec="no_such_module_here:score")
-    loaded = EngineCheck.load(path, target)
-    assert loaded.judges and loaded.target.metric is None and loaded.target.cosine == 0.99
-    assert any("'no_such_module_here:score' cannot be built here" in n for n in loaded.notes)
+    target = PlanTarget(cosine=0.99, metric_name="mine", max_metric_drop=0.01, metric_spec=spec)
+    before = set(sys.modules)
+    with pytest.raises(UserError, match="is not registered in this process") as err:
+        EngineCheck.load(path, target)
+    assert set(sys.modules) == before
+    assert f"--metric {spec}" in err.value.fix and "remove held_back.npz" in err.value.fix
+
+
+def test_a_registered_metric_the_file_names_judges_the_engines(tmp_path):
+    from trtwidgets.core.accuracy.task_metrics import REGISTRY, register_metric
+
+    check = _check()
+    path = check.save(tmp_path / CHECK_FILE)
+    register_metric("team_metrics_32:score", lambda reference, candidate: 0.5)
+    try:
+        target = PlanTarget(cosine=None, metric_name="mine", max_metric_drop=0.01, metric_spec="team_metrics_32:score")
+        loaded = EngineCheck.load(path, target)
+        assert loaded.judges and loaded.target.metric(loaded.reference) == 0.5
+    finally:
+        REGISTRY.pop("team_metrics_32:score")
 
 
 def test_a_file_of_another_kind_is_a_clear_error(tmp_path):

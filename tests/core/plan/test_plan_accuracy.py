@@ -124,5 +124,8 @@ def test_plan_takes_the_users_metric_by_module_name_and_as_a_callable(tmp_path, 
 
 def test_a_metric_infinite_on_fp32_is_refused_with_the_fix():
     with pytest.raises(UserError, match="scores inf on FP32") as err:
+        plan(conv_stack(), feeds(8), progress=False, target=PlanTarget.for_metric(lambda r, c: float("inf")))
+    assert "--target-snr" in err.value.fix
+    with pytest.raises(UserError, match="snr is not a task metric") as err:  # an SNR is a target, said before work
         plan(conv_stack(), feeds(8), progress=False, target=PlanTarget.for_metric("snr"))
     assert "--target-snr" in err.value.fix

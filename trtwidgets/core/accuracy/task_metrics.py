@@ -17,23 +17,33 @@ Built in (:data:`REGISTRY`; ``--metric`` text, then its ``:``-separated options)
 ``mask-iou[:T[:OUTPUT]]``              IoU of ``output > T`` against FP32's mask
 ``seg-miou[:OUTPUT]``                  mean IoU over classes of the per-pixel arg-max (axis 1 of
                                        ``[N, K, H, W]`` logits) against FP32's
-``cosine[:OUTPUT]`` / ``snr[:OUTPUT]`` the pooled metrics of :mod:`.metrics` (SNR in dB)
+``cosine[:OUTPUT]``                     the pooled output cosine of :mod:`.metrics`
 ``worst-group``                        the worst channel group's cosine (:mod:`.output_groups`)
-``top1`` (needs labels)                top-1 accuracy against the user's labels
+``top1`` (needs labels)                top-1 accuracy against the user's labels (each in ``[0, classes)``)
 =====================================  =====================================================
 
-Anything else of the form ``package.module:function`` is **the user's own metric**,
-imported by name with :mod:`importlib` (never evaluated). The function is called as
-``function(reference, candidate) -> float`` with two mappings of output name to array,
-higher is better; it is called once on ``(reference, reference)`` when it is loaded, so a
-wrong signature or a non-number fails at once with a :class:`UserError`, and that call's
-value is the float model's score (``TaskMetric.reference_value``).
+An SNR is no task metric (FP32's SNR against itself is infinite, so "within a drop of FP32's"
+means nothing): it is a target of its own (``--target-snr``, ``PlanTarget(snr_db=...)``).
 
-From the API, :func:`make_task_metric` takes a name or a callable of that signature.
+**The user's own metric** is ``function(reference, candidate) -> float`` with two mappings of
+output name to array (batch first), higher is better. It is called once on
+``(reference, reference)`` when it is made, so a wrong signature or a non-number fails at once
+with a :class:`UserError`, and that call's value is the float model's score
+(``TaskMetric.reference_value``); every call gets copies of the arrays, runs within a time limit
+and must answer with a number (:mod:`.metric_guard`).
+
+**Data never names code.** A metric is looked up by name in :data:`REGISTRY`: the built-in names
+above, and what the user registers in their own process: :func:`register_metric` (a name and
+its factory, or ``package.module:function`` and the function), or :func:`import_metric` for the
+``package.module:function`` text the user typed themselves (a command line's ``--metric``, the
+API's ``metric=``), which imports that module by name (:mod:`importlib`, never evaluated). A text
+read from a file (plan.json's ``metric_spec``) is only looked up, never imported: an unregistered
+one is a :class:`MetricNotRegistered` error saying how to register it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 import math
@@ -45,10 +55,12 @@ import numpy as np
 
 from ..common.errors import UserError
 from . import detection as det
+from .metric_guard import call_metric, guarded, trusted
 from .metrics import cosine_similarity, snr_db, topk_agreement
 from .output_groups import check_outputs
 
-__all__ = ["DEFAULT_DROP", "DETECTION_DROP", "REGISTRY", "TaskMetric", "check_metric_text", "load_user_metric", "make_task_metric", "metric_names", "parse_task_metric",
+__all__ = ["DEFAULT_DROP", "DETECTION_DROP", "REGISTRY", "MetricNotRegistered", "TaskMetric", "check_metric_text",
+           "import_metric", "is_function_text", "make_task_metric", "metric_names", "parse_task_metric",
            "register_metric"]
 
 Outputs = Mapping[str, np.ndarray]
@@ -63,6 +75,12 @@ DEFAULT_DROP = 0.01
 DETECTION_DROP = 0.05
 
 _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NAME = re.compile(r"^[a-z][a-z0-9-]*$")
+
+
+class MetricNotRegistered(UserError):
+    """A metric named by text (a plan.json's ``metric_spec``) that is neither built in nor registered here."""
 
 
 @dataclass(frozen=True)
@@ -211,16 +229,10 @@ def _seg_miou(reference: Outputs, options: List[str], labels=None) -> TaskMetric
     return TaskMetric(miou, f"segmentation mIoU ({out})", outputs=(out,))
 
 
-def _pooled(kind: str) -> Factory:
-    def factory(reference: Outputs, options: List[str], labels=None) -> TaskMetric:
-        out = _output(reference, _opt(options, 0) or None)
-        ref = reference[out]
-        if kind == "cosine":
-            return TaskMetric(lambda o: cosine_similarity(ref, o[out]), f"cosine ({out})", outputs=(out,), pooled=True)
-        return TaskMetric(lambda o: snr_db(ref, o[out]), f"SNR dB ({out})", reference_value=math.inf, outputs=(out,),
-                          pooled=True)
-
-    return factory
+def _pooled_cosine(reference: Outputs, options: List[str], labels=None) -> TaskMetric:
+    out = _output(reference, _opt(options, 0) or None)
+    ref = reference[out]
+    return TaskMetric(lambda o: cosine_similarity(ref, o[out]), f"cosine ({out})", outputs=(out,), pooled=True)
 
 
 def _worst_group(reference: Outputs, options: List[str], labels=None) -> TaskMetric:
@@ -244,6 +256,15 @@ def _top1_labels(reference: Outputs, options: List[str], labels=None) -> TaskMet
         raise UserError(f"{len(labels)} labels for {n} held-back samples.", "Every sample needs its label.",
                         "Give one label per sample, in data order.")
     wanted = labels[:n]
+    classes = int(np.asarray(reference[out]).reshape(n, -1).shape[1]) if n else 0
+    outside = wanted[(wanted < 0) | (wanted >= classes)]
+    if outside.size:
+        raise UserError(f"{outside.size} of the {n} held-back labels are not classes of {out!r} "
+                        f"(e.g. {int(outside[0])}; it scores {classes} classes, 0 to {classes - 1}).",
+                        "A label no output can name scores top-1 0.0 for FP32 and every candidate alike, so every "
+                        "candidate would meet the target.",
+                        "Give the labels of these samples as class indices of this output, or name the class-score "
+                        "output after the metric (--metric top1:OUTPUT).")
 
     def accuracy(outputs: Outputs) -> float:
         scores = np.asarray(outputs[out])  # [N, K], or [N, K, 1, 1] of a pooled head: one class per sample
@@ -261,24 +282,99 @@ REGISTRY: Dict[str, Factory] = {
     "topk-agreement": _topk_agreement,
     "mask-iou": _mask_iou,
     "seg-miou": _seg_miou,
-    "cosine": _pooled("cosine"),
-    "snr": _pooled("snr"),
+    "cosine": _pooled_cosine,
     "worst-group": _worst_group,
     "top1": _top1_labels,
 }
 
 
-def register_metric(name: str, factory: Factory) -> None:
-    """Add a built-in metric: ``factory(reference, options, labels) -> TaskMetric``."""
-    if not re.match(r"^[a-z][a-z0-9-]*$", name):
-        raise UserError(f"{name!r} is not a metric name.", "Names are lower case, digits and dashes.",
+#: The toolkit's own metrics: called directly (:func:`.metric_guard.trusted`), never replaced by a registration.
+_BUILTIN: Dict[str, Factory] = dict(REGISTRY)
+
+
+def is_function_text(text: str) -> bool:
+    """Whether ``text`` has the form ``package.module:function`` (the user's own metric, by name)."""
+    module_name, sep, attr = text.partition(":")
+    return bool(sep) and bool(_DOTTED.match(module_name)) and bool(_IDENT.match(attr))
+
+
+def register_metric(name: str, factory: Callable) -> None:
+    """Make a metric known by name in this process, so that a plan naming it can be judged by it.
+
+    Parameters
+    ----------
+    name : str
+        ``"my-metric"`` (lower case, digits and dashes; ``--metric my-metric:OPTION...`` passes the
+        ``:``-separated options to the factory), or ``"package.module:function"``: the text a plan.json
+        holds for a metric given that way, so that ``plan measure`` (or ``Plan``-loading code) finds it.
+    factory : callable
+        For a name: ``factory(reference, options, labels) -> TaskMetric``. For ``package.module:function``:
+        the function itself, ``function(reference, candidate) -> float``.
+
+    Raises
+    ------
+    UserError
+        The name is neither form, names a built-in metric, or the factory is not callable.
+    """
+    function = is_function_text(name)
+    if not function and not _NAME.match(name):
+        raise UserError(f"{name!r} is not a metric name.",
+                        "Names are lower case, digits and dashes, or package.module:function.",
                         "Pick a name like 'my-metric'.")
-    REGISTRY[name] = factory
+    if name in _BUILTIN:
+        raise UserError(f"{name!r} is a built-in metric.", "A plan that names it must mean the same metric everywhere.",
+                        "Register yours under a name of its own, e.g. 'my-" + name + "'.")
+    if not callable(factory):
+        raise UserError(f"The metric {name!r} was registered with {type(factory).__name__}, not a function.",
+                        "A registered metric is made by calling it.",
+                        "Pass factory(reference, options, labels) -> TaskMetric, or for package.module:function "
+                        "the function(reference, candidate) -> float itself.")
+    REGISTRY[name] = _user_factory(factory, name) if function else factory
+
+
+def import_metric(text: str) -> None:
+    """Import the ``package.module:function`` the user typed and register it under that text.
+
+    Only for text the user gave in this process (a command line's ``--metric``, the API's ``metric=``):
+    a file never chooses a module to import (module docstring). Nothing is imported when the text is
+    registered already.
+
+    Raises
+    ------
+    UserError
+        The text is not ``module:function``, the module does not import, or it has no such function.
+    """
+    text = text.strip()
+    if text in REGISTRY:
+        return
+    if not is_function_text(text):
+        raise UserError(f"{text!r} is neither a built-in metric nor package.module:function.",
+                        f"The built-in metrics are {', '.join(metric_names())}.",
+                        "Name one of them, or your own metric as mypackage.metrics:my_metric.")
+    module_name, _, attr = text.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # noqa: BLE001 - ImportError, or the module's own error at import
+        raise UserError(f"The metric's module {module_name!r} does not import.", f"{type(exc).__name__}: {exc}",
+                        "Install it, or put its folder on PYTHONPATH, and check the spelling.") from exc
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        raise UserError(f"{module_name} has no function {attr!r}.",
+                        f"Found {type(fn).__name__ if fn is not None else 'nothing'} under that name.",
+                        "Name a function defined in that module: package.module:function.")
+    REGISTRY[text] = _user_factory(fn, text)
+
+
+def _user_factory(fn: Callable, text: str) -> Factory:
+    def factory(reference: Outputs, options: List[str], labels=None) -> TaskMetric:
+        return _wrap_user(fn, text, reference)
+
+    return factory
 
 
 def metric_names() -> Tuple[str, ...]:
-    """The built-in metric names, sorted."""
-    return tuple(sorted(REGISTRY))
+    """The metric names known here (built in, and registered by name), sorted."""
+    return tuple(sorted(n for n in REGISTRY if not is_function_text(n)))
 
 
 def _check_signature(fn: Callable, text: str) -> None:
@@ -296,100 +392,122 @@ def _check_signature(fn: Callable, text: str) -> None:
 
 
 def _wrap_user(fn: Callable, text: str, reference: Outputs) -> TaskMetric:
+    """The user's ``fn(reference, candidate)`` as a TaskMetric; every call on copies, bounded, its value checked."""
     ref = dict(reference)
     _check_signature(fn, text)
-    try:
-        value = float(fn(ref, ref))
-    except UserError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - the user's code: any failure is reported with its cause
-        raise UserError(f"{text} failed on the float model's own outputs.", f"{type(exc).__name__}: {exc}",
-                        "Fix the metric; it is called as function(reference, candidate) -> float.") from exc
-    if math.isnan(value):
-        raise UserError(f"{text} returned NaN on the float model's own outputs.",
-                        "A metric must give a number for the plan to compare with.",
-                        "Return a finite float, higher is better.")
+    value = call_metric(fn, text, ref, ref, on="the float model's own outputs")
 
     def metric(outputs: Outputs) -> float:
-        return float(fn(ref, outputs))
+        return call_metric(fn, text, ref, outputs)
 
+    trusted(metric)  # guarded inside: call_metric copies, bounds and checks every call
     return TaskMetric(metric, text, reference_value=value)
 
 
-def load_user_metric(text: str, reference: Outputs) -> TaskMetric:
-    """The user's ``package.module:function``, imported by name (never evaluated), checked and wrapped.
-
-    Raises
-    ------
-    UserError
-        The text is not ``module:function``, the module does not import, it has no such
-        function, or the function does not take ``(reference, candidate)`` / fails on FP32.
-    """
-    module_name, sep, attr = text.partition(":")
-    if not sep or not _DOTTED.match(module_name) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", attr):
-        raise UserError(f"{text!r} is neither a built-in metric nor package.module:function.",
-                        f"The built-in metrics are {', '.join(metric_names())}.",
-                        "Name one of them, or your own metric as mypackage.metrics:my_metric.")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # noqa: BLE001 - ImportError, or the module's own error at import
-        raise UserError(f"The metric's module {module_name!r} does not import.", f"{type(exc).__name__}: {exc}",
-                        "Install it, or put its folder on PYTHONPATH, and check the spelling.") from exc
-    fn = getattr(module, attr, None)
-    if not callable(fn):
-        raise UserError(f"{module_name} has no function {attr!r}.",
-                        f"Found {type(fn).__name__ if fn is not None else 'nothing'} under that name.",
-                        "Name a function defined in that module: package.module:function.")
-    return _wrap_user(fn, text, reference)
+def _not_a_metric(text: str) -> UserError:
+    kind = text.strip().partition(":")[0]
+    if kind == "snr":
+        return UserError("snr is not a task metric.",
+                         "A task metric is judged by how far it falls below FP32's own score, and FP32's SNR against "
+                         "itself is infinite; an SNR is a target of its own.",
+                         "Use --target-snr DB (PlanTarget(snr_db=...)): the SNR of the worst channel group of every "
+                         "output.")
+    return UserError(f"Unknown metric {text!r}: neither a built-in metric nor package.module:function.",
+                     f"The built-in metrics are {', '.join(sorted(_BUILTIN))}.",
+                     "Name one of them (e.g. --metric detection), or your own as mypackage.metrics:my_metric.")
 
 
 def check_metric_text(text: str) -> None:
-    """Refuse, before any work, a ``--metric`` text that is neither a built-in name nor ``package.module:function``.
+    """Refuse, before any work, a ``--metric`` text that is neither a known name nor ``package.module:function``.
 
-    The module is not imported here (that happens once the reference is known).
+    Nothing is imported here (:func:`import_metric` does that, for text the user typed).
 
     Raises
     ------
     UserError
-        An unknown name, with the built-in names listed.
+        An unknown name (the built-in names listed), or ``snr`` (a target, not a task metric).
     """
-    kind = text.strip().partition(":")[0]
-    if kind in REGISTRY:
+    text = text.strip()
+    kind = text.partition(":")[0]
+    if text in REGISTRY or kind in REGISTRY or (is_function_text(text) and kind != "snr"):
         return
-    module_name, sep, attr = text.strip().partition(":")
-    if sep and _DOTTED.match(module_name) and re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", attr):
-        return
-    raise UserError(f"Unknown metric {text!r}: neither a built-in metric nor package.module:function.",
-                    f"The built-in metrics are {', '.join(metric_names())}.",
-                    "Name one of them (e.g. --metric detection), or your own as mypackage.metrics:my_metric.")
+    raise _not_a_metric(text)
 
 
-def parse_task_metric(text: str, reference: Outputs, labels: Optional[np.ndarray] = None) -> TaskMetric:
-    """The task metric the CLI's ``--metric TEXT`` names (module docstring lists the forms).
+def _not_registered(text: str) -> MetricNotRegistered:
+    shown = repr(text) if len(text) <= 100 else repr(text[:97]) + "..."
+    return MetricNotRegistered(
+        f"The metric {shown} is not registered in this process.",
+        "A plan names its metric as text; a plan folder never chooses code to import (a shared folder could name "
+        "any module), so only the built-in metrics and those registered here are looked up.",
+        f"If it is your own metric, register it yourself: pass --metric {text} on this command line (the module you "
+        f"type is imported), or call tw.register_metric({shown}, function) in your code first.")
+
+
+def parse_task_metric(text: str, reference: Outputs, labels: Optional[np.ndarray] = None, *,
+                      own: bool = False) -> TaskMetric:
+    """The task metric ``text`` names, looked up in :data:`REGISTRY` (module docstring lists the forms).
 
     Parameters
     ----------
     text : str
-        ``name[:option...]`` of a built-in metric, or ``package.module:function``.
+        ``name[:option...]`` of a known metric, or ``package.module:function``.
     reference : mapping
         FP32's outputs over the held-back samples.
     labels : ndarray, optional
         Integer classes in sample order (for ``top1``).
+    own : bool
+        ``text`` is the user's own, typed in this process (the API's ``metric=``, a command line): an
+        unregistered ``package.module:function`` is imported (:func:`import_metric`). Never for text read
+        from a file.
+
+    Raises
+    ------
+    MetricNotRegistered
+        A ``package.module:function`` that is not registered (and ``own`` is False).
+    UserError
+        An unknown name, or the metric cannot be made on this reference.
     """
-    kind, _, rest = text.strip().partition(":")
-    factory = REGISTRY.get(kind)
-    if factory is not None:
-        return factory(reference, rest.split(":") if rest else [], labels)
-    return load_user_metric(text.strip(), reference)
+    text = text.strip()
+    kind, _, rest = text.partition(":")
+    if text not in REGISTRY and kind not in REGISTRY:
+        if not is_function_text(text) or kind == "snr":
+            raise _not_a_metric(text)
+        if not own:
+            raise _not_registered(text)
+        import_metric(text)
+    if text in REGISTRY and is_function_text(text):
+        return _made(REGISTRY[text], text, reference, [], labels)
+    return _made(REGISTRY[kind], kind, reference, rest.split(":") if rest else [], labels)
+
+
+def _made(factory: Factory, name: str, reference: Outputs, options: List[str], labels) -> TaskMetric:
+    """``factory``'s metric: the toolkit's own as it is, anyone else's on copies, bounded, checked."""
+    if _BUILTIN.get(name) is factory:
+        made = factory(reference, options, labels)
+        trusted(made.fn)
+        return made
+    # A registered factory is the user's code too: it gets copies of FP32's outputs, and its metric is guarded.
+    made = factory({k: np.array(v, copy=True) for k, v in reference.items()}, options, labels)
+    if not isinstance(made, TaskMetric):
+        raise UserError(f"The metric {name!r} was registered with a factory that returned {type(made).__name__}.",
+                        "A registered factory makes the metric: factory(reference, options, labels) -> TaskMetric.",
+                        "Return TaskMetric(fn, name) from it, or register package.module:function with the "
+                        "function itself.")
+    return dataclasses.replace(made, fn=guarded(made.fn, made.name))
 
 
 def make_task_metric(metric: Union[str, Callable, TaskMetric], reference: Outputs,
-                     labels: Optional[np.ndarray] = None) -> TaskMetric:
-    """A :class:`TaskMetric` from the API's ``metric=``: a name, ``(reference, candidate) -> float``, or one made."""
+                     labels: Optional[np.ndarray] = None, *, own: bool = False) -> TaskMetric:
+    """A :class:`TaskMetric` from the API's ``metric=``: a name, ``(reference, candidate) -> float``, or one made.
+
+    ``own``: a ``package.module:function`` text is the caller's own and may be imported (:func:`parse_task_metric`).
+    """
     if isinstance(metric, TaskMetric):
-        return metric
+        fn = guarded(metric.fn, metric.name)
+        return metric if fn is metric.fn else dataclasses.replace(metric, fn=fn)
     if isinstance(metric, str):
-        return parse_task_metric(metric, reference, labels)
+        return parse_task_metric(metric, reference, labels, own=own)
     if callable(metric):
         return _wrap_user(metric, getattr(metric, "__qualname__", repr(metric)), reference)
     raise UserError(f"metric={metric!r} is not a metric.", "A metric is a name or a function.",

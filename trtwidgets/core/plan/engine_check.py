@@ -64,18 +64,26 @@ def judging_target(target: PlanTarget, metric: Optional[Callable] = None, metric
 
 
 def _rebuild_metric(spec: str, reference, labels, make_metric, notes: List[str]):
-    """``(metric, name)`` rebuilt from its text, or ``(None, "")`` with a note when it cannot be built here
-    (a user's module that is not importable on the GPU machine): the engines are then judged without it."""
+    """``(metric, name)`` rebuilt from its text, or ``(None, "")`` with a note when it cannot be made on this
+    reference (the engines are then judged without it).
+
+    The text is plan.json's: it is only looked up among the metrics registered here, never imported
+    (:mod:`~..accuracy.task_metrics`); one that is not registered is refused, saying how to register it.
+    """
+    from ..accuracy.task_metrics import MetricNotRegistered, make_task_metric
+
     try:
         if make_metric is not None:
             return make_metric(spec, reference, labels)
-        from ..accuracy.task_metrics import make_task_metric
-
         made = make_task_metric(spec, reference, labels)
         return made.fn, made.name
+    except MetricNotRegistered as err:
+        raise MetricNotRegistered(f"The plan's metric: {err.what}", err.why,
+                                  err.fix + " Or remove held_back.npz from the plan folder: the engines are then "
+                                  "timed, not judged.") from None
     except UserError as err:
-        notes.append(f"the plan's metric {spec!r} cannot be built here ({err.what}); the engines are judged without "
-                     "it: make its module importable (PYTHONPATH) to judge them by it")
+        notes.append(f"the plan's metric {spec!r} cannot be made on the held-back outputs here ({err.what}); the "
+                     "engines are judged without it")
         return None, ""
 
 
@@ -247,7 +255,7 @@ class EngineCheck:
             if target is not None and target.metric is not None and target.metric_spec:
                 from ..accuracy.task_metrics import make_task_metric
 
-                made = make_task_metric(target.metric_spec, ref, labels)
+                made = make_task_metric(target.metric_spec, ref, labels)  # registered while planning: looked up
                 import dataclasses
 
                 target = dataclasses.replace(target, metric=made.fn)

@@ -107,13 +107,17 @@ def evaluator(loaded, held, target: PlanTarget, options: QdqOptions, axes=None,
     factory = target.metric_factory
     made = None
     if factory is not None:
-        made = factory(reference, loaded.summary, n_held)
+        made = factory(_copies(reference), loaded.summary, n_held)  # a factory keeps what it is given
         metric, metric_name = made if isinstance(made, tuple) else (made.fn, made.name)
         drop = target.max_metric_drop
         if drop is None:  # the metric's own allowance (detection F1: 0.05), recorded in plan.json
             drop = getattr(made, "default_drop", None)
         target = dataclasses.replace(target, metric=metric, metric_name=metric_name, metric_factory=None,
                                      max_metric_drop=drop)
+    if target.metric is not None:  # a plain callable of the caller's: on copies, bounded, its answer checked
+        from ..accuracy.metric_guard import guarded
+
+        target = dataclasses.replace(target, metric=guarded(target.metric, target.metric_name or "given"))
     metric_ref = float(target.metric(reference)) if target.metric is not None else None
     if metric_ref is not None and not np.isfinite(metric_ref):
         raise UserError(f"The metric {target.metric_name or 'given'} scores {metric_ref} on FP32 itself.",
@@ -128,12 +132,18 @@ def evaluator(loaded, held, target: PlanTarget, options: QdqOptions, axes=None,
     rank_ref = {k: v[:n_rank] for k, v in reference.items()}
     rank_metric = None
     if factory is not None:
-        made_rank = factory(rank_ref, loaded.summary, n_rank)
-        rank_metric = made_rank[0] if isinstance(made_rank, tuple) else made_rank.fn
+        from ..accuracy.metric_guard import guarded
+
+        made_rank = factory(_copies(rank_ref), loaded.summary, n_rank)
+        rank_metric = guarded(made_rank[0] if isinstance(made_rank, tuple) else made_rank.fn, target.metric_name)
     elif target.metric is not None and n_rank < n_held:
         notes.append("the metric is a plain callable: layers are ranked by cosine on a subset, candidates by the metric")
     ev.set_rank_data(rank_feeds, rank_ref, rank_metric)
     return ev, target, notes
+
+
+def _copies(outputs: Mapping[str, np.ndarray]) -> Dict[str, np.ndarray]:
+    return {k: np.array(v, copy=True) for k, v in outputs.items()}
 
 
 def score_methods(ev: Evaluator, cal, judge: Judge, progress: bool = True,

@@ -1,5 +1,9 @@
 """A plan's target with a task metric: built-in by name, the user's ``package.module:function``, or a callable.
 
+The metric given here is the caller's own (never read from a file), so a ``package.module:function``
+not yet registered is imported and registered (:func:`~..accuracy.task_metrics.import_metric`); a
+plan.json that names it is later only looked up.
+
 The metrics themselves are :mod:`~..accuracy.task_metrics`' (one registry for the CLI,
 the API and the App); this module only puts one into a :class:`~.plan_values.PlanTarget`
 (:meth:`PlanTarget.for_metric` records it), built once the float model's outputs on the
@@ -22,7 +26,8 @@ __all__ = ["metric_factory", "with_metric"]
 def _make(metric, labels, reference, summary=None, samples: int = 0):
     from ..accuracy.task_metrics import make_task_metric
 
-    return make_task_metric(metric, reference, labels)
+    # The caller's own metric (the API's metric=, a command line's --metric): a module:function may be imported.
+    return make_task_metric(metric, reference, labels, own=True)
 
 
 def metric_factory(metric, labels: Optional[np.ndarray] = None):

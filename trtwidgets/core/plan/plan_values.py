@@ -120,6 +120,10 @@ class PlanTarget:
         max_metric_drop : float, optional
             How far the metric may fall below FP32's (default: the metric's own).
         """
+        if isinstance(metric, str):  # an unknown name (or snr, a target) is refused here, before any work
+            from ..accuracy.task_metrics import check_metric_text
+
+            check_metric_text(metric)
         return cls(cosine=cosine, snr_db=snr_db, max_metric_drop=max_metric_drop, task_metric=metric, labels=labels,
                    metric_spec=metric if isinstance(metric, str) else "")
 
