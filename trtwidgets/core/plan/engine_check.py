@@ -142,19 +142,21 @@ class EngineCheck:
         value = float(metric(got)) if metric is not None else None
         return PlanAccuracy(cosine=float(s.cosine), snr_db=float(s.snr_db), metric=value,
                             metric_reference=self.metric_reference if value is not None else None,
-                            worst_group=s.worst, pooled_cosine=float(s.pooled_cosine))
+                            worst_group=s.worst, pooled_cosine=float(s.pooled_cosine), non_finite=s.non_finite)
 
     def verdict(self, outputs: Mapping[str, np.ndarray]) -> EngineVerdict:
-        """The engine's outputs scored, and ``meets``: True/False by the target, None when nothing judges."""
+        """The engine's outputs scored, and ``meets``: True/False by the target, None when nothing judges.
+
+        An engine with NaN or Inf where FP32 is finite (an FP16 overflow) fails, whatever a metric makes of it:
+        the same rule as the planner's (:attr:`PlanAccuracy.non_finite`).
+        """
         acc = self.score(outputs)
-        # An engine that outputs NaN or Inf (an FP16 overflow) fails, whatever a metric makes of it.
-        finite = all(bool(np.all(np.isfinite(np.asarray(outputs[n], dtype=np.float64)))) for n in self.reference)
         meets = None
         if self.target is not None:
             from .judge import Judge
 
-            meets = bool(Judge(self.target).meets(acc)) and finite
-        return EngineVerdict(meets, acc, len(self.feeds), non_finite=not finite)
+            meets = bool(Judge(self.target).meets(acc))
+        return EngineVerdict(meets, acc, len(self.feeds), non_finite=acc.non_finite > 0)
 
     # -- the file ---------------------------------------------------------------------------------
 

@@ -44,7 +44,9 @@ class Judge:
         snr_short = max(0.0, _SNR_CEILING - min(acc.snr_db, _SNR_CEILING)) / _SNR_CEILING
         cos_short = max(0.0, 1.0 - acc.cosine)
         uses_cosine = t.cosine is not None or t.snr_db is None
-        return (drop + (cos_short if uses_cosine else 1e-3 * cos_short)
+        # NaN or Inf where FP32 is finite: worse than any score (the scores cannot see those values).
+        broken = 1.0 if acc.non_finite else 0.0
+        return (broken + drop + (cos_short if uses_cosine else 1e-3 * cos_short)
                 + (snr_short if t.snr_db is not None else 1e-3 * snr_short))
 
     def rank(self, c: Candidate) -> Tuple[bool, float, float]:

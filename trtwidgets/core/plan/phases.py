@@ -16,7 +16,7 @@ from ..qdq.options import QdqOptions
 from .cost_model import GPUS, layer_costs
 from .judge import Judge
 from .latency import LatencyModel, LayerLatency
-from .plan_accuracy import target_notes
+from .plan_accuracy import reference_notes, target_notes
 from .plan_eval import Evaluator, weighted_edges
 from .plan_search import border_search
 from .plan_values import PlanAccuracy, PlanTarget
@@ -103,6 +103,7 @@ def evaluator(loaded, held, target: PlanTarget, options: QdqOptions, axes=None,
     """
     ev = Evaluator(loaded.proto, [dict(f) for f in held], {}, options, axes=axes, batch=batch)
     reference = ev.run(loaded.proto, ev.feeds)
+    broken = reference_notes(reference)  # FP32's own NaN/Inf, said; nothing finite at all, refused
     n_held = len(ev.feeds)
     factory = target.metric_factory
     made = None
@@ -126,7 +127,8 @@ def evaluator(loaded, held, target: PlanTarget, options: QdqOptions, axes=None,
                         "Use --target-snr DB (or PlanTarget(snr_db=...)) for an SNR, or a metric with a finite "
                         "FP32 value.")
     ev = dataclasses.replace(ev, reference=reference, metric=target.metric, metric_reference=metric_ref)
-    notes: List[str] = target_notes(reference, target, getattr(made, "outputs", None), getattr(made, "pooled", False))
+    notes: List[str] = broken + target_notes(reference, target, getattr(made, "outputs", None),
+                                             getattr(made, "pooled", False))
     n_rank = max(1, min(n_held, 16))
     rank_feeds = ev.feeds[:n_rank]
     rank_ref = {k: v[:n_rank] for k, v in reference.items()}

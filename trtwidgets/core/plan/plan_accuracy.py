@@ -21,7 +21,7 @@ import numpy as np
 from ..accuracy.metrics import cosine_similarity
 from ..accuracy.output_groups import BLIND_ENERGY_SHARE, check_outputs, group_metrics
 
-__all__ = ["OutputScore", "score_outputs", "target_notes"]
+__all__ = ["OutputScore", "non_finite_where_finite", "reference_notes", "score_outputs", "target_notes"]
 
 
 class OutputScore(NamedTuple):
@@ -31,22 +31,78 @@ class OutputScore(NamedTuple):
     snr_db: float  #: the SNR of the worst group (lowest SNR)
     worst: str  #: that group, ``output[group]``
     pooled_cosine: float  #: the lowest plain output cosine (what the check looked at before)
+    non_finite: int = 0  #: values that are NaN or Inf in the candidate where FP32's are finite
+
+
+def _numeric(reference: Mapping[str, np.ndarray]) -> List[str]:
+    return [n for n in reference if np.issubdtype(np.asarray(reference[n]).dtype, np.number)]
+
+
+def non_finite_where_finite(reference: Mapping[str, np.ndarray], candidate: Mapping[str, np.ndarray]) -> int:
+    """How many values are NaN or Inf in ``candidate`` where FP32's ``reference`` is finite (every numeric output).
+
+    Every metric leaves non-finite positions out (:mod:`~..accuracy.metrics`), so a candidate that writes NaN
+    into 2 of 40 values can keep a cosine of 0.9995: this count is what fails it.
+    """
+    count = 0
+    for name in _numeric(reference):
+        ref = np.asarray(reference[name])
+        cand = np.asarray(candidate[name])
+        if cand.size != ref.size or not np.issubdtype(cand.dtype, np.number):
+            continue  # check_outputs has refused another size; a non-numeric candidate has no score at all
+        count += int(np.count_nonzero(np.isfinite(ref) & ~np.isfinite(cand.reshape(ref.shape))))
+    return count
 
 
 def score_outputs(reference: Mapping[str, np.ndarray], candidate: Mapping[str, np.ndarray]) -> OutputScore:
-    """The worst channel group's cosine and SNR over every output, its label, and the worst pooled output cosine.
+    """The worst channel group's cosine and SNR over every output, its label, the worst pooled output cosine, and
+    the count of non-finite values where FP32 is finite (:func:`non_finite_where_finite`; any fails the target).
 
     Outputs are batch first (:func:`~.plan_data.run_samples`); non-numeric outputs are skipped.
     """
     check = check_outputs(dict(reference), dict(candidate))
-    pooled = [cosine_similarity(reference[n], candidate[n]) for n in reference
-              if np.issubdtype(np.asarray(reference[n]).dtype, np.number)]
+    pooled = [cosine_similarity(reference[n], candidate[n]) for n in _numeric(reference)]
+    bad = non_finite_where_finite(reference, candidate)
     worst = check.worst
     if worst is None:
-        return OutputScore(math.nan, math.nan, "", min(pooled, default=math.nan))
+        return OutputScore(math.nan, math.nan, "", min(pooled, default=math.nan), bad)
     # The target's cosine is the lowest of any group; its SNR the lowest of any group (they may be two groups).
     cos = min(g.cosine for g in check.groups)
-    return OutputScore(float(cos), float(worst.snr_db), worst.label, float(min(pooled, default=math.nan)))
+    return OutputScore(float(cos), float(worst.snr_db), worst.label, float(min(pooled, default=math.nan)), bad)
+
+
+def reference_notes(reference: Mapping[str, np.ndarray], where: str = "on the held-back samples") -> List[str]:
+    """What FP32's own outputs leave out of every score: a note per output holding NaN or Inf.
+
+    Raises
+    ------
+    UserError
+        Every numeric output is NaN or Inf throughout: there is nothing to judge a candidate against
+        (every metric would score it perfect).
+    """
+    from ..common.errors import UserError
+
+    notes: List[str] = []
+    empty: List[str] = []
+    names = _numeric(reference)
+    for name in names:
+        ref = np.asarray(reference[name])
+        bad = int(ref.size - np.count_nonzero(np.isfinite(ref)))
+        if not bad:
+            continue
+        if bad == ref.size:
+            empty.append(name)
+            notes.append(f"FP32's output {name!r} is NaN or Inf in every value {where}: it is not checked at all")
+        else:
+            notes.append(f"FP32's output {name!r} holds {bad} NaN or Inf of its {ref.size} values {where}: those "
+                         "positions are left out of every score (a candidate must be finite wherever FP32 is)")
+    if names and len(empty) == len(names):
+        raise UserError(f"FP32's outputs {where} are NaN or Inf in every value ({', '.join(map(repr, empty))}).",
+                        "Every score compares finite values only: against these outputs any candidate, even one of "
+                        "random numbers, would meet the target.",
+                        "Check the model and the samples (an input out of its range, a division by zero in the "
+                        "graph): FP32 must give finite outputs on the held-back samples.")
+    return notes
 
 
 def _pooled_blind(reference: Mapping[str, np.ndarray], outputs: Sequence[str]) -> List[Tuple[str, List[str], float]]:

@@ -112,7 +112,7 @@ class Evaluator:
         value = float(metric(out)) if metric is not None else None
         return PlanAccuracy(cosine=float(score.cosine), snr_db=float(score.snr_db), metric=value,
                             metric_reference=metric_ref if value is not None else None, worst_group=score.worst,
-                            pooled_cosine=float(score.pooled_cosine))
+                            pooled_cosine=float(score.pooled_cosine), non_finite=score.non_finite)
 
     def run(self, model, feeds) -> Dict[str, np.ndarray]:
         """``model``'s outputs on ``feeds`` (samples), batch first."""

@@ -119,6 +119,9 @@ def _accuracy(c: _Checker, acc: Any, at: str) -> PlanAccuracy:
     for key in ("cosine", "snr_db", "metric", "metric_reference", "pooled_cosine"):
         c.optional(acc, key, _optional_number, "a number or null", f"{at}.")
     c.optional(acc, "worst_group", _optional_text, "text", f"{at}.")
+    # A count of NaN/Inf values where FP32 is finite (an engine's verdict wrote true before it was counted).
+    c.optional(acc, "non_finite", lambda v: isinstance(v, bool) or (_is_whole(v) and v >= 0),
+               "a count of values (0 or more)", f"{at}.")
     return PlanAccuracy.from_dict(acc)
 
 

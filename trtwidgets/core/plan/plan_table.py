@@ -68,9 +68,16 @@ def plan_table(plan) -> str:
         engine = " " + _engine(row) if judged else ""
         rows.append(f"{mark:2}{c.name[:43]:<44}{len(c.quantized):>6}{len(c.kept):>7}"
                     f"{_num(acc.cosine, '.4f', 9)}{_num(acc.snr_db, '.1f', 8)}{metric}"
-                    f"{_estimate(est, c)}{meas}{engine}  {'meets' if c.meets_target else 'misses'}")
+                    f"{_estimate(est, c)}{meas}{engine}  {_verdict(c)}")
     rows.extend(_implicit_line(plan, any_metric, judged))
     return "\n".join(rows)
+
+
+def _verdict(c) -> str:
+    """``meets`` / ``misses``, and why where the scores cannot show it (NaN or Inf where FP32 is finite)."""
+    if c.accuracy.non_finite:
+        return f"misses: {c.accuracy.non_finite} NaN/Inf where FP32 is finite"
+    return "meets" if c.meets_target else "misses"
 
 
 def _implicit_line(plan, any_metric: bool, judged: bool) -> List[str]:

@@ -162,7 +162,9 @@ class PlanAccuracy:
 
     ``cosine`` and ``snr_db`` are those of the worst channel group of any output
     (:mod:`.plan_accuracy`), ``worst_group`` names it, ``pooled_cosine`` is the lowest
-    plain output cosine (blind to groups with little of an output's energy).
+    plain output cosine (blind to groups with little of an output's energy). ``non_finite``
+    counts the values that are NaN or Inf where FP32's are finite: every score leaves such
+    positions out, so any of them fails the target, whatever the scores say.
     """
 
     cosine: float
@@ -171,9 +173,12 @@ class PlanAccuracy:
     metric_reference: Optional[float] = None
     worst_group: str = ""
     pooled_cosine: Optional[float] = None
+    non_finite: int = 0
 
     def meets(self, target: PlanTarget) -> bool:
-        """Whether every part of ``target`` holds (a NaN never does)."""
+        """Whether every part of ``target`` holds (a NaN never does, nor a candidate with NaN/Inf where FP32 is finite)."""
+        if self.non_finite:
+            return False
         if target.cosine is not None and not self.cosine >= target.cosine:
             return False
         if target.snr_db is not None and not self.snr_db >= target.snr_db:
@@ -188,12 +193,15 @@ class PlanAccuracy:
         """Inverse of :meth:`to_dict` (a value JSON left null is NaN; plan.json is checked by :mod:`.plan_file`)."""
         return cls(_float(d.get("cosine")), _float(d.get("snr_db")), _optional(d.get("metric")),
                    _optional(d.get("metric_reference")), str(d.get("worst_group") or ""),
-                   _optional(d.get("pooled_cosine")))
+                   _optional(d.get("pooled_cosine")), int(d.get("non_finite") or 0))
 
     def to_dict(self) -> dict:
-        return {"cosine": json_number(self.cosine), "snr_db": json_number(self.snr_db),
-                "metric": json_number(self.metric), "metric_reference": json_number(self.metric_reference),
-                "worst_group": self.worst_group, "pooled_cosine": json_number(self.pooled_cosine)}
+        out = {"cosine": json_number(self.cosine), "snr_db": json_number(self.snr_db),
+               "metric": json_number(self.metric), "metric_reference": json_number(self.metric_reference),
+               "worst_group": self.worst_group, "pooled_cosine": json_number(self.pooled_cosine)}
+        if self.non_finite:
+            out["non_finite"] = int(self.non_finite)
+        return out
 
 
 @dataclass(frozen=True)
@@ -211,7 +219,7 @@ class EngineVerdict:
     error : str
         Why the engine was not judged.
     non_finite : bool
-        The engine output NaN or Inf (it fails whatever a metric makes of it).
+        The engine output NaN or Inf where FP32's output is finite (it fails whatever a metric makes of it).
     """
 
     meets: Optional[bool]
@@ -250,7 +258,8 @@ class EngineVerdict:
         if self.error:
             out["error"] = self.error
         if self.non_finite:
-            out["non_finite"] = True
+            out["non_finite"] = int(self.accuracy.non_finite) if self.accuracy is not None and \
+                self.accuracy.non_finite else True
         return out
 
 
