@@ -86,7 +86,7 @@ def run_job(spec: str, args) -> dict:
             onnx.save(at_shapes(onnx.load(str(_model_for(family, Path(args.models), Path(args.work)))), shapes),
                       str(float_model))
         cache = Path(args.cache_dir)
-        check = folder_check(Path(args.plans) / job, plan.target)[0]  # held_back.npz: zoo_families.py check writes it
+        check = folder_check(Path(args.plans) / job, plan)[0]  # held_back.npz: zoo_families.py check writes it
         new = measure_plan(plan, str(float_model), work_dir=work, cache_dir=cache, top=int(top or args.top),
                            rounds=args.rounds, runs=args.runs, opt_level=args.opt_level, progress=True, gpus=1,
                            build_limit_s=args.build_limit or None, check=check)

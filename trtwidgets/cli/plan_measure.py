@@ -158,7 +158,7 @@ def _engine_check(out: Path, plan):
     """The plan folder's held-back check and its bytes, or ``(None, None)`` with a line saying the engines go unjudged."""
     from ..core.plan.engine_check import CHECK_FILE, folder_check
 
-    check, data = folder_check(out, plan.target)
+    check, data = folder_check(out, plan)
     if check is None:
         print(f"note: {out / CHECK_FILE} is missing (a plan written before this version): the engines are timed, "
               "not judged on the held-back samples, and implicit INT8 stays a reference; plan again to judge them",

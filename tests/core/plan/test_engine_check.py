@@ -153,9 +153,9 @@ def test_a_file_of_another_kind_is_a_clear_error(tmp_path):
         EngineCheck.load(bad, make_plan(CANDS).target)
     bad.write_bytes(b"PK\x03\x04 cut short")  # a corrupt file: the same clear error, not a zipfile traceback
     with pytest.raises(UserError, match="not a held-back check"):
-        folder_check(tmp_path, make_plan(CANDS).target)
+        folder_check(tmp_path, make_plan(CANDS))
     bad.unlink()
-    assert folder_check(tmp_path, make_plan(CANDS).target) == (None, None)
+    assert folder_check(tmp_path, make_plan(CANDS)) == (None, None)
 
 
 def test_an_output_that_is_not_numbers_is_left_out_and_the_file_still_writes(tmp_path):
@@ -168,8 +168,9 @@ def test_an_output_that_is_not_numbers_is_left_out_and_the_file_still_writes(tmp
 
 def test_the_check_keeps_at_most_its_size_and_says_so():
     feeds, ref = _detector()
+    per_sample = feeds[0]["images"].nbytes + ref["output0"][0].nbytes  # a sample and FP32's output on it
     check = EngineCheck.of_plan(feeds, ref, BatchAxes({"images": 0}, {"output0": 0}), None, None,
-                                max_bytes=3 * feeds[0]["images"].nbytes)
+                                max_bytes=3 * per_sample)
     assert len(check.feeds) == 3 and check.reference["output0"].shape[0] == 3
     assert "first 3 of the 6" in check.notes[0]
 

@@ -9,8 +9,10 @@ lets implicit INT8 compete (TensorRT chooses its layers and their ranges' use, s
 Runtime cannot predict it) and what catches a candidate that ONNX Runtime flattered.
 
 The check travels with the plan: :data:`CHECK_FILE` beside plan.json holds the samples,
-FP32's outputs and the labels as plain arrays (read with ``allow_pickle=False``), and
-plan.json's target names the task metric as text (``metric_spec``), so that
+FP32's outputs and the labels as plain arrays, and the plan's key (:mod:`.check_file`: read
+back checked, refused when it is another plan's or holds other than it declares; FP32's outputs
+that are NaN throughout judge nothing and are refused), and
+plan.json's target names the task metric as text (``metric_spec``, only looked up, never imported), so that
 ``trtwidgets plan measure PLAN_DIR`` on a GPU machine without ONNX Runtime judges the
 engines the same way. A metric given as a Python function cannot travel: the engines are
 then judged by the channel groups alone where the target has a cosine or SNR, and not
@@ -20,8 +22,6 @@ judged otherwise (implicit INT8 stays a reference).
 from __future__ import annotations
 
 import dataclasses
-import io
-import json
 import math
 import zipfile
 from dataclasses import dataclass, field
@@ -31,7 +31,6 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Uni
 import numpy as np
 
 from ..common.errors import UserError
-from ..common.npz_files import open_npz
 from ..model.batch_axis import BatchAxes
 from .plan_accuracy import score_outputs
 from .plan_values import EngineVerdict, PlanAccuracy, PlanTarget
@@ -42,7 +41,6 @@ __all__ = ["CHECK_FILE", "MAX_CHECK_BYTES", "EngineCheck", "folder_check", "judg
 CHECK_FILE = "held_back.npz"
 #: The samples kept in the file stop at this size (the plan says how many were kept).
 MAX_CHECK_BYTES = 256 * 2 ** 20
-_FORMAT = 1
 
 Feed = Dict[str, np.ndarray]
 
@@ -107,6 +105,8 @@ class EngineCheck:
         The held-back samples' labels (for a metric that reads them).
     notes : tuple of str
         What the check cannot do (a metric that did not travel, samples left out).
+    key : mapping
+        Whose check it is: the plan's model and held-back samples (:func:`~.check_file.check_key`).
     """
 
     feeds: Tuple[Feed, ...]
@@ -116,6 +116,7 @@ class EngineCheck:
     metric_reference: Optional[float] = None
     labels: Optional[np.ndarray] = field(default=None, compare=False)
     notes: Tuple[str, ...] = ()
+    key: Mapping = field(default_factory=dict, compare=False)
     #: The file's name in a plan folder (:data:`CHECK_FILE`).
     file_name = CHECK_FILE
 
@@ -161,87 +162,89 @@ class EngineCheck:
     # -- the file ---------------------------------------------------------------------------------
 
     def save(self, path: Union[str, Path]) -> Path:
-        """Write the samples, FP32's outputs and the labels to ``path`` (atomic; plain arrays only)."""
+        """Write the samples, FP32's outputs, the labels and the plan's key to ``path`` (atomic; plain arrays only)."""
         from ..common.atomic import write_bytes_atomic
+        from .check_file import write_check
 
-        names = sorted({k for f in self.feeds for k in f})
-        arrays: Dict[str, np.ndarray] = {}
-        for i, feed in enumerate(self.feeds):
-            for j, name in enumerate(names):
-                if name in feed:
-                    arrays[f"in{i}_{j}"] = np.asarray(feed[name])
-        outs = list(self.reference)
-        for j, name in enumerate(outs):
-            arrays[f"ref{j}"] = np.asarray(self.reference[name])
-        if self.labels is not None:
-            arrays["labels"] = np.asarray(self.labels)
-        meta = {"format": _FORMAT, "inputs": names, "outputs": outs, "samples": len(self.feeds),
-                "axes": {"inputs": dict(self.axes.inputs), "outputs": dict(self.axes.outputs)},
-                "metric_reference": self.metric_reference, "notes": list(self.notes)}
-        for a in arrays.values():
-            if a.dtype == object:
-                raise UserError("A held-back sample or output is not a plain array.", None,
-                                "Give numeric inputs; outputs of other types are left out of the check.")
-        arrays["meta"] = np.array(json.dumps(meta))
-        buf = io.BytesIO()
-        np.savez_compressed(buf, **arrays)
-        return write_bytes_atomic(path, buf.getvalue())
+        try:
+            data = write_check(self.feeds, self.reference, self.labels, self.axes, self.metric_reference,
+                               self.notes, self.key)
+        except ValueError:
+            raise UserError("A held-back sample or output is not a plain array.", None,
+                            "Give numeric inputs; outputs of other types are left out of the check.") from None
+        return write_bytes_atomic(path, data)
 
     @classmethod
     def load(cls, path: Union[str, Path, bytes], target: PlanTarget,
-             make_metric: Optional[Callable[[str, Mapping, Optional[np.ndarray]], Tuple[Callable, str]]] = None
-             ) -> "EngineCheck":
+             make_metric: Optional[Callable[[str, Mapping, Optional[np.ndarray]], Tuple[Callable, str]]] = None,
+             *, plan=None) -> "EngineCheck":
         """The check of a plan folder: ``path`` (:data:`CHECK_FILE`, or its bytes) judged by the plan's ``target``.
 
         ``make_metric(spec, reference, labels) -> (metric, name)`` rebuilds the task metric
-        from ``target.metric_spec`` (default: the registry's :func:`~..accuracy.task_metrics.make_task_metric`).
+        from ``target.metric_spec`` (default: the registry's :func:`~..accuracy.task_metrics.make_task_metric`,
+        which looks the text up and never imports it). ``plan`` (the :class:`~.plan_artifact.Plan` it sits
+        beside): the file must be that plan's (:func:`~.check_file.check_fits`).
 
         Raises
         ------
         UserError
-            The file is not a check this version writes.
+            The file is not a check this version writes, holds other than it declares, is another plan's,
+            or FP32's outputs in it are NaN or Inf throughout; the plan's metric is not registered here.
         """
+        from .check_file import check_fits, check_key, read_check
+        from .plan_accuracy import reference_notes
+
         where = CHECK_FILE if isinstance(path, bytes) else path
         try:
-            with open_npz(path) as z:  # headers checked first: 10^11 declared floats are refused unread
-                meta = json.loads(str(z["meta"]))
-                if meta.get("format") != _FORMAT:
-                    raise ValueError(f"format {meta.get('format')!r}")
-                feeds = [{name: np.array(z[f"in{i}_{j}"]) for j, name in enumerate(meta["inputs"])
-                          if f"in{i}_{j}" in z.files} for i in range(int(meta["samples"]))]
-                reference = {name: np.array(z[f"ref{j}"]) for j, name in enumerate(meta["outputs"])}
-                labels = np.array(z["labels"]) if "labels" in z.files else None
+            data = read_check(path if isinstance(path, bytes) else str(path))
         except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as exc:
             raise UserError(f"{where} is not a held-back check this version of trtwidgets reads ({exc}).",
                             "plan writes it beside plan.json: the held-back samples and FP32's outputs on them.",
                             "Plan again with this version (or leave the file out: the engines are then timed, "
                             "not judged).") from None
-        axes = BatchAxes({k: v for k, v in meta["axes"]["inputs"].items()},
-                         {k: v for k, v in meta["axes"]["outputs"].items()})
-        notes = list(meta.get("notes") or [])
+        notes = list(data.notes)
+        if plan is not None:
+            why = check_fits(data.key, check_key(plan.fingerprint, plan.held_back))
+            if why:
+                raise UserError(f"{where} is not this plan's held-back check: {why}.",
+                                "It judges every engine built for the plan; another plan's samples and outputs "
+                                "would pass a wrong engine and fail a right one.",
+                                "Put the plan's own held_back.npz beside its plan.json (plan writes both), or remove "
+                                "it: the engines are then timed, not judged.")
+            if not data.key:
+                notes.append(f"{CHECK_FILE} does not say which plan it belongs to (written before it was recorded): "
+                             "it is used as it is")
+        try:
+            notes += reference_notes(data.reference, f"in {CHECK_FILE}")
+        except UserError as err:
+            raise UserError(f"{where}: {err.what}", err.why, "Plan again: plan writes FP32's outputs on the held-back "
+                            "samples (or remove the file: the engines are then timed, not judged).") from None
+        axes = BatchAxes(data.axes["inputs"], data.axes["outputs"])
         metric, name = None, ""
         if target.metric_spec:
-            metric, name = _rebuild_metric(target.metric_spec, reference, labels, make_metric, notes)
+            metric, name = _rebuild_metric(target.metric_spec, data.reference, data.labels, make_metric, notes)
         elif target.metric_name:
             notes.append(f"the plan's metric ({target.metric_name}) was a Python function, which a plan folder cannot "
                          "carry: the engines are judged " + ("by the target's cosine/SNR alone"
                                                             if target.cosine is not None
                                                             or target.snr_db is not None else "by nothing"))
         target = judging_target(target, metric, name)
-        ref_value = meta.get("metric_reference")
+        ref_value = data.metric_reference
         if metric is not None and not _finite(ref_value):
-            ref_value = float(metric(reference))
-        return cls(tuple(feeds), reference, axes, target, ref_value if metric is not None else None, labels,
-                   tuple(notes))
+            ref_value = float(metric(data.reference))
+        return cls(tuple(data.feeds), data.reference, axes, target, ref_value if metric is not None else None,
+                   data.labels, tuple(notes), data.key)
 
     @classmethod
     def of_plan(cls, feeds: Sequence[Feed], reference: Mapping[str, np.ndarray], axes: BatchAxes,
                 target: PlanTarget, metric_reference: Optional[float], labels=None,
-                max_bytes: int = MAX_CHECK_BYTES) -> "EngineCheck":
-        """The planner's check: its held-back samples and reference, at most ``max_bytes`` of samples kept."""
-        keep, size = 0, 0
+                max_bytes: int = MAX_CHECK_BYTES, key: Optional[Mapping] = None) -> "EngineCheck":
+        """The planner's check: its held-back samples and reference, at most ``max_bytes`` of samples (and their
+        outputs) kept. ``key``: the plan's (:func:`~.check_file.check_key`), written into the file."""
+        per_sample = sum(np.asarray(v).nbytes for v in reference.values()) / max(len(feeds), 1)
+        keep, size = 0, 0.0
         for f in feeds:
-            size += sum(np.asarray(v).nbytes for v in f.values())
+            size += sum(np.asarray(v).nbytes for v in f.values()) + per_sample
             if size > max_bytes and keep:
                 break
             keep += 1
@@ -262,19 +265,30 @@ class EngineCheck:
 
                 target = dataclasses.replace(target, metric=made.fn)
                 metric_reference = float(made.fn(ref))
-        return cls(tuple(dict(f) for f in feeds[:keep]), ref, axes, target, metric_reference, labels, tuple(notes))
+        return cls(tuple(dict(f) for f in feeds[:keep]), ref, axes, target, metric_reference, labels, tuple(notes),
+                   dict(key or {}))
 
 
-def folder_check(folder: Union[str, Path], target: PlanTarget) -> Tuple[Optional[EngineCheck], Optional[bytes]]:
+def folder_check(folder: Union[str, Path], plan) -> Tuple[Optional[EngineCheck], Optional[bytes]]:
     """A plan folder's check and the file's bytes (read once), or ``(None, None)`` when the folder has none.
+
+    ``plan``: the folder's :class:`~.plan_artifact.Plan` (its target judges; the file must be its check).
 
     Raises
     ------
     UserError
-        The file is there but is not a check (corrupt, another version).
+        The file is there but is not a check (corrupt, another version, another plan's, larger than a
+        plan writes).
     """
+    from .check_file import MAX_READ_BYTES
+
     path = Path(folder) / CHECK_FILE
     if not path.is_file():
         return None, None
+    if path.stat().st_size > MAX_READ_BYTES:  # a 3 GB file (sparse or not) is refused before it is read
+        raise UserError(f"{path} holds {path.stat().st_size / 2 ** 30:.1f} GiB, more than a plan writes "
+                        f"({MAX_READ_BYTES >> 20} MiB at most).", "plan keeps its held-back check small.",
+                        "Put the plan's own held_back.npz beside its plan.json, or remove it: the engines are then "
+                        "timed, not judged.")
     data = path.read_bytes()
-    return EngineCheck.load(data, target), data
+    return EngineCheck.load(data, plan.target, plan=plan), data

@@ -41,6 +41,7 @@ from ..common.cancel import cancel_scope, cancelled, check
 from ..model.onnx_graph import WEIGHTED_OPS
 from ..qdq.options import QdqOptions
 from .accuracy_search import Candidates, Search, accuracy_search
+from .check_file import check_key
 from .engine_check import EngineCheck
 from .judge import Judge
 from .measured.repick import finish_latency, measurement_source
@@ -390,13 +391,15 @@ class _Found:
         else:  # cancelled before the methods were compared: the calibration's own ranges, if it was fitted
             ranges = PlanRanges(amax=self.cal.amax if self.cal is not None else {},
                                 method=self.cal.method if self.cal is not None else "", statistics=self.described)
+        fingerprint = fingerprint_of(self.loaded)
+        split = pdata.split if pdata is not None else None
         return Plan(model=str(self.loaded.path), target=self.target, candidates=tuple(cands), recommended=best,
                     reason=reason, ranges=ranges, options=self.opts, input_shapes=self.input_shapes,
-                    seconds=self.seconds, notes=tuple(self.notes), interrupted=interrupted,
-                    held_back=pdata.split if pdata is not None else None,
-                    batch_axes=pdata.axes if pdata is not None else None, fingerprint=fingerprint_of(self.loaded),
+                    seconds=self.seconds, notes=tuple(self.notes), interrupted=interrupted, held_back=split,
+                    batch_axes=pdata.axes if pdata is not None else None, fingerprint=fingerprint,
                     engine_check=(EngineCheck.of_plan(ev.feeds, ev.reference, pdata.axes, self.target,
-                                                      ev.metric_reference, self.held_labels)
+                                                      ev.metric_reference, self.held_labels,
+                                                      key=check_key(fingerprint, split))
                                   if ev is not None else None))
 
     def partial_plan(self) -> Plan:
