@@ -16,6 +16,13 @@ when FP16 is the pick). Implicit INT8 is the pick where its engine meets the tar
 it is the fastest beyond the noise (plan.json names its calibration cache). Progress
 shows builds done and left.
 
+The folder is replaced only if it still holds the plan that was read: a ``plan --out`` of the
+same folder that finished meanwhile is kept (exit 2, nothing written; run again, the engines are
+cached). ``held_back.npz`` must be the plan's own (another plan's, or one holding other than it
+declares, is refused). plan.json names its metric; a metric of your own
+(``package.module:function``) is imported only when you type it: ``--metric
+package.module:function`` (a plan folder never chooses code to import).
+
 Also spelled ``trtwidgets plan-measure``. Exit 0 when measured, 130 when Ctrl-C stopped
 it (what was measured is written, marked partial), 2 on bad input or without TensorRT
 or a GPU.
@@ -108,9 +115,10 @@ def run(args) -> int:
     from ..core.plan.plan_artifact import Plan
     from ..core.plan.plan_export import export_plan
     from ..trt.plan_measure import measure_plan, require_measurable
-    from ._plan_folder import write_plan_folder
+    from ._plan_folder import plan_state, write_plan_folder
 
     out = Path(args.plan_dir)
+    state = plan_state(out)  # before reading: a plan written after this is never replaced by this one measured
     plan = Plan.load(out)
     # Before any work: the candidates are written into PLAN_DIR/candidates/, never through a link placed there.
     work = inside_output(out, "candidates", "candidates", label=f"the plan folder {out}").parent
@@ -121,7 +129,7 @@ def run(args) -> int:
     new = measure_plan(plan, args.model, work_dir=work, check=check, **measure_keywords(args))
     exported = export_plan(args.model or new.model, new)
     # One set, as `plan` writes it: a kill leaves the earlier plan's files or the measured plan's, never a mix.
-    write_plan_folder(new, exported, out, check_bytes, partial=False)
+    write_plan_folder(new, exported, out, check_bytes, partial=False, expect=state)
     print(new.table())
     from ..core.plan.regions.pick import region_lines
 
