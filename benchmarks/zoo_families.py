@@ -39,9 +39,9 @@ download their weights at run time).
 
 Samples go to ``$TRTWIDGETS_ZOO/families/<family>/{calib,heldback}/`` (one ``.npz`` per
 sample, batch axis of 1 included), so ``trtwidgets plan`` can be run on them too.
-User metrics (``zoo_families:...``) are imported by name by
-:func:`trtwidgets.core.accuracy.task_metrics.parse_task_metric`; ``benchmarks/`` must be on
-``sys.path`` (this script puts it there).
+User metrics (``zoo_families:...``) are imported by name when this script (or ``--metric`` on a
+command line) names them (:func:`trtwidgets.core.accuracy.task_metrics.import_metric`; a plan.json
+only names them); ``benchmarks/`` must be on ``sys.path`` (this script puts it there).
 """
 
 from __future__ import annotations
@@ -352,6 +352,7 @@ def check_family(name: str, batch: int) -> str:
     from trtwidgets.core.plan.phases import evaluator
     from trtwidgets.core.plan.plan_artifact import Plan
     from trtwidgets.core.plan.plan_data import read_plan_data
+    from trtwidgets.core.plan.check_file import check_key
     from trtwidgets.core.plan.plan_target import with_metric
     from trtwidgets.core.qdq.options import QdqOptions
 
@@ -362,7 +363,8 @@ def check_family(name: str, batch: int) -> str:
     data = read_plan_data(loaded, files["calib"], held_back=files["heldback"])
     target = with_metric(None, FAMILIES[name]["metric"])
     ev, target, _ = evaluator(loaded, data.held, target, QdqOptions(), data.axes, data.run_batch())
-    check = EngineCheck.of_plan(ev.feeds, ev.reference, data.axes, target, ev.metric_reference)
+    check = EngineCheck.of_plan(ev.feeds, ev.reference, data.axes, target, ev.metric_reference,
+                                key=check_key(plan.fingerprint, plan.held_back))
     check.save(folder / CHECK_FILE)
     dataclasses.replace(plan, target=dataclasses.replace(plan.target, metric_spec=target.metric_spec)).save(folder)
     return f"{folder / CHECK_FILE}: {len(check.feeds)} samples, metric {target.metric_name} = {ev.metric_reference}"

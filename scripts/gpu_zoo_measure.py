@@ -63,6 +63,17 @@ def _model_for(family: str, models: Path, work: Path) -> Path:
     return path
 
 
+def _register_family_metric(family: str) -> None:
+    """The family's own metric (``zoo_families:NAME``), imported because this script names it: plan.json's
+    metric_spec is only looked up (a plan folder never chooses code to import)."""
+    from trtwidgets.core.accuracy.task_metrics import import_metric, is_function_text
+    from zoo_families import FAMILIES
+
+    metric = FAMILIES.get(family, {}).get("metric") or ""
+    if isinstance(metric, str) and is_function_text(metric):
+        import_metric(metric)
+
+
 def run_job(spec: str, args) -> dict:
     """Measure one plan (``<family>-b<batch>[@TOP]``); the result record (also on failure, with the error)."""
     import onnx
@@ -86,6 +97,7 @@ def run_job(spec: str, args) -> dict:
             onnx.save(at_shapes(onnx.load(str(_model_for(family, Path(args.models), Path(args.work)))), shapes),
                       str(float_model))
         cache = Path(args.cache_dir)
+        _register_family_metric(family)
         check = folder_check(Path(args.plans) / job, plan)[0]  # held_back.npz: zoo_families.py check writes it
         new = measure_plan(plan, str(float_model), work_dir=work, cache_dir=cache, top=int(top or args.top),
                            rounds=args.rounds, runs=args.runs, opt_level=args.opt_level, progress=True, gpus=1,

@@ -38,7 +38,7 @@ def test_time_major_ctc_metric_by_module_name(families):
     runs = [{"logits": rng.normal(size=(20, 3, 37)).astype(np.float32)} for _ in range(2)]  # [T, N, C] per run
     ref = gather_outputs(runs, BatchAxes({"image": 0}, {"logits": 1}))  # batch first: [6, 20, 37], blank = 36
     assert ref["logits"].shape == (6, 20, 37)
-    metric = parse_task_metric("zoo_families:ctc_last_blank_agreement", ref)
+    metric = parse_task_metric("zoo_families:ctc_last_blank_agreement", ref, own=True)  # as --metric imports it
     assert metric.reference_value == 1.0
     worse = ref["logits"].copy()
     worse[:3] = rng.normal(size=(3, 20, 37))  # three samples read differently

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from trtwidgets.core.plan.plan_artifact import Plan
@@ -40,15 +42,28 @@ def test_points_front_target_and_hover():
 
 
 def test_plan_html_escapes_and_embeds_plotly():
-    html = plan_html(_plan(), "table <t>")
-    assert "table &lt;t&gt;" in html and "why &lt;b&gt;" in html and "n &lt;i&gt;" in html
+    html = plan_html(_plan(), "title <t>")
+    assert "title &lt;t&gt;" in html and "why &lt;b&gt;" in html and "n &lt;i&gt;" in html
     assert "<script" in html and "plotly" in html.lower()
 
 
 def test_plan_html_states_the_target_in_words():
     html = plan_html(_plan(), "t")
     assert "output cosine &gt;= 0.99" in html and "'cosine'" not in html
-    assert "est. x FP16" in plan_html(_plan())  # the table by default: the plan's own
+
+
+def test_plan_html_shows_the_candidates_as_a_table_with_names_escaped():
+    """Issue 32: the table was preformatted text; now a table, every name escaped, whole (not cut at 43)."""
+    import re
+
+    doc = _doc()
+    doc["candidates"][2]["name"] = "<b>pays</b> " + "x" * 60
+    html = plan_html(_plan(doc))
+    assert "<pre>" not in html and "<table class='candidates'" in html
+    table = re.search(r"<table class='candidates'.*?</table>", html).group(0)
+    assert "<th>est. x FP16</th>" in table and table.count("<tr") == 5  # header and 4 candidates
+    assert "&lt;b&gt;pays&lt;/b&gt; " + "x" * 60 in table and "<b>pays" not in table
+    assert "<td>-&gt;</td>" in table  # the pick's mark
 
 
 def _measured_plan():
@@ -89,6 +104,14 @@ def test_an_estimated_plan_says_so_in_plan_html():
     html = plan_html(plan, "t")
     assert "Latency: an estimate" in html and "plan measure PLAN_DIR" in html
     assert PlanParetoDisplay.from_plan(plan).measured_x == ()
+    # The zoo's record once, as a table (model, estimated, measured), never the sentence twice.
+    from html import escape
+
+    assert "<th>estimated x FP16</th>" in html and html.count(escape(plan.estimate.text)) == 1
+    rows = plan.estimate.rows()
+    assert rows and all(f"<td>{r[1]}</td><td>{r[2]}</td>" in html for r in rows)
+    with_note = dataclasses.replace(plan, notes=plan.notes + (plan.estimate.text,))  # as finish_latency leaves it
+    assert plan_html(with_note, "t").count(escape(plan.estimate.text)) == 1
 
 
 def test_implicit_int8_judged_on_its_engine_is_a_star_outlined_when_it_is_the_pick():

@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 #: Two-word spellings of a command: ``trtwidgets plan measure DIR`` is ``trtwidgets plan-measure DIR``.
-ALIASES = {("plan", "measure"): "plan-measure"}
+ALIASES = {("plan", "measure"): "plan-measure", ("plan", "export"): "plan-export"}
 
 
 def _aliased(argv: List[str]) -> List[str]:

@@ -189,15 +189,31 @@ def _implicit(plan, key: str) -> Optional[Tuple[float, float, bool, bool]]:
     return float(x), float(y), bool(verdict.meets), plan.measured.implicit_is_pick
 
 
-def plan_html(plan, table_text: Optional[str] = None, title: str = "Quantization plan") -> str:
-    """A self-contained ``plan.html``: the reason, the Pareto chart (plotly.js embedded), the table, the notes.
+_RIGHT = "<td style='text-align:right'>"
 
-    ``table_text`` defaults to ``plan.table()``.
-    """
+
+def candidates_table_html(plan) -> str:
+    """The plan's table (:func:`~trtwidgets.core.plan.plan_table.table_rows`) as an HTML table, every name escaped."""
+    from ..core.plan.plan_table import table_rows
+
+    columns, rows = table_rows(plan)
+    head = "<tr><th></th>" + "".join(f"<th>{html.escape(h)}</th>" for _, h, _, _, _ in columns) + "</tr>"
+    body = []
+    for mark, cells in rows:
+        tds = "".join((_RIGHT if right else "<td>") + html.escape(cells.get(k, "")) + "</td>"
+                      for k, _, _, _, right in columns)
+        bold = " style='font-weight:bold'" if mark else ""
+        body.append(f"<tr{bold}><td>{html.escape(mark)}</td>{tds}</tr>")
+    return ("<table class='candidates' border='1' cellpadding='4' style='border-collapse:collapse'>" + head
+            + "".join(body) + "</table>")
+
+
+def plan_html(plan, title: str = "Quantization plan") -> str:
+    """A self-contained ``plan.html``: the reason, the Pareto chart (plotly.js embedded), the candidates as a table,
+    the latency's standing, the notes."""
     from .plan_latency import latency_section_html
     from .report_html import figure_html, plotly_js_head
 
-    table_text = plan.table() if table_text is None else table_text
     try:
         head, chart = plotly_js_head(), figure_html(PlanParetoDisplay.from_plan(plan).figure())
     except ImportError:  # `plan measure` on the GPU machine's Python 3.9 (numpy, onnx, tensorrt only): no chart
@@ -209,13 +225,14 @@ def plan_html(plan, table_text: Optional[str] = None, title: str = "Quantization
         rows.append(f"<details{' open' if pick else ''}><summary>{i}. {html.escape(c.name)}"
                     f"{' (recommended)' if pick else ''}: {len(c.quantized)} INT8 layers, "
                     f"{len(c.kept)} kept in high precision</summary><ul>{kept}</ul></details>")
-    notes = "".join(f"<li>{html.escape(n)}</li>" for n in plan.notes)
+    standing = plan.estimate.text if plan.estimate is not None else None  # shown once, in the latency section
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in plan.notes if n != standing)
     return ("<!doctype html><html><head><meta charset='utf-8'><title>" + html.escape(title) + "</title>"
             + head + "</head><body style='font-family:sans-serif;max-width:1100px;margin:auto'>"
             f"<h1>{html.escape(title)}</h1><p><b>{html.escape(plan.reason)}</b></p>"
             f"<p>Model: {html.escape(plan.model)}. Target: {html.escape(_target_text(plan.target))}. "
             f"Float part: {html.escape(plan.high_precision.upper())}.</p>"
-            + chart + f"<pre>{html.escape(table_text)}</pre>" + latency_section_html(plan) + "".join(rows)
+            + chart + candidates_table_html(plan) + latency_section_html(plan) + "".join(rows)
             + (f"<h2>Notes</h2><ul>{notes}</ul>" if notes else "") + "</body></html>")
 
 

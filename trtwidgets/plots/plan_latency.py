@@ -18,7 +18,7 @@ def latency_section_html(plan) -> str:
     if plan.measured is None:
         if plan.estimate is None:
             return ""
-        return f"<h2>Latency: an estimate</h2><p>{html.escape(plan.estimate.text)}</p>"
+        return f"<h2>Latency: an estimate</h2><p>{html.escape(plan.estimate.text)}</p>" + _zoo_table(plan.estimate)
     m = plan.measured
     settings = m.settings
     head = (f"<h2>Latency: measured{' (partial: interrupted)' if m.status == 'partial' else ''}</h2>"
@@ -35,3 +35,14 @@ def latency_section_html(plan) -> str:
             _num(r.spread_ms, ".4f"), _num(r.vs_fp16, ".3f"), (f"{err:+.0%}" if math.isfinite(err) else "-"),
             html.escape(r.error)[:300])) + "</tr>")
     return head + "<table border='1' cellpadding='4' style='border-collapse:collapse'>" + "".join(rows) + "</table>"
+
+
+def _zoo_table(estimate) -> str:
+    """How far such estimates have been off: one row per zoo engine (model, estimated and measured x FP16)."""
+    rows = estimate.rows()
+    if not rows:
+        return ""
+    head = "".join(f"<th>{c}</th>" for c in ("model", "estimated x FP16", "measured x FP16", "measured on"))
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return ("<table border='1' cellpadding='4' style='border-collapse:collapse'><caption>How far the estimate has "
+            f"been off on the zoo</caption><tr>{head}</tr>{body}</table>")

@@ -142,12 +142,17 @@ def test_a_plan_that_was_not_measured_says_it_is_an_estimate_and_how_far_estimat
     entries = estimate_error_entries("estimate")
     assert entries and all(e["latency_source"] == "estimate" for e in entries)
     text = estimate_text("estimate")
-    for e in entries:  # the committed zoo ratios the planner prints estimates of, quoted
-        if e.get("cannot_estimate"):
-            assert f"{e['model']} b{e['batch']}: estimated" not in text
-            continue
-        assert f"{e['estimated_x_fp16']:.2f}x FP16" in text and f"measured {e['measured_x_fp16']:.2f}x" in text
+    # One line (issue 32: the zoo's cases made a 1,700-character sentence); the cases are the standing's rows.
+    printed = [e for e in entries if not e.get("cannot_estimate")]
+    assert len(text) < 300 and "\n" not in text and f"on {len(printed)} zoo engines" in text
+    rows = p.estimate.rows()
+    assert len(rows) == len(entries)
+    for e, row in zip(entries, rows):  # the committed zoo ratios, as a table's rows
+        estimated = "cannot estimate" if e.get("cannot_estimate") else f"{e['estimated_x_fp16']:.2f}"
+        assert row[1:3] == (estimated, f"{e['measured_x_fp16']:.2f}")
     assert p.notes[-1] == text and "plan measure PLAN_DIR" in text
+    odd = EstimateStanding("estimate", ({"model": "m", "estimated_x_fp16": "fast", "measured_x_fp16": None}, 3))
+    assert odd.rows() == [("m b?", "-", "-", "?, TensorRT ?")]  # a plan.json's entries, as they are
     empty = tmp_path / "estimate_error.json"
     empty.write_text(json.dumps({"entries": []}))
     assert "not yet measured" in estimate_text("estimate", empty)

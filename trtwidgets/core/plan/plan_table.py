@@ -10,11 +10,11 @@ implicit INT8 engine gets a row of its own (``=>`` when it is the measured pick)
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Optional
+from typing import Dict, List, Mapping, Optional, Tuple
 
 from .measured.measurement import MeasuredRow
 
-__all__ = ["measured_rows_by_candidate", "plan_table", "short_rows"]
+__all__ = ["measured_rows_by_candidate", "plan_table", "short_rows", "table_rows"]
 
 
 def measured_rows_by_candidate(plan) -> Dict[int, MeasuredRow]:
@@ -45,32 +45,60 @@ def _engine(row: Optional[MeasuredRow]) -> str:
     return f"{_num(value, '.4f', 7)} {'ok' if verdict.meets else 'miss':>4}"
 
 
-def plan_table(plan) -> str:
-    """The candidates of a plan as a table; the recommended one marked ``->``."""
+#: A column of the table: (key, header, text width (0: free), right-aligned).
+_COLUMNS = (("name", "candidate", 44, False), ("int8", "INT8", 6, True), ("float", "float", 7, True),
+            ("cosine", "cosine", 9, True), ("snr", "SNR dB", 8, True), ("metric", "metric", 9, True),
+            ("est", "est. x FP16", 13, True), ("meas", "meas. x FP16", 14, True), ("spread", "spread ms", 11, True),
+            ("engine", "on engine", 13, True), ("target", "target", 0, False))
+
+
+def table_rows(plan) -> Tuple[List[Tuple[str, str, str, int, bool]], List[Tuple[str, Dict[str, str]]]]:
+    """The table as cells: ``(columns, rows)``, one row per candidate (and implicit INT8's, once measured).
+
+    ``columns`` are ``(key, header, ..., width, right)`` of the columns this plan shows; each row is
+    ``(mark, {key: text})`` with ``mark`` ``"->"`` for the recommendation, ``"=>"`` for implicit INT8 as the
+    measured pick. Names are whole here (:func:`plan_table` cuts them to its width; plan.html escapes them).
+    """
     cands = plan.candidates
     measured = measured_rows_by_candidate(plan)
     all_rows = plan.measured.rows() if plan.measured is not None else []
     judged = any(r.engine is not None and r.engine.meets is not None for r in all_rows)
     any_metric = any(c.accuracy.metric is not None for c in cands)
-    header = (f"{'':2}{'candidate':<44}{'INT8':>6}{'float':>7}{'cosine':>9}{'SNR dB':>8}"
-              + ("   metric" if any_metric else "") + f"{'est. x FP16':>13}"
-              + (f"{'meas. x FP16':>14}{'spread ms':>11}" if measured else "")
-              + (f"{'on engine':>13}" if judged else "") + "  target")
-    rows: List[str] = [header]
+    shown = {"metric": any_metric, "meas": bool(measured), "spread": bool(measured), "engine": judged}
+    columns = [(k, h, h, w, r) for k, h, w, r in _COLUMNS if shown.get(k, True)]
+    rows: List[Tuple[str, Dict[str, str]]] = []
     for i, c in enumerate(cands):
         acc = c.accuracy
-        mark = "->" if i == plan.recommended else ""
-        est = c.vs_fp16
-        metric = _num(acc.metric, ".4f", 9) if any_metric else ""
         row = measured.get(i)
-        meas = (_num(row.vs_fp16, ".3f", 14) + _num(row.spread_ms, ".4f", 11) if row is not None
-                else " " * 25) if measured else ""
-        engine = " " + _engine(row) if judged else ""
-        rows.append(f"{mark:2}{c.name[:43]:<44}{len(c.quantized):>6}{len(c.kept):>7}"
-                    f"{_num(acc.cosine, '.4f', 9)}{_num(acc.snr_db, '.1f', 8)}{metric}"
-                    f"{_estimate(est, c)}{meas}{engine}  {_verdict(c)}")
-    rows.extend(_implicit_line(plan, any_metric, judged))
-    return "\n".join(rows)
+        cells = {"name": c.name, "int8": str(len(c.quantized)), "float": str(len(c.kept)),
+                 "cosine": _num(acc.cosine, ".4f", 0), "snr": _num(acc.snr_db, ".1f", 0),
+                 "metric": _num(acc.metric, ".4f", 0), "est": _estimate(c.vs_fp16, c).strip(),
+                 "meas": _num(row.vs_fp16, ".3f", 0) if row is not None else "",
+                 "spread": _num(row.spread_ms, ".4f", 0) if row is not None else "",
+                 "engine": _engine(row).strip(), "target": _verdict(c)}
+        rows.append(("->" if i == plan.recommended else "", cells))
+    rows.extend(_implicit_row(plan))
+    return columns, rows
+
+
+def plan_table(plan) -> str:
+    """The candidates of a plan as a plain-text table; the recommended one marked ``->``."""
+    columns, rows = table_rows(plan)
+
+    def line(mark: str, cells: Mapping[str, str]) -> str:
+        text = f"{mark:2}"
+        for key, _, _, width, right in columns:
+            value = cells.get(key, "")
+            if key == "name":
+                text += f"{value[:width - 1]:<{width}}"
+            elif key == "target":
+                text += f"  {value}"
+            else:
+                text += value.rjust(width) if value or right else " " * width
+        return text
+
+    header = line("", {k: h for k, h, _, _, _ in columns})
+    return "\n".join([header] + [line(mark, cells) for mark, cells in rows])
 
 
 def _verdict(c) -> str:
@@ -80,18 +108,16 @@ def _verdict(c) -> str:
     return "meets" if c.meets_target else "misses"
 
 
-def _implicit_line(plan, any_metric: bool, judged: bool) -> List[str]:
-    """Implicit INT8's line (``=>`` when it is the measured pick), or nothing when it has no time."""
+def _implicit_row(plan) -> List[Tuple[str, Dict[str, str]]]:
+    """Implicit INT8's row (``=>`` when it is the measured pick), or nothing when it has no time."""
     row = plan.measured.implicit_row() if plan.measured is not None else None
     if row is None or not math.isfinite(row.vs_fp16):
         return []
-    mark = "=>" if plan.measured.implicit_is_pick else ""
     meets = row.engine.meets if row.engine is not None else None
-    verdict = {True: "meets", False: "misses"}.get(meets, "not judged")
-    return [f"{mark:2}{'implicit INT8 (TensorRT calibrator)':<44}{'-':>6}{'-':>7}{'-':>9}{'-':>8}"
-            + ("-".rjust(9) if any_metric else "") + "-".rjust(13)
-            + _num(row.vs_fp16, ".3f", 14) + _num(row.spread_ms, ".4f", 11)
-            + (" " + _engine(row) if judged else "") + f"  {verdict}"]
+    cells = {"name": "implicit INT8 (TensorRT calibrator)", "int8": "-", "float": "-", "cosine": "-", "snr": "-",
+             "metric": "-", "est": "-", "meas": _num(row.vs_fp16, ".3f", 0), "spread": _num(row.spread_ms, ".4f", 0),
+             "engine": _engine(row).strip(), "target": {True: "meets", False: "misses"}.get(meets, "not judged")}
+    return [("=>" if plan.measured.implicit_is_pick else "", cells)]
 
 
 def short_rows(plan, limit: int) -> List[str]:

@@ -57,22 +57,27 @@ def estimate_error_entries(source: Optional[str] = None, path: Optional[Path] = 
 
 
 def estimate_text(source: str, path: Optional[Path] = None) -> str:
-    """How far the planner's ``source`` latency ("estimate" or "oracle") has been off on the zoo, in a sentence."""
+    """How far the planner's ``source`` latency ("estimate" or "oracle") has been off on the zoo, in one line.
+
+    The zoo's cases themselves are :meth:`EstimateStanding.rows` (a table in plan.html).
+    """
     what = {"estimate": "the cost model's estimate",
             "oracle": "estimated from an implicit INT8 build's per-layer choices (oracle)"}.get(source, f"{source}")
     # Estimates the planner would not print (cannot estimate: a transformer, ...) say nothing of those it prints.
     entries = [e for e in estimate_error_entries(source, path) if not e.get("cannot_estimate")]
     if not entries:
-        return (f"The latency is {what}, not a measurement; how far it is off on the zoo is not yet measured "
-                f"(no entry in {ESTIMATE_ERROR_FILE.name}). To be sure, {MEASURE_HINT}.")
-    ratios = [e["measured_x_fp16"] / e["estimated_x_fp16"] for e in entries]
-    cases = "; ".join(f"{e.get('model', '?')} b{e.get('batch', '?')}: estimated {e['estimated_x_fp16']:.2f}x FP16, "
-                      f"measured {e['measured_x_fp16']:.2f}x ({e.get('gpu', '?')}, TensorRT {e.get('trt', '?')})"
-                      for e in entries)
-    span = f"{min(ratios):.2f}" if f"{min(ratios):.2f}" == f"{max(ratios):.2f}" else \
-        f"{min(ratios):.2f}-{max(ratios):.2f}"
-    return (f"The latency is {what}, not a measurement: on the zoo the measured time relative to FP16 was {span} "
-            f"times the estimated one ({cases}). To be sure, {MEASURE_HINT}.")
+        return (f"latency: {what}, not a measurement; how far it is off on the zoo is not yet measured. To be sure, "
+                f"{MEASURE_HINT}.")
+    ratios = [e["measured_x_fp16"] / e["estimated_x_fp16"] for e in entries]  # both finite and positive (entries)
+    low, high = f"{min(ratios):.2f}", f"{max(ratios):.2f}"
+    span = low if low == high else f"{low}-{high}"
+    return (f"latency: {what}, not a measurement; on {len(entries)} zoo engines the measured time relative to FP16 "
+            f"was {span} times the estimated one. To be sure, {MEASURE_HINT}.")
+
+
+def _cell(v, fmt: str) -> str:
+    return format(float(v), fmt) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) \
+        else "-"
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,19 @@ class EstimateStanding:
 
     def __post_init__(self):
         object.__setattr__(self, "zoo", deep_freeze(tuple(self.zoo)))
+
+    def rows(self) -> List[Tuple[str, str, str, str]]:
+        """``(model, estimated x FP16, measured x FP16, where)`` per zoo entry, as text (a plan.json's entries are
+        read as they are: what is not a number shows as "-")."""
+        out = []
+        for e in self.zoo:
+            if not isinstance(e, Mapping):
+                continue
+            # An estimate the planner now refuses to make (a transformer's INT8 MatMuls ...) is shown as such.
+            estimated = "cannot estimate" if e.get("cannot_estimate") else _cell(e.get("estimated_x_fp16"), ".2f")
+            out.append((f"{e.get('model', '?')} b{e.get('batch', '?')}", estimated,
+                        _cell(e.get("measured_x_fp16"), ".2f"), f"{e.get('gpu', '?')}, TensorRT {e.get('trt', '?')}"))
+        return out
 
     @classmethod
     def of(cls, source: str, path: Optional[Path] = None) -> "EstimateStanding":
