@@ -317,3 +317,10 @@ def test_top1_labels_outside_the_classes_are_refused():
             parse_task_metric("top1", ref, labels=labels)
         assert "0 to 4" in err.value.what
     assert parse_task_metric("top1", ref, labels=np.array([0, 1, 2, 3, 4, 0])).reference_value >= 0
+
+
+def test_a_built_in_metric_on_outputs_it_cannot_read_is_a_clear_error():
+    """Found by tests/fuzz/test_fuzz_plan_folder.py: top1-agreement on a [3, 0] output was numpy's ValueError."""
+    with pytest.raises(UserError, match="cannot be made on FP32's outputs \\(y \\(3, 0\\)\\)") as err:
+        parse_task_metric("top1-agreement", {"y": np.zeros((3, 0), np.float32)})
+    assert "ValueError" in err.value.why

@@ -163,3 +163,30 @@ def test_the_reader_round_trips_what_the_writer_wrote(tmp_path):
     assert len(data.feeds) == 3 and data.labels.tolist() == [0, 1, 2] and data.key == check.key
     assert np.array_equal(data.reference["y"], check.reference["y"]) and data.reference["y"].flags.writeable
     assert os.path.getsize(tmp_path / "c.npz") < 10_000 and "numpy" in sys.modules
+
+
+def test_a_damaged_compressed_member_is_a_clear_error(tmp_path):
+    """Found by tests/fuzz/test_fuzz_plan_folder.py: one byte flipped inside a deflated member was a zlib.error."""
+    data = bytearray(_check(n=8).save(tmp_path / "c.npz").read_bytes())
+    with zipfile.ZipFile(io.BytesIO(bytes(data))) as z:
+        info = z.getinfo("in0_0.npy")
+    start = info.header_offset + 30 + len(info.filename) + len(info.extra)
+    for at in range(start + 2, start + min(info.compress_size, 40)):
+        data[at] ^= 0xFF
+    folder = tmp_path / "p"
+    _plan().save(folder)
+    (folder / CHECK_FILE).write_bytes(bytes(data))
+    with pytest.raises(UserError, match="is not a held-back check"):
+        folder_check(folder, _plan())
+
+
+def test_a_zip_member_of_a_version_zipfile_lacks_is_a_clear_error(tmp_path):
+    """Found by the fuzz test: a flipped 'version needed' byte was zipfile's NotImplementedError."""
+    data = bytearray(_check().save(tmp_path / "c.npz").read_bytes())
+    at = data.index(b"PK\x01\x02")  # the first member's entry in the central directory
+    data[at + 6] = 64  # version needed to extract: 6.4
+    folder = tmp_path / "p"
+    _plan().save(folder)
+    (folder / CHECK_FILE).write_bytes(bytes(data))
+    with pytest.raises(UserError, match="is not a held-back check"):
+        folder_check(folder, _plan())

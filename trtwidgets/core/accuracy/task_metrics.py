@@ -268,7 +268,14 @@ def parse_task_metric(text: str, reference: Outputs, labels: Optional[np.ndarray
 def _made(factory: Factory, name: str, reference: Outputs, options: List[str], labels) -> TaskMetric:
     """``factory``'s metric: the toolkit's own as it is, anyone else's on copies, bounded, checked."""
     if _BUILTIN.get(name) is factory:
-        made = factory(reference, options, labels)
+        try:
+            made = factory(reference, options, labels)
+        except (ValueError, IndexError, TypeError, ArithmeticError) as exc:  # outputs it cannot read (no classes...)
+            shapes = ", ".join(f"{k} {tuple(np.shape(v))}" for k, v in list(reference.items())[:4])
+            raise UserError(f"The metric {name} cannot be made on FP32's outputs ({shapes}).",
+                            f"{type(exc).__name__}: {exc}"[:300],
+                            "Name the output it should read after the metric (e.g. top1-agreement:OUTPUT), or pick a "
+                            "metric that fits the model's outputs.") from None
         trusted(made.fn)
         return made
     # A registered factory is the user's code too: it gets copies of FP32's outputs, and its metric is guarded.

@@ -134,7 +134,9 @@ def _meta(z: Callable[[str], np.ndarray]) -> dict:
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise ValueError(f"format {meta.get('format') if isinstance(meta, dict) else meta!r:.40}")
     axes = meta.get("axes")
-    ok = (_text_list(meta.get("inputs")) and _text_list(meta.get("outputs")) and _is_whole(meta.get("samples"))
+    ok = (_text_list(meta.get("inputs")) and _text_list(meta.get("outputs")) and meta["inputs"] and meta["outputs"]
+          and len(set(meta["inputs"])) == len(meta["inputs"]) and len(set(meta["outputs"])) == len(meta["outputs"])
+          and _is_whole(meta.get("samples"))
           and meta["samples"] >= 1 and isinstance(axes, Mapping) and _axis_map(axes.get("inputs"))
           and _axis_map(axes.get("outputs")) and _text_list(meta.get("notes", []))
           and isinstance(meta.get("plan", {}), Mapping)
@@ -154,8 +156,10 @@ def read_check(source: Union[bytes, str]) -> CheckData:
 
     Raises
     ------
-    ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile
-        The file is not a check this version writes, or holds other than it declares.
+    ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile, zlib.error, RuntimeError
+        The file is not a check this version writes, or holds other than it declares (or is damaged: zipfile
+        raises a RuntimeError, NotImplementedError among them, for a version or compression it lacks and for
+        an encrypted member).
     """
     from ..common.npz_files import open_npz
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -197,7 +198,8 @@ class EngineCheck:
         where = CHECK_FILE if isinstance(path, bytes) else path
         try:
             data = read_check(path if isinstance(path, bytes) else str(path))
-        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as exc:
+        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile, zlib.error,
+                RuntimeError) as exc:  # zipfile: NotImplementedError (a version it lacks), encrypted members
             raise UserError(f"{where} is not a held-back check this version of trtwidgets reads ({exc}).",
                             "plan writes it beside plan.json: the held-back samples and FP32's outputs on them.",
                             "Plan again with this version (or leave the file out: the engines are then timed, "
