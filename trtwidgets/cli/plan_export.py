@@ -56,7 +56,7 @@ def run(args) -> int:
                         "candidate written over its model.qdq.onnx would no longer be what plan.json recommends.",
                         f"Write the candidate elsewhere, e.g. --out candidate{args.candidate or 'N'}.qdq.onnx.")
     index = plan.recommended if args.candidate is None else args.candidate
-    exported = export_plan(model, plan, args.out, candidate=index)
+    exported = export_plan(model, plan_file, args.out, candidate=index)  # the file: messages name it
     cand = plan.candidates[index]
     if exported is None:
         kept = " (the file already there is from before)" if os.path.lexists(args.out) else ""
