@@ -16,6 +16,7 @@ from typing import Collection, Dict, Iterable, Mapping, Optional, Protocol, Sequ
 
 from ..qdq.myelin import MYELIN_QDQ_SLOWDOWN, MYELIN_REASON
 from .cost_model import GpuSpec, LayerCost
+from .plan_values import ratio
 
 __all__ = ["LatencyModel", "LayerLatency"]
 
@@ -86,10 +87,11 @@ class LayerLatency:
         if choice is not None:
             if choice.latency_ms:
                 measured = 1000 * choice.latency_ms
+                # ratio(): a layer time of 0 or NaN is no ratio (NaN: "cannot estimate"), never a division.
                 if choice.precision == "INT8":
-                    fp16_us, int8_us = measured * max(c.fp16_us / c.int8_us, 1.05), measured
+                    fp16_us, int8_us = measured * max(ratio(c.fp16_us, c.int8_us), 1.05), measured
                 else:
-                    fp16_us, int8_us = measured, measured * max(c.int8_us / c.fp16_us, 1.05)
+                    fp16_us, int8_us = measured, measured * max(ratio(c.int8_us, c.fp16_us), 1.05)
             elif choice.precision == "INT8":
                 int8_us = min(int8_us, 0.8 * fp16_us)
             else:
