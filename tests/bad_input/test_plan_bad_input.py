@@ -250,7 +250,7 @@ CASES = [
      "is a file of the plan folder"),
     ("export-model-gone", ["plan", "export", "{bad}/plans/no_model", "--out", "{ws}/x.onnx"], "gone.onnx"),
     ("export-model-not-the-plans", ["plan", "export", "{bad}/plans/good", "--model", "{bad}/nan_everywhere.onnx",
-                                    "--out", "{ws}/x.onnx"], "plans/good/plan.json is not plan of"),
+                                    "--out", "{ws}/x.onnx"], "plans/good/plan.json is not a plan of"),
 ]
 
 
