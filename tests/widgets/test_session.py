@@ -84,8 +84,11 @@ def test_recomputed_ranges_refit_the_calibration(session):
     cal = session.calibration
     assert cal is not before and cal.stats is session.stats and cal.ranges is session.ranges
     assert cal.percentile == 99.0 == session.recipe.calibrator.percentile and cal.method == before.method
-    t = next(iter(cal.ranges))
-    assert session.ranges[t]["percentile"].amax != before.ranges[t]["percentile"].amax
+    # The percentile ranges are recomputed (the demo's input, text lines on a flat background, has a few
+    # distinct values, so its 99th and 99.99th percentiles coincide: some other tensor's move).
+    moved = [t for t in cal.ranges if session.ranges[t]["percentile"].amax != before.ranges[t]["percentile"].amax]
+    assert len(moved) > len(cal.ranges) // 2
+    t = moved[0]
     assert cal.amax[t] == cal.ranges[t][cal.method].amax
     # The export's options carry no ranges: those are the calibration's.
     opts = session.qdq_options(dense_int8=False)
