@@ -11,6 +11,7 @@ import pytest
 from trtwidgets.cli import _command_modules, main
 
 FIXTURES = __import__("pathlib").Path(__file__).resolve().parents[1] / "fixtures"
+NOTEBOOKS = FIXTURES.parents[1] / "notebooks"
 GRAPH = FIXTURES / "trt86" / "cls_static_fp16" / "engine.graph.json"
 
 
@@ -27,6 +28,8 @@ def _argv(command: str, option: str, value: str, tmp_path, model) -> list:
         "bench": ["bench", str(tmp_path)],
         "build": ["build", str(recipe)],
         "plan": ["plan", str(model), "--data", "demo", "--no-progress"],
+        "plan-export": ["plan-export", str(FIXTURES / "plans" / "cls_b32_cpu"), "--model", str(model), "--out", "x"],
+        "share": ["share", str(NOTEBOOKS / "01_quickstart.ipynb"), "--out", "x"],
     }[command]
     if option in base:  # a required option given above: replace its value
         i = base.index(option)
@@ -45,7 +48,7 @@ def test_every_command_that_writes_declares_its_outputs():
     declared = {p.values[:2] for p in _outputs()}
     assert {("calibrate", "--cache"), ("calibrate", "--stats"), ("export-qdq", "--out"), ("inspect", "--csv"),
             ("run", "--report"), ("run", "--build-dir"), ("compare", "--save-reference"), ("bench", "--save-profile"),
-            ("build", "--out"), ("build", "--builds-root")} <= declared
+            ("build", "--out"), ("build", "--builds-root"), ("share", "--out"), ("plan-export", "--out")} <= declared
 
 
 def _digest(path):

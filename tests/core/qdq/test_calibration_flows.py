@@ -110,9 +110,12 @@ def test_another_method_of_a_calibration_keeps_its_overrides(model, cal_max, qua
 def test_a_percentile_refit_reaches_the_export(model, cal_max):
     pct = cal_max.refit(method="percentile")
     ex = tw.export_qdq(model, pct.refit(percentile=99.0))
-    t = ex.report.activations[0].tensor
-    assert ex.report.activations[0].amax == pytest.approx(pct.refit(percentile=99.0).amax[t])
-    assert ex.report.activations[0].amax != pytest.approx(pct.amax[t])
+    written = {a.tensor: a.amax for a in ex.report.activations}
+    assert written == pytest.approx({t: pct.refit(percentile=99.0).amax[t] for t in written})
+    # The demo's input (text lines on a flat background) has a few distinct values, so its 99th and
+    # 99.99th percentiles may coincide: most other tensors' ranges move.
+    moved = [t for t in written if written[t] != pytest.approx(pct.amax[t])]
+    assert len(moved) > len(written) // 2
     assert "percentile 99" in ex.report.ranges
 
 
