@@ -314,6 +314,14 @@ def test_the_bad_input_tables_hold_at_least_150_entries():
     assert total >= 150, total
 
 
+def test_issue_32_grew_the_tables_by_at_least_60_entries():
+    # Issue 32's target: its hostile cases (edges of paths, data and streams; the planner's folders,
+    # references and user metrics) are rows of their own tables.
+    from . import test_edges_bad_input, test_plan_bad_input
+
+    assert test_edges_bad_input.ENTRIES + len(test_plan_bad_input.CASES) >= 60
+
+
 # --------------------------------------------------------------------------- what exits 0 but printed badly
 
 
