@@ -51,6 +51,29 @@ def run_all_cells(page, attempts: int = 4) -> None:
     raise AssertionError(f"JupyterLab ran no cell after {attempts} run-all commands")
 
 
+_WHERE = """() => {
+    const cells = [...document.querySelectorAll('.jp-CodeCell')];
+    const prompts = cells.map(c => (c.querySelector('.jp-InputArea-prompt') || {}).textContent || '');
+    const running = prompts.findIndex(t => t.includes('*'));
+    const ind = document.querySelector('.jp-Notebook-ExecutionIndicator');
+    const cell = running >= 0 ? cells[running] : null;
+    return {prompts: prompts.join(' '), running: running,
+            source: cell ? (cell.querySelector('.jp-InputArea-editor') || {}).innerText || '' : '',
+            output: cell ? (cell.querySelector('.jp-OutputArea') || {}).innerText || '' : '',
+            kernel: ind ? ind.dataset.status : null};
+}"""
+
+
+def where_it_stands(page) -> str:
+    """The code cells' prompts, the running cell's source and output, the kernel's status (for a timeout)."""
+    try:
+        w = page.evaluate(_WHERE)
+    except Exception as exc:  # noqa: BLE001 - the page itself may be gone
+        return f"(the page could not be read: {exc})"
+    return (f"kernel {w['kernel']}; prompts {w['prompts']}; code cell {w['running']} running: "
+            f"{w['source'][:400]!r}; its output so far: {w['output'][-600:]!r}")
+
+
 @contextlib.contextmanager
 def notebook_after_run_all(base: str, token: str, notebook: str):
     """A Chromium page on ``notebook`` in the JupyterLab at ``base``, every cell run (or run-all stopped by an error).
@@ -67,7 +90,10 @@ def notebook_after_run_all(base: str, token: str, notebook: str):
         run_all_cells(page)
         # A hang guard, not a speed test: a fresh CI venv's first kernel compiles plotly and pandas, and on a
         # shared 2-core machine the calibration notebook has run past 300 s there (122 s when warm).
-        page.wait_for_function(_ALL_RAN, timeout=600_000, polling=1000)
+        try:
+            page.wait_for_function(_ALL_RAN, timeout=600_000, polling=1000)
+        except Exception as exc:  # noqa: BLE001 - playwright's TimeoutError: say where the run stood
+            raise AssertionError(f"run-all did not finish: {where_it_stands(page)}") from exc
         page.wait_for_timeout(3000)  # let widget views and Plotly finish drawing
         yield page
         browser.close()
