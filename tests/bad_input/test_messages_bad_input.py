@@ -249,18 +249,18 @@ def test_bad_input_to_the_python_api(api_ws, call):
 
 #: (id, box, text, action), as in test_widgets_bad_input.py.
 WIDGET_CASES = [
-    ("recipe-nested-200k", "recipe_path", "{bad}/deep.recipe.json", "load_recipe"),
-    ("recipe-deep-field", "recipe_path", "{bad}/deep_field.recipe.json", "load_recipe"),
-    ("recipe-100mb-model-path", "recipe_path", "{bad}/huge_path.recipe.json", "load_recipe"),
-    ("recipe-5000-char-model-path", "recipe_path", "{bad}/long_path.recipe.json", "load_recipe"),
-    ("recipe-nul-in-model-path", "recipe_path", "{bad}/nul_path.recipe.json", "load_recipe"),
-    ("build-json-nested-200k", "saved_path", "{bad}/deep.graph.json", "load_saved_build"),
-    ("build-json-dims-1e400", "saved_path", "{bad}/inf_dims.graph.json", "load_saved_build"),
-    ("build-json-dims-nan", "saved_path", "{bad}/nan_dims.graph.json", "load_saved_build"),
-    ("build-folder-nested", "saved_path", "{bad}/build_deep", "load_saved_build"),
-    ("build-folder-deep-recipe", "saved_path", "{bad}/build_deep_recipe", "load_saved_build"),
-    ("build-folder-deep-timings", "saved_path", "{bad}/build_deep_timings", "load_saved_build"),
-    ("model-ansi-name-missing", "loader.path", "{ws}/m" + ANSI + ".onnx", "load"),
+    ("recipe-nested-200k", "load_step.recipe_path", "{bad}/deep.recipe.json", "load_recipe"),
+    ("recipe-deep-field", "load_step.recipe_path", "{bad}/deep_field.recipe.json", "load_recipe"),
+    ("recipe-100mb-model-path", "load_step.recipe_path", "{bad}/huge_path.recipe.json", "load_recipe"),
+    ("recipe-5000-char-model-path", "load_step.recipe_path", "{bad}/long_path.recipe.json", "load_recipe"),
+    ("recipe-nul-in-model-path", "load_step.recipe_path", "{bad}/nul_path.recipe.json", "load_recipe"),
+    ("build-json-nested-200k", "build_step.saved_path", "{bad}/deep.graph.json", "load_saved_build"),
+    ("build-json-dims-1e400", "build_step.saved_path", "{bad}/inf_dims.graph.json", "load_saved_build"),
+    ("build-json-dims-nan", "build_step.saved_path", "{bad}/nan_dims.graph.json", "load_saved_build"),
+    ("build-folder-nested", "build_step.saved_path", "{bad}/build_deep", "load_saved_build"),
+    ("build-folder-deep-recipe", "build_step.saved_path", "{bad}/build_deep_recipe", "load_saved_build"),
+    ("build-folder-deep-timings", "build_step.saved_path", "{bad}/build_deep_timings", "load_saved_build"),
+    ("model-ansi-name-missing", "load_step.loader.path", "{ws}/m" + ANSI + ".onnx", "load"),
 ]
 
 
@@ -270,7 +270,7 @@ def app(api_ws):
 
     app = App(model_path=MODEL, out_dir=str(api_ws / "out"))
     assert app.calibrate(max_samples=2, progress=False)
-    assert app.load_saved_build(str(TINY))
+    assert app.load_saved_build(str(FIXTURES / "trt86" / "cls_static_fp16"))  # of MODEL: another model's is refused
     return app
 
 
@@ -287,16 +287,18 @@ def test_bad_input_in_the_app(app, api_ws, box, text, action):
         widget.value = fill_argv([text], api_ws, user)[0]
         ok = getattr(app, action)()
     finally:
-        app._quiet = True
+        for step in app.steps.values():
+            step.quiet = True
         try:  # back to the good state's boxes for the next case
-            app.loader.path.value = str(MODEL)
-            app.recipe_path.value = ""
-            app.saved_path.value = ""
+            app.load_step.loader.path.value = str(MODEL)
+            app.load_step.recipe_path.value = ""
+            app.build_step.saved_path.value = ""
         finally:
-            app._quiet = False
-    panel = re.sub(r"<[^>]+>", " ", app.error.value + app.loader.error.value)
+            for step in app.steps.values():
+                step.quiet = False
+    panel = re.sub(r"<[^>]+>", " ", app.error.value + app.load_step.loader.error.value)
     assert not ok, "bad input was accepted"
-    assert "trtw-error" in app.error.value + app.loader.error.value, "no error panel"
+    assert "trtw-error" in app.error.value + app.load_step.loader.error.value, "no error panel"
     assert "Why:" in panel and "Fix:" in panel, f"the panel lacks a why or a fix: {panel}"
     assert "Traceback" not in panel
     assert (s.model, s.recipe, s.stats, s.ranges, s.builds) == kept, "the session lost something it had"

@@ -14,27 +14,27 @@ PRE_DATA = "{bad}/data_images"
 
 #: (id, box, text, action): type ``text`` into ``box`` of the app, then call ``action`` (what its button does).
 CASES = [
-    ("model-missing", "loader.path", "{ws}/missing.onnx", "load"),
-    ("model-folder", "loader.path", "{bad}/folder.onnx", "load"),
-    ("model-random-bytes", "loader.path", "{bad}/random.onnx", "load"),
-    ("model-truncated", "loader.path", "{bad}/truncated.onnx", "load"),
-    ("model-unknown-home", "loader.path", "~no_such_user_16/m.onnx", "load"),
-    ("data-missing", "data_path", "{ws}/nowhere", "calibrate"),
-    ("data-empty-folder", "data_path", "{bad}/data_empty", "calibrate"),
-    ("data-pickled", "data_path", "{bad}/data_pickled", "calibrate"),
-    ("data-all-nan", "data_path", "{bad}/data_nan", "calibrate"),
-    ("data-float64", "data_path", "{bad}/data_float64", "calibrate"),
-    ("data-corrupt-npz", "data_path", "{bad}/data_corrupt_npz", "calibrate"),
-    ("data-images-without-preprocessing", "data_path", "{bad}/data_images", "calibrate"),
-    ("recipe-missing", "recipe_path", "{ws}/none.json", "load_recipe"),
-    ("recipe-not-json", "recipe_path", "{bad}/not_json.recipe.json", "load_recipe"),
-    ("recipe-empty-object", "recipe_path", "{bad}/empty_object.recipe.json", "load_recipe"),
-    ("recipe-zero-shape", "recipe_path", "{bad}/zero_shape.recipe.json", "load_recipe"),
-    ("recipe-save-under-a-file", "recipe_path", "{user}/old.cache/recipe.json", "save_recipe"),
-    ("build-missing", "saved_path", "{ws}/no-build", "load_saved_build"),
-    ("build-binary-json", "saved_path", "{bad}/binary.graph.json", "load_saved_build"),
-    ("build-names-only", "saved_path", "{bad}/names_only.graph.json", "load_saved_build"),
-    ("build-bindings-not-a-list", "saved_path", "{bad}/bindings.graph.json", "load_saved_build"),
+    ("model-missing", "load_step.loader.path", "{ws}/missing.onnx", "load"),
+    ("model-folder", "load_step.loader.path", "{bad}/folder.onnx", "load"),
+    ("model-random-bytes", "load_step.loader.path", "{bad}/random.onnx", "load"),
+    ("model-truncated", "load_step.loader.path", "{bad}/truncated.onnx", "load"),
+    ("model-unknown-home", "load_step.loader.path", "~no_such_user_16/m.onnx", "load"),
+    ("data-missing", "calibrate_step.data_path", "{ws}/nowhere", "calibrate"),
+    ("data-empty-folder", "calibrate_step.data_path", "{bad}/data_empty", "calibrate"),
+    ("data-pickled", "calibrate_step.data_path", "{bad}/data_pickled", "calibrate"),
+    ("data-all-nan", "calibrate_step.data_path", "{bad}/data_nan", "calibrate"),
+    ("data-float64", "calibrate_step.data_path", "{bad}/data_float64", "calibrate"),
+    ("data-corrupt-npz", "calibrate_step.data_path", "{bad}/data_corrupt_npz", "calibrate"),
+    ("data-images-without-preprocessing", "calibrate_step.data_path", "{bad}/data_images", "calibrate"),
+    ("recipe-missing", "load_step.recipe_path", "{ws}/none.json", "load_recipe"),
+    ("recipe-not-json", "load_step.recipe_path", "{bad}/not_json.recipe.json", "load_recipe"),
+    ("recipe-empty-object", "load_step.recipe_path", "{bad}/empty_object.recipe.json", "load_recipe"),
+    ("recipe-zero-shape", "load_step.recipe_path", "{bad}/zero_shape.recipe.json", "load_recipe"),
+    ("recipe-save-under-a-file", "load_step.recipe_path", "{user}/old.cache/recipe.json", "save_recipe"),
+    ("build-missing", "build_step.saved_path", "{ws}/no-build", "load_saved_build"),
+    ("build-binary-json", "build_step.saved_path", "{bad}/binary.graph.json", "load_saved_build"),
+    ("build-names-only", "build_step.saved_path", "{bad}/names_only.graph.json", "load_saved_build"),
+    ("build-bindings-not-a-list", "build_step.saved_path", "{bad}/bindings.graph.json", "load_saved_build"),
 ]
 
 
@@ -52,12 +52,12 @@ def app(ws):
 
     app = App(model_path=MODEL, out_dir=str(ws / "out"))
     assert app.calibrate(max_samples=2, progress=False)
-    assert app.load_saved_build(str(FIXTURES / "trt86" / "tiny" / "fp32"))
+    assert app.load_saved_build(str(FIXTURES / "trt86" / "cls_static_fp16"))  # a build of this model
     return app
 
 
 def _panel_text(app) -> str:
-    html = app.error.value + app.loader.error.value
+    html = app.error.value + app.load_step.loader.error.value
     return re.sub(r"<[^>]+>", " ", html)
 
 
@@ -88,17 +88,19 @@ def test_bad_input_in_the_app(app, ws, box, text, action):
         widget.value = text
         ok = getattr(app, action)(progress=False) if action == "calibrate" else getattr(app, action)()
     finally:
-        app._quiet = True
+        for step in app.steps.values():
+            step.quiet = True
         try:  # back to the good state's boxes for the next case
-            app.data_path.value = "demo"
-            app.loader.path.value = str(MODEL)
-            app.recipe_path.value = ""
-            app.saved_path.value = ""
+            app.calibrate_step.data_path.value = "demo"
+            app.load_step.loader.path.value = str(MODEL)
+            app.load_step.recipe_path.value = ""
+            app.build_step.saved_path.value = ""
         finally:
-            app._quiet = False
+            for step in app.steps.values():
+                step.quiet = False
     panel = _panel_text(app)
     assert not ok, "bad input was accepted"
-    assert "trtw-error" in app.error.value + app.loader.error.value, "no error panel"
+    assert "trtw-error" in app.error.value + app.load_step.loader.error.value, "no error panel"
     assert "Why:" in panel and "Fix:" in panel, f"the panel lacks a why or a fix: {panel}"
     assert "Traceback" not in panel
     assert (s.model, s.recipe, s.stats, s.ranges, s.builds) == kept, "the session lost something it had"

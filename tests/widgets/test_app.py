@@ -24,27 +24,27 @@ def test_defaults_need_no_choices(app):
     assert s.problems == ()
     # The pickers show the recipe.
     assert app.flags.value["flags"] == ("fp16", "int8")
-    assert app.calibrator.choice.value == "toolkit:entropy"
-    assert app.data_path.value == "demo"
-    assert app.profiles is not None and app.profiles.value["profiles"] == r.profiles
+    assert app.profiles_step.calibrator.choice.value == "toolkit:entropy"
+    assert app.calibrate_step.data_path.value == "demo"
+    assert app.profiles_step.profiles is not None and app.profiles_step.profiles.value["profiles"] == r.profiles
 
 
 def test_load_calibrate_inspect_explore(app, tmp_path):
     s = app.session
     assert app.calibrate(max_samples=4, progress=False)
     assert s.stats.samples == 4 and s.ranges
-    assert "4 samples" in app.calibration_view.value and app.calibration_view.value.count("<tr>") == 11
+    assert "4 samples" in app.calibrate_step.calibration_view.value and app.calibrate_step.calibration_view.value.count("<tr>") == 11
     worst = min(s.ranges, key=lambda n: s.ranges[n]["entropy"].sqnr_db)
-    assert worst in app.calibration_view.value
+    assert worst in app.calibrate_step.calibration_view.value
     assert app.load_saved_build(str(saved_build_dir(tmp_path, "int8_implicit", synthetic_int8_implicit(), s.recipe)))
     assert app.inspect_choice.value == "int8_implicit"
     table = app.inspector.table
     assert len(table) > 3 and "INT8" in set(table["precision"])
     assert "<tbody>" in app.inspector.table_view.value or "<tr>" in app.inspector.table_view.value
     assert app.inspector.chart is not None and len(app.inspector.chart.data) > 0
-    assert app.compare.comparison is None  # one build: nothing to compare
+    assert app.inspect_step.compare.comparison is None  # one build: nothing to compare
     app.load_saved_build(str(saved_build_dir(tmp_path, "fp16", synthetic_fp16(), s.recipe.replace(flags=("fp16",)))))
-    counts = app.compare.comparison.precision_counts()
+    counts = app.inspect_step.compare.comparison.precision_counts()
     assert list(counts.columns) == ["int8_implicit", "fp16"] and counts.loc["INT8", "fp16"] == 0
     assert app.inspect_choice.value == "fp16"
     assert app.explorer is None  # made when its tab opens
@@ -66,14 +66,14 @@ def test_stale_banner_follows_changes(app, tmp_path):
     assert s.recipe.flags == ("fp16",)
     assert "build:int8" in app.banner.value and "precision flags" in app.banner.value
     assert app.tabs.get_title(INSPECT).endswith("(stale)") and not app.tabs.get_title(CALIBRATE).endswith("(stale)")
-    assert "precision flags" in app.inspect_stale.value
+    assert "precision flags" in app.inspect_step.stale_note.value
     # The recipe problem (a calibrator without INT8) is shown, not refused.
-    assert "CALIBRATOR_WITHOUT_INT8" in app.problems.value
+    assert "CALIBRATOR_WITHOUT_INT8" in app.flags_step.problems.value
     app.flags.checkboxes["int8"].value = True
-    assert app.banner.value == "" and app.problems.value == ""
+    assert app.banner.value == "" and app.flags_step.problems.value == ""
     # A new calibration (opt) shape makes the statistics stale too.
-    app.profiles.fields[0]["x"]["opt"].value = "1x3x48x256"
-    app.profiles.fields[0]["x"]["max"].value = "1x3x48x256"
+    app.profiles_step.profiles.fields[0]["x"]["opt"].value = "1x3x48x256"
+    app.profiles_step.profiles.fields[0]["x"]["max"].value = "1x3x48x256"
     assert s.recipe.calibration_shapes == {"x": (1, 3, 48, 256)}
     assert {"stats", "ranges", "build:int8"} <= set(s.stale)
     assert app.tabs.get_title(CALIBRATE).endswith("(stale)") and app.tabs.get_title(EXPLORE).endswith("(stale)")
@@ -83,14 +83,14 @@ def test_bad_inputs_keep_everything(app, tmp_path):
     s = app.session
     assert app.calibrate(max_samples=2, progress=False)
     stats, recipe = s.stats, s.recipe
-    app.data_path.value = str(tmp_path / "no-such-folder")
+    app.calibrate_step.data_path.value = str(tmp_path / "no-such-folder")
     assert app.calibrate(progress=False) is False
     assert "trtw-error" in app.error.value and s.stats is stats and s.recipe is recipe
-    app.data_path.value = "demo"
+    app.calibrate_step.data_path.value = "demo"
     assert app.load_saved_build(str(tmp_path / "missing")) is False
     assert "trtw-error" in app.error.value and s.builds == ()
     # A profile the model cannot take is refused; the recipe stays.
-    app.profiles.fields[0]["x"]["opt"].value = "1x3x48"
+    app.profiles_step.profiles.fields[0]["x"]["opt"].value = "1x3x48"
     assert s.recipe is recipe and app.error.value
 
 
@@ -100,12 +100,12 @@ def test_names_from_builds_are_escaped(app, tmp_path):
     app.load_saved_build(str(saved_build_dir(tmp_path, evil, synthetic_fp16(), s.recipe.replace(flags=("fp16",)))))
     assert f"build:{evil}" in s.stale
     _assert_inert(app.banner.value, f"build:{evil}")
-    _assert_inert(app.builds_view.value, evil)
+    _assert_inert(app.build_step.builds_view.value, evil)
 
 
 def test_recipe_save_and_load(app, tmp_path):
     path = app.save_recipe(str(tmp_path / "r.json"))
-    assert path and "trtwidgets run" in app.recipe_status.value
+    assert path and "trtwidgets run" in app.load_step.recipe_status.value
     other = App(out_dir=str(tmp_path))
     assert other.session.model is None
     assert other.load_recipe(path)
@@ -130,15 +130,34 @@ def test_continue_from_a_saved_builds_recipe(app, tmp_path):
 def test_saved_real_tensorrt_build_by_name(app):
     from trtwidgets.core.engine.saved_build import find_saved_builds
 
-    names = [n for n in find_saved_builds() if n.endswith("conv_relu_int8_implicit")]
-    if not names:
+    found = find_saved_builds()
+    tiny = [n for n in found if n.endswith("conv_relu_int8_implicit")]
+    if not tiny or "cls_static_qdq_int8" not in found:
         pytest.skip("the real TensorRT 8.6 fixtures are not in this checkout")
-    assert names[0] in app.saved_choice.options
-    assert app.load_saved_build(names[0])
+    offered = app.build_step.saved_choice.options
+    assert "cls_static_qdq_int8" in offered and tiny[0] not in offered  # only the demo's own builds
+    assert app.load_saved_build("cls_static_qdq_int8")  # the build of the demo's Q/DQ export
     table = app.inspector.table
     assert len(table) >= 2 and "INT8" in set(table["precision"])
-    assert "model changed" in app.session.stale[f"build:{app.inspect_choice.value}"]  # a tiny model, not the demo
-    assert app.use_build_recipe() is False and "another model" in app.error.value
+    # A build of another model (a tiny test model), asked for by name, is refused and says whose it is.
+    assert app.load_saved_build(tiny[0]) is False
+    assert "is of another model" in app.error.value and "trtwidgets run" in app.error.value
+    assert list(app.session.graphs) == ["cls_static_qdq_int8"]
+
+
+def test_quickstart_opens_without_a_stale_banner():
+    from trtwidgets.core.engine.saved_build import find_saved_builds
+    from trtwidgets.widgets.app import quickstart
+
+    if "cls_static_qdq_int8" not in find_saved_builds():
+        pytest.skip("the real TensorRT 8.6 fixtures are not in this checkout")
+    app = quickstart(max_samples=2)
+    s = app.session
+    assert s.graphs and s.stats is not None
+    # As the quickstart notebook goes on: the Q/DQ export's build beside TensorRT's implicit one.
+    assert app.load_saved_build("cls_static_qdq_int8")
+    assert s.stale == {} and app.banner.value == ""
+    assert all("(stale)" not in app.tabs.get_title(i) for i in range(len(STEPS)))
 
 
 def test_another_model_keeps_the_choices_and_marks_results_stale(app, tmp_path):

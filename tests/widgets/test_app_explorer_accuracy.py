@@ -83,20 +83,20 @@ def test_inspect_shows_recorded_latency_and_says_accuracy_needs_tensorrt(app):
     assert app.load_saved_build(str(ENTROPY2))
     assert app.inspect_choice.value == "cls_static_int8_entropy2"
     median = json.loads((ENTROPY2 / "timings.json").read_text())["latency"]["median_ms"]
-    note = app.accuracy_note.value
+    note = app.inspect_step.accuracy_note.value
     assert f"{median:.4f} ms" in note and "NVIDIA H200" in note
     assert "Accuracy needs TensorRT to run the engine" in note
-    assert "cls_static_int8_entropy2" in app.accuracy.bench_html.value
-    assert f"{median:.4f}" in app.accuracy.bench_html.value
+    assert "cls_static_int8_entropy2" in app.inspect_step.accuracy.bench_html.value
+    assert f"{median:.4f}" in app.inspect_step.accuracy.bench_html.value
     # A second build: both side by side; the note follows the inspected one.
     assert app.load_saved_build(str(FIXTURES / "cls_static_fp16"))
-    bench = app.accuracy.bench_html.value
+    bench = app.inspect_step.accuracy.bench_html.value
     assert "cls_static_int8_entropy2" in bench and "cls_static_fp16" in bench and bench.count("<tr>") == 3
     fp16 = json.loads((FIXTURES / "cls_static_fp16" / "timings.json").read_text())["latency"]["median_ms"]
-    assert f"{fp16:.4f} ms" in app.accuracy_note.value
+    assert f"{fp16:.4f} ms" in app.inspect_step.accuracy_note.value
     app.inspect("cls_static_int8_entropy2")
-    assert f"{median:.4f} ms" in app.accuracy_note.value
-    assert app.tabs.children[INSPECT].children.count(app.accuracy) == 1
+    assert f"{median:.4f} ms" in app.inspect_step.accuracy_note.value
+    assert app.tabs.children[INSPECT].children.count(app.inspect_step.accuracy) == 1
 
 
 def test_a_build_without_timings_says_so(app, tmp_path):
@@ -104,9 +104,9 @@ def test_a_build_without_timings_says_so(app, tmp_path):
     d.mkdir()
     (d / "engine.graph.json").write_text(trt_text(synthetic_fp16()), encoding="utf-8")
     assert app.load_saved_build(str(d))
-    assert "recorded no latency" in app.accuracy_note.value
-    assert "<i>fp16" not in app.accuracy_note.value and "&lt;i&gt;fp16" in app.accuracy_note.value
-    assert app.accuracy.bench_html.value == ""
+    assert "recorded no latency" in app.inspect_step.accuracy_note.value
+    assert "<i>fp16" not in app.inspect_step.accuracy_note.value and "&lt;i&gt;fp16" in app.inspect_step.accuracy_note.value
+    assert app.inspect_step.accuracy.bench_html.value == ""
 
 
 def test_every_public_widget_is_exported():

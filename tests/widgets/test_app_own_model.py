@@ -35,10 +35,10 @@ def test_data_given_to_the_app_sets_the_profiles_and_says_so(own, tmp_path):
     s = app.session
     rng = s.recipe.profiles[0].shapes["x"]
     assert (rng.min, rng.opt, rng.max) == ((1, 3, 48, 64), (1, 3, 96, 128), (1, 3, 192, 256))
-    assert "opt 1x3x96x128 is the calibration data's shape" in _text(app.data_box.note.value)
-    assert app.profiles.fields[0]["x"]["opt"].value == "1x3x96x128"  # the editor shows it
+    assert "opt 1x3x96x128 is the calibration data's shape" in _text(app.calibrate_step.data_box.note.value)
+    assert app.profiles_step.profiles.fields[0]["x"]["opt"].value == "1x3x96x128"  # the editor shows it
     assert "PROFILE_OPT_TOO_SMALL" not in _codes(app) and s.problems == ()
-    assert app.data_box.adapt == {}  # every sample has the opt shape: nothing to choose
+    assert app.calibrate_step.data_box.adapt == {}  # every sample has the opt shape: nothing to choose
     assert app.calibrate(progress=False) and s.stats.samples == 4 and app.error.value == ""
 
 
@@ -46,7 +46,7 @@ def test_without_data_lint_says_the_placeholder_profile_cannot_be_right_then_the
     app = App(model_path=own["model"], out_dir=str(tmp_path))
     assert app.session.recipe.calibration_shapes == {"x": (1, 3, 1, 1)}
     assert "PROFILE_OPT_TOO_SMALL" in _codes(app)
-    app.data_path.value = str(own["same"])  # typed, then Enter
+    app.calibrate_step.data_path.value = str(own["same"])  # typed, then Enter
     assert app.session.recipe.calibration_shapes == {"x": (1, 3, 96, 128)}
     assert "PROFILE_OPT_TOO_SMALL" not in _codes(app) and app.error.value == ""
 
@@ -54,10 +54,10 @@ def test_without_data_lint_says_the_placeholder_profile_cannot_be_right_then_the
 def test_samples_of_several_shapes_get_a_pad_truncate_resize_control(own, tmp_path):
     app = App(model_path=own["model"], data=str(own["mixed"]), out_dir=str(tmp_path))
     s = app.session
-    assert list(app.data_box.adapt) == ["x"]
-    control = app.data_box.adapt["x"]
+    assert list(app.calibrate_step.data_box.adapt) == ["x"]
+    control = app.calibrate_step.data_box.adapt["x"]
     assert control.options == ("pad", "truncate", "resize") and control.value == "resize"
-    shown = app.data_box.adapt_box.children[0]
+    shown = app.calibrate_step.data_box.adapt_box.children[0]
     text = " ".join(getattr(w, "value", "") for w in shown.children if hasattr(w, "value") and isinstance(w.value, str))
     for mode in ("pad:", "truncate:", "resize:"):
         assert mode in text
@@ -78,11 +78,11 @@ def test_a_mismatch_found_while_calibrating_points_at_the_control_not_a_python_a
     odd = image_samples(tmp_path / "odd", n=1, sizes=[(64, 80)])
     shutil.copy(odd / "sample_000.npy", folder / f"sample_{PEEK_SAMPLES:03d}.npy")
     app = App(model_path=own["model"], data=str(folder), out_dir=str(tmp_path))
-    assert app.data_box.adapt == {}
+    assert app.calibrate_step.data_box.adapt == {}
     assert app.calibrate(progress=False) is False
     message = _text(app.error.value)
     assert "adapt={" not in message and "pad, truncate or resize under the data box" in message
-    assert app.data_box.adapt["x"].value == "resize"  # now offered, and chosen
+    assert app.calibrate_step.data_box.adapt["x"].value == "resize"  # now offered, and chosen
     assert app.calibrate(progress=False), app.error.value
     assert app.session.stats.samples == PEEK_SAMPLES + 1
 
@@ -100,7 +100,7 @@ def test_a_recipe_that_names_data_but_no_profile_takes_the_datas_shapes(own, tmp
     app = App(out_dir=str(tmp_path))
     assert app.load_recipe(str(path)), app.error.value
     assert app.session.recipe.calibration_shapes == {"x": (1, 3, 96, 128)}
-    assert "calibration data's shape" in _text(app.data_box.note.value)
+    assert "calibration data's shape" in _text(app.calibrate_step.data_box.note.value)
 
 
 def test_an_encoder_with_integer_inputs_calibrates_with_no_profile_edit(tmp_path):
@@ -115,7 +115,7 @@ def test_an_encoder_with_integer_inputs_calibrates_with_no_profile_edit(tmp_path
 def test_unreadable_data_is_refused_and_keeps_the_recipe(own, tmp_path):
     app = App(model_path=own["model"], data=str(own["same"]), out_dir=str(tmp_path))
     before = app.session.recipe
-    app.data_path.value = str(tmp_path / "nope")
+    app.calibrate_step.data_path.value = str(tmp_path / "nope")
     assert app.session.recipe is before and "trtw-error" in app.error.value
 
 
@@ -141,16 +141,16 @@ def test_the_plan_tab_holds_the_planners_step(tmp_path):
 
 def test_the_explore_tab_says_the_statistics_are_ready_before_it_is_drawn(own, tmp_path):
     app = App(model_path=own["model"], data=str(own["same"]), out_dir=str(tmp_path))
-    assert "Collect statistics" in app.explorer_box.children[0].value
+    assert "Collect statistics" in app.explore_step.children[0].value
     assert app.calibrate(progress=False)
-    assert app.explorer is None and "4 samples are ready" in app.explorer_box.children[0].value
+    assert app.explorer is None and "4 samples are ready" in app.explore_step.children[0].value
     app.tabs.selected_index = EXPLORE
-    assert app.explorer is not None and app.explorer_box.children == (app.explorer,)
+    assert app.explorer is not None and app.explore_step.children == (app.explorer,)
 
 
 def test_another_model_forgets_the_previous_datas_shapes(own, tmp_path):
     app = App(model_path=own["model"], data=str(own["mixed"]), out_dir=str(tmp_path))
-    assert app.session.data_shapes and "x" in app.data_box.adapt
+    assert app.session.data_shapes and "x" in app.calibrate_step.data_box.adapt
     assert app.load(demo.MODEL_PATH)  # the demo's input is also called 'x'
     assert app.session.data_shapes == {} and app.session.data_note == ""
-    assert app.data_box.adapt == {} and app.data_box.note.value == ""
+    assert app.calibrate_step.data_box.adapt == {} and app.calibrate_step.data_box.note.value == ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import numpy as np
 import pytest
 
 from tests.core.inspector_samples import saved_build_dir, synthetic_fp16, synthetic_int8_implicit
@@ -93,10 +94,80 @@ def test_recomputed_ranges_refit_the_calibration(session):
     # The export's options carry no ranges: those are the calibration's.
     opts = session.qdq_options(dense_int8=False)
     assert opts.dense_int8 is False and "method" not in opts.to_dict()
-    # Statistics set from outside get a calibration fitted to them.
-    session.calibration = None
-    assert session.recompute_ranges(99.9)
-    assert session.calibration.stats is session.stats and session.calibration.ranges is session.ranges
+
+
+def test_the_calibration_is_the_one_typed_value_stats_and_ranges_are_read_from(session, tmp_path):
+    import traitlets
+
+    from trtwidgets.core.calibration.calibration import Calibration
+
+    assert session.stats is None and session.ranges is None
+    assert session.calibrate(progress=False)
+    cal = session.calibration
+    assert session.stats is cal.stats and session.ranges is cal.ranges
+    with pytest.raises(AttributeError):
+        session.stats = cal.stats  # read from the calibration, never kept beside it
+    with pytest.raises(traitlets.TraitError):
+        session.calibration = {"stats": cal.stats}
+    # A calibration saved and loaded (from a file, another session) is the session's as it is.
+    loaded = Calibration.load(cal.refit(method="max").with_override(next(iter(cal.stats.tensors)), 2.0)
+                              .save(tmp_path / "cal.npz"))
+    session.calibration = loaded
+    assert session.stats is loaded.stats and session.calibration.method == "max" and session.stale == {}
+    # Choosing another method refits it, and the recipe's toolkit calibrator says the same.
+    assert session.set_method("percentile")
+    assert session.calibration.method == "percentile" and session.recipe.calibrator.method == "percentile"
+    assert dict(session.calibration.overrides) == dict(loaded.overrides) and session.stats is loaded.stats
+    assert not session.set_method("no-such-method") and "no-such-method" in session.error
+    assert session.calibration.method == "percentile"
+
+
+def test_a_plan_is_stale_when_what_it_was_made_from_changes(session, tmp_path):
+    from trtwidgets.core.plan.plan_artifact import Plan
+
+    assert session.calibrate(progress=False)
+    plan = _tiny_plan(session)
+    session.set_plan(plan)
+    assert isinstance(session.plan, Plan) and session.stale == {}
+    # The explorer's override (a refit of the session's calibration) changes what a plan would use.
+    name = next(iter(session.stats.tensors))
+    session.calibration = session.calibration.with_override(name, 1.25)
+    assert "plan" in session.stale and "calibration changed" in session.stale["plan"]
+    assert "overrides" in session.stale["plan"] and set(session.stale) == {"plan"}
+    session.calibration = session.calibration.without_override(name)
+    assert session.stale == {}
+    # Held-back data, another TensorRT version (the Q/DQ options), and another model make it stale too.
+    held = tmp_path / "held"
+    held.mkdir()
+    np.save(held / "a.npy", FEEDS[0]["x"])
+    assert session.use_held_back(held) and "held-back data changed" in session.stale["plan"]
+    assert session.use_held_back("") and session.stale == {}
+    assert session.set_recipe(trt_version="10.16") and "target TensorRT version" in session.stale["plan"]
+    assert session.plan is plan  # kept, said so
+
+
+def _tiny_plan(session):
+    """A real plan of the session's model: FP16 only (cancelled before the search), so it is quick."""
+    import threading
+
+    from trtwidgets.core.plan.planner import plan
+
+    token = threading.Event()
+    token.set()
+    return plan(session.model, FEEDS * 4, calibration=session.calibration, progress=False, cancel=token)
+
+
+def test_held_back_folder_is_checked_and_kept(session, tmp_path):
+    assert session.use_held_back(tmp_path / "nowhere") is False and session.held_back == ""
+    assert session.error
+    assert session.use_held_back("demo") is False and "not a held-back folder" in session.error
+    held = tmp_path / "held"
+    held.mkdir()
+    for i in range(3):
+        np.save(held / f"s{i}.npy", FEEDS[i]["x"])
+    assert session.use_held_back(str(held)) and session.held_back == str(held)
+    feeds = session.held_back_feeds()
+    assert len(feeds) == 3 and feeds[0]["x"].shape == FEEDS[0]["x"].shape
 
 
 def test_saved_build_with_other_paths_is_current(session, tmp_path):
@@ -177,10 +248,33 @@ def test_use_a_saved_builds_recipe(session, tmp_path):
     assert session.stale == {}
 
 
-def test_a_recipe_of_another_model_is_refused(session, tmp_path):
+def test_a_build_of_another_model_is_refused(session, tmp_path):
     other = session.recipe.replace(model_sha256="0" * 64)
-    assert session.add_build(saved_build_dir(tmp_path, "other", synthetic_fp16(), other))
-    recipe = session.recipe
-    assert session.use_build_recipe("other") is False
-    assert "another model" in session.error and session.recipe is recipe
+    recipe, builds = session.recipe, session.builds
+    assert session.add_build(saved_build_dir(tmp_path, "other", synthetic_fp16(), other)) is False
+    assert "is of another model" in session.error and "000000000000" in session.error
+    assert "Fix:" in session.error and session.builds == builds and session.graphs == {}
+    assert session.recipe is recipe
     assert session.use_build_recipe("nope") is False and session.recipe is recipe
+
+
+def test_the_demos_saved_builds_are_offered_to_the_demo_only(tmp_path):
+    from trtwidgets.core.engine.saved_build import find_saved_builds
+    from tests.own_models import dynamic_hw_model
+
+    found = find_saved_builds()
+    if "cls_static_qdq_int8" not in found:
+        pytest.skip("the real TensorRT 8.6 fixtures are not in this checkout")
+    s = Session()
+    assert s.load(demo.MODEL_PATH)
+    offered = s.saved_builds()
+    # Its own builds, and the build of its Q/DQ export (another file, recognised by its layers); no tiny model's.
+    assert {"cls_static_fp16", "cls_static_int8_entropy2", "cls_static_qdq_int8"} <= set(offered)
+    assert not any(name.startswith("tiny/") for name in offered)
+    assert s.add_build(found["cls_static_qdq_int8"]) and s.stale == {}
+    assert s.use_build_recipe("cls_static_qdq_int8") is False and "Q/DQ export" in s.error
+    own = Session()
+    assert own.load(save(dynamic_hw_model(), tmp_path / "own.onnx"))
+    assert own.saved_builds() == {}
+    assert own.add_build(found["cls_static_int8_entropy2"]) is False and "another model" in own.error
+    assert own.builds == ()

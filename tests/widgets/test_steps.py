@@ -33,10 +33,13 @@ def test_every_tab_is_its_step_widget_on_the_apps_session(tmp_path):
     assert list(app.steps) == list(STEP_KEYS)
     for i, (key, step) in enumerate(app.steps.items()):
         assert app.tabs.children[i] is step, key
-        assert isinstance(step, (StepWidget, PlanStep)) and step.session is app.session, key
-    # The old attributes are the steps' parts, not copies.
-    assert app.data_path is app.calibrate_step.data_path and app.flags is app.flags_step.picker
-    assert app.inspect_choice is app.inspect_step.choice and app.explorer_box is app.explore_step
+        assert isinstance(step, StepWidget) and step.session is app.session, key
+        assert getattr(app, f"{key}_step") is step
+    # The App's few parts are the steps' own, not copies; the rest is reached through the steps.
+    assert app.flags is app.flags_step.picker and app.build_panel is app.build_step.build_panel
+    assert app.inspect_choice is app.inspect_step.choice and app.inspector is app.inspect_step.inspector
+    assert app.explorer is app.explore_step.explorer
+    assert not any(hasattr(app, old) for old in ("data_path", "saved_choice", "loader", "calibration_view"))
 
 
 def test_no_module_sets_attributes_on_the_app_from_outside():

@@ -1,12 +1,12 @@
 """The app: every step in one widget, in order, around one :class:`Session`.
 
-``App(model_path=..., data=...)`` shows tabs for the steps: load the model,
+``App(model_path=..., data=..., held_back=...)`` shows tabs for the steps: load the model,
 choose the precision flags, the calibrator and the optimization profiles,
 calibrate (collect activation statistics), plan where INT8 pays, build (or load
 a saved build when TensorRT is absent), inspect the engine's layer precisions,
 and explore the calibration histograms. Sensible defaults are filled in at every
-step (FP16+INT8, the toolkit's entropy calibration, profiles at the shapes of
-the calibration data, the labelled text lines for the bundled demo), so pressing
+step (FP16+INT8, the toolkit's calibration with the calibration module's default method, profiles
+at the shapes of the calibration data, the labelled text lines for the bundled demo), so pressing
 through the steps goes from a model path to a layer table and histograms.
 
 Each tab is a step widget that owns its controls and handlers and talks to the
@@ -19,6 +19,11 @@ the few events that cross tabs: one error panel, a new model's default recipe, t
 inspected build, the open tab. When an earlier step changes, the banner at the top
 names the later results that are now stale, and why (see :attr:`Session.stale`).
 :meth:`App.save_html` writes the whole state as one page to share.
+
+The App's own surface is small: the session, the steps (``app.steps`` and ``app.<key>_step``), the
+verbs (:meth:`App.load`, :meth:`App.calibrate`, :meth:`App.plan` ...) and five parts the notebooks
+use (:attr:`App.flags`, :attr:`App.build_panel`, :attr:`App.inspector`, :attr:`App.inspect_choice`,
+:attr:`App.explorer`). Everything else is a step's own attribute (``app.calibrate_step.data_path``).
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from .app_tabs import (BUILD, CALIBRATE, CALIBRATOR, EXPLORE, FLAGS, INSPECT, LO
 from .build_panel import BuildStep
 from .calib_data import CalibrateStep
 from .explore_step import QDQ_NAME, ExploreStep
+from .explorer_parts import default_method
 from .flags import FlagsStep
 from .html import error_html, esc
 from .inspector import InspectStep, kept_float_for
@@ -48,18 +54,9 @@ from .step import StepWidget
 __all__ = ["App", "quickstart", "STEPS", "STEP_KEYS", "LOAD", "FLAGS", "CALIBRATOR", "CALIBRATE", "PLAN", "BUILD",
            "INSPECT", "EXPLORE", "QDQ_NAME", "stale_html"]
 
-_STALE_TABS = {"stats": CALIBRATE, "ranges": CALIBRATE}
+_STALE_TABS = {"stats": CALIBRATE, "ranges": CALIBRATE, "plan": PLAN}
 #: Histograms in the HTML page: this many tensors on which the range methods disagree most.
 HTML_TOP = 6
-
-
-def _part(step: str, name: Optional[str] = None) -> property:
-    """``App.<x>``: a part of one of its steps (kept so that ``app.data_path`` and the like still work)."""
-    def get(self):
-        owner = getattr(self, step)
-        return owner if name is None else getattr(owner, name)
-
-    return property(get, doc=f"``{step}.{name}``" if name else f"``{step}``")
 
 
 class App(widgets.VBox):
@@ -74,6 +71,8 @@ class App(widgets.VBox):
     data : str, optional
         Calibration data (a folder of samples, or ``"demo"``): the profiles' open dimensions
         take its shapes (see :meth:`use_data`).
+    held_back : str, optional
+        A folder of held-back samples (see :meth:`use_held_back`).
     out_dir : str, optional
         Where builds, the calibration cache and the HTML page are written (default ``./trtwidgets-out``).
     features : TrtFeatures, optional
@@ -85,54 +84,41 @@ class App(widgets.VBox):
     tabs : ipywidgets.Tab
         One tab per step, in the order of :data:`STEP_KEYS` (index constants ``LOAD`` ... ``EXPLORE``).
     steps : dict
-        Step key -> its widget (the tab's content): ``load_step``, ``flags_step``, ``profiles_step``,
-        ``calibrate_step``, ``plan_step``, ``build_step``, ``inspect_step``, ``explore_step``.
-    loader, flags, calibrator, profiles, data_box, build_panel, inspector, explorer ...
-        The steps' parts, under the names they had before the steps were widgets of their own
-        (``profiles`` once a model is loaded, ``explorer`` once its tab was opened with statistics).
-        The explorer writes its calibration cache and its Q/DQ model (:data:`QDQ_NAME`) into
-        ``out_dir``, and draws TensorRT's own amax when a session build was calibrated by TensorRT.
-    accuracy, accuracy_note
-        In the Inspect step: the latency each build recorded (side by side), and
-        for the inspected build what accuracy needs (TensorRT running the engine).
+        Step key -> its widget (the tab's content), also attributes: ``load_step``, ``flags_step``,
+        ``profiles_step``, ``calibrate_step``, ``plan_step``, ``build_step``, ``inspect_step``, ``explore_step``.
+    banner, error : ipywidgets.HTML
+        What is out of date (and why); the last error of any step.
     html_path, save_html_button, html_status
         Where :meth:`save_html` writes the page, and what it wrote.
     """
 
-    loader = _part("load_step", "loader")
-    recipe_path = _part("load_step", "recipe_path")
-    save_recipe_button = _part("load_step", "save_recipe_button")
-    load_recipe_button = _part("load_step", "load_recipe_button")
-    recipe_status = _part("load_step", "recipe_status")
-    flags = _part("flags_step", "picker")
-    problems = _part("flags_step", "problems")
-    calibrator = _part("profiles_step", "calibrator")
-    profiles = _part("profiles_step", "profiles")
-    profiles_box = _part("profiles_step", "profiles_box")
-    data_box = _part("calibrate_step", "data_box")
-    data_path = _part("calibrate_step", "data_path")
-    max_samples = _part("calibrate_step", "max_samples")
-    calibrate_button = _part("calibrate_step", "calibrate_button")
-    calibrate_output = _part("calibrate_step", "calibrate_output")
-    calibration_view = _part("calibrate_step", "calibration_view")
-    build_panel = _part("build_step", "build_panel")
-    saved_choice = _part("build_step", "saved_choice")
-    saved_path = _part("build_step", "saved_path")
-    load_build_button = _part("build_step", "load_build_button")
-    use_recipe_button = _part("build_step", "use_recipe_button")
-    builds_view = _part("build_step", "builds_view")
-    inspect_choice = _part("inspect_step", "choice")
-    inspect_stale = _part("inspect_step", "stale_note")
-    inspector = _part("inspect_step", "inspector")
-    compare = _part("inspect_step", "compare")
-    compare_box = _part("inspect_step", "compare_box")
-    accuracy_note = _part("inspect_step", "accuracy_note")
-    accuracy = _part("inspect_step", "accuracy")
-    explorer = _part("explore_step", "explorer")
-    explorer_box = _part("explore_step")
+    @property
+    def flags(self):
+        """The Flags step's picker (``app.flags.checkboxes["int8"].value = False`` turns INT8 off)."""
+        return self.flags_step.picker
+
+    @property
+    def build_panel(self):
+        """The Build step's panel (``out_dir``, ``start(wait=True)``, ``phase``)."""
+        return self.build_step.build_panel
+
+    @property
+    def inspector(self):
+        """The Inspect step's inspector (``table``: the layer table of the build shown)."""
+        return self.inspect_step.inspector
+
+    @property
+    def inspect_choice(self):
+        """The Inspect step's build dropdown (``value``: the label of the build shown)."""
+        return self.inspect_step.choice
+
+    @property
+    def explorer(self):
+        """The calibration explorer, once its tab was opened with statistics (else None; see :meth:`explore`)."""
+        return self.explore_step.explorer
 
     def __init__(self, session: Optional[Session] = None, model_path: Any = None, out_dir: Optional[str] = None,
-                 features=None, data: Any = None, **kwargs):
+                 features=None, data: Any = None, held_back: Any = None, **kwargs):
         from .flags import offline_features, resolve_features
 
         self.session = session if session is not None else Session()
@@ -147,7 +133,8 @@ class App(widgets.VBox):
         self.calibrate_step = CalibrateStep(s)
         self.plan_step = PlanStep(s, out_dir=os.path.join(self.out_dir, "plan"))
         self.build_step = BuildStep(s)
-        self.inspect_step = InspectStep(s, trt_available=bool(getattr(self.features, "available", False)))
+        self.inspect_step = InspectStep(s, trt_available=bool(getattr(self.features, "available", False)),
+                                        out_dir=self.out_dir)
         self.explore_step = ExploreStep(s, out_dir=self.out_dir)
         self.steps = dict(zip(STEP_KEYS, (self.load_step, self.flags_step, self.profiles_step, self.calibrate_step,
                                           self.plan_step, self.build_step, self.inspect_step, self.explore_step)))
@@ -170,6 +157,8 @@ class App(widgets.VBox):
             self.load_step.load()
         if data is not None and s.model is not None:
             self.use_data(data)
+        if held_back is not None and s.model is not None:
+            self.use_held_back(held_back)
         self._on_stale({"new": s.stale})
 
     def _wire(self) -> None:
@@ -181,22 +170,13 @@ class App(widgets.VBox):
         self.load_step.on_recipe_loaded(self.calibrate_step.render_data)
         # "Use its recipe" in the Build tab takes the recipe of the build the Inspect tab shows.
         traitlets.dlink((self.inspect_step.choice, "value"), (self.build_step, "inspected"))
+        # A saved build loaded in the Inspect tab (no GPU here) is shown like one loaded in the Build tab.
+        self.inspect_step.on_load_build(self.build_step.load_saved_build)
         # The explorer holds three figures: made when its tab is first opened, not on every calibration.
         self.tabs.observe(self._on_tab, names=["selected_index"])
         self.save_html_button.on_click(lambda _: self.save_html())
         self.session.observe(self._on_model, names=["model"])
         self.session.observe(self._on_stale, names=["stale"])
-
-    @property
-    def _quiet(self) -> bool:
-        """True while every step shows the session without writing back (tests set it to reset boxes)."""
-        return all(getattr(step, "quiet", False) for step in self.steps.values() if hasattr(step, "quiet"))
-
-    @_quiet.setter
-    def _quiet(self, value: bool) -> None:
-        for step in self.steps.values():
-            if hasattr(step, "quiet"):
-                step.quiet = bool(value)
 
     # ------------------------------------------------------------------ steps (also for scripts)
 
@@ -212,9 +192,19 @@ class App(widgets.VBox):
         """
         return self.calibrate_step.use_data(data)
 
+    def use_held_back(self, folder: Any) -> bool:
+        """Hold back the samples of ``folder`` ('' for none): the Plan step's accuracy and the explorer's export
+        check run on them (as ``trtwidgets plan --held-back``). An unreadable folder is refused with a clear error."""
+        return self.calibrate_step.use_held_back(folder)
+
     def calibrate(self, data: Any = None, max_samples: Optional[int] = None, progress: bool = True) -> bool:
         """Step 4: collect statistics with the data in the data field (or ``data``)."""
         return self.calibrate_step.calibrate(data=data, max_samples=max_samples, progress=progress)
+
+    def plan(self, wait: bool = True) -> bool:
+        """Step 5: plan with the session's calibration and held-back data (``wait=False``: in the background, as
+        the *Plan* button does); True when a plan (maybe interrupted) is shown."""
+        return self.plan_step.run(wait=wait)
 
     def load_saved_build(self, source: Any = None) -> bool:
         """Step 6 without TensorRT: add a saved build (name from the list, folder, or *.graph.json)."""
@@ -287,25 +277,22 @@ class App(widgets.VBox):
 
     def _page_content(self) -> dict:
         """What the session holds, as the arguments of :func:`~trtwidgets.plots.report_sections.analysis_html`."""
-        from ..core.calibrate.step import export_method
         from ..plots.report_sections import build_tables
 
         s = self.session
         model, recipe = s.model, s.recipe
-        cal = getattr(recipe, "calibrator", None)
         steps = [{"step": "model", "status": "loaded" if model is not None else "missing",
                   "detail": str(model.path) if model is not None else "load a model in step 1"}]
         calibration = None
-        if s.stats is not None and s.ranges:
+        c = s.calibration
+        if c is not None and c.ranges:
             explorer = self.explore_step.explorer
-            calibration = dict(stats=s.stats, ranges=s.ranges, method=export_method(recipe),
-                               percentile=float(getattr(cal, "percentile", None) or 99.99),
-                               overrides=dict(getattr(cal, "amax_overrides", None) or {}),
-                               data=str(getattr(s.calibration, "data", "") or ""), top=HTML_TOP,
+            calibration = dict(stats=c.stats, ranges=c.ranges, method=c.method, percentile=c.percentile,
+                               overrides=dict(c.overrides), data=c.data, top=HTML_TOP,
                                first=[explorer.tensor] if explorer is not None and explorer.tensor else [])
         steps.append({"step": "calibrate", "status": "done" if calibration else "not yet",
                       "detail": f"{s.stats.samples} samples" if calibration else "collect statistics in step 4"})
-        plan = getattr(self.plan_step, "plan", None)
+        plan = s.plan
         steps.append({"step": "plan", "status": "done" if plan is not None else "not yet",
                       "detail": str(plan.reason) if plan is not None else "run the planner in step 5"})
         builds = {label: s.build_named(label) for label in s.graphs}
@@ -332,7 +319,8 @@ class App(widgets.VBox):
         self.calibrate_step.render_data()  # the previous model's data shapes are gone
 
     def _default_recipe(self):
-        """FP16+INT8 with the toolkit's entropy ranges, and the labelled text lines for the bundled demo."""
+        """FP16+INT8 with the toolkit's ranges (the calibration's default method), and the labelled text lines for
+        the bundled demo."""
         import dataclasses
 
         from ..core.calibrate.step import calibration_source
@@ -348,8 +336,9 @@ class App(widgets.VBox):
         else:
             flags = tuple(f for f in ("fp16", "int8") if f in self.flags.offered_flags)
             kw = {"flags": flags}
-            if "int8" in flags and "toolkit:entropy" in self.calibrator.offered:
-                kw["calibrator"] = CalibratorSpec(kind="toolkit", method="entropy")
+            method = default_method()
+            if "int8" in flags and f"toolkit:{method}" in self.profiles_step.calibrator.offered:
+                kw["calibrator"] = CalibratorSpec(kind="toolkit", method=method)
         try:
             spec, _ = calibration_source(None, s.model)
             kw["calibration_data"] = spec
@@ -383,8 +372,9 @@ def quickstart(model_path: Any = None, saved_build: Optional[str] = "auto", cali
     """An :class:`App` on a model (default: the bundled demo), walked through the default path.
 
     Loads the model (with ``data``, its shapes fill the profiles), calibrates (the bundled
-    crops for the demo), loads a saved build (``"auto"``: the first saved INT8 build of the
-    demo, when the repository's are present) and opens the inspector.
+    crops for the demo), loads a saved build (``"auto"``: the first saved INT8 build of this
+    model, when the repository's are present; the session continues from its recipe when it
+    was made with other settings) and opens the inspector.
     """
     from .. import demo
 
@@ -393,8 +383,13 @@ def quickstart(model_path: Any = None, saved_build: Optional[str] = "auto", cali
         app.calibrate(max_samples=max_samples, progress=False)
     if saved_build:
         if saved_build == "auto":
-            names = list(app.saved_choice.options)
+            names = list(app.build_step.saved_choice.options)  # only this model's builds are offered
             saved_build = next((n for n in names if "int8" in n), names[0] if names else None)
         if saved_build and app.load_saved_build(saved_build):
+            label = app.inspect_choice.value
+            # A build made elsewhere with other settings: continue from its recipe, as the quickstart notebook
+            # does, rather than open on a build the session already calls out of date.
+            if app.session.is_stale(f"build:{label}"):
+                app.use_build_recipe(label)
             app.tabs.selected_index = INSPECT
     return app

@@ -97,3 +97,19 @@ def builds_html(graphs, stale) -> str:
         return ""
     return html_table([{"build": k, "layers": len(g.layers), "status": stale.get(f"build:{k}", "current")}
                        for k, g in graphs.items()], ["build", "layers", "status"], caption="Builds in this session")
+
+
+def held_back_html(folder: str, has_model: bool = True) -> str:
+    """What the held-back data is: the folder, or the seeded split the Plan step makes ('' without a model)."""
+    from ..core.calibration.held_back import HOLDOUT, SEED
+
+    if not has_model:
+        return ""
+    if folder:
+        return banner("info", f"<b>Held back</b>: the samples in <code>{esc(folder)}</code>, kept out of calibration. "
+                              f"The Plan step ({PLAN + 1}) measures accuracy on them, and the explorer's "
+                              "<i>Export Q/DQ model</i> checks its export on them.")
+    return banner("info", f"<b>No held-back folder</b>: the Plan step ({PLAN + 1}) holds back a seeded "
+                          f"{HOLDOUT:.0%} of the calibration data (seed {SEED}) and lists the files of each side "
+                          "with the plan. Give a folder of other samples here to judge accuracy on data the "
+                          "calibration never saw (as <code>trtwidgets plan --held-back</code> does).")

@@ -228,7 +228,8 @@ class BuildStep(StepWidget):
     ----------
     build_panel : BuildPanel
     saved_choice : ipywidgets.Dropdown
-        The saved builds found (see :func:`~trtwidgets.core.engine.saved_build.find_saved_builds`).
+        The saved builds found of the loaded model (or of its Q/DQ export), see
+        :meth:`~trtwidgets.widgets.session.Session.saved_builds`: another model's are never offered.
     saved_path : ipywidgets.Text
         Or a build folder / ``*.graph.json``.
     load_build_button, use_recipe_button : ipywidgets.Button
@@ -256,11 +257,15 @@ class BuildStep(StepWidget):
         self.load_build_button.on_click(lambda _: self.load_saved_build())
         self.use_recipe_button.on_click(lambda _: self.use_build_recipe())
         session.observe(self._on_builds, names=["graphs", "stale"])
+        session.observe(lambda _c: self.refresh_saved(), names=["model"])
         self.refresh_saved()
         self._on_builds()
 
     def load_saved_build(self, source: Any = None) -> bool:
-        """Add a saved build to the session (a name from the list, a folder, or ``*.graph.json``)."""
+        """Add a saved build to the session (a name from the list, a folder, or ``*.graph.json``).
+
+        A build of another model than the loaded one is refused, and the error panel says whose it is.
+        """
         from ..core.engine.saved_build import find_saved_builds
 
         if source is None:
@@ -284,10 +289,8 @@ class BuildStep(StepWidget):
         return ok
 
     def refresh_saved(self) -> None:
-        """List the saved builds found again (an INT8 one selected first)."""
-        from ..core.engine.saved_build import find_saved_builds
-
-        names = list(find_saved_builds())
+        """List the saved builds of the loaded model again (an INT8 one selected first)."""
+        names = list(self.session.saved_builds())
         self.saved_choice.options = names
         if names:
             self.saved_choice.value = next((n for n in names if "int8" in n), names[0])

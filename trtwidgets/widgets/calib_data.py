@@ -6,8 +6,8 @@ whose samples do not all have the calibration opt shape, a pad / truncate /
 resize choice with a one-line explanation of each. It computes nothing: the
 step asks the core and calls :meth:`DataBox.show`.
 
-:class:`CalibrateStep` is the App's *Calibrate* tab: the data box, the sample count and
-the button that collects statistics into the session, and their summary.
+:class:`CalibrateStep` is the App's *Calibrate* tab: the data box, the held-back folder beside
+it, the sample count and the button that collects statistics into the session, and their summary.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import ipywidgets as widgets
 
 from ..core.model.dim_text import shape_text
 from ..core.recipe.data_defaults import ADAPT_CHOICES
-from .app_tabs import calibration_html
+from .app_tabs import calibration_html, held_back_html
 from .html import esc
 from .step import StepWidget
 
@@ -124,6 +124,12 @@ class CalibrateStep(StepWidget):
     data_box : DataBox
     data_path : ipywidgets.Text
         The data box's folder field.
+    held_back_path : ipywidgets.Text
+        Held-back samples (a folder kept out of calibration): the Plan step measures accuracy on them
+        and the explorer checks its Q/DQ export on them. Empty: the Plan step holds back a seeded
+        share of the data (the plan lists which files).
+    held_back_note : ipywidgets.HTML
+        What the held-back data is.
     max_samples : ipywidgets.BoundedIntText
         At most this many samples (0: all).
     calibrate_button : ipywidgets.Button
@@ -136,6 +142,9 @@ class CalibrateStep(StepWidget):
     def __init__(self, session, **kwargs):
         self.data_box = DataBox()
         self.data_path = self.data_box.path
+        self.held_back_path = widgets.Text(placeholder="held-back folder (optional)", description="Held back",
+                                           continuous_update=False, layout=widgets.Layout(width="420px"))
+        self.held_back_note = widgets.HTML()
         self.max_samples = widgets.BoundedIntText(value=0, min=0, max=10 ** 9, description="Samples (0: all)",
                                                   style={"description_width": "initial"},
                                                   layout=widgets.Layout(width="220px"))
@@ -147,14 +156,18 @@ class CalibrateStep(StepWidget):
             widgets.HTML("Runs the float model with ONNX Runtime on the CPU over the calibration data, at the "
                          "calibration profile's opt shapes, and keeps a histogram of every activation."),
             widgets.HBox([self.data_path, self.max_samples, self.calibrate_button]),
-            self.data_box.note, self.data_box.adapt_box, self.calibrate_output, self.calibration_view], **kwargs)
+            self.data_box.note, self.data_box.adapt_box, self.held_back_path, self.held_back_note,
+            self.calibrate_output, self.calibration_view], **kwargs)
         self.calibrate_button.on_click(lambda _: self.calibrate())
         self.data_path.observe(lambda c: self._data_typed(c["new"]), names="value")
+        self.held_back_path.observe(lambda c: self._held_back_typed(c["new"]), names="value")
         self.data_box.on_adapt(self._adapt_chosen)
         session.observe(self._on_recipe, names=["recipe"])
-        session.observe(self._on_stats, names=["stats"])
+        session.observe(self._on_stats, names=["calibration"])
+        session.observe(self._on_held_back, names=["held_back", "model"])
         self._on_recipe()
         self._on_stats()
+        self._on_held_back()
 
     # ------------------------------------------------------------------ actions
 
@@ -171,8 +184,23 @@ class CalibrateStep(StepWidget):
         self.render_data()
         return ok
 
+    def use_held_back(self, folder: Any) -> bool:
+        """Hold back the samples of ``folder`` ('' for none): the Plan step and the explorer's export check use them.
+
+        The field shows it; an unreadable folder is refused with a clear error, and the previous one stays.
+        """
+        text = "" if folder is None else str(folder).strip()
+        ok = self.session.use_held_back(text)
+        self.show_error("" if ok else self.session.error)
+        if ok:
+            self._on_held_back()
+        else:
+            with self.quietly():
+                self.held_back_path.value = text  # kept as typed, to be corrected
+        return ok
+
     def calibrate(self, data: Any = None, max_samples: Optional[int] = None, progress: bool = True) -> bool:
-        """Collect statistics with the data in the data field (or ``data``)."""
+        """Collect statistics with the data in the data field (or ``data``); its notes are shown in the step."""
         s = self.session
         text = self.data_path.value.strip()
         if data is None and text and text != self.recipe_data_text() and not self.use_data(text):
@@ -181,7 +209,7 @@ class CalibrateStep(StepWidget):
         self.calibrate_button.disabled = True
         self.calibrate_output.clear_output()
         try:
-            with self.calibrate_output:
+            with self.calibrate_output, self.noting("While collecting statistics"):
                 ok = s.calibrate(data=data, progress=progress, max_samples=n)
         finally:
             self.calibrate_button.disabled = False
@@ -228,6 +256,17 @@ class CalibrateStep(StepWidget):
     def _on_stats(self, change=None) -> None:
         if self.session.stats is not None:
             self.calibration_view.value = calibration_html(self.session)
+
+    def _on_held_back(self, change=None) -> None:
+        s = self.session
+        with self.quietly():
+            self.held_back_path.value = s.held_back
+        self.held_back_note.value = held_back_html(s.held_back, s.model is not None)
+
+    def _held_back_typed(self, text: str) -> None:
+        # Enter or leaving the box: check the folder now, so the Plan step and the explorer use it.
+        if not self.quiet and (text or "").strip() != self.session.held_back:
+            self.use_held_back(text)
 
     def _data_typed(self, text: str) -> None:
         # Enter or leaving the box: read the data's shapes now, so the profiles show them before calibrating.

@@ -11,8 +11,10 @@ What the user can do:
 
 - pick a tensor by typing part of its name, from the ranked list, or by
   clicking it in the overview;
-- toggle range methods and move the percentile slider;
-- set a per-tensor amax override. It is validated (a bad value shows an error
+- choose the exported range method (the method buttons; every method's amax stays drawn) and move
+  the percentile slider: the calibration is refitted (the session's too, so the Plan step and every
+  export use the choice);
+- set a per-tensor amax override (the amax box starts at the chosen method's value). It is validated (a bad value shows an error
   and changes nothing), written to the recipe
   (``recipe.calibrator.amax_overrides``, and to the session's recipe and
   calibration when the explorer belongs to a Session), and re-exports the
@@ -20,6 +22,8 @@ What the user can do:
 
 Its state is one :class:`~trtwidgets.core.calibration.calibration.Calibration` (export method,
 percentile, overrides): every export writes its ``amax``, as :func:`trtwidgets.export_qdq` does.
+*Export Q/DQ model* also checks the written model on the session's held-back samples (when it has
+a held-back folder) and says whether it passed.
 """
 
 from __future__ import annotations
@@ -27,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import html
-import os
 from typing import Dict, Mapping, Optional, Sequence
 
 import ipywidgets as widgets
@@ -39,12 +42,14 @@ from ..core.common.errors import UserError
 from ..plots.histogram import TensorHistogramDisplay
 from ..plots.int8_grid import Int8GridDisplay
 from ..plots.overview import TensorOverviewDisplay
+from .explorer_exports import ExplorerExports
+from .explorer_parts import METHOD_HELP, as_user_error, export_methods, load_cache, starting_calibration
 
 #: Rows of the tensor list.
 _LIST_ROWS = 10
 
 
-class CalibrationExplorer(widgets.VBox):
+class CalibrationExplorer(ExplorerExports, widgets.VBox):
     """Explore activation histograms and range methods, and override amax per tensor.
 
     Parameters
@@ -60,10 +65,10 @@ class CalibrationExplorer(widgets.VBox):
         ``amax_overrides`` are the starting point; overrides are written back
         with ``recipe.replace``. The current recipe is :attr:`recipe`.
     session : Session, optional
-        When given, its ``recipe``, ``stats`` and ``model`` are used unless
-        passed, and its ``recipe`` is replaced on every override change.
+        When given, its ``recipe``, ``calibration`` and ``model`` are used unless passed; its
+        calibration (and recipe) take every override, method and percentile chosen here.
     methods : sequence of str, optional
-        Methods shown at the start (default: all).
+        Range methods whose amax lines are drawn (default: all).
     percentile : float, optional
         Starting percentile (default: the recipe's, else 99.99).
     cache_path : str, optional
@@ -80,6 +85,8 @@ class CalibrationExplorer(widgets.VBox):
     overview_kind : {"bar", "scatter"}
     top : int
         Bars shown in the bar overview.
+    export_method : str, optional
+        The exported method at the start (default: the calibration's, else the recipe's).
     """
 
     def __init__(self, stats=None, recipe=None, session=None, methods: Optional[Sequence[str]] = None,
@@ -90,24 +97,25 @@ class CalibrationExplorer(widgets.VBox):
 
         super().__init__()
         self.session = session
-        model = model if model is not None or session is None else getattr(session, "model", None)
-        self.recipe = recipe = recipe if recipe is not None or session is None else getattr(session, "recipe", None)
+        model = model if model is not None or session is None else session.model
+        self.recipe = recipe = recipe if recipe is not None or session is None else session.recipe
+        #: The range methods whose lines are drawn.
         self._all_methods = tuple(METHODS)
         #: The explorer's state: statistics, export method, percentile and overrides; what every export writes.
-        self.calibration: Calibration = _starting_calibration(calibration, stats, recipe, session, percentile,
-                                                              export_method, ranges)
+        self.calibration: Calibration = starting_calibration(calibration, stats, recipe, session, percentile,
+                                                             export_method, ranges)
         self.cache_path = cache_path if cache_path is not None else getattr(getattr(recipe, "calibrator", None),
                                                                             "cache_path", None)
         self.model = model
         self.qdq_path = qdq_path
         # read a cache path once: the histogram is redrawn on every switch
-        self.trt_cache = _load_cache(trt_cache)
+        self.trt_cache = load_cache(trt_cache)
         self.last_export: Dict[str, str] = {}
         self.tensor: Optional[str] = None
         self._syncing = False
 
-        start = tuple(methods) if methods is not None else self._all_methods
-        self._build_controls(start, self.calibration.method)
+        self._lines = tuple(m for m in self._all_methods if methods is None or m in methods)
+        self._build_controls(self.calibration.method)
         first = self._build_figures(overview_kind, top)
         self._wire()
         self._refresh_list()
@@ -115,23 +123,23 @@ class CalibrationExplorer(widgets.VBox):
         # Not the top of the ranking as such: that is often a tiny tensor (a 160-value Reshape).
         self.select(opening_tensor(self.stats, self.overview.ranking.names) or first)
 
-    def _build_controls(self, start: Sequence[str], default_export: str) -> None:
-        """The search box, tensor list, method toggles, percentile slider and override/export buttons."""
+    def _build_controls(self, default_export: str) -> None:
+        """The search box, tensor list, method buttons, percentile slider and override/export buttons."""
         self.search = widgets.Text(placeholder="search tensors (words, any order)", description="Find",
                                    continuous_update=True, layout=widgets.Layout(width="100%"))
         self.rank_by = widgets.ToggleButtons(options=[("by disagreement", "disagreement"), ("by error", "error")],
                                              value="disagreement", style={"button_width": "130px"})
         self.tensor_list = widgets.Select(options=[], rows=_LIST_ROWS, layout=widgets.Layout(width="100%"))
-        self.method_toggles = {m: widgets.ToggleButton(value=m in start, description=m,
-                                                       layout=widgets.Layout(width="90px"))
-                               for m in self._all_methods}
+        # The method buttons choose what is exported (and what the amax box starts at), not which lines show.
+        offered = export_methods()
+        self.method_buttons = widgets.ToggleButtons(
+            options=list(offered), value=default_export, description="export",
+            tooltips=[METHOD_HELP.get(m, m) for m in offered], style={"button_width": "80px"})
         # the range must hold the recipe's percentile, or the slider would silently clamp it
         self.percentile_slider = widgets.FloatSlider(value=self.percentile, min=min(99.0, self.percentile),
                                                      max=max(99.999, self.percentile), step=0.001,
                                                      readout_format=".3f", description="percentile",
                                                      continuous_update=False)
-        self.export_method = widgets.Dropdown(options=list(self._all_methods), value=default_export,
-                                              description="export", layout=widgets.Layout(width="200px"))
         self.override_text = widgets.FloatText(description="amax", layout=widgets.Layout(width="200px"))
         self.apply_button = widgets.Button(description="Apply override", button_style="warning")
         self.clear_button = widgets.Button(description="Clear override")
@@ -166,10 +174,8 @@ class CalibrationExplorer(widgets.VBox):
         self.search.observe(self._on_search, "value")
         self.rank_by.observe(self._on_rank_by, "value")
         self.tensor_list.observe(self._on_list, "value")
-        for b in self.method_toggles.values():
-            b.observe(self._on_methods, "value")
         self.percentile_slider.observe(self._on_percentile, "value")
-        self.export_method.observe(self._on_export_method, "value")
+        self.method_buttons.observe(self._on_method, "value")
         self.apply_button.on_click(lambda _b: self.apply_override())
         self.clear_button.on_click(lambda _b: self.clear_override())
         self.cache_button.on_click(lambda _b: self._write_cache_clicked())
@@ -184,8 +190,7 @@ class CalibrationExplorer(widgets.VBox):
                          f"{int(self.stats.samples)} samples"),
             widgets.HBox([
                 widgets.VBox([self.search, self.rank_by, self.tensor_list], layout=widgets.Layout(width="45%")),
-                widgets.VBox([widgets.HBox(list(self.method_toggles.values())), self.percentile_slider,
-                              widgets.HBox([self.export_method, self.override_text]),
+                widgets.VBox([self.method_buttons, self.percentile_slider, self.override_text,
                               widgets.HBox([self.apply_button, self.clear_button]),
                               widgets.HBox([self.cache_button, self.qdq_button])],
                              layout=widgets.Layout(width="55%", padding="0 0 0 12px"))]),
@@ -203,16 +208,20 @@ class CalibrationExplorer(widgets.VBox):
 
     @property
     def methods(self) -> tuple:
-        """Methods currently toggled on, in canonical order."""
-        return tuple(m for m in self._all_methods if self.method_toggles[m].value)
+        """The range methods whose amax lines are drawn, in canonical order."""
+        return self._lines
+
+    @property
+    def method(self) -> str:
+        """The exported method (the calibration's)."""
+        return self.calibration.method
 
     def _active_amax(self, name: str) -> Optional[float]:
         return self.calibration.amax.get(name)
 
     def _hist_display(self, name: str) -> TensorHistogramDisplay:
         methods = self.methods
-        active = "override" if name in self.overrides else (
-            self.export_method.value if self.export_method.value in methods else None)
+        active = "override" if name in self.overrides else (self.method if self.method in methods else None)
         return TensorHistogramDisplay.from_stats(self.stats, name, methods=methods, percentile=self.percentile,
                                                  trt_cache=self.trt_cache, override=self.overrides.get(name),
                                                  active=active, results=self.ranges.get(name))
@@ -234,10 +243,51 @@ class CalibrationExplorer(widgets.VBox):
         self.overview.update(self.overview_fig)
 
     def set_percentile(self, percentile: float) -> None:
-        """Recompute the percentile method for every tensor and redraw."""
+        """Recompute the percentile method for every tensor and redraw (the session's calibration too)."""
+        s = self.session
+        if self._shares_session() and s.recompute_ranges(float(percentile)):
+            self.adopt(s.calibration)
+            return
         self.calibration = self.calibration.refit(percentile=float(percentile))
         self._refresh_overview()
         self._refresh_tensor()
+
+    def set_method(self, method: str) -> bool:
+        """Export ``method``'s ranges: the calibration is refitted (the session's too) and redrawn."""
+        s = self.session
+        if self._shares_session():
+            if not s.set_method(method):
+                self._show_error(UserError(f"cannot export {method!r} ranges", s.error, "choose another method"))
+                return False
+            self.adopt(s.calibration)
+            return True
+        try:
+            new = self.calibration.refit(method=method)
+        except UserError as e:
+            self._show_error(e)
+            return False
+        self.adopt(new)
+        return True
+
+    def adopt(self, calibration: Calibration) -> None:
+        """Show ``calibration`` (of the same statistics: another method, percentile or overrides) in every control."""
+        if calibration is self.calibration:
+            return
+        self.calibration = calibration
+        if self.session is not None and self.recipe is not None and self.session.recipe is not None:
+            self.recipe = self.session.recipe
+        with self._sync():
+            self.method_buttons.value = calibration.method
+            self.percentile_slider.min = min(self.percentile_slider.min, calibration.percentile)
+            self.percentile_slider.max = max(self.percentile_slider.max, calibration.percentile)
+            self.percentile_slider.value = calibration.percentile
+        self._refresh_overview()
+        self._refresh_tensor()
+
+    def _shares_session(self) -> bool:
+        """True when this explorer's statistics are the session's: its choices are then the session's."""
+        s = self.session
+        return s is not None and s.calibration is not None and s.calibration.stats is self.calibration.stats
 
     def apply_override(self, value=None) -> bool:
         """Override the current tensor's amax (default: the amax box); False (and an error panel) when refused."""
@@ -256,39 +306,15 @@ class CalibrationExplorer(widgets.VBox):
             return True
         return self._commit(self.calibration.without_override(self.tensor), f"override of {self.tensor} cleared")
 
-    def export_cache(self) -> Optional[str]:
-        """Write the calibration cache for the export method plus overrides (atomic); its path, or None."""
-        if not self.cache_path:
-            return None
-        from ..core.calibration.cache import write_cache
-
-        write_cache(self.calibration.amax, self.cache_path)  # what every export writes
-        self.last_export["cache"] = str(self.cache_path)
-        return str(self.cache_path)
-
-    def export_qdq(self) -> Optional[str]:
-        """Write the Q/DQ model for the export method plus overrides; its path, or None when not configured."""
-        if not self._qdq_possible():
-            return None
-        try:
-            path = self._write_qdq()
-        except (UserError, OSError) as e:
-            self._show_error(_as_user_error(e, f"could not write the Q/DQ model {self.qdq_path}",
-                                            "choose a writable path for the Q/DQ model"))
-            return None
-        self._hide_error()
-        self.status.value = f"Q/DQ model written to <code>{html.escape(path)}</code>."
-        return path
-
     def set_trt_cache(self, trt_cache) -> bool:
         """Draw another TensorRT cache's amax (a CalibrationCache, mapping, path, or None to hide the line).
 
         A cache that cannot be read shows an error and keeps the line drawn before.
         """
         try:
-            cache = _load_cache(trt_cache)
+            cache = load_cache(trt_cache)
         except (UserError, OSError) as e:
-            self._show_error(_as_user_error(e, f"could not read the TensorRT cache {trt_cache}",
+            self._show_error(as_user_error(e, f"could not read the TensorRT cache {trt_cache}",
                                             "pass a calibration cache written by TensorRT"))
             return False
         self.trt_cache = cache
@@ -296,28 +322,6 @@ class CalibrationExplorer(widgets.VBox):
         return True
 
     # ------------------------------------------------------------------ internals
-
-    def _write_qdq(self) -> str:
-        from ..core.qdq.export import export_qdq
-
-        export_qdq(self.model, self.calibration, self.qdq_path)  # as trtwidgets.export_qdq: the same scales
-        self.last_export["qdq"] = str(self.qdq_path)
-        return str(self.qdq_path)
-
-    def _write_cache_clicked(self) -> None:
-        try:
-            path = self.export_cache()
-        except (UserError, OSError) as e:
-            self._show_error(_as_user_error(e, f"could not write the calibration cache {self.cache_path}",
-                                            "choose a writable cache path"))
-            return
-        self._hide_error()
-        if path:
-            self.status.value = (f"cache written to <code>{html.escape(path)}</code> "
-                                 f"({html.escape(self.export_method.value)} ranges, {len(self.overrides)} override(s)).")
-
-    def _qdq_possible(self) -> bool:
-        return self.model is not None and bool(self.qdq_path)
 
     def _commit(self, new: Calibration, message: str) -> bool:
         """Make ``new`` (other overrides) the explorer's calibration, and write what follows from it."""
@@ -329,8 +333,8 @@ class CalibrationExplorer(widgets.VBox):
         except (UserError, OSError) as e:
             # nothing half-done: the previous overrides and recipe stay in force
             self.calibration = old
-            self._show_error(_as_user_error(e, f"could not write the calibration cache {self.cache_path}",
-                                            "choose a writable cache path"))
+            self._show_error(as_user_error(e, f"could not write the calibration cache {self.cache_path}",
+                                           "choose a writable cache path"))
             self._refresh_tensor()
             return False
         self.recipe = recipe
@@ -345,8 +349,8 @@ class CalibrationExplorer(widgets.VBox):
                 parts.append(f"Q/DQ model written to <code>{html.escape(self._write_qdq())}</code>")
             except (UserError, OSError) as e:
                 # the override itself is valid and kept; only this export failed, and the panel says so
-                self._show_error(_as_user_error(e, f"could not write the Q/DQ model {self.qdq_path}",
-                                                "choose a writable path for the Q/DQ model"))
+                self._show_error(as_user_error(e, f"could not write the Q/DQ model {self.qdq_path}",
+                                               "choose a writable path for the Q/DQ model"))
         self.status.value = "; ".join(parts) + "."
         self._refresh_tensor()
         return True
@@ -360,7 +364,7 @@ class CalibrationExplorer(widgets.VBox):
     def _share_with_session(self, recipe) -> None:
         """The session's recipe and calibration take the explorer's overrides (what its Plan and exports read)."""
         s = self.session
-        if getattr(s, "stats", None) is self.calibration.stats:
+        if s.stats is self.calibration.stats:
             s.calibration = self.calibration
         if recipe is not None:
             s.recipe = recipe
@@ -382,12 +386,12 @@ class CalibrationExplorer(widgets.VBox):
         amax = self._active_amax(self.tensor)
         if amax is None:
             return
-        label = "override" if self.tensor in self.overrides else self.export_method.value
+        label = "override" if self.tensor in self.overrides else self.method
         Int8GridDisplay.from_stats(self.stats, amax, tensor=self.tensor, label=label).update(self.grid_fig)
 
     def _refresh_overview(self) -> None:
         by = self.rank_by.value
-        method = self.export_method.value if by == "error" else None
+        method = self.method if by == "error" and self.method in self.methods else None
         try:
             ranking = rank_tensors(self.ranges, by=by, method=method, methods=self.methods or None)
         except UserError as e:
@@ -445,56 +449,20 @@ class CalibrationExplorer(widgets.VBox):
         if not self._syncing and change["new"]:
             self.select(change["new"])
 
-    def _on_methods(self, change) -> None:
-        self._refresh_overview()
-        self._refresh_tensor()
-
     def _on_percentile(self, change) -> None:
-        self.set_percentile(change["new"])
+        if not self._syncing:
+            self.set_percentile(change["new"])
 
-    def _on_export_method(self, change) -> None:
-        self.calibration = self.calibration.refit(method=change["new"])
-        if self.rank_by.value == "error":
-            self._refresh_overview()
-        self._refresh_tensor()
+    def _on_method(self, change) -> None:
+        if not self._syncing and change["new"] != self.method and not self.set_method(change["new"]):
+            with self._sync():
+                self.method_buttons.value = self.method
 
     def _on_overview_click(self, trace, points, selector) -> None:
         if points.point_inds:
             self.select(trace.customdata[points.point_inds[0]])
             # choosing a tensor in the ranking opens its histogram
             self.figure_tabs.selected_index = 0
-
-
-def _starting_calibration(calibration, stats, recipe, session, percentile, method, ranges) -> Calibration:
-    """``calibration`` (or a saved one's path), else the session's of these statistics, else ``stats`` as the
-    recipe says; ``percentile`` and ``method`` given win."""
-    from ..core.calibrate.step import recipe_calibration
-    from ..core.calibration.stats import load_stats
-
-    if calibration is None and stats is None and session is not None:
-        stats, own = getattr(session, "stats", None), getattr(session, "calibration", None)
-        calibration = own if own is not None and own.stats is stats else None
-    if isinstance(calibration, (str, os.PathLike)):
-        calibration = Calibration.load(calibration)
-    if calibration is None:
-        if stats is None:
-            raise UserError("no activation statistics to explore", "neither stats nor a session with stats was given",
-                            "collect them first (trtwidgets.calibrate) and pass them as stats= or calibration=")
-        stats = stats if hasattr(stats, "tensors") else load_stats(stats)
-        calibration = recipe_calibration(stats, recipe, percentile, None if ranges is None else dict(ranges))
-    return calibration.refit(method=method, percentile=percentile)
-
-
-def _as_user_error(e: Exception, what: str, fix: str) -> UserError:
-    return e if isinstance(e, UserError) else UserError(what, f"{type(e).__name__}: {e}", fix)
-
-
-def _load_cache(trt_cache):
-    if trt_cache is None or isinstance(trt_cache, Mapping) or hasattr(trt_cache, "amax"):
-        return trt_cache
-    from ..core.calibration.cache import read_cache
-
-    return read_cache(trt_cache)
 
 
 __all__ = ["CalibrationExplorer"]

@@ -14,6 +14,7 @@ import ipywidgets as widgets
 
 from ..core.common.errors import RecipeError
 from ..core.recipe.recipe import TOOLKIT_METHODS, CalibratorSpec, Recipe
+from .explorer_parts import export_methods
 from .flags import note_html, offline_features, resolve_features, unavailable_note
 from .html import disclosure, error_html
 
@@ -24,7 +25,7 @@ TRT_CALIBRATORS = {
     "entropy": ("trt_entropy", "TensorRT Entropy (IInt8EntropyCalibrator)"),
     "legacy": ("trt_legacy", "TensorRT Legacy (IInt8LegacyCalibrator)"),
 }
-#: Toolkit method -> label.
+#: Toolkit method -> label (a method without one is offered as "Toolkit: <method>, via cache").
 TOOLKIT_LABELS = {
     "entropy": "Toolkit: entropy (KL divergence), via cache",
     "max": "Toolkit: max |x|, via cache",
@@ -62,7 +63,9 @@ class CalibratorPicker(widgets.VBox):
         options += [(TRT_CALIBRATORS[c][1] + deprecated, TRT_CALIBRATORS[c][0]) for c in TRT_CALIBRATORS if c in f.calibrators]
         if f.calibrators:
             # The toolkit's ranges reach TensorRT as a calibration cache read by a calibrator, so they need one too.
-            options += [(TOOLKIT_LABELS[m], f"toolkit:{m}") for m in TOOLKIT_METHODS]
+            # The calibration module's methods (that a recipe can name), in its order.
+            options += [(TOOLKIT_LABELS.get(m, f"Toolkit: {m}, via cache"), f"toolkit:{m}")
+                        for m in export_methods() if m in TOOLKIT_METHODS]
             options.append(("Toolkit: an existing calibration cache file", _CACHE_ONLY))
         self.choice = widgets.Dropdown(options=options, value="none", description="Calibrator",
                                        layout=widgets.Layout(width="480px"))

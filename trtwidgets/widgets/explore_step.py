@@ -49,10 +49,10 @@ class ExploreStep(StepWidget):
         super().__init__(session, [widgets.HTML(f"<i>Collect statistics in step {CALIBRATE + 1} first.</i>")],
                          **kwargs)
         self.observe(self._on_active, names=["active"])
-        session.observe(self._on_stats, names=["stats"])
+        session.observe(self._on_calibration, names=["calibration"])
         session.observe(self._on_graphs, names=["graphs"])
         if session.stats is not None:
-            self._on_stats()
+            self._on_calibration()
 
     def explore(self):
         """The explorer of the session's statistics (made now if needed), or None without statistics."""
@@ -73,9 +73,14 @@ class ExploreStep(StepWidget):
             self.children = [widgets.HTML("<i>Drawing the explorer...</i>")]
             self._make_explorer()
 
-    def _on_stats(self, change=None) -> None:
-        stats = self.session.stats
-        if stats is None:
+    def _on_calibration(self, change=None) -> None:
+        cal = self.session.calibration
+        if cal is None:
+            return
+        stats = cal.stats
+        if self.explorer is not None and self.explorer.stats is stats:
+            # The same statistics, another method, percentile or overrides (set here or in another step).
+            self.explorer.adopt(cal)
             return
         if self.explorer is not None or self.active:
             self._make_explorer()  # new statistics: a new explorer, not a stale copy
@@ -94,9 +99,10 @@ class ExploreStep(StepWidget):
         cal = getattr(s.recipe, "calibrator", None)
         cache = getattr(cal, "cache_path", None) or os.path.join(self.out_dir, "calibration.cache")
         try:
-            self.explorer = CalibrationExplorer(session=s, ranges=s.ranges, cache_path=cache,
+            # The session's calibration as it is (method, percentile, overrides): what the Plan step and exports use.
+            self.explorer = CalibrationExplorer(session=s, cache_path=cache,
                                                 qdq_path=os.path.join(self.out_dir, QDQ_NAME),
-                                                trt_cache=self.trt_cache(), percentile=getattr(cal, "percentile", None))
+                                                trt_cache=self.trt_cache())
         except UserError as err:
             self.show_error(err)
             return

@@ -8,13 +8,17 @@ Thin: parsing, the table, why-not-INT8 and filtering are in :mod:`trtwidgets.cor
 typing in the search box stays fast on engines with thousands of layers.
 
 :class:`InspectStep` is the App's *Inspect* tab: one of the session's builds in the
-inspector, the latency every build recorded side by side, and the builds compared.
+inspector, the latency every build recorded side by side, and the builds compared. Before
+there is a build (always, on a machine without a GPU) it says what inspecting needs and what
+the user can do: save the recipe to build on a GPU machine (``trtwidgets run recipe.json``), or
+load a build of this model saved there.
 """
 
 from __future__ import annotations
 
 import html
-from typing import Any, Optional
+import os
+from typing import Any, Callable, List, Optional
 
 import ipywidgets as widgets
 
@@ -23,7 +27,7 @@ from ..core.engine.layer_table import COLUMNS, filter_table, layer_table, table_
 from .accuracy import AccuracyView
 from .app_tabs import performance_html, stale_html
 from .compare import CompareView
-from .html import error_html
+from .html import error_html, esc
 from .step import StepWidget
 
 ALL = "(all)"
@@ -256,9 +260,19 @@ class InspectStep(StepWidget):
     session : Session
     trt_available : bool
         Whether TensorRT runs here (the accuracy note says what needs it).
+    out_dir : str
+        Where *Save the recipe* writes ``recipe.json``.
 
     Attributes
     ----------
+    start_box : ipywidgets.VBox
+        Shown while the session has no build: :attr:`needs` and what the user can do.
+    needs : ipywidgets.HTML
+        What inspecting needs, and whether this machine has it.
+    recipe_button : ipywidgets.Button
+        Saves the recipe for a GPU machine; :attr:`recipe_note` says the command to run there.
+    build_path : ipywidgets.Text
+        A build folder (or ``*.graph.json``) of this model, made elsewhere; :attr:`load_button` loads it.
     choice : ipywidgets.Dropdown
         The build shown (a label of :attr:`Session.graphs`).
     stale_note : ipywidgets.HTML
@@ -273,8 +287,21 @@ class InspectStep(StepWidget):
     compare_box : ipywidgets.Accordion
     """
 
-    def __init__(self, session, trt_available: bool = False, **kwargs):
+    def __init__(self, session, trt_available: bool = False, out_dir: str = ".", **kwargs):
         self.trt_available = bool(trt_available)
+        self.out_dir = out_dir
+        self._load_callbacks: List[Callable[[str], bool]] = []
+        self.needs = widgets.HTML(needs_html(self.trt_available))
+        self.recipe_button = widgets.Button(description="Save the recipe", icon="save",
+                                            tooltip="write recipe.json to build this model on a GPU machine")
+        self.recipe_note = widgets.HTML()
+        self.build_path = widgets.Text(placeholder="a build folder or *.graph.json of this model",
+                                       layout=widgets.Layout(width="420px"))
+        self.load_button = widgets.Button(description="Load saved build", icon="folder-open")
+        self.start_box = widgets.VBox([self.needs, widgets.HBox([self.recipe_button]), self.recipe_note,
+                                       widgets.HBox([self.build_path, self.load_button])])
+        self.recipe_button.on_click(lambda _: self.save_recipe())
+        self.load_button.on_click(lambda _: self.load_build())
         self.choice = widgets.Dropdown(description="Build", options=[], layout=widgets.Layout(width="420px"))
         self.stale_note = widgets.HTML()
         self.inspector = Inspector()
@@ -285,14 +312,52 @@ class InspectStep(StepWidget):
         # Latency recorded with each build, and why accuracy needs TensorRT (see core.build_records).
         self.accuracy_note = widgets.HTML()
         self.accuracy = AccuracyView()
-        super().__init__(session, [self.choice, self.stale_note, self.inspector,
+        super().__init__(session, [self.start_box, self.choice, self.stale_note, self.inspector,
                                    widgets.HTML("<b>Latency and accuracy</b>"), self.accuracy_note, self.accuracy,
                                    self.compare_box], **kwargs)
         self.choice.observe(lambda c: self.inspect(c["new"]) if c["new"] else None, names="value")
         session.observe(self._on_graphs, names=["graphs"])
         session.observe(self._on_stale, names=["stale"])
-        if session.graphs:
-            self._on_graphs()
+        self._on_graphs()
+
+    def on_load_build(self, callback: Callable[[str], bool]) -> None:
+        """Load builds typed here with ``callback(path) -> bool`` (the App: the Build step's loader)."""
+        self._load_callbacks.append(callback)
+
+    def save_recipe(self, path: Optional[str] = None) -> Optional[str]:
+        """Write the session's recipe (default ``out_dir/recipe.json``) and say how to build it on a GPU machine."""
+        path = path or os.path.join(self.out_dir, "recipe.json")
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        except OSError as err:
+            self.show_error(UserError(f"Could not make the folder for {path}.", f"{err.strerror or err}.",
+                                      "Choose an output folder you can write to."))
+            return None
+        written = self.session.save_recipe(path)
+        if written is None:
+            self.show_error(self.session.error)
+            return None
+        self.show_error("")
+        model = self.session.model
+        name = os.path.basename(str(model.path)) if model is not None else "the model"
+        self.recipe_note.value = (
+            f"<div style='font-size:12px'>Wrote <code>{esc(written)}</code>. On the GPU machine, with "
+            f"<code>{esc(name)}</code> beside it, run<br><code>trtwidgets run recipe.json --report report.html "
+            "--build-dir build/</code><br>then copy <code>build/</code> back and load it below.</div>")
+        return written
+
+    def load_build(self, path: Optional[str] = None) -> bool:
+        """Load a saved build of this model (a folder or ``*.graph.json``); another model's is refused, said why."""
+        path = (path or self.build_path.value).strip()
+        if not path:
+            self.show_error(UserError("No saved build given.", "Inspecting reads a build TensorRT made.",
+                                      "Type the build folder copied from the GPU machine."))
+            return False
+        if self._load_callbacks:
+            return all(callback(path) for callback in self._load_callbacks)
+        ok = self.session.add_build(path)
+        self.show_error("" if ok else self.session.error)
+        return ok
 
     @property
     def label(self) -> Optional[str]:
@@ -323,6 +388,8 @@ class InspectStep(StepWidget):
 
     def _on_graphs(self, change=None) -> None:
         labels = list(self.session.graphs or {})
+        self.start_box.layout.display = "none" if labels else ""
+        self.choice.layout.display = "" if labels else "none"
         self.choice.options = labels
         if labels:
             self.inspect(labels[-1])
@@ -337,3 +404,16 @@ class InspectStep(StepWidget):
     def _show_stale(self, label: str) -> None:
         stale = self.session.stale or {}
         self.stale_note.value = stale_html({k: v for k, v in stale.items() if k == f"build:{label}"})
+
+
+def needs_html(trt_available: bool) -> str:
+    """What the Inspect step needs, and what the user can do without it (escaped HTML)."""
+    here = ("TensorRT is installed here: build in the Build step." if trt_available else
+            "This machine has no TensorRT (or no GPU), so nothing can be built here.")
+    return ('<div class="trtw-needs" style="border-left:4px solid #1a73e8;padding:2px 8px;margin:4px 0">'
+            "<b>Nothing to inspect yet.</b> This step shows which layers TensorRT runs in INT8 and why not the "
+            "others: it reads an engine that TensorRT built, and building needs TensorRT and an NVIDIA GPU. "
+            f"{esc(here)} What you can do:<ol style='margin:2px 0'>"
+            "<li>Save the recipe and build it on a GPU machine (the command is shown when it is saved).</li>"
+            "<li>Load a build of this model saved there (a build of another model is refused).</li></ol>"
+            "Meanwhile the Plan step estimates where INT8 pays, and the Explore step shows the ranges.</div>")

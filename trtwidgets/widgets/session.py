@@ -1,14 +1,17 @@
 """The Session: the one object that every step of the notebook shares.
 
-It holds the loaded model, its lint findings, the recipe, the activation
-statistics, the ranges and the builds (each with its inspected engine graph),
-as traitlets so that widgets observe it instead of each other. Every value in
+It holds the loaded model, its lint findings, the recipe, the calibration (a typed
+:class:`~trtwidgets.core.calibration.calibration.Calibration`: the statistics and ranges are read
+from it), the plan (a :class:`~trtwidgets.core.plan.plan_artifact.Plan`), the held-back data and
+the builds (each with its inspected engine graph), as traitlets so that widgets observe it
+instead of each other. Every value in
 it is immutable and replaced as a whole; a failed step sets
 :attr:`Session.error` and keeps whatever the session had.
 
 Every result remembers what it was made from (its fingerprint, see
 :mod:`trtwidgets.core.recipe.staleness`). When an earlier step changes (the model,
-the flags, the profiles, the calibrator, the data), :attr:`Session.stale`
+the flags, the profiles, the calibrator, the data, the calibration a plan used, the held-back
+data), :attr:`Session.stale`
 names the later results that no longer match and why. Stale results are kept,
 not deleted: the user decides when to redo them, and can still compare.
 """
@@ -21,31 +24,17 @@ from typing import Any, Dict, Optional, Union
 
 import traitlets
 
-from ..core.recipe import staleness
 from ..core.common.errors import UserError
 from ..core.model.lint import lint
 from ..core.model.load import LoadedModel, load_model
+from ..core.recipe import staleness
+from .session_builds import Builds, build_label
 from .session_data import DataDefaults
 
-
-def build_label(build: Any) -> str:
-    """A short name for a build: a saved build's name, else its directory's name."""
-    name = getattr(build, "name", None)
-    if name:
-        return str(name)
-    out_dir = getattr(build, "out_dir", None) or os.path.dirname(str(getattr(build, "inspector_json_path", "") or ""))
-    return Path(str(out_dir)).name or "build"
+__all__ = ["Session", "build_label"]
 
 
-def _build_recipe(build: Any, fallback: Any) -> Any:
-    """The recipe a build was made from (its own, or its saved ``recipe.json``), else ``fallback``."""
-    from ..core.engine.build_records import build_recipe_dict
-
-    own = build_recipe_dict(build)
-    return own if own is not None else fallback
-
-
-class Session(DataDefaults, traitlets.HasTraits):
+class Session(DataDefaults, Builds, traitlets.HasTraits):
     """Shared state of one exploration.
 
     Attributes
@@ -56,18 +45,25 @@ class Session(DataDefaults, traitlets.HasTraits):
         Lint findings for :attr:`model` under the current :attr:`recipe`.
     recipe : Recipe or None
         The build recipe (``trtwidgets.core.recipe.recipe.Recipe``).
-    stats : ActivationStats or None
-        Collected activation statistics.
-    ranges : dict or None
-        Tensor -> method -> RangeResult, computed from :attr:`stats`.
     calibration : Calibration or None
-        The last calibration (stats, ranges, exported amax), see :class:`trtwidgets.core.calibration.calibration.Calibration`.
+        The calibration every step uses (statistics, exported method, percentile, amax overrides), see
+        :class:`~trtwidgets.core.calibration.calibration.Calibration`. The explorer's overrides and method
+        choice replace it (a refit); the Plan step plans with it.
+    stats : ActivationStats or None
+        Read-only: :attr:`calibration`'s statistics.
+    ranges : dict or None
+        Read-only: :attr:`calibration`'s ranges (tensor -> method -> RangeResult).
+    plan : Plan or None
+        The last plan (:class:`~trtwidgets.core.plan.plan_artifact.Plan`; a cancelled one is marked interrupted).
+    held_back : str
+        A folder of held-back samples (the Plan step's accuracy, the explorer's export check); '' for none
+        (the Plan step holds back a seeded share of the data). See :meth:`use_held_back`.
     builds : tuple
         Build results (``BuildResult`` or ``SavedBuild``), oldest first.
     graphs : dict
         Build label -> its parsed ``EngineGraph`` (see :func:`build_label`).
     stale : dict
-        Result key (``"stats"``, ``"ranges"``, ``"build:<label>"``) -> why it is out of date.
+        Result key (``"stats"``, ``"ranges"``, ``"plan"``, ``"build:<label>"``) -> why it is out of date.
         Stale results stay in the session.
     problems : tuple of str
         What is wrong with the recipe as it stands (see :func:`~trtwidgets.core.recipe.recipe.recipe_problems`).
@@ -82,9 +78,9 @@ class Session(DataDefaults, traitlets.HasTraits):
     model = traitlets.Instance(LoadedModel, allow_none=True, default_value=None)
     findings = traitlets.Tuple()
     recipe = traitlets.Any(default_value=None, allow_none=True)
-    stats = traitlets.Any(default_value=None, allow_none=True)
-    ranges = traitlets.Any(default_value=None, allow_none=True)
-    calibration = traitlets.Any(default_value=None, allow_none=True)
+    calibration = traitlets.Instance("trtwidgets.core.calibration.calibration.Calibration", allow_none=True)
+    plan = traitlets.Instance("trtwidgets.core.plan.plan_artifact.Plan", allow_none=True)
+    held_back = traitlets.Unicode("")
     builds = traitlets.Tuple()
     graphs = traitlets.Dict()
     stale = traitlets.Dict()
@@ -97,10 +93,23 @@ class Session(DataDefaults, traitlets.HasTraits):
         super().__init__(**kwargs)
         #: result key -> fingerprint of what it was made from
         self.made_with: Dict[str, dict] = {}
-        self._known_builds: Dict[int, str] = {}
+        self._init_builds()
+        # The statistics whose "stats" and "ranges" fingerprints are recorded (a refit keeps them).
+        self._recorded_stats: Any = None
         self.observe(self._on_recipe, names=["recipe"])
         self.observe(self._on_builds, names=["builds"])
-        self.observe(self._on_results, names=["stats", "ranges"])
+        self.observe(self._on_calibration, names=["calibration"])
+        self.observe(lambda _c: self.update_stale(), names=["held_back"])
+
+    @property
+    def stats(self):
+        """The calibration's activation statistics (None without a calibration)."""
+        return self.calibration.stats if self.calibration is not None else None
+
+    @property
+    def ranges(self):
+        """The calibration's ranges: tensor -> method -> RangeResult (None without a calibration)."""
+        return self.calibration.ranges if self.calibration is not None else None
 
     # ------------------------------------------------------------------ model
 
@@ -126,9 +135,10 @@ class Session(DataDefaults, traitlets.HasTraits):
             self.model = model
             self.findings = findings
             self.error = error
-            # The data's shapes belonged to the previous model's inputs.
+            # The data's shapes and the held-back samples belonged to the previous model's inputs.
             self.data_shapes = {}
             self.data_note = ""
+            self.held_back = ""
         self.update_stale()
         return True
 
@@ -303,23 +313,16 @@ class Session(DataDefaults, traitlets.HasTraits):
     def recompute_ranges(self, percentile: Optional[float] = None) -> bool:
         """Ranges of the current statistics at another percentile (statistics unchanged).
 
-        :attr:`calibration` is refitted with them (its method and overrides kept), so
-        the calibration, :attr:`stats` and :attr:`ranges` agree afterwards.
+        :attr:`calibration` is refitted (its method and overrides kept), and the recipe's
+        calibrator takes the percentile, so that both say the same.
         """
-        from ..core.calibrate.step import recipe_calibration
-
-        if self.stats is None:
+        if self.calibration is None:
             self.error = "There are no statistics yet. Fix: run the calibration step first."
             return False
         calibrator = getattr(self.recipe, "calibrator", None)
         pct = float(percentile if percentile is not None else getattr(calibrator, "percentile", 99.99))
-        cal = self.calibration
         try:
-            if cal is not None and cal.stats is self.stats:
-                cal = cal.refit(percentile=pct)
-            else:
-                # Statistics set from outside (loaded from a file): fit them as the recipe says.
-                cal = recipe_calibration(self.stats, self.recipe, pct)
+            cal = self.calibration.refit(percentile=pct)
         except UserError as err:
             self.error = err.message
             return False
@@ -329,12 +332,38 @@ class Session(DataDefaults, traitlets.HasTraits):
 
             recipe = recipe.replace(calibrator=dataclasses.replace(recipe.calibrator, percentile=pct))
         self.made_with["ranges"] = staleness.fingerprint("ranges", self._sha(), recipe)
-        with self.hold_trait_notifications():
-            self.calibration = cal
-            self.ranges = cal.ranges
+        self.calibration = cal
         if recipe is not self.recipe:
             self.recipe = recipe
         self.update_stale()
+        return True
+
+    def set_method(self, method: str) -> bool:
+        """Export ``method``'s ranges (a refit of :attr:`calibration`; statistics and overrides kept).
+
+        The recipe's toolkit calibrator takes the method too (its calibration cache carries those
+        ranges). An unknown method sets :attr:`error` and changes nothing.
+        """
+        if self.calibration is None:
+            self.error = "There are no statistics yet. Fix: run the calibration step first."
+            return False
+        try:
+            cal = self.calibration.refit(method=method)
+        except UserError as err:
+            self.error = err.message
+            return False
+        recipe = self.recipe
+        calibrator = getattr(recipe, "calibrator", None)
+        with self.hold_trait_notifications():
+            self.error = ""
+            self.calibration = cal
+            if calibrator is not None and calibrator.kind == "toolkit" and calibrator.method not in (None, method):
+                import dataclasses
+
+                try:
+                    self.recipe = recipe.replace(calibrator=dataclasses.replace(calibrator, method=method))
+                except UserError:
+                    pass  # a method the recipe cannot name yet: the calibration says it, the recipe keeps its own
         return True
 
     def qdq_options(self, **changes):
@@ -351,116 +380,35 @@ class Session(DataDefaults, traitlets.HasTraits):
         sha = self._sha()
         self.made_with["stats"] = staleness.fingerprint("stats", sha, recipe)
         self.made_with["ranges"] = staleness.fingerprint("ranges", sha, recipe)
+        self._recorded_stats = result.stats
         with self.hold_trait_notifications():
             self.calibration = result
-            self.stats = result.stats
-            self.ranges = result.ranges
             self.error = ""
         self.update_stale()
 
-    def _on_results(self, change) -> None:
-        # Statistics set from outside (e.g. loaded from a file) count as made with the current recipe.
-        key = change["name"]
-        if change["new"] is not None and key not in self.made_with:
-            self.made_with[key] = staleness.fingerprint(key, self._sha(), self.recipe)
-            self.update_stale()
+    def _on_calibration(self, change) -> None:
+        # A calibration of other statistics set from outside (loaded from a file) counts as made with the
+        # current recipe; a refit (overrides, method, percentile) keeps what the statistics were made with.
+        cal = change["new"]
+        if cal is not None and cal.stats is not self._recorded_stats:
+            self._recorded_stats = cal.stats
+            for key in ("stats", "ranges"):
+                self.made_with[key] = staleness.fingerprint(key, self._sha(), self.recipe)
+        self.update_stale()
 
-    # ------------------------------------------------------------------ builds
+    # ------------------------------------------------------------------ plan
 
-    def add_build(self, build: Any) -> bool:
-        """Add a build (a ``BuildResult``, a ``SavedBuild``, or a build directory / inspector JSON path).
+    def plan_inputs(self) -> dict:
+        """What a plan made now is made from (its fingerprint, see :mod:`trtwidgets.core.recipe.staleness`)."""
+        return staleness.fingerprint("plan", self._sha(), self._recipe_or_none(), self._plan_extra())
 
-        Its engine graph is parsed into :attr:`graphs`. On bad input :attr:`error` says
-        what and nothing changes.
-        """
-        if isinstance(build, (str, os.PathLike)):
-            from ..core.engine.saved_build import load_saved_build
+    def _plan_extra(self) -> dict:
+        return {"calibration": staleness.calibration_inputs(self.calibration), "held_back": self.held_back}
 
-            try:
-                build = load_saved_build(build)
-            except UserError as err:
-                self.error = err.message
-                return False
-        try:
-            label, graph = self._register(build)
-        except UserError as err:
-            self.error = err.message
-            return False
-        graphs = dict(self.graphs)
-        graphs[label] = graph
-        # Together, so that an observer of either sees the build and its graph.
-        with self.hold_trait_notifications():
-            self.error = ""
-            self.builds = tuple(self.builds) + (build,)
-            self.graphs = graphs
-        return True
-
-    def use_build_recipe(self, label: str) -> bool:
-        """Make a build's own recipe the session's (e.g. to continue from a saved build made elsewhere).
-
-        Paths that belong to the machine it was built on (the model path, the
-        timing cache) are replaced by this session's. Refused, with :attr:`error`,
-        when the build is of another model or has no readable recipe.
-        """
-        from ..core.recipe.recipe import Recipe
-
-        build = self.build_named(label)
-        own = staleness.recipe_dict(_build_recipe(build, None)) if build is not None else None
-        if own is None or self.model is None:
-            self.error = (f"The build {label!r} has no recipe to use. Why: only builds saved with their recipe.json "
-                          "carry one. Fix: choose the settings in the steps instead.")
-            return False
-        if own.get("model_sha256") and own["model_sha256"] != self.model.sha256:
-            self.error = (f"The build {label!r} is of another model. Why: its recipe names model sha256 "
-                          f"{str(own['model_sha256'])[:12]}..., the loaded model is {self.model.sha256[:12]}.... "
-                          "Fix: load the model it was built from first.")
-            return False
-        own = dict(own, model_path=str(self.model.path), timing_cache=None)
-        cal = own.get("calibrator")
-        if isinstance(cal, dict) and cal.get("cache_path") and not os.path.isfile(cal["cache_path"]):
-            own["calibrator"] = dict(cal, cache_path=getattr(build, "calibration_cache_path", None))
-        try:
-            recipe = Recipe.from_dict(own)
-        except UserError as err:
-            self.error = err.message
-            return False
-        return self.set_recipe(recipe)
-
-    def build_named(self, label: str):
-        """The build with this label (see :func:`build_label`), or None."""
-        for b in self.builds:
-            if self._known_builds.get(id(b)) == label:
-                return b
-        return None
-
-    def _register(self, build: Any):
-        from ..core.engine.inspector_json import as_graph
-
-        graph = as_graph(build)
-        label = build_label(build)
-        taken = set(self.graphs) - {self._known_builds.get(id(build))}
-        base, n = label, 2
-        while label in taken:
-            label, n = f"{base}-{n}", n + 1
-        self._known_builds[id(build)] = label
-        recipe = _build_recipe(build, self.recipe)
-        rd = staleness.recipe_dict(recipe) or {}
-        sha = rd.get("model_sha256") or self._sha()
-        self.made_with[f"build:{label}"] = staleness.fingerprint("build", sha, recipe)
-        return label, graph
-
-    def _on_builds(self, change) -> None:
-        # Builds appended by other widgets (the build panel) are registered here.
-        for b in change["new"]:
-            if id(b) not in self._known_builds:
-                try:
-                    label, graph = self._register(b)
-                except UserError as err:
-                    self.error = err.message
-                    continue
-                graphs = dict(self.graphs)
-                graphs[label] = graph
-                self.graphs = graphs
+    def set_plan(self, plan, made_with: Optional[dict] = None) -> None:
+        """Make ``plan`` the session's; ``made_with`` is :meth:`plan_inputs` taken when it started (default: now)."""
+        self.made_with["plan"] = dict(made_with) if made_with is not None else self.plan_inputs()
+        self.plan = plan
         self.update_stale()
 
     # ------------------------------------------------------------------ staleness
@@ -472,11 +420,14 @@ class Session(DataDefaults, traitlets.HasTraits):
         """Recompute :attr:`stale` from what each result was made with and the current model and recipe."""
         sha = self._sha()
         out = {}
+        recipe = self._recipe_or_none()
         for key, made in self.made_with.items():
             kind = "build" if key.startswith("build:") else key
             if kind == "build" and key[len("build:"):] not in self.graphs:
                 continue
-            now = staleness.fingerprint(kind, sha, self.recipe if hasattr(self.recipe, "to_dict") else None)
+            if (kind in ("stats", "ranges") and self.calibration is None) or (kind == "plan" and self.plan is None):
+                continue
+            now = staleness.fingerprint(kind, sha, recipe, self._plan_extra() if kind == "plan" else None)
             reason = staleness.stale_reason(made, now)
             if reason:
                 out[key] = reason
@@ -484,5 +435,8 @@ class Session(DataDefaults, traitlets.HasTraits):
             self.stale = out
 
     def is_stale(self, key: str) -> bool:
-        """Whether the result ``key`` (``"stats"``, ``"ranges"``, ``"build:<label>"``) is out of date."""
+        """Whether the result ``key`` (``"stats"``, ``"ranges"``, ``"plan"``, ``"build:<label>"``) is out of date."""
         return key in self.stale
+
+    def _recipe_or_none(self):
+        return self.recipe if hasattr(self.recipe, "to_dict") else None

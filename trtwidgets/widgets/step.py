@@ -7,6 +7,10 @@ Steps never call each other: the App composes them and wires the few events that
 cross tabs (one error panel for all, the inspected build, the open tab). That an
 earlier step's change makes later results stale is the Session's business
 (:attr:`Session.stale`), not a step's.
+
+What the core says while a step works (a file skipped, ONNX Runtime's errors and warnings, see
+:mod:`trtwidgets.core.common.notes`) is shown in the step itself (:meth:`StepWidget.noting`), not
+only in the server's log.
 """
 
 from __future__ import annotations
@@ -18,6 +22,16 @@ import ipywidgets as widgets
 import traitlets
 
 from ..core.common.errors import UserError
+from .html import esc
+
+
+def notes_html(notes: Sequence[str], head: str = "Notes") -> str:
+    """Notes as an escaped list ('' when there are none)."""
+    if not notes:
+        return ""
+    items = "".join(f"<li>{esc(n)}</li>" for n in notes)
+    return (f'<div class="trtw-notes" style="border-left:4px solid #1a73e8;padding:2px 8px;margin:4px 0;'
+            f'font-size:12px"><b>{esc(head)}</b><ul style="margin:2px 0">{items}</ul></div>')
 
 
 class StepWidget(widgets.VBox):
@@ -36,6 +50,10 @@ class StepWidget(widgets.VBox):
     quiet : bool
         True while the step shows the session's state in its controls: their change
         events are then not the user's, and must not be written back to the session.
+    notes_view : ipywidgets.HTML
+        The notes of the step's last action (the last child of the step).
+    notes : list of str
+        Those notes.
     """
 
     quiet = traitlets.Bool(False)
@@ -43,7 +61,31 @@ class StepWidget(widgets.VBox):
     def __init__(self, session, children: Sequence[widgets.Widget] = (), **kwargs):
         self.session = session
         self._error_callbacks: List[Callable[[Any], None]] = []
-        super().__init__(list(children), **kwargs)
+        self.notes: List[str] = []
+        self.notes_view = widgets.HTML()
+        super().__init__(list(children) + [self.notes_view], **kwargs)
+
+    # ------------------------------------------------------------------ notes
+
+    @contextlib.contextmanager
+    def noting(self, action: str = "") -> Iterator[List[str]]:
+        """Collect the notes made inside the block (this thread) and show them in the step afterwards.
+
+        They still reach the log as before (:func:`~trtwidgets.core.common.notes.collect_notes`).
+        ``action`` names what made them ("While collecting statistics").
+        """
+        from ..core.common.notes import collect_notes
+
+        with collect_notes() as found:
+            try:
+                yield found
+            finally:
+                self.show_notes(found, action)
+
+    def show_notes(self, notes: Sequence[str], action: str = "") -> None:
+        """Show ``notes`` (replacing the previous action's; none clears the panel)."""
+        self.notes = list(notes)
+        self.notes_view.value = notes_html(self.notes, f"{action}:" if action else "Notes")
 
     # ------------------------------------------------------------------ errors
 

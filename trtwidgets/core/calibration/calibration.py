@@ -37,7 +37,7 @@ from .fingerprint import ModelFingerprint, check_stats_fit, float_tensors, stats
 from .ranges import METHODS, amax_from_stats, compute_ranges
 from .stats import ActivationStats, load_stats, stats_arrays
 
-__all__ = ["CALIBRATION_FORMAT", "CALIBRATION_VERSION", "Calibration", "override_value"]
+__all__ = ["CALIBRATION_FORMAT", "CALIBRATION_VERSION", "METHODS", "Calibration", "override_value"]
 
 #: Format tag of the ``calibration`` member of a saved calibration.
 CALIBRATION_FORMAT = "trtwidgets-calibration"

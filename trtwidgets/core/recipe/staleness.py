@@ -1,7 +1,8 @@
 """Which results of a session are out of date, and why.
 
-A result (activation statistics, ranges, a build) is made from some inputs: the
-model and some fields of the recipe. Its *fingerprint* is those inputs, as plain
+A result (activation statistics, ranges, a build, a plan) is made from some inputs: the
+model, some fields of the recipe and, for a plan, what is not in the recipe (the
+calibration it planned with, the held-back data). Its *fingerprint* is those inputs, as plain
 JSON values, recorded when the result is made. Comparing it with the fingerprint
 of the current model and recipe says whether the result is stale and names the
 changed inputs. Changing a flag back makes the build current again, which a
@@ -20,7 +21,10 @@ STATS_FIELDS = ("calibration_data", "calibration_shapes")
 RANGES_FIELDS = STATS_FIELDS + ("percentile",)
 BUILD_FIELDS = ("flags", "precision_constraints", "layer_precisions", "calibrator", "calibration_data", "profiles",
                 "calibration_profile", "builder_optimization_level", "workspace_mib")
-FIELDS = {"stats": STATS_FIELDS, "ranges": RANGES_FIELDS, "build": BUILD_FIELDS}
+#: A plan's recipe fields: its data, and the TensorRT version its Q/DQ options are for. The calibration
+#: and the held-back data are given as ``inputs`` (see :func:`calibration_inputs`).
+PLAN_FIELDS = STATS_FIELDS + ("trt_version",)
+FIELDS = {"stats": STATS_FIELDS, "ranges": RANGES_FIELDS, "build": BUILD_FIELDS, "plan": PLAN_FIELDS}
 
 #: Calibrator entries that say where things are, not what they are: a saved build made
 #: elsewhere has other paths but is the same build.
@@ -31,7 +35,8 @@ _LABELS = {"model": "the model", "calibration_data": "the calibration data",
            "flags": "the precision flags", "precision_constraints": "the precision constraints",
            "layer_precisions": "the layer precisions", "calibrator": "the calibrator", "profiles": "the profiles",
            "calibration_profile": "the calibration profile", "builder_optimization_level": "the optimization level",
-           "workspace_mib": "the workspace limit"}
+           "workspace_mib": "the workspace limit", "trt_version": "the target TensorRT version",
+           "calibration": "the calibration", "held_back": "the held-back data"}
 
 
 def recipe_dict(recipe: Any) -> Optional[dict]:
@@ -81,8 +86,9 @@ def _canonical(value) -> Any:
     return json.loads(json.dumps(value, sort_keys=True, default=str))
 
 
-def fingerprint(kind: str, model_sha256: Optional[str], recipe: Any) -> dict:
-    """The inputs a result of ``kind`` (``"stats"``, ``"ranges"`` or ``"build"``) is made from.
+def fingerprint(kind: str, model_sha256: Optional[str], recipe: Any,
+                inputs: Optional[Mapping[str, Any]] = None) -> dict:
+    """The inputs a result of ``kind`` (``"stats"``, ``"ranges"``, ``"build"`` or ``"plan"``) is made from.
 
     Parameters
     ----------
@@ -90,11 +96,14 @@ def fingerprint(kind: str, model_sha256: Optional[str], recipe: Any) -> dict:
     model_sha256 : str, optional
         Of the model the result is made from.
     recipe : Recipe, mapping or None
+    inputs : mapping, optional
+        Inputs that are not in the recipe, by name (plain JSON values): a plan's ``calibration``
+        (:func:`calibration_inputs`) and ``held_back`` (the folder, '' for a seeded split).
 
     Returns
     -------
     dict
-        ``{"model": sha, field: value, ...}``; without a recipe, the model only.
+        ``{"model": sha, field: value, ...}``; without a recipe, the model (and ``inputs``) only.
     """
     if kind not in FIELDS:
         raise ValueError(f"unknown result kind {kind!r}; known: {', '.join(FIELDS)}")
@@ -103,7 +112,23 @@ def fingerprint(kind: str, model_sha256: Optional[str], recipe: Any) -> dict:
     if d is not None:
         for field in FIELDS[kind]:
             out[field] = _canonical(_value(d, field))
+    for name, value in (inputs or {}).items():
+        out[name] = _canonical(value)
     return out
+
+
+def calibration_inputs(calibration: Any) -> Optional[dict]:
+    """What of a :class:`~trtwidgets.core.calibration.calibration.Calibration` a result made with it depends on.
+
+    The exported ranges (method, percentile, overrides) and which statistics (their samples, data and
+    shapes): a plan made with one calibration is stale once another is in force. None for none.
+    """
+    if calibration is None:
+        return None
+    stats = calibration.stats
+    return {"method": calibration.method, "percentile": calibration.percentile,
+            "overrides": dict(calibration.overrides), "samples": int(stats.samples), "data": calibration.data,
+            "input_shapes": {k: list(v) for k, v in dict(stats.input_shapes or {}).items()}}
 
 
 def _short(value, limit: int = 60) -> str:
