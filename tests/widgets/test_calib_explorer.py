@@ -68,13 +68,43 @@ def test_overview_click_selects(stats, ranges):
     assert tuple(ex.overview_fig.data[1].y) == (ex.tensor,)
 
 
-def test_toggling_a_method_removes_its_line(stats, ranges):
-    ex = CalibrationExplorer(stats, ranges=ranges)
-    assert set(_lines(ex.hist_fig)) == {"max", "entropy", "percentile", "mse"}
-    ex.method_toggles["mse"].value = False
-    assert set(_lines(ex.hist_fig)) == {"max", "entropy", "percentile"}
-    ex.method_toggles["mse"].value = True
-    assert "mse" in _lines(ex.hist_fig)
+def test_the_method_buttons_choose_the_exported_method(stats, ranges, tmp_path):
+    from trtwidgets.core.calibration.calibration import METHODS
+
+    cache = tmp_path / "c.cache"
+    ex = CalibrationExplorer(stats, ranges=ranges, recipe=_recipe(), cache_path=str(cache))
+    # Every method the calibration module exports is a button; every method's line stays drawn.
+    assert tuple(ex.method_buttons.options) == tuple(METHODS) and ex.method_buttons.value == "entropy"
+    lines = _lines(ex.hist_fig)
+    assert set(lines) == {"max", "entropy", "percentile", "mse"}
+    t = stats.tensors[ex.tensor]
+    ex.method_buttons.value = "max"
+    assert ex.calibration.method == "max" and set(_lines(ex.hist_fig)) == set(lines)
+    # The amax box starts at the chosen method's value: Apply override applies what the user chose.
+    assert ex.override_text.value == pytest.approx(compute_amax(t, "max"))
+    rect = [sh for sh in ex.hist_fig.layout.shapes if sh.type == "rect"][0]
+    assert rect.x0 == pytest.approx(compute_amax(t, "max"))  # the clipped region is the chosen method's
+    assert ex.apply_override()
+    assert read_cache(cache).amax[ex.tensor] == pytest.approx(compute_amax(t, "max"), rel=1e-6)
+    other = next(n for n in stats.tensors if n != ex.tensor)
+    assert read_cache(cache).amax[other] == pytest.approx(compute_amax(stats.tensors[other], "max"), rel=1e-6)
+
+
+def test_the_method_chosen_in_the_explorer_is_the_sessions(stats, ranges, tmp_path):
+    from trtwidgets.core.calibration.calibration import Calibration
+    from trtwidgets.widgets.session import Session
+
+    s = Session(recipe=_recipe(), calibration=Calibration.fit(stats, ranges=ranges))
+    ex = CalibrationExplorer(session=s, cache_path=str(tmp_path / "c.cache"))
+    ex.method_buttons.value = "mse"
+    assert s.calibration.method == "mse" and s.recipe.calibrator.method == "mse" and ex.calibration is s.calibration
+    ex.percentile_slider.value = 99.5
+    assert s.calibration.percentile == 99.5 and s.recipe.calibrator.percentile == 99.5
+    assert ex.apply_override(1.5) and dict(s.calibration.overrides) == {ex.tensor: 1.5}
+    # Chosen elsewhere (another step, a script): the explorer shows it.
+    assert s.set_method("percentile")
+    ex.adopt(s.calibration)
+    assert ex.method_buttons.value == "percentile" and ex.calibration is s.calibration
 
 
 def test_percentile_slider_moves_the_percentile_line(stats, ranges):
@@ -138,8 +168,10 @@ def test_unwritable_cache_keeps_previous_overrides(stats, ranges, tmp_path):
 def test_session_recipe_is_updated(stats, ranges, tmp_path):
     from trtwidgets.widgets.session import Session
 
-    s = Session(recipe=_recipe(), stats=stats)
-    ex = CalibrationExplorer(session=s, ranges=ranges, cache_path=str(tmp_path / "c.cache"))
+    from trtwidgets.core.calibration.calibration import Calibration
+
+    s = Session(recipe=_recipe(), calibration=Calibration.fit(stats, ranges=ranges))
+    ex = CalibrationExplorer(session=s, cache_path=str(tmp_path / "c.cache"))
     ex.apply_override(4.5)
     assert s.recipe.calibrator.amax_overrides == {ex.tensor: 4.5}
 
@@ -150,7 +182,7 @@ def test_int8_grid_tab_follows_the_export_amax(stats, ranges):
     t = stats.tensors[ex.tensor]
     grid = [s.x0 for s in ex.grid_fig.layout.shapes if s.type == "line"]
     assert grid[-1] == pytest.approx(compute_amax(t, "entropy"))
-    ex.export_method.value = "max"
+    ex.method_buttons.value = "max"
     grid = [s.x0 for s in ex.grid_fig.layout.shapes if s.type == "line"]
     assert grid[-1] == pytest.approx(compute_amax(t, "max"))
 
@@ -179,7 +211,7 @@ def test_tensorrt_cache_is_read_once_and_drawn(stats, ranges, tmp_path):
 def test_write_cache_button_uses_export_method(stats, ranges, tmp_path):
     cache = tmp_path / "c.cache"
     ex = CalibrationExplorer(stats, ranges=ranges, cache_path=str(cache))
-    ex.export_method.value = "max"
+    ex.method_buttons.value = "max"
     ex.cache_button.click()
     got = read_cache(cache).amax
     assert got[ex.tensor] == pytest.approx(compute_amax(stats.tensors[ex.tensor], "max"), rel=1e-6)

@@ -34,7 +34,8 @@ def test_every_tab_is_its_step_widget_on_the_apps_session(tmp_path):
     for i, (key, step) in enumerate(app.steps.items()):
         assert app.tabs.children[i] is step, key
         assert isinstance(step, StepWidget) and step.session is app.session, key
-        assert getattr(app, f"{key}_step") is step
+    assert list(app.steps.values()) == [app.load_step, app.flags_step, app.profiles_step, app.calibrate_step,
+                                        app.plan_step, app.build_step, app.inspect_step, app.explore_step]
     # The App's few parts are the steps' own, not copies; the rest is reached through the steps.
     assert app.flags is app.flags_step.picker and app.build_panel is app.build_step.build_panel
     assert app.inspect_choice is app.inspect_step.choice and app.inspector is app.inspect_step.inspector
