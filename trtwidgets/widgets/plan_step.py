@@ -232,6 +232,10 @@ class PlanStep(StepWidget):
     def _work(self, data, kwargs, made_with) -> None:
         from ..core.plan.planner import plan
 
+        try:
+            import plotly.graph_objects  # noqa: F401 - loaded now, so a cancelled plan is drawn at once
+        except ImportError:
+            pass
         result = None
         try:
             # Notes (ONNX Runtime's errors and warnings among them) are shown here, not only in the log.
