@@ -171,3 +171,28 @@ def test_another_model_keeps_the_choices_and_marks_results_stale(app, tmp_path):
     assert s.recipe.calibration_data is None  # the demo's crops do not fit another model
     assert {"stats", "ranges"} <= set(s.stale) and "model changed" in app.banner.value
     assert "QDQ_REQUIRES_INT8" in {f.code for f in s.findings}  # linted against the kept flags
+
+
+def test_inspect_without_a_build_says_what_it_needs_and_offers_what_can_be_done(tmp_path):
+    from tests.core.models import qdq_conv_model, save
+
+    app = App(model_path=demo.MODEL_PATH, out_dir=str(tmp_path / "out"))
+    step = app.inspect_step
+    assert step.start_box.layout.display != "none" and step.choice.layout.display == "none"
+    assert "needs TensorRT and an NVIDIA GPU" in step.needs.value
+    # 1. The recipe, for the GPU machine, with the command to run there.
+    step.recipe_button.click()
+    written = tmp_path / "out" / "recipe.json"
+    assert written.is_file() and "trtwidgets run recipe.json --report report.html --build-dir build/" in \
+        step.recipe_note.value
+    # 2. A build of another model is refused, saying whose it is; nothing is added.
+    other = App(model_path=save(qdq_conv_model(), tmp_path / "q.onnx"), out_dir=str(tmp_path / "o"))
+    foreign = saved_build_dir(tmp_path, "theirs", synthetic_fp16(), other.session.recipe)
+    step.build_path.value = str(foreign)
+    step.load_button.click()
+    assert "is of another model" in app.error.value and app.session.builds == ()
+    # 3. A build of this model, made on the GPU machine: shown, and the explanation steps aside.
+    step.build_path.value = str(saved_build_dir(tmp_path, "mine", synthetic_int8_implicit(), app.session.recipe))
+    step.load_button.click()
+    assert app.error.value == "" and app.inspect_choice.value == "mine"
+    assert step.start_box.layout.display == "none" and step.choice.layout.display == ""

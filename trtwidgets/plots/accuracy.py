@@ -17,6 +17,8 @@ import math
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
+from .layout import clear_title
+
 __all__ = ["LayerErrorDisplay", "SweepDisplay", "layer_error_bar"]
 
 _PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
@@ -95,6 +97,7 @@ class LayerErrorDisplay:
             height=max(260, 22 * len(self.layers) + 120), margin=dict(l=10, r=20, t=50, b=40),
             legend=dict(title="op type"),
         )
+        clear_title(fig)  # the title under Plotly's toolbar, not beneath its icons
         return live_figure(fig) if widget else fig
 
 
@@ -152,4 +155,5 @@ class SweepDisplay:
                           yaxis_title="worst output SNR (dB)",
                           yaxis2=dict(title="median latency (ms)", overlaying="y", side="right"),
                           height=320, margin=dict(l=50, r=60, t=50, b=40), legend=dict(orientation="h", y=-0.25))
+        clear_title(fig)  # the title under Plotly's toolbar, not beneath its icons
         return live_figure(fig) if widget else fig

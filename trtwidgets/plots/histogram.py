@@ -27,6 +27,7 @@ import numpy as np
 from ..core.common.errors import StatsError
 from ..core.calibration.explorer_data import hist_edges
 from ..core.calibration.fake_quant import symmetric_scale
+from .layout import clear_title
 
 #: Colour and dash of each line kind; TensorRT's own and the override stand out.
 LINE_STYLES = {
@@ -221,6 +222,7 @@ class TensorHistogramDisplay:
                           title=dict(font=dict(size=13)))
         self.update(fig)
         # a FigureWidget made from the finished figure starts with all of it in its initial state
+        clear_title(fig)  # the title under Plotly's toolbar, not beneath its icons
         return live_figure(fig) if widget else fig
 
     def plot(self, height: int = 440):

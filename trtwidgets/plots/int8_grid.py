@@ -23,6 +23,7 @@ from typing import Optional, Tuple
 import numpy as np
 
 from ..core.calibration.explorer_data import ErrorSplit, error_split, hist_edges, int8_levels, int8_step
+from .layout import clear_title
 
 _GRID_COLOR = "rgba(31, 119, 180, 0.45)"
 _CLIP_FILL = "rgba(214, 39, 40, 0.10)"
@@ -114,6 +115,7 @@ class Int8GridDisplay:
         fig.update_xaxes(title_text="|x|", row=2, col=1)
         self.update(fig)
         # a FigureWidget made from the finished figure starts with all of it in its initial state
+        clear_title(fig)  # the title under Plotly's toolbar, not beneath its icons
         return live_figure(fig) if widget else fig
 
     def plot(self, height: int = 520):

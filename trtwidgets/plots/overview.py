@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
 from ..core.calibration.explorer_data import TensorRanking, rank_tensors
+from .layout import clear_title
 
 _KINDS = ("bar", "scatter")
 
@@ -92,6 +93,7 @@ class TensorOverviewDisplay:
                           clickmode="event")
         self.update(fig)
         # a FigureWidget made from the finished figure starts with all of it in its initial state
+        clear_title(fig)  # the title under Plotly's toolbar, not beneath its icons
         return live_figure(fig) if widget else fig
 
     def plot(self, height: Optional[int] = None):

@@ -15,6 +15,8 @@ import math
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
+from .layout import clear_title
+
 __all__ = ["PlanParetoDisplay", "plan_html"]
 
 
@@ -158,6 +160,7 @@ class PlanParetoDisplay:
                           title="Candidates: accuracy against latency ("
                           + ("estimate and measurement" if self.is_measured else self.latency_source) + ")",
                           xaxis_title="latency relative to FP16 (lower is faster)", yaxis_title=self.y_label)
+        clear_title(fig)  # the title under Plotly's toolbar, not beneath its icons
         return fig
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Optional, Tuple
 
 from ..core.engine.layer_table import PRECISION_COLORS
+from .layout import clear_title
 
 __all__ = ["PrecisionBarDisplay", "precision_bar"]
 
@@ -95,6 +96,7 @@ class PrecisionBarDisplay:
         fig.update_layout(**layout)
         # A FigureWidget made from the finished figure: one built empty and filled trace by trace
         # kept plotly's default bar colour in the browser.
+        clear_title(fig)  # the title under Plotly's toolbar, not beneath its icons
         return live_figure(fig) if widget else fig
 
 

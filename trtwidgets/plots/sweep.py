@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence, Tuple
 
+from .layout import clear_title
+
 __all__ = ["SweepDisplay"]
 
 
@@ -73,4 +75,5 @@ class SweepDisplay:
         if self.log_x:
             fig.update_xaxes(type="log")
         fig.update_layout(title=self.title or None, template="plotly_white", height=220 + 200 * len(self.panels))
+        clear_title(fig)  # the title under Plotly's toolbar, not beneath its icons
         return fig
