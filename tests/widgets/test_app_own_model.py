@@ -7,6 +7,7 @@ import json
 import pytest
 
 from tests.own_models import dynamic_hw_model, encoder_model, image_samples, save, token_samples
+from trtwidgets.core.recipe.data_defaults import SINGLE_SAMPLE_MAX_BATCH
 from trtwidgets import demo
 from trtwidgets.widgets.app import EXPLORE, INSPECT, PLAN, STEPS, App
 
@@ -34,8 +35,10 @@ def test_data_given_to_the_app_sets_the_profiles_and_says_so(own, tmp_path):
     app = App(model_path=own["model"], data=str(own["same"]), out_dir=str(tmp_path))
     s = app.session
     rng = s.recipe.profiles[0].shapes["x"]
-    assert (rng.min, rng.opt, rng.max) == ((1, 3, 48, 64), (1, 3, 96, 128), (1, 3, 192, 256))
+    # Single samples of a dynamic batch: opt 1, and the engine may take up to SINGLE_SAMPLE_MAX_BATCH (said so).
+    assert (rng.min, rng.opt, rng.max) == ((1, 3, 48, 64), (1, 3, 96, 128), (SINGLE_SAMPLE_MAX_BATCH, 3, 192, 256))
     assert "opt 1x3x96x128 is the calibration data's shape" in _text(app.calibrate_step.data_box.note.value)
+    assert f"up to {SINGLE_SAMPLE_MAX_BATCH}" in _text(app.calibrate_step.data_box.note.value)
     assert app.profiles_step.profiles.fields[0]["x"]["opt"].value == "1x3x96x128"  # the editor shows it
     assert "PROFILE_OPT_TOO_SMALL" not in _codes(app) and s.problems == ()
     assert app.calibrate_step.data_box.adapt == {}  # every sample has the opt shape: nothing to choose

@@ -137,3 +137,20 @@ def test_findings_and_error_html():
     out = error_html(err)
     _assert_inert(out, EVIL, "why it broke", "do this")
     assert isinstance(err, UserError)
+
+
+def test_long_dimension_names_are_shown_whole():
+    # A saliency model's output dims named "Sigmoidoutput_image_height": cut to 16 characters, two dims read the same.
+    from onnx import TensorProto, helper
+
+    from trtwidgets.core.model.load import summarize
+    from trtwidgets.widgets.html import summary_html
+
+    graph = helper.make_graph([helper.make_node("Sigmoid", ["x"], ["y"], name="sig")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, "image_height", 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT,
+                                                             ["N", 1, "Sigmoidoutput_image_height",
+                                                              "Sigmoidoutput_image_width"])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    text = summary_html(summarize(model))
+    assert "Sigmoidoutput_image_height" in text and "Sigmoidoutput_image_width" in text and "…" not in text

@@ -128,8 +128,10 @@ def summary_html(summary: Any) -> str:
     for kind, tensors in (("input", s.inputs), ("output", s.outputs)):
         for t in tensors:
             # Exporters' names (p2o.DynamicDimension.0) read as N×3×H×W; see core.model.dim_text.
-            dyn = ", ".join(f"dim {i} ({dim_text(n, i, len(t.shape))})" for i, n in t.dynamic_dims.items()) or "static"
-            io_rows.append((kind, t.name, t.dtype, tensor_shape_text(t), dyn))
+            # Whole names: a table cell wraps, and a cut name cannot be told from its neighbours.
+            dyn = ", ".join(f"dim {i} ({dim_text(n, i, len(t.shape), None)})" for i, n in t.dynamic_dims.items()) \
+                or "static"
+            io_rows.append((kind, t.name, t.dtype, tensor_shape_text(t, limit=None), dyn))
     ops = list(s.op_counts.items())
     return ('<div class="trtw-summary">'
             + html_table(overview, ("", "value"), caption="Model")

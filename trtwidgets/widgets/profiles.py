@@ -197,9 +197,9 @@ class ProfileEditor(widgets.VBox):
         for k, row in enumerate(self.fields):
             lines = [widgets.HTML(f"<b>Profile {k}</b>")]
             for t in self.dynamic:
-                dims = ", ".join(f"dim {i} ({dim_text(n, i, len(t.shape))})" for i, n in t.dynamic_dims.items())
+                dims = ", ".join(f"dim {i} ({dim_text(n, i, len(t.shape), None)})" for i, n in t.dynamic_dims.items())
                 label = widgets.HTML(f"<code>{esc(t.name)}</code> <span style='color:#5f6368;font-size:11px'>"
-                                     f"{esc(shape_text(t.shape))}; dynamic: {esc(dims)}</span>",
+                                     f"{esc(shape_text(t.shape, limit=None))}; dynamic: {esc(dims)}</span>",
                                      layout=widgets.Layout(width="260px"))
                 lines.append(widgets.HBox([label] + [widgets.VBox([widgets.HTML(key), row[t.name][key]]) for key in _KEYS]))
             boxes.append(widgets.VBox(lines))

@@ -6,8 +6,9 @@ import pytest
 
 from tests.own_models import dynamic_hw_model, encoder_model, image_samples, save, token_samples
 from trtwidgets.core.model.load import load_model
-from trtwidgets.core.recipe.data_defaults import (ADAPT_CHOICES, data_range, fill_recipe_from_data, mismatched_inputs,
-                                                  profiles_from_data, sample_shapes)
+from trtwidgets.core.recipe.data_defaults import (ADAPT_CHOICES, SINGLE_SAMPLE_MAX_BATCH, data_range,
+                                                  fill_recipe_from_data, mismatched_inputs, profiles_from_data,
+                                                  sample_shapes)
 from trtwidgets.core.recipe.profiles import Profile, ShapeRange, default_profiles, profile_problems
 from trtwidgets.core.recipe.recipe import Recipe
 
@@ -30,10 +31,19 @@ def test_opt_is_the_datas_shape_with_min_and_max_around_it(det):
     assert shapes == {"x": [(1, 3, 96, 128)] * 3}
     out = profiles_from_data(model.summary, shapes)
     rng = out.profiles[0].shapes["x"]
-    assert (rng.min, rng.opt, rng.max) == ((1, 3, 48, 64), (1, 3, 96, 128), (1, 3, 192, 256))
+    # The samples are single (batch 1) and the batch is dynamic: min = opt = 1, but the engine may take more.
+    assert (rng.min, rng.opt, rng.max) == ((1, 3, 48, 64), (1, 3, 96, 128), (SINGLE_SAMPLE_MAX_BATCH, 3, 192, 256))
     assert out.filled == ("x",)
     assert "opt 1x3x96x128 is the calibration data's shape" in out.note and "min 1x3x48x64" in out.note
+    assert f"the samples are single, so the batch runs from 1 up to {SINGLE_SAMPLE_MAX_BATCH}" in out.note
     assert profile_problems(out.profiles, model.summary) == []
+
+
+def test_a_batch_seen_in_the_data_is_its_max_and_a_static_batch_stays():
+    rng = data_range(("N", 3, "H", "W"), [(4, 3, 64, 64), (4, 3, 64, 64)])
+    assert (rng.min[0], rng.opt[0], rng.max[0]) == (1, 4, 4)
+    rng = data_range((1, 3, "H", "W"), [(1, 3, 64, 64)])
+    assert (rng.min[0], rng.opt[0], rng.max[0]) == (1, 1, 1)
 
 
 def test_samples_of_several_sizes_span_what_was_seen_and_opt_is_the_most_frequent():
@@ -57,7 +67,7 @@ def test_integer_inputs_of_an_encoder_get_the_sequence_length(tmp_path):
     filled, note, shapes = fill_recipe_from_data(recipe, model)
     for name in ("input_ids", "attention_mask"):
         assert filled.profiles[0].shapes[name].opt == (1, 12)
-        assert filled.profiles[0].shapes[name].max == (1, 24)
+        assert filled.profiles[0].shapes[name].max == (SINGLE_SAMPLE_MAX_BATCH, 24)
     assert "'input_ids'" in note and "'attention_mask'" in note
 
 

@@ -27,6 +27,9 @@ ADAPT_CHOICES: Dict[str, str] = {
 
 #: Samples read to learn the data's shapes (enough to see whether they differ, cheap on a folder of images).
 PEEK_SAMPLES = 16
+#: The largest batch of a dynamic batch dimension whose samples are all single (batch 1): they say nothing
+#: of the batch the engine will serve, and ``max = 1`` would make an engine that takes one sample only.
+SINGLE_SAMPLE_MAX_BATCH = 32
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,8 @@ def data_range(declared: Sequence, seen: Sequence[Shape]) -> Optional[ShapeRange
 
     ``opt`` is the most frequent shape. A dynamic dimension that varies in the data
     spans what was seen; one that does not spans half to twice its size; a dynamic
-    batch dimension starts at 1. Static dimensions keep the model's size.
+    batch dimension starts at 1, and goes up to :data:`SINGLE_SAMPLE_MAX_BATCH` when every
+    sample is single. Static dimensions keep the model's size.
     """
     seen = [tuple(s) for s in seen if len(s) == len(declared)]
     if not seen:
@@ -96,8 +100,11 @@ def data_range(declared: Sequence, seen: Sequence[Shape]) -> Optional[ShapeRange
         values = [s[i] for s in seen]
         o = opt_shape[i]
         if i == 0:
-            # The batch: single samples must run; the largest batch seen is the most asked for.
+            # The batch: single samples must run; the largest batch seen is the most asked for. Single samples
+            # (a folder of one image per file) do not say the batch the engine will serve.
             a, b = 1, max(values)
+            if b == 1:
+                b = SINGLE_SAMPLE_MAX_BATCH
         else:
             a, b = (min(values), max(values)) if min(values) != max(values) else _around(o)
         lo.append(a), opt.append(o), hi.append(b)
@@ -141,11 +148,22 @@ def profiles_from_data(summary, data_shapes: Mapping[str, Sequence[Shape]],
             if t.name not in filled:
                 filled.append(t.name)
                 notes.append(f"input {t.name!r}: opt {format_shape(rng.opt)} is the calibration data's shape, "
-                             f"min {format_shape(rng.min)}, max {format_shape(rng.max)}")
+                             f"min {format_shape(rng.min)}, max {format_shape(rng.max)}"
+                             + _single_batch_note(t.shape, data_shapes.get(t.name, ()), rng))
         out.append(Profile(shapes))
     note = ("Profiles from the data (the model leaves these dimensions open): " + "; ".join(notes)
             + ". Change them in the profile editor if the engine must take other sizes.") if notes else ""
     return DataProfiles(tuple(out), tuple(filled), note)
+
+
+def _single_batch_note(declared: Sequence, seen: Sequence[Shape], rng: ShapeRange) -> str:
+    """What a dynamic batch of single samples was given (its max), '' for other inputs."""
+    if not declared or isinstance(declared[0], int) or rng.max[0] != SINGLE_SAMPLE_MAX_BATCH:
+        return ""
+    if any(len(s) != len(declared) or s[0] != 1 for s in seen):
+        return ""
+    return (f" (the samples are single, so the batch runs from 1 up to {SINGLE_SAMPLE_MAX_BATCH}, tuned for 1: "
+            "set the batch you will serve in the profile editor)")
 
 
 def mismatched_inputs(opt_shapes: Mapping[str, Sequence[int]], data_shapes: Mapping[str, Sequence[Shape]]
