@@ -103,6 +103,16 @@ def test_own_model_reaches_histograms_and_a_layer_table_with_no_profile_typed(ju
                                         .some(t => t.textContent.includes('|x| over') && t.getClientRects().length)""",
                                timeout=120_000)
         page.screenshot(path=str(shots / "own_model_explore.png"))
+        # Plotly's toolbar does not cover any drawn title (it sits in a band above them).
+        overlaps = page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')].flatMap(plot => {
+                const bar = plot.querySelector('.modebar');
+                const title = plot.querySelector('.gtitle');
+                if (!bar || !title || !title.getClientRects().length || !bar.getClientRects().length) return [];
+                const a = bar.getBoundingClientRect(), b = title.getBoundingClientRect();
+                const apart = a.right <= b.left || b.right <= a.left || a.bottom <= b.top || b.bottom <= a.top;
+                return apart ? [] : [title.textContent];
+            })""")
+        assert overlaps == [], f"the toolbar covers these titles: {overlaps}"
         text = page.inner_text(".jp-Notebook")
         assert "Error displaying widget" not in text and "Traceback" not in text
         assert _app_errors(page) == []

@@ -18,6 +18,7 @@ from tests.conftest import ROOT
 from tests.core.plan.plan_models import conv_stack, feeds
 from trtwidgets import demo
 from trtwidgets.widgets import App, CalibrateStep, PlanStep, Session
+from trtwidgets.widgets.app import PLAN
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +58,10 @@ def test_the_app_the_cli_and_the_api_pick_the_same_candidate(small_demo_data, tm
     # The App says which samples were held back: the folder's files.
     assert from_app.held_back.source == "held-back data" and len(from_app.held_back.held_back) == 6
     assert "held00.npy" in app.plan_step.status.value
+    # The held-back data changes afterwards: the plan is kept, and the Plan tab says it is out of date.
+    assert app.use_held_back("")
+    assert app.session.plan is from_app and app.tabs.get_title(PLAN).endswith("(stale)")
+    assert "held-back data changed" in app.banner.value and "held-back data changed" in app.plan_step.stale_note.value
 
 
 def _env():

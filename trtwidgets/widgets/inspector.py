@@ -297,7 +297,8 @@ class InspectStep(StepWidget):
         self.recipe_note = widgets.HTML()
         self.build_path = widgets.Text(placeholder="a build folder or *.graph.json of this model",
                                        layout=widgets.Layout(width="420px"))
-        self.load_button = widgets.Button(description="Load saved build", icon="folder-open")
+        self.load_button = widgets.Button(description="Load my build", icon="folder-open",
+                                          tooltip="a build of this model, made on a GPU machine")
         self.start_box = widgets.VBox([self.needs, widgets.HBox([self.recipe_button]), self.recipe_note,
                                        widgets.HBox([self.build_path, self.load_button])])
         self.recipe_button.on_click(lambda _: self.save_recipe())
