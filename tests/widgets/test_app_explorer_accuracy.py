@@ -56,6 +56,23 @@ def test_explorer_exports_qdq_into_the_out_dir_and_draws_tensorrts_amax(app, tmp
     assert _lines(ex.hist_fig)["tensorrt"] == pytest.approx(cache.amax[name], rel=1e-6)
 
 
+def test_the_explorers_export_is_checked_on_the_held_back_folder(app, tmp_path):
+    import numpy as np
+
+    held = tmp_path / "held"
+    held.mkdir()
+    for i, feed in enumerate(demo.iter_skimage_inputs(4, seed=12345)):
+        np.save(held / f"h{i}.npy", feed["x"])
+    ex = app.explore()
+    assert ex.export_qdq() and ex.validation is None  # no held-back folder: written, not checked
+    assert "Validation" not in ex.status.value
+    assert app.use_held_back(str(held))
+    assert ex.export_qdq()
+    v = ex.validation
+    assert v is not None and v.samples == 4 and "Validation on 4 held-back samples" in ex.status.value
+    assert ("PASSED" if v.passed else "FAILED") in ex.status.value
+
+
 def test_explorer_opened_first_gets_tensorrts_line_when_the_build_arrives(app):
     ex = app.explore()
     assert ex is not None and ex.trt_cache is None and "tensorrt" not in _lines(ex.hist_fig)
