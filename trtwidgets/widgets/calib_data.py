@@ -163,10 +163,10 @@ class CalibrateStep(StepWidget):
         self.held_back_path.observe(lambda c: self._held_back_typed(c["new"]), names="value")
         self.data_box.on_adapt(self._adapt_chosen)
         session.observe(self._on_recipe, names=["recipe"])
-        session.observe(self._on_stats, names=["calibration"])
+        session.observe(self._on_calibration, names=["calibration"])
         session.observe(self._on_held_back, names=["held_back", "model"])
         self._on_recipe()
-        self._on_stats()
+        self._on_calibration()
         self._on_held_back()
 
     # ------------------------------------------------------------------ actions
@@ -217,7 +217,7 @@ class CalibrateStep(StepWidget):
             self.show_error(self._mismatch_in_app(s.error))
             return False
         self.show_error("")
-        self._on_stats()
+        self._on_calibration()
         return True
 
     def recipe_data_text(self) -> str:
@@ -253,7 +253,7 @@ class CalibrateStep(StepWidget):
             self.data_path.value = self.recipe_data_text()
         self.render_data()
 
-    def _on_stats(self, change=None) -> None:
+    def _on_calibration(self, change=None) -> None:
         if self.session.stats is not None:
             self.calibration_view.value = calibration_html(self.session)
 
