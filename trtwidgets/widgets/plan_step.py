@@ -235,7 +235,7 @@ class PlanStep(StepWidget):
         from ..core.plan.planner import plan
 
         try:
-            import plotly.graph_objects  # noqa: F401 - loaded now, so a cancelled plan is drawn at once
+            from ..plots import live_figure  # noqa: F401 - plotly loaded now, so a cancelled plan is drawn at once
         except ImportError:
             pass
         result = None
