@@ -14,8 +14,8 @@ What the user can do:
 - choose the exported range method (the method buttons; every method's amax stays drawn) and move
   the percentile slider: the calibration is refitted (the session's too, so the Plan step and every
   export use the choice);
-- set a per-tensor amax override (the amax box starts at the chosen method's value). It is validated (a bad value shows an error
-  and changes nothing), written to the recipe
+- set a per-tensor amax override (the amax box starts at the chosen method's value). It is
+  validated (a bad value shows an error and changes nothing), written to the recipe
   (``recipe.calibrator.amax_overrides``, and to the session's recipe and
   calibration when the explorer belongs to a Session), and re-exports the
   calibration cache (and the Q/DQ model when a model and an output path are given).
