@@ -276,7 +276,8 @@ class BuildStep(StepWidget):
         known = find_saved_builds()
         if isinstance(source, str) and source in known:
             source = known[source]
-        ok = self.session.add_build(source)
+        with self.noting("While reading the build"):
+            ok = self.session.add_build(source)
         self.show_error("" if ok else self.session.error)
         return ok
 

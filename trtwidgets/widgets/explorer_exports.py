@@ -38,17 +38,24 @@ class ExplorerExports:
         (:func:`~trtwidgets.core.qdq.validate.validate_qdq`, as ``export-qdq --data``); :attr:`validation`
         holds the result and the status says whether it passed.
         """
+        from ..core.common.notes import collect_notes
+        from .step import notes_html
+
         if not self._qdq_possible():
             return None
-        try:
-            path = self._write_qdq()
-            checked = self._check_export()
-        except (UserError, OSError) as e:
-            self._show_error(as_user_error(e, f"could not write the Q/DQ model {self.qdq_path}",
-                                           "choose a writable path for the Q/DQ model"))
-            return None
+        # What the export and its check note (ONNX Runtime's errors among them) is shown with the result.
+        with collect_notes() as notes:
+            try:
+                path = self._write_qdq()
+                checked = self._check_export()
+            except (UserError, OSError) as e:
+                self._show_error(as_user_error(e, f"could not write the Q/DQ model {self.qdq_path}",
+                                               "choose a writable path for the Q/DQ model"))
+                self.status.value = notes_html(notes, "While exporting:")
+                return None
         self._hide_error()
-        self.status.value = f"Q/DQ model written to <code>{html.escape(path)}</code>." + checked
+        self.status.value = (f"Q/DQ model written to <code>{html.escape(path)}</code>." + checked
+                             + notes_html(notes, "While exporting:"))
         return path
 
     def _write_qdq(self) -> str:
