@@ -204,3 +204,16 @@ def test_a_malformed_timings_file_beside_a_saved_build_exits_2_naming_it(demo_re
     err = capsys.readouterr().err
     assert "timings.json" in err and "Traceback" not in err
     assert not out.exists()
+
+
+def test_step_lines_keep_the_detail_whole_and_wrap_at_spaces():
+    from trtwidgets.cli.run import _step_lines
+
+    words = [f"word{i:03d}" for i in range(60)]
+    path = "/data/" + "x" * 150 + "/model.onnx"
+    lines = _step_lines({"step": "calibrate", "status": "done", "detail": " ".join(words) + " " + path})
+    assert len(lines) > 1 and lines[0].startswith("  calibrate")
+    assert all(line[:36].strip() == "" and line[36] != " " for line in lines[1:])  # continuations under the detail column
+    # Every word and the long path whole, in order: nothing cut mid-word.
+    assert " ".join(line[36:] for line in lines).split() == words + [path]
+    assert all(len(line) <= 36 + 110 for line in lines if path not in line)

@@ -213,8 +213,17 @@ def run(args) -> int:
     write_text_atomic(report_path, doc)
     print(f"report -> {report_path} ({os.path.getsize(report_path) / 1e6:.1f} MB)")
     for s in steps:
-        print(f"  {s['step']:<24} {s['status']:<8} {s['detail'][:110]}")
+        print("\n".join(_step_lines(s)))
     return 1 if build_error is not None else 0
+
+
+def _step_lines(step: dict, width: int = 110) -> list:
+    """A step's line for the terminal: its detail whole, wrapped at spaces under itself (never cut mid-word)."""
+    import textwrap
+
+    head = f"  {step['step']:<24} {step['status']:<8} "
+    lines = textwrap.wrap(str(step['detail']), max(width, 40), break_long_words=False, break_on_hyphens=False)
+    return [head + (lines[0] if lines else "")] + [" " * len(head) + line for line in lines[1:]]
 
 
 def _check_build_dir(args, recipe, build_dir: Path) -> None:
