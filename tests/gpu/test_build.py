@@ -87,9 +87,10 @@ def _no_errors(result) -> None:
 
 
 def _run(result, x):
-    from trtwidgets.trt.runner import run_engine
+    from trtwidgets.trt.runner import EngineRunner
 
-    return run_engine(result.engine_path, {"x": x})["y"]
+    with EngineRunner(result.engine_path) as runner:
+        return runner.infer({"x": x})["y"]
 
 
 def test_fp32_build_computes_the_model(work):
@@ -310,8 +311,9 @@ def test_demo_cls_model_fp16_static(work, cls_model_path):
     assert meta["dim_renames"] == [["x", 2, "x_dim2"], ["x", 3, "x_dim3"]], meta["dim_renames"]
     assert "SHARED_DIM_NAME" in r.lint_codes
     x = demo.sample_inputs(1)[0]["x"]
-    from trtwidgets.trt.runner import run_engine
+    from trtwidgets.trt.runner import EngineRunner
 
-    out = run_engine(r.engine_path, {"x": x})
+    with EngineRunner(r.engine_path) as runner:
+        out = runner.infer({"x": x})
     probs = next(iter(out.values()))
     assert probs.shape == (1, 2) and abs(float(probs.sum()) - 1.0) < 1e-2, probs

@@ -8,14 +8,14 @@ import pytest
 
 from trtwidgets.core.engine.build_compare import compare_builds
 from trtwidgets.core.engine.layer_table import PRECISION_COLORS, layer_table
-from trtwidgets.plots.precision import PrecisionBarDisplay, precision_bar
+from trtwidgets.plots.precision import PrecisionBarDisplay
 
 from ..core import inspector_samples as s
 
 
 def test_single_build_counts_and_colours():
     table = layer_table(s.trt_text(s.synthetic_int8_implicit()))
-    fig = precision_bar(table).to_dict()
+    fig = PrecisionBarDisplay.from_table(table).figure().to_dict()
     (bar,) = fig["data"]
     assert list(bar["x"]) == ["INT8", "FP16"]
     assert list(bar["y"]) == [5, 4]
@@ -48,4 +48,4 @@ def test_comparison_has_one_trace_per_build():
 
 def test_figure_is_json_serialisable():
     table = layer_table(s.trt_text(s.synthetic_fp32()))
-    json.dumps(precision_bar(table).to_dict(), default=str)
+    json.dumps(PrecisionBarDisplay.from_table(table).figure().to_dict(), default=str)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import threading
 
 import pytest
 
-from trtwidgets.trt.logger import LogCollector, LogLine, decisive_lines, read_jsonl, severity_name
+from trtwidgets.trt.logger import LogCollector, LogLine, decisive_lines, severity_name
 
 QDQ_ERROR = ("[network.cpp::validate::2925] Error Code 4: Internal Error (Int8 precision has been set for a layer or "
              "layer output, but int8 is not configured in the builder)")
@@ -70,7 +71,7 @@ def test_jsonl_round_trip():
     c = LogCollector()
     c.add("WARNING", 'a "quoted" \x1f line')
     c.add("ERROR", "parse failed", source="parser")
-    back = read_jsonl(c.to_jsonl())
+    back = [LogLine(**json.loads(raw)) for raw in c.to_jsonl().splitlines()]
     assert [(x.severity, x.message, x.source) for x in back] == [(x.severity, x.message, x.source) for x in c.lines]
 
 

@@ -7,12 +7,13 @@ instead of the real cause. The build now records those lines as warnings.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from trtwidgets.trt.build import build_failure
-from trtwidgets.trt.logger import LogCollector, read_jsonl
+from trtwidgets.trt.logger import LogCollector, LogLine
 
 TINY = Path(__file__).resolve().parents[1] / "fixtures" / "trt86" / "tiny"
 REAL_CAUSE = ("4: [shapeContext.cpp::getInterval::3338] Error Code 4: Internal Error (?: Input dimensions with this name "
@@ -23,7 +24,8 @@ def _lines(name):
     path = TINY / name / "build.log.jsonl"
     if not path.is_file():
         pytest.skip(f"{path} not committed")
-    return read_jsonl(path.read_text(encoding="utf-8"))
+    # build.log.jsonl: one LogLine.to_dict() a line (LogCollector.to_jsonl).
+    return tuple(LogLine(**json.loads(raw)) for raw in path.read_text(encoding="utf-8").splitlines() if raw.strip())
 
 
 def test_the_h200_logs_hold_the_timing_cache_complaint():

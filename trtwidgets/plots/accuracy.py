@@ -19,7 +19,7 @@ from typing import Optional, Tuple
 
 from .layout import clear_title
 
-__all__ = ["LayerErrorDisplay", "SweepDisplay", "layer_error_bar"]
+__all__ = ["LayerErrorDisplay", "SweepDisplay"]
 
 _PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
             "#17becf")
@@ -99,11 +99,6 @@ class LayerErrorDisplay:
         )
         clear_title(fig)  # the title under Plotly's toolbar, not beneath its icons
         return live_figure(fig) if widget else fig
-
-
-def layer_error_bar(report, top: int = 25):
-    """Shortcut: ``LayerErrorDisplay.from_report(report, top).figure()``."""
-    return LayerErrorDisplay.from_report(report, top).figure()
 
 
 @dataclass(frozen=True)

@@ -225,10 +225,6 @@ class TensorHistogramDisplay:
         clear_title(fig)  # the title under Plotly's toolbar, not beneath its icons
         return live_figure(fig) if widget else fig
 
-    def plot(self, height: int = 440):
-        """A live ``go.FigureWidget`` (the object to keep and :meth:`update`)."""
-        return self.figure(widget=True, height=height)
-
     def update(self, fig) -> None:
         """Redraw ``fig`` (made by :meth:`figure`) with this display's data, in place.
 

@@ -118,9 +118,6 @@ class Int8GridDisplay:
         clear_title(fig)  # the title under Plotly's toolbar, not beneath its icons
         return live_figure(fig) if widget else fig
 
-    def plot(self, height: int = 520):
-        return self.figure(widget=True, height=height)
-
     def update(self, fig) -> None:
         """Redraw ``fig`` (made by :meth:`figure`) in place."""
         from .bins import set_uniform_bars

@@ -96,10 +96,6 @@ class TensorOverviewDisplay:
         clear_title(fig)  # the title under Plotly's toolbar, not beneath its icons
         return live_figure(fig) if widget else fig
 
-    def plot(self, height: Optional[int] = None):
-        """A live ``go.FigureWidget``."""
-        return self.figure(widget=True, height=height)
-
     def update(self, fig) -> None:
         """Redraw ``fig`` (made by :meth:`figure` with the same ``kind``) in place."""
         r = self.shown

@@ -20,7 +20,7 @@ from typing import Optional, Tuple
 from ..core.engine.layer_table import PRECISION_COLORS
 from .layout import clear_title
 
-__all__ = ["PrecisionBarDisplay", "precision_bar"]
+__all__ = ["PrecisionBarDisplay"]
 
 
 @dataclass(frozen=True)
@@ -98,9 +98,4 @@ class PrecisionBarDisplay:
         # kept plotly's default bar colour in the browser.
         clear_title(fig)  # the title under Plotly's toolbar, not beneath its icons
         return live_figure(fig) if widget else fig
-
-
-def precision_bar(table, build: str = "engine", widget: bool = False):
-    """Shortcut: the bar chart of one layer table (see :class:`PrecisionBarDisplay`)."""
-    return PrecisionBarDisplay.from_table(table, build).figure(widget=widget)
 

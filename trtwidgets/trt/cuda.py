@@ -172,13 +172,6 @@ def device_name(device: Optional[int] = None) -> str:
     return buf.raw[:256].split(b"\0", 1)[0].decode(errors="replace")
 
 
-def runtime_version() -> int:
-    """The CUDA runtime's version as one number (12040 for 12.4)."""
-    v = ctypes.c_int(0)
-    _check("cudaRuntimeGetVersion", library().cudaRuntimeGetVersion(ctypes.byref(v)))
-    return int(v.value)
-
-
 def synchronize() -> None:
     """Wait until the current device has finished all its work."""
     _check("cudaDeviceSynchronize", library().cudaDeviceSynchronize())

@@ -24,7 +24,7 @@ from .debug_config import (EXCLUDED_TACTIC_SOURCES, ShapeSpec, add_profile, atta
                            pin_layer_precisions, profile_triplet, restricted_tactic_sources, set_build_options,
                            save_timing_cache, set_precisions)
 
-__all__ = ["DebugBuild", "mark_outputs", "build_debug_engine", "engine_intermediates", "network_tensors",
+__all__ = ["DebugBuild", "mark_outputs", "build_debug_engine", "network_tensors",
            "pin_layer_precisions", "restricted_tactic_sources", "EXCLUDED_TACTIC_SOURCES"]
 
 
@@ -243,40 +243,3 @@ def _renamed_copy(path: str, shapes: Optional[Mapping[str, ShapeSpec]], notes: l
         notes.append(f"dim name {sh.describe()} renamed " + ", ".join(f"{i}[{a}] -> {n!r}" for i, a, n in sh.renames)
                      + " for TensorRT (the model file is unchanged).")
     return copy.SerializeToString()
-
-
-def engine_intermediates(model_path: Union[str, os.PathLike], feeds: Mapping[str, "object"],
-                         names: Optional[Sequence[str]] = None, **build_kwargs):
-    """Build a debug engine that exposes ``names`` and run ``feeds`` through it.
-
-    Parameters
-    ----------
-    model_path : path
-    feeds : mapping
-        Input name -> array (their shapes are the build's static shapes unless
-        ``shapes=`` is given).
-    names : sequence of str, optional
-        Tensors to expose; default every float intermediate
-        (:func:`trtwidgets.core.accuracy.intermediates.float_intermediates`).
-    **build_kwargs
-        Passed to :func:`build_debug_engine` (``flags``, ``calibration_cache``, ...).
-
-    Returns
-    -------
-    (outputs, build) : dict, DebugBuild
-        Every engine output (the model's and the marked ones), and the build.
-    """
-    import numpy as np
-    import onnx
-
-    from .runner import EngineRunner
-
-    if names is None:
-        from ..core.accuracy.intermediates import float_intermediates
-
-        names = float_intermediates(onnx.load(os.fspath(model_path), load_external_data=False))
-    build_kwargs.setdefault("shapes", {k: tuple(np.shape(v)) for k, v in feeds.items()})
-    dbg = build_debug_engine(model_path, mark=list(names), **build_kwargs)
-    with EngineRunner(dbg.engine) as runner:
-        outputs = runner.infer(feeds)
-    return outputs, dbg

@@ -188,16 +188,6 @@ def _dedupe_key(message: str) -> str:
     return re.sub(r"\d+", "#", re.sub(r"'[^']*'|\"[^\"]*\"", "''", message))[:300]
 
 
-def read_jsonl(text: str) -> Tuple[LogLine, ...]:
-    """Lines back from :meth:`LogCollector.to_jsonl` output."""
-    out = []
-    for raw in text.splitlines():
-        if raw.strip():
-            d = json.loads(raw)
-            out.append(LogLine(d["severity"], d["message"], float(d.get("t", 0.0)), d.get("source", "tensorrt")))
-    return tuple(out)
-
-
 # -- the tensorrt.ILogger adapter -----------------------------------------------------------------
 
 def _logger_init(self, collector: LogCollector):

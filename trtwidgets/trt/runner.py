@@ -19,7 +19,7 @@ from ..core.common.errors import UserError
 from . import cuda
 from .dtypes import numpy_dtype  # re-exported: it was defined here
 
-__all__ = ["EngineRunner", "TensorSpec", "load_engine", "numpy_dtype", "run_engine", "run_samples"]
+__all__ = ["EngineRunner", "TensorSpec", "load_engine", "numpy_dtype", "run_samples"]
 
 
 class TensorSpec:
@@ -342,12 +342,6 @@ class EngineRunner:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def run_engine(engine, feeds: Mapping[str, np.ndarray], profile: int = 0) -> Dict[str, np.ndarray]:
-    """One-shot: load ``engine``, run ``feeds`` once, return outputs, free everything."""
-    with EngineRunner(engine, profile=profile) as r:
-        return r.infer(feeds)
 
 
 def run_samples(runner: EngineRunner, inputs: Mapping[str, np.ndarray], batch: Optional[int] = None

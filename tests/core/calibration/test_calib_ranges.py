@@ -131,14 +131,3 @@ def test_entropy_on_the_tensorrt_range_differs_only_by_resolution():
     a, b = entropy_amax(t, trt_range=True), entropy_amax(t, trt_range=False)
     assert a == compute_amax(t, "entropy")
     assert a == pytest.approx(b, rel=0.15)
-
-
-def test_ranges_table_has_a_row_per_tensor_and_method():
-    pytest.importorskip("pandas", reason="pandas is not installed (the Python 3.9 TensorRT environment)")
-    rng = np.random.default_rng(7)
-    stats = ActivationStats(tensors={"a": _stats(rng.normal(0, 1, 5000), name="a")}, samples=1, model_sha256="")
-    from trtwidgets.core.calibration.ranges import ranges_table
-
-    df = ranges_table(stats, compute_ranges(stats))
-    assert list(df["method"]) == list(METHODS) and set(df["tensor"]) == {"a"}
-    assert (df["scale"] * 127 - df["amax"]).abs().max() < 1e-12

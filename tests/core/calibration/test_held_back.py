@@ -7,7 +7,7 @@ import pytest
 
 from tests.core.calib_models import conv_relu_model, save
 from trtwidgets.core.calibration.collect import collect_stats
-from trtwidgets.core.calibration.held_back import (HeldBackSplit, feed_fingerprints, feeds_fingerprints,
+from trtwidgets.core.calibration.held_back import (HeldBackSplit, feed_fingerprints,
                                                    sample_fingerprint, split_labelled, split_names,
                                                    stats_overlap_note)
 from trtwidgets.core.calibration.stats import ActivationStats, load_stats, save_stats
@@ -59,9 +59,13 @@ def test_split_labelled_keeps_a_files_samples_together_and_takes_given_data():
         split_labelled(labelled, held_back=[])
 
 
+def _fingerprints(feeds):
+    return [p for feed in feeds for p in feed_fingerprints(feed)]
+
+
 def test_fingerprint_is_the_same_in_any_batch():
     feeds = _feeds(4)
-    single = feeds_fingerprints(feeds)
+    single = _fingerprints(feeds)
     batch = feed_fingerprints({"x": np.concatenate([f["x"] for f in feeds])})
     assert single == batch and len(set(single)) == 4
     assert sample_fingerprint({"x": feeds[0]["x"][0]}) == single[0]
@@ -86,14 +90,14 @@ def test_stats_record_samples_and_warn_on_held_back(tmp_path):
     feeds = _feeds(8)
     stats = collect_stats(model, feeds, progress=False)
     assert len(stats.sample_hashes) == 8
-    assert stats_overlap_note(stats, feeds_fingerprints(feeds[6:])).startswith("2 of the 2 held-back samples")
+    assert stats_overlap_note(stats, _fingerprints(feeds[6:])).startswith("2 of the 2 held-back samples")
     calib_only = collect_stats(model, feeds[:6], progress=False)
-    assert stats_overlap_note(calib_only, feeds_fingerprints(feeds[6:])) is None
+    assert stats_overlap_note(calib_only, _fingerprints(feeds[6:])) is None
     loaded = load_stats(save_stats(stats, tmp_path / "s.npz"))
     assert loaded.sample_hashes == stats.sample_hashes
     merged = calib_only.merge(collect_stats(model, feeds[7:], progress=False))
-    assert "1 of the 2" in stats_overlap_note(merged, feeds_fingerprints(feeds[6:]))
+    assert "1 of the 2" in stats_overlap_note(merged, _fingerprints(feeds[6:]))
     old = ActivationStats(tensors={}, samples=8, model_sha256="")
-    assert "do not record which samples" in stats_overlap_note(old, feeds_fingerprints(feeds[6:]))
+    assert "do not record which samples" in stats_overlap_note(old, _fingerprints(feeds[6:]))
     assert stats_overlap_note(stats, []) is None
     assert isinstance(split_names(["a", "b"]), HeldBackSplit)

@@ -8,7 +8,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from trtwidgets.core.common.errors import UserError
 from trtwidgets.core.model.batch_axis import (BatchAxes, find_batch_axes, gather_outputs, named_batch_axis,
-                                              parse_batch_axis, run_in_batches, split_outputs, stack_samples)
+                                              parse_batch_axis, run_in_batches, stack_samples)
 
 
 def _model(inp_shape, out_shape, nodes, inits=(), out_name="Y"):
@@ -66,8 +66,6 @@ def test_model_without_batch_axis_runs_sample_by_sample():
     assert feed["X"].shape == (94, 576)
     outs = [{"Y": np.full((94, 8), float(i))} for i in range(3)]
     assert gather_outputs(outs, axes)["Y"].shape == (3, 94, 8)
-    with pytest.raises(UserError, match="has no batch axis"):
-        split_outputs({"Y": np.zeros((94, 8))}, axes, 2)
 
 
 def test_static_leading_one_is_a_batch_of_one():
@@ -108,20 +106,18 @@ def test_user_batch_axis_wins():
         find_batch_axes(time_major(), user={"Y": 3}, run=False)
 
 
-def test_stack_split_gather_round_trip_time_major():
+def test_stack_gather_round_trip_time_major():
     axes = BatchAxes({"X": 0}, {"Y": 1})
     rng = np.random.default_rng(0)
     samples = [{"X": rng.normal(size=(5, 4))}, {"X": rng.normal(size=(1, 5, 4))}]  # without and with the batch axis
     feed = stack_samples(samples, axes, ranks={"X": 3})
     assert feed["X"].shape == (2, 5, 4)
     y = np.transpose(feed["X"], (1, 0, 2))  # what the model does
-    per = split_outputs({"Y": y}, axes, 2)
-    np.testing.assert_array_equal(per[1]["Y"][:, 0], samples[1]["X"][0])
+    per = [{"Y": y[:, i:i + 1]} for i in range(2)]  # each run's outputs keep their batch axis (1)
     together = gather_outputs(per, axes)
     assert together["Y"].shape == (2, 5, 4)
     np.testing.assert_array_equal(together["Y"][0], samples[0]["X"])
-    with pytest.raises(UserError, match="not the 3 samples run"):
-        split_outputs({"Y": y}, axes, 3)
+    np.testing.assert_array_equal(together["Y"][1], samples[1]["X"][0])
 
 
 @pytest.mark.parametrize("batch_size", [1, 3, 8])

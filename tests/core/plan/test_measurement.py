@@ -10,8 +10,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from trtwidgets.core.common.errors import UserError
-from trtwidgets.core.plan.latency import LatencyModel
-from trtwidgets.core.plan.measured.measurement import (FP16, INT8_IMPLICIT, QDQ, MeasuredLatency, Measurement,
+from trtwidgets.core.plan.measured.measurement import (FP16, INT8_IMPLICIT, QDQ, Measurement,
                                                        measurement_rows, placement_key)
 from trtwidgets.core.plan.measured.pick import known_estimates, pick_measured
 
@@ -67,24 +66,6 @@ def test_failed_builds_and_no_fp16():
     assert pick.name == "fp16" and "x: not measured (BuildError: no tactic)." in pick.notes
     with pytest.raises(UserError, match="no FP16 measurement"):
         pick_measured(SMALL[1:], {"pick": True})
-
-
-def test_measured_latency_model_speaks_the_latency_protocol_in_microseconds():
-    lat = MeasuredLatency(SMALL)
-    assert lat.kind == "measured" and lat.source
-    # LatencyModel.estimate is microseconds (the cost model's unit): 0.320 ms measured is 320 us.
-    assert lat.estimate([]) == pytest.approx(320.0)
-    assert lat.estimate({"c1", "m1"}) == pytest.approx(219.0)
-    assert math.isnan(lat.estimate({"c1", "m2"}))
-    assert len(lat) == 3  # implicit INT8 is no placement
-    # Per layer: c1 alone was measured (283 us against FP16's 320): INT8 pays there by 37 us; m1 alone was not.
-    assert lat.why_not_int8("c1") is None and lat.gain_us("c1") == pytest.approx(37.0)
-    assert lat.why_not_int8("m1") is None and lat.gain_us("m1") == 0.0
-    slow = MeasuredLatency([SMALL[0], Measurement("c", QDQ, (0.33, 0.33, 0.33), int8_layers=frozenset({"c2"}))])
-    assert "measured" in slow.why_not_int8("c2") and slow.gain_us("c2") < 0
-    for name in ("kind", "source", "estimate", "why_not_int8", "gain_us"):  # every member of the protocol
-        assert name in dir(LatencyModel) or name in LatencyModel.__annotations__
-        assert hasattr(lat, name), name
 
 
 def test_unknown_estimates_are_never_a_reason_to_pick():

@@ -143,13 +143,6 @@ class ErrorReport:
                 names.append(e.layer)
         return tuple(names if n is None else names[:n])
 
-    def growth_by_layer(self) -> Dict[str, float]:
-        """Layer name -> its largest output growth in dB (for tables and plots)."""
-        out: Dict[str, float] = {}
-        for e in self.layers:
-            out[e.layer] = max(out.get(e.layer, -math.inf), e.growth_db)
-        return out
-
     def to_rows(self) -> List[dict]:
         """One flat dict per compared tensor, ranked (for pandas / HTML tables)."""
         rows = []

@@ -235,15 +235,6 @@ class OutputMetrics:
         """False when the candidate has non-finite values the reference does not."""
         return self.nonfinite_mismatch == 0
 
-    @property
-    def relative_max_abs(self) -> float:
-        """``max_abs / max|ref|`` (inf when the reference is all zero and max_abs > 0)."""
-        if self.max_abs == 0.0:
-            return 0.0
-        if self.max_abs_reference == 0.0:
-            return math.inf
-        return self.max_abs / self.max_abs_reference
-
     def to_dict(self) -> dict:
         """A JSON-serialisable mapping; non-finite floats become "inf", "-inf", "nan"."""
         return {

@@ -22,7 +22,7 @@ from ..common.atomic import atomic_write
 from ..common.errors import UserError
 from ..common.npz_files import open_npz
 
-__all__ = ["ReferenceData", "save_reference", "load_reference", "make_reference", "split_batches"]
+__all__ = ["ReferenceData", "save_reference", "load_reference", "make_reference"]
 
 
 @dataclass(frozen=True)
@@ -104,9 +104,3 @@ def make_reference(model, feeds: Iterable[Mapping[str, np.ndarray]], providers: 
 
     return ReferenceData(inputs=_concat(ins), outputs=_concat(outs),
                          meta={"onnxruntime": ort_version(), "providers": list(providers or DEFAULT_PROVIDERS)})
-
-
-def split_batches(arrays: Mapping[str, np.ndarray], batch: int) -> List[Dict[str, np.ndarray]]:
-    """Cut samples (axis 0) into feeds of ``batch``; a short last feed is kept."""
-    n = int(next(iter(arrays.values())).shape[0])
-    return [{k: v[i:i + batch] for k, v in arrays.items()} for i in range(0, n, max(1, batch))]

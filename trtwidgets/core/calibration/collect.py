@@ -16,12 +16,11 @@ The whole toolkit calibration in a notebook, without widgets::
     from trtwidgets.core.calibration.cache import write_cache
     from trtwidgets.core.calibration.calibration import Calibration
     from trtwidgets.core.calibration.collect import collect_stats
-    from trtwidgets.core.calibration.ranges import ranges_table
 
     stats = collect_stats(demo.MODEL_PATH, "demo")          # or a folder, or a list of {"x": array}
     cal = Calibration.fit(stats, "entropy")
     cal.save("cls_cal.npz")                                  # statistics, method, the model's fingerprint
-    ranges_table(stats, cal.ranges)                          # a pandas DataFrame: every method per tensor
+    cal.ranges                                               # tensor -> every range method's RangeResult
     write_cache(cal.amax, "cls.cache")                       # for TensorRT <= 10
 """
 
@@ -29,7 +28,6 @@ from __future__ import annotations
 
 import signal
 import threading
-import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple, Union
@@ -275,11 +273,4 @@ def _known_total(data) -> Optional[int]:
         return None
 
 
-def timed_collect(*args, **kwargs) -> Tuple[ActivationStats, float]:
-    """:func:`collect_stats` and its wall time in seconds."""
-    t0 = time.perf_counter()
-    out = collect_stats(*args, **kwargs)
-    return out, time.perf_counter() - t0
-
-
-__all__ = ["collect_stats", "float_tensor_names", "instrumented_model", "make_session", "timed_collect"]
+__all__ = ["collect_stats", "float_tensor_names", "instrumented_model", "make_session"]

@@ -441,8 +441,4 @@ def iter_labelled_feeds(source, summary, batch_size: Optional[int] = None, max_s
                                    "Point to a folder or iterable that holds at least one sample.")
 
 
-def feed_shapes(feed: Mapping[str, np.ndarray]) -> Dict[str, Tuple[int, ...]]:
-    return {k: tuple(int(d) for d in v.shape) for k, v in feed.items()}
-
-
-__all__ = ["CalibrationDataSpec", "KINDS", "check_feed", "feed_shapes", "iter_feeds", "iter_labelled_feeds", "spec_for"]
+__all__ = ["CalibrationDataSpec", "KINDS", "check_feed", "iter_feeds", "iter_labelled_feeds", "spec_for"]

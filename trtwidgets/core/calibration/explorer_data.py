@@ -37,17 +37,6 @@ def hist_edges(t) -> np.ndarray:
     return np.linspace(0.0, float(t.hist_max), len(t.hist) + 1)
 
 
-def hist_centers(t) -> np.ndarray:
-    """Bin centres of the |x| histogram of a tensor."""
-    e = hist_edges(t)
-    return 0.5 * (e[:-1] + e[1:])
-
-
-def hist_width(t) -> float:
-    """Width of one bin of the |x| histogram."""
-    return float(t.hist_max) / max(len(t.hist), 1)
-
-
 # --------------------------------------------------------------------------- int8 grid
 
 def int8_step(amax: float, num_bits: int = 8) -> float:

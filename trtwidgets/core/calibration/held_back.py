@@ -18,20 +18,21 @@ For the planner::
     labelled = list(iter_labelled_feeds(data, summary, batch_size=1))
     calib, held, split = split_labelled(labelled, fraction=0.25, seed=0)   # or held_back_split(...)
     plan_json["held_back"] = split.to_dict()
-    note = stats_overlap_note(stats, feeds_fingerprints(held))            # None, or a warning to show
+    prints = [p for feed in held for p in feed_fingerprints(feed)]
+    note = stats_overlap_note(stats, prints)                              # None, or a warning to show
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from ..common.errors import UserError
 
-__all__ = ["HeldBackSplit", "feed_fingerprints", "feeds_fingerprints", "sample_fingerprint", "split_labelled",
+__all__ = ["HeldBackSplit", "feed_fingerprints", "sample_fingerprint", "split_labelled",
            "split_names", "stats_overlap_note"]
 
 #: The default share of the data held back, and the default seed of the split.
@@ -169,15 +170,6 @@ def feed_fingerprints(feed: Mapping[str, np.ndarray], batch_axis: Union[int, Map
             for i in range(n)]
 
 
-def feeds_fingerprints(feeds: Iterable[Mapping[str, np.ndarray]],
-                       batch_axis: Union[int, Mapping[str, Optional[int]]] = 0) -> List[str]:
-    """:func:`feed_fingerprints` of every feed, in order."""
-    out: List[str] = []
-    for feed in feeds:
-        out.extend(feed_fingerprints(feed, batch_axis))
-    return out
-
-
 def stats_overlap_note(stats, held_fingerprints: Sequence[str]) -> Optional[str]:
     """A warning when ``stats`` were collected on held-back samples, else None.
 
@@ -186,7 +178,7 @@ def stats_overlap_note(stats, held_fingerprints: Sequence[str]) -> Optional[str]
     stats : ActivationStats or Calibration
         Its ``sample_hashes`` (empty for statistics saved before they were recorded).
     held_fingerprints : sequence of str
-        From :func:`feeds_fingerprints` of the held-back feeds.
+        :func:`feed_fingerprints` of every held-back feed, in order.
     """
     stats = getattr(stats, "stats", stats)  # a Calibration carries its ActivationStats
     seen = set(getattr(stats, "sample_hashes", ()) or ())

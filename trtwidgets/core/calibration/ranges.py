@@ -337,19 +337,3 @@ def amax_from_stats(stats: ActivationStats, method: str = "entropy", percentile:
         values = ((name, compute_amax(t, method, percentile=percentile)) for name, t in stats.tensors.items()
                   if t.count)
     return {name: float(v) for name, v in values if usable_amax(float(v))}
-
-
-def ranges_table(stats: ActivationStats, ranges: Mapping[str, Mapping[str, RangeResult]]):
-    """One row per (tensor, method): amax, scale, mse, sqnr_db, clipped_fraction, plus the tensor's
-    min/max and NaN/Inf counts, as a ``pandas.DataFrame`` (pandas is imported here)."""
-    import pandas as pd
-
-    rows = []
-    for name, per in ranges.items():
-        t = stats.tensors[name]
-        for method, r in per.items():
-            rows.append({"tensor": name, "method": method, "amax": r.amax, "scale": r.scale, "mse": r.mse,
-                         "sqnr_db": r.sqnr_db, "clipped_fraction": r.clipped_fraction, "min": t.min, "max": t.max,
-                         "nan": t.nan_count, "inf": t.inf_count})
-    return pd.DataFrame(rows, columns=["tensor", "method", "amax", "scale", "mse", "sqnr_db", "clipped_fraction",
-                                       "min", "max", "nan", "inf"])

@@ -128,11 +128,6 @@ class TensorStats:
     def bin_width(self) -> float:
         return self.hist_max / self.bins if self.bins else 0.0
 
-    @property
-    def bin_edges(self) -> np.ndarray:
-        """``bins + 1`` edges from 0 to ``hist_max``."""
-        return np.linspace(0.0, self.hist_max, self.bins + 1)
-
     def merge(self, other: "TensorStats") -> "TensorStats":
         """Statistics of both tensors' samples together (exact for min/max and counts)."""
         if other.name != self.name:
@@ -466,11 +461,5 @@ def _tensor_from_entry(e, hist, trt_hist, i: int) -> TensorStats:
     return t
 
 
-def empty_tensor_stats(name: str, bins: int) -> TensorStats:
-    """Statistics of a tensor that has seen nothing yet."""
-    return TensorStats(name=name, count=0, nan_count=0, inf_count=0, min=float("nan"), max=float("nan"),
-                       hist=np.zeros(bins, np.int64), hist_max=0.0)
-
-
 __all__ = ["TensorStats", "ActivationStats", "save_stats", "stats_arrays", "load_stats", "rebin_to",
-           "empty_tensor_stats", "trt_grid_range", "merge_trt_hist", "rebin_linear", "TRT_BINS"]
+           "trt_grid_range", "merge_trt_hist", "rebin_linear", "TRT_BINS"]

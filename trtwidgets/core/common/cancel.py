@@ -1,6 +1,6 @@
 """Stopping long work from another thread: a cancel token, checked between units of work and inside ORT runs.
 
-A cancel token is anything with ``is_set()`` (a :class:`threading.Event`, or :class:`CancelToken`).
+A cancel token is anything with ``is_set()`` (a :class:`threading.Event`).
 Work that can be stopped runs inside :func:`cancel_scope`: :func:`check` between units of work raises
 :class:`Cancelled` once the token is set, and an ONNX Runtime run in flight (through
 :class:`~.ort.OrtSession`) is stopped by ORT's own terminate flag, so a cancel takes effect within a
@@ -16,7 +16,7 @@ import threading
 from contextlib import contextmanager
 from typing import Any, Iterator, Optional, Set
 
-__all__ = ["Cancelled", "CancelToken", "cancel_scope", "check", "cancelled", "run_options"]
+__all__ = ["Cancelled", "cancel_scope", "check", "cancelled", "run_options"]
 
 #: How often (seconds) the watcher looks at the token while work is in flight.
 POLL_S = 0.05
@@ -26,20 +26,6 @@ _local = threading.local()
 
 class Cancelled(KeyboardInterrupt):
     """The work was cancelled through its cancel token (a KeyboardInterrupt: kept-so-far handling applies)."""
-
-
-class CancelToken:
-    """A cancel token: :meth:`set` from any thread (e.g. a Cancel button), :meth:`is_set` from the work."""
-
-    def __init__(self):
-        self._event = threading.Event()
-
-    def set(self) -> None:
-        """Ask the work to stop."""
-        self._event.set()
-
-    def is_set(self) -> bool:
-        return self._event.is_set()
 
 
 class _Scope:

@@ -116,16 +116,6 @@ class EngineLayer:
         return self.parameter_type or self.layer_type
 
     @property
-    def input_precisions(self) -> Tuple[str, ...]:
-        """Precision of each input tensor, in input order."""
-        return tuple(t.precision for t in self.inputs)
-
-    @property
-    def output_precisions(self) -> Tuple[str, ...]:
-        """Precision of each output tensor, in output order."""
-        return tuple(t.precision for t in self.outputs)
-
-    @property
     def precision(self) -> str:
         """The precision the layer runs in.
 

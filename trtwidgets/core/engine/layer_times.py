@@ -90,19 +90,6 @@ class LayerTimings:
         """The ``n`` slowest layers."""
         return tuple(sorted(self.layers, key=lambda t: -t.mean_ms)[:n])
 
-    def format_table(self, limit: Optional[int] = None) -> str:
-        """A plain-text table of the layers (execution order), for logs and failing tests."""
-        lines = [f"{self.runs} profiled run(s); layer sum {self.total_ms:.4f} ms/run; profiled run "
-                 + (f"{self.run_ms:.4f} ms" if self.run_ms is not None else "n/a")
-                 + ("" if self.consistent_runs is None else f"; same layers every run: {self.consistent_runs}"),
-                 f"{'mean ms':>10} {'median ms':>10} {'count':>6} {'runs':>5} {'zeros':>6}  layer"]
-        for t in self.layers[:limit] if limit else self.layers:
-            seen = "?" if t.runs_seen is None else str(t.runs_seen)
-            lines.append(f"{t.mean_ms:>10.4f} {t.median_ms:>10.4f} {t.count:>6} {seen:>5} {t.zero_count:>6}  {t.name}")
-        if limit and len(self.layers) > limit:
-            lines.append(f"... {len(self.layers) - limit} more layer(s)")
-        return "\n".join(lines)
-
     def to_trt_profile(self) -> List[dict]:
         """The list ``trtexec --exportProfile`` writes: ``[{"count"}, {"name", "timeMs", "averageMs", ...}]``."""
         total = self.total_ms or 1.0

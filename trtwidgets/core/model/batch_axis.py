@@ -16,9 +16,8 @@ has a batch axis of size 1. :func:`find_batch_axes` decides, for each tensor, in
    its batch axis, as its inputs' is;
 5. otherwise **no batch axis**: the tensor is one sample, and the model is run sample by sample.
 
-:func:`stack_samples` puts samples together along each input's batch axis,
-:func:`split_outputs` takes a run's outputs apart per sample, and :func:`gather_outputs`
-puts per-sample outputs together **batch first**, the layout every task metric reads.
+:func:`stack_samples` puts samples together along each input's batch axis, and
+:func:`gather_outputs` puts per-run outputs together **batch first**, the layout every task metric reads.
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ from ..common.errors import UserError
 from .load import as_model_proto
 
 __all__ = ["BATCH_NAMES", "BatchAxes", "find_batch_axes", "settle_input_axes", "user_batch_axes", "gather_outputs", "named_batch_axis", "parse_batch_axis",
-           "probe_output_axes", "run_in_batches", "split_outputs", "stack_samples"]
+           "probe_output_axes", "run_in_batches", "stack_samples"]
 
 #: ``dim_param`` names (lower case, without ``_``, ``-`` or spaces) that mean "the batch".
 BATCH_NAMES = ("n", "b", "bs", "batch", "batchsize", "batches", "nbatch", "numbatch", "numsamples", "nsamples",
@@ -419,27 +418,6 @@ def stack_samples(samples: Sequence[Mapping[str, np.ndarray]], axes: BatchAxes,
             continue
         out[name] = np.stack([_drop_batch(x, axis, ranks.get(name)) for x in arrays], axis=axis)
     return out
-
-
-def split_outputs(outputs: Mapping[str, np.ndarray], axes: BatchAxes, count: int) -> List[Dict[str, np.ndarray]]:
-    """One run's outputs, taken apart into ``count`` samples (each keeps its batch axis, of size 1)."""
-    per: List[Dict[str, np.ndarray]] = [{} for _ in range(count)]
-    for name, value in outputs.items():
-        axis = axes.outputs.get(name)
-        value = np.asarray(value)
-        if axis is None:
-            if count != 1:
-                raise UserError(f"Output {name!r} has no batch axis, so {count} samples cannot be read from it.",
-                                axes.reasons.get(name, ""), "Run one sample at a time, or give --batch-axis.")
-            per[0][name] = value
-            continue
-        if value.shape[axis] != count:
-            raise UserError(f"Output {name!r} has shape {value.shape}: axis {axis} holds {value.shape[axis]}, "
-                            f"not the {count} samples run.", axes.reasons.get(name, ""),
-                            "Give its batch axis with --batch-axis NAME:AXIS.")
-        for i, part in enumerate(np.split(value, count, axis=axis)):
-            per[i][name] = part
-    return per
 
 
 def gather_outputs(per_sample: Sequence[Mapping[str, np.ndarray]], axes: BatchAxes) -> Dict[str, np.ndarray]:

@@ -57,20 +57,6 @@ class TrtVersion:
         """``"major.minor"``, e.g. ``"10.16"``."""
         return f"{self.major}.{self.minor}"
 
-    def at_least(self, other: VersionLike) -> bool:
-        """True when this version is ``other`` or newer."""
-        return self >= parse_trt_version(other)
-
-    def cache_tag(self) -> str:
-        """The number TensorRT writes in a calibration-cache header (``"8600"``, ``"100100"``).
-
-        TensorRT 8 encodes ``major*1000 + minor*100 + patch``; TensorRT 10 and
-        later ``major*10000 + minor*100 + patch``.
-        """
-        if self.major < 10:
-            return str(self.major * 1000 + self.minor * 100 + self.patch)
-        return str(self.major * 10000 + self.minor * 100 + self.patch)
-
 
 VersionLike = Union[str, TrtVersion, Tuple[int, ...], int]
 

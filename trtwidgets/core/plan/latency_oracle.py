@@ -17,7 +17,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Mapping, Optional, Tuple, Union
+from typing import Dict, Mapping, Optional, Union
 
 import onnx
 
@@ -57,10 +57,6 @@ class LatencyOracle:
     source: str
     layers: Mapping[str, OracleLayer]
     total_ms: Optional[float] = None
-
-    def int8_nodes(self) -> Tuple[str, ...]:
-        """Nodes TensorRT ran in INT8."""
-        return tuple(n for n, layer in self.layers.items() if layer.precision == "INT8")
 
 
 def node_aliases(proto: onnx.ModelProto) -> Dict[str, str]:

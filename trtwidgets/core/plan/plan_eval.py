@@ -24,7 +24,7 @@ from .plan_accuracy import score_outputs
 from .plan_data import run_samples
 from .plan_values import PlanAccuracy
 
-__all__ = ["Evaluator", "weighted_borders", "weighted_edges"]
+__all__ = ["Evaluator", "weighted_edges"]
 
 
 @dataclass
@@ -198,8 +198,3 @@ def weighted_edges(proto: onnx.ModelProto) -> List[Tuple[str, str]]:
                 continue
             todo.extend(i for i in prod.input if i and i in producer)
     return edges
-
-
-def weighted_borders(proto: onnx.ModelProto, quantized: Set[str]) -> int:
-    """How many :func:`weighted_edges` cross from INT8 to float or back."""
-    return sum(1 for u, d in weighted_edges(proto) if (u in quantized) != (d in quantized))

@@ -130,7 +130,7 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, calibration=None, 
         The cost model's GPU (:data:`~.cost_model.GPUS`), when there is no oracle.
     oracle : LatencyOracle, build folder or path, or LatencyModel, optional
         An implicit INT8+FP16 build of the same model (:mod:`.latency_oracle`), or a
-        :class:`~.latency.LatencyModel` (e.g. :class:`~.measured.measurement.MeasuredLatency`) used as is.
+        :class:`~.latency.LatencyModel` used as is.
     max_ranked : int
         Rank at most this many layers by accuracy cost (the ones INT8 saves most on).
     measure : bool or callable

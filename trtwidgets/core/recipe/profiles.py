@@ -230,18 +230,6 @@ def profile_problems(profiles: Sequence[Profile], summary) -> List[str]:
     return problems
 
 
-def validate_profiles(profiles: Sequence[Profile], summary) -> None:
-    """Raise :class:`RecipeError` listing every problem of ``profiles`` (see :func:`profile_problems`)."""
-    problems = profile_problems(profiles, summary)
-    if problems:
-        raise RecipeError(
-            f"The optimization profiles do not fit the model: {problems[0]}",
-            "\n".join(problems) if len(problems) > 1 else
-            "TensorRT needs min <= opt <= max for every dynamic dimension, the model's rank, and its static dimensions.",
-            "Edit the min/opt/max shapes named above (the profile editor pre-fills valid ones from the model and data).",
-        )
-
-
 def _observed(data_shapes: Optional[Mapping[str, object]]) -> Dict[str, List[Shape]]:
     """Normalise ``{name: shape}`` or ``{name: [shape, ...]}`` to ``{name: [shape, ...]}``."""
     out: Dict[str, List[Shape]] = {}

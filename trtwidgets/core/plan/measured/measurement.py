@@ -11,8 +11,6 @@ what needs no GPU, so it is tested on committed numbers:
   verdict on the plan's held-back samples.
 * :class:`MeasuredRow` / :func:`measurement_rows`: estimate and measurement side by side, as
   ratios to FP16.
-* :class:`MeasuredLatency`: a latency model (``kind = "measured"``) whose
-  ``estimate(int8_layers)`` is the measured time of a measured placement, NaN otherwise.
 """
 
 from __future__ import annotations
@@ -20,14 +18,14 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import onnx
 
 from ..plan_values import EngineVerdict, ratio
 
-__all__ = ["FP16", "INT8_IMPLICIT", "QDQ", "MeasuredLatency", "MeasuredRow", "Measurement", "candidate_index",
+__all__ = ["FP16", "INT8_IMPLICIT", "QDQ", "MeasuredRow", "Measurement", "candidate_index",
            "json_float", "measurement_rows", "placement_key", "read_float"]
 
 #: Measurement kinds: the FP16 baseline, TensorRT's implicit INT8 (picked only when its engine was judged on the
@@ -106,7 +104,7 @@ class Measurement:
     estimate_ms : float
         The planner's estimate for this candidate (NaN when none), shown beside the measurement.
     int8_layers : frozenset of str
-        The candidate's INT8 layers (for :class:`MeasuredLatency`).
+        The candidate's INT8 layers.
     build_seconds : float
         0 when the engine came from the cache.
     cached : bool
@@ -240,49 +238,3 @@ def measurement_rows(measurements: Sequence[Measurement]) -> List[MeasuredRow]:
                                 m.estimate_ms, m.median_ms, m.spread_ms, vs, est_vs, err, len(m.round_ms), m.error,
                                 m.accuracy))
     return rows
-
-
-class MeasuredLatency:
-    """A latency model over measurements (:class:`~..latency.LatencyModel`): measured placements, NaN otherwise.
-
-    ``estimate(int8_layers)`` has the latency models' signature and unit: the set of layers run in
-    INT8 -> microseconds. The empty set is FP16 (everything in the float part). A layer whose
-    placement alone was measured says whether INT8 paid there; any other layer is left to accuracy.
-
-    Attributes
-    ----------
-    kind : str
-        ``"measured"``.
-    source : str
-        What was measured, in words.
-    """
-
-    kind = "measured"
-
-    def __init__(self, measurements: Iterable[Measurement], source: str = "measured engines"):
-        self._times: Dict[FrozenSet[str], float] = {}
-        for m in measurements:
-            if not m.ok or m.kind == INT8_IMPLICIT:
-                continue
-            layers = frozenset() if m.kind == FP16 else frozenset(m.int8_layers)
-            self._times.setdefault(layers, 1000.0 * m.median_ms)
-        self.source = source
-
-    def estimate(self, int8_layers: Iterable[str]) -> float:
-        """Measured microseconds of exactly this INT8 set, or NaN when it was not measured."""
-        return self._times.get(frozenset(int8_layers), float("nan"))
-
-    def gain_us(self, layer: str) -> float:
-        """Microseconds INT8 saved with ``layer`` alone in INT8 (0 when that placement was not measured)."""
-        gain = self.estimate(()) - self.estimate((layer,))
-        return gain if math.isfinite(gain) else 0.0
-
-    def why_not_int8(self, layer: str) -> Optional[str]:
-        """Why INT8 does not pay in ``layer`` by measurement, or None (it paid, or it was not measured alone)."""
-        fp16, alone = self.estimate(()), self.estimate((layer,))
-        if math.isfinite(fp16) and math.isfinite(alone) and alone >= fp16:
-            return f"measured: INT8 in this layer alone ran {alone:.1f} us against FP16's {fp16:.1f} us"
-        return None
-
-    def __len__(self) -> int:
-        return len(self._times)
