@@ -172,7 +172,7 @@ def run(args) -> int:
     qdq = None
     if args.qdq_model:
         from ..core.model.load import load_model
-        from ..core.engine.why_not_int8 import qdq_tensor_names
+        from ..core.engine.why_not_int8.inputs import qdq_tensor_names
 
         qdq = qdq_tensor_names(load_model(args.qdq_model))
     try:

@@ -266,8 +266,9 @@ def test_explicit_layer_between_qdq_that_stayed_float_is_not_fused_not_timed():
 
 
 def test_the_rule_table_covers_every_code_and_ends_with_a_catch_all():
-    from trtwidgets.core.engine.why_not_int8_rules import RULES, ExplainContext, layer_facts
     from trtwidgets.core.engine.engine_graph import EngineLayer
+    from trtwidgets.core.engine.why_not_int8.facts import ExplainContext, layer_facts
+    from trtwidgets.core.engine.why_not_int8.rules import RULES
 
     # BIAS_FLOAT is the note on INT8 layers, outside the table of why-not causes.
     assert {code for code, _rule in RULES} | {"BIAS_FLOAT"} == set(CODES)

@@ -185,7 +185,8 @@ def layer_table(graph: Union[EngineGraph, str, os.PathLike], profile: Any = None
     import pandas as pd
 
     from .inspector_json import as_graph
-    from .why_not_int8 import group_causes, why_not_int8
+    from .why_not_int8.causes import group_causes
+    from .why_not_int8.explain import why_not_int8
 
     if not isinstance(graph, EngineGraph):
         graph = as_graph(graph)

@@ -1,7 +1,7 @@
 """Why-not-INT8 causes, each explained once, and the Q/DQ export's own reasons for float layers.
 
 :func:`group_causes` turns the per-layer reasons of
-:func:`~trtwidgets.core.engine.why_not_int8.why_not_int8` into one entry per
+:func:`~.explain.why_not_int8` into one entry per
 cause (a table explains each once, its rows stay short); :func:`export_kept_float`
 reads the export's ``Skip`` records, so that a layer the export kept float says
 by which placement rule.
@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
 
-from .why_not_int8_codes import CODES, Int8Reason
+from .codes import CODES, Int8Reason
 
 
 @dataclass(frozen=True)

@@ -1,48 +1,14 @@
-"""Why a layer does not run in INT8: the most likely cause, as a code and a sentence.
+"""Why each layer of an engine does not run in INT8: the build's context gathered once, the rules run per layer.
 
-For each engine layer that runs in another precision, the causes are tried from
-the most to the least certain; the first that applies is reported (the rules are
-the table :data:`~trtwidgets.core.engine.why_not_int8_rules.RULES`, this module
-gathers what they read):
-
-======================== ==================================================================
-code                     meaning
-======================== ==================================================================
-PRECISION_UNKNOWN        the inspector gave no formats (dynamic shapes, no context)
-NOT_FLOAT                the layer works on Int32/Int64/Bool tensors (shapes, indices)
-INT8_NOT_ENABLED         the build's flags lack INT8 (from the recipe; or guessed when no
-                         layer of the engine runs INT8 and no recipe was given)
-PRECISION_CONSTRAINT     a recipe override pins a fused node to another precision
-NO_INT8_IMPLEMENTATION   the layer type has no INT8 kernel (table :data:`NO_INT8_TYPES`)
-NO_SCALE                 an input or output has no scale: missing from the calibration cache
-                         (implicit) or not surrounded by Q/DQ (explicit); tensors named. For an
-                         explicit engine without the Q/DQ model, the quantized tensors are read
-                         from the engine itself (its Q/DQ layers and INT8 tensors)
-KEPT_FLOAT_BY_EXPORT     (explicit) the Q/DQ export left the layer's node in high precision on
-                         purpose (a placement rule, numbered as in trtwidgets.core.qdq.placement);
-                         given as ``kept_float`` (the export's Skip records)
-QDQ_NOT_FUSED            (explicit) Q/DQ surround the layer, yet TensorRT found no INT8 fusion
-                         for it and ran it in floating point between its Q/DQ
-FIRST_TACTIC             INT8 was allowed and the scales were there, but the build ran at builder
-                         optimization level 0, where TensorRT takes the first tactic that runs
-                         instead of timing them (seen on TensorRT 8.6: an INT8 recipe ran FP32)
-HIGHER_PRECISION_FASTER  (implicit) INT8 was allowed and the scales were there, yet TensorRT timed a
-                         FP16/FP32 tactic faster. This happens: a whole calibrated CNN built
-                         INT8+FP16 on an H200 with TensorRT 8.6 ran with zero INT8 layers.
-BIAS_FLOAT               (INT8 layers) the bias stays float: expected, said so
-======================== ==================================================================
-
-In explicit quantization TensorRT does not time INT8 against float for a layer:
-Q/DQ placement decides, so FIRST_TACTIC and HIGHER_PRECISION_FASTER are implicit-only.
-
-Each reason has a ``short`` text for its table row (naming the tensor or node) and a
-``cause``: the explanation shared by every row with the same cause, which
-:func:`group_causes` lists once.
+:func:`why_not_int8` reads what is known about the build (the recipe, the calibration cache
+or the Q/DQ tensors, the engine's reformat copies, whether it is explicitly quantized) into an
+:class:`~.facts.ExplainContext`; :func:`explain` computes a layer's facts and returns the first
+reason the rules of :data:`~.rules.RULES` give (the codes and their order: :mod:`.codes`).
 
 Inputs are the parsed :class:`~trtwidgets.core.engine.inspector_json.EngineGraph` and,
 optionally, the recipe (a :class:`~trtwidgets.core.recipe.recipe.Recipe` or its dict),
 the calibration cache (a ``CalibrationCache``, a path, a mapping or the names),
-and the names of the model's Q/DQ tensors (:func:`qdq_tensor_names`).
+and the names of the model's Q/DQ tensors (:func:`~.inputs.qdq_tensor_names`).
 """
 
 from __future__ import annotations
@@ -50,14 +16,14 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, FrozenSet, Iterable, Mapping, Optional, Tuple
 
-from .inspector_json import QUANTIZED, EngineGraph, EngineLayer
-from .why_not_int8_causes import Int8Cause, export_kept_float, group_causes
-from .why_not_int8_codes import CODES, Int8Reason
-from .why_not_int8_inputs import calibration_names, qdq_tensor_names, recipe_view
-from .why_not_int8_rules import NO_INT8_TYPES, ExplainContext, explain, network_name
+from ..inspector_json import QUANTIZED, EngineGraph, EngineLayer
+from .causes import export_kept_float
+from .codes import Int8Reason
+from .facts import ExplainContext, layer_facts, network_name
+from .inputs import calibration_names, recipe_view
+from .rules import RULES, bias_float_note
 
-__all__ = ["Int8Reason", "Int8Cause", "CODES", "NO_INT8_TYPES", "why_not_int8", "group_causes", "export_kept_float",
-           "qdq_tensor_names", "calibration_names"]
+__all__ = ["explain", "why_not_int8"]
 
 
 _QDQ_NAME = re.compile(r"(?:^|[/_.])(?:Quantize|Dequantize)Linear", re.I)
@@ -107,6 +73,18 @@ def _is_explicit(graph: EngineGraph, qdq: Optional[FrozenSet[str]]) -> bool:
         return True
     return any(layer.origin.upper() == "QDQ" or any(_QDQ_NAME.search(n) for n in layer.onnx_nodes)
                for layer in graph.layers)
+
+
+def explain(layer: EngineLayer, ctx: ExplainContext) -> Optional[Int8Reason]:
+    """The first reason of :data:`RULES` for a non-INT8 layer; for an INT8 layer None, or its float-bias note."""
+    if layer.precision == "INT8":
+        return bias_float_note(layer)
+    facts = layer_facts(layer, ctx)
+    for _code, rule in RULES:
+        reason = rule(layer, ctx, facts)
+        if reason is not None:
+            return reason
+    return None
 
 
 # --------------------------------------------------------------------------- main

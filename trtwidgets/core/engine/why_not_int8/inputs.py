@@ -31,8 +31,8 @@ def _get(obj: Any, key: str, default=None):
 def _read_recipe(path) -> dict:
     import json
 
-    from ..common.errors import RecipeError
-    from ..common.json_limits import RECIPE_LIMITS, read_json_file
+    from ...common.errors import RecipeError
+    from ...common.json_limits import RECIPE_LIMITS, read_json_file
 
     try:
         return read_json_file(os.fspath(path), RECIPE_LIMITS, RecipeError)
@@ -53,7 +53,7 @@ def recipe_view(recipe: Any) -> Optional[RecipeView]:
         recipe = recipe["recipe"]
     flags = _get(recipe, "flags")
     if flags is not None and (isinstance(flags, (str, bytes)) or not isinstance(flags, Iterable)):
-        from ..common.errors import RecipeError
+        from ...common.errors import RecipeError
 
         raise RecipeError(f"The recipe's flags are {flags!r}, not a list of precision names.",
                           "why-not-INT8 reads the build's precision flags from the recipe.",
@@ -86,7 +86,7 @@ def calibration_names(calibration: Any) -> Optional[FrozenSet[str]]:
     if calibration is None:
         return None
     if isinstance(calibration, (str, os.PathLike)):
-        from ..calibration.cache import read_cache
+        from ...calibration.cache import read_cache
 
         calibration = read_cache(calibration)
     for attr in ("amax", "scales"):

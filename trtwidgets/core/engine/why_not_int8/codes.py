@@ -1,0 +1,87 @@
+"""The why-not-INT8 codes, what each means, and the reason value the rules return.
+
+The rules (:data:`~.rules.RULES`) are tried in this order, most certain first; the first
+that applies is a layer's reason:
+
+======================== ==================================================================
+code                     meaning
+======================== ==================================================================
+PRECISION_UNKNOWN        the inspector gave no formats (dynamic shapes, no context)
+NOT_FLOAT                the layer works on Int32/Int64/Bool tensors (shapes, indices)
+INT8_NOT_ENABLED         the build's flags lack INT8 (from the recipe; or guessed when no
+                         layer of the engine runs INT8 and no recipe was given)
+PRECISION_CONSTRAINT     a recipe override pins a fused node to another precision
+NO_INT8_IMPLEMENTATION   the layer type has no INT8 kernel (table :data:`NO_INT8_TYPES`)
+NO_SCALE                 an input or output has no scale: missing from the calibration cache
+                         (implicit) or not surrounded by Q/DQ (explicit); tensors named. For an
+                         explicit engine without the Q/DQ model, the quantized tensors are read
+                         from the engine itself (its Q/DQ layers and INT8 tensors)
+KEPT_FLOAT_BY_EXPORT     (explicit) the Q/DQ export left the layer's node in high precision on
+                         purpose (a placement rule, numbered as in trtwidgets.core.qdq.placement);
+                         given as ``kept_float`` (the export's Skip records)
+QDQ_NOT_FUSED            (explicit) Q/DQ surround the layer, yet TensorRT found no INT8 fusion
+                         for it and ran it in floating point between its Q/DQ
+FIRST_TACTIC             INT8 was allowed and the scales were there, but the build ran at builder
+                         optimization level 0, where TensorRT takes the first tactic that runs
+                         instead of timing them (seen on TensorRT 8.6: an INT8 recipe ran FP32)
+HIGHER_PRECISION_FASTER  (implicit) INT8 was allowed and the scales were there, yet TensorRT timed a
+                         FP16/FP32 tactic faster. This happens: a whole calibrated CNN built
+                         INT8+FP16 on an H200 with TensorRT 8.6 ran with zero INT8 layers.
+BIAS_FLOAT               (INT8 layers) the bias stays float: expected, said so
+======================== ==================================================================
+
+In explicit quantization TensorRT does not time INT8 against float for a layer:
+Q/DQ placement decides, so FIRST_TACTIC and HIGHER_PRECISION_FASTER are implicit-only.
+
+Each reason has a ``short`` text for its table row (naming the tensor or node) and a
+``cause``: the explanation shared by every row with the same cause, which
+:func:`~.causes.group_causes` lists once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Tuple
+
+#: Every code, with a short title for legends and filters.
+CODES: Dict[str, str] = {
+    "PRECISION_UNKNOWN": "precision unknown",
+    "NOT_FLOAT": "integer/bool data",
+    "INT8_NOT_ENABLED": "INT8 not enabled",
+    "PRECISION_CONSTRAINT": "precision override",
+    "NO_INT8_IMPLEMENTATION": "no INT8 kernel",
+    "NO_SCALE": "no scale",
+    "KEPT_FLOAT_BY_EXPORT": "kept float by the export",
+    "FIRST_TACTIC": "opt level 0: first tactic taken",
+    "QDQ_NOT_FUSED": "Q/DQ not fused into an INT8 kernel",
+    "HIGHER_PRECISION_FASTER": "FP tactic was faster",
+    "BIAS_FLOAT": "bias stays float (expected)",
+}
+
+
+@dataclass(frozen=True)
+class Int8Reason:
+    """Why one layer is not INT8 (or, for BIAS_FLOAT, a note on an INT8 layer).
+
+    Attributes
+    ----------
+    code : str
+        One of :data:`CODES`.
+    sentence : str
+        The explanation, naming tensors, nodes and settings.
+    tensors : tuple of str
+        Tensors concerned (for NO_SCALE: the ones without a scale).
+    expected : bool
+        True for notes that need no action (BIAS_FLOAT).
+    short : str
+        A few words for the layer's row, naming the tensor or node concerned.
+    cause : str
+        The explanation and the fix, the same for every layer with this cause (no names).
+    """
+
+    code: str
+    sentence: str
+    tensors: Tuple[str, ...] = ()
+    expected: bool = False
+    short: str = ""
+    cause: str = ""
