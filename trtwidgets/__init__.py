@@ -39,9 +39,9 @@ import importlib
 from typing import TYPE_CHECKING, Any, Dict, List, Tuple
 
 if TYPE_CHECKING:  # what _LAZY resolves to, for editors and type checkers (never imported at run time)
-    from trtwidgets.core.engine.inspect_build import compare as compare
-    from trtwidgets.core.engine.inspect_build import inspect as inspect
-    from trtwidgets.core.engine.inspect_build import inspect as layers
+    from trtwidgets.core.engine.layers import compare as compare
+    from trtwidgets.core.engine.layers import inspect as inspect
+    from trtwidgets.core.engine.layers import inspect as layers
     from trtwidgets.core.accuracy.task_metrics import register_metric as register_metric
     from trtwidgets.core.model.lint import lint as lint
     from trtwidgets.core.model.load import load_model as load
@@ -70,9 +70,9 @@ _LAZY: Dict[str, Tuple[str, str]] = {
     "plan": ("trtwidgets.plan_api", "plan"),
     "export_plan": ("trtwidgets.core.plan.plan_export", "export_plan"),
     "build": ("trtwidgets.trt.build", "build"),
-    "layers": ("trtwidgets.core.engine.inspect_build", "inspect"),
-    "inspect": ("trtwidgets.core.engine.inspect_build", "inspect"),
-    "compare": ("trtwidgets.core.engine.inspect_build", "compare"),
+    "layers": ("trtwidgets.core.engine.layers", "inspect"),
+    "inspect": ("trtwidgets.core.engine.layers", "inspect"),
+    "compare": ("trtwidgets.core.engine.layers", "compare"),
     "App": ("trtwidgets.widgets.app", "App"),
     "Recipe": ("trtwidgets.core.recipe.recipe", "Recipe"),
     "QdqOptions": ("trtwidgets.core.qdq.options", "QdqOptions"),

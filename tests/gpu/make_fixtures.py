@@ -117,7 +117,7 @@ def _timings(engine_path: str, shape) -> dict:
 
 def make(name: str, art: Path, work: Path) -> None:
     from trtwidgets.trt.build import build
-    from trtwidgets.trt.inspect import engine_inspector_json
+    from trtwidgets.trt.layer_info import engine_inspector_json
 
     dynamic, flags, cal, qdq = BUILDS[name]
     model_path = _qdq_model(art, work) if qdq else Path(demo.MODEL_PATH)

@@ -16,7 +16,8 @@ import pytest
 from trtwidgets.core.common.errors import InspectorError
 from trtwidgets.core.engine.build_context import build_context
 from trtwidgets.core.engine.inspector_json import parse_inspector_json
-from trtwidgets.core.engine.layer_table import layer_table, read_profile
+from trtwidgets.core.engine.layer_table import layer_table
+from trtwidgets.core.engine.layer_times import read_profile
 
 ROOT = Path(__file__).resolve().parents[2] / "fixtures" / "trt86"
 CLS = ["cls_static_fp32", "cls_static_fp16", "cls_static_int8_entropy2", "cls_static_qdq_int8",

@@ -15,10 +15,10 @@ from trtwidgets.core.engine.layer_table import (
     layer_table,
     prebuild_table,
     precision_summary,
-    read_profile,
     styled,
     summary_dict,
 )
+from trtwidgets.core.engine.layer_times import read_profile
 
 from tests.core import inspector_samples as s
 

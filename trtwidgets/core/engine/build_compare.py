@@ -143,14 +143,14 @@ def compare_builds(builds: Any, labels: Optional[Sequence[str]] = None, profiles
     labels : sequence of str, optional
         Names of the builds (default: the mapping's keys, or ``build 1``, ``build 2``...).
     profiles : mapping label -> profile, or sequence, optional
-        Per-layer timings of each build (see :func:`trtwidgets.core.engine.layer_table.read_profile`);
+        Per-layer timings of each build (see :func:`trtwidgets.core.engine.layer_times.read_profile`);
         ``None`` entries for builds without one.
 
     Returns
     -------
     BuildComparison
     """
-    from .layer_table import read_profile
+    from .layer_times import read_profile
 
     labels, sources = _labelled_sources(builds, labels)
     graphs = tuple(as_graph(src) for src in sources)

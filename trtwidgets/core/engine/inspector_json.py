@@ -377,7 +377,7 @@ def _dynamic_na_warnings(layers: Sequence[EngineLayer]) -> List[InspectorWarning
         "without an execution context (or with one whose input shapes were not set), so precisions and "
         "formats are unknown. Attach an execution context at the optimization profile's opt shape "
         "(context.set_input_shape(...), then inspector.execution_context = context) and write the JSON "
-        "again; trtwidgets.trt does that on fresh builds (trtwidgets.trt.inspect.engine_inspector_json).")]
+        "again; trtwidgets.trt does that on fresh builds (trtwidgets.trt.layer_info.engine_inspector_json).")]
 
 
 def as_graph(source: Any) -> EngineGraph:

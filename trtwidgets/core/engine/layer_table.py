@@ -8,18 +8,16 @@ the functions, so that ``trtwidgets.core`` imports without it.
 
 from __future__ import annotations
 
-import json
 import math
 import os
-from pathlib import Path
 from typing import Any, Iterable, List, Mapping, Optional, Sequence, Union
 
 from ..common.errors import InspectorError
-from ..common.json_limits import SIDE_FILE_LIMITS, load_json
 from .inspector_json import PRECISIONS, EngineGraph, parse_inspector_json
+from .layer_times import read_profile
 
-__all__ = ["COLUMNS", "PRECISION_COLORS", "layer_table", "precision_summary", "styled", "read_profile",
-           "prebuild_table", "prebuild_summary", "filter_table"]
+__all__ = ["COLUMNS", "PRECISION_COLORS", "layer_table", "precision_summary", "styled", "prebuild_table",
+           "prebuild_summary", "filter_table"]
 
 #: Columns of :func:`layer_table`, in order.
 COLUMNS = ("name", "type", "layer_type", "onnx_nodes", "precision", "input_precision", "output_precision",
@@ -47,113 +45,6 @@ def _join_unique(values: Iterable[str]) -> str:
         if v and v not in out:
             out.append(v)
     return ", ".join(out)
-
-
-_PROFILE_FORMS = ("a {layer name: ms} mapping, the timings.json trtwidgets saves with a build "
-                  "({\"latency\", \"layers\": {\"layers\": [{\"name\", \"mean_ms\"}, ...]}}), "
-                  "or TensorRT's profile JSON (trtexec --exportProfile: [{\"count\"}, {\"name\", \"averageMs\"}, ...])")
-
-
-def _profile_doc(profile: Any) -> Any:
-    """``(decoded JSON, source name)`` of a profile given as text, bytes or a path."""
-    text = profile.decode("utf-8", "replace") if isinstance(profile, bytes) else str(profile)
-    if not isinstance(profile, os.PathLike) and text.lstrip()[:1] in ("[", "{"):
-        source = "<profile text>"
-    else:
-        source = str(profile)
-        try:
-            text = Path(profile).read_text(encoding="utf-8", errors="replace")
-        except OSError as exc:
-            raise InspectorError(f"Could not read the profile {source}.", str(exc), "Check the path.") from None
-    try:
-        return load_json(text, source, SIDE_FILE_LIMITS, InspectorError, strict=False), source
-    except json.JSONDecodeError as exc:
-        raise InspectorError(f"The profile {source} is not JSON ({exc.msg}).",
-                             f"Per-layer timings are {_PROFILE_FORMS}.",
-                             "Export it again, or pass a {layer name: ms} mapping.") from None
-
-
-def _trtexec_profile(records: Sequence[Any]) -> dict:
-    out = {}
-    count = next((r.get("count") for r in records if isinstance(r, Mapping) and "count" in r), None)
-    for rec in records:
-        if not isinstance(rec, Mapping) or "name" not in rec:
-            continue  # the leading {"count": N} record
-        if "averageMs" in rec:
-            ms = float(rec["averageMs"])
-        elif "timeMs" in rec:
-            ms = float(rec["timeMs"]) / count if count else float(rec["timeMs"])
-        else:
-            continue
-        out[str(rec["name"])] = ms
-    return out
-
-
-def read_profile(profile: Any) -> dict:
-    """Per-layer average time in ms from a profile.
-
-    Parameters
-    ----------
-    profile : LayerTimings, mapping, list, str or path
-        ``LayerTimings`` (``trtwidgets.trt.profiler``); ``{layer name: ms}``; the
-        ``timings.json`` saved with a build (``{"latency", "layers": LayerTimings.to_dict(), ...}``,
-        read as :func:`trtwidgets.core.engine.saved_build.read_timings` does) or
-        ``LayerTimings.to_dict()`` alone; or TensorRT's profile JSON (``trtexec
-        --exportProfile``): ``[{"count": N}, {"name", "timeMs", "averageMs",
-        "percentage"}, ...]``. Each as an object, as JSON text or as a JSON file.
-
-    Returns
-    -------
-    dict
-        Layer name -> average ms per inference.
-
-    Raises
-    ------
-    InspectorError
-        The profile is not JSON, holds no per-layer times, or has another shape.
-    """
-    from .saved_build import timings_from_doc
-
-    if hasattr(profile, "as_mapping"):  # trtwidgets.core.engine.layer_times.LayerTimings
-        profile = profile.as_mapping()
-    source = "The profile"
-    if isinstance(profile, (str, bytes, os.PathLike)):
-        profile, name = _profile_doc(profile)
-        source = f"The profile {name}"
-    times = None
-    latency_only = False
-    try:
-        if isinstance(profile, Mapping):
-            if profile and all(not isinstance(v, (Mapping, list, tuple)) for v in profile.values()) \
-                    and "layers" not in profile and "latency" not in profile:
-                times = {str(k): float(v) for k, v in profile.items()}  # {layer name: ms}
-            else:
-                times, latency = timings_from_doc(dict(profile))
-                latency_only = times is None and ("layers" in profile or bool(latency))
-        elif isinstance(profile, (list, tuple)):
-            times = _trtexec_profile(profile) or None
-            latency_only = times is None
-    except (TypeError, ValueError) as exc:
-        raise InspectorError(f"{source} has a per-layer time that is not a number ({exc}).",
-                             f"Per-layer timings are {_PROFILE_FORMS}.",
-                             "Write the timings again, or pass a {layer name: ms} mapping.") from None
-    if times:
-        return times
-    if latency_only:
-        raise InspectorError(f"{source} has no per-layer times.",
-                             "It holds whole-engine latency or an empty layer list only: the engine was timed "
-                             "without a per-layer profiler (IProfiler), or no layer was reported.",
-                             "Time the engine with per-layer profiling (trtwidgets.trt's benchmark with layer "
-                             "times, or trtexec --exportProfile), or leave the profile out.")
-    if isinstance(profile, Mapping):
-        keys = list(profile)
-        shape = f"an object with keys {', '.join(repr(k) for k in keys[:6])}{', ...' if len(keys) > 6 else ''}"
-    else:
-        shape = f"a JSON {type(profile).__name__}"
-    raise InspectorError(f"{source} is {shape}, not per-layer timings.",
-                         f"Per-layer timings are {_PROFILE_FORMS}.",
-                         "Pass one of those, or leave the profile out (the CLI's --no-siblings, the "
-                         "Inspector's use_siblings=False ignore a timings file beside the engine).")
 
 
 def layer_table(graph: Union[EngineGraph, str, os.PathLike], profile: Any = None, recipe: Any = None,
@@ -328,7 +219,7 @@ def prebuild_table(rows: Sequence[Any]):
     Parameters
     ----------
     rows : sequence of mapping
-        From ``trtwidgets.trt.inspect.network_layers(network)``: each with
+        From ``trtwidgets.trt.layer_info.network_layers(network)``: each with
         ``index``, ``name``, ``type``, where the TensorRT version has them
         ``precision`` and ``precision_is_set``, ``inputs`` (names) and
         ``outputs`` (``name``, ``dtype``, ``shape``, ``type_is_set``).
@@ -351,7 +242,7 @@ def prebuild_table(rows: Sequence[Any]):
         if not isinstance(row, Mapping):
             raise InspectorError(f"Network layer {i} is {type(row).__name__}, not an object.",
                                  "The pre-build view takes one mapping per network layer (network_layers.json).",
-                                 "Pass trtwidgets.trt.inspect.network_layers(network) or the rows of "
+                                 "Pass trtwidgets.trt.layer_info.network_layers(network) or the rows of "
                                  "network_layers.json.")
         outs = list(row.get("outputs") or ())
         out_dicts = [o if isinstance(o, Mapping) else {"name": str(o)} for o in outs]

@@ -1,9 +1,11 @@
-"""Per-layer GPU times reported by TensorRT's IProfiler, aggregated over runs.
+"""Per-layer GPU times: TensorRT's IProfiler reports aggregated over runs, and every form of them read back.
 
 The IProfiler glue is in ``trtwidgets.trt.profiler``; this module holds the
 result value and its exports: a ``{layer: mean ms}`` mapping that
-``core.layer_table.layer_table(profile=...)`` attaches, and the JSON list that
-``trtexec --exportProfile`` writes, so the same readers work on both.
+``core.engine.layer_table.layer_table(profile=...)`` attaches, and the JSON list that
+``trtexec --exportProfile`` writes, so the same readers work on both. :func:`read_profile`
+reads per-layer times from each form a user has (a mapping, a build's ``timings.json``,
+trtexec's profile; an object, JSON text or a file), :func:`timings_from_doc` from a decoded document.
 """
 
 from __future__ import annotations
@@ -11,13 +13,16 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from ..common.atomic import write_text_atomic
+from ..common.errors import InspectorError
+from ..common.json_limits import SIDE_FILE_LIMITS, load_json
 
-__all__ = ["LayerTime", "LayerTimings", "aggregate_layer_times"]
+__all__ = ["LayerTime", "LayerTimings", "aggregate_layer_times", "read_profile", "timings_from_doc"]
 
 
 @dataclass(frozen=True)
@@ -168,3 +173,141 @@ def aggregate_layer_times(records: Sequence[Tuple[str, float]], runs: int, run_m
         first = [n for n, _ in chunks[0]]
         consistent = all([n for n, _ in c] == first for c in chunks[1:])
     return LayerTimings(layers=tuple(layers), runs=runs, run_ms=run_ms, run_sums_ms=sums_ms, consistent_runs=consistent)
+
+
+# --------------------------------------------------------------------------- reading times back
+
+def timings_from_doc(doc) -> Tuple[Optional[Dict[str, float]], dict]:
+    """``(layer -> mean ms, latency statistics)`` from a decoded timings document; ``(None, {})`` when it holds none.
+
+    Understands the ``timings.json`` of ``tests/gpu/make_fixtures.py`` (``{"latency", "layers":
+    LayerTimings.to_dict(), ...}``), ``LayerTimings.to_dict()`` itself, ``trtexec --exportProfile``
+    records and a plain ``{layer: ms}`` mapping.
+
+    Raises
+    ------
+    TypeError, ValueError
+        A per-layer record holds a time that is not a number.
+    """
+    latency: dict = {}
+    if isinstance(doc, dict):
+        latency = doc.get("latency") if isinstance(doc.get("latency"), dict) else {}
+        if doc and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in doc.values()):
+            return {str(k): float(v) for k, v in doc.items()}, {}
+        layers = doc.get("layers")
+        if isinstance(layers, dict):  # LayerTimings.to_dict()
+            layers = layers.get("layers")
+        if isinstance(layers, list):
+            out = {str(r["name"]): float(r.get("mean_ms", r.get("averageMs", 0.0)))
+                   for r in layers if isinstance(r, dict) and "name" in r}
+            return (out or None), latency
+        return None, latency
+    if isinstance(doc, list):  # trtexec --exportProfile
+        out = {str(r["name"]): float(r.get("averageMs", 0.0)) for r in doc if isinstance(r, dict) and "name" in r}
+        return (out or None), {}
+    return None, {}
+
+
+_PROFILE_FORMS = ("a {layer name: ms} mapping, the timings.json trtwidgets saves with a build "
+                  "({\"latency\", \"layers\": {\"layers\": [{\"name\", \"mean_ms\"}, ...]}}), "
+                  "or TensorRT's profile JSON (trtexec --exportProfile: [{\"count\"}, {\"name\", \"averageMs\"}, ...])")
+
+
+def _profile_doc(profile: Any) -> Any:
+    """``(decoded JSON, source name)`` of a profile given as text, bytes or a path."""
+    text = profile.decode("utf-8", "replace") if isinstance(profile, bytes) else str(profile)
+    if not isinstance(profile, os.PathLike) and text.lstrip()[:1] in ("[", "{"):
+        source = "<profile text>"
+    else:
+        source = str(profile)
+        try:
+            text = Path(profile).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise InspectorError(f"Could not read the profile {source}.", str(exc), "Check the path.") from None
+    try:
+        return load_json(text, source, SIDE_FILE_LIMITS, InspectorError, strict=False), source
+    except json.JSONDecodeError as exc:
+        raise InspectorError(f"The profile {source} is not JSON ({exc.msg}).",
+                             f"Per-layer timings are {_PROFILE_FORMS}.",
+                             "Export it again, or pass a {layer name: ms} mapping.") from None
+
+
+def _trtexec_profile(records: Sequence[Any]) -> dict:
+    out = {}
+    count = next((r.get("count") for r in records if isinstance(r, Mapping) and "count" in r), None)
+    for rec in records:
+        if not isinstance(rec, Mapping) or "name" not in rec:
+            continue  # the leading {"count": N} record
+        if "averageMs" in rec:
+            ms = float(rec["averageMs"])
+        elif "timeMs" in rec:
+            ms = float(rec["timeMs"]) / count if count else float(rec["timeMs"])
+        else:
+            continue
+        out[str(rec["name"])] = ms
+    return out
+
+
+def read_profile(profile: Any) -> dict:
+    """Per-layer average time in ms from a profile.
+
+    Parameters
+    ----------
+    profile : LayerTimings, mapping, list, str or path
+        ``LayerTimings`` (``trtwidgets.trt.profiler``); ``{layer name: ms}``; the
+        ``timings.json`` saved with a build (``{"latency", "layers": LayerTimings.to_dict(), ...}``,
+        read as :func:`trtwidgets.core.engine.saved_build.read_timings` does) or
+        ``LayerTimings.to_dict()`` alone; or TensorRT's profile JSON (``trtexec
+        --exportProfile``): ``[{"count": N}, {"name", "timeMs", "averageMs",
+        "percentage"}, ...]``. Each as an object, as JSON text or as a JSON file.
+
+    Returns
+    -------
+    dict
+        Layer name -> average ms per inference.
+
+    Raises
+    ------
+    InspectorError
+        The profile is not JSON, holds no per-layer times, or has another shape.
+    """
+    if hasattr(profile, "as_mapping"):  # trtwidgets.core.engine.layer_times.LayerTimings
+        profile = profile.as_mapping()
+    source = "The profile"
+    if isinstance(profile, (str, bytes, os.PathLike)):
+        profile, name = _profile_doc(profile)
+        source = f"The profile {name}"
+    times = None
+    latency_only = False
+    try:
+        if isinstance(profile, Mapping):
+            if profile and all(not isinstance(v, (Mapping, list, tuple)) for v in profile.values()) \
+                    and "layers" not in profile and "latency" not in profile:
+                times = {str(k): float(v) for k, v in profile.items()}  # {layer name: ms}
+            else:
+                times, latency = timings_from_doc(dict(profile))
+                latency_only = times is None and ("layers" in profile or bool(latency))
+        elif isinstance(profile, (list, tuple)):
+            times = _trtexec_profile(profile) or None
+            latency_only = times is None
+    except (TypeError, ValueError) as exc:
+        raise InspectorError(f"{source} has a per-layer time that is not a number ({exc}).",
+                             f"Per-layer timings are {_PROFILE_FORMS}.",
+                             "Write the timings again, or pass a {layer name: ms} mapping.") from None
+    if times:
+        return times
+    if latency_only:
+        raise InspectorError(f"{source} has no per-layer times.",
+                             "It holds whole-engine latency or an empty layer list only: the engine was timed "
+                             "without a per-layer profiler (IProfiler), or no layer was reported.",
+                             "Time the engine with per-layer profiling (trtwidgets.trt's benchmark with layer "
+                             "times, or trtexec --exportProfile), or leave the profile out.")
+    if isinstance(profile, Mapping):
+        keys = list(profile)
+        shape = f"an object with keys {', '.join(repr(k) for k in keys[:6])}{', ...' if len(keys) > 6 else ''}"
+    else:
+        shape = f"a JSON {type(profile).__name__}"
+    raise InspectorError(f"{source} is {shape}, not per-layer timings.",
+                         f"Per-layer timings are {_PROFILE_FORMS}.",
+                         "Pass one of those, or leave the profile out (the CLI's --no-siblings, the "
+                         "Inspector's use_siblings=False ignore a timings file beside the engine).")

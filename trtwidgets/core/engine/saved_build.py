@@ -19,6 +19,7 @@ from typing import Dict, Optional, Tuple, Union
 from ..common.errors import InspectorError
 from ..common.json_limits import (INSPECTOR_LIMITS, SIDE_FILE_LIMITS, check_file_size, nesting_depth,
                                 read_json_file)
+from .layer_times import timings_from_doc
 
 #: Environment variable naming a folder of saved build directories.
 ENV_VAR = "TRTWIDGETS_SAVED_BUILDS"
@@ -118,37 +119,6 @@ def _read_log(path: Path) -> Tuple[Tuple[str, str], ...]:
     return tuple(out)
 
 
-def timings_from_doc(doc) -> Tuple[Optional[Dict[str, float]], dict]:
-    """``(layer -> mean ms, latency statistics)`` from a decoded timings document; ``(None, {})`` when it holds none.
-
-    Understands the ``timings.json`` of ``tests/gpu/make_fixtures.py`` (``{"latency", "layers":
-    LayerTimings.to_dict(), ...}``), ``LayerTimings.to_dict()`` itself, ``trtexec --exportProfile``
-    records and a plain ``{layer: ms}`` mapping.
-
-    Raises
-    ------
-    TypeError, ValueError
-        A per-layer record holds a time that is not a number.
-    """
-    latency: dict = {}
-    if isinstance(doc, dict):
-        latency = doc.get("latency") if isinstance(doc.get("latency"), dict) else {}
-        if doc and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in doc.values()):
-            return {str(k): float(v) for k, v in doc.items()}, {}
-        layers = doc.get("layers")
-        if isinstance(layers, dict):  # LayerTimings.to_dict()
-            layers = layers.get("layers")
-        if isinstance(layers, list):
-            out = {str(r["name"]): float(r.get("mean_ms", r.get("averageMs", 0.0)))
-                   for r in layers if isinstance(r, dict) and "name" in r}
-            return (out or None), latency
-        return None, latency
-    if isinstance(doc, list):  # trtexec --exportProfile
-        out = {str(r["name"]): float(r.get("averageMs", 0.0)) for r in doc if isinstance(r, dict) and "name" in r}
-        return (out or None), {}
-    return None, {}
-
-
 def read_timings(path: Union[str, os.PathLike]) -> Tuple[Optional[Dict[str, float]], dict]:
     """``(layer -> mean ms, latency statistics)`` from a timings file; ``(None, {})`` when it holds none."""
     doc = _read_json(Path(path), "the build's timings")
@@ -180,7 +150,7 @@ def read_network_layers(path: Union[str, os.PathLike]) -> Tuple[dict, ...]:
         raise InspectorError(f"{p} is {shape}, not a network layer list.",
                              f"{NETWORK_LAYERS_FILE} is a JSON list with one object per network layer "
                              '({"index", "name", "type", "precision", "outputs", ...}).',
-                             "Write it again with trtwidgets.trt.inspect.network_layers(network), or rebuild "
+                             "Write it again with trtwidgets.trt.layer_info.network_layers(network), or rebuild "
                              "with trtwidgets.trt.build.")
     return tuple(doc)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from ...core.common.errors import BuildError, UserError
-from ..inspect import inspector_json_for
+from ..layer_info import inspector_json_for
 from .profiles import opt_shapes
 from .state import BuildState
 

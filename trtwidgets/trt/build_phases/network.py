@@ -6,7 +6,7 @@ from typing import Optional
 
 from ...core.common.errors import TensorRTUnavailable
 from .. import major_version
-from ..inspect import network_layers
+from ..layer_info import network_layers
 from ..logger import decisive_lines, trt_logger
 from .state import BuildState
 

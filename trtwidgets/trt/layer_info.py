@@ -1,4 +1,4 @@
-"""Look at a network before it is built, and at an engine after.
+"""TensorRT's layer information: a network's layers before it is built, the engine inspector's JSON after.
 
 :func:`engine_inspector_json` returns TensorRT's engine-inspector JSON with an
 execution context attached at concrete input shapes: for an engine with

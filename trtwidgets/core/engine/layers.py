@@ -1,4 +1,4 @@
-"""``trtwidgets.inspect(build)``: a build's layer table from whatever the user has in hand.
+"""``tw.layers(build)`` (also ``tw.inspect``) and ``tw.compare(builds)``: layer tables from whatever the user holds.
 
 A build folder, a ``*.graph.json`` file, a build result or an
 :class:`~trtwidgets.core.engine.inspector_json.EngineGraph`: the recipe,
