@@ -94,7 +94,7 @@ def ctc_agreement(reference: Mapping[str, np.ndarray], candidate: Mapping[str, n
 
 def ctc_last_blank_agreement(reference: Mapping[str, np.ndarray], candidate: Mapping[str, np.ndarray]) -> float:
     """:func:`ctc_agreement` with the blank as the last class (captcha). Task metrics see outputs batch first
-    (:func:`trtwidgets.core.model.batch_axis.gather_outputs`), so the model's time-major ``[T, N, C]`` arrives
+    (:func:`trtwidgets.core.model.sample_batches.gather_outputs`), so the model's time-major ``[T, N, C]`` arrives
     as ``[N, T, C]``."""
     name = next(iter(reference))
     r, c = np.asarray(reference[name]), np.asarray(candidate[name])

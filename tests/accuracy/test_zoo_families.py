@@ -32,7 +32,8 @@ def test_at_least_eight_families_each_with_a_metric(families):
 
 
 def test_time_major_ctc_metric_by_module_name(families):
-    from trtwidgets.core.model.batch_axis import BatchAxes, gather_outputs
+    from trtwidgets.core.model.batch_axis import BatchAxes
+    from trtwidgets.core.model.sample_batches import gather_outputs
 
     rng = np.random.default_rng(0)
     runs = [{"logits": rng.normal(size=(20, 3, 37)).astype(np.float32)} for _ in range(2)]  # [T, N, C] per run

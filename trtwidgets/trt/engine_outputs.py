@@ -2,7 +2,7 @@
 
 A measured engine is built at fixed shapes (the plan's batch). The samples go through
 it that many at a time along each input's own batch axis
-(:func:`~trtwidgets.core.model.batch_axis.run_in_batches`); the last run is padded by
+(:func:`~trtwidgets.core.model.sample_batches.run_in_batches`, the one sample batcher); the last run is padded by
 repeating its last sample, and the padding is cut from the outputs. A model without a
 batch axis runs sample by sample. What the outputs are worth is decided in core
 (:class:`~trtwidgets.core.plan.engine_check.EngineCheck`).
@@ -15,7 +15,8 @@ from typing import Dict, Mapping, Sequence
 import numpy as np
 
 from ..core.common.errors import UserError
-from ..core.model.batch_axis import BatchAxes, run_in_batches
+from ..core.model.batch_axis import BatchAxes
+from ..core.model.sample_batches import run_in_batches
 from ..core.plan.plan_values import EngineVerdict
 
 __all__ = ["engine_outputs", "engine_verdict"]

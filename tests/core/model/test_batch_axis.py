@@ -7,8 +7,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from trtwidgets.core.common.errors import UserError
-from trtwidgets.core.model.batch_axis import (BatchAxes, find_batch_axes, gather_outputs, named_batch_axis,
-                                              parse_batch_axis, run_in_batches, stack_samples)
+from trtwidgets.core.model.batch_axis import find_batch_axes, named_batch_axis, parse_batch_axis
 
 
 def _model(inp_shape, out_shape, nodes, inits=(), out_name="Y"):
@@ -56,16 +55,9 @@ def test_time_major_output_by_batch2_run():
     assert find_batch_axes(unnamed, run=False).outputs == {"Y": None}
 
 
-def test_model_without_batch_axis_runs_sample_by_sample():
+def test_model_without_batch_axis_has_none():
     axes = find_batch_axes(no_batch())
     assert axes.inputs == {"X": None} and axes.outputs == {"Y": None} and not axes.batched
-    s = np.ones((94, 576), np.float32)
-    with pytest.raises(UserError, match="2 samples cannot go in one run"):
-        stack_samples([{"X": s}, {"X": s}], axes)
-    feed = stack_samples([{"X": s}], axes)
-    assert feed["X"].shape == (94, 576)
-    outs = [{"Y": np.full((94, 8), float(i))} for i in range(3)]
-    assert gather_outputs(outs, axes)["Y"].shape == (3, 94, 8)
 
 
 def test_static_leading_one_is_a_batch_of_one():
@@ -104,45 +96,3 @@ def test_user_batch_axis_wins():
     assert axes.inputs == {"X": 1} and axes.outputs == {"Y": 1}
     with pytest.raises(UserError, match="it has 3 axes"):
         find_batch_axes(time_major(), user={"Y": 3}, run=False)
-
-
-def test_stack_gather_round_trip_time_major():
-    axes = BatchAxes({"X": 0}, {"Y": 1})
-    rng = np.random.default_rng(0)
-    samples = [{"X": rng.normal(size=(5, 4))}, {"X": rng.normal(size=(1, 5, 4))}]  # without and with the batch axis
-    feed = stack_samples(samples, axes, ranks={"X": 3})
-    assert feed["X"].shape == (2, 5, 4)
-    y = np.transpose(feed["X"], (1, 0, 2))  # what the model does
-    per = [{"Y": y[:, i:i + 1]} for i in range(2)]  # each run's outputs keep their batch axis (1)
-    together = gather_outputs(per, axes)
-    assert together["Y"].shape == (2, 5, 4)
-    np.testing.assert_array_equal(together["Y"][0], samples[0]["X"])
-    np.testing.assert_array_equal(together["Y"][1], samples[1]["X"][0])
-
-
-@pytest.mark.parametrize("batch_size", [1, 3, 8])
-def test_run_in_batches_time_major_in_onnx_runtime(batch_size):
-    ort = pytest.importorskip("onnxruntime")
-    model = time_major()
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    axes = find_batch_axes(model)
-    rng = np.random.default_rng(0)
-    samples = [{"X": rng.normal(size=(1, 5, 4)).astype(np.float32)} for _ in range(7)]
-    out = run_in_batches(lambda feed: dict(zip(["Y"], sess.run(None, feed))), samples, axes, batch_size,
-                         ranks={"X": 3})
-    assert out["Y"].shape == (7, 5, 4)  # batch first, whatever the batching
-    np.testing.assert_array_equal(out["Y"][6], samples[6]["X"][0])
-
-
-def test_run_in_batches_without_batch_axis_runs_one_at_a_time():
-    calls = []
-    axes = BatchAxes({"X": None}, {"Y": None})
-
-    def run(feed):
-        calls.append(feed["X"].shape)
-        return {"Y": feed["X"].sum(axis=1)}
-
-    out = run_in_batches(run, [{"X": np.full((94, 576), float(i))} for i in range(3)], axes, batch_size=8)
-    assert calls == [(94, 576)] * 3 and out["Y"].shape == (3, 94)
-    with pytest.raises(UserError, match="runs nothing"):
-        run_in_batches(run, [], axes, batch_size=0)

@@ -11,7 +11,7 @@ from tests.core.plan.plan_models import conv_stack, feeds
 from trtwidgets.core.common.errors import UserError
 from trtwidgets.core.model.batch_axis import BatchAxes, find_batch_axes
 from trtwidgets.core.model.load import LoadedModel, summarize
-from trtwidgets.core.plan.plan_data import labels_for_held, read_plan_data, run_samples, split_samples
+from trtwidgets.core.plan.plan_data import labels_for_held, read_plan_data, run_samples
 from trtwidgets.core.plan.planner import plan
 from trtwidgets.core.plan.plan_values import PlanTarget
 from trtwidgets.core.qdq.options import QdqOptions
@@ -70,16 +70,6 @@ def test_batch_axis_none_is_the_users_word():
     assert data.axes.inputs == {"x": None} and data.run_batch() == 1
     with pytest.raises(UserError, match="not an axis"):
         read_plan_data(_loaded(conv_stack()), feeds(6), batch_axis="x:first")
-
-
-def test_a_file_of_several_samples_is_cut_along_the_inputs_batch_axis():
-    feed = {"x": np.arange(3 * 2 * 4, dtype=np.float32).reshape(2, 3, 4), "sr": np.array(16000)}
-    parts = split_samples(feed, {"x": 1, "sr": None})
-    assert len(parts) == 3 and parts[1]["x"].shape == (2, 1, 4) and parts[2]["sr"] == 16000
-    np.testing.assert_array_equal(parts[1]["x"][:, 0], feed["x"][:, 1])
-    assert len(split_samples(feed, {"x": None, "sr": None})) == 1
-    with pytest.raises(UserError, match="different numbers of samples"):
-        split_samples({"a": np.zeros((2, 3)), "b": np.zeros((3, 3))}, {"a": 0, "b": 0})
 
 
 def test_the_held_back_split_is_seeded_random_and_named():

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..common.errors import CalibrationDataError
 from ..common.frozen import deep_freeze, mapping_hash, readonly_mapping, thaw
-from .batching import SampleBatcher, first_samples
+from ..model.sample_batches import SampleBatcher, first_samples
 from .sample_axes import PROBE_SAMPLES, SampleAxes
 from .shape_adapt import ADAPT_MODES, adapt_array, check_opt_shapes, check_shape, shape_text
 from .sources import check_image_size, check_preprocessing, detect_kind, dir_samples, load_array_file
@@ -396,7 +396,7 @@ def iter_labelled_feeds(source, summary, batch_size: Optional[int] = None, max_s
     A file is cut into samples, and samples joined, along each input's own batch axis (``axes``);
     an input without one (a scalar sample rate) is passed whole. With ``as_read``, each file (or
     item of an iterable) is yielded as it was read, checked but never re-batched, whatever the
-    spec's batch size (the planner cuts files itself, :mod:`..model.batch_axis`).
+    spec's batch size (the planner cuts files itself, with :mod:`..model.sample_batches`).
     """
     # Checked before the spec's defaults fill them in: 0 is a wrong answer, not "not given".
     if batch_size is not None:

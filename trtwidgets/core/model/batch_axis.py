@@ -16,15 +16,15 @@ has a batch axis of size 1. :func:`find_batch_axes` decides, for each tensor, in
    its batch axis, as its inputs' is;
 5. otherwise **no batch axis**: the tensor is one sample, and the model is run sample by sample.
 
-:func:`stack_samples` puts samples together along each input's batch axis, and
-:func:`gather_outputs` puts per-run outputs together **batch first**, the layout every task metric reads.
+How samples are then cut and joined along these axes, and outputs gathered batch first, is
+:mod:`.sample_batches`.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import onnx
@@ -32,8 +32,8 @@ import onnx
 from ..common.errors import UserError
 from .load import as_model_proto
 
-__all__ = ["BATCH_NAMES", "BatchAxes", "find_batch_axes", "settle_input_axes", "user_batch_axes", "gather_outputs", "named_batch_axis", "parse_batch_axis",
-           "probe_output_axes", "run_in_batches", "stack_samples"]
+__all__ = ["BATCH_NAMES", "BatchAxes", "find_batch_axes", "named_batch_axis", "parse_batch_axis", "probe_output_axes",
+           "settle_input_axes", "user_batch_axes"]
 
 #: ``dim_param`` names (lower case, without ``_``, ``-`` or spaces) that mean "the batch".
 BATCH_NAMES = ("n", "b", "bs", "batch", "batchsize", "batches", "nbatch", "numbatch", "numsamples", "nsamples",
@@ -377,95 +377,3 @@ def probe_output_axes(model, inputs: Mapping[str, Optional[int]],
         if axis is not None:
             out[name] = axis
     return out
-
-
-def _drop_batch(x: np.ndarray, axis: int, rank: Optional[int]) -> np.ndarray:
-    # A sample given with its batch axis of 1 (rank dims) loses it; one given without is taken as is.
-    if rank is not None and x.ndim == rank and x.shape[axis] == 1:
-        return np.squeeze(x, axis=axis)
-    return x
-
-
-def stack_samples(samples: Sequence[Mapping[str, np.ndarray]], axes: BatchAxes,
-                  ranks: Optional[Mapping[str, int]] = None) -> Dict[str, np.ndarray]:
-    """One feed of several samples, each input stacked along its batch axis.
-
-    Parameters
-    ----------
-    samples : sequence of mapping
-        Input name -> one sample's array, with or without the batch axis of 1.
-    axes : BatchAxes
-    ranks : mapping, optional
-        Input name -> the model's rank for it (tells a sample with its batch axis from one without).
-
-    Raises
-    ------
-    UserError
-        Several samples for a model that takes one at a time.
-    """
-    if not samples:
-        raise UserError("No samples to stack.", None, "Give at least one sample.")
-    if len(samples) > 1 and not axes.batched:
-        raise UserError(f"{len(samples)} samples cannot go in one run of this model.",
-                        "; ".join(axes.notes()) or "An input has no batch axis.",
-                        "Run the samples one at a time (the planner does this by itself).")
-    ranks = dict(ranks or {})
-    out = {}
-    for name, axis in axes.inputs.items():
-        arrays = [np.asarray(s[name]) for s in samples]
-        if axis is None:
-            out[name] = arrays[0]
-            continue
-        out[name] = np.stack([_drop_batch(x, axis, ranks.get(name)) for x in arrays], axis=axis)
-    return out
-
-
-def gather_outputs(per_sample: Sequence[Mapping[str, np.ndarray]], axes: BatchAxes) -> Dict[str, np.ndarray]:
-    """Per-sample outputs (or per-run outputs of several samples) together, **batch first**.
-
-    An output with batch axis k is concatenated along k and moved to axis 0; an output
-    without one gets a new axis 0 (one entry per sample). Task metrics read this layout.
-    """
-    if not per_sample:
-        return {}
-    out = {}
-    for name in per_sample[0]:
-        parts = [np.asarray(p[name]) for p in per_sample]
-        axis = axes.outputs.get(name)
-        if axis is None:
-            out[name] = np.stack(parts, axis=0)
-        else:
-            out[name] = np.moveaxis(np.concatenate(parts, axis=axis), axis, 0)
-    return out
-
-
-def run_in_batches(run: Callable[[Dict[str, np.ndarray]], Mapping[str, np.ndarray]],
-                   samples: Sequence[Mapping[str, np.ndarray]], axes: BatchAxes, batch_size: int = 1,
-                   ranks: Optional[Mapping[str, int]] = None) -> Dict[str, np.ndarray]:
-    """Every sample through ``run``, ``batch_size`` at a time where the model takes a batch, outputs batch first.
-
-    Parameters
-    ----------
-    run : callable
-        ``run(feed) -> {output name: array}`` (an ONNX Runtime session's run, an engine's infer).
-    samples : sequence of mapping
-        One sample per entry (each input with or without its batch axis of 1).
-    axes : BatchAxes
-    batch_size : int
-        Samples per run; 1 (one at a time) for a model without a batch axis or a fixed batch.
-    ranks : mapping, optional
-        Input name -> the model's rank (see :func:`stack_samples`).
-
-    Returns
-    -------
-    dict
-        Output name -> all samples' outputs, batch axis first (:func:`gather_outputs`).
-    """
-    if batch_size < 1:
-        raise UserError(f"A batch of {batch_size} runs nothing.", None, "Use a batch size of 1 or more.")
-    step = batch_size if axes.batched else 1
-    parts = []
-    for i in range(0, len(samples), step):
-        chunk = list(samples[i:i + step])
-        parts.append(dict(run(stack_samples(chunk, axes, ranks))))
-    return gather_outputs(parts, axes)

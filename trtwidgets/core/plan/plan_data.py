@@ -5,8 +5,8 @@ A model promises nothing about axis 0. The planner therefore reads every file as
 (:func:`~..model.batch_axis.find_batch_axes`: the user's ``--batch-axis``, a dim named
 like a batch, a dynamic dim, a batch-2 run checked against two batch-1 runs), cuts each
 file into samples along its inputs' batch axes (a model without one: each file is one
-sample) and runs them through ONNX Runtime with
-:func:`~..model.batch_axis.run_in_batches`, so that every output reaches the accuracy
+sample) and runs them through ONNX Runtime, both with the one sample batcher
+(:mod:`..model.sample_batches`), so that every output reaches the accuracy
 check and the task metrics **batch first**, whatever the model's layout (a time-major
 ``[T, N, C]`` output arrives as ``[N, T, C]``).
 
@@ -25,9 +25,10 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from ..common.errors import UserError
-from ..model.batch_axis import BatchAxes, find_batch_axes, run_in_batches, settle_input_axes, user_batch_axes
+from ..model.batch_axis import BatchAxes, find_batch_axes, settle_input_axes, user_batch_axes
+from ..model.sample_batches import SampleCutter, run_in_batches
 
-__all__ = ["PlanData", "read_plan_data", "run_samples", "split_samples", "labels_for_held", "RUN_BATCH"]
+__all__ = ["PlanData", "read_plan_data", "run_samples", "labels_for_held", "RUN_BATCH"]
 
 Feed = Dict[str, np.ndarray]
 #: Samples per ONNX Runtime run where the model takes a batch (fewer runs; the same numbers as one by one).
@@ -63,35 +64,6 @@ class PlanData:
         return RUN_BATCH if self.axes.batched and all(a is not None for a in self.axes.outputs.values()) else 1
 
 
-
-def split_samples(feed: Mapping[str, np.ndarray], input_axes: Mapping[str, Optional[int]]) -> List[Feed]:
-    """One file's feed cut into samples along each input's batch axis (kept, of size 1).
-
-    Inputs without a batch axis (a scalar sample rate, a frames x features array) are
-    part of every sample; a feed where no input has one is one sample.
-
-    Raises
-    ------
-    UserError
-        The inputs hold different numbers of samples along their batch axes.
-    """
-    arrays = {k: np.asarray(v) for k, v in feed.items()}
-    batched = {k: a for k, a in input_axes.items() if a is not None and k in arrays and arrays[k].ndim > a}
-    if not batched:
-        return [arrays]
-    counts = {k: int(arrays[k].shape[a]) for k, a in batched.items()}
-    if len(set(counts.values())) != 1:
-        raise UserError("The inputs of one sample file hold different numbers of samples along their batch axes.",
-                        ", ".join(f"{k}: {n} (axis {batched[k]})" for k, n in counts.items()) + ".",
-                        "Give --batch-axis NAME:AXIS for the inputs whose batch axis is not the one found, "
-                        "or --batch-axis NAME:none for an input that is not batched.")
-    n = next(iter(counts.values()))
-    if n == 1:
-        return [arrays]
-    return [{k: (np.take(v, [i], axis=batched[k]) if k in batched else v) for k, v in arrays.items()}
-            for i in range(n)]
-
-
 def _read_files(data, summary, limit: Optional[int] = None) -> List[Tuple[str, Feed]]:
     """``(label, feed)`` per file (or item of an iterable), as read: never cut along axis 0.
 
@@ -105,11 +77,21 @@ def _read_files(data, summary, limit: Optional[int] = None) -> List[Tuple[str, F
     return [(label, dict(feed)) for label, feed in itertools.islice(feeds, limit)]
 
 
-def _samples(files: Sequence[Tuple[str, Feed]], input_axes, max_samples: Optional[int]) -> List[Tuple[str, Feed]]:
-    """``(name, feed)`` per sample: a file's name, ``name #i`` where a file holds several samples."""
+def _samples(files: Sequence[Tuple[str, Feed]], axes: BatchAxes, max_samples: Optional[int]) -> List[Tuple[str, Feed]]:
+    """``(name, feed)`` per sample: a file's name, ``name #i`` where a file holds several samples.
+
+    Each file is cut along its inputs' batch axes (each sample keeps its axis, of size 1); inputs
+    without one (a scalar sample rate, a frames x features array) are part of every sample.
+
+    Raises
+    ------
+    UserError
+        The inputs of a file hold different numbers of samples along their batch axes.
+    """
+    cutter = SampleCutter(axes.inputs, axes.fixed_batch)
     out: List[Tuple[str, Feed]] = []
     for label, feed in files:
-        parts = split_samples(feed, input_axes)
+        parts = cutter.split({k: np.asarray(v) for k, v in feed.items()}, strict=True)
         out.extend((label if len(parts) == 1 else f"{label} #{i}", p) for i, p in enumerate(parts))
         if max_samples is not None and len(out) >= max_samples:
             return out[:max_samples]
@@ -146,8 +128,8 @@ def read_plan_data(loaded, data, held_back=None, holdout: float = 0.25, seed: in
     held_files = _read_files(held_back, loaded.summary) if held_back is not None else None
     # A real file checks the batch axes (a batch-2 run of it against two runs), before any file is cut.
     axes = settle_input_axes(find_batch_axes(loaded.proto, user, sample=(held_files or files)[0][1]), user)
-    labelled = _samples(files, axes.inputs, max_samples)
-    held_labelled = _samples(held_files, axes.inputs, None) if held_files is not None else None
+    labelled = _samples(files, axes, max_samples)
+    held_labelled = _samples(held_files, axes, None) if held_files is not None else None
     calib, held, split = split_labelled(labelled, holdout, seed, held_labelled)
     held_index = None
     if held_labelled is None:
