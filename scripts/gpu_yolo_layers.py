@@ -50,7 +50,8 @@ def main(argv=None) -> int:
 
     from trtwidgets.core.engine.inspector_json import parse_inspector_json
     from trtwidgets.core.plan.plan_artifact import Plan
-    from trtwidgets.trt.measure import INT8_IMPLICIT, _engine_in, _time_interleaved, measure
+    from trtwidgets.trt.measure import INT8_IMPLICIT, _time_interleaved, measure
+    from trtwidgets.trt.measure_builds import engine_in
     from trtwidgets.trt.plan_measure import _jobs
     from trtwidgets.trt.profiler import profile_layers
     from trtwidgets.trt.bench import random_feeds
@@ -69,7 +70,7 @@ def main(argv=None) -> int:
         rep = measure(jobs, work / "cache", rounds=3, runs=20, opt_level=1, progress=False, gpus=1)
         for m in rep.measurements:
             name = f"{'implicit' if m.kind == INT8_IMPLICIT else 'qdq'}#{b}"
-            found = _engine_in(work / "cache" / m.key) if m.key else None
+            found = engine_in(work / "cache" / m.key) if m.key else None
             report["builds"][name] = {"build_seconds": m.build_seconds, "error": m.error, "key": m.key}
             if found is not None and not m.error:
                 engines[name] = str(found)

@@ -15,6 +15,7 @@ from tests.core.plan.test_measurement import _qdq_model
 from trtwidgets.core.common.errors import UserError
 from trtwidgets.core.plan.measured.measurement import FP16, INT8_IMPLICIT, QDQ
 from trtwidgets.trt import measure as m
+from trtwidgets.trt import measure_builds as builds
 from trtwidgets.trt.build_phases.result import ENGINE_FILE
 
 
@@ -29,39 +30,39 @@ def test_build_key_ignores_ranges_but_not_placement_kind_or_shapes(tmp_path):
     c = _save(_qdq_model(0.1, quantize_second=False), tmp_path / "c.onnx")
     s = {"trt": "8.6.1", "gpu": "H100", "opt_level": None}
     shapes = {"X": (1, 4)}
-    assert m.build_key(a, QDQ, shapes, s) == m.build_key(b, QDQ, shapes, s)
-    assert m.build_key(a, QDQ, shapes, s) != m.build_key(c, QDQ, shapes, s)
-    assert m.build_key(a, QDQ, shapes, s) != m.build_key(a, FP16, shapes, s)
-    assert m.build_key(a, QDQ, shapes, s) != m.build_key(a, QDQ, {"X": (2, 4)}, s)
-    assert m.build_key(a, QDQ, shapes, s) != m.build_key(a, QDQ, shapes, dict(s, gpu="H200"))
+    assert builds.build_key(a, QDQ, shapes, s) == builds.build_key(b, QDQ, shapes, s)
+    assert builds.build_key(a, QDQ, shapes, s) != builds.build_key(c, QDQ, shapes, s)
+    assert builds.build_key(a, QDQ, shapes, s) != builds.build_key(a, FP16, shapes, s)
+    assert builds.build_key(a, QDQ, shapes, s) != builds.build_key(a, QDQ, {"X": (2, 4)}, s)
+    assert builds.build_key(a, QDQ, shapes, s) != builds.build_key(a, QDQ, shapes, dict(s, gpu="H200"))
 
 
 def test_one_build_per_distinct_placement(tmp_path):
     jobs = [m.MeasureJob("fp16", FP16, _save(_qdq_model(0.1, quantize_second=False), tmp_path / "f.onnx")),
             m.MeasureJob("entropy", QDQ, _save(_qdq_model(0.1), tmp_path / "e.onnx")),
             m.MeasureJob("percentile", QDQ, _save(_qdq_model(0.3), tmp_path / "p.onnx"))]
-    names, specs = m._specs(jobs, tmp_path / "cache", {"X": (1, 4)}, None, {})
+    names, specs = builds.build_specs(jobs, tmp_path / "cache", {"X": (1, 4)}, None, {})
     assert len(specs) == 2 and names["entropy"] == names["percentile"]
     assert specs[names["entropy"]]["out_dir"] == str(tmp_path / "cache" / names["entropy"])
 
 
 def test_cached_engines_are_not_rebuilt(tmp_path):
     jobs = [m.MeasureJob("fp16", FP16, _save(_qdq_model(0.1), tmp_path / "f.onnx"))]
-    _, specs = m._specs(jobs, tmp_path, {}, None, {})
+    _, specs = builds.build_specs(jobs, tmp_path, {}, None, {})
     spec = next(iter(specs.values()))
     Path(spec["out_dir"]).mkdir()
     (Path(spec["out_dir"]) / ENGINE_FILE).write_bytes(b"engine")
     events = []
-    results, interrupted = m._build_all(specs, events.append, gpus=0, cache=tmp_path)
+    results, interrupted = builds.build_all(specs, events.append, gpus=0, cache=tmp_path)
     assert not interrupted and results[spec["key"]]["cached"] and results[spec["key"]]["error"] == ""
     assert events[0].stage == "build" and events[0].cached and "1/1 done, 0 left" in events[0].text()
-    assert m.build_one(spec)["cached"]
+    assert builds.build_one(spec)["cached"]
 
 
 def test_ctrl_c_keeps_the_builds_done(tmp_path):
     jobs = [m.MeasureJob("a", FP16, _save(_qdq_model(0.1, quantize_second=False), tmp_path / "a.onnx")),
             m.MeasureJob("b", QDQ, _save(_qdq_model(0.1), tmp_path / "b.onnx"))]
-    _, specs = m._specs(jobs, tmp_path, {}, None, {})
+    _, specs = builds.build_specs(jobs, tmp_path, {}, None, {})
     for spec in specs.values():
         Path(spec["out_dir"]).mkdir()
         (Path(spec["out_dir"]) / ENGINE_FILE).write_bytes(b"engine")
@@ -70,7 +71,7 @@ def test_ctrl_c_keeps_the_builds_done(tmp_path):
         if event.done == 1:
             raise KeyboardInterrupt
 
-    results, interrupted = m._build_all(specs, ctrl_c_after_first, gpus=0, cache=tmp_path)
+    results, interrupted = builds.build_all(specs, ctrl_c_after_first, gpus=0, cache=tmp_path)
     assert interrupted and set(results) == set(specs)
     assert all(r["engine_path"].endswith(ENGINE_FILE) and not r["error"] for r in results.values())
 
@@ -82,9 +83,9 @@ def test_refusals_are_user_errors(tmp_path):
     with pytest.raises(UserError, match="same name"):
         m.measure([m.MeasureJob("a", FP16, model), m.MeasureJob("a", QDQ, model)], tmp_path)
     with pytest.raises(UserError, match="is missing"):
-        m._specs([m.MeasureJob("x", QDQ, str(tmp_path / "none.onnx"))], tmp_path, {}, None, {})
+        builds.build_specs([m.MeasureJob("x", QDQ, str(tmp_path / "none.onnx"))], tmp_path, {}, None, {})
     with pytest.raises(UserError, match="needs a calibration cache"):
-        m._specs([m.MeasureJob("i", INT8_IMPLICIT, model)], tmp_path, {}, None, {})
+        builds.build_specs([m.MeasureJob("i", INT8_IMPLICIT, model)], tmp_path, {}, None, {})
 
 
 def test_implicit_int8_reason_reads_the_module():
@@ -125,9 +126,9 @@ def test_parallel_builds_run_one_worker_process_per_gpu(tmp_path, monkeypatch):
     jobs = [m.MeasureJob("a", FP16, _save(_qdq_model(0.1, quantize_second=False), tmp_path / "a.onnx")),
             m.MeasureJob("b", QDQ, _save(_qdq_model(0.1), tmp_path / "b.onnx")),
             m.MeasureJob("c", FP16, _save(_qdq_model(0.1), tmp_path / "c.onnx"))]
-    _, specs = m._specs(jobs, tmp_path, {}, None, {})
+    _, specs = builds.build_specs(jobs, tmp_path, {}, None, {})
     events = []
-    results, interrupted = m._build_all(specs, events.append, gpus=2, cache=tmp_path)
+    results, interrupted = builds.build_all(specs, events.append, gpus=2, cache=tmp_path)
     assert not interrupted and set(results) == set(specs)
     assert all("TensorRT" in r["error"] for r in results.values())
     assert sorted(e.done for e in events) == [1, 2, 3]
@@ -149,7 +150,7 @@ def test_the_build_limit_stops_the_builds_and_the_run_goes_on(tmp_path, monkeypa
         started.append(specs_path)
         return [sys.executable, "-c", "import time; time.sleep(60)"]
 
-    monkeypatch.setattr(m, "_worker_command", slow_worker)
+    monkeypatch.setattr(builds, "_worker_command", slow_worker)
     monkeypatch.setattr(m, "implicit_int8_reason", lambda: None)
     f = _save(_qdq_model(0.1, quantize_second=False), tmp_path / "f.onnx")
     q = _save(_qdq_model(0.1), tmp_path / "q.onnx")

@@ -1,7 +1,7 @@
-"""One GPU's share of :func:`trtwidgets.trt.measure.measure`'s builds, in its own process.
+"""One GPU's share of :func:`trtwidgets.trt.measure.measure`'s builds (:mod:`.measure_builds`), in its own process.
 
 ``python -m trtwidgets.trt.measure_worker SPECS.json RESULTS.json`` builds each spec of
-``SPECS.json`` (a list of :func:`~trtwidgets.trt.measure.build_one` specs) on the GPU that
+``SPECS.json`` (a list of :func:`~trtwidgets.trt.measure_builds.build_one` specs) on the GPU that
 ``CUDA_VISIBLE_DEVICES`` leaves visible, and rewrites ``RESULTS.json`` atomically after
 each build, so the parent sees progress and keeps finished builds if it is interrupted.
 """
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from ..core.common.atomic import write_text_atomic
-from .measure import build_one
+from .measure_builds import build_one
 
 
 def main(argv=None) -> int:
