@@ -217,7 +217,7 @@ def test_a_float_part_that_loses_precision_in_fp16_still_fails(tail, inits):
 
 
 def test_the_reference_takes_requantized_weights_and_bf16_scales():
-    from trtwidgets.core.qdq.export_check import _same_quantization
+    from trtwidgets.core.qdq.same_quantization import same_quantization
 
     # A stored INT8 weight whose per-channel scales round to 0 in FP16 (below 2**-25): the conversion re-quantizes
     # that channel's integers to 2**-24, and the reference takes them with the scale.
@@ -230,7 +230,7 @@ def test_the_reference_takes_requantized_weights_and_bf16_scales():
     reference.graph.output[0].type.tensor_type.shape.dim[1].dim_value = 8
     model, conversion = _fp16(reference)
     assert {(v.node, v.slot) for v in conversion.qdq_values} == {("q", 1), ("dq", 1), ("w_dq", 1), ("w_dq", 0)}
-    ref, n_scales, n_weights, low = _same_quantization(model, reference, conversion)
+    ref, n_scales, n_weights, low = same_quantization(model, reference, conversion)
     inits = {t.name: numpy_helper.to_array(t) for t in ref.graph.initializer}
     exported = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     assert (n_scales, n_weights, low) == (2, 1, "FP16")
@@ -242,7 +242,7 @@ def test_the_reference_takes_requantized_weights_and_bf16_scales():
 
     # BF16 rounds the scales to BF16 too (ONNX Runtime has no CPU kernel to run it: the reference alone is checked).
     bf16, conversion = _fp16(_qdq_model(_S, [helper.make_node("Relu", ["xd"], ["y"], name="relu")]), "bf16")
-    ref, n_scales, _, low = _same_quantization(bf16, _qdq_model(_S, [helper.make_node("Relu", ["xd"], ["y"])]),
+    ref, n_scales, _, low = same_quantization(bf16, _qdq_model(_S, [helper.make_node("Relu", ["xd"], ["y"])]),
                                                conversion)
     s = {t.name: numpy_helper.to_array(t) for t in ref.graph.initializer}["s"]
     assert (n_scales, low) == (1, "BF16") and s.dtype == np.float32 and s == np.float32(0.125)
