@@ -370,7 +370,7 @@ def test_a_model_without_inputs_is_said_to_have_none():
 
 def test_a_cycle_is_an_error_naming_the_nodes_on_it():
     from tests.bad_input.hostile_models import cycle_model
-    from trtwidgets.core.model.lint_rules_graph import find_cycle
+    from trtwidgets.core.model.lint.rules_graph import find_cycle
 
     f = only(lint(cycle_model()), "GRAPH_CYCLE")
     assert f.severity == "error" and set(f.nodes) == {"add", "relu"}, f

@@ -7,7 +7,7 @@ one batch at a time, checking each against the model's inputs and, where a
 calibration profile's opt shape is given, adapting samples to it: TensorRT >= 8.5
 calibrates only at the opt shape, so that is what its ranges are computed on.
 Files are cut into samples, and samples joined, along each input's own batch axis
-(:mod:`.sample_axes`, :mod:`.batching`), never along axis 0 by assumption.
+(:mod:`.sample_axes`, :mod:`..model.sample_batches`), never along axis 0 by assumption.
 File loaders live in :mod:`.sources`, the opt-shape arithmetic in :mod:`.shape_adapt`.
 """
 

@@ -3,7 +3,7 @@
 Facts lint checks a model against: which precision flags and calibrators exist
 (and since when), which ONNX ops and opsets the parser imports, and which
 quantized types its Q/DQ importer reads. They come from TensorRT's release notes
-and onnx-tensorrt's operators.md; :mod:`trtwidgets.core.model.lint_rules` turns
+and onnx-tensorrt's operators.md; :mod:`trtwidgets.core.model.lint.rules` turns
 them into findings.
 """
 

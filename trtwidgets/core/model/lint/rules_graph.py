@@ -12,7 +12,7 @@ from typing import Dict, List, Optional, Sequence
 
 import onnx
 
-from .lint_context import LintContext, node_name
+from .context import LintContext, node_name
 
 __all__ = ["check_no_inputs", "check_cycles", "check_huge_shapes", "find_cycle", "INT32_MAX"]
 

@@ -1,12 +1,12 @@
 """The lint rules: one function per check, in :data:`RULES`, the order lint runs them.
 
-Each rule takes a :class:`~trtwidgets.core.model.lint_context.LintContext` (the
+Each rule takes a :class:`~trtwidgets.core.model.lint.context.LintContext` (the
 model's facts and the user's intent) and reports findings with ``ctx.add(code,
 message, why, fix, nodes)``. A message says what TensorRT will do (quoting its
-own text from :data:`~trtwidgets.core.model.lint_codes.TRT_TEXT` where known),
+own text from :data:`~trtwidgets.core.model.lint.codes.TRT_TEXT` where known),
 ``why`` the cause, ``fix`` what to do.
 
-To add a rule: add its code to :data:`~trtwidgets.core.model.lint_codes.CODES`,
+To add a rule: add its code to :data:`~trtwidgets.core.model.lint.codes.CODES`,
 write a function here, append it to :data:`RULES`, and add a test that
 produces the code (tests/core/model/test_lint.py checks that every code has one).
 """
@@ -18,15 +18,15 @@ from typing import Any, Callable, Mapping, Sequence, Tuple
 import numpy as np
 import onnx
 
-from ..common.errors import UserError
-from .lint_codes import TRT_TEXT
-from .lint_context import STD_DOMAINS, LintContext, node_name
-from .lint_rules_graph import check_cycles, check_huge_shapes, check_no_inputs
-from .lint_rules_types import check_batch_pinned_shapes, check_schema_types
-from .onnx_graph import attribute
-from .trt_support import (DYNAMIC_QUANT_OPS, FLAG_SINCE, MAX_OPSET, MIN_OPSET, OPS_ADDED_IN, PRECISION_FLAGS,
+from ...common.errors import UserError
+from .codes import TRT_TEXT
+from .context import STD_DOMAINS, LintContext, node_name
+from .rules_graph import check_cycles, check_huge_shapes, check_no_inputs
+from .rules_types import check_batch_pinned_shapes, check_schema_types
+from ..onnx_graph import attribute
+from ..trt_support import (DYNAMIC_QUANT_OPS, FLAG_SINCE, MAX_OPSET, MIN_OPSET, OPS_ADDED_IN, PRECISION_FLAGS,
                           QDQ_TYPES_SINCE, TRT_CALIBRATORS, UNSUPPORTED_OPS)
-from .trt_version import TrtVersion
+from ..trt_version import TrtVersion
 
 _ML_DOMAIN = "ai.onnx.ml"
 _MAX_NODES_IN_MESSAGE = 5
@@ -348,7 +348,7 @@ def check_profiles(ctx: LintContext) -> None:
     if not dyn:
         return
     if ctx.profiles is None or len(ctx.profiles) == 0:
-        from .dim_text import dim_text  # p2o.DynamicDimension.1 reads as H
+        from ..dim_text import dim_text  # p2o.DynamicDimension.1 reads as H
 
         dims = "; ".join(f"{t.name}: " + ", ".join(f"dim {i} ({dim_text(n, i, len(t.shape))})"
                                                    for i, n in t.dynamic_dims.items()) for t in dyn)
@@ -404,7 +404,7 @@ def check_profile_opt_size(ctx: LintContext) -> None:
 
 def check_dim_names(ctx: LintContext) -> None:
     """SHARED_DIM_NAME: one dim_param name on input axes that differ."""
-    from .dim_names import shared_dim_names
+    from ..dim_names import shared_dim_names
 
     for s in shared_dim_names(ctx.proto, ctx.profiles):
         why = ("the exporter wrote a placeholder for 'unknown', not a claim that the axes are equal"

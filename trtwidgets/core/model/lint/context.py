@@ -1,7 +1,7 @@
 """The state lint's rules share: the model's facts, the user's intent, the findings.
 
 :class:`LintContext` walks the model once (its Q/DQ nodes and their quantized
-types) so that every rule in :mod:`trtwidgets.core.model.lint_rules` reads the
+types) so that every rule in :mod:`trtwidgets.core.model.lint.rules` reads the
 same facts, and collects what the rules report.
 """
 
@@ -11,10 +11,10 @@ from typing import List, Optional
 
 import onnx
 
-from .lint_codes import CODES, Finding
-from .load import LoadedModel, ModelSummary
-from .onnx_graph import GraphIndex, attribute, dtype_name
-from .trt_version import TrtVersion
+from .codes import CODES, Finding
+from ..load import LoadedModel, ModelSummary
+from ..onnx_graph import GraphIndex, attribute, dtype_name
+from ..trt_version import TrtVersion
 
 #: The ONNX default domain, by both of its names.
 STD_DOMAINS = ("", "ai.onnx")
@@ -29,7 +29,7 @@ class LintContext:
     """What the rules look at: the model, what the user intends, and the findings so far.
 
     Built once per :func:`~trtwidgets.core.model.lint.lint` call and handed to
-    every rule of :data:`~trtwidgets.core.model.lint_rules.RULES`, which reads its
+    every rule of :data:`~trtwidgets.core.model.lint.rules.RULES`, which reads its
     attributes and reports through :meth:`add`.
 
     Parameters

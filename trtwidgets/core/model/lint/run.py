@@ -3,7 +3,7 @@
 :func:`lint` looks at an ONNX model together with what the user intends (the
 precision flags, the TensorRT version, the calibrator, the optimization
 profiles, the GPU) and returns :class:`Finding` values. Each has a stable
-``code`` (listed in :data:`CODES`), a severity, and says what TensorRT will do,
+``code`` (listed in :data:`~.codes.CODES`), a severity, and says what TensorRT will do,
 why, and what to do about it; where TensorRT's own error text is known the
 message quotes it, so a user who saw the error can search for it.
 
@@ -20,18 +20,15 @@ from typing import Any, Iterable, Optional, Sequence, Tuple, Union
 
 import onnx
 
-from ..common.errors import UserError
-from .lint_codes import CODES, SEVERITIES, TRT_TEXT, Finding, has_errors
-from .lint_context import LintContext
-from .lint_rules import RULES
-from .load import LoadedModel, as_loaded
-from .trt_support import FLAG_SINCE, TRT_CALIBRATORS
-from .trt_version import VersionLike, installed_trt_version, parse_trt_version
+from ...common.errors import UserError
+from .codes import SEVERITIES, Finding
+from .context import LintContext
+from .rules import RULES
+from ..load import LoadedModel, as_loaded
+from ..trt_support import FLAG_SINCE, TRT_CALIBRATORS
+from ..trt_version import VersionLike, installed_trt_version, parse_trt_version
 
-# The codes, the Finding value and TensorRT's texts live in lint_codes; they are
-# re-exported here because callers know them as trtwidgets.core.model.lint.*.
-__all__ = ["lint", "normalize_flags", "normalize_calibrator", "Finding", "has_errors", "CODES", "SEVERITIES",
-           "TRT_TEXT"]
+__all__ = ["lint", "normalize_flags", "normalize_calibrator"]
 
 
 def normalize_flags(flags: Union[None, str, Iterable[str]]) -> Optional[Tuple[str, ...]]:

@@ -18,8 +18,8 @@ from typing import Dict, List, Mapping, Optional, Set, Tuple
 import numpy as np
 import onnx
 
-from .lint_context import STD_DOMAINS, LintContext, node_name
-from .type_constraints import allowed_input_types, low_precision_blockers
+from .context import STD_DOMAINS, LintContext, node_name
+from ..type_constraints import allowed_input_types, low_precision_blockers
 
 __all__ = ["check_schema_types", "check_batch_pinned_shapes"]
 
