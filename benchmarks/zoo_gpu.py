@@ -1,7 +1,7 @@
 """The GPU side of the zoo benchmark (issue 14): build, time and run each (model, batch, variant).
 
 Runs on the GPU machine under the TensorRT bundle's Python 3.9 with numpy, onnx and
-tensorrt only (trtwidgets.trt and core modules; see ../shared/gpu/README.md)::
+tensorrt only (trtwidgets.trt and core modules; see DEVELOPERS.md, "The GPU machine")::
 
     source /tmp/trtb/env.sh && EXTRA_PYTHONPATH=$PWD $PY39 benchmarks/zoo_gpu.py \\
         --zoo .zoo --work /tmp/zoo_work --out /tmp/zoo_out \\
@@ -45,7 +45,7 @@ Plan-pick runbook (FP16 again beside each pick: engine-to-engine timing differs 
 
     benchmarks/zoo_plan.sh resnet cls                        # CPU: /work/zoo/<m>/plan_b{1,32}/
     python benchmarks/zoo.py pack --models resnet,cls --no-first --dest .zoo   # .zoo is git-ignored
-    # device: the bundle's 11 parts (../shared/gpu/README.md), then one call carrying [".zoo"]:
+    # device: the bundle's 11 parts (DEVELOPERS.md, "The GPU machine"), then one call carrying [".zoo"]:
     #   rm -rf /tmp/zoo && cp -r .zoo /tmp/zoo
     # and, back to back (each call <= 10 min; --budget-s stops starting builds):
     export EXTRA_PYTHONPATH=$PWD && source /tmp/trtb/env.sh && $PY39 benchmarks/zoo_gpu.py --zoo /tmp/zoo \\

@@ -1,7 +1,7 @@
 """Measure the demo classifier's CPU plan at batch 32 on the GPU: the fixture ``tests/fixtures/trt86/cls_b32_measured``.
 
 Runs with Python 3.9 + numpy + onnx + tensorrt only (the GPU machine's bundle, see
-``shared/gpu/README.md``). It reads the committed CPU plan
+DEVELOPERS.md, "The GPU machine"). It reads the committed CPU plan
 ``tests/fixtures/plans/cls_b32_cpu/plan.json`` (made on a CPU by
 ``trtwidgets plan trtwidgets/demo/ch_ppocr_mobile_v2.0_cls_infer.onnx --data demo --batch 32
 --trt-version 8.6``), does what ``trtwidgets plan measure`` does (FP16, implicit INT8 and the
@@ -19,7 +19,7 @@ No ``*.graph.json`` is written there (the folder must not read as a saved build)
 Builder optimization level 0 by default: the builds are what costs GPU time (on this
 TensorRT the classifier took 80-180 s per build at level 1).
 
-On the GPU machine (after the bundle is unpacked, see shared/gpu/README.md)::
+On the GPU machine (after the bundle is unpacked, see DEVELOPERS.md, "The GPU machine")::
 
     source /tmp/trtb/env.sh && EXTRA_PYTHONPATH=$PWD $PY39 scripts/gpu_measured_plan.py --out $OUT/cls_b32_measured
 
@@ -88,7 +88,7 @@ def main(argv=None) -> int:
     ap.add_argument("--top", type=int, default=3, help="candidates besides FP16 and implicit INT8")
     ap.add_argument("--no-implicit", action="store_true", help="skip implicit INT8 (the slowest build)")
     args = ap.parse_args(argv)
-    # The GPU machine's cuBLAS/cuDNN are load-time stubs: leave those tactic sources off (shared/gpu/README.md).
+    # The GPU machine's cuBLAS/cuDNN are load-time stubs: leave those tactic sources off (DEVELOPERS.md).
     os.environ.setdefault("TRTWIDGETS_NO_CUBLAS_CUDNN", "1")
     import tempfile
 

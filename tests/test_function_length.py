@@ -1,7 +1,7 @@
 """No function in the package is over 120 lines, and at most 5 are over 80.
 
 Long functions hide their parts; a newcomer should not have to scroll to find
-where one step ends and the next begins (DESIGN.md, issue 20). Lines are counted
+where one step ends and the next begins (docs/architecture.md, issue 20). Lines are counted
 from the ``def`` (decorators excluded) to the function's last line, docstring
 and comments included, with :mod:`ast`; nested functions count on their own and
 inside their parent.

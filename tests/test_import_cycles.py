@@ -1,4 +1,4 @@
-"""No import circles among trtwidgets' modules (DESIGN.md: "No import circles").
+"""No import circles among trtwidgets' modules (docs/architecture.md: "No import circles").
 
 Every ``import`` counts as an arrow, wherever it stands: at module level, inside
 a function (the lazy imports that keep tensorrt, pandas and plotly out of

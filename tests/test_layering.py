@@ -1,4 +1,4 @@
-"""Package hygiene: the layering rules of DESIGN.md, checked on the source.
+"""Package hygiene: the layering rules of docs/architecture.md, checked on the source.
 
 (a) every module of ``trtwidgets.core`` and ``trtwidgets.trt`` imports with
 pandas, onnxruntime, tqdm, ipywidgets, IPython, plotly and tensorrt blocked (the
@@ -7,7 +7,8 @@ imports widgets or plots; (c) vermin finds no syntax or library use newer than
 Python 3.9 in core and trt; (d) the stages of ``trtwidgets.core`` import each
 other one way only, as :data:`STAGE_IMPORTS` says; (e) no module is over
 :data:`MAX_MODULE_LINES` lines; (f) README.md's "Architecture" section names
-every subpackage.
+every subpackage, its core stages in pipeline order; (g) docs/architecture.md states the stage rules
+and names only rooms that exist.
 """
 
 from __future__ import annotations
@@ -209,7 +210,7 @@ def test_stage_scan_sees_function_level_and_package_imports(tmp_path):
 
 # -- room sizes -------------------------------------------------------------------------------
 
-#: No module should be so big that a newcomer must scroll to find its parts (DESIGN.md).
+#: No module should be so big that a newcomer must scroll to find its parts (docs/architecture.md).
 MAX_MODULE_LINES = 500
 
 #: Modules over the limit, each with the reason it may be; expected to be empty. An entry
@@ -256,6 +257,36 @@ def test_readme_architecture_names_only_modules_that_exist():
     existing = {p.name for p in PKG.rglob("*.py")}
     named = set(re.findall(r"\b(\w+\.py)\b", section))
     assert named and sorted(named - existing) == []
+
+
+def test_readme_architecture_lists_the_core_stages_in_pipeline_order():
+    """The tree's core folders read top to bottom as the pipeline: the order of :data:`STAGE_IMPORTS`."""
+    section = _architecture_tree()
+    core = section[section.index("core/"):section.index("trt/")]
+    listed = [name for name in re.findall(r"^[ \t│├└─]*(\w+)/", core, re.M) if name in STAGE_IMPORTS]
+    assert listed == list(STAGE_IMPORTS)
+
+
+# -- docs/architecture.md -------------------------------------------------------------------
+
+
+def _architecture_doc() -> str:
+    return (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+
+
+def test_architecture_doc_states_the_stage_rules():
+    """Its table "who may import whom" is :data:`STAGE_IMPORTS`, row for row and in order."""
+    rows = re.findall(r"^\| `(\w+)` \| ([^|]*) \|", _architecture_doc(), re.M)
+    doc = {stage: tuple(x.strip() for x in allowed.split(",") if x.strip() not in ("", "—"))
+           for stage, allowed in rows if stage in STAGE_IMPORTS}
+    assert list(doc) == list(STAGE_IMPORTS) and doc == STAGE_IMPORTS
+
+
+def test_architecture_doc_names_only_rooms_that_exist():
+    """Every package path its tables name (``core/...``, ``trt/...``) is a module or folder of the package."""
+    named = set(re.findall(r"`((?:core|trt|plots|widgets|cli|demo)/[\w/]*?(?:\.py|/)|plan_api\.py)`",
+                           _architecture_doc()))
+    assert named and sorted(p for p in named if not (PKG / p).exists()) == []
 
 
 def test_every_module_has_future_annotations():

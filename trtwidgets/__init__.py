@@ -20,7 +20,7 @@ The steps of a notebook, flat and in order::
     tw.App(model_path="model.onnx", data="samples/")
     tw.share("analysis.ipynb", "analysis.html")    # an executed notebook as one page that opens offline
 
-The package is layered (see DESIGN.md): ``trtwidgets.core`` is pure computation,
+The package is layered (see docs/architecture.md): ``trtwidgets.core`` is pure computation,
 ``trtwidgets.trt`` is the only package that imports TensorRT, ``trtwidgets.plots``
 builds Plotly figures and ``trtwidgets.widgets`` is a thin ipywidgets layer.
 The names above are resolved on first use (PEP 562), so ``import trtwidgets``

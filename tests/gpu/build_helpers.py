@@ -15,7 +15,7 @@ from trtwidgets.core.common.errors import UserError
 from trtwidgets.core.model.load import load_model
 from trtwidgets.core.recipe.recipe import Recipe
 
-#: TensorRT tactic sources that are load-time stubs on the GPU machine (see shared/gpu/README.md).
+#: TensorRT tactic sources that are load-time stubs on the GPU machine (DEVELOPERS.md, "The GPU machine").
 STUBBED_TACTIC_SOURCES = ("CUBLAS", "CUBLAS_LT", "CUDNN")
 
 

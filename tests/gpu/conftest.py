@@ -1,4 +1,4 @@
-"""GPU tests: real TensorRT 8.6 on the GPU machine (see ../shared/gpu/README.md).
+"""GPU tests: real TensorRT 8.6 on the GPU machine (DEVELOPERS.md, "The GPU machine").
 
 Every test here carries the ``gpu`` marker; without an importable TensorRT they skip.
 Run there with: ``$PY39 -m pytest tests/gpu -m gpu``.

@@ -71,7 +71,7 @@ def _parse_and_build(trt, model, flags):
         errors = [str(parser.get_error(i)) for i in range(parser.num_errors)]
         return "parse_failed", errors + logger.lines
     config = builder.create_builder_config()
-    # cuBLAS/cuDNN are load-time stubs on the GPU machine (see shared/gpu/README.md).
+    # cuBLAS/cuDNN are load-time stubs on the GPU machine (DEVELOPERS.md, "The GPU machine").
     config.set_tactic_sources(tactic_sources_mask(trt))
     config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, 1 << 28)
     if hasattr(config, "builder_optimization_level"):

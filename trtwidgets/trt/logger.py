@@ -30,7 +30,7 @@ _TELLING_WARNINGS = re.compile(
     r"cublas|cudnn|plugin|fail|error|invalid|mismatch|dynamic",
     re.IGNORECASE,
 )
-# Harmless on the GPU machine (see shared/gpu/README.md); never decisive.
+# Harmless on the GPU machine (DEVELOPERS.md, "The GPU machine"); never decisive.
 _NOISE = re.compile(r"Unable to determine GPU memory usage|onnx2trt_utils\.cpp.*INT64 weights|"
                     r"Your ONNX model has been generated with INT64 weights", re.IGNORECASE)
 
