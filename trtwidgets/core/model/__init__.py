@@ -1,1 +1,1 @@
-"""The model step: load and summarise an ONNX model, lint it, graph helpers, TensorRT version facts."""
+"""The model step: load and summarise an ONNX model, lint it, find its batch axes and cut samples along them."""
