@@ -119,7 +119,7 @@ def test_a_quantizer_that_writes_other_integers_fails():
     assert any("quantizers write other integers" in f and "quantizer q5 " in f for f in check.failures), check.failures
 
 
-# The reference carries the export's own Q/DQ scales (export_check._same_quantization): the cosine compares
+# The reference carries the export's own Q/DQ scales (same_quantization.same_quantization): the cosine compares
 # float parts under one quantization, not the scales' rounding to FP16.
 
 _S = np.float32(2.0 ** -3 * (1 + 2.0 ** -11 + 2.0 ** -20))  # FP16 rounds it up by 4.9e-4
