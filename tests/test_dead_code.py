@@ -65,7 +65,6 @@ ALLOWED: Dict[str, str] = {
     "engine_inspector_json": "inspector_json's refusal names it as what writes an engine file's JSON again "
                              "(tests/gpu/make_fixtures.py makes the committed fixtures with it)",
     # Being reworked on other branches of issue 30; whichever lands decides.
-    "register_metric": "becomes tw.register_metric on the plan-harden branch (the metric registry)",
     "TaskMetric.as_pair": "task_metrics.py is being split on the plan-harden branch (builtin_metrics.py)",
     "CalibrationExplorer.error_message": "widgets/ are being reworked on the app branch",
     "Session.recompute_ranges": "the explorer calls it again on the app branch (widgets/ reworked there)",
