@@ -67,7 +67,6 @@ ALLOWED: Dict[str, str] = {
     # Being reworked on other branches of issue 30; whichever lands decides.
     "TaskMetric.as_pair": "task_metrics.py is being split on the plan-harden branch (builtin_metrics.py)",
     "CalibrationExplorer.error_message": "widgets/ are being reworked on the app branch",
-    "Session.recompute_ranges": "the explorer calls it again on the app branch (widgets/ reworked there)",
     "schemes_table": "core/plan/regions is the regions helper's room; remove it there or print with it",
 }
 
