@@ -1,6 +1,6 @@
 """Each notebook of notebooks/ executed once per test run, and shared by every test that reads its outputs.
 
-Executing the eleven notebooks is the heaviest thing the suite does (minutes on 2 CPU cores),
+Executing the notebooks is the heaviest thing the suite does (minutes on 2 CPU cores),
 and three kinds of test read the executed outputs: the notebook tests (errors, the nbconvert
 export), the share checks (size, plotly.js once) and the real-browser test of the shared pages.
 :func:`executed` runs a notebook the first time any of them asks and hands the same result to
