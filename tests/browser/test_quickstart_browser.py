@@ -55,7 +55,12 @@ def jupyterlab(tmp_path_factory):
     proc = subprocess.Popen(
         [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
          f"--IdentityProvider.token={token}", "--ServerApp.disable_check_xsrf=True",
-         "--LabApp.expose_app_in_browser=True", "--allow-root", f"--ServerApp.root_dir={workdir}"],
+         "--LabApp.expose_app_in_browser=True", "--allow-root", f"--ServerApp.root_dir={workdir}",
+         # jupyter_server 2.21 with tornado 6.5+ closes the kernel's websocket 90 s after it opens ("WebSocket
+         # ping timeout after 90001 ms", pongs or not: seen with an idle page too); JupyterLab reconnects, but
+         # the replies of the cells that ran meanwhile are lost and their prompts stay [*] for ever (a run-all
+         # of notebook 02 never ended, in CI and here). Its own keepalive off, the page keeps one connection.
+         '--ServerApp.tornado_settings={"ws_ping_interval": 0}'],
         cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     deadline = time.time() + 120
