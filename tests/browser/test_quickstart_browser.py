@@ -57,7 +57,7 @@ def jupyterlab(tmp_path_factory):
          f"--IdentityProvider.token={token}", "--ServerApp.disable_check_xsrf=True",
          "--LabApp.expose_app_in_browser=True", "--allow-root", f"--ServerApp.root_dir={workdir}",
          # jupyter_server 2.21 with tornado 6.5+ closes the kernel's websocket 90 s after it opens ("WebSocket
-         # ping timeout after 90001 ms", pongs or not: seen with an idle page too); JupyterLab reconnects, but
+         # ping timeout after 90001 ms", three runs out of three, with plotly's figures or ours); JupyterLab reconnects, but
          # the replies of the cells that ran meanwhile are lost and their prompts stay [*] for ever (a run-all
          # of notebook 02 never ended, in CI and here). Its own keepalive off, the page keeps one connection.
          '--ServerApp.tornado_settings={"ws_ping_interval": 0}'],
