@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import signal
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import onnx
 
@@ -183,9 +184,10 @@ def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequ
     interrupted = False
     feeds = iter_labelled_feeds(data, loaded.summary, batch_size=batch_size, max_samples=max_samples, adapt=adapt,
                                 opt_shapes=opt_shapes, axes=axes)
+    pool = _histogram_pool(threads)
     try:
         for label, feed in feeds:
-            n = _collect_batch(session, wanted, inputs, accs, label, feed, seen, axes)
+            n = _collect_batch(session, wanted, inputs, accs, label, feed, seen, axes, pool)
             if bar is not None:
                 bar.update(n)
     except KeyboardInterrupt:
@@ -195,6 +197,8 @@ def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequ
         if not (seen.samples and "empty" in err.what):
             raise
     finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
         if bar is not None:
             bar.close()
     if seen.samples == 0 and interrupted:
@@ -232,8 +236,32 @@ class _Seen:
     hashes: List[str] = field(default_factory=list)  # which samples: a plan warns when it measures on them
 
 
+def _batch_updates(accs: Dict[str, HistogramAccumulator], pairs: List[Tuple[str, Any]],
+                   pool: Optional[ThreadPoolExecutor]) -> List[Any]:
+    """Each tensor's :meth:`~.histogram.HistogramAccumulator.batch_update`, in ``pairs``' order.
+
+    With a pool, tensors are counted in parallel, the largest first: numpy releases the GIL in the
+    counting (abs, scaling, casting, bincount), and the accumulators are only read until committed.
+    On a 2-core machine this halves the histograms' wall time, which was as long as ONNX Runtime's run.
+    """
+    if pool is None or len(pairs) < 2:
+        return [accs[n].batch_update(a) for n, a in pairs]
+    order = sorted(range(len(pairs)), key=lambda i: -int(getattr(pairs[i][1], "size", 0)))
+    futures = {i: pool.submit(accs[pairs[i][0]].batch_update, pairs[i][1]) for i in order}
+    return [futures[i].result() for i in range(len(pairs))]
+
+
+def _histogram_pool(threads: Optional[int]) -> Optional[ThreadPoolExecutor]:
+    """Threads that count histograms: as many as ONNX Runtime's intra-op threads (None: one CPU only)."""
+    from ..common.ort import bounded_threads, default_threads
+
+    n = bounded_threads(int(threads), "threads=") if threads else default_threads()
+    return ThreadPoolExecutor(max_workers=n, thread_name_prefix="trtw-histogram") if n > 1 else None
+
+
 def _collect_batch(session: OrtSession, wanted: List[str], inputs: List[str], accs: Dict[str, HistogramAccumulator],
-                   label: str, feed: Dict, seen: _Seen, axes: SampleAxes) -> int:
+                   label: str, feed: Dict, seen: _Seen, axes: SampleAxes,
+                   pool: Optional[ThreadPoolExecutor] = None) -> int:
     """Run one batch and fold it into ``accs`` and ``seen``; its sample count."""
     try:
         outs = session.run(wanted, feed)
@@ -242,9 +270,9 @@ def _collect_batch(session: OrtSession, wanted: List[str], inputs: List[str], ac
                                    " ".join(p for p in (exc.what, exc.why) if p),
                                    "Check that sample against the model (shape, values); "
                                    "describe_adaptation says what the model is fed.") from None
-    parts = [(accs[n], accs[n].batch_update(a)) for n, a in zip(wanted, outs)]
-    parts += [(accs[n], accs[n].batch_update(feed[n])) for n in inputs if n in feed]
-    del outs
+    pairs = list(zip(wanted, outs)) + [(n, feed[n]) for n in inputs if n in feed]
+    parts = [(accs[n], part) for (n, _), part in zip(pairs, _batch_updates(accs, pairs, pool))]
+    del outs, pairs
     samples = axes.split(feed)
     # Each sample without its batch axis (axis 0 of an image batch, axis 1 of an LSTM state), the other inputs whole.
     hashes = [h for s in samples for h in feed_fingerprints(s, {k: axes.split_axes(s).get(k) for k in s})]

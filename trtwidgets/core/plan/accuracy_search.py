@@ -91,6 +91,7 @@ def tune_worst_ranges(s: Search, amax: Dict[str, float], per_method: Mapping[str
     Changes ``amax`` and ``cost`` in place; True when the ranges changed.
     """
     worst = sorted(cost, key=lambda n: -cost[n])[:4]
+    s.say(f"choosing per-tensor ranges for the {len(worst)} costliest layers")
     before = dict(amax)
     if not tune_ranges(s.ev, amax, {m: v[1] for m, v in per_method.items()}, worst, s.judge):
         return False

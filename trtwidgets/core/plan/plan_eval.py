@@ -64,16 +64,24 @@ class Evaluator:
     _labels: Dict[str, onnx.NodeProto] = field(default_factory=dict, repr=False)
     _rank: tuple = field(default=(), repr=False)
     _scores: Dict[tuple, Tuple[PlanAccuracy, Tuple[str, ...]]] = field(default_factory=dict, repr=False)
+    _rank_is_all: bool = field(default=True, repr=False)
 
     def __post_init__(self):
         self._labels = {node_label(n): n for n in self.proto.graph.node}
         self._rank = (self.feeds, self.reference, self.metric, self.metric_reference)
+        self._rank_is_all = True
         self._scores = {}  # a copy (dataclasses.replace) with another reference or metric scores anew
 
     def set_rank_data(self, feeds, reference, metric=None) -> None:
         """The (smaller) held-back subset that ranking runs on, with the metric built for it."""
         self._rank = (list(feeds), dict(reference), metric,
                       float(metric(dict(reference))) if metric is not None else None)
+        # Every held-back sample, and a metric where the candidates have one: a ranking score is a candidate's
+        # score (the range methods' score of the chosen method is INT8 everywhere's), so both share one memory.
+        self._rank_is_all = (len(self._rank[0]) == len(self.feeds)
+                             and all(a is b for a, b in zip(self._rank[0], self.feeds))
+                             and (metric is None) == (self.metric is None)
+                             and self._rank[3] == self.metric_reference)
         self._scores.clear()  # scores on the former subset
 
     def node(self, label: str) -> Optional[onnx.NodeProto]:
@@ -85,13 +93,15 @@ class Evaluator:
         """The Q/DQ export of a candidate: ``quantized`` layers in INT8 (None: every layer the rules allow), with
         its placement ``choices`` (a region scheme's, :mod:`~trtwidgets.core.qdq.region_choices`)."""
         from ..common.cancel import check
-        from ..qdq.export import build_qdq
+        from ..qdq.export import build_qdq, unchecked_exports
         from ..qdq.spec import QdqSpec
 
         opts = self.options.replace(high_precision=high_precision or self.eval_dtype)
         check()  # a unit of work: a cancel stops here (and inside ORT runs)
-        return build_qdq(self.proto, QdqSpec(amax, opts, nodes=None if quantized is None else frozenset(quantized),
-                                             choices=choices or {}))
+        # The planner checked the model once (planner._loaded); candidates are scored, not written.
+        with unchecked_exports(self.proto):
+            return build_qdq(self.proto, QdqSpec(amax, opts, nodes=None if quantized is None else frozenset(quantized),
+                                                 choices=choices or {}))
 
     @property
     def high_precision(self) -> str:
@@ -136,6 +146,7 @@ class Evaluator:
         caller made it already.
         """
         layers = None if quantized is None else frozenset(quantized)
+        rank = rank and not self._rank_is_all
         asked = (rank, layers, tuple(sorted((k, float(v)) for k, v in amax.items())))
         known = self._scores.get(asked)
         if known is not None:
