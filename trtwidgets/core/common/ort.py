@@ -288,13 +288,27 @@ def open_session(model, *, providers: Optional[Sequence] = None, threads: Option
         with ort_log(purpose, model, caught):
             if not isinstance(model, onnx.ModelProto):
                 session = ort.InferenceSession(os.fspath(model), sess_options=opts, providers=providers)
-            elif model.ByteSize() < _PROTO_LIMIT:
-                session = ort.InferenceSession(model.SerializeToString(), sess_options=opts, providers=providers)
             else:
-                session = _session_via_file(ort, model, opts, providers)
+                # Serialized once (ByteSize() first cost as much again: a ViT-S's 88 MB per candidate scored).
+                data = _serialized(model)
+                if data is not None:
+                    session = ort.InferenceSession(data, sess_options=opts, providers=providers)
+                else:
+                    session = _session_via_file(ort, model, opts, providers)
     except Exception as exc:  # noqa: BLE001 - ORT raises its own exception types
         raise explain_load_error(exc, purpose, [_provider_name(p) for p in providers]) from None
     return OrtSession(session, providers, purpose, model, caught)
+
+
+def _serialized(proto) -> Optional[bytes]:
+    """``proto``'s bytes, or None where it is over protobuf's 2 GB limit (ORT reads it from a file then)."""
+    from google.protobuf.message import EncodeError
+
+    try:
+        data = proto.SerializeToString()
+    except (ValueError, EncodeError):  # protobuf refuses a message over 2 GB
+        return None
+    return data if len(data) < _PROTO_LIMIT else None
 
 
 def _session_via_file(ort, proto, opts, providers):

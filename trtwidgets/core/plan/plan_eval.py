@@ -65,12 +65,14 @@ class Evaluator:
     _rank: tuple = field(default=(), repr=False)
     _scores: Dict[tuple, Tuple[PlanAccuracy, Tuple[str, ...]]] = field(default_factory=dict, repr=False)
     _rank_is_all: bool = field(default=True, repr=False)
+    _export_memo: dict = field(default_factory=dict, repr=False)  # see qdq.export.unchecked_exports
 
     def __post_init__(self):
         self._labels = {node_label(n): n for n in self.proto.graph.node}
         self._rank = (self.feeds, self.reference, self.metric, self.metric_reference)
         self._rank_is_all = True
         self._scores = {}  # a copy (dataclasses.replace) with another reference or metric scores anew
+        self._export_memo = {}  # a copy may hold another model
 
     def set_rank_data(self, feeds, reference, metric=None) -> None:
         """The (smaller) held-back subset that ranking runs on, with the metric built for it."""
@@ -99,7 +101,7 @@ class Evaluator:
         opts = self.options.replace(high_precision=high_precision or self.eval_dtype)
         check()  # a unit of work: a cancel stops here (and inside ORT runs)
         # The planner checked the model once (planner._loaded); candidates are scored, not written.
-        with unchecked_exports(self.proto):
+        with unchecked_exports(self.proto, self._export_memo):
             return build_qdq(self.proto, QdqSpec(amax, opts, nodes=None if quantized is None else frozenset(quantized),
                                                  choices=choices or {}))
 

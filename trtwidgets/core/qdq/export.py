@@ -67,7 +67,7 @@ _UNCHECKED = threading.local()
 
 
 @contextmanager
-def unchecked_exports(source: onnx.ModelProto):
+def unchecked_exports(source: onnx.ModelProto, memo: Optional[dict] = None):
     """Within it, exports of ``source`` (this very object, in this thread) skip ``onnx.checker``.
 
     For a caller that checked ``source`` once and exports it many times without writing the
@@ -75,17 +75,24 @@ def unchecked_exports(source: onnx.ModelProto):
     copy, again after the float part's conversion) cost more than placing and writing the
     Q/DQ nodes (ViT-S: 1.1 of 1.7 s CPU per export). A model that is written is checked on
     saving (:func:`save_qdq_model`), and ONNX Runtime refuses a malformed one when scoring.
+    ``memo``: a dict the caller keeps for its exports of ``source`` (and of nothing else): what depends on
+    the source alone is computed once in it (weights' integers and scales, Myelin's MatMuls).
     """
-    before = getattr(_UNCHECKED, "source", None)
-    _UNCHECKED.source = source
+    before = getattr(_UNCHECKED, "source", None), getattr(_UNCHECKED, "memo", None)
+    _UNCHECKED.source, _UNCHECKED.memo = source, {} if memo is None else memo
     try:
         yield
     finally:
-        _UNCHECKED.source = before
+        _UNCHECKED.source, _UNCHECKED.memo = before
 
 
 def _unchecked(source: onnx.ModelProto) -> bool:
     return getattr(_UNCHECKED, "source", None) is source
+
+
+def _memo(source: onnx.ModelProto) -> Optional[dict]:
+    """What exports of ``source`` share within :func:`unchecked_exports` (see :class:`.qdq_writer.QdqWriter`)."""
+    return _UNCHECKED.memo if _unchecked(source) else None
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -159,7 +166,7 @@ def build_qdq(model, spec: QdqSpec) -> QdqExport:
                              skip_matrix_vector=opts.skip_matrix_vector,
                              keep_float_output_grouped_convs=opts.keep_float_output_grouped_convs,
                              dense_int8=opts.dense_int8, trt_version=opts.trt_version, choices=spec.choices)
-    writer = QdqWriter(proto, opts.precision)
+    writer = QdqWriter(proto, opts.precision, _memo(source))
     activations, done_nodes = writer.quantize_activations(plan, spec.amax)
     per_channel = opts.weights_per_channel if opts.weights_per_channel is not None else opts.precision == "int8"
     weights, quantized_layers = writer.quantize_weights(plan, done_nodes, per_channel, opts.trt_version)

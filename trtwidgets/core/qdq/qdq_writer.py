@@ -10,7 +10,7 @@ and rebuilds the node list in topological order. Kept apart from the export's fl
 from __future__ import annotations
 
 import math
-from typing import Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 import numpy as np
 import onnx
@@ -56,8 +56,11 @@ def amax_problem(value) -> Optional[str]:
 class QdqWriter:
     """The graph edits of one export: new Q/DQ nodes and initializers, collected, then written in order."""
 
-    def __init__(self, proto: onnx.ModelProto, precision: str):
+    def __init__(self, proto: onnx.ModelProto, precision: str, memo: Optional[dict] = None):
         self.proto = proto
+        # Across exports of one source (:func:`~.export.unchecked_exports`): what depends on the source's
+        # graph and weights only (a weight's integers and scales, Myelin's MatMuls), computed once.
+        self.memo = memo
         self.graph = proto.graph
         self.precision = precision
         self.index = GraphIndex(self.graph)
@@ -128,8 +131,8 @@ class QdqWriter:
                 planned[e.node] = planned.get(e.node, 0) + 1
         weights: List[QuantizedWeight] = []
         cache: Dict[Tuple[str, Optional[int]], str] = {}
-        float_weight_nodes = myelin_matmuls(self.proto, {w.node for w in plan.weights if w.op_type == "MatMul"},
-                                            trt_version)
+        float_weight_nodes = self._myelin_matmuls({w.node for w in plan.weights if w.op_type == "MatMul"},
+                                                  trt_version)
         quantized_layers: List[str] = []
         for w in plan.weights:
             if done_nodes.get(w.node, 0) < planned.get(w.node, 0) or w.node not in planned:
@@ -155,10 +158,31 @@ class QdqWriter:
                 quantized_layers.append(node_label(self.graph.node[i]))
         return weights, quantized_layers
 
+    def _myelin_matmuls(self, nodes: Set[int], trt_version) -> Set[int]:
+        """:func:`.myelin.myelin_matmuls` of the graph as it is now (activation inputs rewired), from the memo
+        when an export of the same source had the same graph (its shape inference is the costly part)."""
+        if self.memo is None or not nodes:
+            return myelin_matmuls(self.proto, nodes, trt_version)
+        key = ("myelin", str(trt_version), tuple(sorted(nodes)), tuple((o.domain, o.version) for o in
+                                                                     self.proto.opset_import),
+               tuple((n.op_type, tuple(n.input), tuple(n.output)) for n in self.graph.node))
+        if key not in self.memo:
+            self.memo[key] = frozenset(myelin_matmuls(self.proto, nodes, trt_version))
+        return set(self.memo[key])
+
+    def _quantized_weight(self, tensor: str, axis: Optional[int]) -> Tuple[np.ndarray, np.ndarray, float]:
+        """:func:`.weights.quantize_weight` of a weight, from the memo when an export of the source had it."""
+        if self.memo is None:
+            return quantize_weight(self.index.constant(tensor), axis, self.precision)
+        key = ("weight", tensor, axis, self.precision, tuple((o.domain, o.version) for o in self.proto.opset_import))
+        if key not in self.memo:
+            self.memo[key] = quantize_weight(self.index.constant(tensor), axis, self.precision)
+        return self.memo[key]
+
     def _weight_dq(self, w, axis: Optional[int], float_grid: bool) -> Tuple[str, QuantizedWeight]:
         """The DequantizeLinear output that replaces weight ``w``, and its record."""
         names, precision = self.names, self.precision
-        q, scale, err = quantize_weight(self.index.constant(w.tensor), axis, precision)
+        q, scale, err = self._quantized_weight(w.tensor, axis)
         s_name = names(f"{w.tensor}_scale")
         self.new_inits.append(numpy_helper.from_array(scale, s_name))
         zp = self.zero_point(w.tensor, scale.shape)
