@@ -29,8 +29,10 @@ from .stats import TRT_BINS, TensorStats, rebin_to, trt_grid_range
 #: Default histogram resolution.  Finer than TensorRT's 2048 because the range is
 #: rounded up to a power of two; the range algorithms re-bin to 2048 over [0, absmax].
 DEFAULT_BINS = 8192
-#: Elements per histogram step: bounds the temporaries to ~12 bytes x CHUNK for any tensor size.
-CHUNK = 1 << 22
+#: Elements per histogram step: bounds the temporaries to ~12 bytes x CHUNK for any tensor size. Small enough
+#: that they stay in the CPU's cache between the step's six passes (|x|, two scalings, two casts, two counts):
+#: at 2**16 a 480x640x32 ReLU output is counted in 60% of the CPU time it took at 2**22 (out of memory).
+CHUNK = 1 << 16
 
 
 def pow2_above(x: float) -> float:
