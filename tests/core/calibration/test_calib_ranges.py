@@ -131,3 +131,20 @@ def test_entropy_on_the_tensorrt_range_differs_only_by_resolution():
     a, b = entropy_amax(t, trt_range=True), entropy_amax(t, trt_range=False)
     assert a == compute_amax(t, "entropy")
     assert a == pytest.approx(b, rel=0.15)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_methods_amax_counted_in_threads_is_each_tensors_own(monkeypatch, method):
+    # The planner refits every method: tensors go to threads, and each keeps its own amax, in the stats' order.
+    from trtwidgets.core.calibration import ranges
+
+    rng = np.random.default_rng(11)
+    tensors = {f"t{i}": _stats(np.maximum(rng.normal(0, 1 + i, 3000 + 100 * i), -0.5 * i), name=f"t{i}")
+               for i in range(12)}
+    tensors["empty"] = HistogramAccumulator("empty", 8192).to_stats()
+    stats = ActivationStats(tensors=tensors, samples=1, model_sha256="")
+    monkeypatch.setattr(ranges, "_range_threads", lambda n: 3)
+    threaded = ranges.amax_from_stats(stats, method)
+    assert list(threaded) == [f"t{i}" for i in range(12)]
+    assert threaded == {n: compute_amax(t, method) for n, t in tensors.items() if n != "empty"}
+    assert threaded == {n: per[method].amax for n, per in compute_ranges(stats).items()}
