@@ -162,9 +162,13 @@ def report(row: dict) -> str:
 
 def compare(row: dict, base: dict) -> str:
     """This plan's decision beside the baseline's: the pick, its layers and accuracy, the candidates."""
-    same = row["pick"] == base["pick"] and row.get("pick_layers") == base.get("pick_layers")
+    # A baseline written before pick_layers was recorded is compared on the pick's name and the candidates.
+    layers_same = base.get("pick_layers") is None or row.get("pick_layers") == base["pick_layers"]
+    same = row["pick"] == base["pick"] and layers_same and [tuple(c) for c in row["candidates"]] == [
+        tuple(c) for c in base["candidates"]]
     lines = [f"  decision vs baseline: {'SAME' if same else 'DIFFERENT'} pick ({row['pick']!r} "
-             f"vs {base['pick']!r}); ranges {row['method']} vs {base.get('method')}; pick cosine "
+             f"vs {base['pick']!r}{'' if 'pick_layers' in base else '; layers not in the baseline'}); "
+             f"ranges {row['method']} vs {base.get('method')}; pick cosine "
              f"{row.get('pick_accuracy')} vs {base.get('pick_accuracy')}; baseline {base['wall_s']:.0f} s wall, "
              f"{base['cpu_s']:.0f} s CPU at load {base['load_before']:.1f}"]
     width = max(len(c[0]) for c in row["candidates"] + base["candidates"])
