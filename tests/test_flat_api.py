@@ -97,7 +97,9 @@ def test_the_steps_read_like_the_notebook(tmp_path):
     cal = trtwidgets.calibrate(model, data, progress=False)
     assert cal.stats.samples == 4 and "stem.relu" in cal.ranges
     out = trtwidgets.export_qdq(model, cal, tmp_path / "det.qdq.onnx")
-    assert (tmp_path / "det.qdq.onnx").is_file() and out.report.ranges.startswith("entropy ranges from the calib")
+    # auto (the default): each tensor's method from its statistics and role, counted in the description.
+    assert (tmp_path / "det.qdq.onnx").is_file() and out.report.ranges.startswith("auto ranges from the calib")
+    assert cal.method == "auto" and set(cal.choices) == set(cal.ranges)
     # The calibration travels as one file (laptop -> GPU machine) and exports the same scales from there.
     again = trtwidgets.Calibration.load(cal.save(tmp_path / "cal.npz"))
     assert again.amax == cal.amax and again.fingerprint == cal.fingerprint and len(repr(again)) < 2000

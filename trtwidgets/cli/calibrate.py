@@ -16,12 +16,14 @@ DESCRIPTION = (HELP + ". DATA is a folder of .npy/.npz samples (one array per in
                "--preprocess, or 'demo' for the demo's labelled text lines (calibration part). A file of one "
                "sample is read as it is; a file of several is cut along each input's own batch axis "
                "(--batch-axis), and inputs without one (a scalar sample rate) are passed whole. Every method's "
-               "amax is computed; --method picks the one exported: the calibration (--out, read by export-qdq "
-               "--calibration and plan --calibration) records it, and the cache is written with it.")
+               "amax is computed; --method picks the one exported (auto, the default: each tensor's own, chosen "
+               "from its statistics and its role in the graph, the reason recorded): the calibration (--out, read "
+               "by export-qdq --calibration and plan --calibration) records it, and the cache is written with it. "
+               "Tensors whose exported range clips more than 0.1% of their values are named with what to do.")
 
 
 def add_arguments(parser):
-    from ..core.calibration.ranges import METHODS
+    from ..core.calibration.auto_ranges import EXPORT_METHODS
 
     parser.add_argument("model", help="path of the .onnx file")
     parser.add_argument("--data", required=True, help="folder of .npy/.npz samples, folder of images, or 'demo'")
@@ -29,8 +31,10 @@ def add_arguments(parser):
                         help="how images become the model's input, as a JSON object or a .json file, e.g. "
                              "'{\"input\": \"x\", \"resize\": [48, 192], \"layout\": \"NCHW\", "
                              "\"mean\": [0.5, 0.5, 0.5], \"std\": [0.5, 0.5, 0.5]}'")
-    parser.add_argument("--method", choices=METHODS, default="entropy",
-                        help="range method the calibration exports and the cache holds (default: entropy)")
+    parser.add_argument("--method", choices=EXPORT_METHODS, default="auto",
+                        help="range method the calibration exports and the cache holds (default: auto, each "
+                        "tensor's method chosen from its statistics and its role: Softmax, LayerNorm, attention, "
+                        "GELU)")
     parser.add_argument("--percentile", type=float, default=99.99, help="percentile for --method percentile (default 99.99)")
     parser.add_argument("--shape", action="append", default=[], metavar="INPUT:1x3x48x192",
                         help="calibration (opt) shape of an input; repeat per input")
@@ -123,8 +127,10 @@ def _num(v):
     return None if v is None or (isinstance(v, float) and not math.isfinite(v)) else v
 
 
-def report(stats, ranges, seconds: float, method: str) -> dict:
-    """The ``--json`` object: tensors (name -> amax/sqnr_db/clipped per method), samples, seconds."""
+def report(cal, seconds: float) -> dict:
+    """The ``--json`` object: tensors (name -> amax/sqnr_db/clipped per method, the method exported and why),
+    samples, seconds, the tensors whose exported range clips many values."""
+    stats, ranges, choices = cal.stats, cal.ranges, cal.choices
     tensors = {}
     for name, per in ranges.items():
         t = stats.tensors[name]
@@ -134,7 +140,10 @@ def report(stats, ranges, seconds: float, method: str) -> dict:
             "clipped": {m: r.clipped_fraction for m, r in per.items()},
             "min": t.min, "max": t.max, "nan": t.nan_count, "inf": t.inf_count,
         }
-    return {"tensors": tensors, "samples": stats.samples, "seconds": round(seconds, 3), "method": method,
+        if name in choices:
+            tensors[name]["chosen"] = {"method": choices[name].method, "reason": choices[name].reason}
+    return {"tensors": tensors, "samples": stats.samples, "seconds": round(seconds, 3), "method": cal.method,
+            "clipping": cal.clipping_notes(),
             "interrupted": stats.interrupted, "nonfinite": {k: {"nan": a, "inf": b} for k, (a, b) in stats.nonfinite().items()}}
 
 
@@ -178,11 +187,11 @@ def run(args) -> int:
     paths = {k: (partial_path(v) if stats.interrupted else v) if v else None
              for k, v in (("out", args.out), ("stats", args.stats), ("cache", args.cache))}
     cal = Calibration.fit(stats, args.method, args.percentile, data=str(spec.path or spec.kind),
-                          fingerprint=fingerprint_of(model))
+                          fingerprint=fingerprint_of(model), model=model)
     _write(cal, paths, args.trt_version)
     seconds = time.perf_counter() - t0
     if args.json:
-        print(json.dumps(report(stats, cal.ranges, seconds, args.method), allow_nan=False))
+        print(json.dumps(report(cal, seconds), allow_nan=False))
     else:
         _print_table(cal, seconds, paths)
     if stats.interrupted:
@@ -213,24 +222,40 @@ def _write(cal, paths, trt_version: str) -> None:
 def _print_table(cal, seconds: float, paths) -> None:
     from ..core.calibration.ranges import METHODS
 
-    stats, ranges = cal.stats, cal.ranges
+    stats, ranges, choices = cal.stats, cal.ranges, cal.choices
     print(f"{stats.samples} samples, {len(ranges)} tensors, {seconds:.2f} s"
           + (f" (interrupted: the statistics of the {stats.samples} samples done so far)" if stats.interrupted else ""))
     width = min(48, max([len(n) for n in ranges] + [6]))
-    print(f"{'tensor':<{width}}  " + "  ".join(f"{m:>10}" for m in METHODS) + f"  {'sqnr dB':>8}  {'clipped':>8}")
+    print(f"{'tensor':<{width}}  " + "  ".join(f"{m:>10}" for m in METHODS) + f"  {'exported':>10}  {'sqnr dB':>8}  "
+          f"{'clipped':>8}")
     for name, per in ranges.items():
-        r = per[cal.method]
+        method = choices[name].method if name in choices else cal.method
+        r = per[method]
         print(f"{name[:width]:<{width}}  " + "  ".join(f"{per[m].amax:>10.4g}" for m in METHODS)
-              + f"  {r.sqnr_db:>8.2f}  {r.clipped_fraction:>8.2e}")
+              + f"  {method:>10}  {r.sqnr_db:>8.2f}  {r.clipped_fraction:>8.2e}")
     warning = nonfinite_summary(stats)
     if warning:
         print(warning, file=sys.stderr)
+    _print_clipping(cal)
+    described = cal.describe().replace(" ranges from the calibration", "")
     if paths["cache"]:
-        print(f"cache ({cal.method}) -> {paths['cache']}")
+        print(f"cache ({described}) -> {paths['cache']}")
     if paths["stats"]:
         print(f"statistics -> {paths['stats']}")
     if paths["out"]:
-        print(f"calibration ({cal.method}) -> {paths['out']}")
+        print(f"calibration ({described}) -> {paths['out']}")
+
+
+def _print_clipping(cal, first: int = 5) -> None:
+    """The tensors whose exported range clips more than the stated share of their values, with what to do."""
+    notes = cal.clipping_notes()
+    if not notes:
+        return
+    print(f"warning: {len(notes)} tensor(s) have a range that clips many of their values:", file=sys.stderr)
+    for name, text in list(notes.items())[:first]:
+        print(f"  {name}: {text}", file=sys.stderr)
+    if len(notes) > first:
+        print(f"  ... and {len(notes) - first} more (--json lists them)", file=sys.stderr)
 
 
 def interrupted_note(samples: int, args, paths) -> str:

@@ -2,11 +2,17 @@
 
 Writes a Q/DQ ONNX model from a calibration (``trtwidgets calibrate --out``; a statistics
 file of ``--stats`` is read as one), as ``trtwidgets.export_qdq`` does, or from a TensorRT
-calibration cache; prints what was quantized and what was left in high
-precision and why, and, with ``--data``, how close the Q/DQ model stays to the
-float model on held-back data (ONNX Runtime) plus lint for the target TensorRT;
-with ``--labels`` also the top-1 accuracy of both models against the labels.
-When validation fails, the FAILED line names each check that failed.
+calibration cache; prints what was quantized and what was left in high precision and why,
+and the tensors whose range clips many of their values. Without ``--trt-version`` and without
+TensorRT installed it writes for TensorRT 10 and 11 (an FP16 float part) and says so.
+
+With ``--data`` (held-back samples) the model is checked before it is written: how close it
+stays to the float model (ONNX Runtime; cosine per output, top-1 agreement where an output is
+class scores), a task metric (``--metric``, as ``trtwidgets plan`` takes it; ``--labels`` adds
+the top-1 accuracy of both models) and lint for the target TensorRT. When the check fails,
+nothing is written (``--write-failed`` writes it anyway), the FAILED line names each check that
+failed, and the tensors to change are named with what to do (another range, or kept float),
+verified by checking the export again with those changes.
 """
 
 from __future__ import annotations
@@ -18,10 +24,12 @@ NAME = "export-qdq"
 OUTPUTS = {"out": "file"}  # files it writes: checked and reported by cli._outputs
 HELP = "write an explicitly quantized (Q/DQ) ONNX model from a calibration"
 DESCRIPTION = __doc__
+#: The TensorRT an export is written for when neither --trt-version nor an installed TensorRT says.
+DEFAULT_TARGET = "10"
 
 
 def add_arguments(parser):
-    from ..core.calibration.ranges import METHODS
+    from ..core.calibration.auto_ranges import EXPORT_METHODS
     from ..core.qdq.options import QdqOptions
 
     defaults = QdqOptions()  # the one set of defaults the API, the planner and the App share
@@ -30,10 +38,13 @@ def add_arguments(parser):
     src.add_argument("--calibration", metavar="CAL.npz", help="the calibration (from `trtwidgets calibrate --out`): "
                      "its method, percentile and amax overrides are exported")
     src.add_argument("--stats", metavar="STATS.npz", help="activation statistics (`trtwidgets calibrate --stats`), "
-                     "exported with --method (default entropy)")
+                     "exported with --method (default auto)")
     src.add_argument("--cache", help="a TensorRT calibration cache to take the ranges from instead")
-    parser.add_argument("--method", default=None, help=f"export this range method ({', '.join(METHODS)}) instead of "
-                        "the calibration's own (its overrides still win; the report names the one used)")
+    parser.add_argument("--method", default=None, help=f"export this range method ({', '.join(EXPORT_METHODS)}) "
+                        "instead of the calibration's own (auto: each tensor's from its statistics and role; its "
+                        "overrides still win; the report names the one used)")
+    parser.add_argument("--amax", nargs="+", default=[], metavar="TENSOR=AMAX",
+                        help="set the range of these tensors by hand (amax overrides; what a failed check advises)")
     parser.add_argument("--percentile", type=float, default=None,
                         help="the percentile for --method percentile, instead of the calibration's")
     parser.add_argument("--exclude", nargs="+", default=[], metavar="PATTERN",
@@ -68,10 +79,20 @@ def add_arguments(parser):
                         "with one array or one named 'labels'; labels[i] belongs to the i-th sample, in data order): "
                         "adds top-1 accuracy of the float and the Q/DQ model (needs --data)")
     parser.add_argument("--trt-version", default=defaults.trt_version,
-                        help="target TensorRT: decides the float part's type and what lint checks (default: the "
-                        "installed one, else FP32 Q/DQ that every version reads, linted for 8.6)")
-    parser.add_argument("--min-cosine", type=float, default=0.99, help="validation threshold: exit 1 below it "
-                        "(default 0.99)")
+                        help=f"target TensorRT: decides the float part's type and what lint checks (default: the "
+                        f"installed one, else {DEFAULT_TARGET} and 11: an FP16 float part; --trt-version 8.6 writes "
+                        "the FP32 float part TensorRT 8.6 reads)")
+    parser.add_argument("--min-cosine", type=float, default=None, help="check threshold: the lowest output cosine "
+                        "(default 0.99; with --metric, only when given)")
+    parser.add_argument("--metric", help="a task metric against FP32 on the held-back samples, as `trtwidgets plan "
+                        "--metric` takes it: top1-agreement, mask-iou[:T[:OUTPUT]], detection, seg-miou, cosine, "
+                        "worst-group, top1 (with --labels), or your own package.module:function")
+    parser.add_argument("--max-metric-drop", type=float, default=None, help="how far --metric may fall below the "
+                        "float model's (default: the metric's own, 0.05 for detection F1, 0.01 for the others)")
+    parser.add_argument("--write-failed", action="store_true", help="write the model even when its check on --data "
+                        "fails (exit 1 still)")
+    parser.add_argument("--no-advice", action="store_true", help="when the check fails, do not measure which tensors "
+                        "to change")
     parser.add_argument("--min-float-cosine", type=float, default=None, help="with --data and an FP16/BF16 float "
                         "part: the lowest cosine against the same Q/DQ model with an FP32 float part, every "
                         "quantizer held at its integers (per output and per quantizer input); below it nothing is "
@@ -79,37 +100,70 @@ def add_arguments(parser):
     parser.add_argument("--json", action="store_true", help="print the report (and validation) as JSON")
 
 
+def target_version(args) -> tuple:
+    """``(the TensorRT the export is for, a note when it was not asked for)``: --trt-version, the installed one,
+    else TensorRT 10 and 11 (an FP16 float part)."""
+    from ..core.model.trt_version import installed_trt_version
+
+    if args.trt_version:
+        return str(args.trt_version), ""
+    installed = installed_trt_version()
+    if installed is not None:
+        return str(installed), f"for the installed TensorRT {installed}"
+    return DEFAULT_TARGET, ("for TensorRT 10 and 11 (no TensorRT installed here; --trt-version 8.6 writes the FP32 "
+                            "float part TensorRT 8.6 reads)")
+
+
 def options(args):
     """The :class:`~trtwidgets.core.qdq.options.QdqOptions` these arguments ask for."""
     from ..core.qdq.options import QdqOptions
 
     return QdqOptions(precision="fp8" if args.fp8 else "int8",
-                      dense_int8=args.dense_int8, high_precision=args.high_precision, trt_version=args.trt_version,
+                      dense_int8=args.dense_int8, high_precision=args.high_precision,
+                      trt_version=target_version(args)[0],
                       exclude=args.exclude, exclude_op_types=args.exclude_op_types,
                       weights_per_channel=False if args.per_tensor_weights else None,
                       keep_float_output_grouped_convs=args.keep_float_output_grouped_convs)
+
+
+def parse_amax(items):
+    """``["t=1.5"]`` -> ``{"t": 1.5}`` (each a finite positive amax), or a UserError naming the item."""
+    from ..core.calibration.calibration import override_value
+    from ..core.common.errors import UserError
+
+    out = {}
+    for item in items:
+        name, sep, value = item.rpartition("=")
+        if not sep or not name:
+            raise UserError(f"--amax {item!r} is not TENSOR=AMAX.", "Each override names a tensor and its range.",
+                            "Write e.g. --amax conv1_out=6.5 (quote names with spaces).")
+        try:
+            out[name] = override_value(name, float(value))
+        except ValueError:
+            raise UserError(f"--amax {item!r}: {value!r} is not a number.", "An amax is a positive number.",
+                            "Write e.g. --amax conv1_out=6.5.") from None
+    return out
 
 
 def calibration(args, loaded, opts):
     """``(what export_qdq is given, the ranges in words or None)``: the calibration, or a cache's checked amax.
 
     ``--calibration`` exports its own method unless ``--method``; ``--stats`` is read with ``--method``
-    (default entropy), as statistics say none.
+    (default auto), as statistics say none. ``--amax`` overrides are applied to either.
     """
     from ..core.calibration.calibration import Calibration
     from ..core.qdq.range_sources import checked_cache_ranges
 
+    amax = parse_amax(args.amax)
     if args.cache:
-        return checked_cache_ranges(loaded, args.cache, opts)
+        ranges, described = checked_cache_ranges(loaded, args.cache, opts)
+        ranges.update(amax)
+        return ranges, described + (f", {len(amax)} set by --amax" if amax else "")
     if args.stats:
-        return Calibration.load(args.stats, method=args.method or "entropy", percentile=args.percentile), None
-    return Calibration.load(args.calibration, method=args.method, percentile=args.percentile), None
-
-
-def _lint_version(opts):
-    from ..core.model.trt_version import installed_trt_version
-
-    return opts.trt_version or installed_trt_version() or "8.6"
+        cal = Calibration.load(args.stats, method=args.method or "auto", percentile=args.percentile)
+    else:
+        cal = Calibration.load(args.calibration, method=args.method, percentile=args.percentile)
+    return (cal.refit(overrides=dict(cal.overrides, **amax)) if amax else cal), None
 
 
 def _held_back(args, loaded):
@@ -125,30 +179,84 @@ def _held_back(args, loaded):
                            axes=SampleAxes(loaded.summary, model=loaded)))
 
 
-def _samples(feeds) -> int:
-    # One sample per feed: the demo crops come one at a time, and a folder is read at a batch of 1, each input
-    # cut along its own batch axis (axis 0 of the first input is not the samples of every model).
-    return len(feeds)
-
-
-def run(args) -> int:
-    from ..core.common.errors import UserError
-    from ..core.model.load import load_model
-    from ..core.qdq.export import export_qdq, save_qdq_model
-
-    import dataclasses
+def _check_arguments(args) -> None:
+    """Bad numbers and options that need another: exit 2 before any work."""
     import math
+
+    from ..core.common.errors import UserError
 
     if args.samples < 1:
         raise UserError(f"--samples {args.samples} is not a number of samples.",
                         "Validation compares the two models on at least one held-back sample.",
                         "Use --samples 64 (the default), or leave --data out to skip validation.")
-    if not (math.isfinite(args.min_cosine) and -1.0 <= args.min_cosine <= 1.0):
+    if args.min_cosine is not None and not (math.isfinite(args.min_cosine) and -1.0 <= args.min_cosine <= 1.0):
         raise UserError(f"--min-cosine {args.min_cosine} is not a cosine threshold.",
                         "A cosine similarity lies between -1 and 1.", "Use e.g. --min-cosine 0.99.")
-    if args.labels and not args.data:
-        raise UserError("--labels needs --data.", "The labels belong to the held-back samples that --data names.",
-                        "Add --data demo or --data FOLDER (the samples the labels are for).")
+    for flag, value in (("--labels", args.labels), ("--metric", args.metric)):
+        if value and not args.data:
+            raise UserError(f"{flag} needs --data.", "The check runs on the held-back samples that --data names.",
+                            "Add --data demo or --data FOLDER (the held-back samples).")
+    if args.metric:
+        from ..core.accuracy.task_metrics import check_metric_text
+
+        check_metric_text(args.metric)
+
+
+class Check:
+    """The check of an export on the held-back samples, run once for the export and again for the advice.
+
+    The float model runs once; each check runs the Q/DQ model, compares, and (for the export itself) lints.
+    """
+
+    def __init__(self, args, loaded, feeds, labels, opts):
+        from ..core.qdq.validate import run_model
+
+        self.loaded, self.feeds, self.precision = loaded, feeds, "fp8" if args.fp8 else "int8"
+        self.reference, _ = run_model(loaded, feeds)
+        self.min_cosine = args.min_cosine if args.min_cosine is not None else (None if args.metric else 0.99)
+        self.metric, self.labels, self.drop = args.metric, labels, args.max_metric_drop
+        self.trt_version = opts.trt_version
+        if labels is not None and not args.metric:  # --labels alone: the accuracy of both, shown, not gated
+            from ..core.qdq.validate import label_accuracy
+
+            self.metric = label_accuracy(labels, loaded.summary, len(feeds))
+
+    def __call__(self, export, lint: bool = False):
+        from ..core.qdq.validate import validate_qdq
+
+        metric, name = self.metric if isinstance(self.metric, tuple) else (self.metric, "task metric")
+        return validate_qdq(self.loaded, export.model, self.feeds, task_metric=metric, task_metric_name=name,
+                            labels=self.labels, max_metric_drop=self.drop, min_cosine=self.min_cosine,
+                            trt_version=self.trt_version, precision=self.precision, run_lint=lint,
+                            reference_outputs=self.reference)
+
+    def outcome(self, export) -> tuple:
+        """``(passed, in words)`` for the advice's checks."""
+        v = self(export)
+        failures = v.failures
+        return not failures, ("; ".join(failures) if failures else _passed_line(v))
+
+
+def _passed_line(v) -> str:
+    parts = [f"cosine {v.cosine:.4f}"]
+    if v.task_metric_name:
+        parts.append(f"{v.task_metric_name} {v.task_metric_qdq:.4f} (FP32 {v.task_metric_reference:.4f})")
+    return ", ".join(parts)
+
+
+def _accuracy_failed(validation) -> bool:
+    """True when a threshold on accuracy failed (not only lint): the advice can help only there."""
+    return any(not f.startswith("lint") for f in validation.failures)
+
+
+def run(args) -> int:
+    from ..core.model.load import load_model
+    from ..core.qdq.export import export_qdq, save_qdq_model
+    from ..core.qdq.export_check import DEFAULT_MIN_COSINE, check_source_model
+
+    import dataclasses
+
+    _check_arguments(args)
     labels = None
     if args.labels:
         from ..core.qdq.validate import load_labels
@@ -156,8 +264,6 @@ def run(args) -> int:
         labels = load_labels(args.labels)
     opts = options(args)
     loaded = load_model(args.model)
-    from ..core.qdq.export_check import check_source_model
-
     check_source_model(loaded.proto)  # the model's own fault first, before its ranges are judged against it
     given, described = calibration(args, loaded, opts)
     result = export_qdq(loaded, given, options=opts)  # what trtwidgets.export_qdq does; written below, checked
@@ -165,41 +271,56 @@ def run(args) -> int:
         result = dataclasses.replace(result, report=dataclasses.replace(result.report, ranges=described))
     # Read and check the held-back data and labels before writing, so bad input keeps an earlier output.
     feeds = _held_back(args, loaded) if args.data else None
-    task = {}
-    if labels is not None:
-        from ..core.qdq.validate import label_accuracy
-
-        metric, metric_name = label_accuracy(labels, loaded.summary, _samples(feeds))
-        task = {"task_metric": metric, "task_metric_name": metric_name}
-    from ..core.qdq.export_check import DEFAULT_MIN_COSINE
-
-    min_float = DEFAULT_MIN_COSINE if args.min_float_cosine is None else args.min_float_cosine
-    # The float model gives the end-to-end note its context (how far the quantization itself moves the outputs).
-    checks = []
-    path = save_qdq_model(result, args.out, feeds=feeds, min_cosine=min_float, original=loaded.proto,
-                          on_check=checks.append)
-    validation = None
+    validation = advice = check = None
     if feeds is not None:
-        from ..core.qdq.validate import validate_qdq
+        check = Check(args, loaded, feeds, labels, opts)
+        validation = check(result, lint=True)
+    failed = validation is not None and not validation.passed
+    if failed and _accuracy_failed(validation) and not args.no_advice:
+        from ..core.qdq.export_advice import advise_export
 
-        validation = validate_qdq(loaded, result.model, feeds, trt_version=_lint_version(opts),
-                                  precision=result.report.precision, min_cosine=args.min_cosine, **task)
+        advice = advise_export(loaded, result, given, feeds, check.outcome, opts,
+                               progress=None if args.json else lambda t: print(f"  ... {t}", file=sys.stderr))
+    path = checks = None
+    if not failed or args.write_failed:
+        min_float = DEFAULT_MIN_COSINE if args.min_float_cosine is None else args.min_float_cosine
+        checks = []
+        # The float model gives the end-to-end note its context (how far the quantization itself moves the outputs).
+        path = save_qdq_model(result, args.out, feeds=feeds, min_cosine=min_float, original=loaded.proto,
+                              on_check=checks.append)
+    _print(args, result, validation, advice, checks, path)
+    if not result.report.quantized_layers:
+        print("warning: no layer was quantized (no ranges matched the model's tensors?)", file=sys.stderr)
+        return 1
+    # Exit 1 (findings) when the check fails (a threshold, non-finite outputs or a lint error), so scripts can gate on it.
+    return 1 if failed else 0
+
+
+def _print(args, result, validation, advice, checks, path) -> None:
+    """The report, the check, the advice and what was written: as text, or one JSON object (--json)."""
+    target = target_version(args)[1]
     if args.json:
-        out = {"out": str(path), "report": result.report.to_dict()}
+        out = {"out": str(path) if path else None, "report": result.report.to_dict()}
+        if target:
+            out["target"] = target
         if checks:
             out["check"] = checks[0].to_dict()
         if validation is not None:
             out["validation"] = validation.to_dict()
+        if advice is not None:
+            out["advice"] = advice.to_dict()
         print(json.dumps(out, indent=2))
-    else:
-        print(result.report.summary())
-        if checks and checks[0].summary():
-            print(checks[0].summary())
+        return
+    print(result.report.summary())
+    if target:
+        print(f"written {target}")
+    if checks and checks[0].summary():
+        print(checks[0].summary())
+    if validation is not None:
+        print(validation.summary())
+    if advice is not None:
+        print(advice.summary())
+    if path is not None:
         print(f"wrote {path}")
-        if validation is not None:
-            print(validation.summary())
-    if not result.report.quantized_layers:
-        print("warning: no layer was quantized (no ranges matched the model's tensors?)", file=sys.stderr)
-        return 1
-    # Exit 1 (findings) when validation fails (a threshold, non-finite outputs or a lint error), so scripts can gate on it.
-    return 1 if validation is not None and not validation.passed else 0
+    else:
+        print(f"nothing written to {args.out}: the check failed (--write-failed writes it anyway)")

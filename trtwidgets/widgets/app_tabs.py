@@ -59,13 +59,19 @@ def calibration_html(session) -> str:
     s = session
     cal = s.calibration
     ranges = s.ranges or {}
-    method = getattr(cal, "method", "entropy")
+    method = getattr(cal, "method", "auto")
+    chosen = {name: c.method for name, c in cal.choices.items()} if cal is not None else {}  # auto: per tensor
     rows = []
-    worst = sorted(ranges.items(), key=lambda kv: kv[1][method].sqnr_db if method in kv[1] else 0)[:10]
+
+    def exported(name, per):
+        m = chosen.get(name, method)
+        return per[m] if m in per else None
+
+    worst = sorted(ranges.items(), key=lambda kv: exported(*kv).sqnr_db if exported(*kv) is not None else 0)[:10]
     for name, per in worst:
         row: Dict[str, Any] = {"tensor": name}
         row.update({m: f"{per[m].amax:.4g}" for m in METHODS if m in per})
-        row["SQNR dB"] = f"{per[method].sqnr_db:.1f}" if method in per else ""
+        row["SQNR dB"] = f"{exported(name, per).sqnr_db:.1f}" if exported(name, per) is not None else ""
         rows.append(row)
     head = (f"{s.stats.samples} samples from {esc(getattr(cal, 'data', '') or 'the given data')}, "
             f"{len(s.stats.tensors)} tensors; exported method <b>{esc(method)}</b>. "

@@ -27,6 +27,7 @@ TRT_CALIBRATORS = {
 }
 #: Toolkit method -> label (a method without one is offered as "Toolkit: <method>, via cache").
 TOOLKIT_LABELS = {
+    "auto": "Toolkit: auto (each tensor's method from its statistics and role), via cache",
     "entropy": "Toolkit: entropy (KL divergence), via cache",
     "max": "Toolkit: max |x|, via cache",
     "percentile": "Toolkit: percentile of |x|, via cache",

@@ -16,6 +16,7 @@ __all__ = ["export_methods", "default_method", "METHOD_HELP", "starting_calibrat
 
 #: One line per range method, for tooltips (a method without one is shown by its name alone).
 METHOD_HELP = {
+    "auto": "auto: each tensor's own method, chosen from its statistics and its role in the graph (the default)",
     "max": "max |x|: nothing is clipped; outliers widen the step for every value",
     "entropy": "entropy: the range whose INT8 histogram loses least information (TensorRT's EntropyCalibrator2)",
     "percentile": "percentile: the |x| below which the chosen share of values lies",
@@ -25,10 +26,10 @@ METHOD_HELP = {
 
 def export_methods() -> Tuple[str, ...]:
     """The range methods a :class:`~trtwidgets.core.calibration.calibration.Calibration` can export, in the
-    calibration module's order: the App offers these and no hard-coded list."""
+    calibration module's order (``auto`` first): the App offers these and no hard-coded list."""
     from ..core.calibration import calibration
 
-    return tuple(calibration.METHODS)
+    return tuple(calibration.EXPORT_METHODS)
 
 
 def default_method() -> str:

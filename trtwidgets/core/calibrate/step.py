@@ -20,12 +20,12 @@ from ..common.errors import CalibrationDataError
 __all__ = ["TRT_CALIBRATOR_METHOD", "calibrate", "calibrate_recipe", "calibration_source", "export_method",
            "is_demo_model", "recipe_calibration"]
 
-#: The toolkit range method that matches each TensorRT calibrator.
+#: The toolkit range method that matches each TensorRT calibrator (and auto where none is named).
 TRT_CALIBRATOR_METHOD = {"trt_entropy2": "entropy", "trt_entropy": "entropy", "trt_minmax": "max",
-                         "trt_legacy": "percentile", "none": "entropy", "toolkit": "entropy"}
+                         "trt_legacy": "percentile", "none": "auto", "toolkit": "auto"}
 
 
-def calibrate(model: Any, data: Any = None, *, method: str = "entropy", percentile: float = 99.99,
+def calibrate(model: Any, data: Any = None, *, method: str = "auto", percentile: float = 99.99,
               adapt: Optional[Mapping[str, str]] = None, max_samples: Optional[int] = None,
               recipe: Any = None, progress: bool = True, providers=None) -> Calibration:
     """Activation statistics and INT8 ranges of ``model`` over ``data``.
@@ -37,8 +37,9 @@ def calibrate(model: Any, data: Any = None, *, method: str = "entropy", percenti
     data : folder, ``"demo"``, CalibrationDataSpec or iterable of feeds, optional
         Default: the recipe's data (the bundled crops for the bundled demo model).
     method : str
-        The range method whose amax is exported (``"entropy"``, ``"max"``, ``"percentile"``, ``"mse"``);
-        every method's range is computed anyway.
+        The range method whose amax is exported: ``"auto"`` (each tensor's, chosen from its statistics and
+        its role in the graph, with the reason: ``cal.choices``), or ``"entropy"``, ``"max"``, ``"percentile"``,
+        ``"mse"`` for every tensor; every method's range is computed anyway.
     percentile : float
         For ``method="percentile"``.
     adapt : mapping, optional
@@ -94,10 +95,10 @@ def export_method(recipe: Any) -> str:
     """The range method a recipe exports: its toolkit method, else the one matching its TensorRT calibrator."""
     cal = getattr(recipe, "calibrator", None)
     if cal is None:
-        return "entropy"
+        return "auto"
     if getattr(cal, "method", None):
         return cal.method
-    return TRT_CALIBRATOR_METHOD.get(getattr(cal, "kind", "none"), "entropy")
+    return TRT_CALIBRATOR_METHOD.get(getattr(cal, "kind", "none"), "auto")
 
 
 def calibration_source(recipe: Any, model, data: Any = None):
@@ -183,16 +184,17 @@ def calibrate_recipe(recipe: Any, model=None, data: Any = None, progress: bool =
     # spec's own wins, otherwise iter_feeds explains the mismatch.
     stats = collect_stats(model, source, providers=providers, stats=stats, progress=progress,
                           max_samples=max_samples, adapt=adapt or None, opt_shapes=opt or None)
-    return recipe_calibration(stats, recipe, percentile, data=str(described))
+    return recipe_calibration(stats, recipe, percentile, data=str(described), model=model)
 
 
 def recipe_calibration(stats, recipe: Any, percentile: Optional[float] = None, ranges=None,
-                       data: str = "") -> Calibration:
+                       data: str = "", model=None) -> Calibration:
     """``stats`` as ``recipe``'s calibrator says: its method (:func:`export_method`), percentile and amax overrides.
 
-    ``percentile`` replaces the recipe's; ``ranges`` (of ``stats`` at that percentile) are not recomputed.
+    ``percentile`` replaces the recipe's; ``ranges`` (of ``stats`` at that percentile) are not recomputed;
+    ``model`` (the statistics' model) gives the tensors' roles that ``auto`` reads (else the export reads them).
     """
     cal = getattr(recipe, "calibrator", None)
     pct = float(percentile if percentile is not None else getattr(cal, "percentile", None) or 99.99)
     return Calibration.fit(stats, export_method(recipe), pct, dict(getattr(cal, "amax_overrides", None) or {}),
-                           data, ranges=ranges)
+                           data, ranges=ranges, model=model)

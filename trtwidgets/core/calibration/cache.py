@@ -34,7 +34,7 @@ from .fake_quant import amax_of_scale, symmetric_scale
 ALGORITHMS = ("EntropyCalibration2", "EntropyCalibration", "MinMaxCalibration", "LegacyCalibration")
 #: Toolkit range method -> the TensorRT algorithm whose calibrator the cache is handed to.
 METHOD_ALGORITHM = {"entropy": "EntropyCalibration2", "max": "MinMaxCalibration",
-                    "percentile": "EntropyCalibration2", "mse": "EntropyCalibration2"}
+                    "percentile": "EntropyCalibration2", "mse": "EntropyCalibration2", "auto": "EntropyCalibration2"}
 _HEADER = re.compile(r"^TRT-(\d+)-([A-Za-z0-9_]+)$")
 _HEX = re.compile(r"^[0-9a-fA-F]{1,8}$")
 _FP32_TINY = 1.1754943508222875e-38  # numpy.finfo(numpy.float32).tiny

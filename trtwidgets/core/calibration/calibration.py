@@ -8,10 +8,14 @@ calibration-cache writer all read it, so they write the same values.
 
 It travels as one ``.npz`` (:meth:`Calibration.save`): the statistics' members exactly as
 :func:`~.stats.save_stats` writes them, plus a JSON member ``calibration`` (method, percentile,
-overrides, fingerprint, data, format version). So :func:`~.stats.load_stats` reads a saved
-calibration's statistics, and :meth:`Calibration.load` reads a plain statistics file of
-``calibrate --stats`` as a calibration (entropy unless told otherwise, and a note says so).
-It is checked once against the model it is applied to (:meth:`Calibration.check_fits`).
+overrides, fingerprint, data, format version; with ``auto`` the tensors' roles and the method chosen
+for each, with its reason). So :func:`~.stats.load_stats` reads a saved calibration's statistics,
+and :meth:`Calibration.load` reads a plain statistics file of ``calibrate --stats`` as a calibration
+(``auto`` unless told otherwise, and a note says so). It is checked once against the model it is
+applied to (:meth:`Calibration.check_fits`).
+
+The method ``auto`` (the default) picks each tensor's method from its statistics and its role in the
+graph (:mod:`.auto_ranges`); :attr:`Calibration.choices` says which and why.
 """
 
 from __future__ import annotations
@@ -33,16 +37,19 @@ from ..common.json_limits import JsonLimits, load_json
 from ..common.notes import note
 from ..common.paths import user_path
 from .amax_values import amax_problem
+from .auto_ranges import (AUTO, CLIP_NOTE_SHARE, EXPORT_METHODS, RULE_VERSION, RangeChoice, auto_choices,
+                          choice_counts, clipping_notes)
 from .fingerprint import ModelFingerprint, check_stats_fit, float_tensors, stats_fingerprint
-from .ranges import METHODS, amax_from_stats, compute_ranges
+from .ranges import METHODS, amax_from_stats, compute_ranges, evaluate_amax, usable_amax
 from .stats import ActivationStats, load_stats, stats_arrays
 
 __all__ = ["CALIBRATION_FORMAT", "CALIBRATION_VERSION", "METHODS", "Calibration", "override_value"]
 
 #: Format tag of the ``calibration`` member of a saved calibration.
 CALIBRATION_FORMAT = "trtwidgets-calibration"
-CALIBRATION_VERSION = 1
-#: The member's JSON: a method, a percentile, one override per tensor at most and the model's inputs.
+#: 2: the method ``auto``, with the tensors' roles and the method chosen for each (1 is still read).
+CALIBRATION_VERSION = 2
+#: The member's JSON: a method, a percentile, one override, role and choice per tensor at most, the model's inputs.
 CALIBRATION_LIMITS = JsonLimits("calibration", 64 << 20, 8,
                                 "a calibration's settings are a method, a percentile, amax overrides and the "
                                 "model's inputs: small and nested 3 deep")
@@ -78,7 +85,8 @@ class Calibration:
     ----------
     stats : ActivationStats
     method : str
-        The range method whose amax is exported (``"entropy"``, ``"max"``, ``"percentile"``, ``"mse"``).
+        The range method whose amax is exported: ``"auto"`` (each tensor's own, see :attr:`choices`),
+        or one for every tensor (``"entropy"``, ``"max"``, ``"percentile"``, ``"mse"``).
     percentile : float
         For ``method="percentile"``.
     overrides : mapping
@@ -88,14 +96,19 @@ class Calibration:
         None for files written before it was recorded).
     data : str
         What the data was, in words.
+    roles : mapping or None
+        Tensor -> its role in the model's graph (Softmax output, LayerNorm, ...:
+        :func:`~trtwidgets.core.model.tensor_roles.tensor_roles`), which ``auto`` reads; None when the
+        graph was not at hand (then :meth:`check_fits` reads it from the model).
     """
 
     stats: ActivationStats
-    method: str = "entropy"
+    method: str = AUTO
     percentile: float = 99.99
     overrides: Mapping[str, float] = field(default_factory=dict)
     fingerprint: Optional[ModelFingerprint] = None
     data: str = ""
+    roles: Optional[Mapping[str, str]] = None
     # Computed once and shared by every refit at the same percentile (the statistics do not change).
     _ranges: Dict[str, Any] = field(default_factory=dict, init=False, compare=False)
     _amax: Dict[str, Any] = field(default_factory=dict, init=False, compare=False)
@@ -108,9 +121,10 @@ class Calibration:
                              "Its ranges are computed from the statistics' histograms.",
                              "Calibrate (trtwidgets.calibrate), load one (trtwidgets.Calibration.load), or fit "
                              "collected statistics: trtwidgets.Calibration.fit(stats, method=...).")
-        if self.method not in METHODS:
-            raise StatsError(f"Unknown range method {self.method!r}.", f"Known methods: {', '.join(METHODS)}.",
-                             "entropy is TensorRT's default (EntropyCalibrator2); max keeps every value.")
+        if self.method not in EXPORT_METHODS:
+            raise StatsError(f"Unknown range method {self.method!r}.", f"Known methods: {', '.join(EXPORT_METHODS)}.",
+                             "auto picks each tensor's from its statistics and role; entropy is TensorRT's "
+                             "EntropyCalibrator2; max keeps every value.")
         pct = self.percentile
         if isinstance(pct, bool) or not isinstance(pct, numbers.Real) or not 0 < float(pct) <= 100:
             raise StatsError(f"Percentile {pct!r} is out of range.", "It is the share of |x| values the range keeps: "
@@ -121,21 +135,35 @@ class Calibration:
         if self.fingerprint is None:
             object.__setattr__(self, "fingerprint", stats_fingerprint(self.stats))
         object.__setattr__(self, "data", str(self.data or ""))
+        if self.roles is not None:
+            if not isinstance(self.roles, Mapping) or not all(
+                    isinstance(k, str) and isinstance(v, str) for k, v in self.roles.items()):
+                raise StatsError("A Calibration's roles map tensor names to role names.",
+                                 f"Got {type(self.roles).__name__} {str(self.roles)[:80]!r}.",
+                                 "Leave roles out; calibrate and check_fits read them from the model's graph.")
+            object.__setattr__(self, "roles", readonly_mapping(dict(self.roles)))
 
     # ------------------------------------------------------------------ making one
 
     @classmethod
-    def fit(cls, stats: ActivationStats, method: str = "entropy", percentile: float = 99.99,
+    def fit(cls, stats: ActivationStats, method: str = AUTO, percentile: float = 99.99,
             overrides: Optional[Mapping[str, float]] = None, data: str = "", ranges=None,
-            fingerprint: Optional[ModelFingerprint] = None) -> "Calibration":
+            fingerprint: Optional[ModelFingerprint] = None, model=None) -> "Calibration":
         """The calibration of ``stats`` (see the class attributes).
 
         Parameters
         ----------
         ranges : dict, optional
             :func:`~.ranges.compute_ranges` of ``stats`` at ``percentile`` for every method (not recomputed).
+        model : LoadedModel, proto or path, optional
+            The model the statistics are of: its graph gives the tensors' :attr:`roles` (``auto`` reads them).
         """
-        cal = cls(stats, method, percentile, overrides or {}, fingerprint, data)
+        roles = None
+        if model is not None:
+            from ..model.tensor_roles import tensor_roles
+
+            roles = tensor_roles(model)
+        cal = cls(stats, method, percentile, overrides or {}, fingerprint, data, roles)
         if ranges is not None:
             cal._ranges["ranges"] = ranges
         return cal
@@ -153,6 +181,8 @@ class Calibration:
         ranges = self._ranges.get("ranges")
         if new.percentile == self.percentile:
             object.__setattr__(new, "_ranges", self._ranges)
+            if new.method == self.method and "choices" in self._amax:  # as chosen (or saved), not chosen again
+                new._amax["choices"] = self._amax["choices"]
         elif ranges is not None:
             fresh = compute_ranges(self.stats, ("percentile",), new.percentile)
             new._ranges["ranges"] = {name: dict(per, **fresh.get(name, {})) for name, per in ranges.items()}
@@ -165,6 +195,15 @@ class Calibration:
     def without_override(self, tensor: str) -> "Calibration":
         """This calibration without ``tensor``'s override (no error when it had none)."""
         return self.refit(overrides={k: v for k, v in self.overrides.items() if k != tensor})
+
+    def with_roles(self, model) -> "Calibration":
+        """This calibration with the tensors' roles read from ``model``'s graph (what ``auto`` decides by)."""
+        from ..model.tensor_roles import tensor_roles
+
+        new = dataclasses.replace(self, roles=tensor_roles(model))
+        object.__setattr__(new, "origin", self.origin)
+        object.__setattr__(new, "_ranges", self._ranges)
+        return new
 
     # ------------------------------------------------------------------ what it exports
 
@@ -185,21 +224,82 @@ class Calibration:
         """
         amax = self._amax.get("amax")
         if amax is None:
-            amax = amax_from_stats(self.stats, self.method, self.percentile, ranges=self._ranges.get("ranges"))
+            if self.method == AUTO:
+                ranges = self.ranges
+                picked = ((name, ranges[name][c.method].amax) for name, c in self.choices.items()
+                          if name in ranges and c.method in ranges[name])
+                amax = {name: float(v) for name, v in picked if usable_amax(float(v))}
+            else:
+                amax = amax_from_stats(self.stats, self.method, self.percentile, ranges=self._ranges.get("ranges"))
             amax.update(self.overrides)
             self._amax["amax"] = amax
         return dict(amax)
 
+    @property
+    def choices(self) -> Dict[str, RangeChoice]:
+        """Tensor -> the method ``auto`` exports for it and why (empty unless :attr:`method` is ``"auto"``).
+
+        Chosen once from the statistics and :attr:`roles` (:func:`~.auto_ranges.auto_choices`); a loaded
+        calibration keeps the choices it was saved with.
+        """
+        if self.method != AUTO:
+            return {}
+        got = self._amax.get("choices")
+        if got is None:
+            counts = {name: t.count for name, t in self.stats.tensors.items()}
+            got = self._amax["choices"] = auto_choices(self.ranges, self.roles, counts, self.percentile)
+        return dict(got)
+
+    @property
+    def sources(self) -> Dict[str, str]:
+        """Tensor -> where its exported amax comes from: its method, or ``"override"``."""
+        if self.method == AUTO:
+            out = {name: c.method for name, c in self.choices.items()}
+        else:
+            out = {name: self.method for name in self.ranges}
+        out.update({name: "override" for name in self.overrides})
+        return out
+
+    @property
+    def clipped(self) -> Dict[str, float]:
+        """Tensor -> the share of its calibration values above its exported amax, where that is over
+        :data:`~.auto_ranges.CLIP_NOTE_SHARE` (see :meth:`clipping_notes` for what to do)."""
+        got = self._amax.get("clipped")
+        if got is None:
+            got = {}
+            sources, ranges = self.sources, self.ranges
+            for name, amax in self.amax.items():
+                t = self.stats.tensors.get(name)
+                if t is None or not t.count:
+                    continue
+                how = sources.get(name)
+                r = ranges.get(name, {}).get(how) if how != "override" else None
+                frac = r.clipped_fraction if r is not None else evaluate_amax(t, amax).clipped_fraction
+                if frac > CLIP_NOTE_SHARE:
+                    got[name] = float(frac)
+            self._amax["clipped"] = got
+        return dict(got)
+
+    def clipping_notes(self) -> Dict[str, str]:
+        """Tensor -> what to do, for each tensor whose exported range clips more than
+        :data:`~.auto_ranges.CLIP_NOTE_SHARE` of its calibration values."""
+        return clipping_notes(self.clipped, self.sources)
+
     def describe(self) -> str:
         """The ranges in words: method, percentile and overrides (what an export says it used)."""
-        return (f"{self.method} ranges from the calibration"
+        counts = ""
+        if self.method == AUTO:
+            counts = " (" + ", ".join(f"{m} {n}" for m, n in choice_counts(self.choices).items()) + ")"
+        return (f"{self.method} ranges from the calibration{counts}"
                 + (f" (percentile {self.percentile:g})" if self.method == "percentile" else "")
                 + (f", {len(self.overrides)} amax overrides" if self.overrides else ""))
 
     def __repr__(self) -> str:
-        method = self.method + (f" {self.percentile:g}" if self.method == "percentile" else "")
+        method = self.method + (f" {self.percentile:g}" if self.method == "percentile" else "") + ","
+        if self.method == AUTO:  # the counts hold commas: a semicolon ends them
+            method = "auto: " + ", ".join(f"{m} {n}" for m, n in choice_counts(self.choices).items()) + ";"
         sha = self.fingerprint.sha256 if self.fingerprint is not None else self.stats.model_sha256
-        return (f"Calibration({method}, {len(self.stats.tensors)} tensors, {self.stats.samples} samples, "
+        return (f"Calibration({method} {len(self.stats.tensors)} tensors, {self.stats.samples} samples, "
                 f"{len(self.overrides)} overrides, model {sha[:12] + '...' if sha else 'unknown'})")
 
     # ------------------------------------------------------------------ the model it is applied to
@@ -208,6 +308,8 @@ class Calibration:
         """This calibration, once checked against ``model`` (a LoadedModel, proto or path); notes for what passed.
 
         ``source`` names it in messages (default: the file it was loaded from, else "the calibration").
+        An ``auto`` calibration made without the graph at hand (a statistics file) comes back with the
+        tensors' roles read from ``model`` (:meth:`with_roles`), so its choices are the graph's.
 
         Raises
         ------
@@ -230,6 +332,8 @@ class Calibration:
                              "An override is for an activation tensor of the model it was chosen on; these names "
                              "are none of this model's floating-point tensors (a typo, or another model's).",
                              "Remove them (cal.without_override(name)), or name the tensors as this model does.")
+        if self.method == AUTO and self.roles is None:
+            return self.with_roles(loaded)
         return self
 
     # ------------------------------------------------------------------ the file
@@ -240,7 +344,10 @@ class Calibration:
         doc = {"format": CALIBRATION_FORMAT, "version": CALIBRATION_VERSION, "method": self.method,
                "percentile": self.percentile, "overrides": dict(self.overrides),
                "fingerprint": self.fingerprint.to_dict() if self.fingerprint is not None else None,
-               "data": self.data}
+               "data": self.data, "roles": dict(self.roles) if self.roles is not None else None}
+        if self.method == AUTO:  # as chosen: a later rule must not change what this file exports
+            doc["choices"] = {name: c.to_list() for name, c in self.choices.items()}
+            doc["rule_version"] = RULE_VERSION
         arrays = stats_arrays(self.stats)
         arrays[_MEMBER] = np.frombuffer(json.dumps(doc, allow_nan=False).encode("utf-8"), dtype=np.uint8)
         atomic_write(path, lambda f: np.savez_compressed(f, **arrays))
@@ -255,7 +362,7 @@ class Calibration:
         ----------
         path : path
         method, percentile : optional
-            Replace the file's (a statistics file has none: entropy at 99.99 unless given, and a note says so).
+            Replace the file's (a statistics file has none: auto at 99.99 unless given, and a note says so).
 
         Raises
         ------
@@ -278,8 +385,9 @@ class Calibration:
         if raw is None:
             if method is None:  # the caller did not say which: say what it will be
                 note(f"{path} holds statistics without a calibration's settings (calibrate --stats): exported "
-                     "with entropy ranges and no amax overrides")
-            cal = cls(stats, method or "entropy", 99.99 if percentile is None else percentile)
+                     "with auto ranges (each tensor's method chosen from its statistics and role) and no amax "
+                     "overrides")
+            cal = cls(stats, method or AUTO, 99.99 if percentile is None else percentile)
         else:
             doc = load_json(raw, str(path), CALIBRATION_LIMITS, StatsError, on_decode_error=lambda exc: StatsError(
                 f"{path} holds a damaged calibration.", f"Its calibration member is not JSON: {exc}.", _FIX))
@@ -308,6 +416,21 @@ def _from_doc(stats: ActivationStats, doc: Any, source: str) -> Calibration:
     fp = doc.get("fingerprint")
     fingerprint = ModelFingerprint.from_dict(fp, source) if fp is not None else None
     try:
-        return Calibration(stats, method, doc.get("percentile"), overrides, fingerprint, data)
+        cal = Calibration(stats, method, doc.get("percentile"), overrides, fingerprint, data, doc.get("roles"))
     except StatsError as err:
         raise StatsError(f"{source}: {err.what}", err.why, _FIX) from None
+    choices = doc.get("choices")
+    if cal.method == AUTO and choices is not None:
+        cal._amax["choices"] = _saved_choices(choices, source)
+    return cal
+
+
+def _saved_choices(choices: Any, source: str) -> Dict[str, RangeChoice]:
+    """The per-tensor choices a saved ``auto`` calibration holds, every entry checked."""
+    ok = isinstance(choices, dict) and all(
+        isinstance(k, str) and isinstance(v, list) and len(v) == 2 and v[0] in METHODS and isinstance(v[1], str)
+        for k, v in choices.items())
+    if not ok:
+        raise StatsError(f"{source} holds a damaged calibration.", "Its auto choices must map each tensor to "
+                         f"[method, reason] with a method of {', '.join(METHODS)}.", _FIX)
+    return {k: RangeChoice(v[0], v[1]) for k, v in choices.items()}

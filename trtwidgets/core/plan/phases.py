@@ -89,7 +89,7 @@ def fit_calibration(loaded, calib: Sequence[Mapping[str, np.ndarray]], calibrati
     collected = collect_stats(loaded, [dict(f) for f in calib], progress=progress)
     if collected.interrupted:  # Ctrl-C while collecting: stop here, not search on with a few samples' ranges
         raise KeyboardInterrupt
-    return Calibration.fit(collected), f"statistics of {len(calib)} calibration samples"
+    return Calibration.fit(collected, model=loaded), f"statistics of {len(calib)} calibration samples"
 
 
 def evaluator(loaded, held, target: PlanTarget, options: QdqOptions, axes=None,

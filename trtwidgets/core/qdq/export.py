@@ -183,7 +183,9 @@ def build_qdq(model, spec: QdqSpec) -> QdqExport:
                        activations=tuple(activations), weights=tuple(weights), skipped=tuple(writer.skipped),
                        patterns=plan.patterns, excluded=plan.excluded,
                        quantized_layers=tuple(dict.fromkeys(quantized_layers)),
-                       warnings=tuple(plan.warnings) + _ort_default_session_note(proto), ranges=spec.source)
+                       warnings=tuple(plan.warnings) + _ort_default_session_note(proto), ranges=spec.source,
+                       clipped=tuple((a.tensor, spec.clipping[a.tensor]) for a in activations
+                                     if a.tensor in spec.clipping))
     return QdqExport(model=proto, report=report, float32_model=float32_model)
 
 

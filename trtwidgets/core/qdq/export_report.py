@@ -160,6 +160,9 @@ class QdqReport:
     ranges : str
         Where the amax came from, in words (the spec's ``source``: a calibration's method and
         overrides, a cache, a plan); '' when not said.
+    clipped : tuple of (str, str)
+        ``(tensor, what to do)`` for each quantized activation whose range clips more than the stated
+        share of its calibration values (the spec's ``clipping``).
     """
 
     precision: str
@@ -174,6 +177,7 @@ class QdqReport:
     warnings: Tuple[str, ...] = field(default=())
     high_precision: Optional[HighPrecisionReport] = None
     ranges: str = ""
+    clipped: Tuple[Tuple[str, str], ...] = ()
 
     @property
     def high_precision_dtype(self) -> str:
@@ -188,7 +192,8 @@ class QdqReport:
                 "skipped": [s.to_dict() for s in self.skipped],
                 "patterns": [p.to_dict() for p in self.patterns],
                 "excluded": list(self.excluded), "quantized_layers": list(self.quantized_layers),
-                "warnings": list(self.warnings), **({"ranges": self.ranges} if self.ranges else {})}
+                "warnings": list(self.warnings), **({"ranges": self.ranges} if self.ranges else {}),
+                **({"clipped": {t: why for t, why in self.clipped}} if self.clipped else {})}
 
     def summary(self, max_lines: int = 20) -> str:
         """Plain-text report: counts, then each skip with its reason."""
@@ -229,6 +234,12 @@ class QdqReport:
                 lines.append(f"    ... {len(self.skipped) - max_lines} more")
         for w in self.warnings:
             lines.append(f"  warning: {w}")
+        if self.clipped:
+            lines.append(f"  clipped ranges      {len(self.clipped)} quantized tensor(s) clip many of their values:")
+            for t, why in self.clipped[:5]:
+                lines.append(f"    {t}: {why}")
+            if len(self.clipped) > 5:
+                lines.append(f"    ... {len(self.clipped) - 5} more (report.clipped)")
         return "\n".join(lines)
 
     def _changed_line(self) -> str:

@@ -65,6 +65,10 @@ class QdqSpec:
         Node label -> placement choice where a rule has more than one buildable answer (a region's
         placement scheme, :mod:`.region_choices`): a residual Add's ``"skip"`` or ``"both"``, ``"float"``
         for a node without weights. Empty: the rules' own answers.
+    clipping : mapping of str to str
+        Tensor -> what to do, for the tensors whose range clips more than the stated share of their
+        calibration values (:meth:`~trtwidgets.core.calibration.calibration.Calibration.clipping_notes`); the
+        report lists those it quantizes.
 
     Raises
     ------
@@ -78,6 +82,7 @@ class QdqSpec:
     nodes: Optional[FrozenSet[str]] = None
     source: str = ""
     choices: Mapping[str, str] = field(default_factory=dict)
+    clipping: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
         if not isinstance(self.options, QdqOptions):
@@ -95,13 +100,17 @@ class QdqSpec:
         object.__setattr__(self, "nodes", _node_set(self.nodes))
         object.__setattr__(self, "source", str(self.source or ""))
         object.__setattr__(self, "choices", readonly_mapping(check_choices(self.choices)))
+        object.__setattr__(self, "clipping", readonly_mapping({str(k): str(v) for k, v in
+                                                               dict(self.clipping or {}).items()}))
 
     @classmethod
     def from_calibration(cls, cal, options: Optional[QdqOptions] = None,
                          nodes: Optional[Iterable[str]] = None) -> "QdqSpec":
-        """The spec of a fitted Calibration: its exported amax (``cal.amax``, overrides included) and its
-        description (``cal.describe()``: method, percentile, overrides)."""
-        return cls(cal.amax, options if options is not None else QdqOptions(), nodes, source=cal.describe())
+        """The spec of a fitted Calibration: its exported amax (``cal.amax``, overrides included), its
+        description (``cal.describe()``: method, percentile, overrides) and the tensors whose range clips many
+        values (``cal.clipping_notes()``)."""
+        return cls(cal.amax, options if options is not None else QdqOptions(), nodes, source=cal.describe(),
+                   clipping=cal.clipping_notes())
 
     def check_fits(self, model: onnx.ModelProto) -> "QdqSpec":
         """This spec, once its node set is checked against ``model`` (every label a weighted layer of it).

@@ -6,9 +6,11 @@ Three questions, answered on the CPU with ONNX Runtime:
    reasonable stand-in for TensorRT's INT8 arithmetic.)
 2. How far are its outputs from the float model's on held-back data (data *not*
    used for calibration)? Cosine similarity, max / mean abs error and SNR per
-   output (:mod:`.metrics`), top-1 agreement for classifier outputs, and a task
-   metric when the caller gives one (computed on both models, so the drop is
-   visible, e.g. accuracy against labels).
+   output (:mod:`.metrics`), top-1 agreement for outputs that are class scores
+   (``[N, classes]``: never for a map or a sequence, whose last axis is no class),
+   and a task metric when the caller gives one (computed on both models, so the
+   drop is visible, e.g. accuracy against labels; a built-in metric by name, as
+   ``plan --metric`` takes it, with its allowed drop).
 3. What will TensorRT say? :func:`~trtwidgets.core.model.lint.lint` must find no
    unsupported (dynamic / QOperator) quantization op, and, for TensorRT <= 10,
    must report ``QDQ_REQUIRES_INT8`` when the INT8 flag is missing.
@@ -29,10 +31,11 @@ import numpy as np
 from ..common.errors import UserError
 from ..common.npz_files import open_npz, read_npy
 from ..common.ort import open_session
-from ..accuracy.metrics import OutputMetrics, compare_outputs
+from ..accuracy.metrics import OutputMetrics, compare_tensor
 from ..model.load import as_model_proto
 
-__all__ = ["QdqValidation", "QdqLint", "run_model", "lint_qdq", "validate_qdq", "load_labels", "label_accuracy"]
+__all__ = ["QdqValidation", "QdqLint", "run_model", "lint_qdq", "validate_qdq", "load_labels", "label_accuracy",
+           "is_class_scores"]
 
 TaskMetric = Callable[[Dict[str, np.ndarray]], float]
 
@@ -122,6 +125,11 @@ class QdqValidation:
             out.append(f"cosine {self.cosine:.4f} < min_cosine {t['min_cosine']:g} (lowest over the outputs)")
         if "min_top1" in t and self.top1_agreement is not None and not self.top1_agreement >= t["min_top1"]:
             out.append(f"top-1 agreement {self.top1_agreement:.4f} < min_top1 {t['min_top1']:g}")
+        if "max_metric_drop" in t and self.task_metric_qdq is not None:
+            low = self.task_metric_reference - t["max_metric_drop"]
+            if not self.task_metric_qdq >= low:
+                out.append(f"{self.task_metric_name} {self.task_metric_qdq:.4f} < {low:.4f} (FP32's "
+                           f"{self.task_metric_reference:.4f} less the allowed drop {t['max_metric_drop']:g})")
         for name, m in self.outputs.items():
             if not m.ok:
                 out.append(f"output {name!r} has {m.nonfinite_mismatch} non-finite value(s) the float model does not")
@@ -213,11 +221,25 @@ def lint_qdq(model, trt_version: Optional[str] = "8.6", precision: str = "int8")
                    error_codes=tuple(f.code for f in found if f.is_error))
 
 
+def is_class_scores(shape: Sequence[int]) -> bool:
+    """True for an output shaped like class scores, one row per sample: ``[N, C]`` (or ``[N, C, 1, 1]``), C >= 2.
+
+    Top-1 agreement means something only there: the last axis of a saliency map, a segmentation or a
+    sequence is no class.
+    """
+    dims = [int(d) for d in shape]
+    while len(dims) > 2 and dims[-1] == 1:
+        dims.pop()
+    return len(dims) == 2 and dims[1] >= 2
+
+
 def validate_qdq(reference, qdq, data: Iterable[Mapping[str, np.ndarray]], *,
-                 task_metric: Optional[TaskMetric] = None, task_metric_name: str = "task metric",
+                 task_metric=None, task_metric_name: str = "task metric",
                  providers: Optional[Sequence] = None, trt_version: Optional[str] = "8.6",
                  precision: str = "int8", min_cosine: Optional[float] = 0.99,
-                 min_top1: Optional[float] = None, run_lint: bool = True) -> QdqValidation:
+                 min_top1: Optional[float] = None, run_lint: bool = True, labels: Optional[np.ndarray] = None,
+                 max_metric_drop: Optional[float] = None,
+                 reference_outputs: Optional[Mapping[str, np.ndarray]] = None) -> QdqValidation:
     """Compare a Q/DQ model with its float model on held-back data and lint it.
 
     Parameters
@@ -227,31 +249,55 @@ def validate_qdq(reference, qdq, data: Iterable[Mapping[str, np.ndarray]], *,
     data : iterable of dict
         Held-back feeds ``{input_name: array}`` (not the calibration samples). It is
         read once, so a generator works.
-    task_metric : callable, optional
+    task_metric : str, callable or TaskMetric, optional
         ``f(outputs) -> float`` over the concatenated outputs (e.g. accuracy
-        against labels); computed for both models.
+        against labels), or a metric as ``plan --metric`` names it (``"top1-agreement"``,
+        ``"mask-iou:0.5"``, ``"package.module:function"``: built from the float model's
+        outputs, :func:`~trtwidgets.core.accuracy.task_metrics.make_task_metric`); computed for both models.
     providers : sequence, optional
         ONNX Runtime providers (default CPU).
     trt_version : str or None
         The TensorRT version to lint for (None: no version checks; False-y
         ``run_lint`` skips lint).
     min_cosine, min_top1 : float, optional
-        Thresholds :attr:`QdqValidation.passed` checks.
+        Thresholds :attr:`QdqValidation.passed` checks (top-1 agreement only of outputs that are class
+        scores, :func:`is_class_scores`).
+    labels : ndarray, optional
+        The held-back samples' classes, for a ``"top1"`` metric.
+    max_metric_drop : float, optional
+        How far the task metric may fall below FP32's; default: a named metric's own allowance
+        (:attr:`~trtwidgets.core.accuracy.task_metrics.TaskMetric.default_drop`), none for a plain callable.
+    reference_outputs : mapping, optional
+        The float model's outputs on ``data`` (:func:`run_model`), when several Q/DQ models are checked
+        against one reference; ``reference`` is not run then.
 
     Returns
     -------
     QdqValidation
     """
     feeds = list(data)
-    ref_out, samples = run_model(reference, feeds, providers)
-    qdq_out, _ = run_model(qdq, feeds, providers)
-    metrics = compare_outputs(ref_out, qdq_out, topk=(1,))
+    if reference_outputs is None:
+        ref_out, samples = run_model(reference, feeds, providers)
+        qdq_out, _ = run_model(qdq, feeds, providers)
+    else:
+        ref_out = dict(reference_outputs)
+        qdq_out, samples = run_model(qdq, feeds, providers)
+    metrics = {n: compare_tensor(ref_out[n], qdq_out[n], topk=(1,) if is_class_scores(np.shape(ref_out[n])) else (),
+                                 name=n) for n in ref_out}
     tops = [m.topk_agreement[1] for m in metrics.values() if 1 in m.topk_agreement]
     task_ref = task_q = None
+    thresholds: Dict[str, float] = {}
     if task_metric is not None:
+        if isinstance(task_metric, str) or hasattr(task_metric, "default_drop"):
+            from ..accuracy.task_metrics import make_task_metric
+
+            made = make_task_metric(task_metric, ref_out, labels)
+            task_metric, task_metric_name = made.fn, made.name
+            max_metric_drop = made.default_drop if max_metric_drop is None else max_metric_drop
         task_ref = float(task_metric(ref_out))
         task_q = float(task_metric(qdq_out))
-    thresholds: Dict[str, float] = {}
+        if max_metric_drop is not None:
+            thresholds["max_metric_drop"] = float(max_metric_drop)
     if min_cosine is not None:
         thresholds["min_cosine"] = float(min_cosine)
     if min_top1 is not None:

@@ -30,8 +30,9 @@ PRECISION_CONSTRAINTS = ("none", "obey", "prefer")
 LAYER_PRECISIONS = ("fp32", "fp16", "bf16", "int8", "fp8")
 #: Calibrator kinds: TensorRT's four calibrators, the toolkit's ranges through a cache, or none.
 CALIBRATOR_KINDS = ("none", "trt_entropy2", "trt_minmax", "trt_entropy", "trt_legacy", "toolkit")
-#: The toolkit's range methods (see ``trtwidgets.core.calibration.ranges``).
-TOOLKIT_METHODS = ("entropy", "max", "percentile", "mse")
+#: The toolkit's range methods (see ``trtwidgets.core.calibration.ranges``; ``auto``, the default, picks each
+#: tensor's: ``trtwidgets.core.calibration.auto_ranges``).
+TOOLKIT_METHODS = ("auto", "entropy", "max", "percentile", "mse")
 #: ``trt.BuilderOptimizationLevel`` accepts 0..5 (3 is TensorRT's default).
 OPT_LEVELS = range(0, 6)
 
@@ -158,7 +159,7 @@ class CalibratorSpec:
         ranges (``method``), handed to TensorRT as a calibration cache
         (``cache_path``). ``"none"``: no calibration (FP only, or a Q/DQ model).
     method : str, optional
-        The toolkit's range method (``"entropy"``, ``"max"``, ``"percentile"``,
+        The toolkit's range method (``"auto"``: each tensor's, the default; ``"entropy"``, ``"max"``, ``"percentile"``,
         ``"mse"``); only for ``kind="toolkit"``.
     percentile : float
         For ``method="percentile"``.
@@ -206,7 +207,7 @@ class CalibratorSpec:
         if self.kind == "toolkit" and self.method is None and self.cache_path is None:
             raise bad("The toolkit calibrator has neither a range method nor a calibration cache.",
                       "It hands TensorRT the toolkit's ranges through a cache, computed with a method or read from a file.",
-                      "Choose a method (entropy, max, percentile, mse) or give cache_path.")
+                      "Choose a method (auto, entropy, max, percentile, mse) or give cache_path.")
 
     def __hash__(self) -> int:
         return mapping_hash(self.kind, self.method, self.percentile, self.cache_path, self.amax_overrides)
