@@ -166,19 +166,6 @@ def calibration(args, loaded, opts):
     return (cal.refit(overrides=dict(cal.overrides, **amax)) if amax else cal), None
 
 
-def _held_back(args, loaded):
-    if args.data == "demo":
-        from .. import demo
-
-        return list(demo.iter_skimage_inputs(args.samples, batch_size=1, seed=12345))
-    from ..core.calibration.data import iter_feeds
-    from ..core.calibration.sample_axes import SampleAxes
-
-    # Read as calibrate and the planner read samples: each input cut along its own batch axis, found from the model.
-    return list(iter_feeds(args.data, loaded.summary, max_samples=args.samples,
-                           axes=SampleAxes(loaded.summary, model=loaded)))
-
-
 def _check_arguments(args) -> None:
     """Bad numbers and options that need another: exit 2 before any work."""
     import math
@@ -202,56 +189,18 @@ def _check_arguments(args) -> None:
         check_metric_text(args.metric)
 
 
-class Check:
-    """The check of an export on the held-back samples, run once for the export and again for the advice.
+def _metric(args, labels, loaded, samples: int):
+    """The check's task metric: --metric, else with --labels the top-1 accuracy of both (shown, not gated)."""
+    if args.metric or labels is None:
+        return args.metric
+    from ..core.qdq.validate import label_accuracy
 
-    The float model runs once; each check runs the Q/DQ model, compares, and (for the export itself) lints.
-    """
-
-    def __init__(self, args, loaded, feeds, labels, opts):
-        from ..core.qdq.validate import run_model
-
-        self.loaded, self.feeds, self.precision = loaded, feeds, "fp8" if args.fp8 else "int8"
-        self.reference, _ = run_model(loaded, feeds)
-        self.min_cosine = args.min_cosine if args.min_cosine is not None else (None if args.metric else 0.99)
-        self.metric, self.labels, self.drop = args.metric, labels, args.max_metric_drop
-        self.trt_version = opts.trt_version
-        if labels is not None and not args.metric:  # --labels alone: the accuracy of both, shown, not gated
-            from ..core.qdq.validate import label_accuracy
-
-            self.metric = label_accuracy(labels, loaded.summary, len(feeds))
-
-    def __call__(self, export, lint: bool = False):
-        from ..core.qdq.validate import validate_qdq
-
-        metric, name = self.metric if isinstance(self.metric, tuple) else (self.metric, "task metric")
-        return validate_qdq(self.loaded, export.model, self.feeds, task_metric=metric, task_metric_name=name,
-                            labels=self.labels, max_metric_drop=self.drop, min_cosine=self.min_cosine,
-                            trt_version=self.trt_version, precision=self.precision, run_lint=lint,
-                            reference_outputs=self.reference)
-
-    def outcome(self, export) -> tuple:
-        """``(passed, in words)`` for the advice's checks."""
-        v = self(export)
-        failures = v.failures
-        return not failures, ("; ".join(failures) if failures else _passed_line(v))
-
-
-def _passed_line(v) -> str:
-    parts = [f"cosine {v.cosine:.4f}"]
-    if v.task_metric_name:
-        parts.append(f"{v.task_metric_name} {v.task_metric_qdq:.4f} (FP32 {v.task_metric_reference:.4f})")
-    return ", ".join(parts)
-
-
-def _accuracy_failed(validation) -> bool:
-    """True when a threshold on accuracy failed (not only lint): the advice can help only there."""
-    return any(not f.startswith("lint") for f in validation.failures)
+    return label_accuracy(labels, loaded.summary, samples)
 
 
 def run(args) -> int:
     from ..core.model.load import load_model
-    from ..core.qdq.export import export_qdq, save_qdq_model
+    from ..core.qdq.export import build_qdq, export_qdq, save_qdq_model
     from ..core.qdq.export_check import DEFAULT_MIN_COSINE, check_source_model
 
     import dataclasses
@@ -270,16 +219,21 @@ def run(args) -> int:
     if described:
         result = dataclasses.replace(result, report=dataclasses.replace(result.report, ranges=described))
     # Read and check the held-back data and labels before writing, so bad input keeps an earlier output.
-    feeds = _held_back(args, loaded) if args.data else None
-    validation = advice = check = None
-    if feeds is not None:
-        check = Check(args, loaded, feeds, labels, opts)
+    validation = advice = check = feeds = None
+    if args.data:
+        from ..core.qdq.held_back_check import HeldBackCheck, held_back_feeds
+
+        feeds = held_back_feeds(loaded, args.data, args.samples)
+        check = HeldBackCheck(loaded, feeds, _metric(args, labels, loaded, len(feeds)), labels, args.max_metric_drop,
+                              args.min_cosine, opts.trt_version, "fp8" if args.fp8 else "int8")
         validation = check(result, lint=True)
     failed = validation is not None and not validation.passed
-    if failed and _accuracy_failed(validation) and not args.no_advice:
+    from ..core.qdq.held_back_check import accuracy_failed
+
+    if failed and accuracy_failed(validation) and not args.no_advice:
         from ..core.qdq.export_advice import advise_export
 
-        advice = advise_export(loaded, result, given, feeds, check.outcome, opts,
+        advice = advise_export(loaded, result, given, feeds, check.outcome, build_qdq, opts,
                                progress=None if args.json else lambda t: print(f"  ... {t}", file=sys.stderr))
     path = checks = None
     if not failed or args.write_failed:

@@ -40,7 +40,7 @@ from .amax_values import amax_problem
 from .auto_ranges import (AUTO, CLIP_NOTE_SHARE, EXPORT_METHODS, RULE_VERSION, RangeChoice, auto_choices,
                           choice_counts, clipping_notes)
 from .fingerprint import ModelFingerprint, check_stats_fit, float_tensors, stats_fingerprint
-from .ranges import METHODS, amax_from_stats, compute_ranges, evaluate_amax, usable_amax
+from .ranges import METHODS, amax_from_stats, clipped_share, compute_ranges, usable_amax
 from .stats import ActivationStats, load_stats, stats_arrays
 
 __all__ = ["CALIBRATION_FORMAT", "CALIBRATION_VERSION", "METHODS", "Calibration", "override_value"]
@@ -262,19 +262,17 @@ class Calibration:
 
     @property
     def clipped(self) -> Dict[str, float]:
-        """Tensor -> the share of its calibration values above its exported amax, where that is over
-        :data:`~.auto_ranges.CLIP_NOTE_SHARE` (see :meth:`clipping_notes` for what to do)."""
+        """Tensor -> the share of its calibration values its exported amax clips (by more than rounding:
+        :func:`~.ranges.clipped_share`), where that is over :data:`~.auto_ranges.CLIP_NOTE_SHARE` (see
+        :meth:`clipping_notes` for what to do)."""
         got = self._amax.get("clipped")
         if got is None:
             got = {}
-            sources, ranges = self.sources, self.ranges
             for name, amax in self.amax.items():
                 t = self.stats.tensors.get(name)
                 if t is None or not t.count:
                     continue
-                how = sources.get(name)
-                r = ranges.get(name, {}).get(how) if how != "override" else None
-                frac = r.clipped_fraction if r is not None else evaluate_amax(t, amax).clipped_fraction
+                frac = clipped_share(t, amax)
                 if frac > CLIP_NOTE_SHARE:
                     got[name] = float(frac)
             self._amax["clipped"] = got

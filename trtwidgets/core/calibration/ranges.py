@@ -291,6 +291,21 @@ def evaluate_amax(t: TensorStats, amax: float, num_bits: int = 8) -> RangeQualit
     return RangeQuality(mse=err, sqnr_db=sqnr, clipped_fraction=clipped)
 
 
+def clipped_share(t: TensorStats, amax: float, num_bits: int = 8) -> float:
+    """The share of ``t``'s values that a range of ``amax`` clips by more than rounding does.
+
+    A value up to half a step above ``amax`` lands on the top code as it would by rounding; only the
+    values beyond that lose more than rounding loses (what a clipping note counts).
+    """
+    total = float(np.sum(t.hist))
+    if total == 0 or not amax > 0:
+        return 0.0
+    edge = amax * (1.0 + 0.5 / (2 ** (num_bits - 1) - 1))
+    if edge >= t.absmax:
+        return 0.0
+    return max(0.0, 1.0 - float(_cdf_at(t, np.array([edge]))[0]) / total)
+
+
 def range_result(t: TensorStats, method: str, percentile: float = 99.99, num_bits: int = 8) -> RangeResult:
     amax = compute_amax(t, method, percentile)
     q = evaluate_amax(t, amax, num_bits)

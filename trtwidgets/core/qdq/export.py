@@ -320,7 +320,7 @@ def save_qdq_model(model: Union[QdqExport, onnx.ModelProto], path: Union[str, os
 
 
 def export_qdq(model, calibration, out_path: Union[str, os.PathLike, None] = None, *,
-               options: Optional[QdqOptions] = None) -> QdqExport:
+               options: Optional[QdqOptions] = None, held_back=None, metric=None) -> QdqExport:
     """Write the Q/DQ model of a calibration: ``trtwidgets.export_qdq(model, cal, "model.qdq.onnx")``.
 
     Parameters
@@ -338,20 +338,66 @@ def export_qdq(model, calibration, out_path: Union[str, os.PathLike, None] = Non
         Where to write the model (atomically); nothing is written when None.
     options : QdqOptions, optional
         How the model is written (precision, float part, exclusions ...); its defaults when None.
+    held_back : folder, ``"demo"`` or sequence of feeds, optional
+        Samples not used for calibration: the export is checked on them before anything is written
+        (its lowest output cosine against FP32 >= 0.99, or ``metric``), and when the check fails on
+        accuracy the tensors to change are measured and named, verified by checking again
+        (``result.advice``; :mod:`.export_advice`).
+    metric : str or callable, optional
+        The task metric of the check, as ``trtwidgets plan`` names it (``"top1-agreement"``,
+        ``"mask-iou:0.5"``, ...) or ``f(outputs) -> float``; its own allowed drop below FP32.
 
     Returns
     -------
     QdqExport
-        Its ``report.ranges`` says where the ranges came from.
+        Its ``report.ranges`` says where the ranges came from; with ``held_back`` its ``check`` (and,
+        when that failed, its ``advice``).
+
+    Raises
+    ------
+    ExportCheckError
+        With ``out_path`` and ``held_back``: the check failed; nothing is written, and the message
+        says which tensors to change and how.
     """
     from .range_sources import calibration_spec
 
     loaded = as_loaded(model)
     check_source_model(loaded.proto)  # the model's own fault first, before its ranges are judged against it
     # Another model's calibration, and values that cannot be scales, are refused before anything is built.
-    result = build_qdq(loaded, calibration_spec(loaded, calibration, options))
+    spec = calibration_spec(loaded, calibration, options)
+    result = build_qdq(loaded, spec)
+    if held_back is not None:
+        result = _held_back_checked(loaded, result, calibration, spec.options, held_back, metric)
+        if out_path is not None and result.check.failures:
+            from .export_check import ExportCheckError
+
+            raise ExportCheckError(
+                f"{os.fspath(out_path)} was not written: the export fails its check on the held-back samples "
+                f"({'; '.join(result.check.failures)}).",
+                result.advice.summary(cli=False) if result.advice is not None else
+                "The Q/DQ model would lose more accuracy than the check allows.",
+                "Apply the changes named above (options.exclude, cal.with_override), export again, or plan the "
+                "model (trtwidgets.plan) to search per layer; export_qdq without out_path returns the model anyway.")
     if out_path is not None:
         # As given: a path is an input the output must not replace.
         refuse_inputs(out_path, {"the model": model, "the calibration": calibration}, f"out_path {os.fspath(out_path)}")
         save_qdq_model(result, out_path)
     return result
+
+
+def _held_back_checked(loaded, result: QdqExport, calibration, options: QdqOptions, held_back, metric) -> QdqExport:
+    """``result`` with its check on ``held_back`` and, when that failed on accuracy, the advice."""
+    from .export_advice import advise_export
+    from .held_back_check import HeldBackCheck, accuracy_failed, held_back_feeds
+
+    feeds = held_back_feeds(loaded, held_back)
+    check = HeldBackCheck(loaded, feeds, metric, trt_version=options.trt_version, precision=options.precision)
+    validation = check(result)
+    advice = None
+    if validation.failures and accuracy_failed(validation):
+        if isinstance(calibration, (str, os.PathLike)):
+            from ..calibration.calibration import Calibration
+
+            calibration = Calibration.load(calibration)
+        advice = advise_export(loaded, result, calibration, feeds, check.outcome, build_qdq, options)
+    return dataclasses.replace(result, check=validation, advice=advice)

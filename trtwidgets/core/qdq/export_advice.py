@@ -252,8 +252,9 @@ def _exclusion_of(node: onnx.NodeProto) -> str:
 
 
 def advise_export(model, export, calibration, feeds: Sequence[Mapping[str, np.ndarray]],
-                  check: Callable[[object], Tuple[bool, str]], options: Optional[QdqOptions] = None,
-                  progress: Optional[Callable[[str], None]] = None) -> ExportAdvice:
+                  check: Callable[[object], Tuple[bool, str]], build: Callable[[object, object], object],
+                  options: Optional[QdqOptions] = None, progress: Optional[Callable[[str], None]] = None
+                  ) -> ExportAdvice:
     """Name the tensors that make ``export`` fail ``check``, say what to do, and verify it.
 
     Parameters
@@ -269,19 +270,20 @@ def advise_export(model, export, calibration, feeds: Sequence[Mapping[str, np.nd
         The held-back samples of the check.
     check : callable
         ``check(QdqExport) -> (passed, outcome in words)``: the same check the export failed.
+    build : callable
+        ``build(model, QdqSpec) -> QdqExport`` (:func:`~.export.build_qdq`), for the variants it checks.
     options : QdqOptions, optional
         The export's options.
     progress : callable, optional
         Hears a line per step.
     """
     from ..calibration.ranges import METHODS
-    from .export import build_qdq
     from .spec import QdqSpec
 
     say = progress or (lambda text: None)
     opts = options if options is not None else QdqOptions()
     acts = {a.tensor: a for a in export.report.activations}
-    sources, ranges = _sources_of(calibration)
+    sources, ranges = _sources_of(calibration, model)
     candidates = {}
     for t, a in acts.items():
         cand = {"exported": a.amax}
@@ -302,7 +304,7 @@ def advise_export(model, export, calibration, feeds: Sequence[Mapping[str, np.nd
     def trial(keep: Sequence[TensorAdvice]):
         excl = tuple(dict.fromkeys(_exclusion_of(by_label[r]) for t in keep for r in t.readers if r in by_label))
         spec = QdqSpec(amax, opts.replace(exclude=tuple(opts.exclude) + excl), source=export.report.ranges)
-        return check(build_qdq(model, spec)), excl
+        return check(build(model, spec)), excl
 
     order = sorted(advice, key=lambda t: -_after(t))
     (passed, outcome), excl = trial(())
@@ -345,12 +347,14 @@ def _ranked(acts, errors, candidates, sources) -> List[TensorAdvice]:
     return sorted(out, key=lambda t: -t.error_db)
 
 
-def _sources_of(calibration) -> Tuple[Dict[str, str], Mapping]:
+def _sources_of(calibration, model) -> Tuple[Dict[str, str], Mapping]:
     """``(tensor -> where its range came from, tensor -> method -> RangeResult)`` of a calibration (empty for a mapping)."""
     from ..calibration.calibration import Calibration
 
     if not isinstance(calibration, Calibration):
         return {}, {}
+    if calibration.method == "auto" and calibration.roles is None:  # as the export chose: with the graph's roles
+        calibration = calibration.with_roles(model)
     return calibration.sources, calibration.ranges
 
 

@@ -270,6 +270,10 @@ class QdqExport:
     report: QdqReport
     #: The same Q/DQ model with its float part in FP32 (None when the float part is FP32): the check's reference.
     float32_model: Optional[onnx.ModelProto] = field(default=None, repr=False, compare=False)
+    #: Its check on held-back samples (a :class:`~.validate.QdqValidation`; None when none were given).
+    check: Optional[object] = field(default=None, repr=False, compare=False)
+    #: When that check failed on accuracy: the tensors to change and how (an :class:`~.export_advice.ExportAdvice`).
+    advice: Optional[object] = field(default=None, repr=False, compare=False)
 
     def weight_scales(self, tensor: str) -> np.ndarray:
         """The scales of weight ``tensor`` as :attr:`model` holds them (widened to float32).
@@ -303,5 +307,13 @@ class QdqExport:
             lines.append(f"  scales as written: {changed}")
         if r.ranges:
             lines.append("  ranges: " + (r.ranges if len(r.ranges) <= 300 else r.ranges[:297] + "..."))
-        lines.append("  .model, .report (.report.summary()), .float32_model")
+        if r.clipped:
+            lines.append(f"  {len(r.clipped)} quantized tensor(s) clip many of their values (.report.clipped)")
+        if self.check is not None:
+            failures = self.check.failures
+            lines.append(f"  check on {self.check.samples} held-back samples: "
+                         + (("FAILED: " + "; ".join(failures))[:300] if failures else "passed")
+                         + (" (.advice says what to change)" if self.advice is not None else ""))
+        lines.append("  .model, .report (.report.summary()), .float32_model"
+                     + (", .check" if self.check is not None else "") + (", .advice" if self.advice is not None else ""))
         return "\n".join(lines)
