@@ -30,11 +30,12 @@ def run_cli(capsys, *argv):
 def test_export_with_report_and_validation(capsys, tmp_path, stats_path):
     out = tmp_path / "demo.qdq.onnx"
     code, text, err = run_cli(capsys, "export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--method", "percentile",
-                              "--out", out, "--data", "demo", "--samples", "32")
+                              "--out", out, "--data", "demo", "--samples", "32", "--trt-version", "8.6",
+                              "--write-failed")
     # Exit 1 when the validation thresholds fail, 0 when they hold.
     assert code == (0 if "PASSED" in text else 1), err
     assert "PASSED" in text or "FAILED" in text
-    assert out.is_file()
+    assert out.is_file() and "written for" not in text  # the TensorRT asked for: no word on the target
     # 53 Conv + MatMul, less 18 squeeze-excite 1x1 convs (matrix-vector). Dense INT8 (the default) quantizes
     # the 9 depthwise convs whose output the squeeze-excite pool and Mul read, with a Q/DQ on that output.
     assert "quantized layers    36" in text and "opset 11 -> 13" in text
@@ -231,7 +232,9 @@ def test_an_fp16_export_for_tensorrt_10_and_11_passes_its_check(capsys, tmp_path
     for version in ("10.16", "11.4"):
         out = tmp_path / f"fp16_{version}.qdq.onnx"
         code, text, err = run_cli(capsys, "export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--trt-version",
-                                  version, "--out", out, "--data", "demo", "--samples", "4")
+                                  version, "--out", out, "--data", "demo", "--samples", "4", "--write-failed",
+                                  "--no-advice")
+        # The float part's check is the subject: the model is written whatever the INT8 check says.
         assert code in (0, 1) and f"wrote {out}" in text, err
         # The float part's line: every quantizer held, the outputs and the quantizer inputs at >= 0.998.
         line = next(ln for ln in text.splitlines() if ln.startswith("float part against FP32"))
@@ -242,3 +245,86 @@ def test_an_fp16_export_for_tensorrt_10_and_11_passes_its_check(capsys, tmp_path
     check = json.loads(text)["check"]
     assert check["passed"] and min(check["cosines"].values()) >= 0.998 and check["quantizers"]["held"] > 30
     assert set(check["end_to_end"]) == set(check["cosines"])
+
+
+def _no_tensorrt():
+    from trtwidgets.core.model.trt_version import installed_trt_version
+
+    return installed_trt_version() is None
+
+
+@pytest.mark.skipif(not _no_tensorrt(), reason="TensorRT is installed: the default target is the installed one")
+def test_without_tensorrt_the_export_is_for_tensorrt_10_and_11_and_says_so(capsys, tmp_path, stats_path):
+    code, text, err = run_cli(capsys, "export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--out",
+                              tmp_path / "default.onnx", "--json")
+    assert code == 0, err
+    doc = json.loads(text)
+    assert doc["report"]["high_precision"]["dtype"] == "fp16" and "TensorRT 10 and 11" in doc["target"]
+    code, text, err = run_cli(capsys, "export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--out",
+                              tmp_path / "default.onnx")
+    assert "written for TensorRT 10 and 11 (no TensorRT installed here" in text and "float part          FP16" in text
+    # --trt-version still wins: 8.6 reads an FP32 float part.
+    code, text, err = run_cli(capsys, "export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--trt-version", "8.6",
+                              "--out", tmp_path / "trt86.onnx", "--json")
+    doc = json.loads(text)
+    assert code == 0 and "high_precision" not in doc["report"] and "target" not in doc, err
+    # A statistics file is exported with auto ranges: each tensor's method, counted in the report.
+    assert doc["report"]["ranges"].startswith("auto ranges from the calibration (")
+
+
+def test_a_failed_check_writes_nothing_and_names_what_to_change(capsys, tmp_path, stats_path):
+    out = tmp_path / "strict.onnx"
+    out.write_bytes(b"earlier")
+    args = ["export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--data", "demo", "--samples", "4", "--trt-version",
+            "8.6", "--min-cosine", "0.99999", "--out", out]
+    code, text, err = run_cli(capsys, *args)
+    assert code == 1 and out.read_bytes() == b"earlier" and "wrote" not in text
+    assert f"nothing written to {out}: the check failed (--write-failed writes it anyway)" in text
+    assert "What to change (each quantized tensor's own error at its readers on 4 held-back samples" in text
+    assert "keep float (its readers in high precision)" in text and "add: --exclude " in text
+    # What was measured on the way goes to standard error; the verdict of the advised changes to the output.
+    assert "measuring each of" in err and re.search(r"With these changes the check (passes|still fails)", text)
+    # Command-line terms only: no Python API in what a command prints.
+    assert "trtwidgets.calibrate" not in text + err and "cal." not in text
+    code, text, err = run_cli(capsys, *args, "--json", "--no-advice")
+    doc = json.loads(text)
+    assert code == 1 and doc["out"] is None and "advice" not in doc and not doc["validation"]["passed"]
+    code, text, err = run_cli(capsys, *args, "--write-failed", "--no-advice")
+    assert code == 1 and f"wrote {out}" in text and onnx.load(str(out)).graph.node
+
+
+def test_the_advised_options_pass_the_check(capsys, tmp_path, stats_path):
+    # The advice's own "add:" options, given back to the command, make the same check pass.
+    args = ["export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--data", "demo", "--samples", "4", "--trt-version",
+            "8.6", "--min-cosine", "0.9999", "--out", tmp_path / "q.onnx", "--json"]
+    code, text, err = run_cli(capsys, *args)
+    advice = json.loads(text)["advice"]
+    if not advice["passes"]:
+        pytest.skip(f"the advice found no passing set within its tries: {advice['result']}")
+    extra = (["--exclude", *advice["exclude"]] if advice["exclude"] else []) + (
+        ["--amax", *(f"{k}={v!r}" for k, v in advice["overrides"].items())] if advice["overrides"] else [])
+    code, text, err = run_cli(capsys, *args, *extra)
+    assert code == 0 and json.loads(text)["validation"]["passed"], err
+    assert (tmp_path / "q.onnx").is_file()
+
+
+def test_a_task_metric_is_the_check(capsys, tmp_path, stats_path):
+    code, text, err = run_cli(capsys, "export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--data", "demo",
+                              "--samples", "8", "--metric", "top1-agreement", "--out", tmp_path / "m.onnx", "--json")
+    v = json.loads(text)["validation"]
+    # The metric alone gates (its own allowance below FP32), as `plan --metric` does; no cosine threshold.
+    assert v["task_metric_name"].startswith("top-1 agreement") and v["thresholds"] == {"max_metric_drop": 0.01}
+    assert v["task_metric_reference"] == 1.0 and code == (0 if v["passed"] else 1), err
+    code, text, err = run_cli(capsys, "export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--data", "demo",
+                              "--samples", "8", "--metric", "cosine", "--max-metric-drop", "0.5", "--min-cosine", "0.5",
+                              "--out", tmp_path / "m.onnx", "--json")
+    v = json.loads(text)["validation"]
+    assert code == 0 and v["thresholds"] == {"max_metric_drop": 0.5, "min_cosine": 0.5}, err
+
+
+def test_amax_overrides_from_the_command_line(capsys, tmp_path, stats_path):
+    code, text, err = run_cli(capsys, "export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--amax", "x=2.5",
+                              "--out", tmp_path / "a.onnx", "--json")
+    assert code == 0, err
+    acts = {a["tensor"]: a["amax"] for a in json.loads(text)["report"]["activations"]}
+    assert acts["x"] == 2.5 and "1 amax overrides" in json.loads(text)["report"]["ranges"]

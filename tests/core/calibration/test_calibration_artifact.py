@@ -56,10 +56,10 @@ def test_a_statistics_file_of_today_is_read_as_a_calibration_with_a_note(conv_ca
     with notes_to(said.append):
         cal = Calibration.load(tmp_path / "stats.npz")
         as_max = Calibration.load(tmp_path / "stats.npz", method="max")
-    assert cal.method == "entropy" and cal.overrides == {} and cal.fingerprint == conv_cal.fingerprint
+    assert cal.method == "auto" and cal.overrides == {} and cal.fingerprint == conv_cal.fingerprint
     assert as_max.amax == conv_cal.amax
     # Said once: where the method was given, the caller knows what is exported.
-    assert len(said) == 1 and "without a calibration's settings" in said[0] and "entropy ranges" in said[0]
+    assert len(said) == 1 and "without a calibration's settings" in said[0] and "auto ranges" in said[0]
     assert cal.origin == str(tmp_path / "stats.npz")
 
 

@@ -11,7 +11,8 @@ other method's. What the advice says:
   (an amax override: ``--amax TENSOR=AMAX`` on the command line, ``cal.with_override`` in Python);
 * **keep float** (its readers in high precision: ``--exclude``) for the costliest tensors, as many
   as the check needs: the changes are applied and the export checked again, keeping 1, 2, 4 ...
-  tensors float until it passes (:data:`MAX_TRIES` checks at most).
+  tensors float until it passes (:data:`MAX_TRIES` checks at most). Range changes that make the check
+  worse than the export itself (each better alone, worse together) are dropped.
 
 So a failure names the culprits and what was verified to fix them, like the planner's per-tensor
 ranges and layer costs, at the price of a few checks rather than a plan.
@@ -33,8 +34,8 @@ __all__ = ["BETTER_DB", "MAX_TRIES", "ExportAdvice", "TensorAdvice", "advise_exp
 
 #: Another method is advised where its error at the readers is at least this much lower (dB).
 BETTER_DB = 3.0
-#: Checks the advice runs at most to find how many tensors to keep float.
-MAX_TRIES = 6
+#: Checks the advice runs at most to find how many tensors to keep float (1, 2, 4 ... 64, then all of them).
+MAX_TRIES = 8
 #: Held-back samples the local measure runs on.
 LOCAL_SAMPLES = 4
 
@@ -269,7 +270,8 @@ def advise_export(model, export, calibration, feeds: Sequence[Mapping[str, np.nd
     feeds : sequence of dict
         The held-back samples of the check.
     check : callable
-        ``check(QdqExport) -> (passed, outcome in words)``: the same check the export failed.
+        ``check(QdqExport) -> (passed, outcome in words, margin)``: the same check the export failed (the margin:
+        how far the gated measure lies above its threshold).
     build : callable
         ``build(model, QdqSpec) -> QdqExport`` (:func:`~.export.build_qdq`), for the variants it checks.
     options : QdqOptions, optional
@@ -306,17 +308,26 @@ def advise_export(model, export, calibration, feeds: Sequence[Mapping[str, np.nd
         spec = QdqSpec(amax, opts.replace(exclude=tuple(opts.exclude) + excl), source=export.report.ranges)
         return check(build(model, spec)), excl
 
+    passed, outcome, excl = False, "", ()
+    if overrides:
+        (passed, outcome, gained), excl = trial(())
+        say(f"check with {len(overrides)} range change(s): {outcome}")
+        if not passed and gained < check(export)[2]:
+            # Better alone at their readers, worse for the model: the ranges stay as exported.
+            say("the range changes lowered the check: the ranges stay as exported")
+            advice = [TensorAdvice(**{**t.__dict__, "better": "", "better_amax": math.nan, "better_db": math.nan})
+                      for t in advice]
+            amax.update({t: v for t, v in _amax_of(calibration).items() if t in overrides})
+            overrides = {}
     order = sorted(advice, key=lambda t: -_after(t))
-    (passed, outcome), excl = trial(())
-    say(f"check with {len(overrides)} range change(s): {outcome}")
     keep: List[TensorAdvice] = []
-    k, tries = 1, 1
+    k, tries = 1, 0
     while not passed and tries < MAX_TRIES and k <= len(order):
         keep = order[:k]
-        (passed, outcome), excl = trial(keep)
+        (passed, outcome, _), excl = trial(keep)
         say(f"check with {k} tensor(s) kept float: {outcome}")
         tries += 1
-        k *= 2
+        k = min(k * 2, len(order)) if k < len(order) else k + 1
     kept = {t.tensor for t in keep}
     final = tuple(TensorAdvice(**{**t.__dict__, "keep_float": t.tensor in kept}) for t in advice)
     verdict = f"the check {'passes' if passed else 'still fails'}: {outcome}" + (

@@ -77,11 +77,24 @@ class HeldBackCheck:
                             trt_version=self.trt_version, precision=self.precision, run_lint=lint,
                             reference_outputs=self.reference)
 
-    def outcome(self, export) -> Tuple[bool, str]:
-        """``(passed, in words)``: the check without lint (what the advice asks of each variant)."""
+    def outcome(self, export) -> Tuple[bool, str, float]:
+        """``(passed, in words, margin)``: the check without lint (what the advice asks of each variant); the
+        margin is how far the gated measure lies above its threshold (negative when it fails)."""
         v = self(export)
         failures = v.failures
-        return not failures, ("; ".join(failures) if failures else passed_line(v))
+        return not failures, ("; ".join(failures) if failures else passed_line(v)), margin(v)
+
+
+def margin(v) -> float:
+    """The smallest distance of a gated measure above its threshold (cosine, then the task metric)."""
+    t = v.thresholds
+    gaps = []
+    if "min_cosine" in t:
+        gaps.append(v.cosine - t["min_cosine"])
+    if "max_metric_drop" in t and v.task_metric_qdq is not None:
+        gaps.append(v.task_metric_qdq - (v.task_metric_reference - t["max_metric_drop"]))
+    gaps = [g for g in gaps if g == g]  # NaN (non-finite outputs) is the worst
+    return min(gaps) if gaps else (0.0 if not v.failures else -1.0)
 
 
 def passed_line(v) -> str:
