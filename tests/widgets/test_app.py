@@ -19,12 +19,12 @@ def test_defaults_need_no_choices(app):
     s = app.session
     assert s.model is not None and s.error == ""
     r = s.recipe
-    assert r.flags == ("fp16", "int8") and r.calibrator.kind == "toolkit" and r.calibrator.method == "entropy"
+    assert r.flags == ("fp16", "int8") and r.calibrator.kind == "toolkit" and r.calibrator.method == "auto"
     assert r.calibration_data.kind == "demo" and r.calibration_shapes == {"x": (1, 3, 48, 192)}
     assert s.problems == ()
     # The pickers show the recipe.
     assert app.flags.value["flags"] == ("fp16", "int8")
-    assert app.profiles_step.calibrator.choice.value == "toolkit:entropy"
+    assert app.profiles_step.calibrator.choice.value == "toolkit:auto"
     assert app.calibrate_step.data_path.value == "demo"
     assert app.profiles_step.profiles is not None and app.profiles_step.profiles.value["profiles"] == r.profiles
 
@@ -33,9 +33,13 @@ def test_load_calibrate_inspect_explore(app, tmp_path):
     s = app.session
     assert app.calibrate(max_samples=4, progress=False)
     assert s.stats.samples == 4 and s.ranges
-    assert "4 samples" in app.calibrate_step.calibration_view.value and app.calibrate_step.calibration_view.value.count("<tr>") == 11
-    worst = min(s.ranges, key=lambda n: s.ranges[n]["entropy"].sqnr_db)
-    assert worst in app.calibrate_step.calibration_view.value
+    view = app.calibrate_step.calibration_view.value
+    assert "4 samples" in view and view.count("<tr>") == 11
+    # The view ranks by the exported range's SQNR: auto's, each tensor's own method.
+    assert s.calibration.method == "auto"
+    chosen = {n: c.method for n, c in s.calibration.choices.items()}
+    worst = min(chosen, key=lambda n: s.ranges[n][chosen[n]].sqnr_db)
+    assert worst in view
     assert app.load_saved_build(str(saved_build_dir(tmp_path, "int8_implicit", synthetic_int8_implicit(), s.recipe)))
     assert app.inspect_choice.value == "int8_implicit"
     table = app.inspector.table
