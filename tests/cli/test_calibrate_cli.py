@@ -43,7 +43,7 @@ def test_npy_folder_with_shape_and_adapt(tmp_path, capsys, cls_model_path):
                "--cache", str(tmp_path / "c.cache"), "--no-progress"])
     assert rc == 0
     text = capsys.readouterr().out
-    assert text.startswith("3 samples") and "cache (entropy)" in text
+    assert text.startswith("3 samples") and "cache (auto (" in text  # auto, the default: each tensor's method
     assert read_cache(tmp_path / "c.cache").algorithm == "EntropyCalibration2"
     rc = main(["calibrate", str(cls_model_path), "--data", str(data), "--shape", "x:1x3x48x192", "--no-progress"])
     assert rc == 2

@@ -46,12 +46,12 @@ def test_the_exported_scales_are_the_calibrations_own(model, cal_max, tmp_path):
     assert any(name.endswith("_scale") for name in inits)
 
 
-def test_a_statistics_file_exports_as_an_entropy_calibration(model, cal_max, tmp_path):
+def test_a_statistics_file_exports_as_an_auto_calibration(model, cal_max, tmp_path):
     from trtwidgets.core.calibration.stats import save_stats
 
     ex = tw.export_qdq(model, save_stats(cal_max.stats, tmp_path / "stats.npz"))
-    assert ex.report.ranges.startswith("entropy ranges")
-    # Entropy clips the max calibration's outliers: this is the bug the issue measured (24 of 29 scales).
+    # auto, the default (issue 34): each tensor's method from its statistics and role, not the max calibration's.
+    assert ex.report.ranges.startswith("auto ranges")
     assert sum(_off(a.scale, cal_max.amax[a.tensor]) for a in ex.report.activations) > 0
     ex_max = tw.export_qdq(model, Calibration.load(tmp_path / "stats.npz", method="max"))
     assert ex_max.report.ranges.startswith("max ranges")

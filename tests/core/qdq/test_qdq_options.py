@@ -13,14 +13,19 @@ def test_one_set_of_defaults_everywhere():
     from trtwidgets.cli import export_qdq as export_cli
     from trtwidgets.cli import plan as plan_cli
 
+    from trtwidgets.core.model.trt_version import installed_trt_version
+
     defaults = QdqOptions()
     assert defaults.dense_int8 is True and defaults.trt_version is None
-    for cli, argv in ((export_cli, ["m.onnx", "--calibration", "c.npz", "--out", "q.onnx"]),
-                      (plan_cli, ["m.onnx", "--data", "d", "--out", "o"])):
+    # export-qdq writes for a TensorRT: the one asked for, the installed one, else 10 and 11 (issue 34).
+    installed = installed_trt_version()
+    export_target = str(installed) if installed is not None else export_cli.DEFAULT_TARGET
+    for cli, argv, target in ((export_cli, ["m.onnx", "--calibration", "c.npz", "--out", "q.onnx"], export_target),
+                              (plan_cli, ["m.onnx", "--data", "d", "--out", "o"], None)):
         parser = argparse.ArgumentParser()
         cli.add_arguments(parser)
         opts = cli.options(parser.parse_args(argv))
-        assert (opts.dense_int8, opts.high_precision, opts.trt_version) == (True, "auto", None), cli.NAME
+        assert (opts.dense_int8, opts.high_precision, opts.trt_version) == (True, "auto", target), cli.NAME
         off = cli.options(parser.parse_args(argv + ["--no-dense-int8"]))
         assert off.dense_int8 is False
 
