@@ -69,12 +69,13 @@ def test_overview_click_selects(stats, ranges):
 
 
 def test_the_method_buttons_choose_the_exported_method(stats, ranges, tmp_path):
-    from trtwidgets.core.calibration.calibration import METHODS
+    from trtwidgets.core.calibration.calibration import EXPORT_METHODS
 
     cache = tmp_path / "c.cache"
     ex = CalibrationExplorer(stats, ranges=ranges, recipe=_recipe(), cache_path=str(cache))
     # Every method the calibration module exports is a button; every method's line stays drawn.
-    assert tuple(ex.method_buttons.options) == tuple(METHODS) and ex.method_buttons.value == "entropy"
+    assert tuple(ex.method_buttons.options) == tuple(EXPORT_METHODS) and ex.method_buttons.value == "entropy"
+    assert EXPORT_METHODS[0] == "auto"
     lines = _lines(ex.hist_fig)
     assert set(lines) == {"max", "entropy", "percentile", "mse"}
     t = stats.tensors[ex.tensor]
@@ -181,7 +182,11 @@ def test_int8_grid_tab_follows_the_export_amax(stats, ranges):
     ex.figure_tabs.selected_index = 2
     t = stats.tensors[ex.tensor]
     grid = [s.x0 for s in ex.grid_fig.layout.shapes if s.type == "line"]
-    assert grid[-1] == pytest.approx(compute_amax(t, "entropy"))
+    # No recipe: auto, the default (issue 34), exports each tensor's own method's amax.
+    assert ex.calibration.method == "auto" and ex.method_buttons.value == "auto"
+    chosen = ex.calibration.choices[ex.tensor].method
+    assert grid[-1] == pytest.approx(compute_amax(t, chosen))
+    assert grid[-1] == pytest.approx(ex.calibration.amax[ex.tensor])
     ex.method_buttons.value = "max"
     grid = [s.x0 for s in ex.grid_fig.layout.shapes if s.type == "line"]
     assert grid[-1] == pytest.approx(compute_amax(t, "max"))

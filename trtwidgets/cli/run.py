@@ -330,7 +330,8 @@ def _body_sections(args, calibration, tables, summaries):
         from ..plots.report_sections import calibration_sections
 
         body += calibration_sections(calibration.stats, calibration.ranges, calibration.method,
-                                     calibration.percentile, calibration.overrides, calibration.data, args.top)
+                                     calibration.percentile, calibration.overrides, calibration.data, args.top,
+                                     chosen={n: c.method for n, c in calibration.choices.items()})
     if tables:
         body.append(rep.precision_summary_section(summaries))
         body.append(figs.figures_section("Precision chart", [figs.precision_figure(tables)]))

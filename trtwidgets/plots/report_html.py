@@ -39,19 +39,22 @@ def figures_section(title: str, figures: Iterable, captions: Sequence[str] = ())
 
 
 def histogram_figures(stats, ranges: Mapping[str, Mapping], names: Sequence[str], percentile: float = 99.99,
-                      active: str = "entropy", amax_overrides: Optional[Mapping[str, float]] = None) -> list:
-    """The |x| histogram with every method's amax, for each tensor in ``names``."""
+                      active: str = "entropy", amax_overrides: Optional[Mapping[str, float]] = None,
+                      chosen: Optional[Mapping[str, str]] = None) -> list:
+    """The |x| histogram with every method's amax, for each tensor in ``names`` (``chosen``: tensor -> the
+    method ``auto`` exports for it, the active line where given)."""
     from .histogram import TensorHistogramDisplay
 
     out = []
     for name in names:
+        line = (chosen or {}).get(name, active)
         kw = {}
         if amax_overrides and name in amax_overrides:
             kw["override"] = amax_overrides[name]
         try:
-            display = TensorHistogramDisplay.from_stats(stats, name, percentile=percentile, active=active, **kw)
+            display = TensorHistogramDisplay.from_stats(stats, name, percentile=percentile, active=line, **kw)
         except TypeError:
-            display = TensorHistogramDisplay.from_stats(stats, name, percentile=percentile, active=active)
+            display = TensorHistogramDisplay.from_stats(stats, name, percentile=percentile, active=line)
         out.append(display.figure(height=320))
     return out
 

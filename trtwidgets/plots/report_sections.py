@@ -23,7 +23,7 @@ LAYER_COLUMNS = ("name", "type", "onnx_nodes", "precision", "input_precision", "
 
 def calibration_sections(stats, ranges: Mapping[str, Mapping], method: str, percentile: float = 99.99,
                          overrides: Optional[Mapping[str, float]] = None, data: str = "", top: int = 6,
-                         first: Sequence[str] = ()) -> List[Section]:
+                         first: Sequence[str] = (), chosen: Optional[Mapping[str, str]] = None) -> List[Section]:
     """The ranges table and the calibration figures (tensors ranked, and |x| histograms).
 
     Parameters
@@ -42,6 +42,9 @@ def calibration_sections(stats, ranges: Mapping[str, Mapping], method: str, perc
         Histograms of this many tensors on which the range methods disagree most.
     first : sequence of str
         Tensors whose histograms come first (e.g. the one the explorer shows).
+    chosen : mapping, optional
+        Tensor -> the method ``auto`` exports for it (``Calibration.choices``): its SQNR, clipped share and
+        active line are shown.
     """
     from ..core.calibration.explorer_data import rank_tensors
 
@@ -49,10 +52,10 @@ def calibration_sections(stats, ranges: Mapping[str, Mapping], method: str, perc
     names = [n for n in first if n in ranges]
     names += [n for n in list(rank_tensors(ranges, by="disagreement").names)[:max(top, 0)] if n not in names]
     figures = [figs.overview_figure(ranges)] + figs.histogram_figures(stats, ranges, names, percentile, method,
-                                                                      dict(overrides or {}))
+                                                                      dict(overrides or {}), chosen)
     captions = (["Tensors ranked by how much the range methods disagree (log2 of largest / smallest amax)."]
                 + [f"|x| histogram of {n} with each method's amax" for n in names])
-    return [rep.ranges_section(ranges, method, stats, description=described),
+    return [rep.ranges_section(ranges, method, stats, description=described, chosen=chosen),
             figs.figures_section("Calibration figures", figures, captions)]
 
 

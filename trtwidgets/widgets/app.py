@@ -29,7 +29,7 @@ use (:attr:`App.flags`, :attr:`App.build_panel`, :attr:`App.inspector`, :attr:`A
 from __future__ import annotations
 
 import os
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 import ipywidgets as widgets
 import traitlets
@@ -57,6 +57,11 @@ __all__ = ["App", "quickstart", "STEPS", "STEP_KEYS", "LOAD", "FLAGS", "CALIBRAT
 _STALE_TABS = {"stats": CALIBRATE, "ranges": CALIBRATE, "plan": PLAN}
 #: Histograms in the HTML page: this many tensors on which the range methods disagree most.
 HTML_TOP = 6
+
+
+def _chosen_methods(calibration) -> Dict[str, str]:
+    """Tensor -> the method ``auto`` exports for it (empty for one method everywhere or no calibration)."""
+    return {name: c.method for name, c in getattr(calibration, "choices", {}).items()}
 
 
 class App(widgets.VBox):
@@ -289,7 +294,8 @@ class App(widgets.VBox):
             explorer = self.explore_step.explorer
             calibration = dict(stats=c.stats, ranges=c.ranges, method=c.method, percentile=c.percentile,
                                overrides=dict(c.overrides), data=c.data, top=HTML_TOP,
-                               first=[explorer.tensor] if explorer is not None and explorer.tensor else [])
+                               first=[explorer.tensor] if explorer is not None and explorer.tensor else [],
+                               chosen=_chosen_methods(c))
         steps.append({"step": "calibrate", "status": "done" if calibration else "not yet",
                       "detail": f"{s.stats.samples} samples" if calibration else "collect statistics in step 4"})
         plan = s.plan

@@ -137,12 +137,17 @@ def findings_section(findings: Sequence[Any]) -> Section:
 
 
 def ranges_section(ranges: Mapping[str, Mapping[str, Any]], method: str, stats=None, limit: Optional[int] = 400,
-                   description: str = "") -> Section:
-    """Amax per tensor and method, the exported method's SQNR and clipped share, lowest SQNR first."""
+                   description: str = "", chosen: Optional[Mapping[str, str]] = None) -> Section:
+    """Amax per tensor and method, the exported method's SQNR and clipped share, lowest SQNR first.
+
+    ``chosen`` (tensor -> method) is what ``auto`` exports for each tensor (``Calibration.choices``); such a
+    tensor's SQNR and clipped share are its chosen method's.
+    """
     methods = sorted({m for per in ranges.values() for m in per})
+    chosen = dict(chosen or {})
     rows = []
     for name, per in ranges.items():
-        r = per.get(method)
+        r = per.get(chosen.get(name, method))
         row = {"tensor": name}
         row.update({m: per[m].amax for m in methods if m in per})
         row["SQNR dB"] = None if r is None else r.sqnr_db
@@ -155,8 +160,8 @@ def ranges_section(ranges: Mapping[str, Mapping[str, Any]], method: str, stats=N
     cols = ["tensor"] + methods + ["SQNR dB", "clipped"] + (["min x", "max x"] if stats is not None else [])
     head = paragraph(description) if description else ""
     return section("Ranges per tensor", head,
-                   paragraph(f"amax per range method; SQNR and clipped share for the exported method ({method}), "
-                             "lowest SQNR first."),
+                   paragraph(f"amax per range method; SQNR and clipped share for the exported method ({method}"
+                             + (": each tensor's own" if chosen else "") + "), lowest SQNR first."),
                    table(rows, cols, limit=limit))
 
 
