@@ -260,3 +260,16 @@ def test_recipe_percentile_outside_the_default_slider_range_is_kept(stats, range
     assert ex.percentile == 95.0 and ex.percentile_slider.value == 95.0
     t = stats.tensors[ex.tensor]
     assert _lines(ex.hist_fig)["percentile"] == pytest.approx(compute_amax(t, "percentile", percentile=95.0))
+
+
+def test_rank_by_error_under_auto_reads_each_tensors_chosen_method(stats, ranges):
+    # auto (the default without a recipe, issue 34): each tensor ranked by the SQNR of the method it exports.
+    ex = CalibrationExplorer(stats, ranges=ranges, top=None)
+    assert ex.method_buttons.value == "auto"
+    ex.rank_by.value = "error"
+    chosen = {n: c.method for n, c in ex.calibration.choices.items()}
+    ranking = ex.overview.ranking
+    assert ranking.method == "auto" and set(ranking.names) == set(ranges)
+    expected = {n: ranges[n][chosen[n]].sqnr_db for n in ranking.names if n in chosen}
+    assert expected and all(s == pytest.approx(expected[n]) for n, s in zip(ranking.names, ranking.scores)
+                            if n in expected)

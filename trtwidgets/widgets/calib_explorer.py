@@ -391,9 +391,12 @@ class CalibrationExplorer(ExplorerExports, widgets.VBox):
 
     def _refresh_overview(self) -> None:
         by = self.rank_by.value
-        method = self.method if by == "error" and self.method in self.methods else None
+        exported = self.method if by == "error" else None
+        # auto ranks each tensor by the method it exports (its choice); a method not drawn, by the worst drawn
+        chosen = {n: c.method for n, c in self.calibration.choices.items()} if exported == "auto" else None
+        method = exported if exported in self.methods else None
         try:
-            ranking = rank_tensors(self.ranges, by=by, method=method, methods=self.methods or None)
+            ranking = rank_tensors(self.ranges, by=by, method=method, methods=self.methods or None, chosen=chosen)
         except UserError as e:
             self._show_error(e)
             return

@@ -194,7 +194,8 @@ def disagreement(amaxes: Iterable[float]) -> float:
 
 
 def rank_tensors(ranges: Mapping[str, Mapping[str, object]], by: str = "disagreement",
-                 method: Optional[str] = None, methods: Optional[Sequence[str]] = None) -> TensorRanking:
+                 method: Optional[str] = None, methods: Optional[Sequence[str]] = None,
+                 chosen: Optional[Mapping[str, str]] = None) -> TensorRanking:
     """Rank tensors by how much the range methods disagree, or by quantization error.
 
     Parameters
@@ -210,6 +211,9 @@ def rank_tensors(ranges: Mapping[str, Mapping[str, object]], by: str = "disagree
         The method whose SQNR is ranked; default: the lowest SQNR of any method.
     methods : sequence of str, optional
         Only these methods take part (default: all present).
+    chosen : mapping of str to str, optional
+        Tensor -> the method whose SQNR is ranked for it (``auto``'s choices, ``Calibration.choices``); it wins
+        over ``method``; the ranking's method reads ``"auto"``.
 
     Ties keep the order of ``ranges`` so the result is deterministic.
     """
@@ -221,11 +225,14 @@ def rank_tensors(ranges: Mapping[str, Mapping[str, object]], by: str = "disagree
         if not use:
             continue
         dis = disagreement(r.amax for r in use.values())
-        if method is not None:
-            if method not in use:
-                raise StatsError(f"no {method!r} range for tensor {name!r}", None,
-                                 f"compute ranges with method {method!r} or rank by another method")
-            sq = float(use[method].sqnr_db)
+        own = (chosen or {}).get(name, method)
+        if chosen and own not in use:
+            own = method  # its chosen method is not taking part: as the others
+        if own is not None:
+            if own not in use:
+                raise StatsError(f"no {own!r} range for tensor {name!r}", None,
+                                 f"compute ranges with method {own!r} or rank by another method")
+            sq = float(use[own].sqnr_db)
         else:
             sq = min(float(r.sqnr_db) for r in use.values())
         rows.append((name, dis, sq, i))
@@ -236,7 +243,7 @@ def rank_tensors(ranges: Mapping[str, Mapping[str, object]], by: str = "disagree
         # NaN SQNR (an all-zero tensor) says nothing: rank it last.
         rows.sort(key=lambda r: (math.isnan(r[2]), r[2], r[3]))
         scores = tuple(r[2] for r in rows)
-    return TensorRanking(by, tuple(r[0] for r in rows), scores, method,
+    return TensorRanking(by, tuple(r[0] for r in rows), scores, "auto" if chosen else method,
                          tuple(r[1] for r in rows), tuple(r[2] for r in rows))
 
 
