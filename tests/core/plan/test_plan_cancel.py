@@ -13,6 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 from tests.core.plan.plan_models import conv_stack, feeds
 from trtwidgets.core.common.cancel import Cancelled, cancel_scope, check
 from trtwidgets.core.common.ort import open_session
+from trtwidgets.core.plan.phases import METHOD_ORDER
 from trtwidgets.core.plan.plan_artifact import Plan
 from trtwidgets.core.plan.plan_values import PlanTarget
 from trtwidgets.core.plan.planner import plan
@@ -118,6 +119,7 @@ def test_progress_reports_each_phase_unit():
     plan(conv_stack(), feeds(), shapes={"x": (16, 64, 56, 56)}, progress=False, target=PlanTarget(cosine=0.9999999),
          on_progress=lambda phase, done, total: seen.append((phase, done, total)))
     methods = [s for s in seen if s[0] == "range methods"]
-    assert methods[0][1] == 0 and methods[-1][1] == methods[-1][2] == 4
+    # The calibration's own method (auto by default) and each of the four others.
+    assert methods[0][1] == 0 and methods[-1][1] == methods[-1][2] == 1 + len(METHOD_ORDER) == 5
     costs = [s for s in seen if s[0] == "layer cost"]
     assert costs and costs[-1][1] == costs[-1][2] >= 1

@@ -165,7 +165,7 @@ def test_plan_json_round_trip(tmp_path):
     back = Plan.load(tmp_path)
     assert back.recommended == p.recommended and [c.name for c in back.candidates] == [c.name for c in p.candidates]
     assert back.to_dict() == json.loads(path.read_text())  # loaded and written again: the same file
-    assert back.ranges.method == p.ranges.method in ("entropy", "percentile", "mse", "max")
+    assert back.ranges.method == p.ranges.method in ("auto", "entropy", "percentile", "mse", "max")
     assert back.ranges.amax == p.ranges.amax and back.options == p.options and back.fingerprint == p.fingerprint
     assert back.target == p.target and back.estimate == p.estimate and back.measured is None
     assert back.pick.quantized == p.pick.quantized and back.pick.accuracy.cosine == pytest.approx(p.pick.accuracy.cosine)

@@ -7,8 +7,8 @@ reformat) and can lose accuracy. :func:`plan` searches, on the CPU:
 1. **Statistics once.** A :class:`~..calibration.calibration.Calibration` is fitted
    once (or the caller's is taken: its statistics, percentile and amax overrides)
    and every candidate reuses it.
-2. **Ranges.** Each of the four range methods (entropy, percentile, MSE, max) is
-   tried on the full placement; the best (by the target) is kept, then each of the
+2. **Ranges.** The calibration's own method (auto by default) and each of the four others
+   (entropy, percentile, MSE, max) is tried on the full placement; the best (by the target) is kept, then each of the
    most sensitive layers' inputs may switch to another method where that scores
    higher.
 3. **Where INT8 pays.** With an implicit INT8+FP16 build of the model
