@@ -69,6 +69,13 @@ def test_labelled_inputs_and_the_demo_data_kind_read_the_parts():
     np.testing.assert_array_equal(np.concatenate([g["x"] for g in got]), cal.inputs())
 
 
+def test_orientation_scores_are_what_top1_and_flips_read():
+    scores, labels = demo.orientation_scores(demo.MODEL_PATH, part="calibration")
+    cal = ls.labelled_set("calibration")
+    assert scores.shape == (len(cal), len(demo.LABELS)) and list(labels) == list(cal.labels)
+    assert top1(scores, labels).accuracy == demo.orientation_top1(demo.MODEL_PATH, part="calibration") > 0.9
+
+
 def test_a_part_or_batch_that_does_not_exist_is_a_user_error():
     with pytest.raises(UserError, match="not a part"):
         ls.labelled_set("test")

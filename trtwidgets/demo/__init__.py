@@ -30,7 +30,7 @@ import numpy as np
 from .preprocessing import INPUT_NAME, preprocess  # re-exported: demo.INPUT_NAME, demo.preprocess
 
 __all__ = ["MODEL_PATH", "INPUT_NAME", "INPUT_SHAPE", "LABELS", "preprocess", "sample_images", "sample_inputs",
-           "calibration_inputs", "labelled_inputs", "orientation_top1", "skimage_crops", "iter_skimage_inputs"]
+           "calibration_inputs", "labelled_inputs", "orientation_scores", "orientation_top1", "skimage_crops", "iter_skimage_inputs"]
 
 _HERE = Path(__file__).resolve().parent
 
@@ -121,6 +121,31 @@ def labelled_inputs(batch_size: int = 1, n_lines: Optional[int] = None, part: st
     return feeds, data.labels[:sum(len(f[INPUT_NAME]) for f in feeds)]
 
 
+def orientation_scores(model, batch_size: int = 16, part: str = "held_back"):
+    """Class scores of a model of the demo on the labelled set, with ONNX Runtime, and the labels.
+
+    Parameters
+    ----------
+    model : LoadedModel, onnx.ModelProto or path
+        The demo classifier or a quantized (Q/DQ) export of it.
+    batch_size : int
+        Lines per run (only speed depends on it; 1,024 is a multiple of every power of two up to it).
+    part : {"held_back", "calibration", "all"}
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        Scores ``(n, 2)`` (``demo.LABELS`` order) and the int64 label of every sample, in order:
+        what :func:`trtwidgets.core.accuracy.intervals.top1` and ``paired_flips`` take.
+    """
+    from ..core.qdq.validate import run_model
+
+    feeds, labels = labelled_inputs(batch_size, part=part)
+    outputs, _ = run_model(model, feeds)
+    scores = next(iter(outputs.values()))
+    return scores.reshape(len(labels), -1), labels
+
+
 def orientation_top1(model, batch_size: int = 16, part: str = "held_back") -> float:
     """Top-1 accuracy of a model of the demo (float or Q/DQ) on the labelled set's held-back part, with ONNX Runtime.
 
@@ -132,9 +157,5 @@ def orientation_top1(model, batch_size: int = 16, part: str = "held_back") -> fl
         Lines per run (only speed depends on it; 1,024 is a multiple of every power of two up to it).
     part : {"held_back", "calibration", "all"}
     """
-    from ..core.qdq.validate import run_model
-
-    feeds, labels = labelled_inputs(batch_size, part=part)
-    outputs, _ = run_model(model, feeds)
-    scores = next(iter(outputs.values()))
-    return float(np.mean(np.argmax(scores.reshape(len(labels), -1), axis=1) == labels))
+    scores, labels = orientation_scores(model, batch_size, part)
+    return float(np.mean(np.argmax(scores, axis=1) == labels))

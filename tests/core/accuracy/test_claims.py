@@ -16,7 +16,7 @@ LATENCY_SENTENCE = "implicit INT8 takes {a} ms, {word} FP16's {b} ms"
 
 
 @pytest.mark.parametrize("a, b, word", [(0.462, 0.485, "faster than"), (0.485, 0.462, "slower than"),
-                                        (0.480, 0.485, "as fast as, within the spread,")])
+                                        (0.480, 0.485, "within the spread of")])
 def test_an_order_chooses_its_word_from_the_values_and_the_spread(a, b, word):
     c = order(LATENCY_SENTENCE, a, b, words=claims.LATENCY, within=0.011)
     assert c.word == word

@@ -40,7 +40,7 @@ highest lowest largest smallest helps hurts
 METADATA_KEY = "trtwidgets"
 
 #: Word sets for common comparisons: (``a`` above ``b``, ``a`` below ``b``, within the tolerance).
-LATENCY = ("slower than", "faster than", "as fast as, within the spread,")
+LATENCY = ("slower than", "faster than", "within the spread of")
 COUNT = ("more", "fewer", "as many")
 HIGHER_IS_BETTER = ("better than", "worse than", "as good as")
 HIGHER = ("higher than", "lower than", "the same as")

@@ -335,8 +335,9 @@ def check_calibrator(ctx: LintContext) -> None:
                 "BuilderFlag.INT8.", "Add int8 to the flags, or drop the calibrator.")
     dyn = ctx.summary.dynamic_inputs
     if trt_cal and dyn and not ctx.trt11:
-        ctx.add("CALIBRATION_AT_OPT_SHAPE", "TensorRT (8.5 and later) calibrates a dynamic-shape network only at "
-                "the calibration profile's opt shape; calibration batches must have exactly that shape.",
+        ctx.add("CALIBRATION_AT_OPT_SHAPE", "TensorRT calibrates a dynamic-shape network only at the calibration "
+                "profile's opt shape (set_calibration_profile, in its API since 7.1); calibration batches must have "
+                "exactly that shape.",
                 f"Inputs {', '.join(t.name for t in dyn)} have dynamic dims.",
                 "Set the calibration profile's opt shape to the shape of your calibration data (or let "
                 "trtwidgets pad/resize samples to it).", [t.name for t in dyn])
@@ -354,7 +355,7 @@ def check_profiles(ctx: LintContext) -> None:
                                                    for i, n in t.dynamic_dims.items()) for t in dyn)
         ctx.add("DYNAMIC_INPUT_NEEDS_PROFILE", f"Dynamic input dims ({dims}) need an optimization profile (min, opt, "
                 f"max shapes); without one the build fails with \"{TRT_TEXT['no_profile']}\".",
-                "TensorRT picks kernels for a range of shapes, given by the profile; TensorRT 8.5+ also calibrates "
+                "TensorRT picks kernels for a range of shapes, given by the profile; TensorRT also calibrates "
                 "only at the calibration profile's opt shape.",
                 "Add a profile with min/opt/max for each dynamic input (opt = the shape you run most).",
                 [t.name for t in dyn])
