@@ -79,7 +79,7 @@ def typed_comparisons(nb) -> List[str]:
             for claim in claims:
                 if claim["text"] not in text:
                     found.append(f"cell {i}: the claim {claim['text']!r} is not in its output")
-                text = text.replace(claim["text"], " CLAIM ")
+                text = text.replace(claim["text"], " CLAIM ", 1)  # one occurrence per record: a repeated claim is recorded twice
             found += [f"cell {i}: {s}" for s in comparisons(text)]
     return found
 

@@ -105,3 +105,12 @@ def test_a_claim_turns_with_its_values_in_an_executed_style_record():
     assert record["word"] == "slower than"
     turned = Claim.from_record(record).counter_example()
     assert turned.word == "faster than" and "0.365 ms, faster than FP16's 0.473 ms" in str(turned)
+
+
+def test_a_claim_shown_twice_is_recorded_twice_and_each_record_needs_its_own_occurrence():
+    twice = _markdown_output(Prose(_claim(), "; ", _claim(), "."))
+    assert typed_comparisons(_notebook(twice)) == []
+    out = twice.outputs[0]
+    out.data["text/markdown"] = out.data["text/markdown"].replace("slower than", "faster than", 1)
+    found = typed_comparisons(_notebook(twice))
+    assert any("is not in its output" in f for f in found) and any("faster than" in f for f in found)
