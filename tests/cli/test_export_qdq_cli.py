@@ -130,19 +130,20 @@ def test_bad_inputs_exit_2_and_keep_the_old_output(capsys, tmp_path, stats_path)
 
 
 def _demo_accuracy(labels, samples):
-    # The float model's top-1 accuracy on the same held-back crops the CLI uses (seed 12345, batch 1).
+    # The float model's top-1 accuracy on the same held-back samples the CLI uses (the labelled set's, batch 1).
     import numpy as np
 
     from trtwidgets.core.qdq.validate import run_model
+    from trtwidgets.demo.labelled_set import labelled_set
 
-    outs, n = run_model(demo.MODEL_PATH, demo.iter_skimage_inputs(samples, batch_size=1, seed=12345))
+    outs, n = run_model(demo.MODEL_PATH, labelled_set("held_back").feeds(1)[:samples])
     return float(np.mean(next(iter(outs.values())).argmax(-1) == labels[:n]))
 
 
 def test_labels_give_accuracy_on_both_models(capsys, tmp_path, stats_path):
     import numpy as np
 
-    # demo.skimage_crops turns every odd crop by 180 degrees: the true label of crop i is i % 2.
+    # The labelled set pairs each text line upright (label 0) with it turned (label 1): sample i has label i % 2.
     labels = np.arange(24) % 2
     np.save(tmp_path / "labels.npy", labels)
     np.savez(tmp_path / "labels.npz", labels=labels)

@@ -122,9 +122,11 @@ def options(args):
 
 def _data(args):
     if args.data == "demo":
-        from .. import demo
+        from ..demo.labelled_set import labelled_set
 
-        return list(demo.iter_skimage_inputs(64, batch_size=1, seed=12345))
+        # Samples the demo model reads (rendered text lines, upright and turned), none of them calibration samples
+        # of the notebooks: the planner splits them into its own calibration and held-back samples.
+        return labelled_set("held_back").feeds(1)[:64]
     return args.data
 
 

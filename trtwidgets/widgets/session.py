@@ -279,7 +279,7 @@ class Session(DataDefaults, Builds, traitlets.HasTraits):
         data : optional
             Overrides the recipe's calibration data (see
             :func:`~trtwidgets.core.calibrate.step.calibrate_recipe`); the bundled demo model
-            calibrates on its bundled crops by default.
+            calibrates on the calibration part of the demo's labelled set by default.
         progress : bool or callable
             Show a progress bar.
         max_samples : int, optional

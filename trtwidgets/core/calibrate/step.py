@@ -1,8 +1,8 @@
 """``trtwidgets.calibrate(model, data)`` and a recipe's calibration step: data in, a Calibration out.
 
 The App, ``trtwidgets run`` and the notebook-level :func:`calibrate` share one step
-(:func:`calibrate_recipe`): which data (the recipe's, the caller's, or the bundled crops for
-the bundled demo model), at which shapes (the calibration profile's opt shapes), then the
+(:func:`calibrate_recipe`): which data (the recipe's, the caller's, or the calibration part of the demo's
+labelled set for the bundled demo model), at which shapes (the calibration profile's opt shapes), then the
 statistics and the :class:`~trtwidgets.core.calibration.calibration.Calibration` with the
 recipe's method, percentile and amax overrides. :func:`calibrate` makes the recipe, its
 dynamic dimensions taken from the data (:mod:`trtwidgets.core.recipe.data_defaults`). This
@@ -35,7 +35,7 @@ def calibrate(model: Any, data: Any = None, *, method: str = "auto", percentile:
     model : LoadedModel or path
         From :func:`trtwidgets.load`, or an ``.onnx`` path.
     data : folder, ``"demo"``, CalibrationDataSpec or iterable of feeds, optional
-        Default: the recipe's data (the bundled crops for the bundled demo model).
+        Default: the recipe's data (the demo's labelled calibration samples for the bundled demo model).
     method : str
         The range method whose amax is exported: ``"auto"`` (each tensor's, chosen from its statistics and
         its role in the graph, with the reason: ``cal.choices``), or ``"entropy"``, ``"max"``, ``"percentile"``,

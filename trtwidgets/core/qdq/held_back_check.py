@@ -20,11 +20,12 @@ DEFAULT_CHECK_COSINE = 0.99
 
 def held_back_feeds(model, data: Any, samples: Optional[int] = None) -> List[Mapping[str, np.ndarray]]:
     """The held-back samples ``data`` names: a folder of samples (each input cut along its own batch axis, as
-    calibration reads them), ``"demo"`` (fresh crops for the bundled model) or a sequence of feeds."""
+    calibration reads them), ``"demo"`` (the held-back part of the demo's labelled set: text lines the bundled
+    model reads, never calibrated on) or a sequence of feeds."""
     if isinstance(data, str) and data == "demo":
-        from ... import demo
+        from ...demo.labelled_set import labelled_set
 
-        return list(demo.iter_skimage_inputs(samples or 64, batch_size=1, seed=12345))
+        return labelled_set("held_back").feeds(1)[:samples or 64]
     if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__"):
         from ..calibration.data import iter_feeds
         from ..calibration.sample_axes import SampleAxes

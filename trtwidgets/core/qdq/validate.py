@@ -200,7 +200,8 @@ def run_model(model, feeds: Iterable[Mapping[str, np.ndarray]], providers: Optio
         samples += int(np.shape(first)[0]) if np.ndim(first) else 1
     if samples == 0:
         raise UserError("No data to validate on.", "The data source yielded no feed.",
-                        "Give held-back samples (not the calibration samples), e.g. demo.iter_skimage_inputs(64).")
+                        "Give held-back samples (not the calibration samples), e.g. the demo's "
+                        "trtwidgets.demo.labelled_set.labelled_set('held_back').feeds(64).")
     return {n: np.concatenate(v, axis=0) if v[0].ndim else np.stack(v) for n, v in parts.items()}, samples
 
 
