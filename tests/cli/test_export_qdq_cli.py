@@ -297,7 +297,7 @@ def test_a_failed_check_writes_nothing_and_names_what_to_change(capsys, tmp_path
 def test_the_advised_options_pass_the_check(capsys, tmp_path, stats_path):
     # The advice's own "add:" options, given back to the command, make the same check pass.
     args = ["export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--data", "demo", "--samples", "4", "--trt-version",
-            "8.6", "--min-cosine", "0.9999", "--out", tmp_path / "q.onnx", "--json"]
+            "8.6", "--min-cosine", "0.999", "--out", tmp_path / "q.onnx", "--json"]
     code, text, err = run_cli(capsys, *args)
     advice = json.loads(text)["advice"]
     if not advice["passes"]:
@@ -329,3 +329,14 @@ def test_amax_overrides_from_the_command_line(capsys, tmp_path, stats_path):
     assert code == 0, err
     acts = {a["tensor"]: a["amax"] for a in json.loads(text)["report"]["activations"]}
     assert acts["x"] == 2.5 and "1 amax overrides" in json.loads(text)["report"]["ranges"]
+
+
+def test_advice_that_keeps_every_layer_float_is_no_pass(capsys, tmp_path, stats_path):
+    # At a cosine the demo's INT8 layers cannot keep, the advice ends with nothing in INT8: that is FP16, not a
+    # Q/DQ model that passes, and the command says so instead of advising every layer out.
+    code, text, err = run_cli(capsys, "export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--data", "demo",
+                              "--samples", "4", "--trt-version", "8.6", "--min-cosine", "0.99999",
+                              "--out", tmp_path / "q.onnx", "--json")
+    advice = json.loads(text)["advice"]
+    assert code == 1 and advice["passes"] is False and "no layer left in INT8" in advice["result"], err
+    assert not (tmp_path / "q.onnx").exists()

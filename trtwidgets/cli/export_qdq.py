@@ -72,8 +72,8 @@ def add_arguments(parser):
                         "reads FP32 scales; the FP16 flag lowers it) and FP16 for 10/11 (strongly typed: the "
                         "model's type is the precision)")
     parser.add_argument("--out", required=True, help="where to write the Q/DQ model (atomically)")
-    parser.add_argument("--data", help="held-back data to validate on: 'demo' (the held-back part of the demo's labelled set) or a "
-                        "folder of .npy/.npz/images")
+    parser.add_argument("--data", help="held-back data to validate on: 'demo' (the held-back part of the demo's "
+                        "labelled set) or a folder of .npy/.npz/images")
     parser.add_argument("--samples", type=int, default=64, help="held-back samples to validate on (default 64)")
     parser.add_argument("--labels", metavar="FILE", help="integer class labels of the held-back samples (.npy, or .npz "
                         "with one array or one named 'labels'; labels[i] belongs to the i-th sample, in data order): "

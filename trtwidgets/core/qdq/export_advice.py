@@ -306,7 +306,11 @@ def advise_export(model, export, calibration, feeds: Sequence[Mapping[str, np.nd
     def trial(keep: Sequence[TensorAdvice]):
         excl = tuple(dict.fromkeys(_exclusion_of(by_label[r]) for t in keep for r in t.readers if r in by_label))
         spec = QdqSpec(amax, opts.replace(exclude=tuple(opts.exclude) + excl), source=export.report.ranges)
-        return check(build(model, spec)), excl
+        built = build(model, spec)
+        if not built.report.quantized_layers:
+            # Everything float passes any check and is no Q/DQ model: FP16 is the answer then, not this export.
+            return (False, "no layer left in INT8 (FP16 without INT8 is what meets this check)", -math.inf), excl
+        return check(built), excl
 
     passed, outcome, excl = False, "", ()
     if overrides:
