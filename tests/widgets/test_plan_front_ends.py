@@ -118,7 +118,7 @@ def test_the_plan_runs_in_the_background_and_cancel_keeps_what_was_found_within_
     assert "Interrupted" in step.status.value and step.chart_box.children
     assert not step.run_button.disabled and step.cancel_button.disabled
     # Progress was shown per phase, with counts.
-    assert any("range methods" in p and "/4" in p for p in phases)
+    assert any("range methods" in p and "/5" in p for p in phases)  # auto (the calibration's) and the four others
 
 
 def test_the_notes_of_a_step_are_shown_in_it_onnx_runtimes_errors_among_them(tmp_path):
