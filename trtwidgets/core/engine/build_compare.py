@@ -124,10 +124,6 @@ class BuildComparison:
         columns += ["precision_differs", "tactic_differs"]
         return pd.DataFrame.from_records(records, columns=columns)
 
-    def differences(self):
-        """:meth:`table` restricted to layers whose precision or tactic differ (or that are missing somewhere)."""
-        return self.table(only_differences=True)
-
 
 def _jaccard(a: frozenset, b: frozenset) -> float:
     return len(a & b) / len(a | b) if a and b else 0.0
