@@ -154,10 +154,10 @@ class Session(DataDefaults, Builds, traitlets.HasTraits):
     def _lint(self, model: LoadedModel):
         # The recipe, when there is one, says what will be built: lint against it.
         r = self.recipe
-        calibrator = getattr(r, "calibrator", None)
-        return lint(model, flags=getattr(r, "flags", None), trt_version=getattr(r, "trt_version", None),
-                    calibrator=getattr(calibrator, "kind", calibrator),
-                    profiles=getattr(r, "profiles", None) or None)
+        if r is None:
+            return lint(model)
+        return lint(model, flags=r.flags, trt_version=r.trt_version, calibrator=r.calibrator.kind,
+                    profiles=r.profiles or None)
 
     # ------------------------------------------------------------------ recipe
 

@@ -15,7 +15,9 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional
 
 from ..calibration.calibration import Calibration
+from ..calibration.data import CalibrationDataSpec
 from ..common.errors import CalibrationDataError
+from ..recipe.recipe import CalibratorSpec, Recipe
 
 __all__ = ["TRT_CALIBRATOR_METHOD", "calibrate", "calibrate_recipe", "calibration_source", "export_method",
            "is_demo_model", "recipe_calibration"]
@@ -67,7 +69,6 @@ def calibrate(model: Any, data: Any = None, *, method: str = "auto", percentile:
     from ..calibration.data import spec_for
     from ..model.load import as_loaded
     from ..recipe.data_defaults import fill_recipe_from_data
-    from ..recipe.recipe import CalibratorSpec, Recipe
 
     model = as_loaded(model)
     spec = None
@@ -91,17 +92,15 @@ def calibrate(model: Any, data: Any = None, *, method: str = "auto", percentile:
                             max_samples=max_samples, providers=providers)
 
 
-def export_method(recipe: Any) -> str:
+def export_method(recipe: Optional[Recipe]) -> str:
     """The range method a recipe exports: its toolkit method, else the one matching its TensorRT calibrator."""
-    cal = getattr(recipe, "calibrator", None)
-    if cal is None:
+    if recipe is None:
         return "auto"
-    if getattr(cal, "method", None):
-        return cal.method
-    return TRT_CALIBRATOR_METHOD.get(getattr(cal, "kind", "none"), "auto")
+    cal = recipe.calibrator
+    return cal.method or TRT_CALIBRATOR_METHOD.get(cal.kind, "auto")
 
 
-def calibration_source(recipe: Any, model, data: Any = None):
+def calibration_source(recipe: Optional[Recipe], model, data: Any = None):
     """``(source, description)``: the data to calibrate ``model`` on.
 
     ``data`` wins; then the recipe's ``calibration_data``; then, for the bundled
@@ -119,7 +118,7 @@ def calibration_source(recipe: Any, model, data: Any = None):
             spec = spec_for(data)
             return spec, (spec.path or spec.kind)
         return data, "the given feeds"
-    spec = getattr(recipe, "calibration_data", None)
+    spec = None if recipe is None else recipe.calibration_data
     if spec is not None:
         return spec, (spec.path or spec.kind)
     from ... import demo
@@ -134,18 +133,17 @@ def calibration_source(recipe: Any, model, data: Any = None):
 
 
 def is_demo_model(model, demo_path) -> bool:
-    """True when ``model`` (anything with ``path`` / ``sha256``) is the demo at ``demo_path`` or a copy of it."""
+    """True when ``model`` (a LoadedModel) is the demo at ``demo_path`` or a copy of it."""
     import hashlib
     from pathlib import Path
 
-    path = getattr(model, "path", None)
-    if path is not None and Path(str(path)).resolve() == Path(demo_path).resolve():
+    if Path(str(model.path)).resolve() == Path(demo_path).resolve():
         return True
     # A copy of the demo elsewhere (e.g. a recipe written on another machine) is still the demo.
-    return getattr(model, "sha256", None) == hashlib.sha256(Path(demo_path).read_bytes()).hexdigest()
+    return model.sha256 == hashlib.sha256(Path(demo_path).read_bytes()).hexdigest()
 
 
-def calibrate_recipe(recipe: Any, model=None, data: Any = None, progress: bool = False,
+def calibrate_recipe(recipe: Recipe, model=None, data: Any = None, progress: bool = False,
                      max_samples: Optional[int] = None, stats=None, providers=None,
                      percentile: Optional[float] = None) -> Calibration:
     """Calibrate ``model`` as ``recipe`` says.
@@ -178,8 +176,9 @@ def calibrate_recipe(recipe: Any, model=None, data: Any = None, progress: bool =
 
     model = as_loaded(recipe.model_path if model is None else model)
     source, described = calibration_source(recipe, model, data)
-    opt = {k: list(v) for k, v in (getattr(recipe, "calibration_shapes", None) or {}).items()}
-    adapt = dict(getattr(source, "adapt", None) or {})
+    opt = {k: list(v) for k, v in recipe.calibration_shapes.items()}
+    # Feeds given directly have no adaptation; only a data spec carries one.
+    adapt = dict(source.adapt) if isinstance(source, CalibrationDataSpec) else {}
     # An input whose data has another shape than the opt shape needs an adaptation; the
     # spec's own wins, otherwise iter_feeds explains the mismatch.
     stats = collect_stats(model, source, providers=providers, stats=stats, progress=progress,
@@ -187,14 +186,14 @@ def calibrate_recipe(recipe: Any, model=None, data: Any = None, progress: bool =
     return recipe_calibration(stats, recipe, percentile, data=str(described), model=model)
 
 
-def recipe_calibration(stats, recipe: Any, percentile: Optional[float] = None, ranges=None,
+def recipe_calibration(stats, recipe: Optional[Recipe], percentile: Optional[float] = None, ranges=None,
                        data: str = "", model=None) -> Calibration:
     """``stats`` as ``recipe``'s calibrator says: its method (:func:`export_method`), percentile and amax overrides.
 
     ``percentile`` replaces the recipe's; ``ranges`` (of ``stats`` at that percentile) are not recomputed;
     ``model`` (the statistics' model) gives the tensors' roles that ``auto`` reads (else the export reads them).
     """
-    cal = getattr(recipe, "calibrator", None)
-    pct = float(percentile if percentile is not None else getattr(cal, "percentile", None) or 99.99)
-    return Calibration.fit(stats, export_method(recipe), pct, dict(getattr(cal, "amax_overrides", None) or {}),
+    cal = CalibratorSpec() if recipe is None else recipe.calibrator
+    pct = float(percentile if percentile is not None else cal.percentile)
+    return Calibration.fit(stats, export_method(recipe), pct, dict(cal.amax_overrides),
                            data, ranges=ranges, model=model)

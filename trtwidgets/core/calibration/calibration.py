@@ -326,7 +326,7 @@ class Calibration:
         if foreign:
             shown = ", ".join(map(repr, foreign[:3])) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
             raise StatsError(f"{source} overrides the amax of {len(foreign)} tensor(s) that "
-                             f"{getattr(loaded, 'path', None) or 'the model'} lacks: {shown}.",
+                             f"{loaded.path} lacks: {shown}.",
                              "An override is for an activation tensor of the model it was chosen on; these names "
                              "are none of this model's floating-point tensors (a typo, or another model's).",
                              "Remove them (cal.without_override(name)), or name the tensors as this model does.")

@@ -72,7 +72,7 @@ class ModelFingerprint:
 
 def fingerprint_of(model) -> ModelFingerprint:
     """The fingerprint of a :class:`~trtwidgets.core.model.load.LoadedModel`."""
-    return ModelFingerprint(sha256=str(getattr(model, "sha256", "") or ""),
+    return ModelFingerprint(sha256=model.sha256 or "",
                             inputs=tuple((i.name, tuple(i.shape)) for i in model.summary.inputs))
 
 
@@ -151,7 +151,7 @@ def check_ranges_fit(model, names: Iterable[str], source: str, kind: str,
     StatsError
         Other inputs, or too few of the model's tensors covered.
     """
-    model_name = getattr(model, "path", None) or "the model"
+    model_name = model.path
     option = {"statistics": "--stats", "calibration": "--out"}.get(kind, "--cache" if "cache" in kind else "")
     fix = (f"Give the {kind} made for {model_name} (trtwidgets calibrate {model_name} --data ..."
            + (f" {option}" if option else "") + ")"
@@ -183,7 +183,7 @@ def check_ranges_fit(model, names: Iterable[str], source: str, kind: str,
         # A TensorRT cache never has one (TensorRT reads the file): only older files of the toolkit get this note.
         notes.append(f"{source} records no model fingerprint (written before it was recorded); it was checked by "
                      f"its tensor names: {covered} of {len(tensors)} tensors of the model have a range")
-    elif fingerprint is not None and fingerprint.sha256 and getattr(model, "sha256", "") \
+    elif fingerprint is not None and fingerprint.sha256 and model.sha256 \
             and fingerprint.sha256 != model.sha256:
         notes.append(f"{source} was made from another ONNX file ({fingerprint.sha256[:12]}...) with the same inputs; "
                      f"{covered} of {len(tensors)} tensors of this model have a range")
@@ -208,6 +208,6 @@ def check_stats_fit(model, stats, source: str = "the statistics", fingerprint: O
     ``kind`` names the file in messages.
     """
     recorded = fingerprint if fingerprint is not None else stats_fingerprint(stats)
-    if recorded is None and stats.model_sha256 and stats.model_sha256 == getattr(model, "sha256", None):
+    if recorded is None and stats.model_sha256 and stats.model_sha256 == model.sha256:
         recorded = fingerprint_of(model)  # an older file of this very model: its SHA-256 says so
     return check_ranges_fit(model, stats.tensors, source, kind, recorded, stats.input_shapes)

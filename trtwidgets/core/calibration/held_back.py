@@ -175,13 +175,13 @@ def stats_overlap_note(stats, held_fingerprints: Sequence[str]) -> Optional[str]
 
     Parameters
     ----------
-    stats : ActivationStats or Calibration
-        Its ``sample_hashes`` (empty for statistics saved before they were recorded).
+    stats : ActivationStats
+        Its ``sample_hashes`` (empty for statistics saved before they were recorded; a Calibration's are
+        ``cal.stats``).
     held_fingerprints : sequence of str
         :func:`feed_fingerprints` of every held-back feed, in order.
     """
-    stats = getattr(stats, "stats", stats)  # a Calibration carries its ActivationStats
-    seen = set(getattr(stats, "sample_hashes", ()) or ())
+    seen = set(stats.sample_hashes)
     held = list(held_fingerprints)
     if not held:
         return None

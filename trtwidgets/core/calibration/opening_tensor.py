@@ -27,7 +27,7 @@ def opening_tensor(stats, ranked: Sequence[str] = ()) -> Optional[str]:
     str or None
         None when the statistics hold no tensor.
     """
-    counts = {name: int(getattr(t, "count", 0)) for name, t in stats.tensors.items()}
+    counts = {name: int(t.count) for name, t in stats.tensors.items()}
     if not counts:
         return None
     ordered = sorted(counts.values())

@@ -22,6 +22,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from ..model.batch_axis import find_batch_axes, settle_input_axes, user_batch_axes
+from ..model.load import as_model_proto
 from ..model.sample_batches import SampleCutter
 
 __all__ = ["PROBE_SAMPLES", "SampleAxes"]
@@ -34,9 +35,8 @@ def _stand_in(summary) -> onnx.ModelProto:
     """A graph of the summary's inputs alone, with their declared dims: what find_batch_axes reads without a run."""
     inputs = []
     for info in summary.inputs:
-        shape = getattr(info, "shape", None)
-        has = getattr(info, "has_shape", True) and shape is not None
-        inputs.append(helper.make_tensor_value_info(info.name, TensorProto.FLOAT, list(shape) if has else None))
+        inputs.append(helper.make_tensor_value_info(info.name, TensorProto.FLOAT,
+                                                    list(info.shape) if info.has_shape else None))
     return helper.make_model(helper.make_graph([], "inputs", inputs, []))
 
 
@@ -85,7 +85,7 @@ class SampleAxes(SampleCutter):
             return False
         self.settled = True
         probe = self.take(feed, 0, PROBE_SAMPLES)
-        found = find_batch_axes(getattr(self.model, "proto", self.model), self.user, sample=probe)
+        found = find_batch_axes(as_model_proto(self.model), self.user, sample=probe)
         checked = dict(settle_input_axes(found, self.user).inputs)
         lost = any(self.inputs.get(k) is not None and a is None for k, a in checked.items())
         self.inputs = checked

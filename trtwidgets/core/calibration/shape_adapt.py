@@ -61,8 +61,8 @@ def check_opt_shapes(opt_shapes: Mapping[str, Sequence[int]], inputs: Sequence) 
             raise CalibrationDataError(f"The calibration shape names input {name!r}, which the model does not have.",
                                        f"Its inputs: {', '.join(by_name) or 'none'}.", "Use one of those names.")
         check_shape(shape, f"The calibration shape of input {name!r}")
-        dims = getattr(info, "shape", None)
-        if dims is not None and len(dims) != len(shape):
+        dims = info.shape
+        if info.has_shape and len(dims) != len(shape):
             raise CalibrationDataError(
                 f"The calibration shape of input {name!r} has {len(shape)} dims ({shape_text(shape)}); "
                 f"the input has {len(dims)}.", "A calibration shape gives every dim of the input, batch included.",

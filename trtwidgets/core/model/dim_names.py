@@ -20,6 +20,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import onnx
 
+from .load import as_model_proto
+
 #: Names that mean "unknown" to the exporter, never "same as the other axis".
 PLACEHOLDER_NAMES = ("?", "-1", "unk", "unknown")
 
@@ -105,8 +107,7 @@ def shared_dim_names(model: Any, profiles: Optional[Sequence[Any]] = None) -> Tu
     profiles : sequence, optional
         Optimization profiles (objects with ``shapes`` or mappings input -> (min, opt, max)).
     """
-    proto = getattr(model, "proto", model)
-    graph = proto.graph
+    graph = as_model_proto(model).graph
     inits = {t.name for t in graph.initializer}
     axes: Dict[str, List[Tuple[str, int]]] = {}
     for vi in graph.input:
@@ -141,7 +142,7 @@ def with_unique_dim_names(model: Any, profiles: Optional[Sequence[Any]] = None
     input axis they follow and TensorRT infers those shapes itself. The model
     passed in is not modified.
     """
-    proto = getattr(model, "proto", model)
+    proto = as_model_proto(model)
     shared = shared_dim_names(proto, profiles)
     if not shared:
         return None, ()

@@ -59,8 +59,7 @@ def tensor_shape_text(tensor, sep: str = "×", limit: Optional[int] = MAX_NAME) 
     Parameters
     ----------
     tensor : TensorInfo
-        Anything with ``shape`` and, optionally, ``has_shape``.
     """
-    if not getattr(tensor, "has_shape", True):
+    if not tensor.has_shape:
         return "unknown shape"
     return shape_text(tensor.shape, sep, limit)

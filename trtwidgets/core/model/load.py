@@ -266,9 +266,9 @@ def as_loaded(model) -> LoadedModel:
 
     Parameters
     ----------
-    model : LoadedModel, onnx.ModelProto (or anything with a ``proto``), or path
-        A LoadedModel is returned as it is; a proto is summarised (its path is its own
-        ``path`` attribute, else the graph's name; its SHA-256 is unknown); a path goes
+    model : LoadedModel, onnx.ModelProto, or path
+        A LoadedModel is returned as it is; a proto is summarised (its path is the
+        graph's name; its SHA-256 is unknown); a path goes
         through :func:`load_model`, so a bad file raises its :class:`ModelLoadError`.
 
     Raises
@@ -278,10 +278,8 @@ def as_loaded(model) -> LoadedModel:
     """
     if isinstance(model, LoadedModel):
         return model
-    proto = model if isinstance(model, onnx.ModelProto) else getattr(model, "proto", None)
-    if isinstance(proto, onnx.ModelProto):
-        return LoadedModel(Path(str(getattr(model, "path", None) or proto.graph.name or "model.onnx")), proto,
-                           summarize(proto))
+    if isinstance(model, onnx.ModelProto):
+        return LoadedModel(Path(model.graph.name or "model.onnx"), model, summarize(model))
     if not isinstance(model, (str, os.PathLike)):
         raise ModelLoadError(f"A {type(model).__name__} is not a model.",
                              "A model is a LoadedModel (trtwidgets.load), an onnx.ModelProto or the path of an "
@@ -293,8 +291,7 @@ def as_model_proto(model) -> onnx.ModelProto:
     """The ``onnx.ModelProto`` of ``model`` (see :func:`as_loaded`; a proto is returned without summarising it)."""
     if isinstance(model, onnx.ModelProto):
         return model
-    proto = getattr(model, "proto", None)
-    return proto if isinstance(proto, onnx.ModelProto) else as_loaded(model).proto
+    return as_loaded(model).proto
 
 
 def _tensor_info(value_info: onnx.ValueInfoProto) -> TensorInfo:

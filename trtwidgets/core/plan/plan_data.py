@@ -113,7 +113,7 @@ def read_plan_data(loaded, data, held_back=None, holdout: float = 0.25, seed: in
         Read at most this many samples of ``data``.
     batch_axis : str, int or mapping, optional
         The user's batch axes (:func:`~..model.batch_axis.parse_batch_axis`); found otherwise.
-    stats : Calibration or ActivationStats, optional
+    stats : ActivationStats, optional
         Statistics given to the planner: their sample fingerprints are checked against the held-back samples.
 
     Raises
@@ -154,7 +154,7 @@ def _without_seen(stats, held: List[Feed], held_index, split, notes: List[str],
     warning = stats_overlap_note(stats, [p for ps in prints for p in ps])
     if warning is None:
         return held, held_index, split
-    seen = set(getattr(getattr(stats, "stats", stats), "sample_hashes", ()) or ())
+    seen = set(stats.sample_hashes)
     unseen = [i for i, ps in enumerate(prints) if not any(p in seen for p in ps)]
     if not seen or not unseen or len(unseen) == len(held):
         notes.append(warning)

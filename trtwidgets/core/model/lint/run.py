@@ -63,8 +63,7 @@ def normalize_calibrator(calibrator: Optional[str]) -> Optional[str]:
     """
     if calibrator is None:
         return None
-    kind = getattr(calibrator, "kind", calibrator)  # a recipe's CalibratorSpec works too
-    name = str(kind).strip().lower().replace("-", "_")
+    name = str(calibrator).strip().lower().replace("-", "_")
     for prefix in ("trt_", "iint8", "int8"):
         if name.startswith(prefix):
             name = name[len(prefix):]
