@@ -69,13 +69,10 @@ def tensorrt():
 
 def version_of(trt_module) -> str:
     """The version of a tensorrt module (the bare ``tensorrt_bindings.tensorrt`` extension keeps it in its package)."""
-    import sys
+    from .features import module_version
 
-    v = getattr(trt_module, "__version__", None)
-    if v is None:
-        parent = sys.modules.get(getattr(trt_module, "__name__", "").rpartition(".")[0])
-        v = getattr(parent, "__version__", None)
-    return "unknown" if v is None else str(v)
+    v = module_version(trt_module)
+    return "unknown" if v is None else v
 
 
 def major_version(trt_module) -> int:

@@ -17,6 +17,8 @@ from typing import Union
 from ..core.calibration.cache import parse_cache, retag, trt_version_tag
 from ..core.common.errors import StatsError, TensorRTUnavailable
 from .calibrators import LegacyCalibratorDefaults
+from . import version_of
+from .features import probe
 
 #: Cache algorithm -> TensorRT calibrator class name.
 CALIBRATOR_CLASSES = {
@@ -77,9 +79,9 @@ def make_cache_calibrator(cache_bytes_or_path: Union[bytes, str, os.PathLike], t
     if cls_name is None:
         raise StatsError(f"The cache's algorithm {cache.algorithm!r} has no TensorRT calibrator.",
                          f"Known: {', '.join(CALIBRATOR_CLASSES)}.", "Write the cache with one of them.")
-    base = getattr(trt, cls_name, None)
+    base = probe(trt, cls_name)
     if base is None:
-        raise TensorRTUnavailable(f"TensorRT {getattr(trt, '__version__', '?')} has no {cls_name}.",
+        raise TensorRTUnavailable(f"TensorRT {version_of(trt)} has no {cls_name}.",
                                   "TensorRT 11 removed the calibrators; it quantizes only explicitly (Q/DQ).",
                                   "Export the ranges as a Q/DQ ONNX model instead of a calibration cache.")
     if retag_version and hasattr(trt, "__version__"):
@@ -97,6 +99,14 @@ def make_cache_calibrator(cache_bytes_or_path: Union[bytes, str, os.PathLike], t
             self._batch_size = int(batch_size)
             self.written = None
             self.batches_requested = 0
+            # The counters and fields a build reads of every calibrator (as the feed calibrators keep them).
+            self.get_batch_calls = 0
+            self.batches_fed = 0
+            self.batch_shapes: list = []
+            self.skipped: list = []
+            self.cache_in = None
+            self.cache_written = None
+            self.error = None
 
         def get_batch_size(self):
             return self._batch_size
@@ -104,13 +114,14 @@ def make_cache_calibrator(cache_bytes_or_path: Union[bytes, str, os.PathLike], t
         def get_batch(self, names, *args):
             # Called only if the cache does not cover the network: no data means "done".
             self.batches_requested += 1
+            self.get_batch_calls += 1
             return None
 
         def read_calibration_cache(self, *args):
             return self._cache
 
         def write_calibration_cache(self, cache, *args):
-            self.written = bytes(cache)
+            self.written = self.cache_written = bytes(cache)
 
     calib = CacheCalibrator(data)
     calib.cache = cache

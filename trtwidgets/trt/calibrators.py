@@ -21,6 +21,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from ..core.common.atomic import write_bytes_atomic
+from .features import probe
 
 #: Calibrator short names (as in ``TrtFeatures.calibrators``) -> TensorRT class names.
 CALIBRATOR_CLASSES = {
@@ -209,7 +210,7 @@ def calibrator_class(kind: str, trt_module):
     kind = kind[4:] if kind.startswith("trt_") else kind
     if kind not in CALIBRATOR_CLASSES:
         raise ValueError(f"unknown calibrator kind {kind!r}; one of {sorted(CALIBRATOR_CLASSES)}")
-    base = getattr(trt_module, CALIBRATOR_CLASSES[kind], None)
+    base = probe(trt_module, CALIBRATOR_CLASSES[kind])
     if base is None:
         raise TensorRTUnavailable(
             f"TensorRT {version_of(trt_module)} has no {CALIBRATOR_CLASSES[kind]}.",

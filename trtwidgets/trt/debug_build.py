@@ -23,6 +23,7 @@ from ..core.common.errors import BuildError
 from .debug_config import (EXCLUDED_TACTIC_SOURCES, ShapeSpec, add_profile, attach_timing_cache, int8_calibrator,
                            pin_layer_precisions, profile_triplet, restricted_tactic_sources, set_build_options,
                            save_timing_cache, set_precisions)
+from .features import probe
 
 __all__ = ["DebugBuild", "mark_outputs", "build_debug_engine", "network_tensors",
            "pin_layer_precisions", "restricted_tactic_sources", "EXCLUDED_TACTIC_SOURCES"]
@@ -100,7 +101,7 @@ def mark_outputs(network, names: Iterable[str], trt_module=None) -> Tuple[Tuple[
             continue
         if float_types and t.dtype not in float_types:
             continue
-        if getattr(t, "is_shape_tensor", False):
+        if probe(t, "is_shape_tensor", False):
             continue
         network.mark_output(t)
         # Keep the comparison in float32 whatever precision the layer runs in.
@@ -195,7 +196,7 @@ def build_debug_engine(
 def _parse_network(trt, builder, logger, path: str, shapes, notes: list):
     """(network, parser) of the ONNX file at ``path``; BuildError when the parser rejects it."""
     flag_bits = 0
-    explicit = getattr(trt.NetworkDefinitionCreationFlag, "EXPLICIT_BATCH", None)
+    explicit = probe(trt.NetworkDefinitionCreationFlag, "EXPLICIT_BATCH")
     if explicit is not None and int(trt.__version__.split(".")[0]) < 10:
         flag_bits |= 1 << int(explicit)
     network = builder.create_network(flag_bits)

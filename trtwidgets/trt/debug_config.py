@@ -15,6 +15,7 @@ from typing import Mapping, Optional, Sequence, Tuple, Union
 from ..core.common.atomic import write_bytes_atomic
 from ..core.common.errors import UserError
 from ..core.common.name_patterns import compile_pattern
+from .features import probe
 
 __all__ = ["EXCLUDED_TACTIC_SOURCES", "ShapeSpec", "restricted_tactic_sources", "pin_layer_precisions",
            "profile_triplet", "set_precisions", "set_build_options", "add_profile", "int8_calibrator",
@@ -29,7 +30,7 @@ EXCLUDED_TACTIC_SOURCES = ("CUBLAS", "CUBLAS_LT", "CUDNN")
 
 def restricted_tactic_sources(trt_module, excluded: Sequence[str] = EXCLUDED_TACTIC_SOURCES) -> Optional[int]:
     """The tactic-source bit mask of every source this TensorRT knows except ``excluded`` (None if no enum)."""
-    enum = getattr(trt_module, "TacticSource", None)
+    enum = probe(trt_module, "TacticSource")
     if enum is None:
         return None
     mask = 0
@@ -116,7 +117,7 @@ def set_precisions(trt, network, config, flags: Sequence[str], precision_constra
         pc = str(precision_constraints).lower()
         if pc not in ("obey", "prefer"):
             raise UserError(f"Unknown precision_constraints {precision_constraints!r}.", None, "Use 'obey' or 'prefer'.")
-        flag = getattr(trt.BuilderFlag, pc.upper() + "_PRECISION_CONSTRAINTS", None)
+        flag = probe(trt.BuilderFlag, pc.upper() + "_PRECISION_CONSTRAINTS")
         if flag is None:
             raise UserError(f"TensorRT {trt.__version__} has no precision constraints.",
                             "Strongly typed TensorRT (11) takes precisions from the model's types and Q/DQ nodes.",
@@ -214,9 +215,8 @@ def attach_timing_cache(config, timing_cache, level: Optional[int], collector, n
         return None, empty_bytes
     cache = None
     if action == "load":
-        demote = getattr(collector, "demoting_errors", None)
-        if demote is not None:
-            with demote("timing cache: ") as complaints:
+        if collector is not None:
+            with collector.demoting_errors("timing cache: ") as complaints:
                 cache = config.create_timing_cache(data)
         else:
             complaints = []

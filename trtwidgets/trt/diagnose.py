@@ -120,8 +120,8 @@ def diagnose(messages: Sequence[str], findings: Sequence = ()) -> List[Cause]:
     causes = match_causes(messages)
     codes = {c.code for c in causes}
     for f in findings:
-        if getattr(f, "severity", "") == "error" and f.code not in codes:
-            causes.append(Cause(f.code, getattr(f, "why", "") or f.message, getattr(f, "fix", ""), f.message))
+        if f.severity == "error" and f.code not in codes:
+            causes.append(Cause(f.code, f.why or f.message, f.fix, f.message))
             codes.add(f.code)
     return causes
 

@@ -10,16 +10,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.common.errors import TensorRTUnavailable, UserError
+from .features import enum_name, probe
 
 __all__ = ["NUMPY_TYPES", "nptype", "numpy_dtype"]
 
 #: TensorRT DataType name -> numpy dtype name.
 NUMPY_TYPES = {"FLOAT": "float32", "HALF": "float16", "INT8": "int8", "INT32": "int32", "INT64": "int64",
                "BOOL": "bool", "UINT8": "uint8"}
-
-
-def _name(dtype) -> str:
-    return getattr(dtype, "name", str(dtype).rsplit(".", 1)[-1])
 
 
 def nptype(trt, dtype) -> np.dtype:
@@ -30,10 +27,10 @@ def nptype(trt, dtype) -> np.dtype:
     TensorRTUnavailable
         A type numpy has no equivalent for, on a TensorRT without ``nptype``.
     """
-    name = _name(dtype)
+    name = enum_name(dtype)
     if name in NUMPY_TYPES:
         return np.dtype(NUMPY_TYPES[name])
-    fn = getattr(trt, "nptype", None)
+    fn = probe(trt, "nptype")
     if fn is None:
         raise TensorRTUnavailable(f"Network input type {name} has no numpy equivalent for calibration.",
                                   fix="Calibrate a model whose inputs are float32/float16/int8/int32.")
@@ -48,10 +45,10 @@ def numpy_dtype(trt_module, dtype) -> np.dtype:
     UserError
         Types numpy cannot hold (BF16, FP8, INT4).
     """
-    name = _name(dtype)
+    name = enum_name(dtype)
     if name in NUMPY_TYPES:
         return np.dtype(NUMPY_TYPES[name])
-    fn = getattr(trt_module, "nptype", None)
+    fn = probe(trt_module, "nptype")
     try:
         if fn is not None:
             return np.dtype(fn(dtype))

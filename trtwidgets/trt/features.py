@@ -119,12 +119,28 @@ class TrtFeatures:
         return cls(**kw)
 
 
-def _version_of(trt) -> Optional[str]:
-    version = getattr(trt, "__version__", None)
+def probe(obj, name: str, default=None):
+    """``obj.<name>``, or ``default`` where this TensorRT (or one of its objects) has no such name.
+
+    TensorRT's Python API differs across 8.6, 10 and 11 (flags, enums, classes and properties come and
+    go): this is the one place the package asks TensorRT for a name that may be missing, so every probe
+    can be found by its callers (``tests/test_getattr_defaults.py`` keeps the rest of the package off
+    ``getattr`` with a default).
+    """
+    return getattr(obj, name, default)
+
+
+def enum_name(value) -> str:
+    """The member name of a TensorRT enum value (``DataType.HALF`` -> ``"HALF"``), or a name already."""
+    return probe(value, "name") or str(value).rsplit(".", 1)[-1]
+
+
+def module_version(trt) -> Optional[str]:
+    version = probe(trt, "__version__")
     if version is None:
         # The bare extension module (tensorrt_bindings.tensorrt) keeps its version in the package.
-        parent = sys.modules.get(getattr(trt, "__name__", "").rpartition(".")[0])
-        version = getattr(parent, "__version__", None)
+        parent = sys.modules.get(str(probe(trt, "__name__", "")).rpartition(".")[0])
+        version = probe(parent, "__version__")
     return None if version is None else str(version)
 
 
@@ -230,11 +246,11 @@ def features(trt_module=None) -> TrtFeatures:
         if trt is None:
             # _import() records why the import failed; read it after the call.
             return features_unavailable(str(package._import_error or ""))
-    flag_enum = getattr(trt, "BuilderFlag", None)
-    config = getattr(trt, "IBuilderConfig", None)
-    layer = getattr(trt, "ILayer", None)
-    creation = getattr(trt, "NetworkDefinitionCreationFlag", None)
-    engine = getattr(trt, "ICudaEngine", None)
+    flag_enum = probe(trt, "BuilderFlag")
+    config = probe(trt, "IBuilderConfig")
+    layer = probe(trt, "ILayer")
+    creation = probe(trt, "NetworkDefinitionCreationFlag")
+    engine = probe(trt, "ICudaEngine")
     f: dict = {
         "precision_flags": tuple(name for name, member in PRECISION_FLAGS if hasattr(flag_enum, member)),
         "constraint_modes": tuple(mode for mode, member in CONSTRAINT_FLAGS if hasattr(flag_enum, member)),
@@ -251,7 +267,7 @@ def features(trt_module=None) -> TrtFeatures:
     f["precision_constraints"] = bool(f["constraint_modes"])
     # Weak typing needs a reduced-precision flag; with STRONGLY_TYPED and none of them, strong typing is the only mode.
     f["strongly_typed_only"] = f["strong_typing"] and not any(n in f["precision_flags"] for n in ("fp16", "bf16", "int8", "fp8"))
-    version = _version_of(trt)
+    version = module_version(trt)
     major = _major_of(version)
     shown = version or "(unknown version)"
     return TrtFeatures(version=version, major=major, explanations=_explanations(f, shown),

@@ -13,6 +13,7 @@ precisions before the build: the names that per-layer precision overrides match.
 from __future__ import annotations
 
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from .features import enum_name, probe
 
 Shape = Tuple[int, ...]
 
@@ -23,10 +24,6 @@ def _trt(trt_module):
     from . import tensorrt
 
     return tensorrt()
-
-
-def _enum_name(value) -> str:
-    return getattr(value, "name", None) or str(value).rsplit(".", 1)[-1]
 
 
 def network_layers(network, trt_module=None) -> List[dict]:
@@ -40,16 +37,16 @@ def network_layers(network, trt_module=None) -> List[dict]:
     layers = []
     for i in range(network.num_layers):
         layer = network.get_layer(i)
-        d = {"index": i, "name": layer.name, "type": _enum_name(layer.type)}
+        d = {"index": i, "name": layer.name, "type": enum_name(layer.type)}
         if hasattr(layer, "precision"):
-            d["precision"] = _enum_name(layer.precision)
-            d["precision_is_set"] = bool(getattr(layer, "precision_is_set", False))
+            d["precision"] = enum_name(layer.precision)
+            d["precision_is_set"] = bool(probe(layer, "precision_is_set", False))
         d["inputs"] = [layer.get_input(j).name if layer.get_input(j) is not None else None
                        for j in range(layer.num_inputs)]
         outs = []
         for j in range(layer.num_outputs):
             t = layer.get_output(j)
-            o = {"name": t.name, "dtype": _enum_name(t.dtype), "shape": [int(x) for x in t.shape]}
+            o = {"name": t.name, "dtype": enum_name(t.dtype), "shape": [int(x) for x in t.shape]}
             if hasattr(layer, "output_type_is_set"):
                 o["type_is_set"] = bool(layer.output_type_is_set(j))
             outs.append(o)
@@ -120,7 +117,7 @@ def execution_context_at(engine, shapes: Optional[Mapping[str, Sequence[int]]] =
     if ctx is None:
         raise BuildError("TensorRT could not create an execution context for the engine.",
                          "Usually the GPU is out of memory.", "Free GPU memory and try again.")
-    nprof = int(getattr(engine, "num_optimization_profiles", 1) or 1)
+    nprof = int(probe(engine, "num_optimization_profiles", 1) or 1)
     if profile or nprof > 1:
         if hasattr(ctx, "set_optimization_profile_async"):
             from . import cuda
@@ -141,7 +138,7 @@ def execution_context_at(engine, shapes: Optional[Mapping[str, Sequence[int]]] =
                              "The shape is outside the profile's [min, max] range.",
                              "Inspect at a shape inside the profile, e.g. its opt shape (the default).")
     missing = list(ctx.infer_shapes()) if hasattr(ctx, "infer_shapes") else []
-    if not missing and getattr(ctx, "all_binding_shapes_specified", True) is False:
+    if not missing and probe(ctx, "all_binding_shapes_specified", True) is False:
         missing = [n for n in input_names(engine, trt) if any(d < 0 for d in _context_shape(engine, ctx, n))]
     if missing:
         raise BuildError(f"Input shape(s) of {', '.join(map(repr, missing))} are not specified for the inspector.",

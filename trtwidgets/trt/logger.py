@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from .interfaces import interface_subclass
+from .features import enum_name
 
 #: Severities from most to least severe (``tensorrt.ILogger.Severity`` member names).
 SEVERITIES = ("INTERNAL_ERROR", "ERROR", "WARNING", "INFO", "VERBOSE")
@@ -72,8 +73,7 @@ class LogLine:
 
 def severity_name(severity) -> str:
     """The name of a ``tensorrt.ILogger.Severity`` (or a name already), upper-case."""
-    name = getattr(severity, "name", None) or str(severity).rsplit(".", 1)[-1]
-    return name.upper()
+    return enum_name(severity).upper()
 
 
 class LogCollector:

@@ -108,7 +108,7 @@ def build_one(spec: Mapping) -> dict:
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # noqa: BLE001 - one failed build is reported, the others go on
-        msg = getattr(exc, "message", None) or str(exc)
+        msg = (exc.message if isinstance(exc, UserError) else "") or str(exc)
         return {"key": spec["key"], "engine_path": "", "build_seconds": time.perf_counter() - start, "cached": False,
                 "error": f"{type(exc).__name__}: {msg}"[:2000]}
     return {"key": spec["key"], "engine_path": res.engine_path, "build_seconds": float(res.build_seconds),

@@ -16,7 +16,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from ..core.common.errors import UserError
-from . import cuda
+from . import cuda, version_of
 from .dtypes import numpy_dtype  # re-exported: it was defined here
 
 __all__ = ["EngineRunner", "TensorSpec", "load_engine", "numpy_dtype", "run_samples"]
@@ -88,7 +88,7 @@ def load_engine(engine, trt_module=None, logger=None):
             "TensorRT could not deserialize the engine.",
             "An engine only loads in the TensorRT version (and usually on the GPU model) that built it"
             + (": " + " | ".join(lines) if lines else "."),
-            f"Rebuild the engine here with TensorRT {getattr(trt, '__version__', '?')}.",
+            f"Rebuild the engine here with TensorRT {version_of(trt)}.",
         )
     return eng, runtime, logger
 

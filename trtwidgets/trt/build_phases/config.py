@@ -14,6 +14,7 @@ from ...core.common.errors import RecipeError, TensorRTUnavailable
 from .. import major_version, version_of
 from ..progress import trt_progress_monitor
 from .state import BuildState
+from ..features import enum_name, probe
 
 #: Tactic sources backed by cuBLAS / cuDNN; off when TRTWIDGETS_NO_CUBLAS_CUDNN=1.
 CUBLAS_CUDNN = ("CUBLAS", "CUBLAS_LT", "CUDNN")
@@ -23,24 +24,20 @@ _LAYER_DTYPES = {"fp32": "FLOAT", "fp16": "HALF", "bf16": "BF16", "int8": "INT8"
 _PINNABLE = ("FLOAT", "HALF", "BF16", "INT8", "FP8")
 
 
-def tactic_source_names(recipe=None, requested: Optional[Iterable[str]] = None, env: Optional[Mapping[str, str]] = None
+def tactic_source_names(requested: Optional[Iterable[str]] = None, env: Optional[Mapping[str, str]] = None
                         ) -> Tuple[Optional[Tuple[str, ...]], Tuple[str, ...]]:
     """Which tactic sources to enable exactly, and which to drop from TensorRT's default.
 
     Returns
     -------
     (exact, drop)
-        ``exact``: the caller's (or recipe's ``tactic_sources``) names, upper-case, or None for TensorRT's
-        default; ``drop``: cuBLAS/cuLASLt/cuDNN when ``TRTWIDGETS_NO_CUBLAS_CUDNN=1`` or the recipe's
-        ``no_cublas_cudnn`` is true, else empty.
+        ``exact``: the caller's names, upper-case, or None for TensorRT's default; ``drop``:
+        cuBLAS/cuLASLt/cuDNN when ``TRTWIDGETS_NO_CUBLAS_CUDNN=1``, else empty.
     """
     env = os.environ if env is None else env
-    if requested is None and recipe is not None:
-        requested = getattr(recipe, "tactic_sources", None)
     exact = None if requested is None else tuple(str(s).upper() for s in requested)
     drop: Tuple[str, ...] = ()
-    if env.get("TRTWIDGETS_NO_CUBLAS_CUDNN", "").strip().lower() in ("1", "true", "yes", "on") \
-            or bool(getattr(recipe, "no_cublas_cudnn", False)):
+    if env.get("TRTWIDGETS_NO_CUBLAS_CUDNN", "").strip().lower() in ("1", "true", "yes", "on"):
         drop = CUBLAS_CUDNN
     if exact is not None:
         exact = tuple(s for s in exact if s not in drop)
@@ -149,10 +146,10 @@ def pin_layer_precisions(state: BuildState) -> None:
                                       "Layer precision was removed with strong typing (TensorRT 11).",
                                       "Cast the ONNX model instead, or export Q/DQ for INT8.")
         outs = [layer.get_output(j) for j in range(layer.num_outputs)]
-        if any(getattr(o.dtype, "name", "") not in _PINNABLE for o in outs):
+        if any(enum_name(o.dtype) not in _PINNABLE for o in outs):
             state.note("INFO", f"layer {layer.name!r} is not pinned to {prec}: it computes integer/bool tensors.")
             continue
-        dt = getattr(trt.DataType, _LAYER_DTYPES[prec], None)
+        dt = probe(trt.DataType, _LAYER_DTYPES[prec])
         if dt is None:
             raise TensorRTUnavailable(f"TensorRT {version_of(trt)} has no {prec.upper()} data type for layer {layer.name!r}.",
                                       f"Its data types are {', '.join(trt.DataType.__members__)}.",
@@ -172,7 +169,7 @@ def set_tactic_sources(state: BuildState) -> None:
     trt, config = state.trt, state.config
     if not hasattr(trt, "TacticSource"):
         return
-    exact, drop = tactic_source_names(state.recipe, state.tactic_sources)
+    exact, drop = tactic_source_names(state.tactic_sources)
     members = trt.TacticSource.__members__
     if exact is not None:
         unknown = [s for s in exact if s not in members]

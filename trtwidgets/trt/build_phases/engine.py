@@ -8,6 +8,7 @@ from ...core.common.errors import BuildError, UserError
 from ..layer_info import inspector_json_for
 from .profiles import opt_shapes
 from .state import BuildState
+from ..features import probe
 
 
 def build_engine(state: BuildState) -> None:
@@ -22,13 +23,13 @@ def build_engine(state: BuildState) -> None:
         state.note("ERROR", f"build_serialized_network raised {type(exc).__name__}: {exc}")
     state.build_seconds = time.perf_counter() - t0
     state.progress.finish_all()
-    err = getattr(state.calibrator, "error", None)
+    err = None if state.calibrator is None else state.calibrator.error
     if err is not None:
         if isinstance(err, UserError):
             raise err
         raise state.fail("Calibration failed while feeding batches to TensorRT.", [f"{type(err).__name__}: {err}"],
                          codes=("CALIBRATION_DATA_ERROR",))
-    if plan is None or getattr(plan, "nbytes", 1) == 0:
+    if plan is None or probe(plan, "nbytes", 1) == 0:
         if state.progress.cancel is not None and state.progress.cancel.is_set():
             raise BuildError("The build was cancelled.", fix="Start it again when ready.")
         raise state.fail(f"TensorRT could not build {state.model.path.name}.", codes=("BUILD_FAILED",))

@@ -34,8 +34,6 @@ def parse_network(state: BuildState) -> None:
     flags = 0
     if hasattr(trt.NetworkDefinitionCreationFlag, "EXPLICIT_BATCH") and major_version(trt) < 11:
         flags |= 1 << int(trt.NetworkDefinitionCreationFlag.EXPLICIT_BATCH)
-    if getattr(state.recipe, "strongly_typed", False) and hasattr(trt.NetworkDefinitionCreationFlag, "STRONGLY_TYPED"):
-        flags |= 1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
     state.network = state.builder.create_network(flags)
     state.parser = trt.OnnxParser(state.network, state.logger)
     state.progress.start("Parsing ONNX")

@@ -66,6 +66,8 @@ class BuildState:
             # TensorRT 8.6 has no progress monitor: its log lines mark the phases instead.
             self.collector.add_listener(LogPhaseParser(self.progress))
         self.calibrator = None
+        # (input, axis, new name) of each shared dim name made unique before parsing (network.py).
+        self.dim_renames: tuple = ()
         self.cache_bytes_used: Optional[bytes] = None
         self.lint_findings: tuple = ()
         self.staging = None

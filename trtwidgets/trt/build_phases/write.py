@@ -15,11 +15,7 @@ from .state import BuildState
 
 
 def _get_batch_calls(cal) -> Optional[int]:
-    # Our feed calibrators count get_batch_calls; the cache bridge's calibrator counts batches_requested.
-    if cal is None:
-        return None
-    n = getattr(cal, "get_batch_calls", getattr(cal, "batches_requested", None))
-    return None if n is None else int(n)
+    return None if cal is None else int(cal.get_batch_calls)
 
 
 def write_build_dir(state: BuildState, final: Path, recipe, recipe_json: str, inspector_json: str) -> BuildResult:
@@ -41,7 +37,7 @@ def write_build_dir(state: BuildState, final: Path, recipe, recipe_json: str, in
         (st / CACHE_FILE).write_bytes(state.cache_bytes_used)
         cache_name = CACHE_FILE
     elif state.calibrator is not None:
-        if getattr(state.calibrator, "cache_written", None) is None and getattr(state.calibrator, "cache_in", None):
+        if state.calibrator.cache_written is None and state.calibrator.cache_in:
             (st / CACHE_FILE).write_bytes(state.calibrator.cache_in)
         if (st / CACHE_FILE).is_file():
             cache_name = CACHE_FILE
@@ -52,12 +48,12 @@ def write_build_dir(state: BuildState, final: Path, recipe, recipe_json: str, in
         "engine_bytes": len(state.plan), "python": platform.python_version(),
         "phases": state.progress.timings_dict(), "lint": [f.to_dict() for f in state.lint_findings],
         "calibration": None if cal is None else {
-            "kind": recipe.calibrator.kind, "batches": getattr(cal, "batches_fed", 0),
+            "kind": recipe.calibrator.kind, "batches": cal.batches_fed,
             "get_batch_calls": _get_batch_calls(cal),
-            "shapes": [{k: list(v) for k, v in s.items()} for s in getattr(cal, "batch_shapes", [])],
-            "skipped": list(getattr(cal, "skipped", [])), "cache": cache_name},
+            "shapes": [{k: list(v) for k, v in s.items()} for s in cal.batch_shapes],
+            "skipped": list(cal.skipped), "cache": cache_name},
         "log_counts": dict(state.collector.counts),
-        "dim_renames": [list(r) for r in getattr(state, "dim_renames", ())],
+        "dim_renames": [list(r) for r in state.dim_renames],
     }
     (st / META_FILE).write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
     (st / LOG_FILE).write_text(state.collector.to_jsonl(), encoding="utf-8")
@@ -71,8 +67,8 @@ def write_build_dir(state: BuildState, final: Path, recipe, recipe_json: str, in
         calibration_cache_path=str(p / cache_name) if cache_name else None, out_dir=str(p),
         log_path=str(p / LOG_FILE), compute_capability=state.cc, engine_bytes=len(state.plan),
         phases=tuple(state.progress.timings_dict()),
-        calibration_batches=int(getattr(cal, "batches_fed", 0) or 0) if cal is not None else 0,
+        calibration_batches=int(cal.batches_fed) if cal is not None else 0,
         calibration_get_batch_calls=_get_batch_calls(cal),
-        calibration_shapes=tuple(dict(s) for s in getattr(cal, "batch_shapes", [])) if cal is not None else (),
+        calibration_shapes=tuple(dict(s) for s in cal.batch_shapes) if cal is not None else (),
         lint_codes=tuple(f.code for f in state.lint_findings),
     )
