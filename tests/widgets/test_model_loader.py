@@ -104,11 +104,12 @@ def test_session_lints_against_recipe(tmp_path, cls_model_path):
 
 
 def test_session_keeps_model_when_recipe_settings_are_bad(cls_model_path):
-    class OddRecipe:  # a recipe-like object with a flag TensorRT does not have
-        flags = ("fp17",)
+    from trtwidgets.core.recipe.recipe import Recipe
 
+    odd = Recipe(model_path=str(cls_model_path), model_sha256="")
+    object.__setattr__(odd, "flags", ("fp17",))  # a flag TensorRT does not have, past the recipe's own check
     session = Session()
-    session.recipe = OddRecipe()
+    session.recipe = odd
     assert session.load(cls_model_path)
     assert session.model is not None and session.findings == ()
     assert "Unknown precision flag" in session.error

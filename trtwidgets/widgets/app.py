@@ -318,7 +318,7 @@ class App(widgets.VBox):
         if model is None:
             return
         s = self.session
-        if getattr(s.recipe, "model_sha256", None) != model.sha256:
+        if s.recipe is None or s.recipe.model_sha256 != model.sha256:
             recipe = self._default_recipe()
             if recipe is not None:
                 s.set_recipe(recipe)  # every step shows it (they observe the recipe)

@@ -53,14 +53,15 @@ def problems_html(problems) -> str:
 
 
 def calibration_html(session) -> str:
-    """The calibrate step's result: samples, tensors, and the ten tensors with the lowest SQNR."""
+    """The calibrate step's result: samples, tensors, and the ten tensors with the lowest SQNR (the session
+    has a calibration)."""
     from ..core.calibration.ranges import METHODS
 
     s = session
     cal = s.calibration
-    ranges = s.ranges or {}
-    method = getattr(cal, "method", "auto")
-    chosen = {name: c.method for name, c in cal.choices.items()} if cal is not None else {}  # auto: per tensor
+    ranges = cal.ranges
+    method = cal.method
+    chosen = {name: c.method for name, c in cal.choices.items()}  # auto: per tensor
     rows = []
 
     def exported(name, per):
@@ -73,7 +74,7 @@ def calibration_html(session) -> str:
         row.update({m: f"{per[m].amax:.4g}" for m in METHODS if m in per})
         row["SQNR dB"] = f"{exported(name, per).sqnr_db:.1f}" if exported(name, per) is not None else ""
         rows.append(row)
-    head = (f"{s.stats.samples} samples from {esc(getattr(cal, 'data', '') or 'the given data')}, "
+    head = (f"{s.stats.samples} samples from {esc(cal.data or 'the given data')}, "
             f"{len(s.stats.tensors)} tensors; exported method <b>{esc(method)}</b>. "
             f"Explore every tensor in step {EXPLORE + 1}.")
     columns = ["tensor"] + list(METHODS) + ["SQNR dB"]

@@ -222,7 +222,7 @@ class CalibrateStep(StepWidget):
 
     def recipe_data_text(self) -> str:
         """The recipe's calibration data as the data field shows it ('' when none)."""
-        spec = getattr(self.session.recipe, "calibration_data", None)
+        spec = self.session.calibration_data
         if spec is None:
             return ""
         return spec.path or spec.kind
@@ -232,9 +232,9 @@ class CalibrateStep(StepWidget):
         from ..core.recipe.data_defaults import mismatched_inputs
 
         s = self.session
-        spec = getattr(s.recipe, "calibration_data", None)
-        opt = dict(getattr(s.recipe, "calibration_shapes", None) or {})
-        chosen = dict(getattr(spec, "adapt", {}) or {})
+        spec = s.calibration_data
+        opt = {} if s.recipe is None else dict(s.recipe.calibration_shapes)
+        chosen = {} if spec is None else dict(spec.adapt)
         odd = mismatched_inputs(opt, s.data_shapes) if spec is not None else {}
         odd.update({k: v for k, v in self._late_mismatch.items() if k in opt and k not in odd})
         with self.quietly():
@@ -247,7 +247,7 @@ class CalibrateStep(StepWidget):
     # ------------------------------------------------------------------ handlers
 
     def _on_recipe(self, change=None) -> None:
-        if not hasattr(self.session.recipe, "flags"):
+        if self.session.recipe is None:
             return
         with self.quietly():
             self.data_path.value = self.recipe_data_text()

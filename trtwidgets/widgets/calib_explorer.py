@@ -104,8 +104,7 @@ class CalibrationExplorer(ExplorerExports, widgets.VBox):
         #: The explorer's state: statistics, export method, percentile and overrides; what every export writes.
         self.calibration: Calibration = starting_calibration(calibration, stats, recipe, session, percentile,
                                                              export_method, ranges)
-        self.cache_path = cache_path if cache_path is not None else getattr(getattr(recipe, "calibrator", None),
-                                                                            "cache_path", None)
+        self.cache_path = cache_path if cache_path is not None or recipe is None else recipe.calibrator.cache_path
         self.model = model
         self.qdq_path = qdq_path
         # read a cache path once: the histogram is redrawn on every switch

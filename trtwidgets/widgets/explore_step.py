@@ -96,8 +96,8 @@ class ExploreStep(StepWidget):
         from .calib_explorer import CalibrationExplorer
 
         s = self.session
-        cal = getattr(s.recipe, "calibrator", None)
-        cache = getattr(cal, "cache_path", None) or os.path.join(self.out_dir, "calibration.cache")
+        cache = (None if s.recipe is None else s.recipe.calibrator.cache_path) \
+            or os.path.join(self.out_dir, "calibration.cache")
         try:
             # The session's calibration as it is (method, percentile, overrides): what the Plan step and exports use.
             self.explorer = CalibrationExplorer(session=s, cache_path=cache,

@@ -133,7 +133,7 @@ class PlanStep(StepWidget):
             cal = None  # the previous model's: the planner collects statistics of this one
         if self.data is not None:
             return self.data, held, cal
-        spec = getattr(s.recipe, "calibration_data", None)
+        spec = s.calibration_data
         if held is None and is_demo_model(s.model, demo.MODEL_PATH) and (spec is None or spec.kind == "demo"):
             # The bundled crops calibrate; other scikit-image crops are held back (as the quickstart's data).
             return demo.sample_inputs(), list(demo.iter_skimage_inputs(32, seed=12345)), cal

@@ -290,7 +290,7 @@ class ProfilesStep(StepWidget):
 
     def _make_editor(self, recipe) -> None:
         model = self.session.model
-        if model is None or getattr(recipe, "model_sha256", None) != model.sha256:
+        if model is None or recipe is None or recipe.model_sha256 != model.sha256:
             return
         self.profiles = ProfileEditor(model.summary, profiles=recipe.profiles,
                                       calibration_profile=recipe.calibration_profile)

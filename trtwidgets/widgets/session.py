@@ -77,7 +77,7 @@ class Session(DataDefaults, Builds, traitlets.HasTraits):
 
     model = traitlets.Instance(LoadedModel, allow_none=True, default_value=None)
     findings = traitlets.Tuple()
-    recipe = traitlets.Any(default_value=None, allow_none=True)
+    recipe = traitlets.Instance("trtwidgets.core.recipe.recipe.Recipe", allow_none=True)
     calibration = traitlets.Instance("trtwidgets.core.calibration.calibration.Calibration", allow_none=True)
     plan = traitlets.Instance("trtwidgets.core.plan.plan_artifact.Plan", allow_none=True)
     held_back = traitlets.Unicode("")
@@ -105,6 +105,11 @@ class Session(DataDefaults, Builds, traitlets.HasTraits):
     def stats(self):
         """The calibration's activation statistics (None without a calibration)."""
         return self.calibration.stats if self.calibration is not None else None
+
+    @property
+    def calibration_data(self):
+        """The recipe's calibration data (a CalibrationDataSpec; None without a recipe or data)."""
+        return None if self.recipe is None else self.recipe.calibration_data
 
     @property
     def ranges(self):
@@ -294,7 +299,7 @@ class Session(DataDefaults, Builds, traitlets.HasTraits):
         if self.model is None:
             self.error = "There is no model to calibrate. Why: calibration runs the model. Fix: load a model first."
             return False
-        recipe = self.recipe if hasattr(self.recipe, "calibration_shapes") else None
+        recipe = self.recipe
         if recipe is None:
             try:
                 recipe = self.default_recipe()
@@ -319,15 +324,15 @@ class Session(DataDefaults, Builds, traitlets.HasTraits):
         if self.calibration is None:
             self.error = "There are no statistics yet. Fix: run the calibration step first."
             return False
-        calibrator = getattr(self.recipe, "calibrator", None)
-        pct = float(percentile if percentile is not None else getattr(calibrator, "percentile", 99.99))
+        pct = float(percentile if percentile is not None
+                    else 99.99 if self.recipe is None else self.recipe.calibrator.percentile)
         try:
             cal = self.calibration.refit(percentile=pct)
         except UserError as err:
             self.error = err.message
             return False
         recipe = self.recipe
-        if percentile is not None and hasattr(recipe, "calibrator"):
+        if percentile is not None and recipe is not None:
             import dataclasses
 
             recipe = recipe.replace(calibrator=dataclasses.replace(recipe.calibrator, percentile=pct))
@@ -353,7 +358,7 @@ class Session(DataDefaults, Builds, traitlets.HasTraits):
             self.error = err.message
             return False
         recipe = self.recipe
-        calibrator = getattr(recipe, "calibrator", None)
+        calibrator = None if recipe is None else recipe.calibrator
         with self.hold_trait_notifications():
             self.error = ""
             self.calibration = cal
@@ -374,7 +379,7 @@ class Session(DataDefaults, Builds, traitlets.HasTraits):
         """
         from ..core.qdq.options import QdqOptions
 
-        return QdqOptions(trt_version=getattr(self.recipe, "trt_version", None) or None).replace(**changes)
+        return QdqOptions(trt_version=None if self.recipe is None else self.recipe.trt_version or None).replace(**changes)
 
     def _set_calibration(self, result, recipe) -> None:
         sha = self._sha()

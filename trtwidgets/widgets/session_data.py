@@ -36,7 +36,7 @@ class DataDefaults:
             return False
         try:
             spec = spec_for(source)
-            old = getattr(self.recipe, "calibration_data", None)
+            old = self.calibration_data
             if old is not None and old.adapt and not spec.adapt:
                 spec = spec.replace(adapt=dict(old.adapt))
             recipe = (self.recipe or self.default_recipe()).replace(calibration_data=spec)
@@ -51,7 +51,7 @@ class DataDefaults:
 
     def set_adapt(self, adapt: Dict[str, str]) -> bool:
         """How samples of another shape reach the opt shape: input name -> ``pad``, ``truncate`` or ``resize``."""
-        spec = getattr(self.recipe, "calibration_data", None)
+        spec = self.calibration_data
         if spec is None:
             self.error = "There is no calibration data to adapt. Fix: choose the data first."
             return False
