@@ -50,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = _Parser(prog="trtwidgets", description="Exploratory TensorRT quantization, headless.")
     parser.add_argument("--version", action="version", version=f"trtwidgets {__version__}")
+    # No command given: nothing to run (the subparsers set these for their own commands).
+    parser.set_defaults(_run=None, _outputs={}, _output_files={})
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for modname in _command_modules():
         mod = importlib.import_module(f"{__name__}.{modname}")
@@ -96,7 +98,7 @@ def _check_working_folder() -> None:
 def _main(argv: Optional[List[str]]) -> int:
     parser = build_parser()
     args = parser.parse_args(_aliased(list(sys.argv[1:] if argv is None else argv)))
-    if not getattr(args, "_run", None):
+    if args._run is None:
         parser.print_help(sys.stderr)
         return EXIT_BAD_INPUT
     from ._outputs import check_outputs, created_notes
@@ -105,7 +107,7 @@ def _main(argv: Optional[List[str]]) -> int:
     restore = _sigterm_interrupts()
     try:
         _check_working_folder()
-        to_create = check_outputs(args, getattr(args, "_outputs", {}), getattr(args, "_output_files", {}))
+        to_create = check_outputs(args, args._outputs, args._output_files)
         with notes_to(_note_printer()):
             code = int(args._run(args) or 0)
         # Flush here so that a reader that went away (``| head -1``) is noticed inside this try, not at exit.

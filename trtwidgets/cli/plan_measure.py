@@ -89,7 +89,7 @@ def measure_keywords(args) -> dict:
     return {"cache_dir": args.engine_cache, "top": args.measure_top, "rounds": args.rounds, "runs": args.runs,
             "opt_level": args.opt_level, "implicit": not args.no_implicit, "regions": not args.no_regions,
             "build_limit_s": args.build_limit or None,
-            "progress": not getattr(args, "no_progress", False)}
+            "progress": not args.no_progress}
 
 
 def measure_source(args, work_dir: Path):

@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 
 # The report's layer-table columns, shared with the App's HTML page (no plotly at import).
+from ..core.common.errors import BuildError
+from ..core.engine.saved_build import SavedBuild
 from ..plots.report_sections import LAYER_COLUMNS
 
 NAME = "run"
@@ -64,7 +66,8 @@ def _saved_sources(args, recipe_path: Path):
 
 
 def _label(source) -> str:
-    return getattr(source, "name", None) or Path(source.out_dir).name
+    # A saved build has its own name; a fresh one (a BuildResult) is named by its folder.
+    return (source.name if isinstance(source, SavedBuild) else "") or Path(source.out_dir).name
 
 
 def _layer_table_of(source):
@@ -72,7 +75,7 @@ def _layer_table_of(source):
     from ..core.engine.inspector_json import CONTEXT_FAILURES, as_graph, build_context, context_failure
     from ..core.engine.layer_table import layer_table
 
-    path = getattr(source, "inspector_json_path", None)
+    path = source.inspector_json_path
     graph = as_graph(Path(path)) if path else as_graph(source)  # from the file: its errors name it
     context = {}
     try:
@@ -284,7 +287,7 @@ def _inspect_sections(built, saved, saved_tables, model, recipe, steps):
         label = _label(source)
         table = _layer_table_of(source) if source is built else saved_tables[id(source)]
         tables[label], summaries[label] = table, summary_dict(table)
-        own = staleness.recipe_dict(getattr(source, "recipe", None))
+        own = staleness.recipe_dict(source.recipe if isinstance(source, SavedBuild) else None)
         stale = ""
         if source is not built and own is not None:
             made = staleness.fingerprint("build", own.get("model_sha256") or model.sha256, own)
@@ -309,7 +312,7 @@ def _head_sections(steps, model, recipe, recipe_path, findings, build_error, sav
                      rep.summary_section(model.summary, recipe, {"recipe": str(recipe_path)}),
                      rep.findings_section(findings)]
     if build_error is not None:
-        lines = list(getattr(build_error, "log_lines", ()) or ())
+        lines = list(build_error.log_lines) if isinstance(build_error, BuildError) else []
         head_sections.append(rep.section("Build failed", rep.note(build_error.message, "error"),
                                          f"<pre>{rep.esc(chr(10).join(lines))}</pre>" if lines else ""))
     for s in saved:

@@ -66,14 +66,10 @@ def test_layers_the_export_kept_float_say_so_with_the_rule(graph, skipped):
 
 
 def test_export_kept_float_reads_rule_numbers():
-    class Skip:
-        def __init__(self, node_label, reason, rule=None):
-            self.node_label, self.reason, self.op_type = node_label, reason, "Conv"
-            if rule is not None:
-                self.rule = rule
+    from trtwidgets.core.qdq.placement_records import Skip
 
-    out = export_kept_float([Skip("a", "its input is 1x1 spatially"), Skip("b", "whatever", rule=2),
-                             Skip("c", "unknown reason")])
+    out = export_kept_float([Skip("a", "Conv", "its input is 1x1 spatially"), Skip("b", "Conv", "whatever", rule=2),
+                             Skip("c", "Conv", "unknown reason")])
     assert out == {"a": (5, "its input is 1x1 spatially"), "b": (2, "whatever"), "c": (None, "unknown reason")}
 
 

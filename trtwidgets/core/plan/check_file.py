@@ -57,10 +57,10 @@ def check_key(fingerprint=None, split=None) -> Dict[str, Any]:
     :class:`~..calibration.held_back.HeldBackSplit` (either may be None: that part is not recorded).
     """
     key: Dict[str, Any] = {}
-    sha = getattr(fingerprint, "sha256", "") or ""
+    sha = "" if fingerprint is None else fingerprint.sha256
     if sha:
         key["model_sha256"] = str(sha)
-    names = getattr(split, "held_back", None)
+    names = None if split is None else split.held_back
     if names:
         key["held_back"] = len(names)
         key["held_back_sha256"] = hashlib.sha256("\n".join(names).encode("utf-8", "surrogatepass")).hexdigest()

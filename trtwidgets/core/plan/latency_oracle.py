@@ -92,6 +92,7 @@ def read_oracle(build: Union[str, os.PathLike, Mapping], proto: onnx.ModelProto)
         or none of its layers names a node of ``proto`` (a build of another model).
     """
     from ..engine.inspector_json import parse_inspector_json
+    from ..engine.build_records import recorded_latency
     from ..engine.saved_build import load_saved_build
 
     total = None
@@ -102,7 +103,8 @@ def read_oracle(build: Union[str, os.PathLike, Mapping], proto: onnx.ModelProto)
         saved = load_saved_build(build)
         graph, source = parse_inspector_json(saved.inspector_json), str(Path(build))
         timings = dict(saved.timings or {})
-        total = getattr(saved, "latency_ms", None)
+        recorded = recorded_latency(saved)  # the whole engine's, where the build timed it
+        total = None if recorded is None else recorded.median_ms
     aliases = node_aliases(proto)
     layers: Dict[str, OracleLayer] = {}
     weighted = {node_label(n) for n in proto.graph.node if n.op_type in WEIGHTED_OPS}

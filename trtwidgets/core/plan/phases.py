@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import onnx
 
+from ..accuracy.builtin_metrics import TaskMetric
 from ..common.errors import UserError
 from ..qdq.options import QdqOptions
 from .cost_model import GPUS, layer_costs
@@ -112,7 +113,7 @@ def evaluator(loaded, held, target: PlanTarget, options: QdqOptions, axes=None,
         metric, metric_name = made if isinstance(made, tuple) else (made.fn, made.name)
         drop = target.max_metric_drop
         if drop is None:  # the metric's own allowance (detection F1: 0.05), recorded in plan.json
-            drop = getattr(made, "default_drop", None)
+            drop = made.default_drop if isinstance(made, TaskMetric) else None
         target = dataclasses.replace(target, metric=metric, metric_name=metric_name, metric_factory=None,
                                      max_metric_drop=drop)
     if target.metric is not None:  # a plain callable of the caller's: on copies, bounded, its answer checked
@@ -127,8 +128,9 @@ def evaluator(loaded, held, target: PlanTarget, options: QdqOptions, axes=None,
                         "Use --target-snr DB (or PlanTarget(snr_db=...)) for an SNR, or a metric with a finite "
                         "FP32 value.")
     ev = dataclasses.replace(ev, reference=reference, metric=target.metric, metric_reference=metric_ref)
-    notes: List[str] = broken + target_notes(reference, target, getattr(made, "outputs", None),
-                                             getattr(made, "pooled", False))
+    task = made if isinstance(made, TaskMetric) else None
+    notes: List[str] = broken + target_notes(reference, target, None if task is None else task.outputs,
+                                             task is not None and task.pooled)
     n_rank = max(1, min(n_held, 16))
     rank_feeds = ev.feeds[:n_rank]
     rank_ref = {k: v[:n_rank] for k, v in reference.items()}

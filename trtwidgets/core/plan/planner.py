@@ -44,6 +44,7 @@ from .accuracy_search import Candidates, Search, accuracy_search
 from .check_file import check_key
 from .engine_check import EngineCheck
 from .judge import Judge
+from .latency import LayerLatency
 from .measured.repick import finish_latency, measurement_source
 from .phases import (METHOD_ORDER, check_batch_fits, engine_shapes, evaluator, fit_calibration, latency_model, myelin_layers,
                      paying_layers, score_methods)
@@ -317,7 +318,7 @@ def _supported(proto: onnx.ModelProto, latency, notes: List[str]):
 
     if latency.kind != "estimate":
         return latency
-    costs = getattr(latency, "costs", {})
+    costs = latency.costs if isinstance(latency, LayerLatency) else {}
     unpriced = tuple(node_label(n) for n in proto.graph.node if n.op_type in WEIGHTED_OPS and node_label(n) not in costs)
     if unpriced:
         notes.append(f"cannot estimate: {len(unpriced)} weighted layers' shapes are unknown even after a sample run "
@@ -342,7 +343,9 @@ def _first_candidates(search: Search, cands: Candidates, all_export, amax, best_
 
 def _cannot_estimate(found: Optional[Candidates], cands: Sequence[Candidate]) -> List[str]:
     """One note per reason the cost model gave no estimate, naming the candidates it holds for."""
-    why = getattr(found.latency, "why_cannot", None) if found is not None else None
+    from .estimate_support import SupportedLatency
+
+    why = found.latency.why_cannot if found is not None and isinstance(found.latency, SupportedLatency) else None
     if why is None:
         return []
     by_reason: Dict[str, List[str]] = {}

@@ -186,7 +186,7 @@ def fill_recipe_from_data(recipe, model, limit: Optional[int] = PEEK_SAMPLES):
     The recipe is returned unchanged (note '') when it names no data or the model
     has no dynamic input. Unreadable data raises, so that the caller can say why.
     """
-    spec = getattr(recipe, "calibration_data", None)
+    spec = recipe.calibration_data
     summary = model.summary
     if spec is None or not summary.dynamic_inputs:
         return recipe, "", {}

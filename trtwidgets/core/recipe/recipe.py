@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Dict, Mapping, Optional, Tuple, Union
 
 from ..common.atomic import write_text_atomic
-from ..common.errors import RecipeError
+from ..common.errors import RecipeError, UserError
 from ..common.json_limits import RECIPE_LIMITS, check_file_size, load_json
 from ..common.paths import user_path
 from .fields import (CALIBRATOR_KINDS, FLAGS, LAYER_PRECISIONS, OPT_LEVELS, PRECISION_CONSTRAINTS, TOOLKIT_METHODS,
@@ -261,7 +261,7 @@ class Recipe:
             except RecipeError:
                 raise
             except Exception as exc:  # noqa: BLE001 - from_dict raises its own UserError or TypeError/KeyError
-                why = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+                why = (exc.message if isinstance(exc, UserError) else "") or f"{type(exc).__name__}: {exc}"
                 raise bad("The recipe's calibration_data could not be read.", why,
                           "Fix the calibration_data object, or set it to null and choose the data again.") from None
         kw["profiles"] = tuple(Profile.from_dict(p, f"profile {i}")
@@ -411,7 +411,7 @@ def locate_model(recipe: Any, recipe_dir: Any = None) -> Any:
     for cand in cands:
         if cand.exists():
             return recipe.replace(model_path=str(cand))
-    sha = getattr(recipe, "model_sha256", "")
+    sha = recipe.model_sha256
     if sha and sha == hashlib.sha256(Path(demo.MODEL_PATH).read_bytes()).hexdigest():
         return recipe.replace(model_path=str(demo.MODEL_PATH))
     return recipe

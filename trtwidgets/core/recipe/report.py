@@ -106,11 +106,11 @@ def section(title: str, *parts: str) -> Section:
 
 def summary_section(summary, recipe=None, extra: Optional[Mapping[str, Any]] = None) -> Section:
     """The model (inputs, outputs, size) and the recipe's main choices."""
-    rows = [("model", summary.path if hasattr(summary, "path") else ""),
-            ("opset", getattr(summary, "opset", "")),
-            ("nodes", getattr(summary, "node_count", "")),
-            ("parameters", f"{getattr(summary, 'param_count', 0):,}"),
-            ("Q/DQ nodes", getattr(getattr(summary, "qdq", None), "count", ""))]
+    rows = [("model", summary.path),
+            ("opset", summary.opset),
+            ("nodes", summary.node_count),
+            ("parameters", f"{summary.param_count:,}"),
+            ("Q/DQ nodes", summary.qdq.count)]
     if recipe is not None:
         cal = recipe.calibrator
         rows += [("flags", ", ".join(recipe.flags) or "none (FP32)"),
@@ -122,7 +122,7 @@ def summary_section(summary, recipe=None, extra: Optional[Mapping[str, Any]] = N
     for k, v in (extra or {}).items():
         rows.append((k, v))
     io_rows = [{"kind": kind, "name": t.name, "dtype": t.dtype,
-                "shape": list(t.shape) if getattr(t, "has_shape", True) else "unknown shape"}
+                "shape": list(t.shape) if t.has_shape else "unknown shape"}
                for kind, ts in (("input", summary.inputs), ("output", summary.outputs)) for t in ts]
     return section("Summary", table(rows, ["item", "value"]), table(io_rows, ["kind", "name", "dtype", "shape"]))
 

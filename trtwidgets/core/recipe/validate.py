@@ -81,7 +81,7 @@ def recipe_problems(recipe, summary=None, features=None) -> List[str]:
                             f"model: {summary.sha256[:12]}...).")
         problems.extend(profile_problems(recipe.profiles, summary))
     data = recipe.calibration_data
-    if data is not None and getattr(data, "opt_shapes", None) and recipe.profiles:
+    if data is not None and data.opt_shapes and recipe.profiles:
         for name, shape in data.opt_shapes.items():
             want = recipe.calibration_shapes.get(name)
             if want is not None and tuple(shape) != tuple(want):

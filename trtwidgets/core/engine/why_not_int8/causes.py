@@ -53,14 +53,14 @@ _RULE_WORDS = ((6, ("grouped",)), (5, ("1x1 spatially", "matrix-vector", "output
                (3, ("pooling",)), (4, ("layernorm", "softmax", "gelu")), (7, ("exclu",)))
 
 
-def _rule_of(skip: Any) -> Optional[int]:
-    rule = getattr(skip, "rule", None)
-    if isinstance(rule, int) and not isinstance(rule, bool):
+def _rule_of(rule: Any, reason: str) -> Optional[int]:
+    """The placement rule a Skip's ``rule`` (0: none recorded) or, failing that, its ``reason`` names."""
+    if isinstance(rule, int) and not isinstance(rule, bool) and rule:
         return rule
     match = re.search(r"\brule (\d+)", str(rule or ""))
     if match:
         return int(match.group(1))
-    reason = str(getattr(skip, "reason", "")).lower()
+    reason = str(reason).lower()
     return next((n for n, words in _RULE_WORDS if any(w in reason for w in words)), None)
 
 
@@ -72,12 +72,12 @@ def export_kept_float(skipped: Any) -> Dict[str, Tuple[Optional[int], str]]:
     skipped : iterable of Skip, a QdqPlan / export report (``.skipped``), or a mapping node -> reason
     """
     if isinstance(skipped, Mapping):
-        return {str(k): (v if isinstance(v, tuple) else (_rule_of(type("S", (), {"reason": v})()), str(v)))
+        return {str(k): (v if isinstance(v, tuple) else (_rule_of(None, str(v)), str(v)))
                 for k, v in skipped.items()}
     skipped = getattr(skipped, "skipped", skipped)
     out: Dict[str, Tuple[Optional[int], str]] = {}
     for skip in skipped or ():
-        label = getattr(skip, "node_label", None)
+        label = skip.node_label
         if label and label not in out:
-            out[str(label)] = (_rule_of(skip), str(getattr(skip, "reason", "")))
+            out[str(label)] = (_rule_of(skip.rule, skip.reason), str(skip.reason))
     return out

@@ -107,7 +107,9 @@ def qdq_tensor_names(model: Any) -> FrozenSet[str]:
     """
     import onnx
 
-    proto = getattr(model, "proto", model)
+    from ...model.load import LoadedModel
+
+    proto = model.proto if isinstance(model, LoadedModel) else model
     if isinstance(proto, (str, os.PathLike)):
         proto = onnx.load(str(proto), load_external_data=False)
     names = set()
