@@ -138,7 +138,7 @@ class App(widgets.VBox):
         self.calibrate_step = CalibrateStep(s)
         self.plan_step = PlanStep(s, out_dir=os.path.join(self.out_dir, "plan"))
         self.build_step = BuildStep(s)
-        self.inspect_step = InspectStep(s, trt_available=bool(getattr(self.features, "available", False)),
+        self.inspect_step = InspectStep(s, trt_available=self.features.available,
                                         out_dir=self.out_dir)
         self.explore_step = ExploreStep(s, out_dir=self.out_dir)
         self.steps = dict(zip(STEP_KEYS, (self.load_step, self.flags_step, self.profiles_step, self.calibrate_step,

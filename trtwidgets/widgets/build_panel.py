@@ -20,7 +20,7 @@ from typing import Any, Callable, List, Optional
 import ipywidgets as widgets
 import traitlets
 
-from ..core.common.errors import UserError
+from ..core.common.errors import BuildError, UserError
 from .app_tabs import builds_html
 from .html import disclosure, error_html, esc, html_table
 from .step import StepWidget
@@ -54,10 +54,10 @@ def result_html(result) -> str:
 def build_error_html(err) -> str:
     """An error panel; a BuildError adds its lint codes and TensorRT's decisive lines."""
     out = error_html(err)
-    codes = getattr(err, "codes", ())
+    codes = err.codes if isinstance(err, BuildError) else ()
     if codes:
         out += f"<div><b>Cause:</b> {esc(', '.join(codes))}</div>"
-    lines = getattr(err, "log_lines", ())
+    lines = err.log_lines if isinstance(err, BuildError) else ()
     if lines:
         out += ('<div><b>TensorRT said:</b></div><pre style="font-size:11px;white-space:pre-wrap">'
                 + esc("\n".join(lines)) + "</pre>")

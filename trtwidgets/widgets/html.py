@@ -11,6 +11,8 @@ from __future__ import annotations
 import html
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
+from ..core.common.errors import UserError
+
 #: Background / border colours per finding severity (readable in light and dark themes).
 SEVERITY_COLORS = {
     "error": ("#fdecea", "#d93025"),
@@ -87,10 +89,10 @@ def error_html(err: Any) -> str:
     if err is None or err == "":
         return ""
     bg, border = SEVERITY_COLORS["error"]
-    if hasattr(err, "what"):
+    if isinstance(err, UserError):
         body = f"<div><b>{esc(err.what)}</b></div>"
-        body += f"<div><i>Why:</i> {esc(err.why)}</div>" if getattr(err, "why", None) else ""
-        body += f"<div><i>Fix:</i> {esc(err.fix)}</div>" if getattr(err, "fix", None) else ""
+        body += f"<div><i>Why:</i> {esc(err.why)}</div>" if err.why else ""
+        body += f"<div><i>Fix:</i> {esc(err.fix)}</div>" if err.fix else ""
     else:
         body = f'<div style="white-space:pre-wrap">{esc(err)}</div>'
     return (f'<div class="trtw-error" style="background:{bg};border-left:4px solid {border};padding:4px 8px;'
