@@ -69,7 +69,7 @@ def tensorrt():
 
 def version_of(trt_module) -> str:
     """The version of a tensorrt module (the bare ``tensorrt_bindings.tensorrt`` extension keeps it in its package)."""
-    from .features import module_version
+    from .probe import module_version
 
     v = module_version(trt_module)
     return "unknown" if v is None else v

@@ -18,7 +18,7 @@ from ..core.calibration.cache import parse_cache, retag, trt_version_tag
 from ..core.common.errors import StatsError, TensorRTUnavailable
 from .calibrators import LegacyCalibratorDefaults
 from . import version_of
-from .features import probe
+from .probe import probe
 
 #: Cache algorithm -> TensorRT calibrator class name.
 CALIBRATOR_CLASSES = {

@@ -21,7 +21,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from ..core.common.atomic import write_bytes_atomic
-from .features import probe
+from .probe import probe
 
 #: Calibrator short names (as in ``TrtFeatures.calibrators``) -> TensorRT class names.
 CALIBRATOR_CLASSES = {

@@ -23,7 +23,7 @@ from ..core.common.errors import BuildError
 from .debug_config import (EXCLUDED_TACTIC_SOURCES, ShapeSpec, add_profile, attach_timing_cache, int8_calibrator,
                            pin_layer_precisions, profile_triplet, restricted_tactic_sources, set_build_options,
                            save_timing_cache, set_precisions)
-from .features import probe
+from .probe import probe
 
 __all__ = ["DebugBuild", "mark_outputs", "build_debug_engine", "network_tensors",
            "pin_layer_precisions", "restricted_tactic_sources", "EXCLUDED_TACTIC_SOURCES"]

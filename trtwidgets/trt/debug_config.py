@@ -15,7 +15,7 @@ from typing import Mapping, Optional, Sequence, Tuple, Union
 from ..core.common.atomic import write_bytes_atomic
 from ..core.common.errors import UserError
 from ..core.common.name_patterns import compile_pattern
-from .features import probe
+from .probe import probe
 
 __all__ = ["EXCLUDED_TACTIC_SOURCES", "ShapeSpec", "restricted_tactic_sources", "pin_layer_precisions",
            "profile_triplet", "set_precisions", "set_build_options", "add_profile", "int8_calibrator",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.common.errors import TensorRTUnavailable, UserError
-from .features import enum_name, probe
+from .probe import enum_name, probe
 
 __all__ = ["NUMPY_TYPES", "nptype", "numpy_dtype"]
 

@@ -13,9 +13,10 @@ for another platform. The widgets offer only what is there and show
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
+
+from .probe import module_version, probe
 
 #: Lower-case precision flag -> ``trt.BuilderFlag`` member.
 PRECISION_FLAGS = (("fp16", "FP16"), ("bf16", "BF16"), ("int8", "INT8"), ("fp8", "FP8"), ("tf32", "TF32"))
@@ -117,31 +118,6 @@ class TrtFeatures:
         for key in ("precision_flags", "calibrators", "constraint_modes"):
             kw[key] = tuple(kw.get(key, ()))
         return cls(**kw)
-
-
-def probe(obj, name: str, default=None):
-    """``obj.<name>``, or ``default`` where this TensorRT (or one of its objects) has no such name.
-
-    TensorRT's Python API differs across 8.6, 10 and 11 (flags, enums, classes and properties come and
-    go): this is the one place the package asks TensorRT for a name that may be missing, so every probe
-    can be found by its callers (``tests/test_getattr_defaults.py`` keeps the rest of the package off
-    ``getattr`` with a default).
-    """
-    return getattr(obj, name, default)
-
-
-def enum_name(value) -> str:
-    """The member name of a TensorRT enum value (``DataType.HALF`` -> ``"HALF"``), or a name already."""
-    return probe(value, "name") or str(value).rsplit(".", 1)[-1]
-
-
-def module_version(trt) -> Optional[str]:
-    version = probe(trt, "__version__")
-    if version is None:
-        # The bare extension module (tensorrt_bindings.tensorrt) keeps its version in the package.
-        parent = sys.modules.get(str(probe(trt, "__name__", "")).rpartition(".")[0])
-        version = probe(parent, "__version__")
-    return None if version is None else str(version)
 
 
 def _major_of(version: Optional[str]) -> Optional[int]:

@@ -13,7 +13,7 @@ precisions before the build: the names that per-layer precision overrides match.
 from __future__ import annotations
 
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
-from .features import enum_name, probe
+from .probe import enum_name, probe
 
 Shape = Tuple[int, ...]
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from .interfaces import interface_subclass
-from .features import enum_name
+from .probe import enum_name
 
 #: Severities from most to least severe (``tensorrt.ILogger.Severity`` member names).
 SEVERITIES = ("INTERNAL_ERROR", "ERROR", "WARNING", "INFO", "VERBOSE")

@@ -14,7 +14,7 @@ from ...core.common.errors import RecipeError, TensorRTUnavailable
 from .. import major_version, version_of
 from ..progress import trt_progress_monitor
 from .state import BuildState
-from ..features import enum_name, probe
+from ..probe import enum_name, probe
 
 #: Tactic sources backed by cuBLAS / cuDNN; off when TRTWIDGETS_NO_CUBLAS_CUDNN=1.
 CUBLAS_CUDNN = ("CUBLAS", "CUBLAS_LT", "CUDNN")

@@ -8,7 +8,7 @@ from ...core.common.errors import BuildError, UserError
 from ..layer_info import inspector_json_for
 from .profiles import opt_shapes
 from .state import BuildState
-from ..features import probe
+from ..probe import probe
 
 
 def build_engine(state: BuildState) -> None:

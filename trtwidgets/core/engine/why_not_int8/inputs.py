@@ -107,9 +107,7 @@ def qdq_tensor_names(model: Any) -> FrozenSet[str]:
     """
     import onnx
 
-    from ...model.load import LoadedModel
-
-    proto = model.proto if isinstance(model, LoadedModel) else model
+    proto = getattr(model, "proto", model)
     if isinstance(proto, (str, os.PathLike)):
         proto = onnx.load(str(proto), load_external_data=False)
     names = set()
