@@ -209,8 +209,11 @@ def _search_plan(found: "_Found", data, calibration, held_back, holdout, seed, m
     """The phases in order (see the module docstring); ``found`` holds what each found, for a cancel."""
     loaded, opts, seconds = found.loaded, found.opts, found.seconds
     say("reading data")
-    pdata = found.pdata = read_plan_data(loaded, data, held_back, holdout, seed, max_samples, batch_axis,
-                                         None if calibration is None else calibration.stats)
+    from ..calibration.calibration import Calibration
+
+    # Anything else than a Calibration is refused by fit_calibration, with what to pass instead.
+    seen = calibration.stats if isinstance(calibration, Calibration) else None
+    pdata = found.pdata = read_plan_data(loaded, data, held_back, holdout, seed, max_samples, batch_axis, seen)
     input_shapes = found.input_shapes = engine_shapes(pdata.held, batch_size, shapes, pdata.axes)
     check_batch_fits(loaded, input_shapes)  # before the search: a batch the model cannot run is refused
     check()
