@@ -28,8 +28,8 @@ from pathlib import Path
 
 import trtwidgets
 
-#: The count reached by issue 30 (197 by the issue's grep, 216 by this test's AST count, before).
-CEILING = 77
+#: The count reached by issue 30 (197 by the issue's grep, 216 by this test's AST count, before; main added 5 meanwhile).
+CEILING = 80
 
 
 def _three_argument_getattrs(root: Path) -> Counter:

@@ -60,8 +60,8 @@ HTML_TOP = 6
 
 
 def _chosen_methods(calibration) -> Dict[str, str]:
-    """Tensor -> the method ``auto`` exports for it (empty for one method everywhere or no calibration)."""
-    return {name: c.method for name, c in getattr(calibration, "choices", {}).items()}
+    """Tensor -> the method ``auto`` exports for it (empty for one method everywhere)."""
+    return {name: c.method for name, c in calibration.choices.items()}
 
 
 class App(widgets.VBox):

@@ -33,6 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
+import numpy as np
 import onnx
 
 from .model_inputs import require_inputs
@@ -246,7 +247,7 @@ def _batch_updates(accs: Dict[str, HistogramAccumulator], pairs: List[Tuple[str,
     """
     if pool is None or len(pairs) < 2:
         return [accs[n].batch_update(a) for n, a in pairs]
-    order = sorted(range(len(pairs)), key=lambda i: -int(getattr(pairs[i][1], "size", 0)))
+    order = sorted(range(len(pairs)), key=lambda i: -int(np.size(pairs[i][1])))
     futures = {i: pool.submit(accs[pairs[i][0]].batch_update, pairs[i][1]) for i in order}
     return [futures[i].result() for i in range(len(pairs))]
 
