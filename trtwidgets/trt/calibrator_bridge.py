@@ -16,7 +16,7 @@ from typing import Union
 
 from ..core.calibration.cache import parse_cache, retag, trt_version_tag
 from ..core.common.errors import StatsError, TensorRTUnavailable
-from .calibrators import LegacyCalibratorDefaults
+from .calibrators import CalibratorFields, LegacyCalibratorDefaults
 from . import version_of
 from .probe import probe
 
@@ -90,7 +90,7 @@ def make_cache_calibrator(cache_bytes_or_path: Union[bytes, str, os.PathLike], t
     # Only the legacy calibrator calls the quantile / cutoff / histogram-cache methods.
     bases = (LegacyCalibratorDefaults, base) if cls_name == "IInt8LegacyCalibrator" else (base,)
 
-    class CacheCalibrator(*bases):
+    class CacheCalibrator(CalibratorFields, *bases):
         """Returns a fixed cache; never asks for batches."""
 
         def __init__(self, cache_bytes: bytes, batch_size: int = 1):
@@ -99,14 +99,6 @@ def make_cache_calibrator(cache_bytes_or_path: Union[bytes, str, os.PathLike], t
             self._batch_size = int(batch_size)
             self.written = None
             self.batches_requested = 0
-            # The counters and fields a build reads of every calibrator (as the feed calibrators keep them).
-            self.get_batch_calls = 0
-            self.batches_fed = 0
-            self.batch_shapes: list = []
-            self.skipped: list = []
-            self.cache_in = None
-            self.cache_written = None
-            self.error = None
 
         def get_batch_size(self):
             return self._batch_size

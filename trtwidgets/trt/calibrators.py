@@ -57,6 +57,19 @@ def pointer_list(names: Sequence[str], buffers: Mapping[str, object]) -> List[in
     return out
 
 
+class CalibratorFields:
+    """What a build reads of every calibrator it gave TensorRT (build_phases/write.py), before any batch:
+    the feed calibrators count and record batches; the cache bridge's only counts ``get_batch`` calls."""
+
+    get_batch_calls = 0
+    batches_fed = 0
+    batch_shapes: Sequence[Dict[str, Tuple[int, ...]]] = ()
+    skipped: Sequence[str] = ()
+    cache_in: Optional[bytes] = None
+    cache_written: Optional[bytes] = None
+    error: Optional[BaseException] = None
+
+
 class LegacyCalibratorDefaults:
     """TensorRT's documented defaults for the methods only ``IInt8LegacyCalibrator`` calls.
 
@@ -80,7 +93,7 @@ class LegacyCalibratorDefaults:
         return None
 
 
-class _FeedCalibratorMixin(LegacyCalibratorDefaults):
+class _FeedCalibratorMixin(CalibratorFields, LegacyCalibratorDefaults):
     """The behaviour shared by all four TensorRT calibrator kinds (see :func:`make_calibrator`)."""
 
     _trt_base = None  # set on the concrete class
