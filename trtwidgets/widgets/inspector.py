@@ -328,12 +328,6 @@ class InspectStep(StepWidget):
     def save_recipe(self, path: Optional[str] = None) -> Optional[str]:
         """Write the session's recipe (default ``out_dir/recipe.json``) and say how to build it on a GPU machine."""
         path = path or os.path.join(self.out_dir, "recipe.json")
-        try:
-            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        except OSError as err:
-            self.show_error(UserError(f"Could not make the folder for {path}.", f"{err.strerror or err}.",
-                                      "Choose an output folder you can write to."))
-            return None
         written = self.session.save_recipe(path)
         if written is None:
             self.show_error(self.session.error)

@@ -109,12 +109,6 @@ class LoadStep(StepWidget):
     def save_recipe(self, path: Optional[str] = None) -> Optional[str]:
         """Save the session's recipe as JSON (default: the path in the recipe field, else ``out_dir/recipe.json``)."""
         path = path or self.recipe_path.value.strip() or os.path.join(self.out_dir, "recipe.json")
-        try:
-            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        except OSError as err:
-            self.show_error(UserError(f"Could not make the folder for {path}.", f"{err.strerror or err}.",
-                                      "Choose a folder you can write to (a file may stand where a folder is needed)."))
-            return None
         written = self.session.save_recipe(path)
         if written is None:
             self.show_error(self.session.error)

@@ -217,13 +217,14 @@ class Session(DataDefaults, Builds, traitlets.HasTraits):
         return True
 
     def save_recipe(self, path: Union[str, os.PathLike]) -> Optional[str]:
-        """Write the recipe as JSON (atomically); returns the path, or None (and :attr:`error`)."""
+        """Write the recipe as JSON (atomically, its folder made); returns the path, or None (and :attr:`error`)."""
         from ..core.recipe.recipe import save_recipe
 
         if self.recipe is None:
             self.error = "There is no recipe to save. Why: no model or settings were chosen yet. Fix: load a model first."
             return None
         try:
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
             return str(save_recipe(self.recipe, path))
         except UserError as err:
             self.error = err.message
