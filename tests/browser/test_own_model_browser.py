@@ -44,15 +44,16 @@ def test_own_model_reaches_histograms_and_a_layer_table_with_no_profile_typed(ju
     from trtwidgets.core.model.load import load_model
     from trtwidgets.core.recipe.data_defaults import fill_recipe_from_data
     from trtwidgets.core.recipe.recipe import CalibratorSpec, Recipe
+    from trtwidgets.widgets.explorer_parts import default_method
 
     base, token = jupyterlab
     root = LAB_ROOTS[base]
     model_path = save(dynamic_hw_model(), root / "own" / "detector.onnx")
     data = image_samples(root / "own" / "samples", n=6, sizes=[(96, 128)])
     model = load_model(model_path)
-    # The app's own recipe (FP16+INT8, the toolkit's entropy ranges), saved and built on a GPU machine.
+    # The app's own recipe (FP16+INT8, the toolkit's ranges by its default method), saved and built on a GPU machine.
     recipe, _, _ = fill_recipe_from_data(Recipe.for_model(
-        model, flags=("fp16", "int8"), calibrator=CalibratorSpec(kind="toolkit", method="entropy"),
+        model, flags=("fp16", "int8"), calibrator=CalibratorSpec(kind="toolkit", method=default_method()),
         calibration_data=spec_for(str(data))), model)
     build = own_saved_build(root / "own" / "builds", recipe)  # as made on a GPU machine (no GPU here)
     _notebook(root / "own" / "own_app.ipynb", model_path, data, root / "own" / "out")
