@@ -38,25 +38,21 @@ const KEY = "__trtwidgets_plotly_bundle__";
 function bundle(model, version) {
   const cache = (globalThis[KEY] = globalThis[KEY] || {});
   if (cache[version]) return cache[version];
-  // One model of the page asks; every other model waits on the same promise. (One request per model
-  // meant one 5 MB reply per figure: a notebook's run-all queues the requests behind its cells, and
-  // ten replies at once held the page's connection for minutes.) A model closed before its answer
-  // came hands the question to the next model that needs the module.
-  cache[version] = new Promise((resolve, reject) => {
-    const done = () => { model.off("msg:custom", onMessage); model.off("destroy", onClose); };
+  // Each model asks with its own listener until the module is in: the kernel answers the model that asked.
+  return new Promise((resolve, reject) => {
     const onMessage = (msg, buffers) => {
       if (!msg || msg.type !== "%(reply)s") return;
-      done();
-      const url = URL.createObjectURL(new Blob([buffers[0]], { type: "text/javascript" }));
-      import(url).then(resolve, reject);
+      model.off("msg:custom", onMessage);
+      if (!cache[version]) {
+        const url = URL.createObjectURL(new Blob([buffers[0]], { type: "text/javascript" }));
+        cache[version] = import(url);
+        cache[version].catch(() => { delete cache[version]; });
+      }
+      cache[version].then(resolve, reject);
     };
-    const onClose = () => { done(); reject(new Error("the widget that asked for plotly's module was closed")); };
     model.on("msg:custom", onMessage);
-    model.on("destroy", onClose);
     model.send({ type: "%(request)s" });
   });
-  cache[version].catch(() => { delete cache[version]; });
-  return cache[version];
 }
 export default () => {
   let ready = null;
