@@ -4,26 +4,18 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import onnx
 import pytest
 
-from tests.core.plan.plan_models import conv_stack, feeds
+from tests.core.plan.plan_models import cli_plan_folder
 from trtwidgets.cli import main
 
 
 @pytest.fixture(scope="module")
 def plan_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp("pe")
-    onnx.save(conv_stack(), root / "m.onnx")
-    data = root / "data"
-    data.mkdir()
-    for i, f in enumerate(feeds(8)):
-        np.save(data / f"s{i}.npy", f["x"])
-    out = root / "plan"
-    assert main(["plan", str(root / "m.onnx"), "--data", str(data), "--out", str(out), "--no-progress",
-                 "--trt-version", "10.16", "--batch", "32"]) == 0
-    return out
+    assert cli_plan_folder(root, "10.16") == 0
+    return root / "plan"
 
 
 def _int8_nodes(path):

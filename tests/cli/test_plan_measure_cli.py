@@ -14,12 +14,10 @@ import subprocess
 import sys
 import textwrap
 
-import numpy as np
-import onnx
 import pytest
 
 from tests.conftest import ROOT
-from tests.core.plan.plan_models import conv_stack, feeds
+from tests.core.plan.plan_models import cli_plan_folder
 from tests.trt.test_plan_measure_cpu import StandIn
 from trtwidgets import trt
 from trtwidgets.cli import main
@@ -34,14 +32,7 @@ TIMES = {FP16: (1.0, 1.0, 1.0), INT8_IMPLICIT: (0.9, 0.9, 0.9), QDQ: (0.7, 0.7, 
 def made(tmp_path_factory):
     """A model, its data, and a plan folder of it (written by the real `plan`)."""
     root = tmp_path_factory.mktemp("pm")
-    onnx.save(conv_stack(), root / "m.onnx")
-    data = root / "data"
-    data.mkdir()
-    for i, f in enumerate(feeds(8)):
-        np.save(data / f"s{i}.npy", f["x"])
-    out = root / "plan"
-    assert main(["plan", str(root / "m.onnx"), "--data", str(data), "--out", str(out), "--no-progress",
-                 "--trt-version", "8.6", "--batch", "32"]) in (0, 1)
+    assert cli_plan_folder(root, "8.6") in (0, 1)
     return root
 
 

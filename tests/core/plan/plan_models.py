@@ -35,3 +35,17 @@ def conv_stack(channels: int = 64, depth: int = 4, seed: int = 3) -> onnx.ModelP
 def feeds(n: int = 24, channels: int = 64, size: int = 8, seed: int = 5):
     rng = np.random.default_rng(seed)
     return [{"x": np.abs(rng.standard_normal((1, channels, size, size))).astype(np.float32)} for _ in range(n)]
+
+
+def cli_plan_folder(root, trt_version: str, batch: int = 32) -> int:
+    """``conv_stack`` and 8 samples under ``root`` (m.onnx, data/), planned by the real ``trtwidgets plan`` into
+    ``root/plan``; returns the command's exit status."""
+    from trtwidgets.cli import main
+
+    onnx.save(conv_stack(), root / "m.onnx")
+    data = root / "data"
+    data.mkdir()
+    for i, f in enumerate(feeds(8)):
+        np.save(data / f"s{i}.npy", f["x"])
+    return main(["plan", str(root / "m.onnx"), "--data", str(data), "--out", str(root / "plan"), "--no-progress",
+                 "--trt-version", trt_version, "--batch", str(batch)])
