@@ -128,3 +128,21 @@ def feeds(model: onnx.ModelProto, n: int = 12, seed: int = 3) -> List[Dict[str, 
     shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
     shape[0] = 1
     return [{"x": rng.standard_normal(shape).astype(np.float32)} for _ in range(n)]
+
+
+def exported_dfl_head(batch: int = 32, anchors: int = 2100) -> onnx.ModelProto:
+    """YOLOv8's DFL decoder as its ONNX export writes it (softmax over the last axis, then a Transpose to the conv's
+    layout): [N, 64, A] -> [N, 4, A]. ``trtwidgets.core.model.trt_rewrites``' expectation-head rewrite targets it."""
+    shape = numpy_helper.from_array(np.array([batch, 4, 16, anchors], dtype=np.int64), "shape4")
+    out_shape = numpy_helper.from_array(np.array([batch, 4, anchors], dtype=np.int64), "shape3")
+    w = numpy_helper.from_array(np.arange(16, dtype=np.float32).reshape(1, 16, 1, 1), "dfl.w")
+    nodes = [helper.make_node("Reshape", ["x", "shape4"], ["r"], name="dfl/Reshape"),
+             helper.make_node("Transpose", ["r"], ["t"], name="dfl/Transpose", perm=[0, 3, 1, 2]),
+             helper.make_node("Softmax", ["t"], ["s"], name="dfl/Softmax", axis=3),
+             helper.make_node("Transpose", ["s"], ["u"], name="dfl/Transpose_1", perm=[0, 3, 2, 1]),
+             helper.make_node("Conv", ["u", "dfl.w"], ["c"], name="dfl/conv/Conv"),
+             helper.make_node("Reshape", ["c", "shape3"], ["y"], name="dfl/Reshape_1")]
+    g = helper.make_graph(nodes, "dfl_head", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 64, anchors])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 4, anchors])],
+                          [shape, out_shape, w])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])

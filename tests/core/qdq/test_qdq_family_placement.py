@@ -60,11 +60,19 @@ def test_c2f_quantizes_before_the_split_once_and_the_concat_shares_its_scale(den
     assert ("b", "m_add") in skip and not {("m2", "m_add"), ("m_cv2_o", "m_cv2_act_sig")} & skip
     group = next(g for g in plan.shared_scales if "t" in g)
     assert {"t", "a", "b", "d"} <= set(group)
-    # One scale for the whole group in the written model, the group's largest range.
+    # One scale for the whole group in the written model, the group's largest range (the graph as written: the
+    # split_concat rewrite, below, takes the halves out of the Concat).
     amax = qb.simple_amax(model)
     amax.update({"t": 3.0, "d": 5.0, "a": 2.0, "b": 2.5})
-    scales = _scales(build_qdq(model, QdqSpec(amax, QdqOptions(high_precision="fp32"))).model)
+    scales = _scales(build_qdq(model, QdqSpec(amax, QdqOptions(high_precision="fp32", rewrites=()))).model)
     assert len({scales[t] for t in ("t", "a", "b", "d")}) == 1 and scales["t"] == pytest.approx(5.0 / 127)
+    # By default the Concat reads the tensor before the Split (the same values): it shares the scale with "t" and
+    # "d", and the halves the Split still hands on ("b", to the bottleneck) keep that one scale through the Split.
+    ex = build_qdq(model, QdqSpec(amax, QdqOptions(high_precision="fp32")))
+    cat = next(n for n in ex.model.graph.node if n.op_type == "Concat")
+    assert ("split_concat", "cat") in ex.report.rewrites and "a" not in {i.split("_")[0] for i in cat.input}
+    rewritten = _scales(ex.model)
+    assert len({rewritten[t] for t in ("t", "b", "d")}) == 1 and rewritten["t"] == pytest.approx(5.0 / 127)
 
 
 @pytest.mark.parametrize("dense", [False, True])

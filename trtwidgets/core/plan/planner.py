@@ -337,6 +337,13 @@ def _first_candidates(search: Search, cands: Candidates, all_export, amax, best_
     cands.add("FP16 (no INT8)", (), (), fp16_acc)
     if ev.high_precision != ev.eval_dtype:
         notes.append("BF16 is evaluated as FP32 in ONNX Runtime (no BF16 kernels on the CPU)")
+    rewrites = all_export.report.rewrites
+    if rewrites:
+        kinds = sorted({kind for kind, _ in rewrites})
+        notes.append(f"the Q/DQ candidates are written with {len(rewrites)} exact graph rewrites ({', '.join(kinds)}; "
+                     "docs/placement.md, 'Graph rewrites'); FP16 is the model as given, so part of a candidate's "
+                     "measured gain over FP16 is the rewrites', which an FP16 engine of the rewritten graph gets too "
+                     "(QdqOptions(rewrites=()) writes the graph as it is)")
     layers = search.layers
     cands.add(f"INT8 everywhere the rules allow ({best_method})", layers,
               tuple((sk.node_label, sk.reason) for sk in all_export.report.skipped

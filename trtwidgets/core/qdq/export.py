@@ -49,6 +49,7 @@ from ..common.paths import user_path
 from .export_check import DEFAULT_MIN_COSINE, check_export, check_source_model, raise_if_failed
 from ..model.load import as_loaded, as_model_proto
 from ..model.onnx_graph import GraphIndex
+from ..model.trt_rewrites import apply_rewrites
 from .export_report import QdqExport, QdqReport, QuantizedTensor, QuantizedWeight
 from .qdq_writer import QdqWriter
 from .weights import PRECISIONS, quantize_weight
@@ -160,6 +161,11 @@ def build_qdq(model, spec: QdqSpec) -> QdqExport:
     source = as_model_proto(model)
     unchecked = _unchecked(source)
     proto, hp, opset_from, target = _prepared_copy(source, opts, unchecked)
+    # Exact rewrites first (at the target opset, which a DFL head's rewrite needs): placement sees the graph
+    # TensorRT will build, and every node label a plan names is kept.
+    rewritten = apply_rewrites(proto, opts.rewrites) if opts.rewrites else None
+    if rewritten is not None and rewritten.changes:
+        proto = rewritten.model
     # The node set is checked by placement against the copy at its target opset: the labels a plan holds are
     # those of an export's report (a copy at that opset), and its converter may rename what an unnamed node writes.
     plan: QdqPlan = plan_qdq(proto, nodes=spec.nodes, exclude=opts.exclude, exclude_op_types=opts.exclude_op_types,
@@ -185,7 +191,8 @@ def build_qdq(model, spec: QdqSpec) -> QdqExport:
                        quantized_layers=tuple(dict.fromkeys(quantized_layers)),
                        warnings=tuple(plan.warnings) + _ort_default_session_note(proto), ranges=spec.source,
                        clipped=tuple((a.tensor, spec.clipping[a.tensor]) for a in activations
-                                     if a.tensor in spec.clipping))
+                                     if a.tensor in spec.clipping),
+                       rewrites=rewritten.changes if rewritten is not None else ())
     return QdqExport(model=proto, report=report, float32_model=float32_model)
 
 

@@ -163,6 +163,9 @@ class QdqReport:
     clipped : tuple of (str, str)
         ``(tensor, what to do)`` for each quantized activation whose range clips more than the stated
         share of its calibration values (the spec's ``clipping``).
+    rewrites : tuple of (str, str)
+        ``(rewrite, node label)`` for each exact graph rewrite applied before placement
+        (:mod:`trtwidgets.core.model.trt_rewrites`).
     """
 
     precision: str
@@ -178,6 +181,7 @@ class QdqReport:
     high_precision: Optional[HighPrecisionReport] = None
     ranges: str = ""
     clipped: Tuple[Tuple[str, str], ...] = ()
+    rewrites: Tuple[Tuple[str, str], ...] = ()
 
     @property
     def high_precision_dtype(self) -> str:
@@ -193,7 +197,8 @@ class QdqReport:
                 "patterns": [p.to_dict() for p in self.patterns],
                 "excluded": list(self.excluded), "quantized_layers": list(self.quantized_layers),
                 "warnings": list(self.warnings), **({"ranges": self.ranges} if self.ranges else {}),
-                **({"clipped": {t: why for t, why in self.clipped}} if self.clipped else {})}
+                **({"clipped": {t: why for t, why in self.clipped}} if self.clipped else {}),
+                **({"rewrites": [list(r) for r in self.rewrites]} if self.rewrites else {})}
 
     def summary(self, max_lines: int = 20) -> str:
         """Plain-text report: counts, then each skip with its reason."""
@@ -208,6 +213,12 @@ class QdqReport:
                     if self.high_precision is not None else "")]
         if self.ranges:
             lines.append(f"  ranges              {self.ranges}")
+        if self.rewrites:
+            kinds_rw: Dict[str, int] = {}
+            for r, _ in self.rewrites:
+                kinds_rw[r] = kinds_rw.get(r, 0) + 1
+            lines.append("  graph rewrites      " + ", ".join(f"{k} x{v}" for k, v in kinds_rw.items())
+                         + " (exact; QdqOptions(rewrites=()) writes the graph as it is)")
         changed = self._changed_line()
         if changed:
             lines.append(f"  scales as written   {changed}")

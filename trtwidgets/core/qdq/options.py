@@ -17,6 +17,7 @@ from typing import Any, Mapping, Optional, Tuple
 from ..common.errors import UserError
 from .high_precision import HIGH_PRECISIONS, default_high_precision
 from .weights import PRECISIONS
+from ..model.trt_rewrites import DEFAULT_REWRITES, REWRITES
 
 __all__ = ["QdqOptions", "QdqExportError", "resolve_high_precision"]
 
@@ -70,6 +71,12 @@ class QdqOptions:
         Node names, output names or op types whose float math stays FP32.
     opset : int, optional
         Target opset; default: the model's, raised to what the precision needs.
+    rewrites : tuple of str
+        Exact graph rewrites applied before placement (:mod:`trtwidgets.core.model.trt_rewrites`):
+        ``"split_concat"`` (a Concat of all of a Split's outputs reads the Split's input) and
+        ``"expectation_head"`` (a DFL head's softmax on its convolution's layout). Both by default:
+        on a YOLOv8n at batch 32 they took the all-INT8 engine from 0.867x to 0.706x FP16
+        (docs/placement.md, "Graph rewrites"). ``()`` writes the graph as it is.
     """
 
     precision: str = "int8"
@@ -83,10 +90,16 @@ class QdqOptions:
     keep_float_output_grouped_convs: bool = True
     keep_fp32: Tuple[str, ...] = ()
     opset: Optional[int] = None
+    rewrites: Tuple[str, ...] = DEFAULT_REWRITES
 
     def __post_init__(self):
-        for name in ("exclude", "exclude_op_types", "keep_fp32"):
+        for name in ("exclude", "exclude_op_types", "keep_fp32", "rewrites"):
             object.__setattr__(self, name, _names(getattr(self, name)))
+        unknown = [r for r in self.rewrites if r not in REWRITES]
+        if unknown:
+            raise QdqExportError(f"Unknown graph rewrite(s): {', '.join(unknown)}.",
+                                 "Rewrites are: " + "; ".join(f"{k}: {v}" for k, v in REWRITES.items()) + ".",
+                                 "Name some of them, or rewrites=() for the graph as it is.")
         if self.trt_version is not None:
             object.__setattr__(self, "trt_version", str(self.trt_version) or None)
         if self.precision not in PRECISIONS:
@@ -108,7 +121,7 @@ class QdqOptions:
     def to_dict(self) -> dict:
         """Plain data (plan.json)."""
         out = dataclasses.asdict(self)
-        for name in ("exclude", "exclude_op_types", "keep_fp32"):
+        for name in ("exclude", "exclude_op_types", "keep_fp32", "rewrites"):
             out[name] = list(out[name])
         return out
 
@@ -125,6 +138,8 @@ class QdqOptions:
             A key that is not an option, or a value an option does not take.
         """
         doc = {k: v for k, v in doc.items() if k not in _MOVED_TO_CALIBRATION}
+        # A plan written before the rewrites existed was scored on the graph as it was: export it that way.
+        doc.setdefault("rewrites", ())
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(doc) - known)
         if unknown:
