@@ -4,8 +4,8 @@
     python benchmarks/region_search.py zoo [--json benchmarks/results/regions/zoo_regions.json]
 
 ``prepare`` plans the 320x320 YOLOv8n DocLayNet detector (``$TRTWIDGETS_ZOO/families/yolo320``: 8 calibration and 8
-held-back pages, ``benchmarks/modelopt_zoo.py prepare``) with the planner as ``trtwidgets plan`` runs it (entropy
-calibration, target: detection F1 against FP32, TensorRT 8.6 export), at batch 1 where ONNX Runtime runs the model's
+held-back pages, ``benchmarks/modelopt_zoo.py prepare``) with the planner as ``trtwidgets plan`` runs it (``--method`` ranges,
+default auto as the planner's, target: detection F1 against FP32, TensorRT 8.6 export), at batch 1 where ONNX Runtime runs the model's
 static batch-1 file. Its region search (``plan.regions``) is made over the all-INT8 export, the placement the issue
 compares with ModelOpt, each scheme scored on the 8 held-back pages. The plan is then written for the batch the GPU
 builds at: the model's static batch-``B`` file (``zoo_shapes.yolov8_at``, the same nodes), the input shapes and each
@@ -54,7 +54,7 @@ def _at_batch(plan, model_b: Path, batch: int):
     return dataclasses.replace(plan, model=str(model_b), input_shapes={name: tuple(feed[name].shape)}, regions=regions)
 
 
-def prepare(out: Path, batch: int, kinds=("residual", "concat", "branch")) -> dict:
+def prepare(out: Path, batch: int, kinds=("residual", "concat", "branch"), method: str = "auto") -> dict:
     import trtwidgets as tw
     from trtwidgets.core.plan.regions.search import score_regions
     from trtwidgets.core.qdq.options import QdqOptions
@@ -68,7 +68,7 @@ def prepare(out: Path, batch: int, kinds=("residual", "concat", "branch")) -> di
 
         onnx.save(yolov8_at(onnx.load(str(fam / "float.onnx")), batch, 320), str(model_b))
     t0 = time.perf_counter()
-    cal = tw.calibrate(str(fam / "float.onnx"), str(fam / "calib"), method="entropy", progress=False)
+    cal = tw.calibrate(str(fam / "float.onnx"), str(fam / "calib"), method=method, progress=False)
     plan = tw.plan(str(fam / "float.onnx"), str(fam / "calib"), held_back=str(fam / "heldback"), calibration=cal,
                    target=tw.PlanTarget.for_metric("detection"), options=QdqOptions(trt_version="8.6"),
                    progress=False, regions=False)
@@ -131,13 +131,15 @@ def main(argv=None) -> int:
     p = sub.add_parser("prepare")
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--kinds", default="residual,concat,branch", help="region kinds the GPU times (comma separated)")
+    p.add_argument("--method", default="auto", help="range method of the calibration (default auto, the planner's "
+                   "default; the first records used entropy)")
     p.add_argument("--out", default="/work/main/.gpuwork/yolo_plan")
     p.add_argument("--json", default=str(ROOT / "benchmarks/results/regions/yolo320_region_plan.json"))
     z = sub.add_parser("zoo")
     z.add_argument("--json", default=str(ROOT / "benchmarks/results/regions/zoo_regions.json"))
     a = ap.parse_args(argv)
     if a.cmd == "prepare":
-        doc = prepare(Path(a.out), a.batch, tuple(a.kinds.split(",")))
+        doc = prepare(Path(a.out), a.batch, tuple(a.kinds.split(",")), a.method)
         Path(a.json).parent.mkdir(parents=True, exist_ok=True)
         Path(a.json).write_text(json.dumps(doc, indent=1, default=str) + "\n")
         print(json.dumps(doc, indent=1, default=str))

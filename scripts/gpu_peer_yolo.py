@@ -8,6 +8,11 @@ layers, reformat layers (with their names in the JSON), standalone PointWise and
 (:meth:`~trtwidgets.core.engine.engine_graph.EngineGraph.layer_summary`), and writes ``--out`` (JSON: the
 measurements, each engine's summary and its layers with their precisions, for ``benchmarks/yolo_borders.py``).
 
+``--float NAME=MODEL`` adds further float models built as FP16 (a rewritten graph beside the model as given), and
+``--profile RUNS`` profiles every engine's layers after the timing (TensorRT's IProfiler, two passes interleaved
+across engines; each layer's median lands in the JSON): where one engine spends its time against another
+(``benchmarks/results/peer/b32_variants``, ``benchmarks/results/rewrites``).
+
 ``--parse MODEL ...`` only parses further files with TensorRT 8.6's ONNX parser (ModelOpt's files of other zoo
 models: does TensorRT 8.6 read them at all), recording the parser's errors. Python 3.9 with numpy, onnx and
 tensorrt only::
@@ -55,6 +60,35 @@ def engine_layers(engine_path: str) -> dict:
     return {"summary": graph.layer_summary(), "layers": [[la.name, la.type, la.precision] for la in graph.layers]}
 
 
+def profile(engines: dict, cache_dir: str, runs: int) -> None:
+    """Per-layer median ms of each built engine (``engines[name]["profile"]``), two passes interleaved across engines.
+
+    The profiler adds its own per-layer overhead, so the sum of the layers is read beside the engine's timed median,
+    not in place of it; what it tells is where one engine spends its time against another.
+    """
+    from trtwidgets.trt.bench import random_feeds
+    from trtwidgets.trt.profiler import profile_layers
+    from trtwidgets.trt.runner import EngineRunner
+
+    per = {name: {} for name, r in engines.items() if r.get("key") and not r.get("error")}
+    for _ in range(2):
+        for name in per:
+            path = Path(cache_dir) / engines[name]["key"] / "engine.plan"
+            if not path.is_file():
+                continue
+            with EngineRunner(str(path)) as runner:
+                lt = profile_layers(runner, random_feeds(runner, {}, seed=0), runs=runs, warmup=10)
+            for layer in lt.layers:
+                per[name].setdefault(layer.name, []).append(layer.median_ms)
+    for name, layers in per.items():
+        rows = [[k, sorted(v)[len(v) // 2]] for k, v in layers.items()]
+        engines[name]["profile"] = rows
+        total = sum(ms for _, ms in rows)
+        top = sorted(rows, key=lambda r: -r[1])[:8]
+        print(f"profile {name}: {len(rows)} layers, sum {total:.4f} ms; slowest: "
+              + "; ".join(f"{n[:70]} {ms:.4f}" for n, ms in top), flush=True)
+
+
 def main(argv=None) -> int:
     os.environ.setdefault("TRTWIDGETS_NO_CUBLAS_CUDNN", "1")
     try:  # moved by the typed-plan work (issue 30)
@@ -66,12 +100,17 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--fp16", help="the float model (FP16 engine)")
     ap.add_argument("--qdq", action="append", default=[], help="NAME=MODEL, a Q/DQ model (repeatable)")
+    ap.add_argument("--float", action="append", default=[], dest="floats",
+                    help="NAME=MODEL, another float model built as FP16 (repeatable: a rewritten graph beside --fp16)")
     ap.add_argument("--parse", nargs="*", default=[], help="only parse these files with TensorRT 8.6")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--opt-level", type=int, default=1)
     ap.add_argument("--cache-dir", default="/tmp/peer_engines")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--profile", type=int, default=0, metavar="RUNS",
+                    help="after timing, profile each engine's layers (TensorRT's IProfiler) over RUNS runs, two passes "
+                         "interleaved across engines; the JSON gets each layer's median ms")
     a = ap.parse_args(argv)
     doc: dict = {"argv": sys.argv[1:]}
     out = Path(a.out)
@@ -84,7 +123,8 @@ def main(argv=None) -> int:
         out.write_text(json.dumps(doc, indent=1))
     if not a.fp16:
         return 0
-    jobs = [MeasureJob("fp16", FP16, a.fp16)] + [MeasureJob(n, QDQ, m) for n, m in (q.split("=", 1) for q in a.qdq)]
+    jobs = ([MeasureJob("fp16", FP16, a.fp16)] + [MeasureJob(n, FP16, m) for n, m in (q.split("=", 1) for q in a.floats)]
+            + [MeasureJob(n, QDQ, m) for n, m in (q.split("=", 1) for q in a.qdq)])
     t0 = time.perf_counter()
     report = measure(jobs, a.cache_dir, rounds=a.rounds, runs=a.runs, warmup=20, opt_level=a.opt_level, gpus=1)
     doc["seconds"] = round(time.perf_counter() - t0, 1)
@@ -98,6 +138,9 @@ def main(argv=None) -> int:
         engines[m.name] = rec
     doc["engines"] = engines
     out.write_text(json.dumps(doc, indent=1, default=str))
+    if a.profile:
+        profile(engines, a.cache_dir, a.profile)
+        out.write_text(json.dumps(doc, indent=1, default=str))
     ref = engines.get("fp16", {}).get("median_ms")
     print(f"{'engine':<10} {'median ms':>10} {'x FP16':>7} {'spread':>8} {'rounds':<40} layers int8 reformats pointwise "
           "scale  build s", flush=True)
