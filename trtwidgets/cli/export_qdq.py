@@ -52,6 +52,9 @@ def add_arguments(parser):
     parser.add_argument("--exclude-op-type", nargs="+", default=[], metavar="OP", dest="exclude_op_types",
                         help="keep every node of these op types in high precision (e.g. MatMul)")
     parser.add_argument("--fp8", action="store_true", help="FP8 E4M3 Q/DQ (opset 19, TensorRT 10+, Hopper/Ada)")
+    parser.add_argument("--no-rewrites", action="store_true",
+                        help="write the graph as it is: no exact graph rewrites before placement (default: "
+                             f"{', '.join(defaults.rewrites)}; docs/placement.md, 'Graph rewrites')")
     parser.add_argument("--per-tensor-weights", action="store_true", help="one scale per weight tensor "
                         "instead of per output channel (FP8 always uses per-tensor scales)")
     parser.add_argument("--quantize-float-output-grouped-convs", action="store_false",
@@ -123,7 +126,8 @@ def options(args):
                       trt_version=target_version(args)[0],
                       exclude=args.exclude, exclude_op_types=args.exclude_op_types,
                       weights_per_channel=False if args.per_tensor_weights else None,
-                      keep_float_output_grouped_convs=args.keep_float_output_grouped_convs)
+                      keep_float_output_grouped_convs=args.keep_float_output_grouped_convs,
+                      rewrites=() if args.no_rewrites else QdqOptions().rewrites)
 
 
 def parse_amax(items):

@@ -79,6 +79,9 @@ def add_arguments(parser):
                         help="place Q/DQ by rules 1-7 only: a depthwise conv read in float stays float (default: "
                         "rule 8, quantize INT8 regions the way an implicit INT8 engine runs them)")
     parser.set_defaults(dense_int8=defaults.dense_int8)
+    parser.add_argument("--no-rewrites", action="store_true",
+                        help="plan on the graph as it is: no exact graph rewrites in the candidates' exports (default: "
+                             f"{', '.join(defaults.rewrites)}; docs/placement.md, 'Graph rewrites')")
     parser.add_argument("--build", action="store_true", help="build and time the pick (TensorRT and a GPU)")
     from .plan_measure import add_measure_arguments
 
@@ -117,7 +120,8 @@ def options(args):
     """The :class:`~trtwidgets.core.qdq.options.QdqOptions` these arguments ask for (its defaults otherwise)."""
     from ..core.qdq.options import QdqOptions
 
-    return QdqOptions(trt_version=args.trt_version, high_precision=args.high_precision, dense_int8=args.dense_int8)
+    return QdqOptions(trt_version=args.trt_version, high_precision=args.high_precision, dense_int8=args.dense_int8,
+                      rewrites=() if args.no_rewrites else QdqOptions().rewrites)
 
 
 def _data(args):

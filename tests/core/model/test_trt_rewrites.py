@@ -157,3 +157,4 @@ def test_a_plan_says_when_its_candidates_carry_rewrites_that_fp16_would_gain_too
         assert bool(notes) == said, plan.notes
         if said:
             assert "2 exact graph rewrites (split_concat" in notes[0]
+

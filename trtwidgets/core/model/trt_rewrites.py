@@ -53,7 +53,7 @@ class Rewritten:
     Attributes
     ----------
     model : onnx.ModelProto
-        A copy of the model given, rewritten.
+        A copy of the model given, rewritten; the model given itself where nothing was (do not mutate it).
     changes : tuple of (str, str)
         ``(rewrite, node label)`` per place rewritten: the Concat or the Softmax.
     """
@@ -99,6 +99,9 @@ def fold_split_concat(model: onnx.ModelProto) -> Rewritten:
 
     The Split stays while anything else reads one of its outputs.
     """
+    split_outs = {o for n in model.graph.node if n.op_type == "Split" for o in n.output}
+    if not any(n.op_type == "Concat" and split_outs & set(n.input) for n in model.graph.node):
+        return Rewritten(model, ())  # nothing to do: no copy of a large model
     m = onnx.ModelProto()
     m.CopyFrom(model)
     g = m.graph
@@ -277,6 +280,8 @@ def expectation_heads(model: onnx.ModelProto, form: str = "reduce") -> Rewritten
     """
     if form not in EXPECTATION_FORMS:
         raise ValueError(f"unknown form {form!r}; known: {', '.join(EXPECTATION_FORMS)}")
+    if not any(n.op_type == "Softmax" for n in model.graph.node):
+        return Rewritten(model, ())  # no copy, no shape inference of a large model for nothing
     m = onnx.ModelProto()
     m.CopyFrom(model)
     g = m.graph
