@@ -67,6 +67,19 @@ def test_split_concat_drops_a_split_nothing_else_reads():
     assert [n.op_type for n in out.model.graph.node] == ["Concat"] and list(out.model.graph.node[0].input) == ["x"]
 
 
+def test_split_concat_drops_only_what_it_unwired():
+    # A node the model already had unread (its name may be in a plan) stays; so does a Split a subgraph reads.
+    model = _concat_model(("a", "b"))
+    model.graph.node.append(helper.make_node("Relu", ["x"], ["dead"], name="already_dead"))
+    out = fold_split_concat(model)
+    assert {n.name for n in out.model.graph.node} == {"cat", "already_dead"}
+    body = helper.make_graph([helper.make_node("Identity", ["a"], ["o"])], "body", [],
+                             [helper.make_tensor_value_info("o", TensorProto.FLOAT, None)])
+    model = _concat_model(("a", "b"))
+    model.graph.node.append(helper.make_node("If", ["cond"], ["z"], name="branch", then_branch=body, else_branch=body))
+    assert "split" in {n.name for n in fold_split_concat(model).model.graph.node}
+
+
 @pytest.mark.parametrize("form", EXPECTATION_FORMS)
 def test_every_expectation_form_gives_the_same_outputs(form):
     head = rm.exported_dfl_head(batch=2, anchors=50)

@@ -77,18 +77,37 @@ def _opset(model: onnx.ModelProto) -> int:
     return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
 
 
-def _drop_unused(graph: onnx.GraphProto) -> None:
-    """Remove nodes none of whose outputs are read (repeatedly), and initializers no node reads."""
+def _reads(graph: onnx.GraphProto) -> set:
+    """Every tensor name a node reads, subgraphs (If/Loop/Scan bodies reading outer tensors) included."""
+    out = set()
+    for n in graph.node:
+        out.update(n.input)
+        for a in n.attribute:
+            for sub in ([a.g] if a.type == onnx.AttributeProto.GRAPH else
+                        list(a.graphs) if a.type == onnx.AttributeProto.GRAPHS else []):
+                out |= _reads(sub)
+    return out
+
+
+def _drop_unused(graph: onnx.GraphProto, candidates: set) -> None:
+    """Remove the nodes of ``candidates`` (by first output) that nothing reads any more, and the initializers only
+    they read; every other node and initializer stays as the model had it (dead or not)."""
     outputs = {o.name for o in graph.output}
-    while True:
-        read = {t for n in graph.node for t in n.input} | outputs
-        dead = [i for i, n in enumerate(graph.node) if n.output and not any(o in read for o in n.output if o)]
-        if not dead:
-            break
-        for i in reversed(dead):
-            del graph.node[i]
-    read = {t for n in graph.node for t in n.input} | outputs
-    keep = [t for t in graph.initializer if t.name in read]
+    read = _reads(graph) | outputs
+    dead = [i for i, n in enumerate(graph.node) if n.output and n.output[0] in candidates
+            and not any(o in read for o in n.output if o)]
+    if not dead:
+        return
+    freed = {t for i in dead for t in graph.node[i].input}
+    for i in reversed(dead):
+        del graph.node[i]
+    _drop_freed_initializers(graph, freed)
+
+
+def _drop_freed_initializers(graph: onnx.GraphProto, freed: set) -> None:
+    """Remove the initializers among ``freed`` (inputs of nodes a rewrite took out) that nothing reads now."""
+    read = _reads(graph) | {o.name for o in graph.output}
+    keep = [t for t in graph.initializer if t.name in read or t.name not in freed]
     if len(keep) != len(graph.initializer):
         del graph.initializer[:]
         graph.initializer.extend(keep)
@@ -107,6 +126,7 @@ def fold_split_concat(model: onnx.ModelProto) -> Rewritten:
     g = m.graph
     index = GraphIndex(g)
     changes: List[Tuple[str, str]] = []
+    splits: set = set()
     for node in g.node:
         if node.op_type != "Concat":
             continue
@@ -121,6 +141,7 @@ def fold_split_concat(model: onnx.ModelProto) -> Rewritten:
                     and len(prod.output) > 1 and ins[i] == prod.output[0]
                     and ins[i:i + len(prod.output)] == list(prod.output)):
                 new.append(prod.input[0])
+                splits.add(prod.output[0])
                 i += len(prod.output)
                 changed = True
             else:
@@ -131,7 +152,7 @@ def fold_split_concat(model: onnx.ModelProto) -> Rewritten:
             node.input.extend(new)
             changes.append((SPLIT_CONCAT, _label(node)))
     if changes:
-        _drop_unused(g)
+        _drop_unused(g, splits)
     return Rewritten(m, tuple(changes))
 
 
@@ -251,15 +272,19 @@ def _splice(g: onnx.GraphProto, replace: Dict[str, List[onnx.NodeProto]], drop: 
             inits: List[onnx.TensorProto]) -> None:
     """Put ``replace[output]`` where the node writing ``output`` was, drop the nodes writing ``drop``, add ``inits``."""
     nodes: List[onnx.NodeProto] = []
+    freed: set = set()
     for n in g.node:
         first = n.output[0] if n.output else None
+        if first in drop or first in replace:
+            freed.update(n.input)
         if first in drop:
             continue
         nodes.extend(replace.get(first, [n]))
     del g.node[:]
     g.node.extend(nodes)
     g.initializer.extend(inits)
-    _drop_unused(g)
+    # Only what the rewrite left unread goes (a Conv replaced by a multiply and a sum: its weights).
+    _drop_freed_initializers(g, freed)
     # Shapes recorded for tensors that no longer exist would mislead shape inference.
     names = {tn for n in g.node for tn in list(n.input) + list(n.output)}
     keep = [v for v in g.value_info if v.name in names]
