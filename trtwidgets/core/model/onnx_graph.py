@@ -104,6 +104,14 @@ def attribute(node: onnx.NodeProto, name: str, default=None):
     return default
 
 
+def default_opset(model: onnx.ModelProto) -> int:
+    """The model's default-domain (``ai.onnx``) opset, 0 when it imports none."""
+    for o in model.opset_import:
+        if o.domain in ("", "ai.onnx"):
+            return int(o.version)
+    return 0
+
+
 def dtype_name(elem_type: int) -> str:
     """Lower-case name of an ONNX element type, e.g. ``float32``, ``int8``, ``float8e4m3fn``."""
     try:

@@ -32,7 +32,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .onnx_graph import GraphIndex
+from .graph_patterns import node_label
+from .onnx_graph import GraphIndex, attribute, default_opset
 
 __all__ = ["DEFAULT_REWRITES", "EXPECTATION_FORMS", "REWRITES", "Rewritten", "apply_rewrites", "expectation_heads",
            "fold_split_concat"]
@@ -61,21 +62,6 @@ class Rewritten:
 
     model: onnx.ModelProto
     changes: Tuple[Tuple[str, str], ...]
-
-
-def _label(node: onnx.NodeProto) -> str:
-    return node.name or (node.output[0] if node.output else node.op_type)
-
-
-def _attr(node: onnx.NodeProto, name: str, default=None):
-    for a in node.attribute:
-        if a.name == name:
-            return helper.get_attribute_value(a)
-    return default
-
-
-def _opset(model: onnx.ModelProto) -> int:
-    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
 
 
 def _reads(graph: onnx.GraphProto) -> set:
@@ -131,14 +117,14 @@ def fold_split_concat(model: onnx.ModelProto) -> Rewritten:
     for node in g.node:
         if node.op_type != "Concat":
             continue
-        axis = _attr(node, "axis")
+        axis = attribute(node, "axis")
         ins = list(node.input)
         new: List[str] = []
         i = 0
         changed = False
         while i < len(ins):
             prod = index.producer.get(ins[i])
-            if (prod is not None and prod.op_type == "Split" and _attr(prod, "axis", 0) == axis
+            if (prod is not None and prod.op_type == "Split" and attribute(prod, "axis", 0) == axis
                     and len(prod.output) > 1 and ins[i] == prod.output[0]
                     and ins[i:i + len(prod.output)] == list(prod.output)):
                 new.append(prod.input[0])
@@ -151,7 +137,7 @@ def fold_split_concat(model: onnx.ModelProto) -> Rewritten:
         if changed:
             del node.input[:]
             node.input.extend(new)
-            changes.append((SPLIT_CONCAT, _label(node)))
+            changes.append((SPLIT_CONCAT, node_label(node)))
     if changes:
         _drop_unused(g, splits)
     return Rewritten(m, tuple(changes))
@@ -162,9 +148,9 @@ def _conv_expectation(index: GraphIndex, conv: onnx.NodeProto) -> Optional[Tuple
     w = index.constant(conv.input[1]) if len(conv.input) > 1 else None
     if w is None or w.ndim != 4 or w.shape[0] != 1 or w.shape[2:] != (1, 1):
         return None
-    if (_attr(conv, "group", 1) != 1 or any(s != 1 for s in _attr(conv, "strides", [1, 1]))
-            or any(d != 1 for d in _attr(conv, "dilations", [1, 1])) or any(_attr(conv, "pads", [0, 0, 0, 0]))
-            or _attr(conv, "auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET", b"VALID", "VALID")):
+    if (attribute(conv, "group", 1) != 1 or any(s != 1 for s in attribute(conv, "strides", [1, 1]))
+            or any(d != 1 for d in attribute(conv, "dilations", [1, 1])) or any(attribute(conv, "pads", [0, 0, 0, 0]))
+            or attribute(conv, "auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET", b"VALID", "VALID")):
         return None
     b = None
     if len(conv.input) > 2 and conv.input[2]:
@@ -178,49 +164,40 @@ def _conv_expectation(index: GraphIndex, conv: onnx.NodeProto) -> Optional[Tuple
 EXPECTATION_FORMS = ("reduce", "softmax_first", "mul_sum")
 
 
-def _rank4_shapes(model: onnx.ModelProto) -> Dict[str, int]:
-    """Tensor -> rank, from the model's own shapes and ONNX shape inference (a copy; nothing is written back)."""
-    try:
-        inferred = onnx.shape_inference.infer_shapes(model)
-    except Exception:  # a model shape inference rejects: no ranks, no rewrite
-        inferred = model
-    g = inferred.graph
-    return {v.name: len(v.type.tensor_type.shape.dim) for v in list(g.value_info) + list(g.input) + list(g.output)
-            if v.type.tensor_type.HasField("shape")}
-
-
-def _match_expectation(index: GraphIndex, node: onnx.NodeProto, opset: int, ranks: Dict[str, int], outputs: set):
+def _match_expectation(index: GraphIndex, node: onnx.NodeProto, opset: int, outputs: set):
     """``(softmax axis, Transpose or None, Conv, weights, bias)`` where ``node`` is a Softmax whose bins one 1x1 Conv
-    with one output weighs and sums (through at most one Transpose that puts the bins on the channel axis)."""
-    rank = ranks.get(node.input[0])
-    if rank != 4 or len(node.output) != 1 or node.output[0] in outputs:
+    with one output weighs and sums (through at most one Transpose that puts the bins on the channel axis).
+
+    The structure gives the rank: the Conv's weights are 4-D, so its input, and the Softmax's, is rank 4 (no shape
+    inference, which on a large model with attention softmaxes would run on every export)."""
+    if len(node.output) != 1 or node.output[0] in outputs:
         return None
-    axis = _attr(node, "axis", -1 if opset >= 13 else 1)
-    axis = axis + rank if axis < 0 else axis
-    if opset < 13 and axis != rank - 1:
-        return None  # before opset 13 a Softmax flattens from its axis on: one axis only when it is the last
     readers = index.consumers.get(node.output[0], [])
     if len(readers) != 1:
         return None
-    t = None
-    nxt = readers[0]
+    t, nxt = None, readers[0]
     if nxt.op_type == "Transpose":
-        perm = _attr(nxt, "perm")
         later = index.consumers.get(nxt.output[0], [])
-        if perm is None or len(perm) != 4 or len(later) != 1 or nxt.output[0] in outputs or list(perm).index(axis) != 1:
+        perm = attribute(nxt, "perm")
+        if perm is None or len(perm) != 4 or len(later) != 1 or nxt.output[0] in outputs:
             return None
         t, nxt = nxt, later[0]
-    elif axis != 1:
-        return None
     if nxt.op_type != "Conv" or nxt.input[0] != (t.output[0] if t is not None else node.output[0]):
         return None
     wb = _conv_expectation(index, nxt)
     if wb is None:
         return None
+    axis = attribute(node, "axis", -1 if opset >= 13 else 1)
+    axis = axis + 4 if axis < 0 else axis
+    if opset < 13 and axis != 3:
+        return None  # before opset 13 a Softmax flattens from its axis on: one axis only when it is the last
+    if (list(attribute(t, "perm")).index(axis) if t is not None else axis) != 1:
+        return None  # the bins must land on the Conv's channels
     return axis, t, nxt, wb[0], wb[1]
 
 
-def _reduce(op: str, x: str, out: str, axis: int, name: str, opset: int, inits: List[onnx.TensorProto]) -> onnx.NodeProto:
+def _reduce(op: str, x: str, out: str, axis: int, name: str, opset: int,
+            inits: List[onnx.TensorProto]) -> onnx.NodeProto:
     """A keepdims reduction over ``axis``, its axes an input or an attribute as ``opset`` wants."""
     if opset >= (13 if op == "ReduceSum" else 18):
         ax = f"{name}_axes"
@@ -232,10 +209,10 @@ def _reduce(op: str, x: str, out: str, axis: int, name: str, opset: int, inits: 
 def _head_nodes(form: str, node: onnx.NodeProto, hit, opset: int, inits: List[onnx.TensorProto]):
     """The nodes that replace one expectation head in ``form``, and which of its nodes (by output) they replace."""
     axis, t, conv, w, b = hit
-    base, x = _label(node), node.input[0]
+    base, x = node_label(node), node.input[0]
     if form == "softmax_first":
         moved = f"{base}/bins_on_channels"
-        return ([helper.make_node("Transpose", [x], [moved], name=_label(t), perm=list(_attr(t, "perm"))),
+        return ([helper.make_node("Transpose", [x], [moved], name=node_label(t), perm=list(attribute(t, "perm"))),
                  helper.make_node("Softmax", [moved], [t.output[0]], name=base, axis=1), conv],
                 [node.output[0], t.output[0]])
     shape = [1, 1, 1, 1]
@@ -262,10 +239,11 @@ def _head_nodes(form: str, node: onnx.NodeProto, hit, opset: int, inits: List[on
         new.append(helper.make_node("Add", [q, f"{base}/bin_bias"], [f"{base}/mean_bias"], name=f"{base}/Bias"))
         q = f"{base}/mean_bias"
     if t is not None:
-        new.append(helper.make_node("Transpose", [q], [conv.output[0]], name=_label(t), perm=list(_attr(t, "perm"))))
+        new.append(helper.make_node("Transpose", [q], [conv.output[0]], name=node_label(t),
+                                    perm=list(attribute(t, "perm"))))
         replaced.append(t.output[0])
     else:
-        new.append(helper.make_node("Identity", [q], [conv.output[0]], name=_label(conv)))
+        new.append(helper.make_node("Identity", [q], [conv.output[0]], name=node_label(conv)))
     return new, replaced
 
 
@@ -306,14 +284,15 @@ def expectation_heads(model: onnx.ModelProto, form: str = "reduce") -> Rewritten
     """
     if form not in EXPECTATION_FORMS:
         raise ValueError(f"unknown form {form!r}; known: {', '.join(EXPECTATION_FORMS)}")
-    if not any(n.op_type == "Softmax" for n in model.graph.node):
-        return Rewritten(model, ())  # no copy, no shape inference of a large model for nothing
+    opset = default_opset(model)
+    outputs = {o.name for o in model.graph.output}
+    found = GraphIndex(model.graph)
+    if not any(n.op_type == "Softmax" and _match_expectation(found, n, opset, outputs) for n in model.graph.node):
+        return Rewritten(model, ())  # no copy of a large model (a transformer's attention softmaxes) for nothing
     m = onnx.ModelProto()
     m.CopyFrom(model)
     g = m.graph
     index = GraphIndex(g)
-    opset = _opset(m)
-    ranks = _rank4_shapes(m)
     outputs = {o.name for o in g.output}
     changes: List[Tuple[str, str]] = []
     replace: Dict[str, List[onnx.NodeProto]] = {}
@@ -322,13 +301,14 @@ def expectation_heads(model: onnx.ModelProto, form: str = "reduce") -> Rewritten
     for node in g.node:
         if node.op_type != "Softmax":
             continue
-        hit = _match_expectation(index, node, opset, ranks, outputs)
+        hit = _match_expectation(index, node, opset, outputs)
         if hit is None or (form == "softmax_first" and (hit[1] is None or opset < 13)):
             continue
         new, replaced = _head_nodes(form, node, hit, opset, inits)
         replace[hit[2].output[0]] = new
         drop |= set(replaced)
-        changes.append((EXPECTATION_HEAD if form == "softmax_first" else f"{EXPECTATION_HEAD}:{form}", _label(node)))
+        kind = EXPECTATION_HEAD if form == "softmax_first" else f"{EXPECTATION_HEAD}:{form}"
+        changes.append((kind, node_label(node)))
     if changes:
         _splice(g, replace, drop, inits)
     return Rewritten(m, tuple(changes))

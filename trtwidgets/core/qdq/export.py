@@ -48,7 +48,7 @@ from ..common.write_rule import refuse_inputs
 from ..common.paths import user_path
 from .export_check import DEFAULT_MIN_COSINE, check_export, check_source_model, raise_if_failed
 from ..model.load import as_loaded, as_model_proto
-from ..model.onnx_graph import GraphIndex
+from ..model.onnx_graph import GraphIndex, default_opset
 from ..model.trt_rewrites import apply_rewrites
 from .export_report import QdqExport, QdqReport, QuantizedTensor, QuantizedWeight
 from .qdq_writer import QdqWriter
@@ -99,13 +99,6 @@ def _memo(source: onnx.ModelProto) -> Optional[dict]:
 # ---------------------------------------------------------------------------- helpers
 
 
-def _opset(proto: onnx.ModelProto) -> int:
-    for o in proto.opset_import:
-        if o.domain in ("", "ai.onnx"):
-            return int(o.version)
-    return 0
-
-
 def _upgrade(proto: onnx.ModelProto, target: int) -> onnx.ModelProto:
     from onnx import version_converter
 
@@ -113,7 +106,7 @@ def _upgrade(proto: onnx.ModelProto, target: int) -> onnx.ModelProto:
         converted = version_converter.convert_version(proto, target)
     except Exception as exc:  # noqa: BLE001 - the converter raises bare RuntimeErrors
         raise QdqExportError(
-            f"The model could not be converted from opset {_opset(proto)} to {target}.",
+            f"The model could not be converted from opset {default_opset(proto)} to {target}.",
             f"Per-channel Q/DQ needs opset 13 or later (FP8 needs 19); onnx.version_converter said: {exc}",
             f"Re-export the model at opset {target} or later from its framework.") from None
     return converted
@@ -254,7 +247,7 @@ def _prepared_copy(source: onnx.ModelProto, opts: QdqOptions,
     hp = opts.resolved_high_precision()
     if hp != "fp32":
         min_opset = max(min_opset, HP_MIN_OPSET, preferred_opset(hp, opts.trt_version))
-    opset_from = _opset(source)
+    opset_from = default_opset(source)
     target = max(opset_from, min_opset) if opts.opset is None else int(opts.opset)
     if target < min_opset:
         raise QdqExportError(f"Opset {target} is too low for {opts.precision.upper()} Q/DQ.",
