@@ -472,9 +472,51 @@ def gpu_table(cpu_rows: List[dict], gpu_dir: Path) -> str:
     return "\n".join(lines)
 
 
+def _engine_row(job: str, name: str, m: dict, fp16_ms: float, layers: dict, pick: str) -> str:
+    """One engine of a measured job, for :func:`peer_table`."""
+    acc = m.get("accuracy") or {}
+    if m.get("error") or not m.get("median_ms"):
+        why = (m.get("error") or "not measured").split("\n")[0]
+        return f"| {job} | {name} | **not built**: {why[:160]} | | | | | |"
+    metric = acc.get("metric")
+    verdict = "" if not acc else f"{'meets' if acc.get('meets') else 'misses'}"
+    return (f"| {job} | {name}{' (**pick**)' if pick else ''} | {m['median_ms']:.4f} (±{m['spread_ms']:.4f}) | "
+            f"{m['median_ms'] / fp16_ms:.3f} | {layers.get('int8', '')} | {layers.get('reformats', '')} | "
+            f"{'' if metric is None else f'{metric:.4f}'} (cos {acc.get('cosine', float('nan')):.4f}) | {verdict} |")
+
+
+def peer_table(gpu_dir: Path) -> str:
+    """Every engine of every measured job with peers (``scripts/gpu_zoo_measure.py --peers``), side by side.
+
+    Per job: FP16, the plan's candidates built (the measured pick marked), its all-INT8 exports that miss the target
+    (``--all-int8``), and the peer's models (ModelOpt's
+    default and FP32-float-part files) timed in the same interleaved rounds and judged by the same held-back
+    check: median (spread) ms, x FP16, INT8 layers and reformats from the engine inspector, task metric.
+    """
+    head = ("| job | engine | median ms (spread) | x FP16 | INT8 layers | reformats | task metric vs FP32 (cosine) | "
+            "target |")
+    lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
+    for path in sorted(gpu_dir.glob("*-b*.json")):
+        rec = json.loads(path.read_text())
+        if "peers" not in rec:
+            continue
+        if rec.get("status") != "measured":
+            lines.append(f"| {rec['job']} | (all) | **failed**: {rec.get('error', '')[:200]} | | | | | |")
+            continue
+        meas = rec["plan"]["measured"]
+        fp16 = next(m for m in meas["measurements"] if m["kind"] == "fp16")
+        pick = (meas.get("pick") or {}).get("name", "")
+        for m in rec["builds"]:
+            lines.append(_engine_row(rec["job"], m["name"], m, fp16["median_ms"], m.get("layers") or {},
+                                     m["name"] == pick))
+        for m in rec.get("all_int8", []) + rec["peers"]:
+            lines.append(_engine_row(rec["job"], m["name"], m, fp16["median_ms"], m.get("layers") or {}, ""))
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=("list", "prepare", "plan", "check", "table", "gpu-table"))
+    ap.add_argument("command", choices=("list", "prepare", "plan", "check", "table", "gpu-table", "peer-table"))
     ap.add_argument("--gpu-results", default=str(ROOT / "benchmarks" / "results" / "trust" / "zoo_gpu"),
                     help="folder of scripts/gpu_zoo_measure.py results (<family>-b<batch>.json), for 'gpu-table'")
     ap.add_argument("--families", default=",".join(FAMILIES))
@@ -500,6 +542,9 @@ def main(argv=None) -> int:
         report = Path(a.out) if a.out else ZOO / "families" / "report.json"
         rows = json.loads(report.read_text())
         print(gpu_table([r for r in rows if r["family"] in names], Path(a.gpu_results)))
+        return 0
+    if a.command == "peer-table":
+        print(peer_table(Path(a.gpu_results)))
         return 0
     if a.command == "check":
         for n in names:

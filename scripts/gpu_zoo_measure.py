@@ -23,6 +23,12 @@ median, spread, build seconds, and its layers from the engine inspector (INT8 la
 standalone PointWise and Scale layers), and, where the plan folder has its held-back check
 (``held_back.npz``), each engine's accuracy on the held-back samples judged by the family's task
 metric. ``benchmarks/zoo_families.py gpu-table`` reads them.
+
+Issue 33's run adds, in the same interleaved rounds and judged by the same held-back check (kept out of the
+plan's own pick, recorded beside it): ``--peers DIR`` a peer's Q/DQ models (``DIR/<family>/<name>.onnx``:
+ModelOpt's default and FP32-float-part files, pinned to the plan's shapes), ``--all-int8`` the plan's all-INT8
+exports that miss the target (what ``export-qdq`` writes; the measured plan would not build them), so every
+written Q/DQ model of the zoo is built at both batches; ``benchmarks/zoo_families.py peer-table`` reads them.
 """
 
 from __future__ import annotations
@@ -74,6 +80,60 @@ def _register_family_metric(family: str) -> None:
         import_metric(metric)
 
 
+def _peer_jobs(family: str, shapes: dict, peers: Path, work: Path) -> list:
+    """A peer's Q/DQ models of this family (``<peers>/<family>/<name>.onnx``, e.g. ModelOpt's), pinned to the plan's
+    shapes like the float model, as measure jobs named ``peer_<name>``."""
+    import onnx
+
+    from trtwidgets.core.plan.measured.measurement import QDQ
+    from trtwidgets.trt.measure import MeasureJob
+    from zoo_shapes import at_shapes
+
+    jobs = []
+    for path in sorted((peers / family).glob("*.onnx")):
+        pinned = work / f"peer_{path.stem}.onnx"
+        if not pinned.is_file():
+            onnx.save(at_shapes(onnx.load(str(path)), shapes), str(pinned))
+        jobs.append(MeasureJob(f"peer_{path.stem}", QDQ, str(pinned)))
+    return jobs
+
+
+def _all_int8_jobs(plan, float_model: Path, work: Path, top: int) -> list:
+    """The plan's all-INT8 exports ("INT8 everywhere the rules allow": what ``export-qdq`` writes with the plan's
+    range method) that the measured plan would not build (they miss the target), so that every zoo model's
+    export is built at this batch too; measure jobs named ``all-INT8 export <i>``."""
+    from trtwidgets.core.plan.measured.measurement import QDQ
+    from trtwidgets.core.plan.measured.repick import measure_targets
+    from trtwidgets.core.plan.plan_export import export_plan
+    from trtwidgets.trt.measure import MeasureJob
+
+    targets = set(measure_targets(plan, top))
+    jobs = []
+    for i, c in enumerate(plan.candidates):
+        if i in targets or not c.quantized or not c.name.startswith("INT8 everywhere"):
+            continue
+        path = work / f"all_int8_{i}.qdq.onnx"
+        export_plan(str(float_model), plan, path, candidate=i)
+        jobs.append(MeasureJob(f"all-INT8 export {i} ({c.name})", QDQ, str(path), int8_layers=frozenset(c.quantized)))
+    return jobs
+
+
+def _with_extra(extra: list, extra_out: list):
+    """A measurement source that builds and times ``extra`` jobs (a peer's models, exports the plan would not
+    build) in the same interleaved rounds as the plan's engines and judges them by the same held-back check; their
+    measurements go to ``extra_out``, the plan gets its own jobs' back (they are no candidates of it)."""
+    from trtwidgets.trt.measure import MeasureReport, measure
+
+    def source(jobs, cache, **kw):
+        report = measure(list(jobs) + list(extra), cache, **kw)
+        names = {j.name for j in extra}
+        extra_out.extend(m for m in report.measurements if m.name in names)
+        return MeasureReport(tuple(m for m in report.measurements if m.name not in names), report.rounds,
+                             report.interrupted, report.built, report.cached, report.shapes)
+
+    return source
+
+
 def run_job(spec: str, args) -> dict:
     """Measure one plan (``<family>-b<batch>[@TOP]``); the result record (also on failure, with the error)."""
     import onnx
@@ -99,13 +159,21 @@ def run_job(spec: str, args) -> dict:
         cache = Path(args.cache_dir)
         _register_family_metric(family)
         check = folder_check(Path(args.plans) / job, plan)[0]  # held_back.npz: zoo_families.py check writes it
-        new = measure_plan(plan, str(float_model), work_dir=work, cache_dir=cache, top=int(top or args.top),
+        n_top = int(top or args.top)
+        peers = _peer_jobs(family, shapes, Path(args.peers), work) if args.peers else []
+        full = _all_int8_jobs(plan, float_model, work, n_top) if args.all_int8 else []
+        extra_out: list = []
+        new = measure_plan(plan, str(float_model), work_dir=work, cache_dir=cache, top=n_top,
                            rounds=args.rounds, runs=args.runs, opt_level=args.opt_level, progress=True, gpus=1,
-                           build_limit_s=args.build_limit or None, check=check)
+                           build_limit_s=args.build_limit or None, check=check, implicit=not args.no_implicit,
+                           regions=not args.no_regions, measure_fn=_with_extra(peers + full, extra_out))
         doc = new.to_dict()  # the record is a JSON file: the plan's own serialization, each build's layers added
         builds = []
         for m in doc["measured"]["measurements"]:
             builds.append(dict(m, layers=layer_counts(cache / m["key"]) if m.get("key") else {}))
+        extra = [dict(m.to_dict(), layers=layer_counts(cache / m.key) if m.key else {}) for m in extra_out]
+        rec["peers"] = [m for m in extra if m["name"].startswith("peer_")]
+        rec["all_int8"] = [m for m in extra if not m["name"].startswith("peer_")]
         ok = new.measured.fp16() is not None
         rec.update(status="measured" if ok else "failed", input_shapes=shapes, plan=doc, builds=builds)
         if not ok:
@@ -154,6 +222,12 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--opt-level", type=int, default=1)
     ap.add_argument("--build-limit", type=float, default=0, help="seconds for each job's builds (0: no limit)")
+    ap.add_argument("--peers", default="", help="folder of <family>/<name>.onnx: a peer's Q/DQ models (ModelOpt's), "
+                    "built and timed in the same rounds and judged by the same held-back check")
+    ap.add_argument("--all-int8", action="store_true", help="also build the plan's all-INT8 exports that miss the "
+                    "target (the measured plan would not build them): every export is built")
+    ap.add_argument("--no-implicit", action="store_true", help="leave implicit INT8 out (its builds are the slowest)")
+    ap.add_argument("--no-regions", action="store_true", help="no region search before the whole-model builds")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     os.environ.setdefault("TRTWIDGETS_NO_CUBLAS_CUDNN", "1")  # the machine's cuBLAS/cuDNN are stubs
@@ -169,8 +243,10 @@ def main(argv=None) -> int:
     procs = []
     for gpu in range(min(args.workers, len(jobs))):
         cmd = [sys.executable, __file__, "--worker", "--jobs", ",".join(jobs)]
-        for k in ("plans", "models", "out", "work", "cache_dir", "top", "rounds", "runs", "opt_level", "build_limit"):
+        for k in ("plans", "models", "out", "work", "cache_dir", "top", "rounds", "runs", "opt_level", "build_limit",
+                  "peers"):
             cmd += [f"--{k.replace('_', '-')}", str(getattr(args, k))]
+        cmd += [f"--{k.replace('_', '-')}" for k in ("no_implicit", "no_regions", "all_int8") if getattr(args, k)]
         procs.append(subprocess.Popen(cmd, env=dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu))))
     t0 = time.time()
     while any(p.poll() is None for p in procs):
