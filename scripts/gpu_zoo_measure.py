@@ -227,8 +227,6 @@ def main(argv=None) -> int:
     ap.add_argument("--all-int8", action="store_true", help="also build the plan's all-INT8 exports that miss the "
                     "target (the measured plan would not build them): every export is built")
     ap.add_argument("--no-implicit", action="store_true", help="leave implicit INT8 out (its builds are the slowest)")
-    ap.add_argument("--one-gpu", action="store_true", help="run every worker on GPU 0 (builds in parallel on one GPU; "
-                    "its timings are disturbed: time again with --workers 1 and a new --out, from the engine cache)")
     ap.add_argument("--no-regions", action="store_true", help="no region search before the whole-model builds")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -249,10 +247,7 @@ def main(argv=None) -> int:
                   "peers"):
             cmd += [f"--{k.replace('_', '-')}", str(getattr(args, k))]
         cmd += [f"--{k.replace('_', '-')}" for k in ("no_implicit", "no_regions", "all_int8") if getattr(args, k)]
-        # --one-gpu: every worker on GPU 0 (builds are mostly CPU-bound kernel generation); time again after with one
-        # worker, the engines then come from the cache, for timings no other build disturbs.
-        visible = "0" if args.one_gpu else str(gpu)
-        procs.append(subprocess.Popen(cmd, env=dict(os.environ, CUDA_VISIBLE_DEVICES=visible)))
+        procs.append(subprocess.Popen(cmd, env=dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu))))
     t0 = time.time()
     while any(p.poll() is None for p in procs):
         if args.deadline and time.time() - t0 > args.deadline:

@@ -168,3 +168,45 @@ def test_the_build_limit_stops_the_builds_and_the_run_goes_on(tmp_path, monkeypa
 
     specs = json.loads(Path(started[0]).read_text())
     assert [s["kind"] for s in specs][-1] == INT8_IMPLICIT
+
+
+def test_a_worker_whose_cuda_context_broke_is_followed_by_a_new_one_for_the_builds_it_left(tmp_path, monkeypatch):
+    """A build that breaks its process's CUDA context (TensorRT 8.6 on ModelOpt's FP32-float-part file of the demo
+    classifier: an illegal memory access while timing a kernel) must not fail the builds after it.
+
+    The worker is the edge replaced (no GPU here): the first one reports its first build failed and exits with
+    CONTEXT_BROKEN; the parent starts a new worker for the rest, and the failed build is not tried again.
+    ``tests/gpu/test_measure_restart.py`` is the same on TensorRT with the real crash.
+    """
+    import json
+    import sys
+
+    started = []
+    script = ("import json, sys; specs = json.load(open(sys.argv[1])); first = {first!r}\n"
+              "out = []\n"
+              "for s in specs:\n"
+              "    broke = first and not out\n"
+              "    out.append({{'key': s['key'], 'engine_path': '' if broke else s['out_dir'] + '/x.engine',\n"
+              "                'build_seconds': 1.0, 'cached': False, 'error': 'Cuda Runtime (an illegal memory access)'\n"
+              "                if broke else ''}})\n"
+              "    json.dump(out, open(sys.argv[2], 'w'))\n"
+              "    if broke: sys.exit({code})\n")
+
+    def worker(specs_path, results_path):
+        started.append(json.loads(Path(specs_path).read_text()))
+        code = script.format(first=len(started) == 1, code=builds.CONTEXT_BROKEN)
+        return [sys.executable, "-c", code, str(specs_path), str(results_path)]
+
+    monkeypatch.setattr(builds, "_worker_command", worker)
+    q = _save(_qdq_model(0.1), tmp_path / "q.onnx")
+    jobs = [m.MeasureJob("crash", QDQ, q), m.MeasureJob("after", QDQ, _save(_qdq_model(0.1, quantize_second=False),
+                                                                            tmp_path / "p.onnx")),
+            m.MeasureJob("last", FP16, q)]  # three placements or kinds: three builds
+    _, specs = builds.build_specs(jobs, tmp_path, {}, None, {})
+    results, interrupted = builds.build_all(specs, None, gpus=1, cache=tmp_path)
+    names = {s["key"]: s["name"] for s in specs.values()}
+    assert not interrupted and [[names[s["key"]] for s in share] for share in started] == [
+        ["crash", "after", "last"], ["after", "last"]]
+    assert {names[k]: bool(r["error"]) for k, r in results.items()} == {"crash": True, "after": False, "last": False}
+    assert sorted(p.name for p in tmp_path.glob(".measure-*/gpu*.specs.json")) == ["gpu0.restart1.specs.json",
+                                                                                   "gpu0.specs.json"]

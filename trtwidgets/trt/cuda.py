@@ -177,6 +177,22 @@ def synchronize() -> None:
     _check("cudaDeviceSynchronize", library().cudaDeviceSynchronize())
 
 
+def context_broken() -> bool:
+    """True when this process's CUDA context is broken.
+
+    A sticky error (an illegal memory access inside a kernel TensorRT timed while building, say)
+    leaves the context unusable: every later CUDA call of the process fails with it, so the next
+    build in the same process fails for no fault of its own ("CUDA initialization failure with
+    error: 700"). Only a new process has a working context again. No GPU or no CUDA library is no
+    broken context (a new process would fare no better).
+    """
+    try:
+        lib = library()
+    except Exception:  # noqa: BLE001 - no CUDA library: nothing a new process would change
+        return False
+    return lib.cudaDeviceSynchronize() != 0 and device_count() > 0
+
+
 class Stream:
     """A CUDA stream (``int(stream)`` / :attr:`handle` is what TensorRT takes)."""
 

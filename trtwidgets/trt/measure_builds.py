@@ -5,9 +5,11 @@ Each job's build key (:func:`build_key`) is its model's
 ranges alone changes no latency) plus the build settings (flags, shapes, optimization level,
 TensorRT version, GPU); jobs with the same key share one engine. ``<cache_dir>/<key>/`` is a build
 folder published atomically by :func:`trtwidgets.trt.build.build`: a re-plan finds it and does not
-rebuild. Where there are several GPUs (or a build limit), one worker process per GPU
+rebuild. Where there is more than one build (or a build limit), one worker process per GPU
 (:mod:`.measure_worker`, ``CUDA_VISIBLE_DEVICES``) builds its share into the same cache, and
-workers past the limit are stopped. Progress events (:class:`MeasureProgress`) are shared with the
+workers past the limit are stopped: a build that breaks its process's CUDA context (a sticky error
+such as an illegal memory access while TensorRT times a kernel) then breaks neither the builds after
+it, which a new worker takes up, nor the timing in this process. Progress events (:class:`MeasureProgress`) are shared with the
 timing and the check of :mod:`.measure`.
 """
 
@@ -31,6 +33,8 @@ from ..core.plan.measured.measurement import FP16, INT8_IMPLICIT, QDQ, placement
 __all__ = ["MeasureProgress", "build_all", "build_key", "build_one", "build_specs", "engine_in", "notify"]
 
 _FLAGS = {FP16: ("fp16",), INT8_IMPLICIT: ("fp16", "int8"), QDQ: ("fp16", "int8")}
+#: A build worker's exit status when a failed build left its CUDA context unusable with specs still to build.
+CONTEXT_BROKEN = 3
 
 
 @dataclass(frozen=True)
@@ -176,36 +180,53 @@ def _build_in_process(todo: List[dict], progress, done0: int, total: int) -> Dic
     return results
 
 
+def _start_worker(work: Path, g: int, share: List[dict], n: int = 0):
+    """A build worker on GPU ``g`` for ``share`` (``n``: a restart's number): ``(process, results path, share)``."""
+    name = f"gpu{g}" + (f".restart{n}" if n else "")
+    specs_path, results_path = work / f"{name}.specs.json", work / f"{name}.results.json"
+    write_text_atomic(specs_path, json.dumps(share))
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(g))
+    return subprocess.Popen(_worker_command(specs_path, results_path), env=env), results_path, share
+
+
 def _build_on_gpus(todo: List[dict], gpus: int, progress, done0: int, total: int, cache_dir: Path,
                    limit_s: Optional[float] = None) -> Dict[str, dict]:
     """One worker process per GPU (``CUDA_VISIBLE_DEVICES``), each building its share; results as they finish.
 
+    A worker that ends with :data:`CONTEXT_BROKEN` is followed by a new one on its GPU for the specs it left.
     Past ``limit_s`` seconds the workers still running are stopped; what they had not finished is reported
     as not built within the limit.
     """
     work = Path(tempfile.mkdtemp(prefix=".measure-", dir=str(cache_dir)))
-    procs = []
+    procs = []  # (process, results path, share, gpu)
     for g in range(gpus):
         share = [dict(s, timing_cache=str(cache_dir / f"timing.gpu{g}.cache")) for s in todo[g::gpus]]
-        if not share:
-            continue
-        specs_path, results_path = work / f"gpu{g}.specs.json", work / f"gpu{g}.results.json"
-        write_text_atomic(specs_path, json.dumps(share))
-        env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(g))
-        procs.append((subprocess.Popen(_worker_command(specs_path, results_path), env=env), results_path, share))
+        if share:
+            procs.append(_start_worker(work, g, share) + (g,))
     results: Dict[str, dict] = {}
     deadline = None if limit_s is None else time.monotonic() + float(limit_s)
     stopped = False
+
+    def read(path: Path) -> None:
+        for r in (json.loads(path.read_text()) if path.exists() else []):
+            if r["key"] not in results:
+                results[r["key"]] = r
+                notify(progress, MeasureProgress("build", done0 + len(results), total,
+                                                  next(s["name"] for s in todo if s["key"] == r["key"]),
+                                                  failed=bool(r["error"])))
+
     try:
         while True:
-            running = [p for p, _, _ in procs if p.poll() is None]
-            for _, path, _ in procs:
-                for r in (json.loads(path.read_text()) if path.exists() else []):
-                    if r["key"] not in results:
-                        results[r["key"]] = r
-                        notify(progress, MeasureProgress("build", done0 + len(results), total,
-                                                          next(s["name"] for s in todo if s["key"] == r["key"]),
-                                                          failed=bool(r["error"])))
+            codes = [p.poll() for p, _, _, _ in procs]  # before the reads: an exited worker's results are all read
+            running = any(c is None for c in codes)
+            for _, path, _, _ in procs:
+                read(path)
+            for i, (p, path, share, g) in enumerate(list(procs)):
+                left = [s for s in share if s["key"] not in results]
+                if codes[i] == CONTEXT_BROKEN and left and not stopped:  # the new worker owns what it left
+                    procs[i] = (p, path, [], g)
+                    procs.append(_start_worker(work, g, left, len(procs)) + (g,))  # len >= 1: a restart
+                    running = True
             if not running:
                 break
             if deadline is not None and time.monotonic() > deadline:
@@ -217,7 +238,7 @@ def _build_on_gpus(todo: List[dict], gpus: int, progress, done0: int, total: int
     except KeyboardInterrupt:
         _stop(procs)
         raise
-    for p, _, share in procs:  # a worker that died leaves its unbuilt specs with its exit code as their error
+    for p, _, share, _ in procs:  # a worker that died leaves its unbuilt specs with its exit code as their error
         why = (f"not built within the build limit of {float(limit_s):.0f} s (--build-limit); measured without it"
                if stopped else f"the build worker exited with {p.returncode}")
         for spec in share:
@@ -233,10 +254,10 @@ def _worker_command(specs_path: Path, results_path: Path) -> List[str]:
 
 def _stop(procs) -> None:
     """Stop the workers this call started that still run (a TensorRT build cannot be interrupted inside)."""
-    for p, _, _ in procs:
+    for p, *_ in procs:
         if p.poll() is None:
             p.terminate()
-    for p, _, _ in procs:
+    for p, *_ in procs:
         try:
             p.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -262,7 +283,9 @@ def build_all(specs: Mapping[str, dict], progress, gpus: Optional[int], cache: P
         if limit_s is not None and todo:  # a build past the limit can only be stopped in its own process
             todo.sort(key=lambda spec: spec["kind"] == INT8_IMPLICIT)
             results.update(_build_on_gpus(todo, max(gpus, 1), progress, len(results), len(specs), cache, limit_s))
-        elif gpus > 1 and len(todo) > 1:
+        elif gpus >= 1 and len(todo) > 1:
+            # Builds in worker processes even on one GPU: one that breaks its CUDA context cannot take the
+            # builds after it, nor the timing in this process, down with it.
             results.update(_build_on_gpus(todo, gpus, progress, len(results), len(specs), cache))
         else:
             results.update(_build_in_process(todo, progress, len(results), len(specs)))
