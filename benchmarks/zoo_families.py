@@ -472,12 +472,19 @@ def gpu_table(cpu_rows: List[dict], gpu_dir: Path) -> str:
     return "\n".join(lines)
 
 
+def _why(error: str) -> str:
+    """A failed build in a table cell: its first line, and TensorRT's own first error that says what broke."""
+    lines = [ln.strip() for ln in error.splitlines() if ln.strip()]
+    said = next((ln for ln in lines if any(k in ln for k in ("illegal memory access", "Assertion failed", "error: 7",
+                                                             "Could not find any implementation"))), "")
+    return (lines[0][:140] + (f" ({said[:160]})" if said else "")).replace("|", "/")
+
+
 def _engine_row(job: str, name: str, m: dict, fp16_ms: float, layers: dict, pick: str) -> str:
     """One engine of a measured job, for :func:`peer_table`."""
     acc = m.get("accuracy") or {}
     if m.get("error") or not m.get("median_ms"):
-        why = (m.get("error") or "not measured").split("\n")[0]
-        return f"| {job} | {name} | **not built**: {why[:160]} | | | | | |"
+        return f"| {job} | {name} | **not built**: {_why(m.get('error') or 'not measured')} | | | | | |"
     metric = acc.get("metric")
     verdict = "" if not acc else f"{'meets' if acc.get('meets') else 'misses'}"
     return (f"| {job} | {name}{' (**pick**)' if pick else ''} | {m['median_ms']:.4f} (±{m['spread_ms']:.4f}) | "

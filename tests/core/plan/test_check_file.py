@@ -190,3 +190,16 @@ def test_a_zip_member_of_a_version_zipfile_lacks_is_a_clear_error(tmp_path):
     (folder / CHECK_FILE).write_bytes(bytes(data))
     with pytest.raises(UserError, match="is not a held-back check"):
         folder_check(folder, _plan())
+
+
+def test_an_output_batched_on_another_axis_is_read_back(tmp_path):
+    """A recurrent state batched on axis 1 (Silero VAD's ``stateN`` [2, N, 128]): FP32's outputs are stored batch
+    first, so the file holds its samples on axis 0. The zoo's VAD plan was refused by its own check
+    ("declares 8 samples but FP32's output 'stateN' holds 2") before the reader counted them there."""
+    rng = np.random.default_rng(0)
+    feeds = [{"x": rng.normal(size=(1, 4)).astype(np.float32)} for _ in range(3)]
+    ref = {"y": rng.normal(size=(3, 5)).astype(np.float32), "state": rng.normal(size=(3, 2, 8)).astype(np.float32)}
+    check = EngineCheck.of_plan(feeds, ref, BatchAxes({"x": 0}, {"y": 0, "state": 1}), PlanTarget(cosine=0.99), None,
+                                key=check_key(FP_A, SPLIT))
+    got, _ = folder_check(_folder(tmp_path, check, _plan()), _plan())
+    assert np.array_equal(got.reference["state"], ref["state"]) and got.axes.outputs["state"] == 1

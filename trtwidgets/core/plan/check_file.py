@@ -182,7 +182,10 @@ def read_check(source: Union[bytes, str]) -> CheckData:
         if not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
             raise ValueError(f"{name!r} holds {a.dtype}, not numbers")
     for name, a in reference.items():
-        held = _along(a, meta["axes"]["outputs"].get(name))
+        # FP32's outputs are stored batch first (run_in_batches gathers them so), whatever the model's own axis:
+        # a state batched on axis 1 (Silero VAD's [2, N, 128]) holds its samples on axis 0 here.
+        batched = meta["axes"]["outputs"].get(name) is not None
+        held = _along(a, 0 if batched else None)
         if held is not None and held != n:
             raise ValueError(f"it declares {n} samples but FP32's output {name!r} holds {held}")
     if labels is not None:

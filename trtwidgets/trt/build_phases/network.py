@@ -20,9 +20,18 @@ def make_builder(state: BuildState):
     except TypeError:  # pybind: "factory function returned nullptr"
         builder = None
     if builder is None:
+        said = " / ".join(decisive_lines(state.collector.lines)) or "CUDA initialisation failed."
+        from ..cuda import context_broken
+
+        if context_broken():  # a GPU is there: an earlier failure in this process broke its CUDA context
+            raise TensorRTUnavailable(
+                "TensorRT could not create a Builder: this process's CUDA context is broken by an earlier failure.",
+                f"A sticky CUDA error (an illegal memory access in an earlier build, say) makes every later CUDA "
+                f"call of the process fail. {said}",
+                "Restart the process (the notebook's kernel) and build again; leave out the model whose build "
+                "failed first, or build each model in its own process (plan measure does).")
         raise TensorRTUnavailable(
-            "TensorRT could not create a Builder: no CUDA GPU visible.",
-            " / ".join(decisive_lines(state.collector.lines)) or "CUDA initialisation failed.",
+            "TensorRT could not create a Builder: no CUDA GPU visible.", said,
             "Build on a machine with an NVIDIA GPU and a driver that supports this TensorRT's CUDA version.")
     state.builder = builder
     return builder
