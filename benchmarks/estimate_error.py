@@ -10,8 +10,9 @@ one (same run as its FP16 engine). A CPU-only plan quotes them (``plan.json``'s
 * the zoo's measured plans (``benchmarks/results/trust/zoo_gpu/<family>-b<batch>.json`` of
   ``scripts/gpu_zoo_measure.py``): every measured candidate with a finite estimate;
 * measured plans (``plan.json`` with ``measured.rows``, e.g. the fixture
-  ``tests/fixtures/trt86/cls_b32_measured/plan.json`` of ``scripts/gpu_measured_plan.py``):
-  every measured candidate with a finite estimate.
+  ``tests/fixtures/trt86/cls_b32_measured/plan.json`` of ``scripts/gpu_measured_plan.py`` and the YOLO's
+  ``benchmarks/results/regions/plan_b32*/plan_measured.json``): every measured candidate with a finite estimate;
+* issue 33's zoo run beside ModelOpt (``benchmarks/results/peer/zoo_run/``, the same records as the zoo's).
 
 The zoo's measured plans are estimated again with the current cost model where the model and a
 held-back sample are on this machine (``$TRTWIDGETS_ZOO/families/<family>``, see zoo_families.py):
@@ -58,6 +59,12 @@ def zoo_entries(folder: Path):
                    "source": str(path.relative_to(ROOT))}
 
 
+def _model_name(path: str) -> str:
+    """A plan's model by its file's name; a zoo family's ``float*.onnx`` by its family's folder."""
+    p = Path(path)
+    return p.parent.name if p.stem.startswith("float") and p.parent.name else p.stem
+
+
 def plan_entries(path: Path, doc=None, model=None):
     doc = json.loads(path.read_text()) if doc is None else doc
     measured = doc.get("measured") or {}
@@ -67,7 +74,7 @@ def plan_entries(path: Path, doc=None, model=None):
         i = row.get("candidate")
         if not i or row.get("kind") != "qdq" or not _ok(row.get("estimate_vs_fp16")) or not _ok(row.get("vs_fp16")):
             continue
-        yield {"model": model or Path(doc.get("model", "?")).stem, "batch": _batch(doc), "candidate": cands[i]["name"],
+        yield {"model": model or _model_name(doc.get("model", "?")), "batch": _batch(doc), "candidate": cands[i]["name"],
                "latency_source": cands[i].get("latency_source"), "estimated_x_fp16": round(row["estimate_vs_fp16"], 4),
                "measured_x_fp16": round(row["vs_fp16"], 4), "gpu": settings.get("gpu"), "trt": settings.get("trt"),
                "source": str(path.resolve().relative_to(ROOT)) if ROOT in path.resolve().parents else str(path)}
@@ -112,7 +119,7 @@ def _estimator(family, plan):
     labels = [c for cand in plan["candidates"] for c in cand["quantized"]]
     raw = latency_model(proto, shapes_in, "h100", None, myelin_layers(proto, labels, plan.get("trt_version") or "8.6"),
                         shapes)
-    from trtwidgets.core.plan.cost_model import WEIGHTED
+    from trtwidgets.core.model.onnx_graph import WEIGHTED_OPS as WEIGHTED
     from trtwidgets.core.qdq.graph_patterns import node_label
 
     unpriced = [node_label(n) for n in proto.graph.node if n.op_type in WEIGHTED and node_label(n) not in raw.costs]
@@ -186,13 +193,17 @@ def side_by_side(entries) -> int:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--zoo", default=str(ROOT / "benchmarks" / "results" / "zoo"))
-    ap.add_argument("--plans", nargs="*", default=sorted(glob.glob(str(ROOT / "tests/fixtures/trt86/*/plan.json"))))
-    ap.add_argument("--zoo-gpu", default=str(ROOT / "benchmarks" / "results" / "trust" / "zoo_gpu"))
+    ap.add_argument("--plans", nargs="*", default=sorted(glob.glob(str(ROOT / "tests/fixtures/trt86/*/plan.json")))
+                    + sorted(glob.glob(str(ROOT / "benchmarks/results/regions/plan_b32*/plan_measured.json"))))
+    ap.add_argument("--zoo-gpu", nargs="*", default=[str(ROOT / "benchmarks" / "results" / "trust" / "zoo_gpu"),
+                                                     str(ROOT / "benchmarks" / "results" / "peer" / "zoo_run")])
     ap.add_argument("--check", action="store_true", help="exit 1 when the committed file differs")
     ap.add_argument("--recorded", action="store_true", help="keep the estimates the plans recorded (no models here)")
     args = ap.parse_args(argv)
     again = not (args.recorded or args.check)
-    entries = list(zoo_entries(Path(args.zoo))) + list(zoo_gpu_entries(Path(args.zoo_gpu), again))
+    entries = list(zoo_entries(Path(args.zoo)))
+    for folder in args.zoo_gpu:
+        entries += list(zoo_gpu_entries(Path(folder), again))
     for p in args.plans:
         entries += list(plan_entries(Path(p)))
     if args.check or args.recorded:
