@@ -65,3 +65,16 @@ def test_lint_findings_fill_in_what_the_log_does_not_say():
     assert [c.code for c in causes] == ["QDQ_REQUIRES_INT8"] and causes[0].evidence == QDQ
     why, fix = summarize_causes(causes)
     assert why.startswith("[QDQ_REQUIRES_INT8]") and fix
+
+
+def test_a_kernel_that_crashed_while_timed_is_named_before_the_missing_implementation_it_left():
+    # TensorRT 8.6's own lines of the failed build of ModelOpt's FP32-float-part demo classifier at batch 32 (H200,
+    # benchmarks/results/peer/zoo_run/cls-b32.json): the crash is the cause, not the precisions asked for.
+    texts = ["[virtualMemoryBuffer.cpp::~StdVirtualMemoryBufferImpl::105] Error Code 1: Cuda Runtime (an illegal "
+             "memory access was encountered)",
+             "Could not find any implementation for node PWN(Constant@1 + (Unnamed Layer* 358) [Shuffle] + Add@0, "
+             "PWN(Clip@0))."]
+    causes = match_causes(texts)
+    assert [c.code for c in causes] == ["KERNEL_CRASHED", "NO_IMPLEMENTATION"]
+    why, fix = summarize_causes(causes)
+    assert "crashed" in why and "Restart the process" in fix

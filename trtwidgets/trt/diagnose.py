@@ -20,6 +20,7 @@ BUILD_CODES = {
     "CALIBRATION_FAILED": "INT8 calibration failed",
     "CALIBRATION_DATA_ERROR": "calibration data did not fit the network",
     "NO_IMPLEMENTATION": "no kernel implements a layer under the chosen precisions",
+    "KERNEL_CRASHED": "a kernel TensorRT timed hit an illegal memory access (a TensorRT fault)",
     "OUT_OF_MEMORY": "the GPU ran out of memory, or the workspace limit is too small",
     "TACTIC_SOURCE_UNAVAILABLE": "a cuBLAS/cuDNN-backed layer with those tactic sources off or missing",
     "PARSE_FAILED": "the ONNX parser rejected the model",
@@ -83,6 +84,14 @@ _RULES: Tuple[Tuple[re.Pattern, str, str, str], ...] = tuple((re.compile(p, re.I
     (r"cublas|cudnn|cuBLASLt", "TACTIC_SOURCE_UNAVAILABLE",
      "A layer needs cuBLAS or cuDNN, whose tactic sources are off or whose libraries are missing.",
      "Turn those tactic sources on (unset TRTWIDGETS_NO_CUBLAS_CUDNN) where the libraries exist, or avoid the layer."),
+    # Before NO_IMPLEMENTATION: the crash is why no implementation was left (TensorRT 8.6 on ModelOpt 0.47's
+    # FP32-float-part file of the demo classifier at batch 32, H200: benchmarks/results/peer/zoo_run/cls-b32.json).
+    (r"illegal memory access|misaligned address|unspecified launch failure", "KERNEL_CRASHED",
+     "A kernel TensorRT ran while timing its tactics crashed (a fault of TensorRT with this graph, not of the "
+     "precisions asked for). The process's CUDA context is now broken: every later CUDA call in it fails.",
+     "Restart the process (the notebook's kernel) before building again. Build the model with another placement "
+     "(the toolkit's export of it), another builder optimization level or another TensorRT version; plan measure "
+     "builds each candidate in a worker process, so the others still build."),
     (r"Could not find any implementation for node|no implementation obeys reformatting-free rules|"
      r"Could not find .*implementation", "NO_IMPLEMENTATION",
      "No kernel implements a layer with the precisions and formats the build insisted on.",
