@@ -108,10 +108,13 @@ def test_build_failure_ignores_lint_notes_that_merely_quote_tensorrt():
 
     c = LogCollector()
     c.add("WARNING", "lint INT8_WITHOUT_CALIBRATION: ... 'Calibrator is not being used' ...", source="trtwidgets")
-    c.add("ERROR", "Error Code 1: Cuda Runtime (an illegal memory access was encountered)")
+    c.add("ERROR", "Error Code 1: Cuda Runtime (something no rule knows)")
     err = build_failure("TensorRT could not build m.onnx.", c.lines)
     assert err.codes == () and "TensorRT's messages below" in err.why
     assert err.log_lines[0].startswith("[E] Error Code 1")
+    # A real error beside the quoting note is named, the note still not (an illegal memory access: KERNEL_CRASHED).
+    c.add("ERROR", "Error Code 1: Cuda Runtime (an illegal memory access was encountered)")
+    assert build_failure("TensorRT could not build m.onnx.", c.lines).codes == ("KERNEL_CRASHED",)
 
 
 def test_timing_cache_plan_skips_level_0_and_empty_caches():

@@ -9,8 +9,8 @@ rebuild. Where there is more than one build (or a build limit), one worker proce
 (:mod:`.measure_worker`, ``CUDA_VISIBLE_DEVICES``) builds its share into the same cache, and
 workers past the limit are stopped: a build that breaks its process's CUDA context (a sticky error
 such as an illegal memory access while TensorRT times a kernel) then breaks neither the builds after
-it, which a new worker takes up, nor the timing in this process. Progress events (:class:`MeasureProgress`) are shared with the
-timing and the check of :mod:`.measure`.
+it, which a new worker takes up, nor the timing in this process. Progress events
+(:class:`MeasureProgress`) are shared with the timing and the check of :mod:`.measure`.
 """
 
 from __future__ import annotations

@@ -22,8 +22,8 @@ from .plan_eval import Evaluator, weighted_edges
 from .plan_search import border_search
 from .plan_values import PlanAccuracy, PlanTarget
 
-__all__ = ["METHOD_ORDER", "RANK_MAX_VALUES", "fit_calibration", "evaluator", "rank_samples", "score_methods", "engine_shapes", "myelin_layers",
-           "latency_model", "paying_layers", "progress_bar", "Progress"]
+__all__ = ["METHOD_ORDER", "RANK_MAX_VALUES", "fit_calibration", "evaluator", "rank_samples", "score_methods",
+           "engine_shapes", "myelin_layers", "latency_model", "paying_layers", "progress_bar", "Progress"]
 
 #: Range methods tried, in order (entropy first: TensorRT's default; a calibration's own method goes first).
 METHOD_ORDER = ("entropy", "percentile", "mse", "max")
@@ -149,7 +149,7 @@ def evaluator(loaded, held, target: PlanTarget, options: QdqOptions, axes=None,
     notes: List[str] = broken + target_notes(reference, target, None if task is None else task.outputs,
                                              task is not None and task.pooled)
     n_rank = rank_samples(ev.feeds)
-    if RANK_MAX_SAMPLES > n_rank < n_held:
+    if n_rank < min(n_held, RANK_MAX_SAMPLES):  # fewer than without the bound on values: said
         notes.append(f"layers are ranked on {n_rank} of the {n_held} held-back samples (each holds "
                      f"{sum(int(np.asarray(v).size) for v in ev.feeds[0].values()):,} input values); every "
                      f"candidate is judged on all {n_held}")
