@@ -125,6 +125,8 @@ def _with_extra(extra: list, extra_out: list):
     from trtwidgets.trt.measure import MeasureReport, measure
 
     def source(jobs, cache, **kw):
+        if not any(j.name == "fp16" for j in jobs):  # a region search's sub-models: no whole model beside them
+            return measure(jobs, cache, **kw)
         report = measure(list(jobs) + list(extra), cache, **kw)
         names = {j.name for j in extra}
         extra_out.extend(m for m in report.measurements if m.name in names)
