@@ -160,7 +160,8 @@ def _conv_expectation(index: GraphIndex, conv: onnx.NodeProto) -> Optional[Tuple
     return w.reshape(-1).astype(np.float32), (None if b is None else b.reshape(-1).astype(np.float32))
 
 
-#: The forms :func:`expectation_heads` can write (the GPU picks: ``benchmarks/dfl_forms.py``).
+#: The forms :func:`expectation_heads` can write (timed on the GPU by ``benchmarks/yolo_variants.py`` and
+#: ``scripts/gpu_peer_yolo.py``: ``benchmarks/results/rewrites/dfl_forms.json``; ``softmax_first`` is the default's).
 EXPECTATION_FORMS = ("reduce", "softmax_first", "mul_sum")
 
 

@@ -38,9 +38,13 @@ RANK_MAX_VALUES = 4_000_000
 RANK_MIN_SAMPLES = 4
 
 
+def _values(feed: Mapping[str, np.ndarray]) -> int:
+    return sum(int(np.asarray(v).size) for v in feed.values())
+
+
 def rank_samples(feeds: Sequence[Mapping[str, np.ndarray]]) -> int:
     """How many of the held-back samples ``feeds`` the layers are ranked on (see :data:`RANK_MAX_VALUES`)."""
-    per_sample = max(1, sum(int(np.asarray(v).size) for v in feeds[0].values())) if feeds else 1
+    per_sample = max(1, _values(feeds[0])) if feeds else 1
     by_size = max(RANK_MIN_SAMPLES, RANK_MAX_VALUES // per_sample)
     return max(1, min(len(feeds), RANK_MAX_SAMPLES, by_size))
 
@@ -151,7 +155,7 @@ def evaluator(loaded, held, target: PlanTarget, options: QdqOptions, axes=None,
     n_rank = rank_samples(ev.feeds)
     if n_rank < min(n_held, RANK_MAX_SAMPLES):  # fewer than without the bound on values: said
         notes.append(f"layers are ranked on {n_rank} of the {n_held} held-back samples (each holds "
-                     f"{sum(int(np.asarray(v).size) for v in ev.feeds[0].values()):,} input values); every "
+                     f"{_values(ev.feeds[0]):,} input values); every "
                      f"candidate is judged on all {n_held}")
     rank_feeds = ev.feeds[:n_rank]
     rank_ref = {k: v[:n_rank] for k, v in reference.items()}

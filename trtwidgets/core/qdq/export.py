@@ -156,9 +156,8 @@ def build_qdq(model, spec: QdqSpec) -> QdqExport:
     proto, hp, opset_from, target = _prepared_copy(source, opts, unchecked)
     # Exact rewrites first (at the target opset, which a DFL head's rewrite needs): placement sees the graph
     # TensorRT will build, and every node label a plan names is kept.
-    rewritten = apply_rewrites(proto, opts.rewrites) if opts.rewrites else None
-    if rewritten is not None and rewritten.changes:
-        proto = rewritten.model
+    rewritten = apply_rewrites(proto, opts.rewrites)  # the copy itself where nothing matches
+    proto = rewritten.model
     # The node set is checked by placement against the copy at its target opset: the labels a plan holds are
     # those of an export's report (a copy at that opset), and its converter may rename what an unnamed node writes.
     plan: QdqPlan = plan_qdq(proto, nodes=spec.nodes, exclude=opts.exclude, exclude_op_types=opts.exclude_op_types,
@@ -185,7 +184,7 @@ def build_qdq(model, spec: QdqSpec) -> QdqExport:
                        warnings=tuple(plan.warnings) + _ort_default_session_note(proto), ranges=spec.source,
                        clipped=tuple((a.tensor, spec.clipping[a.tensor]) for a in activations
                                      if a.tensor in spec.clipping),
-                       rewrites=rewritten.changes if rewritten is not None else ())
+                       rewrites=rewritten.changes)
     return QdqExport(model=proto, report=report, float32_model=float32_model)
 
 

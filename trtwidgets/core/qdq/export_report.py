@@ -9,6 +9,7 @@ changed. The export check (:mod:`.export_check`) reads these records instead of 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
 
@@ -214,9 +215,7 @@ class QdqReport:
         if self.ranges:
             lines.append(f"  ranges              {self.ranges}")
         if self.rewrites:
-            kinds_rw: Dict[str, int] = {}
-            for r, _ in self.rewrites:
-                kinds_rw[r] = kinds_rw.get(r, 0) + 1
+            kinds_rw = Counter(r for r, _ in self.rewrites)
             lines.append("  graph rewrites      " + ", ".join(f"{k} x{v}" for k, v in kinds_rw.items())
                          + " (exact; QdqOptions(rewrites=()) writes the graph as it is)")
         changed = self._changed_line()
