@@ -85,7 +85,7 @@ def zoo_gpu_entries(folder: Path, again: bool = True):
     estimated again with the current cost model where the family's model is here (``again``)."""
     for path in sorted(folder.glob("*.json")):
         rec = json.loads(path.read_text())
-        if rec.get("status") == "measured":
+        if isinstance(rec, dict) and rec.get("status") == "measured":  # a job's record, not a folder's other files
             estimate = _estimator(rec.get("family"), rec["plan"]) if again else None
             for e in plan_entries(path, rec["plan"], rec.get("family")):
                 if estimate is not None:
