@@ -233,10 +233,12 @@ def check_batch_fits(loaded, input_shapes: Mapping[str, Sequence[int]]) -> None:
         raise UserError(f"The model cannot run at the shapes asked for ({asked}): {f.message}", f.why, f.fix)
 
 
-def myelin_layers(proto: onnx.ModelProto, layers: Sequence[str], trt_version) -> set:
+def myelin_layers(proto: onnx.ModelProto, layers: Sequence[str], trt_version,
+                  shapes: Optional[Mapping[str, Sequence[int]]] = None) -> set:
     """Labels of the ``layers`` that TensorRT 8.x would run in Myelin (none for 10+ or an unknown version).
 
-    ``trt_version`` None means the installed TensorRT's.
+    ``trt_version`` None means the installed TensorRT's. ``shapes``: tensor shapes a sample run produced
+    (:func:`~.observed_shapes.observed_shapes`), for the activations whose rank shape inference leaves open.
     """
     from ..model.trt_version import installed_trt_version
     from ..qdq.graph_patterns import node_label
@@ -248,7 +250,7 @@ def myelin_layers(proto: onnx.ModelProto, layers: Sequence[str], trt_version) ->
         return set()
     wanted = set(layers)
     idx = [i for i, n in enumerate(proto.graph.node) if node_label(n) in wanted]
-    return {node_label(proto.graph.node[i]) for i in myelin_matmuls(proto, idx, trt_version)}
+    return {node_label(proto.graph.node[i]) for i in myelin_matmuls(proto, idx, trt_version, shapes)}
 
 
 def latency_model(proto: onnx.ModelProto, input_shapes: Mapping[str, tuple], gpu: str, oracle=None,

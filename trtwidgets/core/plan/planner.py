@@ -295,17 +295,17 @@ def _where_int8_pays(proto: onnx.ModelProto, layers: Sequence[str], input_shapes
     Shapes that shape inference leaves open are taken from a run of ``feed`` (one held-back sample;
     :mod:`.observed_shapes`), so the cost model prices every layer it can.
     """
-    myelin = myelin_layers(proto, layers, opts.trt_version)
-    if myelin:
-        from ..qdq.myelin import MYELIN_REASON
-
-        notes.append(f"{len(myelin)} batched MatMuls kept in high precision: {MYELIN_REASON}")
     shapes = None
     if oracle is None or not hasattr(oracle, "kind"):
         from .observed_shapes import observed_shapes
 
         shapes, shape_notes = observed_shapes(proto, input_shapes, feed, axes.inputs if axes is not None else None)
         notes.extend(shape_notes)
+    myelin = myelin_layers(proto, layers, opts.trt_version, shapes)  # the sample's ranks where inference has none
+    if myelin:
+        from ..qdq.myelin import MYELIN_REASON
+
+        notes.append(f"{len(myelin)} batched MatMuls kept in high precision: {MYELIN_REASON}")
     latency = latency_model(proto, input_shapes, gpu, oracle, myelin, shapes)
     pays, kept_latency = paying_layers(layers, latency)
     if latency.kind == "estimate":

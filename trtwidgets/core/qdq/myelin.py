@@ -33,7 +33,7 @@ The target decides as :func:`myelin_target` says; an unknown version is treated 
 from __future__ import annotations
 
 from collections import deque
-from typing import Dict, Iterable, List, Mapping, Optional, Set, Union
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Union
 
 import onnx
 
@@ -78,29 +78,110 @@ def myelin_target(trt_version) -> Optional[bool]:
     return parse_trt_version(trt_version).major < 10
 
 
-def myelin_matmuls(proto: onnx.ModelProto, nodes: Iterable[int], trt_version) -> Set[int]:
+def myelin_matmuls(proto: onnx.ModelProto, nodes: Iterable[int], trt_version,
+                   shapes: Optional[Mapping[str, Sequence[int]]] = None) -> Set[int]:
     """The MatMuls among ``nodes`` (indices into ``graph.node``) that TensorRT 8.x compiles with Myelin.
 
     Empty for TensorRT 10 and later. An unknown version is treated as 8.x (the FP32
-    weight form reads on every TensorRT). Without static shapes every MatMul counts.
+    weight form reads on every TensorRT). A MatMul counts when one of its activation
+    inputs (not a weight) has rank 3 or more. Ranks come from shape inference, completed
+    where a Reshape's target is computed (:func:`_completed_ranks`), then from ``shapes``
+    (tensor -> shape, e.g. the shapes a sample run produced); a rank still open counts
+    (the FP32 weight form is the one that builds either way). A weight's own rank says
+    nothing: PaddleOCR's recognizer (SVTR neck) computes its Reshape targets from
+    ``Shape``, its transformer's rank-2 weights were taken for a classifier FC's, and the
+    export with INT8 weight constants failed in TensorRT 8.6 with the assertion above
+    (H200, ``benchmarks/results/peer/zoo_run/rec-b*.json``).
     """
     if myelin_target(trt_version) is False:
         return set()
     wanted = {i for i in nodes if proto.graph.node[i].op_type == "MatMul"}
     if not wanted:
         return set()
-    try:
-        inferred = onnx.shape_inference.infer_shapes(proto)
-    except Exception:  # noqa: BLE001 - without shapes, assume the batched form (the safe one)
-        return wanted
-    ranks = {v.name: len(v.type.tensor_type.shape.dim) for v in list(inferred.graph.value_info)
-             + list(inferred.graph.input) if v.type.tensor_type.HasField("shape")}
-    out = set()
-    for i in wanted:
-        data = [x for x in proto.graph.node[i].input if x in ranks]
-        if not data or max(ranks[x] for x in data) >= 3:
-            out.add(i)
-    return out
+    constants = {t.name for t in proto.graph.initializer}
+    constants.update(o for n in proto.graph.node if n.op_type == "Constant" for o in n.output)
+    acts = {i: [x for x in proto.graph.node[i].input if x and x not in constants] for i in wanted}
+    ranks = {k: len(v) for k, v in (shapes or {}).items() if v is not None}
+    if any(x not in ranks for xs in acts.values() for x in xs):
+        ranks = {**_completed_ranks(proto), **ranks}
+    return {i for i, xs in acts.items() if not xs or any(x not in ranks or ranks[x] >= 3 for x in xs)}
+
+
+def _completed_ranks(proto: onnx.ModelProto, rounds: int = 4) -> Dict[str, int]:
+    """Tensor ranks from shape inference, and where a Reshape's target is computed, the target's length.
+
+    Exporters build a Reshape's target from ``Shape`` (``Shape -> Slice -> Cast -> Concat`` with a
+    constant, as paddle2onnx writes ``reshape(x, [batch, -1])``); ONNX shape inference leaves the
+    result's rank open, and everything after it. The target's length is plain arithmetic on the
+    lengths of 1-D integer tensors; a Reshape whose target length is known is given that rank and
+    inference runs again (a few rounds: a later Reshape may depend on an earlier one). Empty when
+    shape inference fails.
+    """
+    from onnx import helper, numpy_helper
+
+    values = {t.name: t for t in proto.graph.initializer}
+    values.update({n.output[0]: n.attribute[0].t for n in proto.graph.node
+                   if n.op_type == "Constant" and len(n.attribute) == 1 and n.attribute[0].name == "value"})
+    consts = {k: numpy_helper.to_array(t) for k, t in values.items() if len(t.dims) <= 1 and t.data_type in _INTS}
+    ranks: Dict[str, int] = {}
+    work = proto
+    for _ in range(rounds):
+        try:
+            work = onnx.shape_inference.infer_shapes(work)
+        except Exception:  # noqa: BLE001 - the ranks found so far
+            return ranks
+        types = {v.name: v.type.tensor_type for v in list(work.graph.value_info) + list(work.graph.input)
+                 + list(work.graph.output)}
+        ranks = {k: len(t.shape.dim) for k, t in types.items() if t.HasField("shape")}
+        length = _vector_lengths(work.graph.node, ranks, consts)
+        hinted = 0
+        for n in work.graph.node:
+            out = n.output[0] if n.output else ""
+            elem = types.get(n.input[0]).elem_type if n.input and n.input[0] in types else 0
+            if n.op_type != "Reshape" or out in ranks or n.input[1] not in length or not elem:
+                continue
+            for v in [v for v in work.graph.value_info if v.name == out]:  # an exporter's entry without a shape
+                work.graph.value_info.remove(v)
+            work.graph.value_info.append(helper.make_tensor_value_info(out, elem, [None] * length[n.input[1]]))
+            hinted += 1
+        if not hinted:
+            break
+    return ranks
+
+
+_INTS = (onnx.TensorProto.INT64, onnx.TensorProto.INT32)
+
+
+def _vector_lengths(nodes, ranks: Mapping[str, int], consts) -> Dict[str, int]:
+    """Lengths of the 1-D integer tensors a Reshape target is made of (``Shape``, ``Slice``, ``Concat``, ...)."""
+    length = {k: int(v.size) for k, v in consts.items() if v.ndim == 1}
+    scalars = {k for k, v in consts.items() if v.ndim == 0}
+    for n in nodes:
+        op, ins, out = n.op_type, list(n.input), (n.output[0] if n.output else "")
+        if op == "Shape" and ins[0] in ranks:
+            a = {x.name: x.i for x in n.attribute}
+            length[out] = len(range(ranks[ins[0]])[a.get("start", 0):a.get("end", ranks[ins[0]])])
+        elif op in ("Cast", "Identity", "Neg", "Abs") and ins[0] in length:
+            length[out] = length[ins[0]]
+        elif op in ("Add", "Sub", "Mul", "Div") and ins and all(i in length or i in scalars for i in ins) \
+                and any(i in length for i in ins):
+            length[out] = max(length[i] for i in ins if i in length)
+        elif op == "Concat" and ins and all(i in length for i in ins):
+            length[out] = sum(length[i] for i in ins)
+        elif op == "Unsqueeze" and ins[0] in scalars:
+            length[out] = 1
+        elif op == "Gather" and len(ins) > 1 and ins[1] in consts:
+            idx = consts[ins[1]]
+            if idx.ndim == 0:
+                scalars.add(out)
+            else:
+                length[out] = int(idx.size)
+        elif op == "Slice" and ins[0] in length and all(i in consts for i in ins[1:3]) \
+                and consts[ins[1]].size == 1 == consts[ins[2]].size:
+            step = int(consts[ins[4]].ravel()[0]) if len(ins) > 4 and ins[4] in consts else 1
+            end = int(min(consts[ins[2]].ravel()[0], 2 ** 62))
+            length[out] = len(range(length[ins[0]])[int(consts[ins[1]].ravel()[0]):end:step or 1])
+    return length
 
 
 def recurrent_myelin_layers(model: Union[onnx.ModelProto, onnx.GraphProto], trt_version) -> Dict[int, str]:

@@ -10,7 +10,7 @@ and rebuilds the node list in topological order. Kept apart from the export's fl
 from __future__ import annotations
 
 import math
-from typing import Dict, Iterable, List, Mapping, Optional, Set, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 
 import numpy as np
 import onnx
@@ -19,7 +19,7 @@ from onnx import helper, numpy_helper
 from ..calibration.fake_quant import activation_scale
 from ..model.onnx_graph import GraphIndex, attribute
 from .export_report import QuantizedTensor, QuantizedWeight
-from .myelin import myelin_matmuls
+from .myelin import myelin_target
 from .placement import QdqPlan, Skip, node_label
 from .weights import quantize_weight, weight_tensor
 
@@ -131,8 +131,11 @@ class QdqWriter:
                 planned[e.node] = planned.get(e.node, 0) + 1
         weights: List[QuantizedWeight] = []
         cache: Dict[Tuple[str, Optional[int]], str] = {}
-        float_weight_nodes = self._myelin_matmuls({w.node for w in plan.weights if w.op_type == "MatMul"},
-                                                  trt_version)
+        # TensorRT 8.x: every MatMul's weights in the FP32-on-the-INT8-grid form (see _weight_dq). Whether Myelin
+        # takes a MatMul depends on ranks that shape inference may not know (and knows for no input this writer
+        # has rewired); this form builds in Myelin and out of it, an INT8 constant only out of it.
+        float_weight_nodes = ({w.node for w in plan.weights if w.op_type == "MatMul"}
+                              if myelin_target(trt_version) is not False else set())
         quantized_layers: List[str] = []
         for w in plan.weights:
             if done_nodes.get(w.node, 0) < planned.get(w.node, 0) or w.node not in planned:
@@ -158,18 +161,6 @@ class QdqWriter:
                 quantized_layers.append(node_label(self.graph.node[i]))
         return weights, quantized_layers
 
-    def _myelin_matmuls(self, nodes: Set[int], trt_version) -> Set[int]:
-        """:func:`.myelin.myelin_matmuls` of the graph as it is now (activation inputs rewired), from the memo
-        when an export of the same source had the same graph (its shape inference is the costly part)."""
-        if self.memo is None or not nodes:
-            return myelin_matmuls(self.proto, nodes, trt_version)
-        key = ("myelin", str(trt_version), tuple(sorted(nodes)), tuple((o.domain, o.version) for o in
-                                                                     self.proto.opset_import),
-               tuple((n.op_type, tuple(n.input), tuple(n.output)) for n in self.graph.node))
-        if key not in self.memo:
-            self.memo[key] = frozenset(myelin_matmuls(self.proto, nodes, trt_version))
-        return set(self.memo[key])
-
     def _quantized_weight(self, tensor: str, axis: Optional[int]) -> Tuple[np.ndarray, np.ndarray, float]:
         """:func:`.weights.quantize_weight` of a weight, from the memo when an export of the source had it."""
         if self.memo is None:
@@ -190,8 +181,9 @@ class QdqWriter:
         attrs = {"axis": axis} if axis is not None else {}
         if float_grid and precision == "int8":
             # TensorRT 8.6's Myelin (transformer MatMuls) asserts on INT8 weight constants
-            # ("convertMyelinWeightsToFp32 ... weights.type() != kINT8", H100): give it FP32 weights
-            # already on the INT8 grid, with their own Q/DQ pair, which it folds itself.
+            # ("convertMyelinWeightsToFp32 ... weights.type() != kINT8": MiniLM on an H100; PaddleOCR's
+            # recognizer on an H200, whose MatMuls read Constant nodes): give it FP32 weights already on the
+            # INT8 grid, with their own Q/DQ pair, which it folds itself.
             f_name = names(f"{w.tensor}_on_int8_grid")
             bshape = tuple(scale.size if i == axis else 1 for i in range(q.ndim)) if axis is not None else ()
             self.new_inits.append(numpy_helper.from_array((q.astype(np.float32) * scale.reshape(bshape))
