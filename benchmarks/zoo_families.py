@@ -475,9 +475,21 @@ def gpu_table(cpu_rows: List[dict], gpu_dir: Path) -> str:
 def _why(error: str) -> str:
     """A failed build in a table cell: its first line, and TensorRT's own first error that says what broke."""
     lines = [ln.strip() for ln in error.splitlines() if ln.strip()]
-    said = next((ln for ln in lines if any(k in ln for k in ("illegal memory access", "Assertion failed", "error: 7",
-                                                             "Could not find any implementation"))), "")
-    return (lines[0][:140] + (f" ({said[:160]})" if said else "")).replace("|", "/")
+    said = next((ln for ln in lines if any(k in ln for k in ("illegal memory access", "Assertion", "error: 7",
+                                                             "Could not find any implementation",
+                                                             "must have the same shape"))), "")
+    said = said.split("Error Code 2: Internal Error (")[-1].rstrip(") ")
+    return (lines[0][:140] + (f" ({said[:160]})" if said else "")).replace("|", "/") if lines else "?"
+
+
+#: Peer files carried with their weights zeroed (the transfer's size), scales kept: whether they build, not a metric.
+ZEROED = "_zeroed_weights"
+
+
+def _peer_label(name: str) -> str:
+    if name.endswith(ZEROED):
+        return f"{name} (weights zeroed for the transfer, scales kept: builds only)"
+    return name
 
 
 def _engine_row(job: str, name: str, m: dict, fp16_ms: float, layers: dict, pick: str) -> str:
@@ -508,7 +520,7 @@ def peer_table(gpu_dir: Path) -> str:
         if "peers" not in rec:
             continue
         if rec.get("status") != "measured":
-            lines.append(f"| {rec['job']} | (all) | **failed**: {rec.get('error', '')[:200]} | | | | | |")
+            lines.append(f"| {rec['job']} | (all) | **failed**: {_why(rec.get('error', ''))} | | | | | |")
             continue
         meas = rec["plan"]["measured"]
         fp16 = next(m for m in meas["measurements"] if m["kind"] == "fp16")
@@ -517,13 +529,65 @@ def peer_table(gpu_dir: Path) -> str:
             lines.append(_engine_row(rec["job"], m["name"], m, fp16["median_ms"], m.get("layers") or {},
                                      m["name"] == pick))
         for m in rec.get("all_int8", []) + rec["peers"]:
-            lines.append(_engine_row(rec["job"], m["name"], m, fp16["median_ms"], m.get("layers") or {}, ""))
+            lines.append(_engine_row(rec["job"], _peer_label(m["name"]), m, fp16["median_ms"], m.get("layers") or {},
+                                     ""))
+    return "\n".join(lines)
+
+
+#: TensorRT 8.6's texts of the failures the zoo run met, in a few words.
+_CAUSES = (("Scale coefficients must all be positive", "the 8.6 parser refuses its FP16 scales"),
+           ("illegal memory access", "the builder crashed (illegal memory access)"),
+           ("error: 700", "CUDA context broken by the crash before it"),
+           ("no CUDA GPU visible", "CUDA context broken by the crash before it"))
+
+
+def _summary_cell(m: Optional[dict], fp16_ms: float) -> str:
+    """``x FP16, reformats, metric`` of one engine, or why it did not build."""
+    if m is None:
+        return "-"
+    if m.get("error") or not m.get("median_ms"):
+        err = m.get("error") or "not measured"
+        known = next((short for key, short in _CAUSES if key in err), None)
+        return f"not built: {known or _why(err).split(' (', 1)[-1].rstrip(')')[:90]}"
+    acc = m.get("accuracy") or {}
+    metric = acc.get("metric")
+    return (f"{m['median_ms'] / fp16_ms:.3f}x, {(m.get('layers') or {}).get('reformats', '?')} reformats, "
+            f"{'-' if metric is None else f'{metric:.3f}'}")
+
+
+def peer_summary(gpu_dir: Path) -> str:
+    """One row per measured job beside ModelOpt: FP16, the measured pick, the toolkit's all-INT8 engine, ModelOpt's
+    FP32-float-part and default files (x FP16, reformats, task metric on its engine), from the records only."""
+    head = ("| job | FP16 ms (spread) | measured pick: x FP16, task metric | toolkit all-INT8: x FP16, reformats, "
+            "metric | ModelOpt FP32 float part: x FP16, reformats, metric | ModelOpt default |")
+    lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
+    for path in sorted(gpu_dir.glob("*-b*.json")):
+        rec = json.loads(path.read_text())
+        if "peers" not in rec:
+            continue
+        if rec.get("status") != "measured":
+            lines.append(f"| {rec['job']} | not measured: {_why(rec.get('error', ''))[:120]} | | | | |")
+            continue
+        meas = rec["plan"]["measured"]
+        fp16 = next(m for m in meas["measurements"] if m["kind"] == "fp16")
+        pick = next(m for m in meas["measurements"] if m["name"] == (meas.get("pick") or {}).get("name"))
+        full = next((m for m in rec["builds"] + rec.get("all_int8", [])
+                     if "INT8 everywhere" in m["name"] or m["name"].startswith("all-INT8")), None)
+        peers = {m["name"]: m for m in rec["peers"]}
+        default = peers.get("peer_modelopt") or peers.get(f"peer_modelopt{ZEROED}")
+        pick_acc = (pick.get("accuracy") or {}).get("metric")
+        lines.append(f"| {rec['job']} | {fp16['median_ms']:.4f} (±{fp16['spread_ms']:.4f}) | {pick['name']}: "
+                     f"{pick['median_ms'] / fp16['median_ms']:.3f}x, {'-' if pick_acc is None else f'{pick_acc:.3f}'} | "
+                     f"{_summary_cell(full, fp16['median_ms'])} | "
+                     f"{_summary_cell(peers.get('peer_modelopt_fp32'), fp16['median_ms'])} | "
+                     f"{'-' if default is None else _summary_cell(default, fp16['median_ms'])} |")
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=("list", "prepare", "plan", "check", "table", "gpu-table", "peer-table"))
+    ap.add_argument("command", choices=("list", "prepare", "plan", "check", "table", "gpu-table", "peer-table",
+                                        "peer-summary"))
     ap.add_argument("--gpu-results", default=str(ROOT / "benchmarks" / "results" / "trust" / "zoo_gpu"),
                     help="folder of scripts/gpu_zoo_measure.py results (<family>-b<batch>.json), for 'gpu-table'")
     ap.add_argument("--families", default=",".join(FAMILIES))
@@ -552,6 +616,9 @@ def main(argv=None) -> int:
         return 0
     if a.command == "peer-table":
         print(peer_table(Path(a.gpu_results)))
+        return 0
+    if a.command == "peer-summary":
+        print(peer_summary(Path(a.gpu_results)))
         return 0
     if a.command == "check":
         for n in names:

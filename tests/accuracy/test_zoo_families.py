@@ -66,3 +66,22 @@ def test_samples_are_cut_along_each_inputs_batch_axis(families, tmp_path):
     with np.load(files[2]) as f:
         assert f["input"].shape == (1, 2) and f["input"][0, 0] == 4
         assert f["state"].shape == (2, 1, 4) and f["sr"].shape == ()
+
+
+def test_the_peer_summary_is_made_from_the_zoo_runs_records(families):
+    """README's table of the zoo beside ModelOpt: every job of the committed run, each cell from its record."""
+    import json
+
+    run = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "peer" / "zoo_run"
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in families.peer_summary(run).splitlines()[2:]}
+    jobs = [json.loads(p.read_text()) for p in sorted(run.glob("*-b*.json"))]
+    assert set(rows) == {j["job"] for j in jobs if "peers" in j}
+    for job in jobs:
+        if job.get("status") != "measured":
+            assert "not measured" in rows[job["job"]]
+            continue
+        ms = {m["name"]: m for m in job["plan"]["measured"]["measurements"]}
+        fp16, pick = ms["fp16"], ms[job["plan"]["measured"]["pick"]["name"]]
+        assert f"{fp16['median_ms']:.4f}" in rows[job["job"]]
+        assert f"{pick['name']}: {pick['median_ms'] / fp16['median_ms']:.3f}x" in rows[job["job"]]
+    assert "the 8.6 parser refuses its FP16 scales" in rows["resnet-b32"]

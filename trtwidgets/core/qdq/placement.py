@@ -107,6 +107,9 @@ and pytorch-quantization:
 
 12. **Sibling INT8 convs that all write float stay float** (TensorRT below 10): TensorRT 8.6 asserts in
     ``chooseHigherPrecision`` on them; the export checks the written model (:mod:`.sibling_layers`).
+13. **Myelin's MatMul weights in FP32 on the INT8 grid** (TensorRT below 10): never INT8 constants, which
+    Myelin 8.6 asserts on; Myelin's MatMuls are read from their activations' ranks, a computed Reshape
+    target followed, an open rank counted (:func:`.myelin.myelin_matmuls`, :class:`.qdq_writer.QdqWriter`).
 
 Evidence for 9 and 10: the family blocks of ``tests/gpu/test_qdq_blocks.py`` on TensorRT 8.6,
 asserted by ``tests/core/qdq/test_qdq_family_blocks.py`` once their run is committed.

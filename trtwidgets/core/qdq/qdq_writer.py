@@ -10,7 +10,7 @@ and rebuilds the node list in topological order. Kept apart from the export's fl
 from __future__ import annotations
 
 import math
-from typing import Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 import numpy as np
 import onnx
@@ -19,7 +19,7 @@ from onnx import helper, numpy_helper
 from ..calibration.fake_quant import activation_scale
 from ..model.onnx_graph import GraphIndex, attribute
 from .export_report import QuantizedTensor, QuantizedWeight
-from .myelin import myelin_target
+from .myelin import myelin_matmuls
 from .placement import QdqPlan, Skip, node_label
 from .weights import quantize_weight, weight_tensor
 
@@ -70,6 +70,7 @@ class QdqWriter:
         self.new_inits: List[onnx.TensorProto] = []
         self.after: Dict[int, List[onnx.NodeProto]] = {}  # node index -> Q/DQ nodes to emit after it
         self.prefix: List[onnx.NodeProto] = []
+        self._myelin: Optional[Set[int]] = None
 
     def zero_point(self, base: str, shape: Tuple[int, ...]) -> str:
         name = self.names(f"{base}_zero_point")
@@ -131,11 +132,7 @@ class QdqWriter:
                 planned[e.node] = planned.get(e.node, 0) + 1
         weights: List[QuantizedWeight] = []
         cache: Dict[Tuple[str, Optional[int]], str] = {}
-        # TensorRT 8.x: every MatMul's weights in the FP32-on-the-INT8-grid form (see _weight_dq). Whether Myelin
-        # takes a MatMul depends on ranks that shape inference may not know (and knows for no input this writer
-        # has rewired); this form builds in Myelin and out of it, an INT8 constant only out of it.
-        float_weight_nodes = ({w.node for w in plan.weights if w.op_type == "MatMul"}
-                              if myelin_target(trt_version) is not False else set())
+        float_weight_nodes = self.myelin_weight_layers(plan, trt_version)
         quantized_layers: List[str] = []
         for w in plan.weights:
             if done_nodes.get(w.node, 0) < planned.get(w.node, 0) or w.node not in planned:
@@ -160,6 +157,28 @@ class QdqWriter:
             if i not in with_weights and done_nodes.get(i, 0) >= count:
                 quantized_layers.append(node_label(self.graph.node[i]))
         return weights, quantized_layers
+
+    def myelin_weight_layers(self, plan: QdqPlan, trt_version) -> Set[int]:
+        """The planned MatMuls whose weights get the FP32-on-the-INT8-grid form: those TensorRT 8.x gives Myelin.
+
+        :func:`.myelin.myelin_matmuls` of the graph before :meth:`quantize_activations` rewires any input (after
+        it a layer reads a DequantizeLinear output whose node is emitted at the end, and shape inference knows
+        nothing downstream of the first one), found once, from the memo when an export of the same source had
+        the same graph (its shape inference is the costly part).
+        """
+        if self._myelin is not None:
+            return self._myelin
+        nodes = {w.node for w in plan.weights if w.op_type == "MatMul"}
+        if self.memo is None or not nodes:
+            self._myelin = myelin_matmuls(self.proto, nodes, trt_version)
+            return self._myelin
+        key = ("myelin", str(trt_version), tuple(sorted(nodes)), tuple((o.domain, o.version) for o in
+                                                                     self.proto.opset_import),
+               tuple((n.op_type, tuple(n.input), tuple(n.output)) for n in self.graph.node))
+        if key not in self.memo:
+            self.memo[key] = frozenset(myelin_matmuls(self.proto, nodes, trt_version))
+        self._myelin = set(self.memo[key])
+        return self._myelin
 
     def _quantized_weight(self, tensor: str, axis: Optional[int]) -> Tuple[np.ndarray, np.ndarray, float]:
         """:func:`.weights.quantize_weight` of a weight, from the memo when an export of the source had it."""
