@@ -120,3 +120,19 @@ def test_the_trt86_export_writes_myelins_matmul_weights_in_the_form_it_builds():
     assert _stored(projection("rows"), "8.6")["projection"] == "int8"
     # TensorRT 10+ has no Myelin rule: INT8 constants there.
     assert _stored(projection("sequence"), "10.16")["projection"] == "int8"
+
+
+def test_an_svtr_block_as_paddle2onnx_writes_it_gets_myelins_weight_form():
+    from tests.core import qdq_blocks as qb
+
+    block = qb.svtr_block()
+    assert _inferred_rank_of(block, "x_seq") is None  # the premise: shape inference stops at the computed Reshape
+    stored = _stored(block, "8.6")
+    assert {k: v for k, v in stored.items()} == {k: "float32 on the int8 grid" for k in
+                                                  ("q_proj", "k_proj", "v_proj", "o_proj", "fc1", "fc2")}
+
+
+def _inferred_rank_of(model, tensor):
+    inferred = onnx.shape_inference.infer_shapes(model)
+    return {v.name: len(v.type.tensor_type.shape.dim) for v in inferred.graph.value_info
+            if v.type.tensor_type.HasField("shape")}.get(tensor)
