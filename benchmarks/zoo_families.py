@@ -57,7 +57,7 @@ import time
 import traceback
 import wave
 from pathlib import Path
-from typing import Callable, Dict, List, Mapping
+from typing import Callable, Dict, Iterator, List, Mapping, Optional
 
 import numpy as np
 
@@ -504,6 +504,14 @@ def _engine_row(job: str, name: str, m: dict, fp16_ms: float, layers: dict, pick
             f"{'' if metric is None else f'{metric:.4f}'} (cos {acc.get('cosine', float('nan')):.4f}) | {verdict} |")
 
 
+def _peer_records(gpu_dir: Path) -> Iterator[dict]:
+    """The records of jobs run with peers (``scripts/gpu_zoo_measure.py --peers``), by job name."""
+    for path in sorted(gpu_dir.glob("*-b*.json")):
+        rec = json.loads(path.read_text())
+        if "peers" in rec:
+            yield rec
+
+
 def peer_table(gpu_dir: Path) -> str:
     """Every engine of every measured job with peers (``scripts/gpu_zoo_measure.py --peers``), side by side.
 
@@ -515,10 +523,7 @@ def peer_table(gpu_dir: Path) -> str:
     head = ("| job | engine | median ms (spread) | x FP16 | INT8 layers | reformats | task metric vs FP32 (cosine) | "
             "target |")
     lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
-    for path in sorted(gpu_dir.glob("*-b*.json")):
-        rec = json.loads(path.read_text())
-        if "peers" not in rec:
-            continue
+    for rec in _peer_records(gpu_dir):
         if rec.get("status") != "measured":
             lines.append(f"| {rec['job']} | (all) | **failed**: {_why(rec.get('error', ''))} | | | | | |")
             continue
@@ -561,10 +566,7 @@ def peer_summary(gpu_dir: Path) -> str:
     head = ("| job | FP16 ms (spread) | measured pick: x FP16, task metric | toolkit all-INT8: x FP16, reformats, "
             "metric | ModelOpt FP32 float part: x FP16, reformats, metric | ModelOpt default |")
     lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
-    for path in sorted(gpu_dir.glob("*-b*.json")):
-        rec = json.loads(path.read_text())
-        if "peers" not in rec:
-            continue
+    for rec in _peer_records(gpu_dir):
         if rec.get("status") != "measured":
             lines.append(f"| {rec['job']} | not measured: {_why(rec.get('error', ''))[:120]} | | | | |")
             continue

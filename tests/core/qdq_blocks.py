@@ -148,20 +148,26 @@ def pool_classifier(batch: int = 8) -> onnx.ModelProto:
     return _model("pool_classifier", nodes, [_x((batch, C, HW, HW))], [_y((batch, 64))], inits)
 
 
+def _attention(x: str) -> List[onnx.NodeProto]:
+    """Single-head self-attention on ``x`` with its residual: Q/K/V MatMuls (weights ``wq``, ``wk``, ``wv``),
+    Q·Kᵀ scaled by ``sqrt_d``, Softmax, ·V, output MatMul (``wo``), ``h = x + o``."""
+    return [helper.make_node("MatMul", [x, "wq"], ["q"], name="q_proj"),
+            helper.make_node("MatMul", [x, "wk"], ["k"], name="k_proj"),
+            helper.make_node("MatMul", [x, "wv"], ["v"], name="v_proj"),
+            helper.make_node("Transpose", ["k"], ["kt"], name="k_t", perm=[0, 2, 1]),
+            helper.make_node("MatMul", ["q", "kt"], ["qk"], name="qk"),
+            helper.make_node("Div", ["qk", "sqrt_d"], ["qks"], name="scale"),
+            helper.make_node("Softmax", ["qks"], ["p"], name="softmax", axis=-1),
+            helper.make_node("MatMul", ["p", "v"], ["ctx"], name="pv"),
+            helper.make_node("MatMul", ["ctx", "wo"], ["o"], name="o_proj"),
+            helper.make_node("Add", [x, "o"], ["h"], name="res1")]
+
+
 def encoder_layer(batch: int = 2, seq: int = 32, d: int = 64) -> onnx.ModelProto:
     """One transformer encoder layer: Q/K/V MatMuls, Q·Kᵀ, Softmax, ·V, output MatMul, residual,
     LayerNormalization, MLP with Erf GELU, residual, LayerNormalization (opset 17)."""
     sd = float(np.sqrt(d))
-    nodes = [helper.make_node("MatMul", ["x", "wq"], ["q"], name="q_proj"),
-             helper.make_node("MatMul", ["x", "wk"], ["k"], name="k_proj"),
-             helper.make_node("MatMul", ["x", "wv"], ["v"], name="v_proj"),
-             helper.make_node("Transpose", ["k"], ["kt"], name="k_t", perm=[0, 2, 1]),
-             helper.make_node("MatMul", ["q", "kt"], ["qk"], name="qk"),
-             helper.make_node("Div", ["qk", "sqrt_d"], ["qks"], name="scale"),
-             helper.make_node("Softmax", ["qks"], ["p"], name="softmax", axis=-1),
-             helper.make_node("MatMul", ["p", "v"], ["ctx"], name="pv"),
-             helper.make_node("MatMul", ["ctx", "wo"], ["o"], name="o_proj"),
-             helper.make_node("Add", ["x", "o"], ["h"], name="res1"),
+    nodes = _attention("x") + [
              helper.make_node("LayerNormalization", ["h", "ln1_g", "ln1_b"], ["h1"], name="ln1", axis=-1),
              helper.make_node("MatMul", ["h1", "w1"], ["m1"], name="fc1"),
              helper.make_node("Div", ["m1", "sqrt2"], ["gd"], name="gelu_div"),
@@ -178,7 +184,8 @@ def encoder_layer(batch: int = 2, seq: int = 32, d: int = 64) -> onnx.ModelProto
     return _model("encoder_layer", nodes, [_x((batch, seq, d))], [_y((batch, seq, d))], inits, opset=17)
 
 
-def _layer_norm(prefix: str, x: str, out: str, d: int) -> Tuple[List[onnx.NodeProto], List[onnx.TensorProto]]:
+def _layer_norm(prefix: str, x: str, out: str, d: int, rng: np.random.Generator
+                ) -> Tuple[List[onnx.NodeProto], List[onnx.TensorProto]]:
     """LayerNorm over the last axis decomposed as exporters before opset 17 write it (paddle2onnx, torch < 2)."""
     n = [helper.make_node("ReduceMean", [x], [f"{prefix}_mu"], name=f"{prefix}_mean", axes=[-1]),
          helper.make_node("Sub", [x, f"{prefix}_mu"], [f"{prefix}_xc"], name=f"{prefix}_sub"),
@@ -189,7 +196,7 @@ def _layer_norm(prefix: str, x: str, out: str, d: int) -> Tuple[List[onnx.NodePr
          helper.make_node("Div", [f"{prefix}_xc", f"{prefix}_sd"], [f"{prefix}_n"], name=f"{prefix}_div"),
          helper.make_node("Mul", [f"{prefix}_n", f"{prefix}_g"], [f"{prefix}_s"], name=f"{prefix}_scale"),
          helper.make_node("Add", [f"{prefix}_s", f"{prefix}_b"], [out], name=f"{prefix}_shift")]
-    return n, [_c(f"{prefix}_g", RNG.uniform(0.8, 1.2, d)), _c(f"{prefix}_b", RNG.uniform(-0.1, 0.1, d))]
+    return n, [_c(f"{prefix}_g", rng.uniform(0.8, 1.2, d)), _c(f"{prefix}_b", rng.uniform(-0.1, 0.1, d))]
 
 
 def svtr_block(batch: int = 2, seq: int = 40, d: int = 120) -> onnx.ModelProto:
@@ -199,29 +206,25 @@ def svtr_block(batch: int = 2, seq: int = 40, d: int = 120) -> onnx.ModelProto:
 
     Issue 33's zoo run: TensorRT 8.6 gave PaddleOCR rec's neck to Myelin, which asserted on INT8 weight constants
     (placement rule 13)."""
+    rng = np.random.default_rng(13)  # its own: building it leaves the other blocks' weights as they were
+
+    def w(name: str, rows: int, cols: int) -> onnx.TensorProto:
+        return numpy_helper.from_array((rng.standard_normal((rows, cols)) * np.sqrt(2.0 / rows)).astype(np.float32),
+                                       name)
+
     sd = float(np.sqrt(d))
-    ln1, ln1_w = _layer_norm("ln1", "h", "h1", d)
-    ln2, ln2_w = _layer_norm("ln2", "h2", "y", d)
+    ln1, ln1_w = _layer_norm("ln1", "h", "h1", d, rng)
+    ln2, ln2_w = _layer_norm("ln2", "h2", "y", d, rng)
     nodes = [helper.make_node("Shape", ["x"], ["x_shape"], name="shape"),
              helper.make_node("Slice", ["x_shape", "s0", "s1"], ["x_batch"], name="batch_of"),
              helper.make_node("Concat", ["x_batch", "seq_d"], ["x_target"], name="target", axis=0),
-             helper.make_node("Reshape", ["x", "x_target"], ["xs"], name="to_sequence"),
-             helper.make_node("MatMul", ["xs", "wq"], ["q"], name="q_proj"),
-             helper.make_node("MatMul", ["xs", "wk"], ["k"], name="k_proj"),
-             helper.make_node("MatMul", ["xs", "wv"], ["v"], name="v_proj"),
-             helper.make_node("Transpose", ["k"], ["kt"], name="k_t", perm=[0, 2, 1]),
-             helper.make_node("MatMul", ["q", "kt"], ["qk"], name="qk"),
-             helper.make_node("Div", ["qk", "sqrt_d"], ["qks"], name="scale"),
-             helper.make_node("Softmax", ["qks"], ["p"], name="softmax", axis=-1),
-             helper.make_node("MatMul", ["p", "v"], ["ctx"], name="pv"),
-             helper.make_node("MatMul", ["ctx", "wo"], ["o"], name="o_proj"),
-             helper.make_node("Add", ["xs", "o"], ["h"], name="res1")] + ln1 + [
+             helper.make_node("Reshape", ["x", "x_target"], ["xs"], name="to_sequence")] + _attention("xs") + ln1 + [
              helper.make_node("MatMul", ["h1", "w1"], ["m1"], name="fc1"),
              helper.make_node("Sigmoid", ["m1"], ["m1s"], name="swish_sigmoid"),
              helper.make_node("Mul", ["m1", "m1s"], ["g"], name="swish"),
              helper.make_node("MatMul", ["g", "w2"], ["m2"], name="fc2"),
              helper.make_node("Add", ["h1", "m2"], ["h2"], name="res2")] + ln2
-    consts = [_w("wq", d, d), _w("wk", d, d), _w("wv", d, d), _w("wo", d, d), _w("w1", d, 2 * d), _w("w2", 2 * d, d),
+    consts = [w("wq", d, d), w("wk", d, d), w("wv", d, d), w("wo", d, d), w("w1", d, 2 * d), w("w2", 2 * d, d),
               _c("sqrt_d", sd), _c("two", 2.0), _c("eps", 1e-6)] + ln1_w + ln2_w + [
               numpy_helper.from_array(np.array(v, np.int64), k) for k, v in (("s0", [0]), ("s1", [1]),
                                                                                ("seq_d", [seq, d]))]
