@@ -117,8 +117,8 @@ def _estimator(family, plan):
     shapes_in = {k: tuple(v) for k, v in plan["input_shapes"].items()}
     shapes, _ = observed_shapes(proto, shapes_in, sample, {k: 0 for k in sample})
     labels = [c for cand in plan["candidates"] for c in cand["quantized"]]
-    raw = latency_model(proto, shapes_in, "h100", None, myelin_layers(proto, labels, plan.get("trt_version") or "8.6"),
-                        shapes)
+    myelin = myelin_layers(proto, labels, plan.get("trt_version") or "8.6", shapes)  # as the planner finds them
+    raw = latency_model(proto, shapes_in, "h100", None, myelin, shapes)
     from trtwidgets.core.model.onnx_graph import WEIGHTED_OPS as WEIGHTED
     from trtwidgets.core.qdq.graph_patterns import node_label
 

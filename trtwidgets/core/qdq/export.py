@@ -165,10 +165,10 @@ def build_qdq(model, spec: QdqSpec) -> QdqExport:
                              keep_float_output_grouped_convs=opts.keep_float_output_grouped_convs,
                              dense_int8=opts.dense_int8, trt_version=opts.trt_version, choices=spec.choices)
     writer = QdqWriter(proto, opts.precision, _memo(source))
-    writer.myelin_weight_layers(plan, opts.trt_version)  # before any input is rewired: inference sees the graph
+    myelin = writer.myelin_weight_layers(plan, opts.trt_version)  # before any input is rewired: inference sees it
     activations, done_nodes = writer.quantize_activations(plan, spec.amax)
     per_channel = opts.weights_per_channel if opts.weights_per_channel is not None else opts.precision == "int8"
-    weights, quantized_layers = writer.quantize_weights(plan, done_nodes, per_channel, opts.trt_version)
+    weights, quantized_layers = writer.quantize_weights(plan, done_nodes, per_channel, myelin)
     writer.finish()
     if opts.precision == "int8" and siblings_rule_applies(opts.trt_version):
         groups = float_output_siblings(proto)

@@ -70,7 +70,6 @@ class QdqWriter:
         self.new_inits: List[onnx.TensorProto] = []
         self.after: Dict[int, List[onnx.NodeProto]] = {}  # node index -> Q/DQ nodes to emit after it
         self.prefix: List[onnx.NodeProto] = []
-        self._myelin: Optional[Set[int]] = None
 
     def zero_point(self, base: str, shape: Tuple[int, ...]) -> str:
         name = self.names(f"{base}_zero_point")
@@ -119,9 +118,12 @@ class QdqWriter:
                 quantize_node=q.name, dequantize_node=dq.name))
         return activations, done_nodes
 
-    def quantize_weights(self, plan: QdqPlan, done_nodes: Mapping[int, int], per_channel: bool, trt_version
-                         ) -> Tuple[List[QuantizedWeight], List[str]]:
+    def quantize_weights(self, plan: QdqPlan, done_nodes: Mapping[int, int], per_channel: bool,
+                         float_weight_nodes: Set[int]) -> Tuple[List[QuantizedWeight], List[str]]:
         """Weights of layers whose activation inputs are all quantized (else the layer stays float).
+
+        ``float_weight_nodes``: the MatMuls whose weights get the FP32-on-the-INT8-grid form
+        (:meth:`myelin_weight_layers`, found before :meth:`quantize_activations` rewired the graph).
 
         Returns ``(weights, quantized layer labels)``; activation-by-activation products
         (attention's Q·Kᵀ and P·V) have no weight and count when both inputs are quantized.
@@ -132,7 +134,6 @@ class QdqWriter:
                 planned[e.node] = planned.get(e.node, 0) + 1
         weights: List[QuantizedWeight] = []
         cache: Dict[Tuple[str, Optional[int]], str] = {}
-        float_weight_nodes = self.myelin_weight_layers(plan, trt_version)
         quantized_layers: List[str] = []
         for w in plan.weights:
             if done_nodes.get(w.node, 0) < planned.get(w.node, 0) or w.node not in planned:
@@ -163,22 +164,18 @@ class QdqWriter:
 
         :func:`.myelin.myelin_matmuls` of the graph before :meth:`quantize_activations` rewires any input (after
         it a layer reads a DequantizeLinear output whose node is emitted at the end, and shape inference knows
-        nothing downstream of the first one), found once, from the memo when an export of the same source had
-        the same graph (its shape inference is the costly part).
+        nothing downstream of the first one), from the memo when an export of the same source had the same graph
+        (its shape inference is the costly part).
         """
-        if self._myelin is not None:
-            return self._myelin
         nodes = {w.node for w in plan.weights if w.op_type == "MatMul"}
         if self.memo is None or not nodes:
-            self._myelin = myelin_matmuls(self.proto, nodes, trt_version)
-            return self._myelin
+            return myelin_matmuls(self.proto, nodes, trt_version)
         key = ("myelin", str(trt_version), tuple(sorted(nodes)), tuple((o.domain, o.version) for o in
                                                                      self.proto.opset_import),
                tuple((n.op_type, tuple(n.input), tuple(n.output)) for n in self.graph.node))
         if key not in self.memo:
             self.memo[key] = frozenset(myelin_matmuls(self.proto, nodes, trt_version))
-        self._myelin = set(self.memo[key])
-        return self._myelin
+        return set(self.memo[key])
 
     def _quantized_weight(self, tensor: str, axis: Optional[int]) -> Tuple[np.ndarray, np.ndarray, float]:
         """:func:`.weights.quantize_weight` of a weight, from the memo when an export of the source had it."""
