@@ -582,7 +582,7 @@ def peer_summary(gpu_dir: Path) -> str:
                      f"{pick['median_ms'] / fp16['median_ms']:.3f}x, {'-' if pick_acc is None else f'{pick_acc:.3f}'} | "
                      f"{_summary_cell(full, fp16['median_ms'])} | "
                      f"{_summary_cell(peers.get('peer_modelopt_fp32'), fp16['median_ms'])} | "
-                     f"{'-' if default is None else _summary_cell(default, fp16['median_ms'])} |")
+                     f"{_summary_cell(default, fp16['median_ms'])} |")
     return "\n".join(lines)
 
 
