@@ -6,7 +6,7 @@ inference knows no rank for its transformer's activations, and its weights are C
 known). The export judged a MatMul by the ranks it could see, the weight's, took the transformer's
 projections for a classifier's FC and gave them INT8 weight constants: TensorRT 8.6 put them in Myelin
 and failed with ``convertMyelinWeightsToFp32 ... Assertion params.weights.type() != DataType::kINT8``
-(``benchmarks/results/peer/zoo_run/rec-b*.json``). MiniLM's and the ViT's exports, whose projections
+(``benchmarks/results/peer/zoo_run/superseded/rec-b*.json``). MiniLM's and the ViT's exports, whose projections
 had the FP32-on-the-INT8-grid form, built in the same run. Which MatMuls Myelin takes is now read from
 the activations' ranks (a computed Reshape target's length followed; for the planner, a sample run's
 shapes; a rank still open counts), on the graph before the export rewires any input.

@@ -91,7 +91,7 @@ def myelin_matmuls(proto: onnx.ModelProto, nodes: Iterable[int], trt_version,
     nothing: PaddleOCR's recognizer (SVTR neck) computes its Reshape targets from
     ``Shape``, its transformer's rank-2 weights were taken for a classifier FC's, and the
     export with INT8 weight constants failed in TensorRT 8.6 with the assertion above
-    (H200, ``benchmarks/results/peer/zoo_run/rec-b*.json``).
+    (H200, ``benchmarks/results/peer/zoo_run/superseded/rec-b*.json``).
     """
     if myelin_target(trt_version) is False:
         return set()
