@@ -72,12 +72,16 @@ def plan_entries(path: Path, doc=None, model=None):
     cands = doc.get("candidates") or []
     for row in measured.get("rows") or []:
         i = row.get("candidate")
-        if not i or row.get("kind") != "qdq" or not _ok(row.get("estimate_vs_fp16")) or not _ok(row.get("vs_fp16")):
+        if not i or row.get("kind") != "qdq" or not _ok(row.get("vs_fp16")):
             continue
+        # A candidate the plan printed no number for ("cannot estimate") and the GPU measured stays in the record:
+        # the target is an estimate within 30% *or* "cannot estimate", and both are checked here.
+        estimated = round(row["estimate_vs_fp16"], 4) if _ok(row.get("estimate_vs_fp16")) else None
         yield {"model": model or _model_name(doc.get("model", "?")), "batch": _batch(doc), "candidate": cands[i]["name"],
-               "latency_source": cands[i].get("latency_source"), "estimated_x_fp16": round(row["estimate_vs_fp16"], 4),
+               "latency_source": cands[i].get("latency_source"), "estimated_x_fp16": estimated,
                "measured_x_fp16": round(row["vs_fp16"], 4), "gpu": settings.get("gpu"), "trt": settings.get("trt"),
-               "source": str(path.resolve().relative_to(ROOT)) if ROOT in path.resolve().parents else str(path)}
+               "source": str(path.resolve().relative_to(ROOT)) if ROOT in path.resolve().parents else str(path),
+               **({} if estimated is not None else {"cannot_estimate": "the plan printed no estimate"})}
 
 
 def zoo_gpu_entries(folder: Path, again: bool = True):
@@ -161,20 +165,39 @@ def _as_committed(entries):
     return out
 
 
-def side_by_side(entries) -> int:
-    """Print every entry estimated beside measured; how many numbers are more than 30% off (the target: 0)."""
+def _span(entries):
+    """The span of the estimates within 30% of their measurement: what the record supports."""
     from trtwidgets.core.plan.estimate_support import TOLERANCE
 
     ok = [e["estimated_x_fp16"] for e in entries if not e.get("cannot_estimate") and _ok(e.get("estimated_x_fp16"))
           and abs(e["estimated_x_fp16"] - e["measured_x_fp16"]) <= TOLERANCE * e["measured_x_fp16"]]
-    lo, hi = (min(ok), max(ok)) if ok else (float("nan"), float("nan"))
+    return (min(ok), max(ok)) if ok else (float("nan"), float("nan"))
+
+
+def outside_the_span(entries):
+    """The entries with an estimate outside the span marked "cannot estimate", as the planner prints them
+    (:mod:`trtwidgets.core.plan.estimate_support`): such a number is never shown to a user, so it does not count
+    as an estimate off by its error (the zoo's captcha CRNN, all-INT8: 2.7-3.4x estimated, 1.09-1.12x measured)."""
+    lo, hi = _span(entries)
+    out = []
+    for e in entries:
+        est = e.get("estimated_x_fp16")
+        if not e.get("cannot_estimate") and _ok(est) and not (lo - 0.005 <= est <= hi + 0.005):
+            e = {**e, "cannot_estimate": f"outside the span {lo:.2f}-{hi:.2f}x"}
+        out.append(e)
+    return out
+
+
+def side_by_side(entries) -> int:
+    """Print every entry estimated beside measured; how many numbers are more than 30% off (the target: 0)."""
+    from trtwidgets.core.plan.estimate_support import TOLERANCE
+
+    lo, hi = _span(entries)
     print(f"{'model':<32}{'b':>3}  {'candidate':<40}{'estimated':>11}{'measured':>10}{'error':>8}  standing")
     off = 0
     for e in entries:
         est, meas = e.get("estimated_x_fp16"), e["measured_x_fp16"]
         why = e.get("cannot_estimate") or ""
-        if not why and _ok(est) and not (lo - 0.005 <= est <= hi + 0.005):
-            why = f"outside the span {lo:.2f}-{hi:.2f}x"
         if why or not _ok(est):
             print(f"{str(e['model'])[:31]:<32}{e['batch']!s:>3}  {e['candidate'][:39]:<40}{'cannot est.':>11}"
                   f"{meas:>10.3f}{'':>8}  cannot estimate: {why[:70]}")
@@ -208,6 +231,7 @@ def main(argv=None) -> int:
         entries += list(plan_entries(Path(p)))
     if args.check or args.recorded:
         entries = _as_committed(entries)
+    entries = outside_the_span(entries)
     side_by_side(entries)
     text = json.dumps({"about": ABOUT, "entries": entries}, indent=1) + "\n"
     if args.check:
