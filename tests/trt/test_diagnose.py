@@ -78,3 +78,21 @@ def test_a_kernel_that_crashed_while_timed_is_named_before_the_missing_implement
     assert [c.code for c in causes] == ["KERNEL_CRASHED", "NO_IMPLEMENTATION"]
     why, fix = summarize_causes(causes)
     assert "crashed" in why and "Restart the process" in fix
+
+
+def test_the_86_parsers_scale_check_on_fp16_scales_is_named():
+    """TensorRT 8.6.0's own lines (H200): ModelOpt's default file of the demo classifier at batch 32, and the
+    toolkit's TensorRT 10 export of an SVTR block built with 8.6 (tests/gpu/test_myelin_weights.py's first run)."""
+    import json
+
+    from tests.conftest import ROOT
+
+    rec = json.loads((ROOT / "benchmarks" / "results" / "peer" / "zoo_run" / "cls-b32.json").read_text())
+    modelopt = next(p["error"] for p in rec["peers"] if p["name"] == "peer_modelopt")
+    svtr = ('[E] ModelImporter.cpp:774: ERROR: builtin_op_importers.cpp:1197 In function QuantDequantLinearHelper:\n'
+            '[6] Assertion failed: scaleAllPositive && "Scale coefficients must all be positive"')
+    for text in (modelopt, svtr):
+        causes = match_causes(text.splitlines())
+        assert [c.code for c in causes] == ["QDQ_SCALE_TYPE_NEEDS_NEWER_TRT"], text[:300]
+        why, fix = summarize_causes(causes)
+        assert "FP32 float part" in fix and "TensorRT 10" in fix

@@ -66,6 +66,13 @@ _RULES: Tuple[Tuple[re.Pattern, str, str, str], ...] = tuple((re.compile(p, re.I
      "NONZERO_ZERO_POINT",
      "TensorRT supports symmetric quantization only (zero point 0).",
      "Re-export the Q/DQ model with symmetric (zero point 0) INT8 quantization."),
+    # TensorRT 8.6.0's parser on FP16 scales, all positive (ModelOpt's default files; an export for TensorRT 10).
+    (r"scaleAllPositive|Scale coefficients must all be positive", "QDQ_SCALE_TYPE_NEEDS_NEWER_TRT",
+     "TensorRT 8.x's ONNX parser checks Q/DQ scales as FP32 values: FP16 or BF16 scales (an FP16/BF16 float part, "
+     "as TensorRT 10 exports write) fail its positivity check even when every scale is positive; a scale of 0 or "
+     "less fails it too.",
+     "Export for this TensorRT with an FP32 float part (the toolkit's default for 8.x: --trt-version 8.6 with "
+     "--high-precision auto or fp32) and build with the FP16 flag, or build with TensorRT 10 or newer."),
     (r"no optimization profile has been defined|dynamic or shape inputs, but no optimization profile",
      "DYNAMIC_INPUT_NEEDS_PROFILE",
      "The network has dynamic input dimensions and the build had no optimization profile for them.",

@@ -389,3 +389,19 @@ def test_a_dimension_beyond_int32_is_found():
     f = only(lint(huge_dim_model(65536, batch=65536)), "HUGE_SHAPE")
     assert "4,294,967,296 elements" in f.message
     assert "HUGE_SHAPE" not in codes(lint(huge_dim_model(2**20)))
+
+
+def test_fp16_scales_are_an_error_for_tensorrt_86_and_fine_for_10():
+    """TensorRT 8.6.0's parser stopped on FP16 scales, all positive (an H200: ModelOpt's default files, the toolkit's
+    TensorRT 10 export of an SVTR block): lint says so before a build does."""
+    from tests.core import qdq_blocks as qb
+    from trtwidgets.core.qdq.export import QdqOptions, QdqSpec, build_qdq
+
+    block = qb.svtr_block(2, 8, 16)
+    fp16 = build_qdq(block, QdqSpec(qb.simple_amax(block), QdqOptions(trt_version="10.16"))).model
+    fp32 = build_qdq(block, QdqSpec(qb.simple_amax(block), QdqOptions(trt_version="8.6"))).model
+    f = only(lint(fp16, flags="fp16,int8", trt_version="8.6"), "QDQ_SCALE_TYPE_NEEDS_NEWER_TRT")
+    assert f.severity == "error" and "FP16 scales" in f.message and "Scale coefficients must all be positive" in f.message
+    assert f.nodes and all(n in {node.name for node in fp16.graph.node} for n in f.nodes)
+    assert "QDQ_SCALE_TYPE_NEEDS_NEWER_TRT" not in codes(lint(fp16, flags="fp16,int8", trt_version="10.0"))
+    assert "QDQ_SCALE_TYPE_NEEDS_NEWER_TRT" not in codes(lint(fp32, flags="fp16,int8", trt_version="8.6"))

@@ -10,7 +10,7 @@ from onnx import TensorProto, helper, numpy_helper
 from tests.core import qdq_models as qm
 from trtwidgets import demo
 from trtwidgets.core.common.errors import UserError
-from trtwidgets.core.qdq.export import QdqOptions, QdqSpec, build_qdq
+from trtwidgets.core.qdq.export import QdqExportError, QdqOptions, QdqSpec, build_qdq
 from trtwidgets.core.qdq.high_precision import convert_float_part, default_high_precision
 from trtwidgets.core.qdq.validate import run_model
 
@@ -206,3 +206,14 @@ def test_a_bf16_float_part_is_written_at_the_opset_whose_convs_take_bfloat16(trt
     assert ex.report.opset_to == opset
     kept = dict(ex.report.high_precision.kept_fp32)
     assert ("convA" in kept) == (opset < 22)
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_a_low_precision_float_part_for_tensorrt_8_is_refused_before_anything_is_written(dtype, tmp_path):
+    """Its scales would be FP16/BF16, which TensorRT 8.6.0's parser refuses (seen on an H200)."""
+    model = qm.residual_cnn()
+    with pytest.raises(QdqExportError) as err:
+        build_qdq(model, QdqSpec(qm.max_amax(model, qm.random_feeds(model, 2)),
+                                 QdqOptions(high_precision=dtype, trt_version="8.6")))
+    assert "Scale coefficients must all be positive" in str(err.value) and "auto" in str(err.value)
+    assert build_qdq(model, QdqSpec({}, QdqOptions(high_precision=dtype, trt_version="10.16"))).model is not None

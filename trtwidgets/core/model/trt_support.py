@@ -58,6 +58,13 @@ MAX_OPSET: Tuple[Tuple[TrtVersion, int], ...] = (
 )
 MIN_OPSET = 7
 
+#: First TensorRT whose ONNX parser reads FP16/BF16 Q/DQ scales. TensorRT 8.6.0's does not: its
+#: ``scaleAllPositive`` check ("Scale coefficients must all be positive") fails on FP16 scales that are all
+#: positive (seen on an H200: ModelOpt 0.47's default files of every zoo family, the toolkit's TensorRT 10 export
+#: of an SVTR block; ``benchmarks/results/peer/zoo_run/``). TensorRT 10 reads them (ModelOpt's default, written
+#: for 10). 9.x was not checked and is taken as 8.x.
+LOW_PRECISION_SCALES_SINCE = TrtVersion(10, 0)
+
 #: Quantized types TensorRT's Q/DQ importer accepts, with the first TensorRT release that does.
 QDQ_TYPES_SINCE: Dict[str, TrtVersion] = {
     "int8": TrtVersion(8, 0), "float8e4m3fn": TrtVersion(9, 0), "int4": TrtVersion(10, 0),

@@ -231,6 +231,23 @@ def _siblings_kept_float(model, spec: QdqSpec, groups) -> QdqExport:
     return dataclasses.replace(result, report=dataclasses.replace(result.report, skipped=skipped, warnings=warnings))
 
 
+def _refuse_unreadable_scales(dtype: str, trt_version: Optional[str]) -> None:
+    """An FP16/BF16 float part writes its Q/DQ scales in that type, which TensorRT 8.x's parser refuses (lint's
+    ``QDQ_SCALE_TYPE_NEEDS_NEWER_TRT``): say so before anything is computed, not after a build on the GPU."""
+    from ..model.trt_support import LOW_PRECISION_SCALES_SINCE
+    from ..model.trt_version import installed_trt_version, parse_trt_version
+
+    target = parse_trt_version(trt_version) if trt_version else installed_trt_version()
+    if target is not None and target < LOW_PRECISION_SCALES_SINCE:
+        raise QdqExportError(
+            f"A float part in {dtype.upper()} cannot be built by TensorRT {target.short}.",
+            f"Its Q/DQ scales would be {dtype.upper()}, and TensorRT {target.short}'s parser reads FP32 scales only "
+            "(\"Scale coefficients must all be positive\", seen on TensorRT 8.6.0); TensorRT "
+            f"{LOW_PRECISION_SCALES_SINCE.short} reads them.",
+            "Leave high_precision at 'auto' (FP32 for TensorRT 8.x; the engine still runs the float part in FP16 "
+            f"with the FP16 flag), or export for TensorRT {LOW_PRECISION_SCALES_SINCE.short} or newer.")
+
+
 def _prepared_copy(source: onnx.ModelProto, opts: QdqOptions,
                    unchecked: bool = False) -> Tuple[onnx.ModelProto, str, int, int]:
     """``(copy at the target opset, float part's type, opset before, opset after)``, or the reason why not."""
@@ -245,6 +262,8 @@ def _prepared_copy(source: onnx.ModelProto, opts: QdqOptions,
             "It is already explicitly quantized; adding a second set of Q/DQ would quantize twice.",
             "Export from the float model instead.")
     hp = opts.resolved_high_precision()
+    if hp != "fp32" and not unchecked:
+        _refuse_unreadable_scales(hp, opts.trt_version)
     if hp != "fp32":
         min_opset = max(min_opset, HP_MIN_OPSET, preferred_opset(hp, opts.trt_version))
     opset_from = default_opset(source)

@@ -27,6 +27,7 @@ CODES: Dict[str, Tuple[str, str]] = {
     "QDQ_REQUIRES_FP8": ("error", "FP8 Q/DQ model built without the FP8 flag"),
     "QDQ_INT8_WITHOUT_FP16": ("info", "INT8 without FP16 leaves unquantized layers in FP32"),
     "QDQ_TYPE_NEEDS_NEWER_TRT": ("error", "Q/DQ type not imported by this TensorRT"),
+    "QDQ_SCALE_TYPE_NEEDS_NEWER_TRT": ("error", "FP16/BF16 Q/DQ scales, which TensorRT 8.x's parser refuses"),
     "UINT8_QDQ": ("warning", "UINT8 quantization (TensorRT quantizes to signed INT8)"),
     "NONZERO_ZERO_POINT": ("error", "asymmetric quantization (zero point not 0)"),
     "DYNAMIC_Q_SCALE": ("error", "Q/DQ scale computed at run time"),
@@ -64,6 +65,7 @@ TRT_TEXT = {
     "plugin_not_found_8_6": "Plugin not found, are the plugin name, version, and namespace correct?",
     "no_importer": "No importer registered for op: {op}. Attempting to import as plugin.",
     "symmetric": "TensorRT only supports symmetric quantization",
+    "scale_positive": 'Assertion failed: scaleAllPositive && "Scale coefficients must all be positive"',
     "kernel_shape": "checkSpatialDims ... The input tensor shape misaligns with the input kernel shape",
     "no_profile": ("Error Code 4: Internal Error (Network has dynamic or shape inputs, but no optimization "
                    "profile has been defined.)"),

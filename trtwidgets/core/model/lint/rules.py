@@ -24,8 +24,8 @@ from .context import STD_DOMAINS, LintContext, node_name
 from .rules_graph import check_cycles, check_huge_shapes, check_no_inputs
 from .rules_types import check_batch_pinned_shapes, check_schema_types
 from ..onnx_graph import attribute
-from ..trt_support import (DYNAMIC_QUANT_OPS, FLAG_SINCE, MAX_OPSET, MIN_OPSET, OPS_ADDED_IN, PRECISION_FLAGS,
-                          QDQ_TYPES_SINCE, TRT_CALIBRATORS, UNSUPPORTED_OPS)
+from ..trt_support import (DYNAMIC_QUANT_OPS, FLAG_SINCE, LOW_PRECISION_SCALES_SINCE, MAX_OPSET, MIN_OPSET,
+                          OPS_ADDED_IN, PRECISION_FLAGS, QDQ_TYPES_SINCE, TRT_CALIBRATORS, UNSUPPORTED_OPS)
 from ..trt_version import TrtVersion
 
 _ML_DOMAIN = "ai.onnx.ml"
@@ -167,11 +167,39 @@ def check_qdq(ctx: LintContext) -> None:
                     f"{qtype} quantization came to TensorRT's ONNX parser in {since.short}.",
                     f"Use TensorRT {since.short} or newer, or quantize to int8.", names)
     _check_scales_and_zero_points(ctx)
+    _check_scale_types(ctx)
     _check_conv_kernel_shape(ctx)
     if ctx.cc is not None and ctx.cc < (6, 1) and types.get("int8"):
         ctx.add("INT8_NEEDS_HARDWARE", f"INT8 Q/DQ on compute capability {ctx.cc[0]}.{ctx.cc[1]}: TensorRT has "
                 "no fast INT8 kernels below 6.1.", "INT8 dot-product instructions arrived with compute capability 6.1.",
                 "Build in FP16/FP32 on this GPU, or use a newer one.", types["int8"])
+
+
+_LOW_SCALE_TYPES = {onnx.TensorProto.FLOAT16: "FP16", onnx.TensorProto.BFLOAT16: "BF16"}
+
+
+def _check_scale_types(ctx: LintContext) -> None:
+    """FP16/BF16 scales for a TensorRT whose parser reads FP32 scales only (its positivity check fails on them)."""
+    if ctx.trt is None or ctx.trt >= LOW_PRECISION_SCALES_SINCE:
+        return
+    low = {}
+    for node in ctx.qdq_nodes:
+        scale = node.input[1] if len(node.input) > 1 else ""
+        kind = _LOW_SCALE_TYPES.get(ctx.index.constant_dtype(scale)) if scale else None
+        if kind:
+            low.setdefault(kind, []).append(node_name(node))
+    names = [n for v in low.values() for n in v]
+    if names:
+        kinds = "/".join(sorted(low))
+        ctx.add("QDQ_SCALE_TYPE_NEEDS_NEWER_TRT", f"{len(names)} Q/DQ node(s) have {kinds} scales ({_names(names)}); "
+                f"{ctx.trt_name}'s parser reads FP32 scales only and stops with \"{TRT_TEXT['scale_positive']}\", "
+                "though every scale is positive.",
+                "TensorRT 8.x's Q/DQ importer checks the scales as FP32 values; an FP16 or BF16 float part (opset "
+                "19 and later) writes its scales in that type (seen on TensorRT 8.6.0 with ModelOpt's default "
+                f"files). The parser reads them from TensorRT {LOW_PRECISION_SCALES_SINCE.short}.",
+                "Export for this TensorRT with an FP32 float part (the toolkit's default for 8.x: high_precision "
+                "'auto' or 'fp32') and build with the FP16 flag, or build with TensorRT "
+                f"{LOW_PRECISION_SCALES_SINCE.short} or newer.", names)
 
 
 def _check_scales_and_zero_points(ctx: LintContext) -> None:
