@@ -116,15 +116,15 @@ def test_every_q_dq_model_the_toolkit_wrote_built():
         for m in _toolkit_exports(rec):
             assert not m.get("error") and len(m["round_ms"]) == 9, (rec["job"], m["name"], m.get("error", "")[:200])
             built[rec["job"]] = built.get(rec["job"], 0) + 1
-    assert {f"{f}-b{b}" for f in ("captcha", "cls", "det", "minilm", "rec", "resnet", "vit") for b in (1, 32)} <= set(built)
+    families = ("captcha", "cls", "det", "minilm", "rec", "resnet", "vit")
+    assert {f"{f}-b{b}" for f in families for b in (1, 32)} <= set(built)
     assert sum(built.values()) >= 20
 
 
 def test_recs_exports_failed_on_myelins_int8_weights_before_rule_13_and_build_with_it():
-    """The first run (``superseded/``): rec's exports failed on Myelin's INT8 weight constants, and nothing else of
-    the toolkit's failed there. Rebuilt with placement rule 13 (docs/placement.md: those weights in FP32 on the
-    INT8 grid), the same plans' exports built, and the GPU block test built the rule's form and saw INT8 constants
-    hit the same assertion."""
+    """The first run (``superseded/``): rec's exports failed on Myelin's INT8 weight constants. Rebuilt with
+    placement rule 13 (docs/placement.md: those weights in FP32 on the INT8 grid), its all-INT8 exports built, and
+    the GPU block test built the rule's form and saw INT8 constants hit the same assertion."""
     failed = []
     for job in ("rec-b1", "rec-b32"):
         old = json.loads((RUN / "superseded" / f"{job}.json").read_text())
