@@ -9,7 +9,9 @@ Silero VAD's state keeps its batch on axis 1), so a plan estimated at batch 32 b
 
 Jobs run in ``--workers`` processes, one GPU each (``CUDA_VISIBLE_DEVICES``), taking the jobs
 in the order given from one queue (give the longest first), with one shared engine cache; each job's result is written as soon as it ends, so a call stopped at its time limit
-keeps what it finished and a second call finds the engines already built. Python 3.9 with numpy,
+keeps what it finished and a second call finds the engines already built. ``--last-start S`` starts no job after S
+seconds and lets the started ones finish (``--deadline`` is the hard stop, which loses the job in progress: det b1
+on 2026-11-27 after 12 minutes of builds). Python 3.9 with numpy,
 onnx and tensorrt only::
 
     source /tmp/trtb/env.sh && EXTRA_PYTHONPATH=$PWD $PY39 scripts/gpu_zoo_measure.py \\
@@ -196,6 +198,10 @@ def worker(args) -> int:
     claims.mkdir(parents=True, exist_ok=True)
     for spec in args.jobs.split(","):
         job = spec.partition("@")[0]
+        if args.claim_until and time.time() > args.claim_until:
+            print(f"[gpu {os.environ.get('CUDA_VISIBLE_DEVICES')}] no new job after --last-start: {job} left",
+                  flush=True)
+            break
         try:  # one shared queue: the next free GPU takes the next job
             os.close(os.open(str(claims / job), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
         except FileExistsError:
@@ -218,7 +224,11 @@ def main(argv=None) -> int:
     ap.add_argument("--work", default="/tmp/zoo_work")
     ap.add_argument("--cache-dir", default="/tmp/zoo_engines")
     ap.add_argument("--workers", type=int, default=1, help="processes, one GPU each")
-    ap.add_argument("--deadline", type=float, default=0, help="stop the workers after this many seconds")
+    ap.add_argument("--deadline", type=float, default=0, help="stop the workers after this many seconds (a job "
+                    "in progress is lost: see --last-start)")
+    ap.add_argument("--last-start", type=float, default=0, help="no job starts after this many seconds; the jobs "
+                    "started finish (a deadline after it is the hard stop)")
+    ap.add_argument("--claim-until", type=float, default=0, help=argparse.SUPPRESS)  # the workers' epoch of it
     ap.add_argument("--top", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--runs", type=int, default=50)
@@ -243,8 +253,9 @@ def main(argv=None) -> int:
         for old in claims.iterdir():
             old.unlink()
     procs = []
+    claim_until = time.time() + args.last_start if args.last_start else 0
     for gpu in range(min(args.workers, len(jobs))):
-        cmd = [sys.executable, __file__, "--worker", "--jobs", ",".join(jobs)]
+        cmd = [sys.executable, __file__, "--worker", "--jobs", ",".join(jobs), "--claim-until", str(claim_until)]
         for k in ("plans", "models", "out", "work", "cache_dir", "top", "rounds", "runs", "opt_level", "build_limit",
                   "peers"):
             cmd += [f"--{k.replace('_', '-')}", str(getattr(args, k))]
