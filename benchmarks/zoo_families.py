@@ -522,20 +522,28 @@ def peer_table(gpu_dir: Path) -> str:
     """
     head = ("| job | engine | median ms (spread) | x FP16 | INT8 layers | reformats | task metric vs FP32 (cosine) | "
             "target |")
+
+    def rows(rec, meas, fp16):
+        pick = (meas.get("pick") or {}).get("name", "")
+        for m in rec["builds"]:
+            yield _engine_row(rec["job"], m["name"], m, fp16["median_ms"], m.get("layers") or {}, m["name"] == pick)
+        for m in rec.get("all_int8", []) + rec["peers"]:
+            yield _engine_row(rec["job"], _peer_label(m["name"]), m, fp16["median_ms"], m.get("layers") or {}, "")
+
+    return _peer_job_table(gpu_dir, head, lambda rec: f"| {rec['job']} | (all) | **failed**: "
+                           f"{_why(rec.get('error', ''))} | | | | | |", rows)
+
+
+def _peer_job_table(gpu_dir: Path, head: str, failed_row, rows) -> str:
+    """A markdown table over the peer records: ``failed_row(rec)`` for a job not measured, else the lines of
+    ``rows(rec, measured, fp16 measurement)``."""
     lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
     for rec in _peer_records(gpu_dir):
         if rec.get("status") != "measured":
-            lines.append(f"| {rec['job']} | (all) | **failed**: {_why(rec.get('error', ''))} | | | | | |")
+            lines.append(failed_row(rec))
             continue
         meas = rec["plan"]["measured"]
-        fp16 = next(m for m in meas["measurements"] if m["kind"] == "fp16")
-        pick = (meas.get("pick") or {}).get("name", "")
-        for m in rec["builds"]:
-            lines.append(_engine_row(rec["job"], m["name"], m, fp16["median_ms"], m.get("layers") or {},
-                                     m["name"] == pick))
-        for m in rec.get("all_int8", []) + rec["peers"]:
-            lines.append(_engine_row(rec["job"], _peer_label(m["name"]), m, fp16["median_ms"], m.get("layers") or {},
-                                     ""))
+        lines.extend(rows(rec, meas, next(m for m in meas["measurements"] if m["kind"] == "fp16")))
     return "\n".join(lines)
 
 
@@ -565,25 +573,22 @@ def peer_summary(gpu_dir: Path) -> str:
     FP32-float-part and default files (x FP16, reformats, task metric on its engine), from the records only."""
     head = ("| job | FP16 ms (spread) | measured pick: x FP16, task metric | toolkit all-INT8: x FP16, reformats, "
             "metric | ModelOpt FP32 float part: x FP16, reformats, metric | ModelOpt default |")
-    lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
-    for rec in _peer_records(gpu_dir):
-        if rec.get("status") != "measured":
-            lines.append(f"| {rec['job']} | not measured: {_why(rec.get('error', ''))[:120]} | | | | |")
-            continue
-        meas = rec["plan"]["measured"]
-        fp16 = next(m for m in meas["measurements"] if m["kind"] == "fp16")
+
+    def rows(rec, meas, fp16):
         pick = next(m for m in meas["measurements"] if m["name"] == (meas.get("pick") or {}).get("name"))
         full = next((m for m in rec["builds"] + rec.get("all_int8", [])
                      if "INT8 everywhere" in m["name"] or m["name"].startswith("all-INT8")), None)
         peers = {m["name"]: m for m in rec["peers"]}
         default = peers.get("peer_modelopt") or peers.get(f"peer_modelopt{ZEROED}")
         pick_acc = (pick.get("accuracy") or {}).get("metric")
-        lines.append(f"| {rec['job']} | {fp16['median_ms']:.4f} (±{fp16['spread_ms']:.4f}) | {pick['name']}: "
-                     f"{pick['median_ms'] / fp16['median_ms']:.3f}x, {'-' if pick_acc is None else f'{pick_acc:.3f}'} | "
-                     f"{_summary_cell(full, fp16['median_ms'])} | "
-                     f"{_summary_cell(peers.get('peer_modelopt_fp32'), fp16['median_ms'])} | "
-                     f"{_summary_cell(default, fp16['median_ms'])} |")
-    return "\n".join(lines)
+        yield (f"| {rec['job']} | {fp16['median_ms']:.4f} (±{fp16['spread_ms']:.4f}) | {pick['name']}: "
+               f"{pick['median_ms'] / fp16['median_ms']:.3f}x, {'-' if pick_acc is None else f'{pick_acc:.3f}'} | "
+               f"{_summary_cell(full, fp16['median_ms'])} | "
+               f"{_summary_cell(peers.get('peer_modelopt_fp32'), fp16['median_ms'])} | "
+               f"{_summary_cell(default, fp16['median_ms'])} |")
+
+    return _peer_job_table(gpu_dir, head, lambda rec: f"| {rec['job']} | not measured: "
+                           f"{_why(rec.get('error', ''))[:120]} | | | | |", rows)
 
 
 def main(argv=None) -> int:
