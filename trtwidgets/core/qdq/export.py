@@ -262,9 +262,9 @@ def _prepared_copy(source: onnx.ModelProto, opts: QdqOptions,
             "It is already explicitly quantized; adding a second set of Q/DQ would quantize twice.",
             "Export from the float model instead.")
     hp = opts.resolved_high_precision()
-    if hp != "fp32" and not unchecked:
-        _refuse_unreadable_scales(hp, opts.trt_version)
     if hp != "fp32":
+        if not unchecked:
+            _refuse_unreadable_scales(hp, opts.trt_version)
         min_opset = max(min_opset, HP_MIN_OPSET, preferred_opset(hp, opts.trt_version))
     opset_from = default_opset(source)
     target = max(opset_from, min_opset) if opts.opset is None else int(opts.opset)
