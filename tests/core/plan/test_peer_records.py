@@ -72,10 +72,10 @@ def _peer_jobs():
 
 def test_the_zoo_run_covers_the_families_beside_modelopt():
     jobs = {rec["job"] for rec in _peer_jobs()}
-    # The 4-GPU run of 2026-11-27, the YOLO's of the night before, the 2-GPU run of 2026-11-28 (det b1; rec b1, b32
-    # and cls b32 again). Silero VAD's float model does not parse in TensorRT 8.6: its If's branches differ in shape.
+    # The 4-GPU run of 2026-11-27, the YOLO's of the night before, the 2-GPU runs of 2026-11-28 (det b1; rec b1, b32
+    # and cls b32 again; then the 1024x1024 YOLO at b1). Silero VAD's float model does not parse in TensorRT 8.6: its If's branches differ in shape.
     assert {"captcha-b1", "captcha-b32", "cls-b1", "cls-b32", "det-b1", "det-b32", "minilm-b1", "minilm-b32",
-            "rec-b1", "rec-b32", "resnet-b1", "resnet-b32", "vit-b1", "vit-b32", "yolo320-b1"} <= jobs
+            "rec-b1", "rec-b32", "resnet-b1", "resnet-b32", "vit-b1", "vit-b32", "yolo320-b1", "yolo-b1"} <= jobs
     for job in ("vad-b1", "vad-b32"):
         assert "IIfConditionalOutputLayer inputs must have the same shape" in _record(job)["error"]
 
@@ -91,7 +91,7 @@ def test_the_measured_pick_is_no_slower_than_modelopt_beyond_the_noise_and_score
             compared += 1
             assert pick.median_ms - peer.median_ms <= max(pick.spread_ms, peer.spread_ms), (rec["job"], peer.name)
             assert pick.accuracy.accuracy.metric >= peer.accuracy.accuracy.metric, (rec["job"], peer.name)
-    assert compared >= 8  # captcha, minilm, resnet, vit at both batches; yolo320 b1
+    assert compared >= 9  # captcha, minilm, resnet, vit at both batches; yolo320 b1, yolo b1
 
 
 def test_modelopts_default_files_are_refused_by_the_86_parser_for_their_fp16_scales():
@@ -114,11 +114,16 @@ def test_every_q_dq_model_the_toolkit_wrote_built():
     built = {}
     for rec in _peer_jobs():
         for m in _toolkit_exports(rec):
-            assert not m.get("error") and len(m["round_ms"]) == 9, (rec["job"], m["name"], m.get("error", "")[:200])
+            rounds = rec["plan"]["measured"]["rounds"]  # 9; 15 in the 1024 YOLO's run of 2026-11-28
+            assert rounds >= 9 and not m.get("error") and len(m["round_ms"]) == rounds, \
+                (rec["job"], m["name"], m.get("error", "")[:200])
             built[rec["job"]] = built.get(rec["job"], 0) + 1
     families = ("captcha", "cls", "det", "minilm", "rec", "resnet", "vit")
     assert {f"{f}-b{b}" for f in families for b in (1, 32)} <= set(built)
-    assert sum(built.values()) >= 20
+    # The 1024x1024 YOLO with today's export (rules 12, 13, the graph rewrites): batch 1 only, its file is a static
+    # batch-1 export whose Reshape targets hold the batch (the CPU plan at batch 32 refuses it and says so).
+    assert built.get("yolo-b1", 0) >= 2  # its two measured candidates; the all-INT8 export is one of them
+    assert sum(built.values()) >= 22
 
 
 def test_recs_exports_failed_on_myelins_int8_weights_before_rule_13_and_build_with_it():
