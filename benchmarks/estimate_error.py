@@ -12,7 +12,8 @@ one (same run as its FP16 engine). A CPU-only plan quotes them (``plan.json``'s
 * measured plans (``plan.json`` with ``measured.rows``, e.g. the fixture
   ``tests/fixtures/trt86/cls_b32_measured/plan.json`` of ``scripts/gpu_measured_plan.py`` and the YOLO's
   ``benchmarks/results/regions/plan_b32*/plan_measured.json``): every measured candidate with a finite estimate;
-* issue 33's zoo run beside ModelOpt (``benchmarks/results/peer/zoo_run/``, the same records as the zoo's).
+* issue 33's zoo run beside ModelOpt (``benchmarks/results/peer/zoo_run/``, the same records as the zoo's), and
+  its re-measures without peers (``zoo_run/quiet/``: ResNet-50 at batch 1 alone, 15 rounds of 300 runs).
 
 The zoo's measured plans are estimated again with the current cost model where the model and a
 held-back sample are on this machine (``$TRTWIDGETS_ZOO/families/<family>``, see zoo_families.py):
@@ -219,7 +220,8 @@ def main(argv=None) -> int:
     ap.add_argument("--plans", nargs="*", default=sorted(glob.glob(str(ROOT / "tests/fixtures/trt86/*/plan.json")))
                     + sorted(glob.glob(str(ROOT / "benchmarks/results/regions/plan_b32*/plan_measured.json"))))
     ap.add_argument("--zoo-gpu", nargs="*", default=[str(ROOT / "benchmarks" / "results" / "trust" / "zoo_gpu"),
-                                                     str(ROOT / "benchmarks" / "results" / "peer" / "zoo_run")])
+                                                     str(ROOT / "benchmarks" / "results" / "peer" / "zoo_run"),
+                                                     str(ROOT / "benchmarks" / "results" / "peer" / "zoo_run" / "quiet")])
     ap.add_argument("--check", action="store_true", help="exit 1 when the committed file differs")
     ap.add_argument("--recorded", action="store_true", help="keep the estimates the plans recorded (no models here)")
     args = ap.parse_args(argv)
