@@ -219,9 +219,9 @@ def main(argv=None) -> int:
     ap.add_argument("--zoo", default=str(ROOT / "benchmarks" / "results" / "zoo"))
     ap.add_argument("--plans", nargs="*", default=sorted(glob.glob(str(ROOT / "tests/fixtures/trt86/*/plan.json")))
                     + sorted(glob.glob(str(ROOT / "benchmarks/results/regions/plan_b32*/plan_measured.json"))))
-    ap.add_argument("--zoo-gpu", nargs="*", default=[str(ROOT / "benchmarks" / "results" / "trust" / "zoo_gpu"),
-                                                     str(ROOT / "benchmarks" / "results" / "peer" / "zoo_run"),
-                                                     str(ROOT / "benchmarks" / "results" / "peer" / "zoo_run" / "quiet")])
+    results = ROOT / "benchmarks" / "results"
+    ap.add_argument("--zoo-gpu", nargs="*", default=[str(results / "trust" / "zoo_gpu"), str(results / "peer" / "zoo_run"),
+                                                     str(results / "peer" / "zoo_run" / "quiet")])
     ap.add_argument("--check", action="store_true", help="exit 1 when the committed file differs")
     ap.add_argument("--recorded", action="store_true", help="keep the estimates the plans recorded (no models here)")
     args = ap.parse_args(argv)

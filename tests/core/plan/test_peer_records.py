@@ -73,7 +73,8 @@ def _peer_jobs():
 def test_the_zoo_run_covers_the_families_beside_modelopt():
     jobs = {rec["job"] for rec in _peer_jobs()}
     # The 4-GPU run of 2026-11-27, the YOLO's of the night before, the 2-GPU runs of 2026-11-28 (det b1; rec b1, b32
-    # and cls b32 again; then the 1024x1024 YOLO at b1). Silero VAD's float model does not parse in TensorRT 8.6: its If's branches differ in shape.
+    # and cls b32 again; then the 1024x1024 YOLO at b1). Silero VAD's float model does not parse in TensorRT 8.6:
+    # its If's branches differ in shape.
     assert {"captcha-b1", "captcha-b32", "cls-b1", "cls-b32", "det-b1", "det-b32", "minilm-b1", "minilm-b32",
             "rec-b1", "rec-b32", "resnet-b1", "resnet-b32", "vit-b1", "vit-b32", "yolo320-b1", "yolo-b1"} <= jobs
     for job in ("vad-b1", "vad-b32"):
