@@ -234,6 +234,7 @@ def _siblings_kept_float(model, spec: QdqSpec, groups) -> QdqExport:
 def _refuse_unreadable_scales(dtype: str, trt_version: Optional[str]) -> None:
     """An FP16/BF16 float part writes its Q/DQ scales in that type, which TensorRT 8.x's parser refuses (lint's
     ``QDQ_SCALE_TYPE_NEEDS_NEWER_TRT``): say so before anything is computed, not after a build on the GPU."""
+    from ..model.lint.codes import TRT_TEXT
     from ..model.trt_support import LOW_PRECISION_SCALES_SINCE
     from ..model.trt_version import installed_trt_version, parse_trt_version
 
@@ -242,7 +243,7 @@ def _refuse_unreadable_scales(dtype: str, trt_version: Optional[str]) -> None:
         raise QdqExportError(
             f"A float part in {dtype.upper()} cannot be built by TensorRT {target.short}.",
             f"Its Q/DQ scales would be {dtype.upper()}, and TensorRT {target.short}'s parser reads FP32 scales only "
-            "(\"Scale coefficients must all be positive\", seen on TensorRT 8.6.0); TensorRT "
+            f"(TensorRT 8.6.0 stops with: {TRT_TEXT['scale_positive']}); TensorRT "
             f"{LOW_PRECISION_SCALES_SINCE.short} reads them.",
             "Leave high_precision at 'auto' (FP32 for TensorRT 8.x; the engine still runs the float part in FP16 "
             f"with the FP16 flag), or export for TensorRT {LOW_PRECISION_SCALES_SINCE.short} or newer.")
