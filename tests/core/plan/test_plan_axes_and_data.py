@@ -138,7 +138,7 @@ def test_labels_without_a_metric_are_refused_before_any_data_is_read(tmp_path):
     # The target refuses them as it is made: before the model or the data is read.
     with pytest.raises(UserError, match="labels were given without a metric") as err:
         plan(tmp_path / "absent.onnx", tmp_path / "absent", target=PlanTarget(labels=np.zeros(4, np.int64)))
-    assert "PlanTarget.for_metric('top1', labels)" in err.value.fix
+    assert "Target.for_metric('top1', labels)" in err.value.fix
 
 
 def _batch_pinned_model():

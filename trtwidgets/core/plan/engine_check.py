@@ -33,7 +33,7 @@ import numpy as np
 
 from ..common.errors import UserError
 from ..model.batch_axis import BatchAxes
-from .plan_accuracy import score_outputs
+from ..accuracy.verdict import evaluate
 from .plan_values import EngineVerdict, PlanAccuracy, PlanTarget
 
 __all__ = ["CHECK_FILE", "MAX_CHECK_BYTES", "EngineCheck", "folder_check", "judging_target"]
@@ -128,37 +128,16 @@ class EngineCheck:
 
     def score(self, outputs: Mapping[str, np.ndarray]) -> PlanAccuracy:
         """An engine's outputs (batch first, as :meth:`feeds` ran) scored as the planner scores a candidate."""
-        missing = [n for n in self.reference if n not in outputs]
-        if missing:
-            raise UserError(f"The engine has no output {', '.join(map(repr, missing))}.",
-                            "The engine was built from another model than the plan's.",
-                            "Measure the plan's own model (--model PATH).")
-        got = {n: np.asarray(outputs[n]) for n in self.reference}
-        for n, ref in self.reference.items():
-            if got[n].shape != np.asarray(ref).shape:
-                raise UserError(f"The engine's output {n!r} has shape {got[n].shape}, FP32's {np.asarray(ref).shape}.",
-                                "Each held-back sample must give the same output shape in the engine as in ONNX Runtime.",
-                                "Measure at the plan's own input shapes.")
-        s = score_outputs(self.reference, got)
-        metric = self.target.metric if self.target is not None else None
-        value = float(metric(got)) if metric is not None else None
-        return PlanAccuracy(cosine=float(s.cosine), snr_db=float(s.snr_db), metric=value,
-                            metric_reference=self.metric_reference if value is not None else None,
-                            worst_group=s.worst, pooled_cosine=float(s.pooled_cosine), non_finite=s.non_finite)
+        return self.verdict(outputs).accuracy
 
     def verdict(self, outputs: Mapping[str, np.ndarray]) -> EngineVerdict:
-        """The engine's outputs scored, and ``meets``: True/False by the target, None when nothing judges.
-
-        An engine with NaN or Inf where FP32 is finite (an FP16 overflow) fails, whatever a metric makes of it:
-        the same rule as the planner's (:attr:`PlanAccuracy.non_finite`).
-        """
-        acc = self.score(outputs)
-        meets = None
-        if self.target is not None:
-            from .judge import Judge
-
-            meets = bool(Judge(self.target).meets(acc))
-        return EngineVerdict(meets, acc, len(self.feeds), non_finite=acc.non_finite > 0)
+        """The engine's outputs judged by the one verdict (:func:`~..accuracy.verdict.evaluate`): ``meets``
+        True/False by the target, None when nothing judges. NaN or Inf where FP32 is finite fails."""
+        target = self.target
+        if target is not None and target.metric is not None:
+            target = dataclasses.replace(target, metric_reference=self.metric_reference)
+        found = evaluate(outputs, self.reference, target)
+        return dataclasses.replace(found, samples=len(self.feeds))
 
     # -- the file ---------------------------------------------------------------------------------
 

@@ -11,13 +11,12 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import onnx
 
-from ..accuracy.builtin_metrics import TaskMetric
 from ..common.errors import UserError
 from ..qdq.options import QdqOptions
 from .cost_model import GPUS, layer_costs
 from .judge import Judge
 from .latency import LatencyModel, LayerLatency
-from .plan_accuracy import reference_notes, target_notes
+from ..accuracy.verdict import reference_notes
 from .plan_eval import Evaluator, weighted_edges
 from .plan_search import border_search
 from .plan_values import PlanAccuracy, PlanTarget
@@ -113,45 +112,23 @@ def fit_calibration(loaded, calib: Sequence[Mapping[str, np.ndarray]], calibrati
     return Calibration.fit(collected, model=loaded), f"statistics of {len(calib)} calibration samples"
 
 
-def evaluator(loaded, held, target: PlanTarget, options: QdqOptions, axes=None,
-              batch: int = 1) -> Tuple[Evaluator, PlanTarget, List[str]]:
-    """The evaluator on the held-back samples, the target with its metric built, and notes.
+def evaluator(loaded, held, target: PlanTarget, options: QdqOptions, axes=None, batch: int = 1,
+              labels=None) -> Tuple[Evaluator, PlanTarget, List[str]]:
+    """The evaluator on the held-back samples, the target bound to FP32's outputs on them, and notes.
 
     ``axes`` (:class:`~..model.batch_axis.BatchAxes`) says where each tensor's samples are
-    (default: axis 0); outputs reach the check and the metric batch first. Ranking runs on
-    at most 16 held-back samples, fewer for large inputs (:func:`rank_samples`); the candidates
-    shown are scored on all of them. The notes
-    say what the target cannot see (:func:`~.plan_accuracy.target_notes`).
+    (default: axis 0); outputs reach the check and the metric batch first. ``labels``: the held-back
+    samples' classes (a ``top1`` metric). Ranking runs on at most 16 held-back samples, fewer for
+    large inputs (:func:`rank_samples`); the candidates shown are scored on all of them. The notes
+    say what the target cannot see (:func:`~..accuracy.verdict.target_notes`).
     """
     ev = Evaluator(loaded.proto, [dict(f) for f in held], {}, options, axes=axes, batch=batch)
     reference = ev.run(loaded.proto, ev.feeds)
     broken = reference_notes(reference)  # FP32's own NaN/Inf, said; nothing finite at all, refused
     n_held = len(ev.feeds)
-    factory = target.metric_factory
-    made = None
-    if factory is not None:
-        made = factory(_copies(reference), loaded.summary, n_held)  # a factory keeps what it is given
-        metric, metric_name = made if isinstance(made, tuple) else (made.fn, made.name)
-        drop = target.max_metric_drop
-        if drop is None:  # the metric's own allowance (detection F1: 0.05), recorded in plan.json
-            drop = made.default_drop if isinstance(made, TaskMetric) else None
-        target = dataclasses.replace(target, metric=metric, metric_name=metric_name, metric_factory=None,
-                                     max_metric_drop=drop)
-    if target.metric is not None:  # a plain callable of the caller's: on copies, bounded, its answer checked
-        from ..accuracy.metric_guard import guarded
-
-        target = dataclasses.replace(target, metric=guarded(target.metric, target.metric_name or "given"))
-    metric_ref = float(target.metric(reference)) if target.metric is not None else None
-    if metric_ref is not None and not np.isfinite(metric_ref):
-        raise UserError(f"The metric {target.metric_name or 'given'} scores {metric_ref} on FP32 itself.",
-                        "A candidate is judged by how far its metric falls below FP32's, which needs a finite value "
-                        "(an SNR of FP32 against itself is infinite).",
-                        "Use --target-snr DB (or PlanTarget(snr_db=...)) for an SNR, or a metric with a finite "
-                        "FP32 value.")
-    ev = dataclasses.replace(ev, reference=reference, metric=target.metric, metric_reference=metric_ref)
-    task = made if isinstance(made, TaskMetric) else None
-    notes: List[str] = broken + target_notes(reference, target, None if task is None else task.outputs,
-                                             task is not None and task.pooled)
+    bound, metric_notes = target.bound(reference, loaded.summary, labels)
+    ev = dataclasses.replace(ev, reference=reference, target=bound)
+    notes: List[str] = broken + metric_notes
     n_rank = rank_samples(ev.feeds)
     if n_rank < min(n_held, RANK_MAX_SAMPLES):  # fewer than without the bound on values: said
         notes.append(f"layers are ranked on {n_rank} of the {n_held} held-back samples (each holds "
@@ -159,20 +136,17 @@ def evaluator(loaded, held, target: PlanTarget, options: QdqOptions, axes=None,
                      f"candidate is judged on all {n_held}")
     rank_feeds = ev.feeds[:n_rank]
     rank_ref = {k: v[:n_rank] for k, v in reference.items()}
-    rank_metric = None
-    if factory is not None:
-        from ..accuracy.metric_guard import guarded
-
-        made_rank = factory(_copies(rank_ref), loaded.summary, n_rank)
-        rank_metric = guarded(made_rank[0] if isinstance(made_rank, tuple) else made_rank.fn, target.metric_name)
-    elif target.metric is not None and n_rank < n_held:
-        notes.append("the metric is a plain callable: layers are ranked by cosine on a subset, candidates by the metric")
-    ev.set_rank_data(rank_feeds, rank_ref, rank_metric)
-    return ev, target, notes
-
-
-def _copies(outputs: Mapping[str, np.ndarray]) -> Dict[str, np.ndarray]:
-    return {k: np.array(v, copy=True) for k, v in outputs.items()}
+    rank_target = bound
+    if n_rank < n_held and bound.metric is not None:
+        if target.metric_factory is not None or target.task_metric is not None:
+            rank_labels = None if labels is None else np.asarray(labels)[:n_rank]
+            rank_target = target.bound(rank_ref, loaded.summary, rank_labels)[0]
+        else:  # a plain callable of the caller's, made on every held-back sample: ranking goes by the cosine
+            rank_target = dataclasses.replace(bound, metric=None, metric_reference=None)
+            notes.append("the metric is a plain callable: layers are ranked by cosine on a subset, candidates by "
+                         "the metric")
+    ev.set_rank_data(rank_feeds, rank_ref, rank_target)
+    return ev, bound, notes
 
 
 def score_methods(ev: Evaluator, cal, judge: Judge, progress: bool = True,

@@ -5,7 +5,7 @@ mobile detector the two agreed at cosine 0.978), so the search runs here and the
 only confirms. Each evaluation is one export (:func:`.export.build_qdq`) and one
 ORT run over the held-back samples, along each tensor's own batch axis
 (:func:`~.plan_data.run_samples`), scored on every output's worst channel group
-(:func:`~.plan_accuracy.score_outputs`).
+(:func:`~..accuracy.verdict.evaluate`, the one verdict).
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from ..common.errors import UserError
 from ..model.onnx_graph import WEIGHTED_OPS
 from ..qdq.graph_patterns import node_label
 from ..qdq.options import QdqOptions
-from .plan_accuracy import score_outputs
+from ..accuracy.target import Target
+from ..accuracy.verdict import evaluate
 from .plan_data import run_samples
 from .plan_values import PlanAccuracy
 
@@ -43,7 +44,9 @@ class Evaluator:
         How every candidate is exported (its ``high_precision`` resolved: BF16 is
         evaluated as FP32, ONNX Runtime has no BF16 kernels on the CPU); a candidate is
         the set of layers it runs in INT8 (a :class:`~trtwidgets.core.qdq.spec.QdqSpec`'s nodes).
-    metric : callable, optional
+    target : Target, optional
+        The target bound to ``reference`` (its metric made, FP32's score recorded): every score is
+        the one verdict's (:func:`~..accuracy.verdict.evaluate`).
     axes : BatchAxes, optional
         The batch axis of every input and output (default: axis 0 everywhere).
     batch : int
@@ -56,8 +59,7 @@ class Evaluator:
     feeds: List[Dict[str, np.ndarray]]
     reference: Dict[str, np.ndarray]
     options: QdqOptions = field(default_factory=lambda: QdqOptions(high_precision="fp32"))
-    metric: Optional[Callable] = None
-    metric_reference: Optional[float] = None
+    target: Optional[Target] = None
     axes: Optional[Any] = None
     batch: int = 1
     runs: int = 0
@@ -69,21 +71,30 @@ class Evaluator:
 
     def __post_init__(self):
         self._labels = {node_label(n): n for n in self.proto.graph.node}
-        self._rank = (self.feeds, self.reference, self.metric, self.metric_reference)
+        self._rank = (self.feeds, self.reference, self.target)
         self._rank_is_all = True
         self._scores = {}  # a copy (dataclasses.replace) with another reference or metric scores anew
         self._export_memo = {}  # a copy may hold another model
 
-    def set_rank_data(self, feeds, reference, metric=None) -> None:
-        """The (smaller) held-back subset that ranking runs on, with the metric built for it."""
-        self._rank = (list(feeds), dict(reference), metric,
-                      float(metric(dict(reference))) if metric is not None else None)
+    @property
+    def metric(self) -> Optional[Callable]:
+        """The target's task metric (made on :attr:`reference`), or None."""
+        return self.target.metric if self.target is not None else None
+
+    @property
+    def metric_reference(self) -> Optional[float]:
+        """FP32's own score by the metric, or None."""
+        return self.target.metric_reference if self.metric is not None else None
+
+    def set_rank_data(self, feeds, reference, target: Optional[Target] = None) -> None:
+        """The (smaller) held-back subset that ranking runs on, with the target bound to it."""
+        self._rank = (list(feeds), dict(reference), target)
         # Every held-back sample, and a metric where the candidates have one: a ranking score is a candidate's
         # score (the range methods' score of the chosen method is INT8 everywhere's), so both share one memory.
         self._rank_is_all = (len(self._rank[0]) == len(self.feeds)
                              and all(a is b for a, b in zip(self._rank[0], self.feeds))
-                             and (metric is None) == (self.metric is None)
-                             and self._rank[3] == self.metric_reference)
+                             and (getattr(target, "metric", None) is None) == (self.metric is None)
+                             and getattr(target, "metric_reference", None) == self.metric_reference)
         self._scores.clear()  # scores on the former subset
 
     def node(self, label: str) -> Optional[onnx.NodeProto]:
@@ -116,15 +127,10 @@ class Evaluator:
 
     def score_model(self, model: onnx.ModelProto, rank: bool = False) -> PlanAccuracy:
         """Accuracy of ``model`` on all held-back feeds, or on the ranking subset (``rank``)."""
-        feeds, reference, metric, metric_ref = (self._rank if rank else
-                                                (self.feeds, self.reference, self.metric, self.metric_reference))
+        feeds, reference, target = self._rank if rank else (self.feeds, self.reference, self.target)
         out = self.run(model, feeds)
         self.runs += 1
-        score = score_outputs(reference, out)
-        value = float(metric(out)) if metric is not None else None
-        return PlanAccuracy(cosine=float(score.cosine), snr_db=float(score.snr_db), metric=value,
-                            metric_reference=metric_ref if value is not None else None, worst_group=score.worst,
-                            pooled_cosine=float(score.pooled_cosine), non_finite=score.non_finite)
+        return evaluate(out, reference, target).accuracy
 
     def run(self, model, feeds) -> Dict[str, np.ndarray]:
         """``model``'s outputs on ``feeds`` (samples), batch first."""

@@ -52,7 +52,6 @@ from .plan_artifact import Plan
 from .plan_data import labels_for_held, read_plan_data
 from .plan_export import PLANNER_PLACEMENT, export_plan
 from .plan_eval import Evaluator
-from .plan_target import with_metric
 from .plan_values import Candidate, PlanAccuracy, PlanRanges, PlanTarget
 
 __all__ = ["plan", "PlanTarget", "Plan", "Candidate", "export_plan", "METHOD_ORDER"]
@@ -223,9 +222,7 @@ def _search_plan(found: "_Found", data, calibration, held_back, holdout, seed, m
     seconds["statistics"] = time.perf_counter() - found.t0
     check()
     held_labels = found.held_labels = labels_for_held(found.target.labels, pdata)
-    if found.target.task_metric is not None:
-        found.target = with_metric(found.target, found.target.task_metric, held_labels)
-    ev, target, notes = evaluator(loaded, pdata.held, found.target, opts, pdata.axes, pdata.run_batch())
+    ev, target, notes = evaluator(loaded, pdata.held, found.target, opts, pdata.axes, pdata.run_batch(), held_labels)
     found.ev, found.target = ev, target
     notes = found.notes = list(pdata.notes) + notes
     search = Search(ev, Judge(target), (), progress, say, on_progress)

@@ -49,9 +49,11 @@ def _evaluator(proto: onnx.ModelProto, plan: Plan):
     from ..plan_eval import Evaluator
 
     check = plan.engine_check
-    metric = check.target.metric if check.target is not None else None
+    target = check.target
+    if target is not None and target.metric is not None:
+        target = dataclasses.replace(target, metric_reference=check.metric_reference)
     return Evaluator(proto, [dict(f) for f in check.feeds], dict(check.reference), options=plan.options,
-                     metric=metric, metric_reference=check.metric_reference, axes=check.axes, batch=1)
+                     target=target, axes=check.axes, batch=1)
 
 
 def _shapes(proto: onnx.ModelProto, plan: Plan, names: Sequence[str], notes: List[str]):
