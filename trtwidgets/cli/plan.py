@@ -163,7 +163,7 @@ def run(args) -> int:
                   batch_size=args.batch, gpu=args.gpu, oracle=args.oracle, measure=measure,
                   progress=not args.no_progress)
     out = Path(args.out)
-    exported = export_plan(loaded, result)
+    exported = export_plan(loaded, result) if result.pick is not None else None
     final = write_plan_folder(result, exported, out)
     if args.json:
         print(json.dumps(result.to_dict(), indent=1))  # plan.json's own text
@@ -178,8 +178,8 @@ def run(args) -> int:
     if result.measured is not None and result.measured.interrupted:
         print("interrupted while measuring: the files hold the candidates and the measurements so far", file=sys.stderr)
         return 130
-    if not result.any_meets_target:
-        print("no candidate meets the target, not even FP16", file=sys.stderr)
+    if result.pick is None:
+        print("no candidate meets the target, not even FP16: nothing is recommended", file=sys.stderr)
         return 1
     return 0
 
@@ -188,8 +188,8 @@ def _print(result, final, exported: bool) -> None:
     print(f"target: {result.target.describe()}")
     print(result.table())
     print(result.reason)
-    acc = result.pick.accuracy
-    if acc.worst_group and result.held_back is not None:
+    acc = result.pick.accuracy if result.pick is not None else None
+    if acc is not None and acc.worst_group and result.held_back is not None:
         held = result.held_back
         print(f"accuracy of the pick: worst channel group {acc.worst_group} at cosine {acc.cosine:.4f} "
               f"(pooled output cosine {acc.pooled_cosine:.4f}); held back: {len(held.held_back)} "
@@ -201,7 +201,8 @@ def _print(result, final, exported: bool) -> None:
         print(f"searched in {secs.get('total', 0):.1f} s ("
               + ", ".join(f"{k} {v:.1f} s" for k, v in secs.items() if k != "total") + ")")
     print(f"wrote {final / 'plan.json'}, {final / 'plan.html'}"
-          + (f", {final / 'model.qdq.onnx'}" if exported else " (no Q/DQ model: FP16 is the pick)"))
+          + (f", {final / 'model.qdq.onnx'}" if exported else " (no Q/DQ model: FP16 is the pick)"
+             if result.pick is not None else " (no Q/DQ model: nothing is recommended)"))
 
 
 def _build(qdq_path, out) -> None:

@@ -25,7 +25,7 @@ DESCRIPTION = __doc__
 def add_arguments(parser):
     parser.add_argument("plan_dir", help="the folder `trtwidgets plan --out` wrote (or its plan.json)")
     parser.add_argument("--candidate", type=int, help="the candidate's index in the plan's table (default: the "
-                        "recommended one; 0 is FP16)")
+                        "recommended one, refused when the plan recommends none; 0 is FP16)")
     parser.add_argument("--model", help="the float model (default: the path in plan.json)")
     parser.add_argument("--out", required=True, help="the Q/DQ .onnx model to write")
 
@@ -55,9 +55,12 @@ def run(args) -> int:
                         "A plan folder's files are one set that `plan` and `plan measure` write together; another "
                         "candidate written over its model.qdq.onnx would no longer be what plan.json recommends.",
                         f"Write the candidate elsewhere, e.g. --out candidate{args.candidate or 'N'}.qdq.onnx.")
+    exported = export_plan(model, plan_file, args.out, candidate=args.candidate)  # the file: messages name it
     index = plan.recommended if args.candidate is None else args.candidate
-    exported = export_plan(model, plan_file, args.out, candidate=index)  # the file: messages name it
     cand = plan.candidates[index]
+    if not cand.meets_target:
+        print(f"note: candidate {index} ({cand.name}) misses the plan's target: {plan.target.describe()}",
+              file=sys.stderr)
     if exported is None:
         kept = " (the file already there is from before)" if os.path.lexists(args.out) else ""
         print(f"candidate {index} ({cand.name}) quantizes nothing: no Q/DQ model to write, {args.out} was not "

@@ -282,6 +282,9 @@ class PlanStep(StepWidget):
         secs = result.seconds.get("total", 0.0)
         cut = ("<div class='trtw-warning'><b>Interrupted</b>: the plan holds the candidates found before the "
                "cancel; run it again for the rest.</div>" if result.interrupted else "")
+        if result.pick is None:  # FP16 is judged like every candidate: it can fail too
+            cut += ("<div class='trtw-warning'><b>Nothing is recommended</b>: no candidate meets the target, not "
+                    "even FP16.</div>")
         self.status.value = (cut + f"<b>{esc(result.reason)}</b><br>searched in {secs:.1f} s; "
                              + "; ".join(esc(n) for n in result.notes) + _held_back_html(result.held_back))
         self.table.value = f"<pre>{html.escape(result.table())}</pre>"
@@ -294,8 +297,8 @@ class PlanStep(StepWidget):
         except Exception:  # noqa: BLE001 - no widget backend (plain figure still renders)
             pass
         self.chart_box.children = [self.chart] if isinstance(self.chart, widgets.DOMWidget) else []
-        self.select(result.recommended)
-        self.export_button.disabled = not result.pick.quantized
+        self.select(result.recommended if result.pick is not None else 0)
+        self.export_button.disabled = result.pick is None or not result.pick.quantized
         self._on_stale()
 
     def _on_click(self, trace, points, state) -> None:

@@ -201,3 +201,37 @@ def test_core_takes_a_source_and_leaves_measure_true_to_the_api():
     with pytest.raises(UserError, match="measure=True") as err:
         measurement_source(True)
     assert "trtwidgets.plan" in err.value.fix
+
+
+def test_fp16_is_judged_like_every_candidate_and_a_plan_may_recommend_nothing(tmp_path):
+    """Issue 42: an FP16 engine that outputs NaN was recommended because FP16 was the fallback. FP16 that misses
+    the target is no baseline: an accurate INT8 candidate is picked whatever its speed, and without one nothing is."""
+    nan_fp16 = cand("FP16 (no INT8)", (), 100.0, acc=PlanAccuracy(0.9999, 60.0, non_finite=7))
+    slow_int8 = cand("INT8 where it pays", ("a",), 120.0)  # slower than FP16 by the estimate, but accurate
+    p = make_plan([nan_fp16, slow_int8])
+    assert p.recommended == 1 and "FP16 misses it (7 output values are NaN or Inf" in p.reason
+    lossy = cand("INT8 everywhere", ("a", "b"), 60.0, acc=BAD)
+    p = make_plan([nan_fp16, lossy])
+    assert p.recommended is None and p.pick is None and not p.fp16_is_best
+    assert p.reason.startswith("No candidate meets the target, not even FP16") and "--keep-fp32" in p.reason
+    # plan.json says null, and reads back as such; its table marks no row.
+    p.save_json(tmp_path / "plan.json")
+    assert json.loads((tmp_path / "plan.json").read_text())["recommended"] is None
+    back = Plan.load(tmp_path / "plan.json")
+    assert back.recommended is None and "->" not in back.table()
+    # Measured: FP16's engine misses the target (its verdict), and so does every candidate: nothing is picked.
+    names = {1: candidate_job_name(1, p.candidates[1])}
+    out = apply_measurements(make_plan([nan_fp16, slow_int8]), [ms("fp16", (0.5, 0.5, 0.5), FP16),
+                                                                 ms(names[1], (0.7, 0.7, 0.7))], rounds=3)
+    assert out.recommended == 1 and "misses the target" in " ".join(out.measured.pick.notes)
+
+
+def test_plan_export_refuses_a_plan_that_recommends_nothing(tmp_path):
+    from tests.core.plan.plan_models import conv_stack
+    from trtwidgets.core.plan.plan_export import export_plan
+
+    nan_fp16 = cand("FP16 (no INT8)", (), 100.0, acc=PlanAccuracy(0.9999, 60.0, non_finite=7))
+    p = make_plan([nan_fp16, cand("INT8 everywhere", ("a", "b"), 60.0, acc=BAD)])
+    with pytest.raises(UserError, match="recommends nothing") as err:
+        export_plan(conv_stack(), p)
+    assert "--candidate N" in err.value.fix

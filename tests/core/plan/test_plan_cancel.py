@@ -109,7 +109,8 @@ def test_cancel_before_any_candidate_returns_fp16_only():
     t = time.perf_counter()
     p = plan(conv_stack(), feeds(), progress=False, cancel=token)
     assert time.perf_counter() - t < 5.0
-    assert p.interrupted and len(p.candidates) == 1 and p.fp16_is_best
+    # FP16 is judged like every candidate: unscored, it is not recommended either.
+    assert p.interrupted and len(p.candidates) == 1 and p.pick is None and "before FP16 was scored" in p.reason
     assert any("cancelled before any INT8 candidate" in n for n in p.notes)
     Plan.from_dict(p.to_dict())
 

@@ -53,29 +53,51 @@ class Judge:
         """Sort key of a candidate: meeting the target first, then the faster, then the lower loss."""
         return (not c.meets_target, round(c.latency_us, 3), self.loss(c.accuracy))
 
-    def pick(self, cands: Sequence[Candidate]) -> Tuple[int, str]:
-        """``(index, why)``: the best INT8 candidate, or 0 (FP16) when none is faster and accurate."""
+    def pick(self, cands: Sequence[Candidate]) -> Tuple[Optional[int], str]:
+        """``(index, why)``: the fastest candidate that meets the target; None when none does.
+
+        FP16 is judged like every candidate: the float candidates (no INT8 layer: FP16, FP16 with an
+        FP32 island) are the baseline only where they meet the target, and an INT8 candidate must be
+        faster than that baseline to be picked. Where no float candidate meets the target, the fastest
+        accurate INT8 candidate is picked whatever its speed; where no candidate meets it, nothing is.
+        """
+        base = next((i for i, c in enumerate(cands) if not c.quantized and c.meets_target), None)
         accurate = [i for i, c in enumerate(cands) if c.meets_target and c.quantized]
         # An unknown (NaN) latency is never a reason to pick: only candidates with a known speed-up compete.
         good = [i for i in accurate if math.isfinite(cands[i].speedup)]
+        if base is None:
+            return self._without_float(cands, good or accurate)
         if not good:
             if accurate:
-                return 0, (f"Cannot estimate the latency of the {len(accurate)} INT8 candidates that meet the "
-                           "target (see the notes: outside what the cost model's calibration on the zoo supports, "
-                           "or shapes it cannot see): FP16 until they are measured. "
-                           "Measure them on a GPU: plan --measure, or `trtwidgets plan measure PLAN_DIR`.")
+                return base, (f"Cannot estimate the latency of the {len(accurate)} INT8 candidates that meet the "
+                              "target (see the notes: outside what the cost model's calibration on the zoo supports, "
+                              f"or shapes it cannot see): {cands[base].name} until they are measured. "
+                              "Measure them on a GPU: plan --measure, or `trtwidgets plan measure PLAN_DIR`.")
             why = ("no INT8 candidate keeps the accuracy target" if any(c.quantized for c in cands)
                    else "no layer is expected to be faster in INT8")
-            return 0, f"FP16 is best here: {why}."
+            return base, f"{_float_name(cands, base)} is best here: {why}."
         best = min(good, key=lambda i: self.rank(cands[i]))
         c = cands[best]
         why_not = self.not_worth_it(c)
         if why_not:
-            return 0, why_not
+            return base, why_not.replace("FP16 is best here", f"{_float_name(cands, base)} is best here", 1)
         gain = 1 - c.vs_fp16
         return best, (f"{c.name}: the fastest candidate that meets the target, {gain:.0%} faster than FP16 "
                       f"({c.latency_source}), {len(c.quantized)} INT8 layers"
                       + (f", {len(c.kept)} kept in high precision" if c.kept else "") + ".")
+
+    def _without_float(self, cands: Sequence[Candidate], accurate: Sequence[int]) -> Tuple[Optional[int], str]:
+        """The pick when no float candidate meets the target: the fastest accurate INT8 one, or none."""
+        fp16 = next((c for c in cands if not c.quantized), None)
+        missed = (f"FP16 misses it ({'; '.join(fp16.accuracy.failures(self.target)) or 'not scored'})"
+                  if fp16 is not None else "FP16 was not scored")
+        if accurate:
+            best = min(accurate, key=lambda i: self.rank(cands[i]))
+            return best, (f"{cands[best].name}: the fastest candidate that meets the target; {missed}, so no "
+                          "float engine is an alternative.")
+        return None, (f"No candidate meets the target, not even FP16: {missed}. Nothing is recommended: keep the "
+                      "nodes that break the float part in FP32 (--keep-fp32, the notes name them), or relax the "
+                      "target.")
 
     @staticmethod
     def not_worth_it(c: Candidate) -> Optional[str]:
@@ -92,3 +114,9 @@ class Judge:
             return None
         return (f"FP16 is best here: INT8 gains nothing (the best INT8 candidate that meets the target is "
                 f"{c.vs_fp16:.2f}x FP16, {c.latency_source}).")
+
+
+def _float_name(cands: Sequence[Candidate], i: int) -> str:
+    """How the reason names a float candidate: FP16, or FP16 with its island."""
+    name = cands[i].name
+    return "FP16" if name.startswith("FP16 (no INT8)") else name

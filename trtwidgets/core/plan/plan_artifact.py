@@ -45,10 +45,11 @@ class Plan:
     target : PlanTarget
     candidates : tuple of Candidate
         In the order they were tried; the first is always FP16 (no INT8).
-    recommended : int
-        Index of the recommendation: the fastest candidate that meets the target, or
-        0 (FP16) when no INT8 candidate is faster than FP16 and accurate enough (by measured
-        time once measured).
+    recommended : int or None
+        Index of the recommendation: the fastest candidate that meets the target, or the float
+        candidate that meets it (FP16, or FP16 with an FP32 island) when no INT8 candidate is faster
+        and accurate enough (by measured time once measured); None when no candidate meets the
+        target, FP16 included (plan.json: ``null``).
     reason : str
         Why that one, in a sentence.
     ranges : PlanRanges
@@ -89,7 +90,7 @@ class Plan:
     model: str
     target: PlanTarget
     candidates: Tuple[Candidate, ...]
-    recommended: int
+    recommended: Optional[int]
     reason: str
     ranges: PlanRanges
     options: QdqOptions = field(default_factory=QdqOptions)
@@ -117,14 +118,14 @@ class Plan:
     # -- what the plan says --------------------------------------------------------------------
 
     @property
-    def pick(self) -> Candidate:
-        """The recommended candidate."""
-        return self.candidates[self.recommended]
+    def pick(self) -> Optional[Candidate]:
+        """The recommended candidate; None when no candidate meets the target (FP16 included)."""
+        return None if self.recommended is None else self.candidates[self.recommended]
 
     @property
     def fp16_is_best(self) -> bool:
-        """True when the plan recommends no INT8 at all."""
-        return not self.pick.quantized
+        """True when the plan recommends a float engine (no INT8 at all)."""
+        return self.pick is not None and not self.pick.quantized
 
     @property
     def any_meets_target(self) -> bool:
@@ -157,8 +158,9 @@ class Plan:
         from .plan_table import short_rows
 
         implicit = self.measured is not None and self.measured.implicit_is_pick
-        head = (f"Plan of {Path(self.model).name or 'a model'}: {len(self.candidates)} candidates, pick "
-                f"{self.recommended} ({self.pick.name[:60]})"
+        pick = "none (no candidate meets the target)" if self.pick is None else \
+            f"{self.recommended} ({self.pick.name[:60]})"
+        head = (f"Plan of {Path(self.model).name or 'a model'}: {len(self.candidates)} candidates, pick {pick}"
                 + (" (its export; the measured pick is implicit INT8)" if implicit else "")
                 + f", target {self.target.describe()}, latency {self.latency_status or 'not stated'}"
                 + (", interrupted" if self.interrupted else ""))

@@ -46,6 +46,11 @@ def export_plan(model, plan: Union[Plan, str, os.PathLike], out_path: Union[str,
     -------
     QdqExport or None
         None when the candidate quantizes nothing (FP16 is best): there is no Q/DQ model to write.
+
+    Raises
+    ------
+    UserError
+        No ``candidate`` given and the plan recommends none (no candidate meets its target, FP16 included).
     """
     from ..qdq.export import build_qdq
     from ..model.load import as_loaded
@@ -58,6 +63,11 @@ def export_plan(model, plan: Union[Plan, str, os.PathLike], out_path: Union[str,
         raise UserError(f"export_plan takes a Plan, not a {type(plan).__name__}.",
                         "A plan is checked once, as it is made or loaded; its data alone is not.",
                         "Pass the Plan (tw.plan(...)), Plan.load(path) / the path itself, or Plan.from_dict(data).")
+    if candidate is None and plan.recommended is None:
+        raise UserError("The plan recommends nothing: no candidate meets its target, not even FP16.",
+                        plan.reason or "Every candidate, FP16 included, misses the target on the held-back samples.",
+                        "Export a candidate anyway by its index (candidate=N, `plan export --candidate N`), keep the "
+                        "nodes that break the float part in FP32 (--keep-fp32), or plan again with another target.")
     idx = plan.recommended if candidate is None else _index(candidate)
     if not 0 <= idx < len(plan.candidates):
         raise UserError(f"The plan has no candidate {idx}.", f"It has {len(plan.candidates)}.",

@@ -374,9 +374,9 @@ def plan_fields(doc: Any, source: str = "the plan") -> Dict[str, Any]:
     cands = doc["candidates"]
     c.need(isinstance(cands, list) and len(cands) > 0, "candidates", cands, "a non-empty list of candidates")
     candidates = tuple(_candidate(c, i, cand) for i, cand in enumerate(cands))
-    rec = doc["recommended"]
-    c.need(_is_whole(rec), "recommended", rec, "a whole number (an index in candidates)")
-    c.need(0 <= rec < len(cands), "recommended", rec, f"an index from 0 to {len(cands) - 1}")
+    rec = doc["recommended"]  # null: no candidate meets the target, FP16 included
+    c.need(rec is None or _is_whole(rec), "recommended", rec, "a whole number (an index in candidates) or null")
+    c.need(rec is None or 0 <= rec < len(cands), "recommended", rec, f"an index from 0 to {len(cands) - 1}")
     ranges = _ranges(c, doc.get("ranges"), any(cand.quantized for cand in candidates))
     c.optional(doc, "version", _is_whole, "a whole number")
     c.optional(doc, "high_precision", lambda v: v in ("fp32", "fp16", "bf16"), "'fp32', 'fp16' or 'bf16'")
@@ -387,7 +387,7 @@ def plan_fields(doc: Any, source: str = "the plan") -> Dict[str, Any]:
     fingerprint = doc.get("fingerprint")
     return {
         "model": c.value(doc, "model", _text, "text", ""), "target": _target(c, doc.get("target")),
-        "candidates": candidates, "recommended": int(rec), "reason": c.value(doc, "reason", _text, "text", ""),
+        "candidates": candidates, "recommended": None if rec is None else int(rec), "reason": c.value(doc, "reason", _text, "text", ""),
         "ranges": ranges, "options": _options(c, doc),
         "input_shapes": c.value(doc, "input_shapes", _shape_map, "an object of input name -> shape", {}),
         "seconds": c.value(doc, "seconds", lambda v: isinstance(v, Mapping) and all(map(_is_number, v.values())),

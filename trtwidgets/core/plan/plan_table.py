@@ -124,7 +124,7 @@ def short_rows(plan, limit: int) -> List[str]:
     """A few lines for ``repr(plan)``: FP16, the pick and the first others, each with its INT8 count,
     cosine, time relative to FP16 (measured where it was) and whether it meets the target."""
     measured = measured_rows_by_candidate(plan)
-    shown = sorted(set(range(min(limit, len(plan.candidates)))) | {0, plan.recommended})
+    shown = sorted(set(range(min(limit, len(plan.candidates)))) | {0} | ({plan.recommended} - {None}))
     lines = [f"  {'#':>3} {'candidate':<40}{'INT8':>6}{'cosine':>9}{'x FP16':>9}  target"]
     for i in shown:
         c = plan.candidates[i]

@@ -394,6 +394,8 @@ class _Found:
             cands = [Candidate("FP16 (no INT8)", (), (), acc, math.nan, math.nan, "estimate",
                                bool(self.fp16_acc is not None and Judge(self.target).meets(acc)))]
         best, reason = Judge(self.target).pick(cands)
+        if self.fp16_acc is None and not self.cands:
+            reason = "Cancelled before FP16 was scored: nothing is judged, so nothing is recommended; plan again."
         self.notes.extend(_cannot_estimate(self.cands, cands))
         self.seconds["total"] = time.perf_counter() - self.t0
         ev, pdata = self.ev, self.pdata

@@ -18,7 +18,10 @@ from ...common.errors import UserError
 from ..plan_values import ratio
 from .measurement import FP16, INT8_IMPLICIT, Measurement, json_float, read_float
 
-__all__ = ["MeasuredPick", "known_estimates", "pick_measured"]
+__all__ = ["MeasuredPick", "NONE", "known_estimates", "pick_measured"]
+
+#: The measured pick's name when no engine meets the target, FP16 included.
+NONE = ""
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,8 @@ def pick_measured(measurements: Sequence[Measurement], meets: Mapping[str, bool]
     base = _fp16(measurements)
     notes: List[str] = []
     eligible: List[Measurement] = []
+    # FP16 is judged like every candidate: where it misses the target it is no baseline to beat.
+    fp16_meets = meets.get(FP16, True) is not False
     for m in measurements:
         if m.kind == FP16:
             continue
@@ -122,7 +127,7 @@ def pick_measured(measurements: Sequence[Measurement], meets: Mapping[str, bool]
             notes.append(f"implicit INT8 (reference, not a candidate: {why}): {m.median_ms:.4f} ms, "
                          f"{vs:.3f}x FP16.")
             continue
-        if m.median_ms > base.median_ms + noise:
+        if fp16_meets and m.median_ms > base.median_ms + noise:
             notes.append(f"{m.name}: {m.median_ms:.4f} ms is slower than FP16 ({base.median_ms:.4f} ms) beyond "
                          f"the noise ({noise:.4f} ms); never recommended.")
             continue
@@ -131,13 +136,19 @@ def pick_measured(measurements: Sequence[Measurement], meets: Mapping[str, bool]
                                           else "accuracy not known; not recommended."))
             continue
         eligible.append(m)
+    if not eligible and not fp16_meets:
+        return MeasuredPick(NONE, math.nan, base.median_ms, base.spread_ms,
+                            "no measured engine meets the target, FP16 included: nothing is recommended.",
+                            tuple(notes))
     if not eligible:
         return MeasuredPick(FP16, base.median_ms, base.median_ms, base.spread_ms,
                             "FP16: no candidate that meets accuracy was measured at or below FP16's time.",
                             tuple(notes))
     best = min(eligible, key=lambda m: (m.median_ms, m.spread_ms, m.name))
     noise = max(base.spread_ms, best.spread_ms)
-    if prefer_fp16_within_noise and best.median_ms >= base.median_ms - noise:
+    if not fp16_meets:
+        notes.append("FP16 misses the target: the fastest candidate that meets it is picked, whatever its speed.")
+    elif prefer_fp16_within_noise and best.median_ms >= base.median_ms - noise:
         return MeasuredPick(FP16, base.median_ms, base.median_ms, noise,
                             f"FP16: the fastest candidate ({best.name}, {best.median_ms:.4f} ms) is not faster than "
                             f"FP16 ({base.median_ms:.4f} ms) beyond the noise ({noise:.4f} ms).", tuple(notes))

@@ -27,7 +27,7 @@ from ..judge import Judge
 from ..plan_artifact import Plan
 from ..plan_values import Candidate, PlanAccuracy
 from .measurement import FP16, INT8_IMPLICIT, QDQ, MeasuredRow, Measurement, candidate_index
-from .pick import MeasuredPick, known_estimates, pick_measured
+from .pick import NONE, MeasuredPick, known_estimates, pick_measured
 from .standing import MEASURE_HINT, CheckSummary, EstimateStanding, PlanMeasurement
 
 __all__ = ["MEASURE_TOP", "apply_measurements", "candidate_job_name", "finish_latency", "measure_targets",
@@ -122,8 +122,12 @@ def apply_measurements(plan: Plan, measurements: Sequence[Measurement], *, round
         return dataclasses.replace(plan, measured=record, estimate=None, notes=tuple(notes + [f"measurement: {err.what}"]),
                                    reason=f"{plan.reason} Not measured: {err.what} The pick is still the estimate's; "
                                           f"{MEASURE_HINT}.")
+    if pick.name == NONE:
+        return dataclasses.replace(plan, recommended=None, measured=dataclasses.replace(record, pick=pick),
+                                   estimate=None, notes=tuple(notes + [f"measured: {n}" for n in pick.notes]),
+                                   reason=f"No candidate meets the target (measured): {pick.reason}")
     pick, exportable, implicit = _implicit_or_export(pick, measurements, meets, plan, notes)
-    after = candidate_index(exportable.name) if exportable.name != FP16 else 0
+    after = None if exportable.name == NONE else candidate_index(exportable.name) if exportable.name != FP16 else 0
     exportable = dataclasses.replace(exportable, candidate=after)
     if implicit is not None:
         record = dataclasses.replace(record, pick=dataclasses.replace(pick, candidate=None), export=exportable,
@@ -149,6 +153,8 @@ def _implicit_or_export(pick: MeasuredPick, measurements: Sequence[Measurement],
     exportable = pick
     if implicit is not None:
         exportable = pick_measured([m for m in measurements if m.kind != INT8_IMPLICIT], meets)
+        if exportable.name == NONE:  # no Q/DQ engine nor FP16 meets the target: implicit INT8 alone does
+            return pick, exportable, implicit
         noise = max(implicit.spread_ms, next(m for m in measurements if m.name == exportable.name).spread_ms)
         if exportable.median_ms <= implicit.median_ms + noise:
             notes.append(f"measured: implicit INT8 ({implicit.median_ms:.4f} ms) met the target on its engine but "
@@ -161,9 +167,12 @@ def _implicit_or_export(pick: MeasuredPick, measurements: Sequence[Measurement],
 
 def _eligibility(cands: Sequence[Candidate], measurements: Sequence[Measurement], notes: List[str]) -> dict:
     """Name -> whether the engine may be picked: ONNX Runtime's verdict and the engine's own, where checked."""
-    meets = {}
+    meets = {FP16: bool(cands and cands[0].meets_target)}  # FP16 is judged like every candidate
     for m in measurements:
         engine = m.judged
+        if m.kind == FP16 and engine is False:
+            meets[FP16] = False
+            notes.append(f"FP16's engine misses the target on the held-back samples ({m.accuracy.text()}).")
         if m.accuracy is not None and m.accuracy.error:
             notes.append(f"{m.name}: timed, not judged on the held-back samples ({m.accuracy.error}).")
         if m.kind == QDQ:
@@ -233,7 +242,7 @@ def _reason(cands: Sequence[Candidate], before: int, after: int, pick: MeasuredP
     return head + text
 
 
-def _implicit_reason(cands: Sequence[Candidate], after: int, pick: MeasuredPick, exportable: MeasuredPick,
+def _implicit_reason(cands: Sequence[Candidate], after: Optional[int], pick: MeasuredPick, exportable: MeasuredPick,
                      rounds: int, implicit: Measurement, cache: Optional[str]) -> str:
     text = (f"Implicit INT8 (TensorRT's calibrator with this plan's ranges{f', cache {cache}' if cache else ''}): "
             f"measured {pick.vs_fp16:.3f}x FP16 ({pick.median_ms:.4f} ms against FP16's {pick.fp16_ms:.4f} ms, "
@@ -243,6 +252,8 @@ def _implicit_reason(cands: Sequence[Candidate], after: int, pick: MeasuredPick,
     if after:
         text += (f" The fastest Q/DQ export, what `plan export` writes: {cands[after].name}, "
                  f"{exportable.vs_fp16:.3f}x FP16.")
+    elif after is None:
+        text += " No Q/DQ export nor FP16 meets the target: `plan export` writes nothing."
     else:
         text += " No Q/DQ export beat FP16: `plan export` writes FP16."
     return text
@@ -284,7 +295,7 @@ def finish_latency(plan: Plan, model, source: Optional[Callable]) -> Plan:
     plan = dataclasses.replace(plan, notes=tuple(notes))
     if source is not None and not plan.interrupted:
         return source(plan, model)
-    standing = EstimateStanding.of(plan.pick.latency_source or "estimate")
+    standing = EstimateStanding.of((plan.pick or plan.candidates[0]).latency_source or "estimate")
     # Latency decided the pick only where an INT8 candidate met the target; otherwise accuracy did.
     reason = plan.reason + (" Not measured: an estimate (see the notes)." if accurate else "")
     return dataclasses.replace(plan, estimate=standing, notes=plan.notes + (standing.text,), reason=reason)

@@ -28,7 +28,7 @@ __all__ = ["base_candidate", "quantized_reads", "score_regions"]
 def base_candidate(plan: Plan) -> Optional[int]:
     """The candidate whose node set the schemes change: the pick when it quantizes, else the first INT8
     candidate that meets the target (the all-INT8 export); None when no INT8 candidate meets it."""
-    if plan.pick.quantized:
+    if plan.pick is not None and plan.pick.quantized:
         return plan.recommended
     return next((i for i, c in enumerate(plan.candidates) if c.quantized and c.meets_target), None)
 
