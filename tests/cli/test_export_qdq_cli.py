@@ -186,7 +186,7 @@ def test_labels_need_held_back_data(capsys, tmp_path, stats_path):
     np.save(tmp_path / "labels.npy", np.arange(4) % 2)
     code, _, err = run_cli(capsys, "export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--labels",
                            tmp_path / "labels.npy", "--out", tmp_path / "x.onnx")
-    assert code == 2 and "--data" in err
+    assert code == 2 and "--held-back" in err
     code, _, err = run_cli(capsys, "export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--data", "demo",
                            "--labels", tmp_path / "missing.npy", "--out", tmp_path / "x.onnx")
     assert code == 2 and "No labels file" in err and not (tmp_path / "x.onnx").exists()
@@ -195,13 +195,13 @@ def test_labels_need_held_back_data(capsys, tmp_path, stats_path):
 def test_failed_validation_names_the_failed_check(capsys, tmp_path, stats_path):
     # FP8 Q/DQ linted for TensorRT 8.6: cosine is fine, the lint error is why it fails.
     code, text, err = run_cli(capsys, "export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--method", "percentile",
-                              "--fp8", "--data", "demo", "--samples", "8", "--min-cosine", "0.5", "--trt-version", "8.6",
-                              "--out", tmp_path / "fp8.onnx")
+                              "--fp8", "--held-back", "demo", "--max-samples", "8", "--target-cosine", "0.5",
+                              "--trt-version", "8.6", "--out", tmp_path / "fp8.onnx")
     assert code == 1, err
     failed = [line for line in text.splitlines() if "FAILED" in line]
     assert len(failed) == 1 and failed[0].strip().startswith("FAILED: lint error QDQ_TYPE_NEEDS_NEWER_TRT:"), text
-    # The thresholds are listed, not blamed: no measured cosine on the FAILED line.
-    assert "min_cosine 0.5" in failed[0] and not re.search(r"(?<!min_)cosine \d", failed[0]), failed[0]
+    # The target is listed, not blamed: no measured cosine on the FAILED line.
+    assert "target: cosine >= 0.5" in failed[0] and not re.search(r"cosine \d", failed[0]), failed[0]
 
 
 def test_bad_samples_and_min_cosine_are_exit_2(tmp_path, capsys):
@@ -310,17 +310,18 @@ def test_the_advised_options_pass_the_check(capsys, tmp_path, stats_path):
 
 
 def test_a_task_metric_is_the_check(capsys, tmp_path, stats_path):
-    code, text, err = run_cli(capsys, "export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--data", "demo",
-                              "--samples", "8", "--metric", "top1-agreement", "--out", tmp_path / "m.onnx", "--json")
+    code, text, err = run_cli(capsys, "export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--held-back", "demo",
+                              "--max-samples", "8", "--metric", "top1-agreement", "--out", tmp_path / "m.onnx", "--json")
     v = json.loads(text)["validation"]
     # The metric alone gates (its own allowance below FP32), as `plan --metric` does; no cosine threshold.
-    assert v["task_metric_name"].startswith("top-1 agreement") and v["thresholds"] == {"max_metric_drop": 0.01}
+    assert v["task_metric_name"].startswith("top-1 agreement") and v["target"]["cosine"] is None
+    assert v["target"]["max_metric_drop"] == 0.01 and v["target"]["metric_spec"] == "top1-agreement"
     assert v["task_metric_reference"] == 1.0 and code == (0 if v["passed"] else 1), err
-    code, text, err = run_cli(capsys, "export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--data", "demo",
-                              "--samples", "8", "--metric", "cosine", "--max-metric-drop", "0.5", "--min-cosine", "0.5",
-                              "--out", tmp_path / "m.onnx", "--json")
+    code, text, err = run_cli(capsys, "export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--held-back", "demo",
+                              "--max-samples", "8", "--metric", "cosine", "--max-metric-drop", "0.5",
+                              "--target-cosine", "0.5", "--out", tmp_path / "m.onnx", "--json")
     v = json.loads(text)["validation"]
-    assert code == 0 and v["thresholds"] == {"max_metric_drop": 0.5, "min_cosine": 0.5}, err
+    assert code == 0 and (v["target"]["max_metric_drop"], v["target"]["cosine"]) == (0.5, 0.5), err
 
 
 def test_amax_overrides_from_the_command_line(capsys, tmp_path, stats_path):

@@ -1,18 +1,19 @@
 """``trtwidgets export-qdq MODEL --calibration CAL.npz --out OUT.onnx``: explicit quantization.
 
 Writes a Q/DQ ONNX model from a calibration (``trtwidgets calibrate --out``; a statistics
-file of ``--stats`` is read as one), as ``trtwidgets.export_qdq`` does, or from a TensorRT
-calibration cache; prints what was quantized and what was left in high precision and why,
-and the tensors whose range clips many of their values. Without ``--trt-version`` and without
-TensorRT installed it writes for TensorRT 10 and 11 (an FP16 float part) and says so.
+file of ``--stats`` is read as one; ``--data DIR`` calibrates on those samples first), as
+``trtwidgets.export_qdq`` does, or from a TensorRT calibration cache; prints what was quantized
+and what was left in high precision and why, and the tensors whose range clips many of their
+values. Without ``--trt-version`` and without TensorRT installed it writes for TensorRT 10 and 11
+(an FP16 float part) and says so.
 
-With ``--data`` (held-back samples) the model is checked before it is written: how close it
-stays to the float model (ONNX Runtime; cosine per output, top-1 agreement where an output is
-class scores), a task metric (``--metric``, as ``trtwidgets plan`` takes it; ``--labels`` adds
-the top-1 accuracy of both models) and lint for the target TensorRT. When the check fails,
-nothing is written (``--write-failed`` writes it anyway), the FAILED line names each check that
-failed, and the tensors to change are named with what to do (another range, or kept float),
-verified by checking the export again with those changes.
+With ``--held-back DIR`` the model is judged before it is written, by the same target as
+``trtwidgets plan`` (``--target-cosine``, default 0.99 on the worst channel group of every output;
+``--metric`` with ``--max-metric-drop``; NaN/Inf where FP32 is finite always fails) and linted for
+the target TensorRT. When the check fails, nothing is written (``--write-failed`` writes it
+anyway), the FAILED line names each part that failed, and what to change is named (another
+range, tensors kept float, or the float part's nodes kept FP32), verified by checking the export
+again with those changes.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def add_arguments(parser):
 
     defaults = QdqOptions()  # the one set of defaults the API, the planner and the App share
     parser.add_argument("model", help="path of the float .onnx model")
-    src = parser.add_mutually_exclusive_group(required=True)
+    src = parser.add_mutually_exclusive_group()
     src.add_argument("--calibration", metavar="CAL.npz", help="the calibration (from `trtwidgets calibrate --out`): "
                      "its method, percentile and amax overrides are exported")
     src.add_argument("--stats", metavar="STATS.npz", help="activation statistics (`trtwidgets calibrate --stats`), "
@@ -75,32 +76,28 @@ def add_arguments(parser):
                         "reads FP32 scales; the FP16 flag lowers it) and FP16 for 10/11 (strongly typed: the "
                         "model's type is the precision)")
     parser.add_argument("--out", required=True, help="where to write the Q/DQ model (atomically)")
-    parser.add_argument("--data", help="held-back data to validate on: 'demo' (the held-back part of the demo's "
-                        "labelled set) or a folder of .npy/.npz/images")
-    parser.add_argument("--samples", type=int, default=64, help="held-back samples to validate on (default 64)")
-    parser.add_argument("--labels", metavar="FILE", help="integer class labels of the held-back samples (.npy, or .npz "
-                        "with one array or one named 'labels'; labels[i] belongs to the i-th sample, in data order): "
-                        "adds top-1 accuracy of the float and the Q/DQ model (needs --data)")
+    from ._judged import add_deprecated, add_flags
+
+    add_flags(parser, ("--data",), data=dict(help="calibration samples to calibrate on first (instead of "
+                                                   "--calibration/--stats/--cache): a folder of .npy/.npz files "
+                                                   "or images, or 'demo'"))
+    add_flags(parser, ("--held-back", "--max-samples", "--target-cosine", "--target-snr", "--metric",
+                       "--max-metric-drop", "--labels", "--keep-fp32"), max_samples=dict(default=64, help=
+                      "read at most this many samples of --held-back (and of --data; default 64)"))
     parser.add_argument("--trt-version", default=defaults.trt_version,
                         help=f"target TensorRT: decides the float part's type and what lint checks (default: the "
                         f"installed one, else {DEFAULT_TARGET} and 11: an FP16 float part; --trt-version 8.6 writes "
                         "the FP32 float part TensorRT 8.6 reads)")
-    parser.add_argument("--min-cosine", type=float, default=None, help="check threshold: the lowest output cosine "
-                        "(default 0.99; with --metric, only when given)")
-    parser.add_argument("--metric", help="a task metric against FP32 on the held-back samples, as `trtwidgets plan "
-                        "--metric` takes it: top1-agreement, mask-iou[:T[:OUTPUT]], detection, seg-miou, cosine, "
-                        "worst-group, top1 (with --labels), or your own package.module:function")
-    parser.add_argument("--max-metric-drop", type=float, default=None, help="how far --metric may fall below the "
-                        "float model's (default: the metric's own, 0.05 for detection F1, 0.01 for the others)")
-    parser.add_argument("--write-failed", action="store_true", help="write the model even when its check on --data "
-                        "fails (exit 1 still)")
-    parser.add_argument("--no-advice", action="store_true", help="when the check fails, do not measure which tensors "
-                        "to change")
-    parser.add_argument("--min-float-cosine", type=float, default=None, help="with --data and an FP16/BF16 float "
-                        "part: the lowest cosine against the same Q/DQ model with an FP32 float part, every "
-                        "quantizer held at its integers (per output and per quantizer input); below it nothing is "
-                        "written (default 0.998)")
-    parser.add_argument("--json", action="store_true", help="print the report (and validation) as JSON")
+    parser.add_argument("--write-failed", action="store_true", help="write the model even when its check on "
+                        "--held-back fails (exit 1 still)")
+    parser.add_argument("--no-advice", action="store_true", help="when the check fails, do not measure what to change")
+    parser.add_argument("--min-float-cosine", type=float, default=None, help="the exporter's own check of an "
+                        "FP16/BF16 float part (with --held-back): the lowest cosine against the same Q/DQ model with "
+                        "an FP32 float part, every quantizer held at its integers; below it nothing is written "
+                        "(default 0.998). Not an accuracy target: the target judges the model")
+    add_flags(parser, ("--no-progress", "--json"))
+    add_deprecated(parser, "--min-cosine", "--target-cosine")
+    add_deprecated(parser, "--samples", "--max-samples")
 
 
 def target_version(args) -> tuple:
@@ -123,7 +120,7 @@ def options(args):
 
     return QdqOptions(precision="fp8" if args.fp8 else "int8",
                       dense_int8=args.dense_int8, high_precision=args.high_precision,
-                      trt_version=target_version(args)[0],
+                      trt_version=target_version(args)[0], keep_fp32=tuple(args.keep_fp32),
                       exclude=args.exclude, exclude_op_types=args.exclude_op_types,
                       weights_per_channel=False if args.per_tensor_weights else None,
                       keep_float_output_grouped_convs=args.keep_float_output_grouped_convs,
@@ -153,7 +150,8 @@ def calibration(args, loaded, opts):
     """``(what export_qdq is given, the ranges in words or None)``: the calibration, or a cache's checked amax.
 
     ``--calibration`` exports its own method unless ``--method``; ``--stats`` is read with ``--method``
-    (default auto), as statistics say none. ``--amax`` overrides are applied to either.
+    (default auto), as statistics say none; ``--data`` is calibrated on first. ``--amax`` overrides are
+    applied to either.
     """
     from ..core.calibration.calibration import Calibration
     from ..core.qdq.range_sources import checked_cache_ranges
@@ -165,41 +163,64 @@ def calibration(args, loaded, opts):
         return ranges, described + (f", {len(amax)} set by --amax" if amax else "")
     if args.stats:
         cal = Calibration.load(args.stats, method=args.method or "auto", percentile=args.percentile)
-    else:
+    elif args.calibration:
         cal = Calibration.load(args.calibration, method=args.method, percentile=args.percentile)
+    else:
+        from ..core.calibrate.step import calibrate
+
+        cal = calibrate(loaded, args.data, method=args.method or "auto", percentile=args.percentile or 99.99,
+                        max_samples=args.max_samples, progress=not (args.no_progress or args.json))
     return (cal.refit(overrides=dict(cal.overrides, **amax)) if amax else cal), None
 
 
 def _check_arguments(args) -> None:
-    """Bad numbers and options that need another: exit 2 before any work."""
+    """Bad numbers, a missing source and options that need another: exit 2 before any work."""
     import math
 
     from ..core.common.errors import UserError
 
-    if args.samples < 1:
-        raise UserError(f"--samples {args.samples} is not a number of samples.",
-                        "Validation compares the two models on at least one held-back sample.",
-                        "Use --samples 64 (the default), or leave --data out to skip validation.")
-    if args.min_cosine is not None and not (math.isfinite(args.min_cosine) and -1.0 <= args.min_cosine <= 1.0):
-        raise UserError(f"--min-cosine {args.min_cosine} is not a cosine threshold.",
-                        "A cosine similarity lies between -1 and 1.", "Use e.g. --min-cosine 0.99.")
-    for flag, value in (("--labels", args.labels), ("--metric", args.metric)):
-        if value and not args.data:
-            raise UserError(f"{flag} needs --data.", "The check runs on the held-back samples that --data names.",
-                            "Add --data demo or --data FOLDER (the held-back samples).")
-    if args.metric:
-        from ..core.accuracy.task_metrics import check_metric_text
+    if not (args.calibration or args.stats or args.cache or args.data):
+        raise UserError("export-qdq needs the ranges.", "Nothing says where the ranges come from.",
+                        "Give --calibration CAL.npz (trtwidgets calibrate --out), --stats, --cache, or --data DIR "
+                        "to calibrate on those samples.")
+    if args.data and (args.calibration or args.stats or args.cache) and not args.held_back:
+        # The old spelling: --data named the held-back samples of the check.
+        print("note: --data beside --calibration/--stats/--cache is deprecated for the held-back samples: use "
+              "--held-back (--data is calibration data on every command; the old meaning goes in the next "
+              "release)", file=sys.stderr)
+        args.held_back, args.data = args.data, None
+    if args.max_samples < 1:
+        raise UserError(f"--max-samples {args.max_samples} is not a number of samples.",
+                        "The check compares the two models on at least one held-back sample.",
+                        "Use --max-samples 64 (the default), or leave --held-back out to skip the check.")
+    if args.target_cosine is not None and not (math.isfinite(args.target_cosine) and -1.0 <= args.target_cosine <= 1):
+        raise UserError(f"--target-cosine {args.target_cosine} is not a cosine threshold.",
+                        "A cosine similarity lies between -1 and 1.", "Use e.g. --target-cosine 0.99.")
+    for flag, value in (("--labels", args.labels), ("--metric", args.metric), ("--target-cosine", args.target_cosine),
+                        ("--target-snr", args.target_snr), ("--max-metric-drop", args.max_metric_drop)):
+        if value is not None and value != [] and not args.held_back:
+            raise UserError(f"{flag} needs --held-back.", "The check runs on the held-back samples.",
+                            "Add --held-back demo or --held-back FOLDER (samples not calibrated on).")
 
-        check_metric_text(args.metric)
 
+def _check(args, loaded, opts):
+    """The check on --held-back (the target of the flags), or None without it."""
+    if not args.held_back:
+        return None
+    from ..core.qdq.held_back_check import HeldBackCheck, held_back_feeds
+    from ._judged import target
 
-def _metric(args, labels, loaded, samples: int):
-    """The check's task metric: --metric, else with --labels the top-1 accuracy of both (shown, not gated)."""
-    if args.metric or labels is None:
-        return args.metric
-    from ..core.qdq.validate import label_accuracy
+    goal = target(args, labels_alone=True)
+    feeds = held_back_feeds(loaded, args.held_back, args.max_samples)
+    shown = None
+    if args.labels and not args.metric:
+        from ..core.qdq.validate import label_accuracy, load_labels
 
-    return label_accuracy(labels, loaded.summary, samples)
+        print("note: --labels without --metric only shows the top-1 accuracy (deprecated: add --metric top1 to "
+              "judge by it, as every command does)", file=sys.stderr)
+        shown = label_accuracy(load_labels(args.labels), loaded.summary, len(feeds))
+    labels = goal.labels
+    return HeldBackCheck(loaded, feeds, goal, labels, shown, opts.trt_version, "fp8" if args.fp8 else "int8")
 
 
 def run(args) -> int:
@@ -210,48 +231,51 @@ def run(args) -> int:
     import dataclasses
 
     _check_arguments(args)
-    labels = None
-    if args.labels:
-        from ..core.qdq.validate import load_labels
-
-        labels = load_labels(args.labels)
     opts = options(args)
     loaded = load_model(args.model)
     check_source_model(loaded.proto)  # the model's own fault first, before its ranges are judged against it
+    # Read and check the held-back data and the metric before anything is computed or written.
+    check = _check(args, loaded, opts)
     given, described = calibration(args, loaded, opts)
     result = export_qdq(loaded, given, options=opts)  # what trtwidgets.export_qdq does; written below, checked
     if described:
         result = dataclasses.replace(result, report=dataclasses.replace(result.report, ranges=described))
-    # Read and check the held-back data and labels before writing, so bad input keeps an earlier output.
-    validation = advice = check = feeds = None
-    if args.data:
-        from ..core.qdq.held_back_check import HeldBackCheck, held_back_feeds
-
-        feeds = held_back_feeds(loaded, args.data, args.samples)
-        check = HeldBackCheck(loaded, feeds, _metric(args, labels, loaded, len(feeds)), labels, args.max_metric_drop,
-                              args.min_cosine, opts.trt_version, "fp8" if args.fp8 else "int8")
+    validation = advice = None
+    if check is not None:
         validation = check(result, lint=True)
     failed = validation is not None and not validation.passed
-    from ..core.qdq.held_back_check import accuracy_failed
-
-    if failed and accuracy_failed(validation) and not args.no_advice:
+    if failed and validation.accuracy_failed and not args.no_advice and result.report.quantized_layers:
         from ..core.qdq.export_advice import advise_export
 
-        advice = advise_export(loaded, result, given, feeds, check.outcome, build_qdq, opts,
-                               progress=None if args.json else lambda t: print(f"  ... {t}", file=sys.stderr))
+        quiet = args.json or args.no_progress
+        advice = advise_export(loaded, result, given, check.feeds, check.outcome, build_qdq, opts,
+                               progress=None if quiet else lambda t: print(f"  ... {t}", file=sys.stderr))
     path = checks = None
     if not failed or args.write_failed:
         min_float = DEFAULT_MIN_COSINE if args.min_float_cosine is None else args.min_float_cosine
         checks = []
         # The float model gives the end-to-end note its context (how far the quantization itself moves the outputs).
-        path = save_qdq_model(result, args.out, feeds=feeds, min_cosine=min_float, original=loaded.proto,
-                              on_check=checks.append)
+        path = save_qdq_model(result, args.out, feeds=check.feeds if check is not None else None,
+                              min_cosine=min_float, original=loaded.proto, on_check=checks.append,
+                              refuse=not args.write_failed)
     _print(args, result, validation, advice, checks, path)
     if not result.report.quantized_layers:
-        print("warning: no layer was quantized (no ranges matched the model's tensors?)", file=sys.stderr)
+        print(f"warning: no layer was quantized: {_why_nothing(result)}", file=sys.stderr)
         return 1
-    # Exit 1 (findings) when the check fails (a threshold, non-finite outputs or a lint error), so scripts can gate on it.
-    return 1 if failed else 0
+    # Exit 1 (findings) when the check fails (the target, non-finite outputs or a lint error), so scripts can gate.
+    return 1 if failed or (checks and not checks[0].passed) else 0
+
+
+def _why_nothing(result) -> str:
+    """Why an export quantized no layer, from its report (ranges missing or zero, exclusions, placement)."""
+    skipped = result.report.skipped
+    reasons = {}
+    for sk in skipped:
+        reasons.setdefault(sk.reason, []).append(sk.node_label)
+    if not reasons:
+        return "the model has no layer the placement rules quantize"
+    top = sorted(reasons.items(), key=lambda kv: -len(kv[1]))[:3]
+    return "; ".join(f"{len(v)} layer(s): {k}" for k, v in top)
 
 
 def _print(args, result, validation, advice, checks, path) -> None:
@@ -282,3 +306,5 @@ def _print(args, result, validation, advice, checks, path) -> None:
         print(f"wrote {path}")
     else:
         print(f"nothing written to {args.out}: the check failed (--write-failed writes it anyway)")
+    if checks and not checks[0].passed:
+        print(f"written although the float part's check failed (--write-failed): {'; '.join(checks[0].failures)}")

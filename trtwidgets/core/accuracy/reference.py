@@ -1,4 +1,11 @@
-"""Reference data for accuracy checks: inputs and FP32 outputs in one ``.npz``.
+"""Reference data for accuracy checks: held-back samples and FP32's outputs on them, computed once.
+
+:class:`Reference` is what every check judges against (:func:`~.verdict.evaluate`): the held-back
+samples (one feed each), FP32's outputs on them batch first, each tensor's batch axis, and the
+samples' labels; :func:`run_samples` runs any model on the same samples the same way (the one way
+held-back samples are run: each tensor along its own batch axis, outputs batch first).
+
+The rest of this module is ``compare``'s file: inputs and FP32 outputs in one ``.npz``.
 
 ONNX Runtime and TensorRT are often not in the same Python (TensorRT 8.6 wheels
 stop at Python 3.10; the GPU machine's 3.9 has no onnxruntime), so the FP32
@@ -14,7 +21,7 @@ import json
 import os
 import zipfile
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -22,7 +29,105 @@ from ..common.atomic import atomic_write
 from ..common.errors import UserError
 from ..common.npz_files import open_npz
 
-__all__ = ["ReferenceData", "save_reference", "load_reference", "make_reference"]
+__all__ = ["Reference", "ReferenceData", "save_reference", "load_reference", "make_reference", "run_samples"]
+
+Feed = Dict[str, np.ndarray]
+
+
+def run_samples(model, samples: Sequence[Mapping[str, np.ndarray]], axes, batch: int = 1,
+                ranks: Optional[Mapping[str, int]] = None, purpose: str = "score a candidate",
+                providers: Optional[Sequence] = None) -> Dict[str, np.ndarray]:
+    """Every sample through ``model`` in ONNX Runtime, ``batch`` at a time; outputs batch first.
+
+    ``axes``: the :class:`~..model.batch_axis.BatchAxes` of every input and output.
+
+    Raises
+    ------
+    UserError
+        No samples, or ONNX Runtime refuses the model or a feed.
+    """
+    from ..common.ort import open_session
+    from ..model.load import as_model_proto
+    from ..model.sample_batches import run_in_batches
+
+    if not samples:
+        raise UserError("No data to run.", "The held-back data holds no sample.", "Give held-back samples.")
+    proto = as_model_proto(model)
+    if ranks is None:
+        ranks = {vi.name: len(vi.type.tensor_type.shape.dim) for vi in proto.graph.input
+                 if vi.type.tensor_type.HasField("shape")}
+    sess = open_session(proto, providers=providers, purpose=purpose)
+    names = list(sess.output_names)
+
+    def run(feed: Feed) -> Dict[str, np.ndarray]:
+        return dict(zip(names, sess.run(names, feed)))
+
+    return run_in_batches(run, list(samples), axes, batch_size=batch, ranks=ranks)
+
+
+@dataclass(frozen=True)
+class Reference:
+    """Held-back samples and FP32's outputs on them: what every candidate is judged against.
+
+    Attributes
+    ----------
+    feeds : tuple of dict
+        One feed per held-back sample (each input with its batch axis of 1 where it has one).
+    outputs : dict
+        FP32's outputs on ``feeds``, batch first.
+    axes : BatchAxes
+        The batch axis of every input and output.
+    labels : array, optional
+        The samples' classes (a ``top1`` metric).
+    notes : tuple of str
+        What FP32's own outputs leave out of every score (:func:`~.verdict.reference_notes`).
+    batch : int
+        Samples per run.
+    """
+
+    feeds: Tuple[Feed, ...]
+    outputs: Dict[str, np.ndarray]
+    axes: Any
+    labels: Optional[np.ndarray] = field(default=None, compare=False)
+    notes: Tuple[str, ...] = ()
+    batch: int = 1
+
+    @property
+    def samples(self) -> int:
+        return len(self.feeds)
+
+    @classmethod
+    def compute(cls, model, feeds: Sequence[Mapping[str, np.ndarray]], axes=None, labels=None,
+                batch: int = 8) -> "Reference":
+        """FP32's outputs of ``model`` on ``feeds`` (batch axes found from the model and the first sample).
+
+        Raises
+        ------
+        UserError
+            No samples, or FP32's outputs are NaN or Inf throughout (nothing to judge against).
+        """
+        from ..model.batch_axis import find_batch_axes
+        from .verdict import reference_notes
+
+        from ..model.sample_batches import SampleCutter
+
+        feeds = tuple(dict(f) for f in feeds)
+        if not feeds:
+            raise UserError("No held-back samples to check on.", "The data source yielded no sample.",
+                            "Give held-back samples (not the calibration samples).")
+        if axes is None:
+            first = SampleCutter(find_batch_axes(model, run=False).inputs).split(feeds[0])[0]
+            axes = find_batch_axes(model, sample=first)
+        cutter = SampleCutter(axes.inputs, axes.fixed_batch)  # one feed per sample, whatever the files held
+        feeds = tuple(one for f in feeds for one in cutter.split(f))
+        batch = batch if axes.batched and all(a is not None for a in axes.outputs.values()) else 1
+        outputs = run_samples(model, feeds, axes, batch, purpose="compute FP32's reference")
+        return cls(feeds, outputs, axes, None if labels is None else np.asarray(labels),
+                   tuple(reference_notes(outputs)), batch)
+
+    def run(self, model) -> Dict[str, np.ndarray]:
+        """``model``'s outputs on the same samples, the same way (batch first)."""
+        return run_samples(model, self.feeds, self.axes, self.batch)
 
 
 @dataclass(frozen=True)

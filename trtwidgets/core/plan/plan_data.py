@@ -26,7 +26,8 @@ import numpy as np
 
 from ..common.errors import UserError
 from ..model.batch_axis import BatchAxes, find_batch_axes, settle_input_axes, user_batch_axes
-from ..model.sample_batches import SampleCutter, run_in_batches
+from ..accuracy.reference import run_samples
+from ..model.sample_batches import SampleCutter
 
 __all__ = ["PlanData", "read_plan_data", "run_samples", "labels_for_held", "RUN_BATCH"]
 
@@ -191,30 +192,3 @@ def labels_for_held(labels, data: PlanData) -> Optional[np.ndarray]:
                         "Give one label per sample of --data (the split picks the held-back ones), "
                         "or --held-back DIR with its own labels.")
     return labels
-
-
-def run_samples(model, samples: Sequence[Mapping[str, np.ndarray]], axes: BatchAxes, batch: int = 1,
-                ranks: Optional[Mapping[str, int]] = None, purpose: str = "score a candidate") -> Dict[str, np.ndarray]:
-    """Every sample through ``model`` in ONNX Runtime, ``batch`` at a time; outputs batch first.
-
-    Raises
-    ------
-    UserError
-        No samples, or ONNX Runtime refuses the model or a feed.
-    """
-    from ..common.ort import open_session
-    from ..model.load import as_model_proto
-
-    if not samples:
-        raise UserError("No data to run.", "The held-back data holds no sample.", "Give held-back samples.")
-    proto = as_model_proto(model)
-    if ranks is None:
-        ranks = {vi.name: len(vi.type.tensor_type.shape.dim) for vi in proto.graph.input
-                 if vi.type.tensor_type.HasField("shape")}
-    sess = open_session(proto, purpose=purpose)
-    names = list(sess.output_names)
-
-    def run(feed: Feed) -> Dict[str, np.ndarray]:
-        return dict(zip(names, sess.run(names, feed)))
-
-    return run_in_batches(run, list(samples), axes, batch_size=batch, ranks=ranks)

@@ -310,7 +310,7 @@ def _checked(proto: onnx.ModelProto, hp: str, keep_fp32, patterns, unchecked: bo
 
 def save_qdq_model(model: Union[QdqExport, onnx.ModelProto], path: Union[str, os.PathLike], *, feeds=None,
                    min_cosine: float = DEFAULT_MIN_COSINE, check: bool = True,
-                   original: Optional[onnx.ModelProto] = None, on_check=None) -> Path:
+                   original: Optional[onnx.ModelProto] = None, on_check=None, refuse: bool = True) -> Path:
     """Check a model, then write it atomically (temporary file in the same folder, then rename).
 
     Returns the path written. An existing file is only replaced once the new one
@@ -321,7 +321,9 @@ def save_qdq_model(model: Union[QdqExport, onnx.ModelProto], path: Union[str, os
     raises :class:`~.export_check.ExportCheckError` and writes nothing when it fails;
     ``check=False`` skips it. ``original`` (the float model before Q/DQ) gives the end-to-end note
     its context. ``on_check``, a callable, gets the :class:`~.export_check.ExportCheck` before
-    anything is written or raised (the command line prints its float-part line from it).
+    anything is written or raised (the command line prints its float-part line from it). ``refuse``
+    False writes the model even when the check fails (``--write-failed``): the check is still run and
+    handed to ``on_check``.
     """
     export = model if isinstance(model, QdqExport) else None
     proto = export.model if export is not None else model
@@ -335,12 +337,13 @@ def save_qdq_model(model: Union[QdqExport, onnx.ModelProto], path: Union[str, os
                               feeds=feeds, min_cosine=min_cosine, original=original)
         if on_check is not None:
             on_check(result)
-        raise_if_failed(result, path)
+        if refuse:
+            raise_if_failed(result, path)
     return write_bytes_atomic(path, proto.SerializeToString())
 
 
 def export_qdq(model, calibration, out_path: Union[str, os.PathLike, None] = None, *,
-               options: Optional[QdqOptions] = None, held_back=None, metric=None) -> QdqExport:
+               options: Optional[QdqOptions] = None, held_back=None, metric=None, target=None) -> QdqExport:
     """Write the Q/DQ model of a calibration: ``trtwidgets.export_qdq(model, cal, "model.qdq.onnx")``.
 
     Parameters
@@ -359,13 +362,17 @@ def export_qdq(model, calibration, out_path: Union[str, os.PathLike, None] = Non
     options : QdqOptions, optional
         How the model is written (precision, float part, exclusions ...); its defaults when None.
     held_back : folder, ``"demo"`` or sequence of feeds, optional
-        Samples not used for calibration: the export is checked on them before anything is written
-        (its lowest output cosine against FP32 >= 0.99, or ``metric``), and when the check fails on
-        accuracy the tensors to change are measured and named, verified by checking again
-        (``result.advice``; :mod:`.export_advice`).
+        Samples not used for calibration: the export is judged on them before anything is written (the
+        one verdict, :func:`~..accuracy.verdict.evaluate`: by ``target``, default cosine >= 0.99 on the
+        worst channel group of every output), and when it fails on accuracy the tensors (or the float
+        part's nodes) to change are measured and named, verified by checking again (``result.advice``;
+        :mod:`.export_advice`).
     metric : str or callable, optional
         The task metric of the check, as ``trtwidgets plan`` names it (``"top1-agreement"``,
-        ``"mask-iou:0.5"``, ...) or ``f(outputs) -> float``; its own allowed drop below FP32.
+        ``"mask-iou:0.5"``, ``"package.module:function"``) or ``f(reference, candidate) -> float``
+        (higher is better); its own allowed drop below FP32. Short for ``target=Target.for_metric(metric)``.
+    target : Target, optional
+        What the check judges by (``tw.Target``; the planner's target is the same kind).
 
     Returns
     -------
@@ -387,7 +394,10 @@ def export_qdq(model, calibration, out_path: Union[str, os.PathLike, None] = Non
     spec = calibration_spec(loaded, calibration, options)
     result = build_qdq(loaded, spec)
     if held_back is not None:
-        result = _held_back_checked(loaded, result, calibration, spec.options, held_back, metric)
+        from .validate import check_target
+
+        result = _held_back_checked(loaded, result, calibration, spec.options, held_back,
+                                    check_target(target, metric))
         if out_path is not None and result.check.failures:
             from .export_check import ExportCheckError
 
@@ -405,19 +415,19 @@ def export_qdq(model, calibration, out_path: Union[str, os.PathLike, None] = Non
     return result
 
 
-def _held_back_checked(loaded, result: QdqExport, calibration, options: QdqOptions, held_back, metric) -> QdqExport:
+def _held_back_checked(loaded, result: QdqExport, calibration, options: QdqOptions, held_back, target) -> QdqExport:
     """``result`` with its check on ``held_back`` and, when that failed on accuracy, the advice."""
     from .export_advice import advise_export
-    from .held_back_check import HeldBackCheck, accuracy_failed, held_back_feeds
+    from .held_back_check import HeldBackCheck, held_back_feeds
 
     feeds = held_back_feeds(loaded, held_back)
-    check = HeldBackCheck(loaded, feeds, metric, trt_version=options.trt_version, precision=options.precision)
+    check = HeldBackCheck(loaded, feeds, target, trt_version=options.trt_version, precision=options.precision)
     validation = check(result)
     advice = None
-    if validation.failures and accuracy_failed(validation):
+    if validation.failures and validation.accuracy_failed:
         if isinstance(calibration, (str, os.PathLike)):
             from ..calibration.calibration import Calibration
 
             calibration = Calibration.load(calibration)
-        advice = advise_export(loaded, result, calibration, feeds, check.outcome, build_qdq, options)
+        advice = advise_export(loaded, result, calibration, check.feeds, check.outcome, build_qdq, options)
     return dataclasses.replace(result, check=validation, advice=advice)

@@ -4,13 +4,14 @@ Three questions, answered on the CPU with ONNX Runtime:
 
 1. Does it run? (ORT executes Q/DQ models with int8 kernels where it can, a
    reasonable stand-in for TensorRT's INT8 arithmetic.)
-2. How far are its outputs from the float model's on held-back data (data *not*
-   used for calibration)? Cosine similarity, max / mean abs error and SNR per
-   output (:mod:`.metrics`), top-1 agreement for outputs that are class scores
-   (``[N, classes]``: never for a map or a sequence, whose last axis is no class),
-   and a task metric when the caller gives one (computed on both models, so the
-   drop is visible, e.g. accuracy against labels; a built-in metric by name, as
-   ``plan --metric`` takes it, with its allowed drop).
+2. Does it keep the accuracy target on held-back data (data *not* used for calibration)? The
+   one verdict of the toolkit (:func:`~trtwidgets.core.accuracy.verdict.evaluate`): the worst
+   channel group of every output against a :class:`~trtwidgets.core.accuracy.target.Target`
+   (cosine >= 0.99 by default, as the planner's), NaN/Inf where FP32 is finite, and a task metric
+   when one is given (``"top1-agreement"``, ``"mask-iou:0.5"``, ``"package.module:function"`` or
+   ``f(reference, candidate) -> float``, judged by its drop below FP32's). Per output, the plain
+   cosine, max / mean abs error, SNR and top-1 agreement (for class scores ``[N, classes]``) are
+   reported beside it.
 3. What will TensorRT say? :func:`~trtwidgets.core.model.lint.lint` must find no
    unsupported (dynamic / QOperator) quantization op, and, for TensorRT <= 10,
    must report ``QDQ_REQUIRES_INT8`` when the INT8 flag is missing.
@@ -21,24 +22,27 @@ only when a session is opened (core stays numpy + onnx at import time).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
-from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from ..accuracy.builtin_metrics import TaskMetric
+from ..accuracy.metric_guard import trusted
+from ..accuracy.metrics import OutputMetrics, compare_tensor
+from ..accuracy.reference import Reference, run_samples
+from ..accuracy.target import DEFAULT_COSINE, Target
+from ..accuracy.verdict import Verdict, evaluate
 from ..common.errors import UserError
 from ..common.npz_files import open_npz, read_npy
 from ..common.ort import open_session
-from ..accuracy.metrics import OutputMetrics, compare_tensor
 from ..model.load import as_model_proto
 
-__all__ = ["QdqValidation", "QdqLint", "run_model", "lint_qdq", "validate_qdq", "load_labels", "label_accuracy",
-           "is_class_scores"]
-
-TaskMetric = Callable[[Dict[str, np.ndarray]], float]
-
+__all__ = ["QdqValidation", "QdqLint", "check_target", "run_model", "lint_qdq", "validate_qdq", "load_labels",
+           "label_accuracy", "is_class_scores"]
 
 @dataclass(frozen=True)
 class QdqLint:
@@ -80,24 +84,30 @@ class QdqLint:
 
 @dataclass(frozen=True)
 class QdqValidation:
-    """Accuracy of a Q/DQ model against its float model, and its lint.
+    """A Q/DQ model judged against its float model on held-back samples, and its lint.
 
     Attributes
     ----------
     samples : int
-        Batch items compared.
+        Held-back samples compared.
     outputs : dict
-        Output name -> :class:`~trtwidgets.core.accuracy.metrics.OutputMetrics`.
+        Output name -> :class:`~trtwidgets.core.accuracy.metrics.OutputMetrics` (reported, not gated).
     cosine : float
-        Lowest cosine similarity over the outputs.
+        Lowest plain cosine over the outputs (reported; the target judges the worst channel group).
     max_abs : float
         Largest absolute error over the outputs.
     top1_agreement : float or None
         Fraction of rows whose arg-max agrees (classifier outputs only).
     task_metric_name : str
     task_metric_reference, task_metric_qdq : float or None
-        The caller's task metric on the float and on the Q/DQ model.
+        The task metric on the float and on the Q/DQ model (the target's, or one shown beside it).
     lint : QdqLint or None
+    target : Target, optional
+        What the check judged by.
+    verdict : Verdict, optional
+        The one verdict (:func:`~trtwidgets.core.accuracy.verdict.evaluate`).
+    min_top1 : float, optional
+        A lowest top-1 agreement asked for besides the target.
     """
 
     samples: int
@@ -109,30 +119,20 @@ class QdqValidation:
     task_metric_reference: Optional[float] = None
     task_metric_qdq: Optional[float] = None
     lint: Optional[QdqLint] = None
-    thresholds: Dict[str, float] = field(default_factory=dict)
+    target: Optional[Target] = None
+    verdict: Optional[Verdict] = None
+    min_top1: Optional[float] = None
 
     @property
     def failures(self) -> Tuple[str, ...]:
-        """Every check that failed, one line each, naming the check and the measured value.
+        """Every check that failed, one line each, naming the check and the measured value (empty: passed).
 
-        Empty when the validation passed. A failed threshold reads like
-        ``"cosine 0.9812 < min_cosine 0.99"``; a lint error like ``"lint error
-        QDQ_TYPE_NEEDS_NEWER_TRT: <message>"``.
+        The target's parts read like ``"cosine 0.9812 < 0.99 (worst channel group y[ch 3])"``; a lint error
+        like ``"lint error QDQ_TYPE_NEEDS_NEWER_TRT: <message>"``.
         """
-        t = self.thresholds
-        out: List[str] = []
-        if "min_cosine" in t and not self.cosine >= t["min_cosine"]:
-            out.append(f"cosine {self.cosine:.4f} < min_cosine {t['min_cosine']:g} (lowest over the outputs)")
-        if "min_top1" in t and self.top1_agreement is not None and not self.top1_agreement >= t["min_top1"]:
-            out.append(f"top-1 agreement {self.top1_agreement:.4f} < min_top1 {t['min_top1']:g}")
-        if "max_metric_drop" in t and self.task_metric_qdq is not None:
-            low = self.task_metric_reference - t["max_metric_drop"]
-            if not self.task_metric_qdq >= low:
-                out.append(f"{self.task_metric_name} {self.task_metric_qdq:.4f} < {low:.4f} (FP32's "
-                           f"{self.task_metric_reference:.4f} less the allowed drop {t['max_metric_drop']:g})")
-        for name, m in self.outputs.items():
-            if not m.ok:
-                out.append(f"output {name!r} has {m.nonfinite_mismatch} non-finite value(s) the float model does not")
+        out: List[str] = list(self.verdict.why) if self.verdict is not None else []
+        if self.min_top1 is not None and self.top1_agreement is not None and not self.top1_agreement >= self.min_top1:
+            out.append(f"top-1 agreement {self.top1_agreement:.4f} < min_top1 {self.min_top1:g}")
         if self.lint is not None:
             codes = self.lint.error_codes or ("",) * len(self.lint.errors)
             for code, message in zip(codes, self.lint.errors):
@@ -144,9 +144,31 @@ class QdqValidation:
 
     @property
     def passed(self) -> bool:
-        """True when every threshold holds, every output is finite where the float one is, and lint found no
-        error or unsupported op (see :attr:`failures` for what failed)."""
+        """True when the target holds and lint found no error or unsupported op (:attr:`failures` says what failed)."""
         return not self.failures
+
+    @property
+    def accuracy_failed(self) -> bool:
+        """True when the target failed (not only lint): changing ranges or the float part can help only there."""
+        return self.verdict is not None and self.verdict.meets is False
+
+    def margin(self) -> float:
+        """The smallest distance of a judged measure above its part of the target (negative: it fails it)."""
+        acc = self.verdict.accuracy if self.verdict is not None else None
+        t = self.target
+        if acc is None or t is None:
+            return 0.0 if not self.failures else -1.0
+        if acc.non_finite:
+            return -math.inf
+        gaps = []
+        if t.cosine is not None:
+            gaps.append(acc.cosine - t.cosine)
+        if t.snr_db is not None:
+            gaps.append((acc.snr_db - t.snr_db) / 100.0)
+        if acc.metric is not None and acc.metric_reference is not None:
+            gaps.append(acc.metric - (acc.metric_reference - t.metric_drop))
+        gaps = [g for g in gaps if g == g]  # NaN (non-finite outputs) is the worst
+        return min(gaps) if gaps else (0.0 if not self.failures else -1.0)
 
     def summary(self) -> str:
         lines = [f"Validation on {self.samples} held-back samples (ONNX Runtime, Q/DQ vs FP32):"]
@@ -157,16 +179,21 @@ class QdqValidation:
         if self.task_metric_name:
             lines.append(f"  {self.task_metric_name}: FP32 {self.task_metric_reference:.4f}  "
                          f"Q/DQ {self.task_metric_qdq:.4f}")
+        acc = self.verdict.accuracy if self.verdict is not None else None
+        if acc is not None and acc.worst_group:
+            lines.append(f"  worst channel group: {acc.worst_group} at cosine {acc.cosine:.6f}, SNR {acc.snr_db:.1f} dB")
         if self.lint is not None:
             lines.append(f"  lint ({','.join(self.lint.flags)}, TensorRT {self.lint.trt_version or 'any'}): "
                          + (", ".join(self.lint.codes) or "no findings"))
             if self.lint.requires_int8_reported:
                 lines.append("  lint without the INT8 flag: QDQ_REQUIRES_INT8 (TensorRT <= 10 needs --int8)")
-        checks = ", ".join(f"{k} {v:g}" for k, v in self.thresholds.items())
+        checks = f"target: {self.target.describe()}" if self.target is not None else ""
+        if self.min_top1 is not None:
+            checks += f", min_top1 {self.min_top1:g}"
         failures = self.failures
         if failures:
-            lines.append(f"  FAILED: {'; '.join(failures)}" + (f" (thresholds: {checks})" if checks else ""))
-        elif self.thresholds:
+            lines.append(f"  FAILED: {'; '.join(failures)}" + (f" ({checks})" if checks else ""))
+        elif checks:
             lines.append(f"  PASSED {checks}")
         return "\n".join(lines)
 
@@ -175,7 +202,9 @@ class QdqValidation:
                 "cosine": self.cosine, "max_abs": self.max_abs, "top1_agreement": self.top1_agreement,
                 "task_metric_name": self.task_metric_name, "task_metric_reference": self.task_metric_reference,
                 "task_metric_qdq": self.task_metric_qdq, "lint": self.lint.to_dict() if self.lint else None,
-                "thresholds": dict(self.thresholds), "passed": self.passed, "failures": list(self.failures)}
+                "target": self.target.to_dict() if self.target is not None else None,
+                "verdict": self.verdict.to_dict() if self.verdict is not None else None,
+                "passed": self.passed, "failures": list(self.failures)}
 
 
 def run_model(model, feeds: Iterable[Mapping[str, np.ndarray]], providers: Optional[Sequence] = None
@@ -234,84 +263,83 @@ def is_class_scores(shape: Sequence[int]) -> bool:
     return len(dims) == 2 and dims[1] >= 2
 
 
-def validate_qdq(reference, qdq, data: Iterable[Mapping[str, np.ndarray]], *,
-                 task_metric=None, task_metric_name: str = "task metric",
-                 providers: Optional[Sequence] = None, trt_version: Optional[str] = "8.6",
-                 precision: str = "int8", min_cosine: Optional[float] = 0.99,
+def check_target(target: Optional[Target] = None, task_metric=None, min_cosine: Optional[float] = None,
+                 max_metric_drop: Optional[float] = None, labels=None) -> Target:
+    """The :class:`~trtwidgets.core.accuracy.target.Target` a check judges by: ``target`` as given, else the one
+    its parts ask for (default: cosine >= 0.99 on the worst channel group, as everywhere; with a task metric,
+    the metric with its own drop, and a cosine only where ``min_cosine`` is given)."""
+    if target is not None:
+        return target
+    if task_metric is not None:
+        return Target.for_metric(task_metric, labels, cosine=min_cosine, max_metric_drop=max_metric_drop)
+    return Target(cosine=DEFAULT_COSINE if min_cosine is None else float(min_cosine), max_metric_drop=max_metric_drop)
+
+
+def validate_qdq(reference, qdq, data: Iterable[Mapping[str, np.ndarray]] = (), *, target: Optional[Target] = None,
+                 task_metric=None, task_metric_name: str = "", providers: Optional[Sequence] = None,
+                 trt_version: Optional[str] = "8.6", precision: str = "int8", min_cosine: Optional[float] = None,
                  min_top1: Optional[float] = None, run_lint: bool = True, labels: Optional[np.ndarray] = None,
-                 max_metric_drop: Optional[float] = None,
-                 reference_outputs: Optional[Mapping[str, np.ndarray]] = None) -> QdqValidation:
-    """Compare a Q/DQ model with its float model on held-back data and lint it.
+                 max_metric_drop: Optional[float] = None, held_back: Optional[Reference] = None,
+                 shown_metric=None) -> QdqValidation:
+    """Judge a Q/DQ model against its float model on held-back data, and lint it.
 
     Parameters
     ----------
     reference, qdq : onnx.ModelProto, LoadedModel or path
         The float model and the exported Q/DQ model.
     data : iterable of dict
-        Held-back feeds ``{input_name: array}`` (not the calibration samples). It is
-        read once, so a generator works.
+        Held-back feeds ``{input_name: array}`` (not the calibration samples), one sample or a batch
+        each. Read once, so a generator works.
+    target : Target, optional
+        What to judge by (default: :func:`check_target` of the parts below).
     task_metric : str, callable or TaskMetric, optional
-        ``f(outputs) -> float`` over the concatenated outputs (e.g. accuracy
-        against labels), or a metric as ``plan --metric`` names it (``"top1-agreement"``,
-        ``"mask-iou:0.5"``, ``"package.module:function"``: built from the float model's
-        outputs, :func:`~trtwidgets.core.accuracy.task_metrics.make_task_metric`); computed for both models.
+        A metric as ``plan --metric`` names it (``"top1-agreement"``, ``"mask-iou:0.5"``,
+        ``"package.module:function"``), or your own ``f(reference, candidate) -> float`` (higher is
+        better): judged by its drop below FP32's (``max_metric_drop``, default the metric's own).
+    task_metric_name : str
+        How the report names your metric.
     providers : sequence, optional
         ONNX Runtime providers (default CPU).
     trt_version : str or None
-        The TensorRT version to lint for (None: no version checks; False-y
-        ``run_lint`` skips lint).
-    min_cosine, min_top1 : float, optional
-        Thresholds :attr:`QdqValidation.passed` checks (top-1 agreement only of outputs that are class
-        scores, :func:`is_class_scores`).
+        The TensorRT version to lint for (None: no version checks; False-y ``run_lint`` skips lint).
+    min_cosine : float, optional
+        The lowest worst-group cosine (default 0.99 without a task metric).
+    min_top1 : float, optional
+        A lowest top-1 agreement (outputs that are class scores, :func:`is_class_scores`), besides the target.
     labels : ndarray, optional
         The held-back samples' classes, for a ``"top1"`` metric.
-    max_metric_drop : float, optional
-        How far the task metric may fall below FP32's; default: a named metric's own allowance
-        (:attr:`~trtwidgets.core.accuracy.task_metrics.TaskMetric.default_drop`), none for a plain callable.
-    reference_outputs : mapping, optional
-        The float model's outputs on ``data`` (:func:`run_model`), when several Q/DQ models are checked
-        against one reference; ``reference`` is not run then.
+    held_back : Reference, optional
+        FP32's outputs on the held-back samples, computed once (:class:`HeldBackCheck` checks several
+        exports against one); ``reference`` and ``data`` are not run then.
+    shown_metric : TaskMetric, optional
+        A metric shown for both models beside the target, not judged (``export-qdq --labels`` alone).
 
     Returns
     -------
     QdqValidation
     """
-    feeds = list(data)
-    if reference_outputs is None:
-        ref_out, samples = run_model(reference, feeds, providers)
-        qdq_out, _ = run_model(qdq, feeds, providers)
-    else:
-        ref_out = dict(reference_outputs)
-        qdq_out, samples = run_model(qdq, feeds, providers)
-    metrics = {n: compare_tensor(ref_out[n], qdq_out[n], topk=(1,) if is_class_scores(np.shape(ref_out[n])) else (),
-                                 name=n) for n in ref_out}
+    ref = held_back if held_back is not None else Reference.compute(reference, list(data), labels=labels)
+    bound, _ = check_target(target, task_metric, min_cosine, max_metric_drop, labels).bound(ref.outputs,
+                                                                                            labels=ref.labels)
+    if task_metric_name and bound.metric is not None:
+        bound = dataclasses.replace(bound, metric_name=task_metric_name)
+    qdq_out = run_samples(qdq, ref.feeds, ref.axes, ref.batch, providers=providers, purpose="validate it")
+    verdict = evaluate(qdq_out, ref, bound)
+    metrics = {n: compare_tensor(r, qdq_out[n], topk=(1,) if is_class_scores(np.shape(r)) else (), name=n)
+               for n, r in ref.outputs.items()}
     tops = [m.topk_agreement[1] for m in metrics.values() if 1 in m.topk_agreement]
-    task_ref = task_q = None
-    thresholds: Dict[str, float] = {}
-    if task_metric is not None:
-        if isinstance(task_metric, str) or hasattr(task_metric, "default_drop"):
-            from ..accuracy.task_metrics import make_task_metric
-
-            made = make_task_metric(task_metric, ref_out, labels)
-            task_metric, task_metric_name = made.fn, made.name
-            max_metric_drop = made.default_drop if max_metric_drop is None else max_metric_drop
-        task_ref = float(task_metric(ref_out))
-        task_q = float(task_metric(qdq_out))
-        if max_metric_drop is not None:
-            thresholds["max_metric_drop"] = float(max_metric_drop)
-    if min_cosine is not None:
-        thresholds["min_cosine"] = float(min_cosine)
-    if min_top1 is not None:
-        thresholds["min_top1"] = float(min_top1)
+    name, task_ref, task_q = "", None, None
+    if bound.metric is not None:
+        name, task_ref, task_q = bound.metric_name, verdict.accuracy.metric_reference, verdict.accuracy.metric
+    elif shown_metric is not None:
+        name, task_ref, task_q = shown_metric.name, float(shown_metric(ref.outputs)), float(shown_metric(qdq_out))
     return QdqValidation(
-        samples=samples, outputs=metrics,
+        samples=ref.samples, outputs=metrics,
         cosine=min((m.cosine for m in metrics.values()), default=math.nan),
         max_abs=max((m.max_abs for m in metrics.values()), default=math.nan),
-        top1_agreement=min(tops) if tops else None,
-        task_metric_name=task_metric_name if task_metric is not None else "",
-        task_metric_reference=task_ref, task_metric_qdq=task_q,
-        lint=lint_qdq(qdq, trt_version, precision) if run_lint else None,
-        thresholds=thresholds)
+        top1_agreement=min(tops) if tops else None, task_metric_name=name, task_metric_reference=task_ref,
+        task_metric_qdq=task_q, lint=lint_qdq(qdq, trt_version, precision) if run_lint else None,
+        target=bound, verdict=verdict, min_top1=min_top1)
 
 
 # -- a task metric from integer labels ----------------------------------------------------------
@@ -393,9 +421,9 @@ def _classifier_output(summary, output: Optional[str]):
     return ranked[0]
 
 
-def label_accuracy(labels: np.ndarray, summary, samples: int, output: Optional[str] = None
-                   ) -> Tuple[TaskMetric, str]:
-    """Top-1 accuracy against ``labels``, as a task metric for :func:`validate_qdq`.
+def label_accuracy(labels: np.ndarray, summary, samples: int, output: Optional[str] = None) -> TaskMetric:
+    """Top-1 accuracy against ``labels``, shown for both models beside the target (:func:`validate_qdq`'s
+    ``shown_metric``; ``--metric top1`` makes it the target).
 
     Parameters
     ----------
@@ -412,9 +440,8 @@ def label_accuracy(labels: np.ndarray, summary, samples: int, output: Optional[s
 
     Returns
     -------
-    (callable, str)
-        ``metric(outputs) -> accuracy`` and its name (which says the output
-        and how many labels are used).
+    TaskMetric
+        ``metric(outputs) -> accuracy``, named for the output and how many labels are used.
 
     Raises
     ------
@@ -448,4 +475,4 @@ def label_accuracy(labels: np.ndarray, summary, samples: int, output: Optional[s
                             "Labels are indices into the classifier output.", "Check that the labels belong to this model.")
         return float(np.mean(scores.argmax(-1) == used))
 
-    return accuracy, name
+    return TaskMetric(trusted(accuracy), name, outputs=(out.name,))
