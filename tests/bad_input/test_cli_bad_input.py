@@ -94,10 +94,10 @@ CASES = [
                            "{user}/old.qdq.onnx"], "negative"),
     ("qdq-amax-unknown-tensor", ["export-qdq", M, "--stats", "{user}/stats.npz", "--amax", "no_such_tensor=1",
                                  "--out", "{user}/old.qdq.onnx"], "no_such_tensor"),
-    ("qdq-metric-unknown", ["export-qdq", M, "--stats", "{user}/stats.npz", "--data", "demo", "--metric", "accuracy!",
+    ("qdq-metric-unknown", ["export-qdq", M, "--stats", "{user}/stats.npz", "--held-back", "demo", "--metric", "accuracy!",
                             "--out", "{user}/old.qdq.onnx"], "Unknown metric"),
     ("qdq-metric-without-data", ["export-qdq", M, "--stats", "{user}/stats.npz", "--metric", "top1-agreement",
-                                 "--out", "{user}/old.qdq.onnx"], "--metric needs --data"),
+                                 "--out", "{user}/old.qdq.onnx"], "--metric needs --held-back"),
     # inspect
     ("inspect-binary", ["inspect", "{bad}/binary.graph.json", "--csv", "{user}/layers.csv"], "binary"),
     ("inspect-names-only", ["inspect", "{bad}/names_only.graph.json"], "names only"),

@@ -73,6 +73,8 @@ def add_deprecated(parser, old: str, new: str, **kw) -> None:
 def target(args, default_cosine: bool = True, labels_alone: bool = False):
     """The :class:`~trtwidgets.core.accuracy.target.Target` the flags ask for (cosine >= 0.99 by default).
 
+    ``args`` holds the four target flags and ``--labels`` (:func:`add_flags`).
+
     A ``package.module:function`` typed after ``--metric`` is imported here, before any work; an unknown
     name is refused. ``default_cosine`` False: no cosine unless ``--target-cosine`` is given (a metric
     alone is then the target, as ``plan`` and ``export-qdq`` take it). ``labels_alone``: ``--labels``
@@ -81,10 +83,8 @@ def target(args, default_cosine: bool = True, labels_alone: bool = False):
     from ..core.accuracy.target import DEFAULT_COSINE, Target
     from ..core.common.errors import UserError
 
-    metric = getattr(args, "metric", None)
-    cosine, snr = getattr(args, "target_cosine", None), getattr(args, "target_snr", None)
-    drop = getattr(args, "max_metric_drop", None)
-    labels = _labels(args)
+    metric, cosine, snr, drop = args.metric, args.target_cosine, args.target_snr, args.max_metric_drop
+    labels = _labels(args.labels)
     if metric:
         from ..core.accuracy.task_metrics import check_metric_text, import_metric, is_function_text
 
@@ -100,8 +100,7 @@ def target(args, default_cosine: bool = True, labels_alone: bool = False):
     return Target(cosine=cosine, snr_db=snr, max_metric_drop=drop)
 
 
-def _labels(args):
-    path = getattr(args, "labels", None)
+def _labels(path):
     if not path:
         return None
     from ..core.qdq.validate import load_labels

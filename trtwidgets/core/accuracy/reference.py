@@ -29,17 +29,75 @@ from ..common.atomic import atomic_write
 from ..common.errors import UserError
 from ..common.npz_files import open_npz
 
-__all__ = ["Reference", "ReferenceData", "save_reference", "load_reference", "make_reference", "run_samples"]
+__all__ = ["Reference", "ReferenceData", "ZERO_ATOL", "load_reference", "make_reference", "numeric_outputs",
+           "reference_notes", "run_samples", "save_reference", "zero_outputs"]
 
 Feed = Dict[str, np.ndarray]
 
 
+#: An output that FP32 writes as zero throughout is matched when no candidate value is further from 0 than this.
+ZERO_ATOL = 1e-5
+
+
+def numeric_outputs(reference: Mapping[str, np.ndarray]) -> List[str]:
+    """The outputs holding numbers (the ones every score compares)."""
+    return [n for n in reference if np.issubdtype(np.asarray(reference[n]).dtype, np.number)]
+
+
+def zero_outputs(reference: Mapping[str, np.ndarray]) -> List[str]:
+    """Outputs FP32 writes as (finite) zero throughout: no direction to compare, judged by absolute error."""
+    out = []
+    for name in numeric_outputs(reference):
+        ref = np.asarray(reference[name])
+        if ref.size and np.isfinite(ref).all() and not np.any(ref):
+            out.append(name)
+    return out
+
+
+def reference_notes(reference: Mapping[str, np.ndarray], where: str = "on the held-back samples") -> List[str]:
+    """What FP32's own outputs leave out of every score: a note per output holding NaN or Inf.
+
+    Raises
+    ------
+    UserError
+        Every numeric output is NaN or Inf throughout: there is nothing to judge a candidate against.
+    """
+    from ..common.errors import UserError
+
+    notes: List[str] = []
+    empty: List[str] = []
+    names = numeric_outputs(reference)
+    for name in names:
+        ref = np.asarray(reference[name])
+        bad = int(ref.size - np.count_nonzero(np.isfinite(ref)))
+        if not bad:
+            continue
+        if bad == ref.size:
+            empty.append(name)
+            notes.append(f"FP32's output {name!r} is NaN or Inf in every value {where}: it is not checked at all")
+        else:
+            notes.append(f"FP32's output {name!r} holds {bad} NaN or Inf of its {ref.size} values {where}: those "
+                         "positions are left out of every score (a candidate must be finite wherever FP32 is)")
+    for name in zero_outputs(reference):
+        notes.append(f"FP32's output {name!r} is zero throughout {where}: it is judged by absolute error (every "
+                     f"value within {ZERO_ATOL:g} of 0), not by a cosine")
+    if names and len(empty) == len(names):
+        raise UserError(f"FP32's outputs {where} are NaN or Inf in every value ({', '.join(map(repr, empty))}).",
+                        "Every score compares finite values only: against these outputs any candidate, even one of "
+                        "random numbers, would meet the target.",
+                        "Check the model and the samples (an input out of its range, a division by zero in the "
+                        "graph): FP32 must give finite outputs on the held-back samples.")
+    return notes
+
+
 def run_samples(model, samples: Sequence[Mapping[str, np.ndarray]], axes, batch: int = 1,
                 ranks: Optional[Mapping[str, int]] = None, purpose: str = "score a candidate",
-                providers: Optional[Sequence] = None) -> Dict[str, np.ndarray]:
+                providers: Optional[Sequence] = None, optimization: str = "all") -> Dict[str, np.ndarray]:
     """Every sample through ``model`` in ONNX Runtime, ``batch`` at a time; outputs batch first.
 
-    ``axes``: the :class:`~..model.batch_axis.BatchAxes` of every input and output.
+    ``axes``: the :class:`~..model.batch_axis.BatchAxes` of every input and output. ``optimization``:
+    ORT's graph optimization level ("disable" for a model whose Casts must run as written, e.g. a
+    low-precision storage emulation, which ORT's cast propagation would undo).
 
     Raises
     ------
@@ -56,7 +114,7 @@ def run_samples(model, samples: Sequence[Mapping[str, np.ndarray]], axes, batch:
     if ranks is None:
         ranks = {vi.name: len(vi.type.tensor_type.shape.dim) for vi in proto.graph.input
                  if vi.type.tensor_type.HasField("shape")}
-    sess = open_session(proto, providers=providers, purpose=purpose)
+    sess = open_session(proto, providers=providers, optimization=optimization, purpose=purpose)
     names = list(sess.output_names)
 
     def run(feed: Feed) -> Dict[str, np.ndarray]:
@@ -107,7 +165,6 @@ class Reference:
             No samples, or FP32's outputs are NaN or Inf throughout (nothing to judge against).
         """
         from ..model.batch_axis import find_batch_axes
-        from .verdict import reference_notes
 
         from ..model.sample_batches import SampleCutter
 
@@ -125,9 +182,9 @@ class Reference:
         return cls(feeds, outputs, axes, None if labels is None else np.asarray(labels),
                    tuple(reference_notes(outputs)), batch)
 
-    def run(self, model) -> Dict[str, np.ndarray]:
+    def run(self, model, optimization: str = "all") -> Dict[str, np.ndarray]:
         """``model``'s outputs on the same samples, the same way (batch first)."""
-        return run_samples(model, self.feeds, self.axes, self.batch)
+        return run_samples(model, self.feeds, self.axes, self.batch, optimization=optimization)
 
 
 @dataclass(frozen=True)
@@ -193,14 +250,19 @@ def _concat(parts: Dict[str, List[np.ndarray]]) -> Dict[str, np.ndarray]:
 
 def make_reference(model, feeds: Iterable[Mapping[str, np.ndarray]], providers: Optional[Sequence[str]] = None) -> ReferenceData:
     """Run ``feeds`` through ONNX Runtime (CPU by default) and gather inputs and outputs."""
-    from .intermediates import run_reference
+    from ..common.ort import open_session
+    from ..model.load import as_model_proto
 
+    # No graph fusions: the reference computes each output as written.
+    sess = open_session(as_model_proto(model), providers=providers, optimization="disable",
+                        purpose="compute the FP32 reference")
+    names = sess.output_names
     ins: Dict[str, List[np.ndarray]] = {}
     outs: Dict[str, List[np.ndarray]] = {}
     for feed in feeds:
         for k, v in feed.items():
             ins.setdefault(k, []).append(np.asarray(v))
-        for k, v in run_reference(model, feed, providers=providers).items():
+        for k, v in zip(names, sess.run(names, feed)):
             outs.setdefault(k, []).append(v)
     if not ins:
         raise UserError("No data to compute a reference from.", "The data source yielded no samples.",

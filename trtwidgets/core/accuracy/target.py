@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..common.errors import UserError
+from .output_groups import BLIND_ENERGY_SHARE, group_metrics
 
-__all__ = ["DEFAULT_COSINE", "Target", "metric_factory", "with_metric"]
+__all__ = ["DEFAULT_COSINE", "Target", "metric_factory", "target_notes", "with_metric"]
 
 #: The default target everywhere: the worst channel group of every output keeps cosine >= 0.99.
 DEFAULT_COSINE = 0.99
@@ -172,8 +173,6 @@ class Target:
             target = dataclasses.replace(target, metric=metric, metric_name=name, metric_factory=None,
                                          max_metric_drop=drop)
         if target.metric is None:
-            from .verdict import target_notes
-
             return target, target_notes(reference, target)
         metric = guarded(target.metric, target.metric_name or "given")
         value = float(metric(dict(reference)))
@@ -183,8 +182,6 @@ class Target:
                             "value (an SNR of FP32 against itself is infinite).",
                             "Use --target-snr DB (Target(snr_db=...)) for an SNR, or a metric with a finite FP32 "
                             "value.")
-        from .verdict import target_notes
-
         task = made if isinstance(made, TaskMetric) else None
         notes = target_notes(reference, target, None if task is None else task.outputs, task is not None and task.pooled)
         return dataclasses.replace(target, metric=metric, metric_reference=value, task_metric=None), notes
@@ -226,3 +223,46 @@ def with_metric(target: Optional[Target], metric=None, labels: Optional[np.ndarr
         return Target(cosine=None, metric_factory=factory, metric_spec=spec)
     return dataclasses.replace(target, metric=None, metric_name="", metric_factory=factory, metric_spec=spec,
                                task_metric=None, labels=None, metric_reference=None)
+
+
+def _pooled_blind(reference: Mapping[str, np.ndarray], outputs: Sequence[str]) -> List[Tuple[str, List[str], float]]:
+    """``(output, tiny groups, their energy share)`` for outputs with groups a pooled metric cannot see."""
+    out = []
+    for name in outputs:
+        ref = np.asarray(reference[name])
+        if not np.issubdtype(ref.dtype, np.number):
+            continue
+        groups = group_metrics(ref, ref, name)
+        tiny = [g for g in groups if g.energy_share < BLIND_ENERGY_SHARE]
+        if len(groups) > 1 and tiny and len(tiny) < len(groups):
+            out.append((name, [g.group for g in tiny], sum(g.energy_share for g in tiny)))
+    return out
+
+
+def target_notes(reference: Mapping[str, np.ndarray], target: Target, metric_outputs: Optional[Sequence[str]] = None,
+                 metric_pooled: bool = False) -> List[str]:
+    """Warnings about what ``target`` cannot see, in words (empty when it sees everything).
+
+    ``metric_outputs``: the outputs the target's task metric reads (None: unknown, e.g. the user's own
+    metric); ``metric_pooled``: the task metric is a pooled cosine or SNR.
+    """
+    names = [n for n in reference if np.issubdtype(np.asarray(reference[n]).dtype, np.number)]
+    notes: List[str] = []
+    metric_only = target.cosine is None and target.snr_db is None
+    if metric_only and target.has_metric and metric_outputs is not None:
+        unread = [n for n in names if n not in set(metric_outputs)]
+        if unread:
+            notes.append(f"warning: the target's metric reads {', '.join(map(repr, metric_outputs))} only: output(s) "
+                         f"{', '.join(map(repr, unread))} are not checked; add --target-cosine to check every "
+                         "output's channel groups too")
+    if metric_pooled:
+        for name, tiny, share in _pooled_blind(reference, metric_outputs or names):
+            shown = ", ".join(tiny[:6]) + (" ..." if len(tiny) > 6 else "")
+            notes.append(f"warning: the target's metric is a pooled cosine/SNR: in output {name!r} it cannot see "
+                         f"{shown} ({share:.2%} of the output's energy); use --target-cosine (worst channel group), "
+                         "or a task metric such as --metric detection")
+    elif not metric_only:
+        for name, tiny, share in _pooled_blind(reference, names):
+            notes.append(f"output {name!r}: a pooled cosine cannot see {', '.join(tiny[:6])} ({share:.2%} of its "
+                         "energy); the target is checked on the worst channel group instead")
+    return notes

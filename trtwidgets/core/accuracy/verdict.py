@@ -20,20 +20,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 import numpy as np
 
 from ..common.frozen import readonly_mapping
 from .metrics import cosine_similarity
-from .output_groups import BLIND_ENERGY_SHARE, check_outputs, group_metrics
-from .target import Target
+from .output_groups import check_outputs
+from .reference import ZERO_ATOL, Reference, numeric_outputs, reference_notes, zero_outputs
+from .target import Target, target_notes
 
 __all__ = ["OutputScore", "Scores", "Verdict", "ZERO_ATOL", "evaluate", "non_finite_counts",
            "non_finite_where_finite", "reference_notes", "score_outputs", "target_notes", "json_number"]
 
-#: An output that FP32 writes as zero throughout is matched when no candidate value is further from 0 than this.
-ZERO_ATOL = 1e-5
 
 
 def json_number(v) -> Optional[float]:
@@ -195,14 +194,10 @@ class OutputScore(NamedTuple):
     non_finite: int = 0  #: values that are NaN or Inf in the candidate where FP32's are finite
 
 
-def _numeric(reference: Mapping[str, np.ndarray]) -> List[str]:
-    return [n for n in reference if np.issubdtype(np.asarray(reference[n]).dtype, np.number)]
-
-
 def non_finite_counts(reference: Mapping[str, np.ndarray], candidate: Mapping[str, np.ndarray]) -> Dict[str, int]:
     """Output -> how many values are NaN or Inf in ``candidate`` where FP32's ``reference`` is finite."""
     counts: Dict[str, int] = {}
-    for name in _numeric(reference):
+    for name in numeric_outputs(reference):
         ref = np.asarray(reference[name])
         cand = np.asarray(candidate[name])
         if cand.size != ref.size or not np.issubdtype(cand.dtype, np.number):
@@ -220,16 +215,6 @@ def non_finite_where_finite(reference: Mapping[str, np.ndarray], candidate: Mapp
     return sum(non_finite_counts(reference, candidate).values())
 
 
-def _zero_outputs(reference: Mapping[str, np.ndarray]) -> List[str]:
-    """Outputs FP32 writes as (finite) zero throughout: no direction to compare, judged by absolute error."""
-    out = []
-    for name in _numeric(reference):
-        ref = np.asarray(reference[name])
-        if ref.size and np.isfinite(ref).all() and not np.any(ref):
-            out.append(name)
-    return out
-
-
 def score_outputs(reference: Mapping[str, np.ndarray], candidate: Mapping[str, np.ndarray]) -> OutputScore:
     """The worst channel group's cosine and SNR over every output, its label, the worst pooled output cosine, and
     the count of non-finite values where FP32 is finite (any fails the target).
@@ -238,7 +223,7 @@ def score_outputs(reference: Mapping[str, np.ndarray], candidate: Mapping[str, n
     FP32 scores cosine 1 (and an infinite SNR) when every candidate value lies within :data:`ZERO_ATOL`
     of 0, else 0.
     """
-    zero = _zero_outputs(reference)
+    zero = zero_outputs(reference)
     rest = {k: v for k, v in reference.items() if k not in zero}
     check = check_outputs(rest, dict(candidate))
     groups = [(g.cosine, g.snr_db, g.label) for g in check.groups]
@@ -247,7 +232,7 @@ def score_outputs(reference: Mapping[str, np.ndarray], candidate: Mapping[str, n
         err = float(np.max(np.abs(np.where(np.isfinite(cand), cand, 0.0)))) if cand.size else 0.0
         groups.append((1.0, math.inf, f"{name}[zero in FP32]") if err <= ZERO_ATOL else
                       (0.0, -math.inf, f"{name}[zero in FP32, max |error| {err:.3g}]"))
-    pooled = [cosine_similarity(reference[n], candidate[n]) for n in _numeric(reference) if n not in zero]
+    pooled = [cosine_similarity(reference[n], candidate[n]) for n in numeric_outputs(reference) if n not in zero]
     pooled += [g[0] for g in groups if "[zero in FP32" in g[2]]
     bad = non_finite_where_finite(reference, candidate)
     if not groups:
@@ -282,7 +267,7 @@ def evaluate(outputs: Mapping[str, np.ndarray], reference, target: Optional[Targ
     """
     from ..common.errors import UserError
 
-    ref = getattr(reference, "outputs", reference)
+    ref = reference.outputs if isinstance(reference, Reference) else reference
     missing = [n for n in ref if n not in outputs]
     if missing:
         raise UserError(f"The candidate has no output {', '.join(map(repr, missing))}.",
@@ -301,7 +286,7 @@ def evaluate(outputs: Mapping[str, np.ndarray], reference, target: Optional[Targ
                     metric_reference=target.metric_reference if value is not None and target is not None else None,
                     worst_group=s.worst, pooled_cosine=float(s.pooled_cosine), non_finite=s.non_finite)
     why = scores.failures(target) if target is not None else ()
-    samples = int(getattr(reference, "samples", 0) or _samples(ref))
+    samples = reference.samples if isinstance(reference, Reference) else _samples(ref)
     return Verdict(None if target is None else not why, scores, samples,
                    non_finite_outputs=non_finite_counts(ref, got), why=why)
 
@@ -309,82 +294,3 @@ def evaluate(outputs: Mapping[str, np.ndarray], reference, target: Optional[Targ
 def _samples(ref: Mapping[str, np.ndarray]) -> int:
     first = next(iter(ref.values()), None)
     return int(np.shape(first)[0]) if first is not None and np.ndim(first) else 0
-
-
-def reference_notes(reference: Mapping[str, np.ndarray], where: str = "on the held-back samples") -> List[str]:
-    """What FP32's own outputs leave out of every score: a note per output holding NaN or Inf.
-
-    Raises
-    ------
-    UserError
-        Every numeric output is NaN or Inf throughout: there is nothing to judge a candidate against.
-    """
-    from ..common.errors import UserError
-
-    notes: List[str] = []
-    empty: List[str] = []
-    names = _numeric(reference)
-    for name in names:
-        ref = np.asarray(reference[name])
-        bad = int(ref.size - np.count_nonzero(np.isfinite(ref)))
-        if not bad:
-            continue
-        if bad == ref.size:
-            empty.append(name)
-            notes.append(f"FP32's output {name!r} is NaN or Inf in every value {where}: it is not checked at all")
-        else:
-            notes.append(f"FP32's output {name!r} holds {bad} NaN or Inf of its {ref.size} values {where}: those "
-                         "positions are left out of every score (a candidate must be finite wherever FP32 is)")
-    for name in _zero_outputs(reference):
-        notes.append(f"FP32's output {name!r} is zero throughout {where}: it is judged by absolute error (every "
-                     f"value within {ZERO_ATOL:g} of 0), not by a cosine")
-    if names and len(empty) == len(names):
-        raise UserError(f"FP32's outputs {where} are NaN or Inf in every value ({', '.join(map(repr, empty))}).",
-                        "Every score compares finite values only: against these outputs any candidate, even one of "
-                        "random numbers, would meet the target.",
-                        "Check the model and the samples (an input out of its range, a division by zero in the "
-                        "graph): FP32 must give finite outputs on the held-back samples.")
-    return notes
-
-
-def _pooled_blind(reference: Mapping[str, np.ndarray], outputs: Sequence[str]) -> List[Tuple[str, List[str], float]]:
-    """``(output, tiny groups, their energy share)`` for outputs with groups a pooled metric cannot see."""
-    out = []
-    for name in outputs:
-        ref = np.asarray(reference[name])
-        if not np.issubdtype(ref.dtype, np.number):
-            continue
-        groups = group_metrics(ref, ref, name)
-        tiny = [g for g in groups if g.energy_share < BLIND_ENERGY_SHARE]
-        if len(groups) > 1 and tiny and len(tiny) < len(groups):
-            out.append((name, [g.group for g in tiny], sum(g.energy_share for g in tiny)))
-    return out
-
-
-def target_notes(reference: Mapping[str, np.ndarray], target: Target, metric_outputs: Optional[Sequence[str]] = None,
-                 metric_pooled: bool = False) -> List[str]:
-    """Warnings about what ``target`` cannot see, in words (empty when it sees everything).
-
-    ``metric_outputs``: the outputs the target's task metric reads (None: unknown, e.g. the user's own
-    metric); ``metric_pooled``: the task metric is a pooled cosine or SNR.
-    """
-    names = _numeric(reference)
-    notes: List[str] = []
-    metric_only = target.cosine is None and target.snr_db is None
-    if metric_only and target.has_metric and metric_outputs is not None:
-        unread = [n for n in names if n not in set(metric_outputs)]
-        if unread:
-            notes.append(f"warning: the target's metric reads {', '.join(map(repr, metric_outputs))} only: output(s) "
-                         f"{', '.join(map(repr, unread))} are not checked; add --target-cosine to check every "
-                         "output's channel groups too")
-    if metric_pooled:
-        for name, tiny, share in _pooled_blind(reference, metric_outputs or names):
-            shown = ", ".join(tiny[:6]) + (" ..." if len(tiny) > 6 else "")
-            notes.append(f"warning: the target's metric is a pooled cosine/SNR: in output {name!r} it cannot see "
-                         f"{shown} ({share:.2%} of the output's energy); use --target-cosine (worst channel group), "
-                         "or a task metric such as --metric detection")
-    elif not metric_only:
-        for name, tiny, share in _pooled_blind(reference, names):
-            notes.append(f"output {name!r}: a pooled cosine cannot see {', '.join(tiny[:6])} ({share:.2%} of its "
-                         "energy); the target is checked on the worst channel group instead")
-    return notes

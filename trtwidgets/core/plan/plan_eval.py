@@ -93,8 +93,8 @@ class Evaluator:
         # score (the range methods' score of the chosen method is INT8 everywhere's), so both share one memory.
         self._rank_is_all = (len(self._rank[0]) == len(self.feeds)
                              and all(a is b for a, b in zip(self._rank[0], self.feeds))
-                             and (getattr(target, "metric", None) is None) == (self.metric is None)
-                             and getattr(target, "metric_reference", None) == self.metric_reference)
+                             and (target is None or target.metric is None) == (self.metric is None)
+                             and (target.metric_reference if target is not None else None) == self.metric_reference)
         self._scores.clear()  # scores on the former subset
 
     def node(self, label: str) -> Optional[onnx.NodeProto]:
@@ -134,12 +134,7 @@ class Evaluator:
 
     def run(self, model, feeds) -> Dict[str, np.ndarray]:
         """``model``'s outputs on ``feeds`` (samples), batch first."""
-        from ..model.batch_axis import BatchAxes
-
-        axes = self.axes
-        if axes is None:  # the older form: every tensor batched on axis 0
-            axes = BatchAxes({n: 0 for n in feeds[0]}, {o.name: 0 for o in self.proto.graph.output})
-        return run_samples(model, feeds, axes, self.batch)
+        return run_samples(model, feeds, self._axes(), self.batch)
 
     def score(self, amax: Mapping[str, float], quantized: Optional[Iterable[str]] = None, rank: bool = False,
               export=None) -> Tuple[PlanAccuracy, Tuple[str, ...]]:
@@ -168,22 +163,31 @@ class Evaluator:
         self._scores[asked] = known
         return known
 
-    def score_fp16(self) -> PlanAccuracy:
-        """The all-FP16 model's accuracy (what the FP16 engine is predicted to keep)."""
-        from ..qdq.high_precision import convert_float_part
+    def check_float_part(self, find_island: bool = True):
+        """The all-FP16 model judged as TensorRT's FP16 kernels hold it, with its FP32 island when it fails
+        (:func:`~..qdq.float_island.check_float_part`): what the FP16 engine is predicted to keep."""
+        from ..accuracy.reference import Reference
+        from ..qdq.float_island import FloatPartCheck, check_float_part
 
-        model = onnx.ModelProto()
-        model.CopyFrom(self.proto)
+        ref = Reference(tuple(self.feeds), self.reference, self._axes(), batch=self.batch)
         try:
-            converted, _ = convert_float_part(model, "fp16", require_opset=False)
-        except Exception:  # noqa: BLE001 - an exotic graph the converter cannot type: FP16 is still a candidate
-            return self.score_model(self.proto)
-        try:
-            return self.score_model(converted)
-        except UserError:
-            # ONNX Runtime lacks some FP16 kernels on the CPU (a 4-D cubic Resize, as in a ViT's position
-            # embeddings); TensorRT has them: FP16 is still a candidate, scored as FP32.
-            return self.score_model(self.proto)
+            return check_float_part(self.proto, ref, self.target, "fp16", self.options.keep_fp32, find_island)
+        except (UserError, ValueError) as err:
+            # A graph the converter cannot type, or FP16 values ORT cannot run: FP16 is still a candidate, scored as
+            # FP32 (TensorRT has what the CPU lacks), and the plan says so.
+            from ..accuracy.verdict import evaluate
+
+            got = evaluate(ref.run(self.proto), ref, self.target)
+            text = err.what if isinstance(err, UserError) else str(err)
+            return FloatPartCheck("fp16", got, notes=(f"FP16 is scored as FP32: its float part could not be run in "
+                                                      f"FP16 on the CPU ({text[:200]})",))
+
+    def _axes(self):
+        from ..model.batch_axis import BatchAxes
+
+        if self.axes is not None:
+            return self.axes
+        return BatchAxes({n: 0 for n in self.feeds[0]}, {o.name: 0 for o in self.proto.graph.output})
 
 
 def weighted_edges(proto: onnx.ModelProto) -> List[Tuple[str, str]]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+from typing import Mapping, Optional, Tuple
 
 from ..accuracy.target import Target
 from ..accuracy.verdict import Scores, Verdict, json_number

@@ -226,7 +226,13 @@ def _search_plan(found: "_Found", data, calibration, held_back, holdout, seed, m
     found.ev, found.target = ev, target
     notes = found.notes = list(pdata.notes) + notes
     search = Search(ev, Judge(target), (), progress, say, on_progress)
-    found.fp16_acc = _timed(seconds, "fp16", ev.score_fp16)
+    float_part = found.float_part = _timed(seconds, "fp16", ev.check_float_part)
+    found.fp16_acc = float_part.verdict.accuracy
+    notes.extend(float_part.notes)
+    if float_part.fixed:  # the same float part under every INT8 candidate: the island stays FP32 in each
+        ev.options = ev.options.replace(keep_fp32=tuple(ev.options.keep_fp32) + float_part.island)
+        found.opts = opts = ev.options
+        notes.append(_island_note(float_part))
     per_method, best_method = _timed(seconds, "ranges", lambda: _choose_ranges(search, cal, described, notes))
     amax = found.amax = dict(per_method[best_method][1])
     found.per_method, found.best_method = per_method, best_method
@@ -235,7 +241,7 @@ def _search_plan(found: "_Found", data, calibration, held_back, holdout, seed, m
     latency, pays, kept_latency = _timed(seconds, "latency", lambda: _where_int8_pays(
         loaded.proto, search.layers, input_shapes, gpu, oracle, opts, notes, ev.feeds[0], pdata.axes))
     cands = found.cands = Candidates(_supported(loaded.proto, latency, notes), search.judge)
-    interrupted = _search(search, cands, all_export, amax, best_method, notes, found.fp16_acc, (lambda: accuracy_search(
+    interrupted = _search(search, cands, all_export, amax, best_method, notes, float_part, (lambda: accuracy_search(
         search, cands, amax, per_method, pays, kept_latency, latency, max_ranked, seconds, notes)) if pays else None)
     return found.plan(interrupted)
 
@@ -261,14 +267,14 @@ def _choose_ranges(search: Search, cal, described: str, notes: List[str]):
     return per_method, best
 
 
-def _search(search: Search, cands: Candidates, all_export, amax, best_method: str, notes: List[str], fp16_acc,
+def _search(search: Search, cands: Candidates, all_export, amax, best_method: str, notes: List[str], float_part,
             accuracy: Optional[Callable[[], None]]) -> bool:
     """The candidates: FP16, INT8 everywhere, then the accuracy search (None: INT8 pays nowhere).
 
     True when interrupted (Ctrl-C, or a cancel): the candidates measured so far stay.
     """
     try:
-        _first_candidates(search, cands, all_export, amax, best_method, notes, fp16_acc)
+        _first_candidates(search, cands, all_export, amax, best_method, notes, float_part)
         if accuracy is not None:
             accuracy()
         else:
@@ -327,11 +333,13 @@ def _supported(proto: onnx.ModelProto, latency, notes: List[str]):
 
 
 def _first_candidates(search: Search, cands: Candidates, all_export, amax, best_method: str, notes: List[str],
-                      fp16_acc) -> None:
-    """FP16 and INT8 everywhere the placement rules allow: the two ends of the trade-off."""
+                      float_part) -> None:
+    """FP16 (and FP16 with its FP32 island) and INT8 everywhere the placement rules allow: the two ends."""
     search.say("scoring FP16 and full INT8")
     ev = search.ev
-    cands.add("FP16 (no INT8)", (), (), fp16_acc)
+    cands.add("FP16 (no INT8)", (), (), float_part.verdict.accuracy)
+    if float_part.fixed:
+        cands.add(f"{ISLAND_NAME} ({len(float_part.island)} nodes)", (), (), float_part.island_verdict.accuracy)
     if ev.high_precision != ev.eval_dtype:
         notes.append("BF16 is evaluated as FP32 in ONNX Runtime (no BF16 kernels on the CPU)")
     rewrites = all_export.report.rewrites
@@ -346,6 +354,17 @@ def _first_candidates(search: Search, cands: Candidates, all_export, amax, best_
               tuple((sk.node_label, sk.reason) for sk in all_export.report.skipped
                     if sk.op_type in WEIGHTED_OPS and sk.node_label not in layers),
               ev.score(amax, None, export=all_export)[0])  # remembered: "where it pays" may be the same model
+
+
+#: The name of the float candidate that keeps its FP32 island (:mod:`~..qdq.float_island`).
+ISLAND_NAME = "FP16 with an FP32 island"
+
+
+def _island_note(float_part) -> str:
+    """What the float part's check found, naming the island's nodes and why."""
+    fp16 = "; ".join(float_part.verdict.why) or "it misses the target"
+    return (f"FP16 misses the target ({fp16}); {len(float_part.island)} nodes kept FP32 make it meet it, and every "
+            f"INT8 candidate keeps them FP32 too (--keep-fp32): {float_part.describe()}")
 
 
 def _cannot_estimate(found: Optional[Candidates], cands: Sequence[Candidate]) -> List[str]:
@@ -381,6 +400,7 @@ class _Found:
     held_labels: Any = None
     ev: Optional[Evaluator] = None
     fp16_acc: Optional[PlanAccuracy] = None
+    float_part: Any = None
     per_method: Dict[str, Any] = dataclasses.field(default_factory=dict)
     best_method: str = ""
     amax: Dict[str, float] = dataclasses.field(default_factory=dict)

@@ -72,7 +72,10 @@ class HeldBackCheck:
         """The :class:`~.validate.QdqValidation` of ``export`` (a QdqExport, or a model) on the samples."""
         from .validate import validate_qdq
 
-        return validate_qdq(self.model, getattr(export, "model", export), target=self.target,
+        from .export_report import QdqExport
+
+        model = export.model if isinstance(export, QdqExport) else export
+        return validate_qdq(self.model, model, target=self.target,
                             held_back=self.reference, shown_metric=self.shown_metric, trt_version=self.trt_version,
                             precision=self.precision, run_lint=lint)
 
