@@ -1,4 +1,8 @@
-"""``trtwidgets compare ENGINE_DIR --data DIR [--json]``: engine outputs vs ONNX Runtime FP32.
+"""``trtwidgets compare ENGINE_DIR --held-back DIR [--json]``: engine outputs vs ONNX Runtime FP32, judged.
+
+The engine is judged by the one verdict, as the planner and export-qdq judge (``--target-cosine``,
+default 0.99 on the worst channel group; ``--metric``; NaN/Inf where FP32 is finite fails): exit 1
+when it misses the target.
 
 The reference runs in ONNX Runtime on the CPU. Where ONNX Runtime and TensorRT
 are not in the same Python (TensorRT 8.6 needs Python <= 3.10), compute the
@@ -17,15 +21,19 @@ HELP = "compare an engine's outputs with ONNX Runtime FP32 (cosine, abs error, S
 
 
 def add_arguments(parser):
+    from ._judged import add_deprecated, add_flags
+
     parser.add_argument("engine_dir", help="build directory written by `trtwidgets build`, or an engine file")
-    parser.add_argument("--data", metavar="DIR", help="inputs: a folder of .npy/.npz files or images, or 'demo'")
+    add_flags(parser, ("--held-back",))
     parser.add_argument("--reference", metavar="NPZ", help="inputs and FP32 outputs saved with --save-reference")
     parser.add_argument("--save-reference", metavar="NPZ", help="write the ORT reference (inputs + outputs) here")
     parser.add_argument("--model", help="the ONNX model (default: the one in the build's recipe.json)")
-    parser.add_argument("--max-samples", type=int, default=None, help="use at most this many samples")
+    add_flags(parser, ("--max-samples", "--target-cosine", "--target-snr", "--metric", "--max-metric-drop",
+                       "--labels"))
     parser.add_argument("--batch", type=int, default=None, help="samples per engine run (default: the engine's largest)")
     parser.add_argument("--topk", type=int, action="append", default=None, help="k for top-k agreement (default 1 and 5)")
-    parser.add_argument("--json", action="store_true", help="print results as JSON")
+    add_flags(parser, ("--json",))
+    add_deprecated(parser, "--data", "--held-back")
 
 
 def _fmt(v: float, spec: str) -> str:
@@ -48,9 +56,12 @@ def run(args) -> int:
     from ..core.accuracy.reference import load_reference, make_reference, save_reference
     from ._engine_dir import resolve
 
-    if not args.data and not args.reference:
-        raise UserError("compare needs inputs.", "Neither --data nor --reference was given.",
-                        "Pass --data DIR (with ONNX Runtime installed) or --reference FILE.npz.")
+    if not args.held_back and not args.reference:
+        raise UserError("compare needs inputs.", "Neither --held-back nor --reference was given.",
+                        "Pass --held-back DIR (with ONNX Runtime installed) or --reference FILE.npz.")
+    from ._judged import target
+
+    goal = target(args)  # a bad target is refused before any engine runs
     engine_path, model_path = resolve(args.engine_dir)
     model_path = args.model or model_path
     trt_ok = True
@@ -80,7 +91,7 @@ def run(args) -> int:
         from ..core.model.load import load_model
 
         model = load_model(model_path)
-        feeds = iter_feeds("demo" if args.data == "demo" else args.data, model.summary, max_samples=args.max_samples)
+        feeds = iter_feeds(args.held_back, model.summary, max_samples=args.max_samples)
         ref = make_reference(model, feeds)
     if args.save_reference:
         save_reference(args.save_reference, ref.inputs, ref.outputs, dict(ref.meta, model=str(model_path)))
@@ -102,12 +113,22 @@ def run(args) -> int:
         cand, usable = run_samples(runner, inputs, args.batch)
     reference = {k: v[:usable] for k, v in ref.outputs.items()}
     metrics = compare_outputs(reference, cand, topk=tuple(args.topk or (1, 5)))
+    verdict = _verdict(cand, reference, goal)
     if args.json:
-        print(json.dumps({"engine": engine_path, "samples": usable,
-                          "outputs": {k: m.to_dict() for k, m in metrics.items()}}, indent=2))
+        print(json.dumps({"engine": engine_path, "samples": usable, "verdict": verdict.to_dict(),
+                          "target": goal.to_dict(), "outputs": {k: m.to_dict() for k, m in metrics.items()}}, indent=2))
     else:
         print(f"engine {engine_path}  vs ONNX Runtime FP32  ({usable} samples)")
         if usable < n:
             print(f"note: {n - usable} sample(s) left out (they do not fill the engine's static batch)")
         print(format_metrics(metrics))
-    return 0 if all(m.ok for m in metrics.values()) else 1
+        print(("meets" if verdict.meets else "FAILED: " + "; ".join(verdict.why)) + f" (target: {goal.describe()})")
+    return 0 if verdict.meets else 1
+
+
+def _verdict(candidate, reference, goal):
+    """The engine judged by the one verdict (:func:`~trtwidgets.core.accuracy.verdict.evaluate`) and ``goal``."""
+    from ..core.accuracy.verdict import evaluate
+
+    bound, _ = goal.bound(reference)
+    return evaluate(candidate, reference, bound)

@@ -25,12 +25,11 @@ NAME = "export-qdq"
 OUTPUTS = {"out": "file"}  # files it writes: checked and reported by cli._outputs
 HELP = "write an explicitly quantized (Q/DQ) ONNX model from a calibration"
 DESCRIPTION = __doc__
-#: The TensorRT an export is written for when neither --trt-version nor an installed TensorRT says.
-DEFAULT_TARGET = "10"
 
 
 def add_arguments(parser):
     from ..core.calibration.auto_ranges import EXPORT_METHODS
+    from ..core.model.trt_version import DEFAULT_TARGET
     from ..core.qdq.options import QdqOptions
 
     defaults = QdqOptions()  # the one set of defaults the API, the planner and the App share
@@ -103,7 +102,7 @@ def add_arguments(parser):
 def target_version(args) -> tuple:
     """``(the TensorRT the export is for, a note when it was not asked for)``: --trt-version, the installed one,
     else TensorRT 10 and 11 (an FP16 float part)."""
-    from ..core.model.trt_version import installed_trt_version
+    from ..core.model.trt_version import DEFAULT_TARGET, installed_trt_version
 
     if args.trt_version:
         return str(args.trt_version), ""

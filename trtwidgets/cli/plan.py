@@ -39,10 +39,13 @@ def add_arguments(parser):
 
     defaults = QdqOptions()  # the one set of defaults the API, export-qdq and the App share
     parser.add_argument("model", help="path of the float .onnx model")
-    parser.add_argument("--data", required=True, help="samples: a folder of .npy/.npz/images, or 'demo'; a seeded "
-                        "random --holdout fraction is held back to measure accuracy (the file names of each side "
-                        "are written to plan.json)")
-    parser.add_argument("--held-back", help="separate held-back samples (then all of --data calibrates)")
+    from ._judged import add_flags
+
+    add_flags(parser, ("--data",), data=dict(required=True, help="samples: a folder of .npy/.npz/images, or 'demo'; "
+                                             "all of them calibrate when --held-back is given, else a seeded random "
+                                             "--holdout fraction is held back (the file names of each side are "
+                                             "written to plan.json)"))
+    add_flags(parser, ("--held-back",))
     parser.add_argument("--calibration", metavar="CAL.npz", help="plan with this calibration (`trtwidgets calibrate "
                         "--out`: its statistics, method, percentile and amax overrides) instead of collecting "
                         "statistics on --data; --data is then only split for held-back samples")
@@ -51,23 +54,12 @@ def add_arguments(parser):
     parser.add_argument("--batch-axis", help="the batch axis of every tensor (1), of none ('none': samples run one "
                         "at a time), or per tensor (NAME:AXIS,NAME:none); default: found from the model (a dim "
                         "named like a batch, a dynamic dim, a batch-2 run checked against two batch-1 runs)")
-    parser.add_argument("--max-samples", type=int, help="read at most this many samples from --data")
+    add_flags(parser, ("--max-samples",), max_samples=dict(help="read at most this many samples of --data"))
     tgt = parser.add_argument_group("target (default: --target-cosine 0.99)")
-    tgt.add_argument("--target-cosine", type=float, help="minimum output cosine vs ONNX Runtime FP32")
-    tgt.add_argument("--target-snr", type=float, help="minimum output SNR in dB")
-    tgt.add_argument("--metric", help="a task metric against FP32 on the held-back samples: detection[:SCORE"
-                     "[:OUTPUT[:IOU]]] (YOLO-style, F1 at IoU 0.5), detection-obj, top1-agreement, topk-agreement:K, "
-                     "mask-iou[:T[:OUTPUT]], seg-miou, worst-group, cosine, top1 (with --labels), or your own "
-                     "package.module:function taking (reference, candidate) -> float, higher is better (imported "
-                     "because you typed it; plan.json only names it: `plan measure` takes the same --metric). "
-                     "For an SNR use --target-snr")
-    tgt.add_argument("--labels", help="integer labels (.npy) for --metric top1: one per sample of --data (the split "
-                     "picks the held-back ones), or one per --held-back sample")
-    tgt.add_argument("--max-metric-drop", type=float, default=None,
-                     help="how far the metric may fall below the float model's (default: the metric's own, "
-                          "0.05 for detection F1 against FP32, 0.01 for the others)")
+    add_flags(tgt, ("--target-cosine", "--target-snr", "--metric", "--max-metric-drop", "--labels"))
+    add_flags(parser, ("--keep-fp32",))
     parser.add_argument("--trt-version", help="target TensorRT (decides the float part's type; default: installed, "
-                        "else FP32 Q/DQ that every version reads)")
+                        "else 10 and 11: an FP16 float part; --trt-version 8.6 writes the FP32 float part 8.6 reads)")
     parser.add_argument("--high-precision", choices=("auto", "fp32", "fp16", "bf16"), default=defaults.high_precision,
                         help="type of the non-quantized part (auto: FP32 for 8.x, FP16 for 10/11)")
     parser.add_argument("--batch", type=int, help="the batch the engine will run at (latency estimated there)")
@@ -87,33 +79,15 @@ def add_arguments(parser):
 
     add_measure_arguments(parser.add_argument_group("measure (TensorRT and a GPU)"), flag=True)
     parser.add_argument("--out", required=True, help="folder for plan.json, plan.html and model.qdq.onnx")
-    parser.add_argument("--json", action="store_true", help="print plan.json instead of the table")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_flags(parser, ("--no-progress", "--json"))
 
 
 def target(args):
-    """The :class:`~trtwidgets.core.plan.plan_values.PlanTarget` these arguments ask for (cosine >= 0.99 by default)."""
-    from ..core.common.errors import UserError
-    from ..core.plan.plan_values import PlanTarget
+    """The :class:`~trtwidgets.core.accuracy.target.Target` these arguments ask for (cosine >= 0.99 by default;
+    a metric alone is the target when no cosine or SNR is given)."""
+    from ._judged import target as judged_target
 
-    if args.metric:
-        from ..core.accuracy.task_metrics import check_metric_text, import_metric, is_function_text
-
-        check_metric_text(args.metric)  # exit 2 before any work
-        if is_function_text(args.metric.strip()):
-            import_metric(args.metric)  # typed on this command line: imported here, before any work
-        labels = None
-        if args.labels:
-            from ..core.qdq.validate import load_labels
-
-            labels = load_labels(args.labels)
-        return PlanTarget.for_metric(args.metric, labels, cosine=args.target_cosine, snr_db=args.target_snr,
-                                     max_metric_drop=args.max_metric_drop)
-    if args.labels:
-        raise UserError("--labels without --metric.", "Labels are read by --metric top1.",
-                        "Add --metric top1, or leave --labels out.")
-    cosine = 0.99 if args.target_cosine is None and args.target_snr is None else args.target_cosine
-    return PlanTarget(cosine=cosine, snr_db=args.target_snr, max_metric_drop=args.max_metric_drop)
+    return judged_target(args, default_cosine=not args.metric)
 
 
 def options(args):
@@ -121,7 +95,7 @@ def options(args):
     from ..core.qdq.options import QdqOptions
 
     return QdqOptions(trt_version=args.trt_version, high_precision=args.high_precision, dense_int8=args.dense_int8,
-                      rewrites=() if args.no_rewrites else QdqOptions().rewrites)
+                      rewrites=() if args.no_rewrites else QdqOptions().rewrites, keep_fp32=tuple(args.keep_fp32))
 
 
 def _data(args):

@@ -103,11 +103,14 @@ def measure_source(args, work_dir: Path):
 def add_arguments(parser):
     parser.add_argument("plan_dir", help="the folder `trtwidgets plan --out` wrote (with plan.json)")
     parser.add_argument("--model", help="the float model (default: the path in plan.json)")
-    parser.add_argument("--metric", metavar="PACKAGE.MODULE:FUNCTION",
-                        help="the plan's own metric, when plan.json names one of yours: its module is imported "
-                        "because you typed it here (plan.json only names a metric; a plan folder never imports code)")
+    from ._judged import add_flags
+
+    add_flags(parser, ("--metric",), metric=dict(help="the plan's own metric, when plan.json names one of yours "
+                                                 "(package.module:function): its module is imported because you "
+                                                 "typed it here (plan.json only names a metric; a plan folder never "
+                                                 "imports code)"))
     add_measure_arguments(parser)
-    parser.add_argument("--no-progress", action="store_true", help="no progress lines")
+    add_flags(parser, ("--no-progress",))
 
 
 def run(args) -> int:

@@ -34,15 +34,17 @@ DESCRIPTION = (HELP + ". The report holds the model summary, lint findings, rang
 def add_arguments(parser):
     parser.add_argument("recipe", help="recipe JSON (saved from the app, or `trtwidgets build`'s recipe.json)")
     parser.add_argument("--report", required=True, metavar="OUT.html", help="where to write the HTML report")
-    parser.add_argument("--data", metavar="DIR", help="calibration data (folder of .npy/.npz or images, or 'demo'); "
-                                                      "default: the recipe's")
+    from ._judged import add_flags
+
+    add_flags(parser, ("--data",), data=dict(help="calibration samples: a folder of .npy/.npz files or images, or "
+                                             "'demo' (default: the recipe's)"))
     parser.add_argument("--build-dir", metavar="DIR", help="where the build and the calibration cache go "
                                                            "(default: OUT-build/ beside the report)")
     parser.add_argument("--graph", action="append", default=[], metavar="JSON_OR_DIR",
                         help="a saved build (folder or *.graph.json) to inspect; repeatable")
     parser.add_argument("--no-build", action="store_true", help="do not build even if TensorRT is installed")
     parser.add_argument("--no-calibrate", action="store_true", help="skip calibration")
-    parser.add_argument("--max-samples", type=int, default=None, help="calibrate on at most this many samples")
+    add_flags(parser, ("--max-samples",), max_samples=dict(help="calibrate on at most this many samples"))
     parser.add_argument("--top", type=int, default=6, help="histograms of this many most disputed tensors (default 6)")
     parser.add_argument("--title", default=None, help="report title")
 

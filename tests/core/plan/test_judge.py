@@ -101,3 +101,19 @@ def test_the_planner_with_an_estimate_of_zero_picks_fp16_and_asks_for_a_measurem
     from trtwidgets.plots.pareto import plan_html
 
     assert "Cannot estimate" in plan_html(p)
+
+
+def test_a_float_part_that_outputs_nan_is_never_the_pick_and_its_island_is_a_candidate():
+    """Issue 42: the plan recommended an FP16 engine that outputs NaN (an epsilon FP16 holds as 0)."""
+    from tests.core.plan.plan_models import log_spectrum, spectra
+    from trtwidgets.core.qdq.options import QdqOptions
+
+    p = plan(log_spectrum(), spectra(24), options=QdqOptions(trt_version="10.16"), progress=False, regions=False)
+    fp16, island = p.candidates[0], p.candidates[1]
+    assert fp16.name == "FP16 (no INT8)" and not fp16.meets_target and fp16.accuracy.non_finite
+    assert island.name.startswith("FP16 with an FP32 island") and island.meets_target and not island.quantized
+    assert p.recommended not in (None, 0)
+    assert any("1e-10, which FP16 holds as 0" in n and "add_eps" in n for n in p.notes)
+    # The same float part under every INT8 candidate: the island stays FP32 in each export.
+    assert {"add_eps", "log"} <= set(p.options.keep_fp32)
+    assert "misses" in p.table().splitlines()[1] and "NaN/Inf" in p.table().splitlines()[1]

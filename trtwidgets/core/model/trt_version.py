@@ -32,6 +32,10 @@ TRT_DISTRIBUTIONS = (
     "tensorrt_bindings", "tensorrt-lean", "tensorrt-dispatch",
 )
 
+#: The TensorRT an export is written for when none is asked for and none is installed: 10 and 11 read an FP16
+#: float part (a strongly typed build runs the model's types); 8.6 users say --trt-version 8.6.
+DEFAULT_TARGET = "10"
+
 _DOTTED = re.compile(r"^\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:\.(\d+))?(?:[.+-]?[A-Za-z][\w.+-]*)?\s*$")
 _CACHE = re.compile(r"^\s*(?:TRT-)?(\d{4,6})(?:-\w+)?\s*$")
 

@@ -222,7 +222,10 @@ def _search_plan(found: "_Found", data, calibration, held_back, holdout, seed, m
     seconds["statistics"] = time.perf_counter() - found.t0
     check()
     held_labels = found.held_labels = labels_for_held(found.target.labels, pdata)
-    ev, target, notes = evaluator(loaded, pdata.held, found.target, opts, pdata.axes, pdata.run_batch(), held_labels)
+    # Scored with the float part resolved here (the installed TensorRT, else 10/11's FP16); the plan records the
+    # options as asked, so a plan made here is exported for the TensorRT of the machine that builds it.
+    ev, target, notes = evaluator(loaded, pdata.held, found.target, opts.replace(
+        high_precision=opts.resolved_high_precision()), pdata.axes, pdata.run_batch(), held_labels)
     found.ev, found.target = ev, target
     notes = found.notes = list(pdata.notes) + notes
     search = Search(ev, Judge(target), (), progress, say, on_progress)
@@ -231,7 +234,7 @@ def _search_plan(found: "_Found", data, calibration, held_back, holdout, seed, m
     notes.extend(float_part.notes)
     if float_part.fixed:  # the same float part under every INT8 candidate: the island stays FP32 in each
         ev.options = ev.options.replace(keep_fp32=tuple(ev.options.keep_fp32) + float_part.island)
-        found.opts = opts = ev.options
+        found.opts = opts = opts.replace(keep_fp32=ev.options.keep_fp32)
         notes.append(_island_note(float_part))
     per_method, best_method = _timed(seconds, "ranges", lambda: _choose_ranges(search, cal, described, notes))
     amax = found.amax = dict(per_method[best_method][1])
@@ -247,9 +250,13 @@ def _search_plan(found: "_Found", data, calibration, held_back, holdout, seed, m
 
 
 def _planner_options(options: Optional[QdqOptions]) -> QdqOptions:
-    """``options`` with the planner's own placement and the float part's type resolved."""
+    """``options`` with the planner's own placement, and the float part's type resolved for a named TensorRT.
+
+    Without one the type stays ``auto``: the plan is exported for the TensorRT of the machine that builds it
+    (an FP16 float part would not parse on a GPU machine with 8.6), and scored here as it resolves here.
+    """
     opts = (options or QdqOptions()).replace(**PLANNER_PLACEMENT)
-    return opts.replace(high_precision=opts.resolved_high_precision())
+    return opts if opts.trt_version is None else opts.replace(high_precision=opts.resolved_high_precision())
 
 
 def _timed(seconds: Dict[str, float], phase: str, run: Callable[[], T]) -> T:

@@ -57,7 +57,7 @@ class QdqOptions:
         The type of the non-quantized part; ``"auto"`` decides by ``trt_version``
         (:func:`resolve_high_precision`).
     trt_version : str, optional
-        The target TensorRT; None: the installed one, else FP32 (read by every version).
+        The target TensorRT; None: the installed one, else TensorRT 10 and 11 (an FP16 float part).
     exclude, exclude_op_types : tuple of str
         Nodes (names, output names or regular expressions) and op types kept in high precision.
     weights_per_channel : bool, optional
@@ -152,7 +152,8 @@ class QdqOptions:
 def resolve_high_precision(high_precision: str, trt_version: Optional[str] = None) -> str:
     """``"fp32"``, ``"fp16"`` or ``"bf16"``: ``"auto"`` means FP32 for TensorRT 8.x, FP16 for 10 and 11.
 
-    ``trt_version`` None means the installed TensorRT; without one, FP32 (every version reads it).
+    ``trt_version`` None means the installed TensorRT; without one, TensorRT 10 and 11's FP16
+    (:data:`~..model.trt_version.DEFAULT_TARGET`: export-qdq, the planner, the App and the API alike).
 
     Raises
     ------
@@ -161,10 +162,10 @@ def resolve_high_precision(high_precision: str, trt_version: Optional[str] = Non
     """
     if high_precision == "auto":
         if trt_version is None:
-            from ..model.trt_version import installed_trt_version
+            from ..model.trt_version import DEFAULT_TARGET, installed_trt_version
 
-            trt_version = installed_trt_version()
-        return default_high_precision(trt_version) if trt_version is not None else "fp32"
+            trt_version = installed_trt_version() or DEFAULT_TARGET
+        return default_high_precision(trt_version)
     if high_precision not in HIGH_PRECISIONS:
         raise QdqExportError(f"Unknown high-precision dtype {high_precision!r}.",
                         f"Choose auto or one of {', '.join(HIGH_PRECISIONS)}.",
