@@ -264,3 +264,16 @@ def test_plan_takes_the_calibration_and_writes_the_pick(tmp_path):
     assert again.report.quantized_layers == ex.report.quantized_layers
     assert tw.export_plan(model, p, tmp_path / "fp16.onnx", candidate=0) is None
     assert not (tmp_path / "fp16.onnx").exists()
+
+
+def test_the_search_stops_when_every_layer_alone_misses_the_target():
+    """Issue 42: a ViT-S plan under a task metric ranked every layer, tuned ranges and bisected (100 s) to find
+    what its least costly layer alone already said: no INT8 candidate meets the target."""
+    steps = []
+    p = plan(conv_stack(), feeds(), shapes={"x": (16, 64, 56, 56)}, progress=False,
+             target=PlanTarget(cosine=0.99999), on_step=steps.append, regions=False)
+    names = [c.name for c in p.candidates]
+    assert "INT8 in the 1 layer costing least" in names and not any("most worth it" in n for n in names)
+    assert any(n.startswith("every layer alone misses the target in INT8") for n in p.notes)
+    assert not any(s.startswith("choosing per-tensor ranges") or s.startswith("finding how many") for s in steps)
+    assert all(not c.meets_target for c in p.candidates if c.quantized)

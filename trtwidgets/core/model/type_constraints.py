@@ -94,8 +94,43 @@ def output_type_ties(node: onnx.NodeProto, out_k: int, opsets: Mapping[str, int]
     return tuple(tied)
 
 
-def float_tensors(model: onnx.ModelProto) -> Set[str]:
-    """Names of the FP32 tensors of the top-level graph (shape inference, initializers, Constants)."""
+def float_tensors(model: onnx.ModelProto, memo: Optional[dict] = None) -> Set[str]:
+    """Names of the FP32 tensors of the top-level graph (shape inference, initializers, Constants).
+
+    ``memo``: a dict kept across calls on Q/DQ copies of one graph (the planner's exports). Shape inference runs
+    once; a later copy reuses its types, its new QuantizeLinear outputs being integers and its new
+    DequantizeLinear outputs FP32 (the scale's type before a float part is converted). A node of any other
+    kind the memo has not seen makes it infer again.
+    """
+    known = memo.get("float_types") if memo is not None else None
+    if known is not None:
+        found = _known_floats(model, *known)
+        if found is not None:
+            return found
+    names = _inferred_floats(model)
+    if memo is not None:
+        typed = {o for n in model.graph.node for o in n.output} | {v.name for v in model.graph.input}
+        memo["float_types"] = (frozenset(names), frozenset(typed))
+    return names
+
+
+def _known_floats(model: onnx.ModelProto, floats, typed) -> Optional[Set[str]]:
+    """The float tensors of ``model`` from an earlier inference of the same graph with other Q/DQ nodes, or None."""
+    out = {t.name for t in model.graph.initializer if t.data_type in _FLOATS}
+    out.update(v.name for v in list(model.graph.input) + list(model.graph.output) if v.name in floats)
+    for n in model.graph.node:
+        for o in n.output:
+            if o in typed:
+                if o in floats:
+                    out.add(o)
+            elif n.op_type == "DequantizeLinear":
+                out.add(o)
+            elif n.op_type != "QuantizeLinear" and o:
+                return None
+    return out
+
+
+def _inferred_floats(model: onnx.ModelProto) -> Set[str]:
     graph = model.graph
     names = {t.name for t in graph.initializer if t.data_type in _FLOATS}
     try:
@@ -198,7 +233,7 @@ def _walk_back(graph: onnx.GraphProto, opsets, floats: Set[str], kept: Dict[int,
 
 
 def low_precision_blockers(model: onnx.ModelProto, low_type: int = onnx.TensorProto.FLOAT16,
-                           extra: Mapping[str, str] = ()) -> TypeBlockers:
+                           extra: Mapping[str, str] = (), floats: Optional[Set[str]] = None) -> TypeBlockers:
     """The reads, tensors and nodes that must stay FP32 if the float part becomes ``low_type``.
 
     Parameters
@@ -209,6 +244,8 @@ def low_precision_blockers(model: onnx.ModelProto, low_type: int = onnx.TensorPr
         ``TensorProto.FLOAT16`` or ``BFLOAT16``.
     extra : mapping of str to str, optional
         More tensors to pin (e.g. values read inside If/Loop bodies) -> why.
+    floats : set of str, optional
+        The model's FP32 tensors, when the caller has them (:func:`float_tensors`).
 
     Returns
     -------
@@ -217,7 +254,7 @@ def low_precision_blockers(model: onnx.ModelProto, low_type: int = onnx.TensorPr
     graph = model.graph
     opsets = _opsets(model)
     low = onnx_type_name(low_type)
-    floats = float_tensors(model)
+    floats = float_tensors(model) if floats is None else floats
     reads = _direct_reads(graph, opsets, floats, low)
     pinned: Dict[str, str] = {}
     for (i, k), why in reads.items():

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ..common.cancel import check
 from .judge import Judge
 from .latency import LatencyModel
 from .phases import Progress
@@ -19,8 +20,8 @@ from .plan_eval import Evaluator
 from .plan_search import bisect_prefix, gain_per_cost, layer_costs_alone, tune_ranges
 from .plan_values import Candidate, PlanAccuracy
 
-__all__ = ["WRITTEN_FLOAT", "Candidates", "Search", "accuracy_search", "as_written", "measure_layer_costs",
-           "tune_worst_ranges", "prefix_bisection"]
+__all__ = ["WRITTEN_FLOAT", "Candidates", "Search", "accuracy_search", "as_written", "every_layer_misses",
+           "measure_layer_costs", "tune_worst_ranges", "prefix_bisection"]
 
 
 @dataclass
@@ -125,6 +126,28 @@ def prefix_bisection(s: Search, cands: Candidates, amax: Mapping[str, float], pa
     return bisect_prefix(order, probe, full_meets)
 
 
+def every_layer_misses(s: Search, cands: Candidates, amax: Mapping[str, float], cost: Mapping[str, float],
+                       kept_latency: Sequence[Tuple[str, str]]) -> Optional[str]:
+    """Why no INT8 candidate can meet the target, or None: the least costly layer alone misses it.
+
+    Errors of a mostly-float model add up, so every candidate with an INT8 layer costs at least as much as its
+    least costly layer alone: when that one misses the target on every held-back sample, per-tensor ranges and
+    the bisection cannot find a candidate, and the search stops (a ViT-S under a task metric spent 100 s there
+    to conclude the same). Its candidate is kept, judged on every sample.
+    """
+    check()  # a cancel during the costs stops here, though every score it asks for was remembered
+    if not cost:
+        return None
+    best = min(cost, key=lambda n: (cost[n], n))
+    acc, written = s.ev.score(amax, {best})  # every held-back sample: the rank subset alone does not stop the search
+    if not written or s.judge.meets(acc):
+        return None
+    c = cands.add("INT8 in the 1 layer costing least", *as_written([best], written, kept_latency), acc)
+    return (f"every layer alone misses the target in INT8: the least costly, {best}, alone: "
+            f"{'; '.join(c.accuracy.failures(s.judge.target)) or 'misses'}; no candidate with an INT8 layer can "
+            "meet it, so the search stopped there (no per-tensor ranges, no bisection)")
+
+
 def accuracy_search(s: Search, cands: Candidates, amax: Dict[str, float], per_method, pays: List[str],
                     kept_latency: List[Tuple[str, str]], latency: LatencyModel, max_ranked: int,
                     seconds: Dict[str, float], notes: List[str]) -> None:
@@ -137,6 +160,10 @@ def accuracy_search(s: Search, cands: Candidates, amax: Dict[str, float], per_me
     t = time.perf_counter()
     cost = measure_layer_costs(s, amax, pays, latency, max_ranked)
     seconds["sensitivity"] = time.perf_counter() - t
+    lost = every_layer_misses(s, cands, amax, cost, kept_latency)
+    if lost:
+        notes.append(lost)
+        return
     t = time.perf_counter()
     if tune_worst_ranges(s, amax, per_method, cost, pays):
         base, _ = s.ev.score(amax, pays)

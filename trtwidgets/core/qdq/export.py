@@ -153,11 +153,7 @@ def build_qdq(model, spec: QdqSpec) -> QdqExport:
     opts = spec.options
     source = as_model_proto(model)
     unchecked = _unchecked(source)
-    proto, hp, opset_from, target = _prepared_copy(source, opts, unchecked)
-    # Exact rewrites first (at the target opset, which a DFL head's rewrite needs): placement sees the graph
-    # TensorRT will build, and every node label a plan names is kept.
-    rewritten = apply_rewrites(proto, opts.rewrites)  # the copy itself where nothing matches
-    proto = rewritten.model
+    proto, hp, opset_from, target, rewritten = _prepared(source, opts, unchecked)
     # The node set is checked by placement against the copy at its target opset: the labels a plan holds are
     # those of an export's report (a copy at that opset), and its converter may rename what an unnamed node writes.
     plan: QdqPlan = plan_qdq(proto, nodes=spec.nodes, exclude=opts.exclude, exclude_op_types=opts.exclude_op_types,
@@ -174,7 +170,7 @@ def build_qdq(model, spec: QdqSpec) -> QdqExport:
         groups = float_output_siblings(proto)
         if groups:  # placement rule 12: written, found unbuildable for TensorRT 8.x, placed again without them
             return _siblings_kept_float(model, spec, groups)
-    proto, hp_report, float32_model = _checked(proto, hp, opts.keep_fp32, plan.patterns, unchecked)
+    proto, hp_report, float32_model = _checked(proto, hp, opts.keep_fp32, plan.patterns, unchecked, _memo(source))
     if hp_report is not None:
         activations, weights = as_written(activations, weights, float32_model, proto, hp_report,
                                           GraphIndex(source.graph).constant)
@@ -249,6 +245,30 @@ def _refuse_unreadable_scales(dtype: str, trt_version: Optional[str]) -> None:
             f"with the FP16 flag), or export for TensorRT {LOW_PRECISION_SCALES_SINCE.short} or newer.")
 
 
+def _prepared(source: onnx.ModelProto, opts: QdqOptions, unchecked: bool):
+    """``(copy at the target opset with the exact rewrites applied, float part's type, opset before, opset after,
+    the rewrites)``: the graph placement sees. Exact rewrites come first (at the target opset, which a DFL head's
+    rewrite needs), so placement sees the graph TensorRT will build and every node label a plan names is kept.
+
+    Within :func:`unchecked_exports` the opset conversion and the rewrites are made once per source and target
+    (they were most of an export's time: ViT-S 1.4 of 4 s) and each export takes a copy of that graph.
+    """
+    memo = _memo(source)
+    key = ("prepared", opts.precision, opts.resolved_high_precision(), opts.opset, opts.trt_version, opts.rewrites)
+    if memo is None or key not in memo:
+        proto, hp, opset_from, target = _prepared_copy(source, opts, unchecked)
+        made = (proto, hp, opset_from, target, apply_rewrites(proto, opts.rewrites))  # the copy itself where none
+        if memo is None:
+            return made[4].model, hp, opset_from, target, made[4]
+        memo[key] = made
+        # The float weights every export of this source shares: their low-precision copies are made once.
+        memo["source_initializers"] = frozenset(t.name for t in made[4].model.graph.initializer)
+    _, hp, opset_from, target, rewritten = memo[key]
+    copy = onnx.ModelProto()
+    copy.CopyFrom(rewritten.model)
+    return copy, hp, opset_from, target, rewritten
+
+
 def _prepared_copy(source: onnx.ModelProto, opts: QdqOptions,
                    unchecked: bool = False) -> Tuple[onnx.ModelProto, str, int, int]:
     """``(copy at the target opset, float part's type, opset before, opset after)``, or the reason why not."""
@@ -282,7 +302,7 @@ def _prepared_copy(source: onnx.ModelProto, opts: QdqOptions,
     return proto, hp, opset_from, target
 
 
-def _checked(proto: onnx.ModelProto, hp: str, keep_fp32, patterns, unchecked: bool = False):
+def _checked(proto: onnx.ModelProto, hp: str, keep_fp32, patterns, unchecked: bool = False, memo=None):
     """``(model, high-precision report, FP32 reference)``: checked by onnx.checker, its float part converted to ``hp``.
 
     The reference is the same Q/DQ model before the conversion (None when ``hp`` is fp32): the
@@ -298,7 +318,7 @@ def _checked(proto: onnx.ModelProto, hp: str, keep_fp32, patterns, unchecked: bo
     if hp == "fp32":
         return proto, None, None
     float32_model = copy.deepcopy(proto)
-    proto, hp_report = convert_float_part(proto, hp, keep_fp32=keep_fp32, patterns=patterns)
+    proto, hp_report = convert_float_part(proto, hp, keep_fp32=keep_fp32, patterns=patterns, memo=memo)
     try:
         if not unchecked:
             onnx.checker.check_model(proto)

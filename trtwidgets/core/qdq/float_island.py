@@ -17,7 +17,8 @@ finds an **FP32 island**:
    to 0 before a ``Log`` counts there, where an energy-weighted error would not see it).
 3. **Decided by the held-back check:** the suspects are kept FP32 together with the nodes around
    them (within 1, 2, 4 ... steps through float tensors: the block they compute in) until the float
-   part meets the target (at most :data:`MAX_ISLAND` nodes, :data:`MAX_TRIES` checks); measured
+   part meets the target (at most :data:`MAX_ISLAND` computing nodes and less than half of the model's,
+   :data:`MAX_TRIES` checks); measured
    suspects are added where growing is not enough. Each node kept carries its reason.
 
 ModelOpt's AutoCast is the anchor (it keeps nodes FP32 by data magnitude, initializer range and op
@@ -296,10 +297,12 @@ def check_float_part(model, reference: Reference, target: Target, dtype: str = "
     near = _neighbours(proto)
     best: Optional[Tuple[Tuple[str, ...], Verdict]] = None
     math_ops = {island_name(n) for n in proto.graph.node if n.op_type not in _DATA_MOVEMENT}
+    # An island is a part of an FP16 float part: at most MAX_ISLAND computing nodes, and less than half of them.
+    cap = min(MAX_ISLAND, (len(math_ops) - 1) // 2)
     upstream = _ancestors(proto, seeds)
     tried = 0
     for island in _candidates(seeds, near, upstream, keep):
-        if sum(n in math_ops for n in island) > MAX_ISLAND or tried >= MAX_TRIES:
+        if sum(n in math_ops for n in island) > cap or tried >= MAX_TRIES:
             break
         got = _judge(proto, dtype, keep + tuple(island), reference, target)
         tried += 1
@@ -308,7 +311,8 @@ def check_float_part(model, reference: Reference, target: Target, dtype: str = "
         if got.meets:
             break
     if best is not None and not best[1].meets and tried < MAX_TRIES:  # the block is not enough: measured suspects too
-        extra = [n for n, _ in ranked if n not in best[0] and n not in keep][:MAX_ISLAND]
+        room = cap - sum(n in math_ops for n in best[0])
+        extra = [n for n, _ in ranked if n not in best[0] and n not in keep and n in math_ops][:max(0, room)]
         if extra:
             island = list(best[0]) + extra
             got = _judge(proto, dtype, keep + tuple(island), reference, target)

@@ -47,7 +47,7 @@ float part stays FP32 and the FP16 builder flag decides its precision
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Set, Tuple
+from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 import numpy as np
 import onnx
@@ -167,7 +167,8 @@ def _check_request(proto: onnx.ModelProto, dtype: str, require_opset: bool) -> N
 
 
 def convert_float_part(proto: onnx.ModelProto, dtype: str = "fp16", *, keep_fp32: Iterable[str] = (),
-                       patterns=(), require_opset: bool = True) -> Tuple[onnx.ModelProto, HighPrecisionReport]:
+                       patterns=(), require_opset: bool = True,
+                       memo: Optional[dict] = None) -> Tuple[onnx.ModelProto, HighPrecisionReport]:
     """Write the float part of ``proto`` (a Q/DQ or float model, opset >= 19) in ``dtype``.
 
     Parameters
@@ -184,6 +185,9 @@ def convert_float_part(proto: onnx.ModelProto, dtype: str = "fp16", *, keep_fp32
     require_opset : bool
         Refuse opsets below 19 (FP16 Q/DQ scales need it); False converts a model
         without Q/DQ at any opset (the planner's FP16 candidate).
+    memo : dict, optional
+        Kept across conversions of Q/DQ copies of one graph: its tensor types are inferred once
+        (:func:`~..model.type_constraints.float_tensors`).
 
     Returns
     -------
@@ -201,7 +205,8 @@ def convert_float_part(proto: onnx.ModelProto, dtype: str = "fp16", *, keep_fp32
     _normalize_batchnorms(graph)
     new_type = HIGH_PRECISIONS[dtype]
     subgraph = {t: "read inside an If/Loop/Scan body, which keeps its own types" for t in _subgraph_reads(graph.node)}
-    blockers = low_precision_blockers(proto, new_type, subgraph)
+    floats = float_tensors(proto, memo)
+    blockers = low_precision_blockers(proto, new_type, subgraph, floats)
     keep = dict(blockers.kept_nodes)
     for i, why in _fp32_nodes(graph, patterns, keep_fp32).items():
         keep.setdefault(i, why)
@@ -209,7 +214,7 @@ def convert_float_part(proto: onnx.ModelProto, dtype: str = "fp16", *, keep_fp32
         if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in n.attribute):
             keep.setdefault(i, "holds a subgraph, whose types are its own")
     high_reads = {r for r in blockers.reads if r[0] not in keep}
-    rewrite = _Rewrite(graph, dtype, keep, high_reads, float_tensors(proto))
+    rewrite = _Rewrite(graph, dtype, keep, high_reads, floats, memo)
     rewrite.convert_initializers()
     rewrite.convert_nodes()
     qdq_values = rewrite.qdq_values()  # before graph outputs are renamed: labels as in the FP32 model
@@ -228,8 +233,9 @@ class _Rewrite:
     """The conversion's bookkeeping: which tensors are low precision, which Casts exist."""
 
     def __init__(self, graph: onnx.GraphProto, dtype: str, keep: Dict[int, str], high_reads: Set[Tuple[int, int]],
-                 floats: Set[str]):
+                 floats: Set[str], memo: Optional[dict] = None):
         self.graph, self.dtype, self.keep, self.high_reads = graph, dtype, keep, high_reads
+        self.memo = memo if memo is not None and "source_initializers" in memo else None
         self.new_type = HIGH_PRECISIONS[dtype]
         self.floats = floats
         self.original = list(graph.node)
@@ -284,12 +290,25 @@ class _Rewrite:
                 self.low.add(self.renamed[t.name])
                 self.rewritten.add(self.renamed[t.name])
             else:
-                t.CopyFrom(_to_dtype(arr, self.dtype, t.name, self.clamped, t.name in scales))
+                t.CopyFrom(self._low_copy(t, arr, t.name in scales))
                 self.low.add(t.name)
                 self.rewritten.add(t.name)
             self.converted += 1
         self.graph.initializer.extend(new_inits)
         self._retype_initializer_inputs(new_inits)
+
+    def _low_copy(self, t: onnx.TensorProto, arr: np.ndarray, scale: bool) -> onnx.TensorProto:
+        """``t`` in the low type; a weight of the source graph is converted once per source (see ``memo``)."""
+        if self.memo is None or scale or t.name not in self.memo["source_initializers"]:
+            return _to_dtype(arr, self.dtype, t.name, self.clamped, scale)
+        key = ("low_initializer", self.dtype, t.name)
+        if key not in self.memo:
+            clamped: List[str] = []
+            self.memo[key] = (_to_dtype(arr, self.dtype, t.name, clamped, scale), bool(clamped))
+        low, was_clamped = self.memo[key]
+        if was_clamped:
+            self.clamped.append(t.name)
+        return low
 
     def _retype_initializer_inputs(self, new_inits: List[onnx.TensorProto]) -> None:
         """IR < 4 models list every initializer among the graph inputs too: their declared type follows."""
