@@ -174,9 +174,20 @@ def _print(result, final, exported: bool) -> None:
     if secs:
         print(f"searched in {secs.get('total', 0):.1f} s ("
               + ", ".join(f"{k} {v:.1f} s" for k, v in secs.items() if k != "total") + ")")
-    print(f"wrote {final / 'plan.json'}, {final / 'plan.html'}"
-          + (f", {final / 'model.qdq.onnx'}" if exported else " (no Q/DQ model: FP16 is the pick)"
-             if result.pick is not None else " (no Q/DQ model: nothing is recommended)"))
+    print(f"wrote {final / 'plan.json'}, {final / 'plan.html'}" + (f", {final / 'model.qdq.onnx'}" if exported else
+                                                                    f" (no Q/DQ model: {_float_pick(result)})"))
+
+
+def _float_pick(result) -> str:
+    """What to build when the plan writes no Q/DQ model: FP16, FP16 with its FP32 island, or nothing."""
+    if result.pick is None:
+        return "nothing is recommended"
+    island = result.options.keep_fp32
+    if island and result.recommended:
+        return (f"{result.pick.name} is the pick: build the float model with FP16, its {len(island)} island nodes "
+                "kept FP32 (plan.json options.keep_fp32: export-qdq --keep-fp32 writes them FP32 for TensorRT 10/11; "
+                "on 8.x give them FP32 layer precisions)")
+    return "FP16 is the pick"
 
 
 def _build(qdq_path, out) -> None:
