@@ -243,12 +243,13 @@ def run(args) -> int:
     if check is not None:
         validation = check(result, lint=True)
     failed = validation is not None and not validation.passed
-    if failed and validation.accuracy_failed and not args.no_advice and result.report.quantized_layers:
+    if failed and validation.accuracy_failed and not args.no_advice:
         from ..core.qdq.export_advice import advise_export
 
         quiet = args.json or args.no_progress
         advice = advise_export(loaded, result, given, check.feeds, check.outcome, build_qdq, opts,
-                               progress=None if quiet else lambda t: print(f"  ... {t}", file=sys.stderr))
+                               progress=None if quiet else lambda t: print(f"  ... {t}", file=sys.stderr),
+                               float_check=check.float_part)
     path = checks = None
     if not failed or args.write_failed:
         min_float = DEFAULT_MIN_COSINE if args.min_float_cosine is None else args.min_float_cosine

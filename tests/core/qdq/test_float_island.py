@@ -53,3 +53,27 @@ def test_the_users_own_fp32_nodes_are_kept_and_not_searched_again(spectrum):
     found = check_float_part(model, ref, Target(), keep_fp32=("add_eps", "log", "square"))
     assert found.meets, found.verdict.why
     assert isinstance(float_part_model(model, "fp16", ("log",)), onnx.ModelProto)
+
+
+def test_the_export_advice_says_when_the_float_part_not_the_ranges_is_what_fails(tmp_path):
+    """Issue 42: advice that kept more tensors float made the check worse, because the FP16 float part was what
+    failed, and nothing said so. The float part is judged alone first, and its island advised and verified."""
+    import trtwidgets as tw
+    from trtwidgets.core.qdq.export_check import ExportCheckError
+    from trtwidgets.core.qdq.options import QdqOptions
+
+    model = log_spectrum()
+    cal = tw.calibrate(model, spectra(16, seed=1), progress=False)
+    with pytest.raises(ExportCheckError) as err:
+        tw.export_qdq(model, cal, tmp_path / "q.onnx", options=QdqOptions(trt_version="10.16"), held_back=spectra(12))
+    assert not (tmp_path / "q.onnx").exists()
+    assert err.value.why.startswith("The float part, not the ranges, is what fails: in FP16 alone")
+    result = tw.export_qdq(model, cal, options=QdqOptions(trt_version="10.16"), held_back=spectra(12))
+    advice = result.advice
+    assert {"add_eps", "log"} <= set(advice.keep_fp32) and "NaN or Inf" in advice.float_part
+    assert "add: --keep-fp32 add_eps log" in advice.summary()
+    assert advice.to_dict()["keep_fp32"] == list(advice.keep_fp32)
+    # Kept FP32 as advised (and the ranges' advice applied), the export passes its check.
+    fixed = tw.export_qdq(model, cal, options=QdqOptions(trt_version="10.16", keep_fp32=advice.keep_fp32,
+                                                         exclude=advice.exclude), held_back=spectra(12))
+    assert fixed.check.passed, fixed.check.summary()

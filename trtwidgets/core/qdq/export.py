@@ -449,5 +449,6 @@ def _held_back_checked(loaded, result: QdqExport, calibration, options: QdqOptio
             from ..calibration.calibration import Calibration
 
             calibration = Calibration.load(calibration)
-        advice = advise_export(loaded, result, calibration, check.feeds, check.outcome, build_qdq, options)
+        advice = advise_export(loaded, result, calibration, check.feeds, check.outcome, build_qdq, options,
+                               float_check=check.float_part)
     return dataclasses.replace(result, check=validation, advice=advice)

@@ -103,13 +103,23 @@ class ExportAdvice:
     result: str = ""
     overrides: Mapping[str, float] = field(default_factory=dict)
     exclude: Tuple[str, ...] = ()
+    keep_fp32: Tuple[str, ...] = ()
+    float_part: str = ""
 
     def summary(self, max_lines: int = 12, cli: bool = True) -> str:
         """The advice in words: the culprits, what to do, and the verified outcome (options in CLI terms)."""
         changed = [t for t in self.tensors if t.better and not t.keep_float] + [t for t in self.tensors if t.keep_float]
         shown = changed or list(self.tensors[:3])
-        lines = [f"What to change (each quantized tensor's own error at its readers on {self.samples} held-back "
-                 f"sample{'s' if self.samples != 1 else ''}, worst first):"]
+        lines = [self.float_part] if self.float_part else []
+        if self.keep_fp32:
+            keep = " ".join(_quoted(x) for x in self.keep_fp32)
+            lines.append(f"  add: --keep-fp32 {keep}" if cli else f"  options.keep_fp32 += {list(self.keep_fp32)!r}"[:600])
+        if not self.tensors:
+            if self.result:
+                lines.append(self.result)
+            return "\n".join(lines) or "No quantized tensor to change: the export quantizes nothing."
+        lines.append(f"What to change (each quantized tensor's own error at its readers on {self.samples} held-back "
+                     f"sample{'s' if self.samples != 1 else ''}, worst first):")
         for t in shown[:max_lines]:
             lines.append(f"  {t.tensor}: {t.error_db:.1f} dB with {t.source} (amax {t.amax:.6g}) -> {t.action()}")
         if len(shown) > max_lines:
@@ -130,7 +140,8 @@ class ExportAdvice:
 
     def to_dict(self) -> dict:
         return {"samples": self.samples, "passes": self.passes, "result": self.result,
-                "exclude": list(self.exclude), "overrides": dict(self.overrides),
+                "exclude": list(self.exclude), "overrides": dict(self.overrides), "keep_fp32": list(self.keep_fp32),
+                "float_part": self.float_part,
                 "tensors": [{"tensor": t.tensor, "readers": list(t.readers), "error_db": _num(t.error_db),
                              "source": t.source, "amax": t.amax, "better": t.better,
                              "better_amax": _num(t.better_amax), "better_db": _num(t.better_db),
@@ -254,8 +265,8 @@ def _exclusion_of(node: onnx.NodeProto) -> str:
 
 def advise_export(model, export, calibration, feeds: Sequence[Mapping[str, np.ndarray]],
                   check: Callable[[object], Tuple[bool, str]], build: Callable[[object, object], object],
-                  options: Optional[QdqOptions] = None, progress: Optional[Callable[[str], None]] = None
-                  ) -> ExportAdvice:
+                  options: Optional[QdqOptions] = None, progress: Optional[Callable[[str], None]] = None,
+                  float_check: Optional[Callable[..., object]] = None) -> ExportAdvice:
     """Name the tensors that make ``export`` fail ``check``, say what to do, and verify it.
 
     Parameters
@@ -278,13 +289,38 @@ def advise_export(model, export, calibration, feeds: Sequence[Mapping[str, np.nd
         The export's options.
     progress : callable, optional
         Hears a line per step.
+    float_check : callable, optional
+        ``float_check(dtype, keep_fp32) -> FloatPartCheck`` (:meth:`~.held_back_check.HeldBackCheck.float_part`):
+        with an FP16/BF16 float part, the float part alone is judged first; when it misses the target, the float
+        part, not the ranges, is what fails, and its FP32 island is advised (and verified) before any range.
     """
     from ..calibration.ranges import METHODS
     from .spec import QdqSpec
 
     say = progress or (lambda text: None)
     opts = options if options is not None else QdqOptions()
+    hp = opts.resolved_high_precision()
+    island: Tuple[str, ...] = ()
+    float_words = ""
+    if float_check is not None and hp in ("fp16", "bf16"):
+        say(f"judging the float part alone in {hp.upper()}")
+        fp = float_check(hp, opts.keep_fp32)
+        if not fp.meets:
+            island, float_words = _float_part_words(fp, hp)
+            if island:
+                opts = opts.replace(keep_fp32=tuple(opts.keep_fp32) + island)
+                again = build(model, QdqSpec(dict(_amax_of(calibration)), opts, source=export.report.ranges))
+                passed, outcome, _ = check(again)
+                say(f"check with the float part's island kept FP32: {outcome}")
+                if passed:
+                    return ExportAdvice((), 0, True, f"the check passes with it: {outcome}", keep_fp32=island,
+                                        float_part=float_words)
+                export = again  # the ranges are judged on the float part that holds
     acts = {a.tensor: a for a in export.report.activations}
+    if not acts:  # nothing quantized: no range to change; the float part is all there is to judge
+        return ExportAdvice((), 0, False if float_words else None, "" if float_words else
+                            "No tensor is quantized, so no range can be changed: the export is the float part alone.",
+                            keep_fp32=island, float_part=float_words)
     sources, ranges = _sources_of(calibration, model)
     candidates = {}
     for t, a in acts.items():
@@ -338,7 +374,18 @@ def advise_export(model, export, calibration, feeds: Sequence[Mapping[str, np.nd
         "" if passed else "; keep more tensors float (the worst above) or plan the model "
                           "(trtwidgets plan), which searches per layer")
     return ExportAdvice(final, len(few), passed, verdict,
-                        {t: v for t, v in overrides.items() if t not in kept}, excl)
+                        {t: v for t, v in overrides.items() if t not in kept}, excl, island, float_words)
+
+
+def _float_part_words(fp, hp: str) -> Tuple[Tuple[str, ...], str]:
+    """``(the island to keep FP32, the advice's first line)`` of a float part that misses the target alone."""
+    why = "; ".join(fp.verdict.why) or "it misses the target"
+    head = f"The float part, not the ranges, is what fails: in {hp.upper()} alone (no INT8 layer) {why}."
+    if fp.fixed:
+        return fp.island, (f"{head} Keeping {len(fp.island)} nodes FP32 makes it meet the target: "
+                           f"{fp.describe(6)}.")
+    return (), (f"{head} No island of FP32 nodes fixes it: export with --high-precision fp32 (the float part in "
+                "FP32; TensorRT 8.x and weakly typed 10 still lower it with the FP16 flag).")
 
 
 def _after(t: TensorAdvice) -> float:

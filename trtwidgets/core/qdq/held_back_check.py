@@ -79,6 +79,14 @@ class HeldBackCheck:
                             held_back=self.reference, shown_metric=self.shown_metric, trt_version=self.trt_version,
                             precision=self.precision, run_lint=lint)
 
+    def float_part(self, dtype: str = "fp16", keep_fp32=()):
+        """The float model alone in ``dtype`` judged by the same target, with its FP32 island when it fails
+        (:func:`~.float_island.check_float_part`)."""
+        from .float_island import check_float_part
+
+        bound, _ = self.target.bound(self.reference.outputs, labels=self.reference.labels)
+        return check_float_part(self.model, self.reference, bound, dtype, tuple(keep_fp32))
+
     def outcome(self, export) -> Tuple[bool, str, float]:
         """``(passed, in words, margin)``: the check without lint (what the advice asks of each variant); the
         margin is how far the judged measure lies above its part of the target (negative when it fails)."""
