@@ -25,8 +25,8 @@ def test_import_is_cheap():
 
 def test_every_step_is_listed_and_resolves():
     assert trtwidgets.__all__ == ["load", "lint", "calibrate", "Calibration", "export_qdq", "plan", "export_plan",
-                                  "build", "layers", "inspect", "compare", "App", "Recipe", "QdqOptions", "PlanTarget",
-                                  "Plan", "share", "register_metric"]
+                                  "build", "layers", "inspect", "compare", "App", "Recipe", "QdqOptions", "Target",
+                                  "PlanTarget", "Plan", "share", "register_metric"]
     assert set(trtwidgets.__all__) <= set(dir(trtwidgets))
     for name in [n for n in trtwidgets.__all__ if n != "plan"]:  # plan: see test_plan_is_the_planner
         assert callable(getattr(trtwidgets, name)), name
@@ -58,6 +58,7 @@ def test_the_public_export_is_the_calibration_export():
 
     assert trtwidgets.export_qdq is export.export_qdq and not hasattr(export, "qdq_model")
     assert trtwidgets.QdqOptions().dense_int8 is True and trtwidgets.PlanTarget().cosine == 0.99
+    assert trtwidgets.Target is trtwidgets.PlanTarget  # one target: the planner's name for it stays
     from trtwidgets.core.plan.plan_artifact import Plan
 
     assert trtwidgets.Plan is Plan and callable(trtwidgets.Plan.load)

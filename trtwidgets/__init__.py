@@ -29,8 +29,8 @@ onnx installed (the GPU machine runs Python 3.9 with just those). Editors and ty
 checkers see the real signatures through the ``TYPE_CHECKING`` imports below.
 ``tw.Calibration`` is what calibrating hands on (statistics, range method, amax overrides,
 the model's fingerprint; saved and loaded as one file), ``tw.QdqOptions`` holds the Q/DQ
-export's choices (one set of defaults), ``tw.PlanTarget`` the planner's accuracy target and
-``tw.Plan`` its result.
+export's choices (one set of defaults), ``tw.Target`` the accuracy target every check judges by
+(``tw.PlanTarget`` is the same class) and ``tw.Plan`` the planner's result.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ if TYPE_CHECKING:  # what _LAZY resolves to, for editors and type checkers (neve
     from trtwidgets.core.model.load import load_model as load
     from trtwidgets.core.plan.plan_artifact import Plan as Plan
     from trtwidgets.core.plan.plan_export import export_plan as export_plan
+    from trtwidgets.core.accuracy.target import Target as Target
     from trtwidgets.core.plan.plan_values import PlanTarget as PlanTarget
     from trtwidgets.plan_api import plan as plan
     from trtwidgets.core.qdq.export import export_qdq as export_qdq
@@ -76,6 +77,7 @@ _LAZY: Dict[str, Tuple[str, str]] = {
     "App": ("trtwidgets.widgets.app", "App"),
     "Recipe": ("trtwidgets.core.recipe.recipe", "Recipe"),
     "QdqOptions": ("trtwidgets.core.qdq.options", "QdqOptions"),
+    "Target": ("trtwidgets.core.accuracy.target", "Target"),
     "PlanTarget": ("trtwidgets.core.plan.plan_values", "PlanTarget"),
     "Plan": ("trtwidgets.core.plan.plan_artifact", "Plan"),
     "share": ("trtwidgets.plots.share", "share"),

@@ -23,10 +23,13 @@ import numpy as np
 from ..common.errors import UserError
 from .output_groups import BLIND_ENERGY_SHARE, group_metrics
 
-__all__ = ["DEFAULT_COSINE", "Target", "metric_factory", "target_notes", "with_metric"]
+__all__ = ["DEFAULT_COSINE", "Metric", "Target", "metric_factory", "target_notes", "with_metric"]
 
 #: The default target everywhere: the worst channel group of every output keeps cosine >= 0.99.
 DEFAULT_COSINE = 0.99
+#: A metric of the user's: ``f(reference, candidate) -> float``, two mappings of output name -> array (batch first),
+#: higher is better; the same signature for ``tw.export_qdq(metric=)``, ``tw.plan``, the CLI's ``--metric``.
+Metric = Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray]], float]
 
 
 @dataclass(frozen=True)
