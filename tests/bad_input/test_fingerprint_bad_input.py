@@ -436,7 +436,7 @@ API_CASES = [
         MODEL, ws / "bad" / "plans" / "good.json", _out(ws), candidate="1"), "is not an index"),
     ("load-plan-recommended-text", _load_plan("recommended_text"), "recommended is '2'"),
     ("load-plan-candidates-object", _load_plan("candidates_object"), "candidates is"),
-    ("load-plan-target-without-a-goal", _load_plan("target_without_a_goal"), "target: The plan has no accuracy target"),
+    ("load-plan-target-without-a-goal", _load_plan("target_without_a_goal"), "target: There is no accuracy target"),
     ("load-plan-measured-status", _load_plan("measured_status_text"), "measured.status is 'done'"),
     ("load-plan-measurement-rounds", _load_plan("measurement_rounds_text"), "measured.measurements[0].round_ms"),
     ("load-plan-held-back-names", _load_plan("held_back_names_text"), "held_back.held_back is 's0.npy'"),

@@ -146,7 +146,7 @@ CLI_CASES = [
     ("inspect-csv-is-a-fifo", ["inspect", str(FIXTURES / "trt86" / "tiny" / "fp32"), "--csv", "{sp}/fifo"],
      "named pipe"),
     ("run-report-is-a-fifo", ["run", "{user}/recipe.json", "--report", "{sp}/fifo.html"], "named pipe"),
-    ("compare-reference-is-dev-null", ["compare", "{user}/build", "--data", "demo", "--save-reference", "/dev/null"],
+    ("compare-reference-is-dev-null", ["compare", "{user}/build", "--held-back", "demo", "--save-reference", "/dev/null"],
      "character device"),
     ("bench-profile-is-a-fifo", ["bench", "{user}/build", "--save-profile", "{sp}/fifo"], "named pipe"),
     ("plan-out-is-dev-null", ["plan", "{ws}/stack.onnx", "--data", "{ws}/data", "--out", "/dev/null"],

@@ -56,14 +56,15 @@ def test_bench_missing_dir_and_empty_dir(tmp_path, capsys):
 def test_compare_needs_inputs_and_tensorrt(no_trt, build_dir, capsys):
     assert main(["compare", str(build_dir)]) == 2
     assert "needs inputs" in capsys.readouterr().err
-    assert main(["compare", str(build_dir), "--data", "demo"]) == 2
+    assert main(["compare", str(build_dir), "--held-back", "demo"]) == 2
     assert "TensorRT is not available" in capsys.readouterr().err
 
 
 def test_compare_saves_reference_without_tensorrt(no_trt, build_dir, tmp_path, capsys):
     pytest.importorskip("onnxruntime")
     out = tmp_path / "ref.npz"
-    assert main(["compare", str(build_dir), "--data", "demo", "--max-samples", "4", "--save-reference", str(out)]) == 0
+    assert main(["compare", str(build_dir), "--held-back", "demo", "--max-samples", "4", "--save-reference",
+                 str(out)]) == 0
     assert "no engine was run" in capsys.readouterr().out
     ref = load_reference(out)
     assert ref.samples == 4 and ref.inputs["x"].shape == (4, 3, 48, 192)

@@ -56,15 +56,14 @@ def test_calibrate_out_then_export_and_plan_from_the_shell(stack, tmp_path):
     # An override chosen by hand on the laptop travels in the file to the export.
     tensor = tw.export_qdq(model, cal).report.activations[1].tensor
     cal.with_override(tensor, 0.5).save(tmp_path / "tuned.npz")
-    # TensorRT 8.6's FP32 float part, as the API writes by default (without TensorRT the command's own default
-    # is TensorRT 10 and 11, whose FP16 float part rounds the scales).
+    # The command and the API share one default (the installed TensorRT, else 10 and 11: FP16 scales).
     exported = _shell("export-qdq", model, "--calibration", tmp_path / "tuned.npz", "--out", tmp_path / "q.onnx",
-                      "--trt-version", "8.6", "--json")
+                      "--json")
     assert exported.returncode == 0, exported.stderr
     report = json.loads(exported.stdout)["report"]
     assert report["ranges"] == "max ranges from the calibration, 1 amax overrides"
     scales = _scales(tmp_path / "q.onnx")
-    assert scales[tensor] == pytest.approx(0.5 / 127, rel=1e-6)
+    assert scales[tensor] == pytest.approx(0.5 / 127, rel=1e-3)
     # The same scales as the API writes from the same file.
     api = tw.export_qdq(model, tmp_path / "tuned.npz", tmp_path / "api.onnx")
     assert _scales(tmp_path / "api.onnx") == scales and len(api.report.activations) == len(scales)

@@ -8,11 +8,16 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-RNG = np.random.default_rng(7)
+def _rng(key: str) -> np.random.Generator:
+    # Seeded by the weight's own name and shape: a model is the same whichever tests built models before it
+    # (one module-level generator made a test's model, and its accuracy, depend on the tests that ran first).
+    import zlib
+
+    return np.random.default_rng(zlib.crc32(key.encode("utf-8")))
 
 
 def _w(name: str, *shape: int, scale: float = 0.3) -> onnx.TensorProto:
-    return numpy_helper.from_array((RNG.standard_normal(shape) * scale).astype(np.float32), name)
+    return numpy_helper.from_array((_rng(f"{name}{shape}").standard_normal(shape) * scale).astype(np.float32), name)
 
 
 def _c(name: str, value) -> onnx.TensorProto:
@@ -157,7 +162,7 @@ def squeeze_excite() -> onnx.ModelProto:
 
 def constant_weight_conv(kernel_shape: bool = False) -> onnx.ModelProto:
     """A Conv whose weight is a Constant node (as in Paddle exports) and has no kernel_shape."""
-    w = (RNG.standard_normal((5, 2, 3, 3)) * 0.2).astype(np.float32)
+    w = (_rng("constant_weight_conv").standard_normal((5, 2, 3, 3)) * 0.2).astype(np.float32)
     nodes = [helper.make_node("Constant", [], ["w_const"], name="wconst", value=numpy_helper.from_array(w, "w")),
              helper.make_node("Conv", ["x", "w_const"], ["out"], name="conv",
                               **({"kernel_shape": [3, 3]} if kernel_shape else {}))]

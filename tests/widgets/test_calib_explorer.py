@@ -251,7 +251,7 @@ def test_override_re_exports_the_qdq_model(demo_stats, tmp_path):
     target = sorted(scales(qdq))[0]
     ex.select(target)
     assert ex.apply_override(3.0)
-    assert scales(qdq)[target] == pytest.approx(3.0 / 127, rel=1e-6)
+    assert scales(qdq)[target] == pytest.approx(3.0 / 127, rel=1e-3)  # FP16 scales: written for TensorRT 10/11
     assert "Q/DQ model written" in ex.status.value
 
 

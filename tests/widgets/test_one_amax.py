@@ -50,8 +50,9 @@ def test_the_explorer_the_api_and_the_plan_write_the_same_scales(model, tmp_path
     explorer_scales, api_scales = _scales(tmp_path / "explorer.qdq.onnx"), _scales(tmp_path / "api.qdq.onnx")
     plan_scales = _scales(tmp_path / "plan.qdq.onnx")
     assert explorer_scales == api_scales and len(api_scales) == len(api.report.activations)
-    assert explorer_scales[overridden] == pytest.approx(0.625 / 127, rel=1e-6)
-    assert explorer_scales[other] == pytest.approx(3.5 / 127, rel=1e-6)
+    # FP16 scales (written for TensorRT 10/11 when none is installed): FP16 holds three significant digits.
+    assert explorer_scales[overridden] == pytest.approx(0.625 / 127, rel=1e-3)
+    assert explorer_scales[other] == pytest.approx(3.5 / 127, rel=1e-3)
     # The plan writes its own placement (it decides matrix-vector layers itself) with the range method it
     # found best: the calibration at that method, exported through the API, writes the same scales.
     kept = tw.export_qdq(model, app_cal.refit(method=plan.ranges.method), tmp_path / "kept.qdq.onnx")

@@ -19,7 +19,9 @@ def test_one_set_of_defaults_everywhere():
     assert defaults.dense_int8 is True and defaults.trt_version is None
     # export-qdq writes for a TensorRT: the one asked for, the installed one, else 10 and 11 (issue 34).
     installed = installed_trt_version()
-    export_target = str(installed) if installed is not None else export_cli.DEFAULT_TARGET
+    from trtwidgets.core.model.trt_version import DEFAULT_TARGET
+
+    export_target = str(installed) if installed is not None else DEFAULT_TARGET
     for cli, argv, target in ((export_cli, ["m.onnx", "--calibration", "c.npz", "--out", "q.onnx"], export_target),
                               (plan_cli, ["m.onnx", "--data", "d", "--out", "o"], None)):
         parser = argparse.ArgumentParser()
