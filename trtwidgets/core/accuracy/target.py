@@ -186,7 +186,8 @@ class Target:
                             "Use --target-snr DB (Target(snr_db=...)) for an SNR, or a metric with a finite FP32 "
                             "value.")
         task = made if isinstance(made, TaskMetric) else None
-        notes = target_notes(reference, target, None if task is None else task.outputs, task is not None and task.pooled)
+        notes = target_notes(reference, target, None if task is None else task.outputs,
+                             task is not None and task.pooled)
         return dataclasses.replace(target, metric=metric, metric_reference=value, task_metric=None), notes
 
 

@@ -387,7 +387,8 @@ def plan_fields(doc: Any, source: str = "the plan") -> Dict[str, Any]:
     fingerprint = doc.get("fingerprint")
     return {
         "model": c.value(doc, "model", _text, "text", ""), "target": _target(c, doc.get("target")),
-        "candidates": candidates, "recommended": None if rec is None else int(rec), "reason": c.value(doc, "reason", _text, "text", ""),
+        "candidates": candidates, "recommended": None if rec is None else int(rec),
+        "reason": c.value(doc, "reason", _text, "text", ""),
         "ranges": ranges, "options": _options(c, doc),
         "input_shapes": c.value(doc, "input_shapes", _shape_map, "an object of input name -> shape", {}),
         "seconds": c.value(doc, "seconds", lambda v: isinstance(v, Mapping) and all(map(_is_number, v.values())),

@@ -113,7 +113,8 @@ class ExportAdvice:
         lines = [self.float_part] if self.float_part else []
         if self.keep_fp32:
             keep = " ".join(_quoted(x) for x in self.keep_fp32)
-            lines.append(f"  add: --keep-fp32 {keep}" if cli else f"  options.keep_fp32 += {list(self.keep_fp32)!r}"[:600])
+            lines.append(f"  add: --keep-fp32 {keep}" if cli else
+                         f"  options.keep_fp32 += {list(self.keep_fp32)!r}"[:600])
         if not self.tensors:
             if self.result:
                 lines.append(self.result)

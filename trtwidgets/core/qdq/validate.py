@@ -181,7 +181,8 @@ class QdqValidation:
                          f"Q/DQ {self.task_metric_qdq:.4f}")
         acc = self.verdict.accuracy if self.verdict is not None else None
         if acc is not None and acc.worst_group:
-            lines.append(f"  worst channel group: {acc.worst_group} at cosine {acc.cosine:.6f}, SNR {acc.snr_db:.1f} dB")
+            lines.append(f"  worst channel group: {acc.worst_group} at cosine {acc.cosine:.6f}, "
+                         f"SNR {acc.snr_db:.1f} dB")
         if self.lint is not None:
             lines.append(f"  lint ({','.join(self.lint.flags)}, TensorRT {self.lint.trt_version or 'any'}): "
                          + (", ".join(self.lint.codes) or "no findings"))
