@@ -23,7 +23,9 @@ from trtwidgets.core.plan.plan_artifact import Plan
 from trtwidgets.core.plan.plan_values import EngineVerdict
 from trtwidgets.core.plan.planner import plan
 from trtwidgets.core.qdq.options import QdqOptions
+from trtwidgets.trt.build_phases.result import ENGINE_FILE
 from trtwidgets.trt.measure import MeasureJob, MeasureProgress, MeasureReport, measure
+from trtwidgets.trt.measure_builds import build_all, build_specs
 from trtwidgets.trt.plan_measure import measure_plan
 
 pytestmark = pytest.mark.skipif(trt.available(), reason="TensorRT is installed: tests/gpu measure for real")
@@ -124,6 +126,39 @@ def test_an_implicit_pick_names_the_calibration_cache_kept_beside_its_engine(cpu
     assert out.measured.implicit_is_pick and out.measured.pick.name == "int8_implicit"
     assert out.measured.implicit_cache == cache and out.reason.startswith("Implicit INT8") and cache in out.reason
     assert out.recommended != 0  # the fastest Q/DQ export stays what plan export writes
+
+
+def _builds_only(jobs, cache_dir, shapes=None, opt_level=None, **_):
+    """The build side of :func:`measure` as it is (build keys, the engine cache, builds that fail here for want of
+    TensorRT), without the timing, which needs a GPU."""
+    key_of, specs = build_specs(jobs, cache_dir, shapes or {}, opt_level, {})
+    built, _ = build_all(specs, False, 0, cache_dir)
+    return MeasureReport(tuple(Measurement(j.name, j.kind, (), key_of[j.name], cached=built[key_of[j.name]]["cached"],
+                                           error=built[key_of[j.name]]["error"]) for j in jobs), rounds=0)
+
+
+def test_a_plan_measured_again_after_its_ranges_changed_rebuilds_its_candidates(cpu_plan, model_path, tmp_path):
+    """Issue 44: an engine is found in the cache only for the export that made it, Q/DQ scales included.
+
+    The first measurement's engines are put in the cache as a GPU run leaves them (a published build folder per
+    key); the same plan measured again finds every one, and the plan with other ranges finds FP16's only: each of
+    its candidates is built again, so its held-back check judges its own engine.
+    """
+    engines = tmp_path / "engines"
+    kw = dict(cache_dir=engines, measure_fn=_builds_only, implicit=False, regions=False)
+    first = measure_plan(cpu_plan, model_path, work_dir=tmp_path / "w1", **kw).measured.measurements
+    assert len(first) >= 2 and all(not m.cached and "TensorRT" in m.error for m in first)
+    for m in first:
+        (engines / m.key).mkdir(parents=True, exist_ok=True)
+        (engines / m.key / ENGINE_FILE).write_bytes(b"engine")
+    again = measure_plan(cpu_plan, model_path, work_dir=tmp_path / "w2", **kw).measured.measurements
+    assert [m.key for m in again] == [m.key for m in first] and all(m.cached and not m.error for m in again)
+    ranges = dataclasses.replace(cpu_plan.ranges, amax={t: 1.25 * a for t, a in cpu_plan.ranges.amax.items()})
+    wider = dataclasses.replace(cpu_plan, ranges=ranges)
+    after = measure_plan(wider, model_path, work_dir=tmp_path / "w3", **kw).measured.measurements
+    assert [m.name for m in after] == [m.name for m in first]
+    assert after[0].kind == FP16 and after[0].cached and after[0].key == first[0].key
+    assert all(m.kind == QDQ and not m.cached and m.key not in {f.key for f in first} for m in after[1:])
 
 
 def test_plan_measure_true_through_the_planner_and_the_interrupted_run(model_path, tmp_path):

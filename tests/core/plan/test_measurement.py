@@ -11,7 +11,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from trtwidgets.core.common.errors import UserError
 from trtwidgets.core.plan.measured.measurement import (FP16, INT8_IMPLICIT, QDQ, Measurement,
-                                                       measurement_rows, placement_key)
+                                                       measurement_rows, placement_key, qdq_values_key)
 from trtwidgets.core.plan.measured.pick import known_estimates, pick_measured
 
 # Three interleaved rounds, per-round medians in ms.
@@ -108,6 +108,49 @@ def test_placement_key_ignores_ranges_but_not_placement():
     renamed = _qdq_model(0.1)
     renamed.doc_string = "another export"
     assert placement_key(renamed) == a
+
+
+def _engine_key(model):
+    """What a build key takes from the model (trt/measure_builds.build_key adds the build settings)."""
+    return placement_key(model), qdq_values_key(model)
+
+
+def test_the_q_dq_values_key_tells_exports_that_differ_in_one_scale_or_zero_point():
+    """Issue 44: exports that differ only in their ranges share a placement key (they time alike), never an engine key."""
+    a = _qdq_model(0.1)
+    assert _engine_key(a) == _engine_key(_qdq_model(0.1))  # the same export twice
+    assert qdq_values_key(a) != qdq_values_key(_qdq_model(0.1000001))
+    assert qdq_values_key(_qdq_model(0.1, constant_scale=True)) != qdq_values_key(_qdq_model(0.2, constant_scale=True))
+    one_zero_point = _qdq_model(0.1)
+    next(t for t in one_zero_point.graph.initializer if t.name == "z").CopyFrom(
+        numpy_helper.from_array(np.array(1, np.int8), "z"))
+    assert placement_key(one_zero_point) != placement_key(a) and qdq_values_key(one_zero_point) != qdq_values_key(a)
+    # One scale of several: the second Q/DQ pair reads its own.
+    two = _qdq_model(0.1)
+    two.graph.initializer.append(numpy_helper.from_array(np.array(0.1, np.float32), "s2"))
+    for n in two.graph.node[-3:-1]:
+        n.input[1] = "s2"
+    other = _qdq_model(0.1)
+    other.graph.initializer.append(numpy_helper.from_array(np.array(0.2, np.float32), "s2"))
+    for n in other.graph.node[-3:-1]:
+        n.input[1] = "s2"
+    assert placement_key(two) == placement_key(other) and qdq_values_key(two) != qdq_values_key(other)
+
+
+def test_the_float_parts_types_are_in_the_engine_key():
+    """An FP16 weight or a Cast to FP16 makes another engine (the placement key hashes every type)."""
+    a = _qdq_model(0.1)
+    half = _qdq_model(0.1)
+    w = next(t for t in half.graph.initializer if t.name == "W")
+    w.CopyFrom(numpy_helper.from_array(np.ones((4, 4), np.float16), "W"))
+    assert _engine_key(half) != _engine_key(a)
+    cast = _qdq_model(0.1)
+    cast.graph.node.insert(0, helper.make_node("Cast", ["X"], ["X16"], to=TensorProto.FLOAT16))
+    cast.graph.node[1].input[0] = "X16"
+    cast32 = _qdq_model(0.1)
+    cast32.graph.node.insert(0, helper.make_node("Cast", ["X"], ["X16"], to=TensorProto.FLOAT))
+    cast32.graph.node[1].input[0] = "X16"
+    assert _engine_key(cast) != _engine_key(cast32)
 
 
 def test_estimate_and_measurement_side_by_side():
