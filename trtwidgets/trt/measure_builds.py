@@ -1,4 +1,4 @@
-"""The builds of a measurement: one per distinct placement, cached on disk, in parallel on several GPUs.
+"""The builds of a measurement: one per distinct export, cached on disk, in parallel on several GPUs.
 
 Each job's build key (:func:`build_key`) is everything that makes its engine: the model's
 :func:`~trtwidgets.core.plan.measured.measurement.placement_key` (the graph, its types included, with the
@@ -8,12 +8,12 @@ jobs with the same key share one engine. Two exports that differ only in their r
 compute differently, and each engine is judged on the held-back samples, so they are two builds (issue 44:
 key format 2; format 1 left the scales out, and an engine cached under it is not found again, only
 rebuilt once). ``<cache_dir>/<key>/`` is a build folder published atomically by
-:func:`trtwidgets.trt.build.build`: a re-plan finds it and does not rebuild. Where there is more than one build (or a build limit), one worker process per GPU
-(:mod:`.measure_worker`, ``CUDA_VISIBLE_DEVICES``) builds its share into the same cache, and
-workers past the limit are stopped: a build that breaks its process's CUDA context (a sticky error
-such as an illegal memory access while TensorRT times a kernel) then breaks neither the builds after
-it, which a new worker takes up, nor the timing in this process. Progress events
-(:class:`MeasureProgress`) are shared with the timing and the check of :mod:`.measure`.
+:func:`trtwidgets.trt.build.build`: a re-plan finds it and does not rebuild. Where there is more than one
+build (or a build limit), one worker process per GPU (:mod:`.measure_worker`, ``CUDA_VISIBLE_DEVICES``)
+builds its share into the same cache, and workers past the limit are stopped: a build that breaks its
+process's CUDA context (a sticky error such as an illegal memory access while TensorRT times a kernel)
+then breaks neither the builds after it, which a new worker takes up, nor the timing in this process.
+Progress events (:class:`MeasureProgress`) are shared with the timing and the check of :mod:`.measure`.
 """
 
 from __future__ import annotations

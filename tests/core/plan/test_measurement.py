@@ -116,7 +116,7 @@ def _engine_key(model):
 
 
 def test_the_q_dq_values_key_tells_exports_that_differ_in_one_scale_or_zero_point():
-    """Issue 44: exports that differ only in their ranges share a placement key (they time alike), never an engine key."""
+    """Issue 44: exports differing only in their ranges share a placement key (they time alike), not an engine."""
     a = _qdq_model(0.1)
     assert _engine_key(a) == _engine_key(_qdq_model(0.1))  # the same export twice
     assert qdq_values_key(a) != qdq_values_key(_qdq_model(0.1000001))
