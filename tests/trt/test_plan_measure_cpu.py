@@ -74,12 +74,12 @@ def cpu_plan(model_path):
 def test_a_plan_measured_builds_fp16_implicit_and_its_candidates_and_picks_by_time(cpu_plan, model_path, tmp_path):
     assert cpu_plan.latency_status == "estimate" and cpu_plan.measured is None and not cpu_plan.fp16_is_best
     events = []
-    source = StandIn({FP16: (1.0, 1.01, 0.99), INT8_IMPLICIT: (0.8, 0.8, 0.8), QDQ: (1.3, 1.31, 1.29)})
+    source = StandIn({FP16: (1.0, 1.01, 0.99, 1.0, 1.0), INT8_IMPLICIT: (0.8,) * 5, QDQ: (1.3, 1.31, 1.29, 1.3, 1.3)})
     out = measure_plan(cpu_plan, model_path, work_dir=tmp_path / "w", cache_dir=tmp_path / "engines",
                        measure_fn=source, progress=events.append)
     kinds = [j.kind for j in source.jobs]
     assert kinds[:2] == [FP16, INT8_IMPLICIT] and set(kinds[2:]) == {QDQ} and len(kinds) >= 3
-    assert source.kw["shapes"] == BIG and source.kw["rounds"] == 3 and source.kw["cache_dir"] == tmp_path / "engines"
+    assert source.kw["shapes"] == BIG and source.kw["rounds"] == 5 and source.kw["cache_dir"] == tmp_path / "engines"
     implicit = source.jobs[1]
     assert implicit.model_path == str(model_path) and (tmp_path / "w" / "implicit_int8.cache").is_file()
     placements = set()
@@ -94,7 +94,7 @@ def test_a_plan_measured_builds_fp16_implicit_and_its_candidates_and_picks_by_ti
     assert [e.stage for e in events] == ["build"] and "builds 1/" in events[0].text()
     # The same plan measured faster: its estimate's pick wins by measurement.
     faster = measure_plan(cpu_plan, model_path, work_dir=tmp_path / "w",
-                          measure_fn=StandIn({FP16: (1.0, 1.0, 1.0), QDQ: (0.6, 0.61, 0.6)}), implicit=False)
+                          measure_fn=StandIn({FP16: (1.0,) * 5, QDQ: (0.6, 0.61, 0.6, 0.6, 0.6)}), implicit=False)
     assert faster.recommended != 0 and "measured 0.6" in faster.reason
 
 
@@ -102,7 +102,7 @@ def test_the_plan_hands_its_held_back_check_to_the_measurement(cpu_plan, model_p
     """Every engine measured is judged on the plan's held-back samples; one that cannot run is timed, not judged."""
     check = cpu_plan.engine_check
     assert check is not None and len(check.feeds) == len(cpu_plan.held_back.held_back)
-    source = StandIn({FP16: (1.0, 1.0, 1.0), INT8_IMPLICIT: (0.5, 0.5, 0.5), QDQ: (0.7, 0.7, 0.7)})
+    source = StandIn({FP16: (1.0,) * 5, INT8_IMPLICIT: (0.5,) * 5, QDQ: (0.7,) * 5})
     out = measure_plan(cpu_plan, model_path, work_dir=tmp_path / "w", measure_fn=source)
     verdict = source.kw["check"](str(tmp_path / "no-engine"))  # no TensorRT here: a result saying why, not a raise
     assert isinstance(verdict, EngineVerdict) and verdict.meets is None and verdict.error
@@ -119,7 +119,7 @@ def test_an_implicit_pick_names_the_calibration_cache_kept_beside_its_engine(cpu
     (engines / f"key-{INT8_IMPLICIT}" / "calibration.cache").write_text("TRT-8600-EntropyCalibration2\n")
     meets = EngineVerdict.from_dict({"meets": True, "cosine": 0.999, "metric": None, "metric_reference": None,
                                      "samples": 4})
-    source = StandIn({FP16: (1.0, 1.0, 1.0), INT8_IMPLICIT: (0.5, 0.5, 0.5), QDQ: (0.7, 0.7, 0.7)},
+    source = StandIn({FP16: (1.0,) * 5, INT8_IMPLICIT: (0.5,) * 5, QDQ: (0.7,) * 5},
                      accuracy={FP16: meets, INT8_IMPLICIT: meets, QDQ: meets})
     out = measure_plan(cpu_plan, model_path, cache_dir=engines, measure_fn=source)
     cache = str(engines / f"key-{INT8_IMPLICIT}" / "calibration.cache")
@@ -162,14 +162,14 @@ def test_a_plan_measured_again_after_its_ranges_changed_rebuilds_its_candidates(
 
 
 def test_plan_measure_true_through_the_planner_and_the_interrupted_run(model_path, tmp_path):
-    source = StandIn({FP16: (1.0,), QDQ: (0.5,)}, interrupted=True)
+    source = StandIn({FP16: (1.0,) * 5, QDQ: (0.5,) * 5}, interrupted=True)
     p = plan(model_path, feeds(16), shapes=BIG, options=QdqOptions(trt_version="8.6"), progress=False,
              measure=lambda pl, m: measure_plan(pl, m, work_dir=tmp_path / "w", measure_fn=source))
-    assert p.measured.status == "partial" and p.measured.interrupted and p.measured.rounds == 1
+    assert p.measured.status == "partial" and p.measured.interrupted and p.measured.rounds == 5
     assert p.reason.startswith("Partial measurement") and p.recommended != 0
     doc = json.loads(json.dumps(p.to_dict()))
-    assert doc["measured"]["measurements"][0]["round_ms"] == [1.0]
-    assert Plan.from_dict(doc).measured.measurements[0].round_ms == (1.0,)
+    assert doc["measured"]["measurements"][0]["round_ms"] == [1.0] * 5
+    assert Plan.from_dict(doc).measured.measurements[0].round_ms == (1.0,) * 5
 
 
 def test_ctrl_c_during_the_builds_keeps_what_was_built(model_path, tmp_path):
