@@ -192,6 +192,22 @@ def max_amax(model: onnx.ModelProto, feeds: List[Dict[str, np.ndarray]]) -> Dict
     return amax
 
 
+def previous_concat_form(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """The Q/DQ export as written before issue 44: the QuantizeLinear after each Concat of DequantizeLinears reads
+    the Concat and its scale in the float part's type again (``trtwidgets.core.qdq.ort_concat`` undone)."""
+    m = onnx.ModelProto()
+    m.CopyFrom(proto)
+    casts = {n.output[0]: n for n in m.graph.node if n.op_type == "Cast" and n.output[0].endswith("__fp32")}
+    for n in m.graph.node:
+        if n.op_type == "QuantizeLinear" and n.input[0] in casts:
+            n.input[0] = casts[n.input[0]].input[0]
+            n.input[1] = n.input[1][:-len("__fp32")]
+    kept = [n for n in m.graph.node if n.output[0] not in casts]
+    del m.graph.node[:]
+    m.graph.node.extend(kept)
+    return m
+
+
 def random_feeds(model: onnx.ModelProto, n: int = 4, seed: int = 0) -> List[Dict[str, np.ndarray]]:
     rng = np.random.default_rng(seed)
     feeds = []

@@ -33,13 +33,13 @@ def test_the_record_holds_each_build_with_its_rounds_spread_and_layer_precisions
     i = measure_targets(plan)[0]
     # A committed real build stands in for the cache folder of the candidate's key.
     shutil.copytree(ROOT / "tests" / "fixtures" / "trt86" / "cls_static_qdq_int8", tmp_path / "k2")
-    ms = [Measurement("fp16", FP16, (0.6, 0.61, 0.59), key="k1", estimate_ms=0.27),
-          Measurement(candidate_job_name(i, plan.candidates[i]), QDQ, (0.5, 0.52, 0.51), key="k2", estimate_ms=0.26,
-                      int8_layers=frozenset(plan.candidates[i].quantized))]
-    new = apply_measurements(plan, ms, rounds=3, built=2, settings={"gpu": "G", "trt": "8.6.0"})
+    ms = [Measurement("fp16", FP16, (0.6, 0.61, 0.59, 0.6, 0.6), key="k1", estimate_ms=0.27),
+          Measurement(candidate_job_name(i, plan.candidates[i]), QDQ, (0.5, 0.52, 0.51, 0.5, 0.51), key="k2",
+                      estimate_ms=0.26, int8_layers=frozenset(plan.candidates[i].quantized))]
+    new = apply_measurements(plan, ms, rounds=5, built=2, settings={"gpu": "G", "trt": "8.6.0"})
     rec = script.measurements_record(new, tmp_path, 12.0)
     by = {b["name"]: b for b in rec["builds"]}
-    assert by["fp16"]["rounds"] == 3 and by["fp16"]["spread_ms"] == pytest.approx(0.02) and by["fp16"]["layers"] == {}
+    assert by["fp16"]["rounds"] == 5 and by["fp16"]["spread_ms"] == pytest.approx(0.02) and by["fp16"]["layers"] == {}
     cand = by[candidate_job_name(i, plan.candidates[i])]
     assert cand["layers"]["precisions"].get("INT8", 0) > 0 and cand["layers"]["layers"] > 10
     assert rec["pick"]["candidate_name"] == plan.candidates[i].name and rec["estimate_pick"]

@@ -1,4 +1,4 @@
-"""The measuring machinery's CPU side: build keys, one build per placement, the cache, the refusals.
+"""The measuring machinery's CPU side: build keys, one build per distinct export, the cache, the refusals.
 
 The GPU side (builds, interleaved timing, the cache hit on a second call) is tests/gpu/test_measure.py.
 """
@@ -24,25 +24,31 @@ def _save(model, path: Path) -> str:
     return str(path)
 
 
-def test_build_key_ignores_ranges_but_not_placement_kind_or_shapes(tmp_path):
+def test_build_key_covers_ranges_placement_kind_shapes_and_settings(tmp_path):
+    """Issue 44: two exports that differ only in their scales are two engines (each is judged on its own outputs)."""
     a = _save(_qdq_model(0.1), tmp_path / "a.onnx")
+    again = _save(_qdq_model(0.1), tmp_path / "again.onnx")
     b = _save(_qdq_model(0.9), tmp_path / "b.onnx")
     c = _save(_qdq_model(0.1, quantize_second=False), tmp_path / "c.onnx")
     s = {"trt": "8.6.1", "gpu": "H100", "opt_level": None}
     shapes = {"X": (1, 4)}
-    assert builds.build_key(a, QDQ, shapes, s) == builds.build_key(b, QDQ, shapes, s)
-    assert builds.build_key(a, QDQ, shapes, s) != builds.build_key(c, QDQ, shapes, s)
-    assert builds.build_key(a, QDQ, shapes, s) != builds.build_key(a, FP16, shapes, s)
-    assert builds.build_key(a, QDQ, shapes, s) != builds.build_key(a, QDQ, {"X": (2, 4)}, s)
-    assert builds.build_key(a, QDQ, shapes, s) != builds.build_key(a, QDQ, shapes, dict(s, gpu="H200"))
+    key = builds.build_key(a, QDQ, shapes, s)
+    assert key == builds.build_key(again, QDQ, shapes, s)  # the same export written twice: one engine
+    assert key != builds.build_key(b, QDQ, shapes, s)
+    assert key != builds.build_key(c, QDQ, shapes, s)
+    assert key != builds.build_key(a, FP16, shapes, s)
+    assert key != builds.build_key(a, QDQ, {"X": (2, 4)}, s)
+    assert key != builds.build_key(a, QDQ, shapes, dict(s, gpu="H200"))
 
 
-def test_one_build_per_distinct_placement(tmp_path):
+def test_one_build_per_distinct_export(tmp_path):
+    """The same placement with other ranges is another build; the same export under another name is not."""
     jobs = [m.MeasureJob("fp16", FP16, _save(_qdq_model(0.1, quantize_second=False), tmp_path / "f.onnx")),
             m.MeasureJob("entropy", QDQ, _save(_qdq_model(0.1), tmp_path / "e.onnx")),
+            m.MeasureJob("entropy again", QDQ, _save(_qdq_model(0.1), tmp_path / "e2.onnx")),
             m.MeasureJob("percentile", QDQ, _save(_qdq_model(0.3), tmp_path / "p.onnx"))]
     names, specs = builds.build_specs(jobs, tmp_path / "cache", {"X": (1, 4)}, None, {})
-    assert len(specs) == 2 and names["entropy"] == names["percentile"]
+    assert len(specs) == 3 and names["entropy"] == names["entropy again"] != names["percentile"]
     assert specs[names["entropy"]]["out_dir"] == str(tmp_path / "cache" / names["entropy"])
 
 

@@ -23,7 +23,9 @@ from trtwidgets.core.plan.plan_artifact import Plan
 from trtwidgets.core.plan.plan_values import EngineVerdict
 from trtwidgets.core.plan.planner import plan
 from trtwidgets.core.qdq.options import QdqOptions
+from trtwidgets.trt.build_phases.result import ENGINE_FILE
 from trtwidgets.trt.measure import MeasureJob, MeasureProgress, MeasureReport, measure
+from trtwidgets.trt.measure_builds import build_all, build_specs
 from trtwidgets.trt.plan_measure import measure_plan
 
 pytestmark = pytest.mark.skipif(trt.available(), reason="TensorRT is installed: tests/gpu measure for real")
@@ -72,12 +74,12 @@ def cpu_plan(model_path):
 def test_a_plan_measured_builds_fp16_implicit_and_its_candidates_and_picks_by_time(cpu_plan, model_path, tmp_path):
     assert cpu_plan.latency_status == "estimate" and cpu_plan.measured is None and not cpu_plan.fp16_is_best
     events = []
-    source = StandIn({FP16: (1.0, 1.01, 0.99), INT8_IMPLICIT: (0.8, 0.8, 0.8), QDQ: (1.3, 1.31, 1.29)})
+    source = StandIn({FP16: (1.0, 1.01, 0.99, 1.0, 1.0), INT8_IMPLICIT: (0.8,) * 5, QDQ: (1.3, 1.31, 1.29, 1.3, 1.3)})
     out = measure_plan(cpu_plan, model_path, work_dir=tmp_path / "w", cache_dir=tmp_path / "engines",
                        measure_fn=source, progress=events.append)
     kinds = [j.kind for j in source.jobs]
     assert kinds[:2] == [FP16, INT8_IMPLICIT] and set(kinds[2:]) == {QDQ} and len(kinds) >= 3
-    assert source.kw["shapes"] == BIG and source.kw["rounds"] == 3 and source.kw["cache_dir"] == tmp_path / "engines"
+    assert source.kw["shapes"] == BIG and source.kw["rounds"] == 5 and source.kw["cache_dir"] == tmp_path / "engines"
     implicit = source.jobs[1]
     assert implicit.model_path == str(model_path) and (tmp_path / "w" / "implicit_int8.cache").is_file()
     placements = set()
@@ -92,7 +94,7 @@ def test_a_plan_measured_builds_fp16_implicit_and_its_candidates_and_picks_by_ti
     assert [e.stage for e in events] == ["build"] and "builds 1/" in events[0].text()
     # The same plan measured faster: its estimate's pick wins by measurement.
     faster = measure_plan(cpu_plan, model_path, work_dir=tmp_path / "w",
-                          measure_fn=StandIn({FP16: (1.0, 1.0, 1.0), QDQ: (0.6, 0.61, 0.6)}), implicit=False)
+                          measure_fn=StandIn({FP16: (1.0,) * 5, QDQ: (0.6, 0.61, 0.6, 0.6, 0.6)}), implicit=False)
     assert faster.recommended != 0 and "measured 0.6" in faster.reason
 
 
@@ -100,7 +102,7 @@ def test_the_plan_hands_its_held_back_check_to_the_measurement(cpu_plan, model_p
     """Every engine measured is judged on the plan's held-back samples; one that cannot run is timed, not judged."""
     check = cpu_plan.engine_check
     assert check is not None and len(check.feeds) == len(cpu_plan.held_back.held_back)
-    source = StandIn({FP16: (1.0, 1.0, 1.0), INT8_IMPLICIT: (0.5, 0.5, 0.5), QDQ: (0.7, 0.7, 0.7)})
+    source = StandIn({FP16: (1.0,) * 5, INT8_IMPLICIT: (0.5,) * 5, QDQ: (0.7,) * 5})
     out = measure_plan(cpu_plan, model_path, work_dir=tmp_path / "w", measure_fn=source)
     verdict = source.kw["check"](str(tmp_path / "no-engine"))  # no TensorRT here: a result saying why, not a raise
     assert isinstance(verdict, EngineVerdict) and verdict.meets is None and verdict.error
@@ -117,7 +119,7 @@ def test_an_implicit_pick_names_the_calibration_cache_kept_beside_its_engine(cpu
     (engines / f"key-{INT8_IMPLICIT}" / "calibration.cache").write_text("TRT-8600-EntropyCalibration2\n")
     meets = EngineVerdict.from_dict({"meets": True, "cosine": 0.999, "metric": None, "metric_reference": None,
                                      "samples": 4})
-    source = StandIn({FP16: (1.0, 1.0, 1.0), INT8_IMPLICIT: (0.5, 0.5, 0.5), QDQ: (0.7, 0.7, 0.7)},
+    source = StandIn({FP16: (1.0,) * 5, INT8_IMPLICIT: (0.5,) * 5, QDQ: (0.7,) * 5},
                      accuracy={FP16: meets, INT8_IMPLICIT: meets, QDQ: meets})
     out = measure_plan(cpu_plan, model_path, cache_dir=engines, measure_fn=source)
     cache = str(engines / f"key-{INT8_IMPLICIT}" / "calibration.cache")
@@ -126,15 +128,48 @@ def test_an_implicit_pick_names_the_calibration_cache_kept_beside_its_engine(cpu
     assert out.recommended != 0  # the fastest Q/DQ export stays what plan export writes
 
 
+def _builds_only(jobs, cache_dir, shapes=None, opt_level=None, **_):
+    """The build side of :func:`measure` as it is (build keys, the engine cache, builds that fail here for want of
+    TensorRT), without the timing, which needs a GPU."""
+    key_of, specs = build_specs(jobs, cache_dir, shapes or {}, opt_level, {})
+    built, _ = build_all(specs, False, 0, cache_dir)
+    return MeasureReport(tuple(Measurement(j.name, j.kind, (), key_of[j.name], cached=built[key_of[j.name]]["cached"],
+                                           error=built[key_of[j.name]]["error"]) for j in jobs), rounds=0)
+
+
+def test_a_plan_measured_again_after_its_ranges_changed_rebuilds_its_candidates(cpu_plan, model_path, tmp_path):
+    """Issue 44: an engine is found in the cache only for the export that made it, Q/DQ scales included.
+
+    The first measurement's engines are put in the cache as a GPU run leaves them (a published build folder per
+    key); the same plan measured again finds every one, and the plan with other ranges finds FP16's only: each of
+    its candidates is built again, so its held-back check judges its own engine.
+    """
+    engines = tmp_path / "engines"
+    kw = dict(cache_dir=engines, measure_fn=_builds_only, implicit=False, regions=False)
+    first = measure_plan(cpu_plan, model_path, work_dir=tmp_path / "w1", **kw).measured.measurements
+    assert len(first) >= 2 and all(not m.cached and "TensorRT" in m.error for m in first)
+    for m in first:
+        (engines / m.key).mkdir(parents=True, exist_ok=True)
+        (engines / m.key / ENGINE_FILE).write_bytes(b"engine")
+    again = measure_plan(cpu_plan, model_path, work_dir=tmp_path / "w2", **kw).measured.measurements
+    assert [m.key for m in again] == [m.key for m in first] and all(m.cached and not m.error for m in again)
+    ranges = dataclasses.replace(cpu_plan.ranges, amax={t: 1.25 * a for t, a in cpu_plan.ranges.amax.items()})
+    wider = dataclasses.replace(cpu_plan, ranges=ranges)
+    after = measure_plan(wider, model_path, work_dir=tmp_path / "w3", **kw).measured.measurements
+    assert [m.name for m in after] == [m.name for m in first]
+    assert after[0].kind == FP16 and after[0].cached and after[0].key == first[0].key
+    assert all(m.kind == QDQ and not m.cached and m.key not in {f.key for f in first} for m in after[1:])
+
+
 def test_plan_measure_true_through_the_planner_and_the_interrupted_run(model_path, tmp_path):
-    source = StandIn({FP16: (1.0,), QDQ: (0.5,)}, interrupted=True)
+    source = StandIn({FP16: (1.0,) * 5, QDQ: (0.5,) * 5}, interrupted=True)
     p = plan(model_path, feeds(16), shapes=BIG, options=QdqOptions(trt_version="8.6"), progress=False,
              measure=lambda pl, m: measure_plan(pl, m, work_dir=tmp_path / "w", measure_fn=source))
-    assert p.measured.status == "partial" and p.measured.interrupted and p.measured.rounds == 1
+    assert p.measured.status == "partial" and p.measured.interrupted and p.measured.rounds == 5
     assert p.reason.startswith("Partial measurement") and p.recommended != 0
     doc = json.loads(json.dumps(p.to_dict()))
-    assert doc["measured"]["measurements"][0]["round_ms"] == [1.0]
-    assert Plan.from_dict(doc).measured.measurements[0].round_ms == (1.0,)
+    assert doc["measured"]["measurements"][0]["round_ms"] == [1.0] * 5
+    assert Plan.from_dict(doc).measured.measurements[0].round_ms == (1.0,) * 5
 
 
 def test_ctrl_c_during_the_builds_keeps_what_was_built(model_path, tmp_path):

@@ -7,13 +7,15 @@ are timed on a sub-model cut out of the export, the fastest beyond the noise is 
 the candidate that combines the choices is built whole beside FP16 and the base candidate
 (plan.json's ``regions``). Then it builds FP16, implicit INT8
 (where the installed TensorRT has it) and the plan's top candidates, once per distinct
-placement (engines cached by model and placement: a second run rebuilds nothing),
-times them interleaved in at least three rounds, runs each engine on the plan's held-back
+export (engines cached by what makes them: a second run rebuilds nothing),
+times them interleaved (five rounds by default: a candidate is picked over FP16 only when it wins
+the paired rounds by a one-sided sign test at p < 0.05, which fewer rounds cannot reach), runs each
+engine on the plan's held-back
 samples (``PLAN_DIR/held_back.npz``, judged by the plan's target), and writes the
 measurements into ``PLAN_DIR/plan.json`` (atomically), ``plan.html`` and
 ``model.qdq.onnx`` (the fastest Q/DQ export that meets the target on its engine; removed
 when FP16 is the pick). Implicit INT8 is the pick where its engine meets the target and
-it is the fastest beyond the noise (plan.json names its calibration cache). Progress
+it is the fastest and wins the paired rounds (plan.json names its calibration cache). Progress
 shows builds done and left.
 
 The folder is replaced only if it still holds the plan that was read: a ``plan --out`` of the
@@ -45,6 +47,7 @@ DEFAULT_BUILD_LIMIT_S = 720.0
 
 def add_measure_arguments(group, flag: bool = False) -> None:
     """The measurement options shared by ``plan --measure`` and ``plan measure``."""
+    from ..core.plan.measured.paired import PAIRED_MIN_ROUNDS
     from ..core.plan.measured.repick import MEASURE_TOP
     from ..trt.measure import MIN_ROUNDS
 
@@ -53,8 +56,9 @@ def add_measure_arguments(group, flag: bool = False) -> None:
                            "on this GPU, time them interleaved and pick by measured time")
     group.add_argument("--measure-top", type=int, default=MEASURE_TOP,
                        help=f"candidates to build and time besides FP16 and implicit INT8 (default {MEASURE_TOP})")
-    group.add_argument("--rounds", type=int, default=MIN_ROUNDS,
-                       help=f"interleaved timing rounds (at least {MIN_ROUNDS}, the default)")
+    group.add_argument("--rounds", type=int, default=PAIRED_MIN_ROUNDS,
+                       help=f"interleaved timing rounds (default {PAIRED_MIN_ROUNDS}, the fewest in which a candidate "
+                            f"can win FP16's paired rounds by the sign test; at least {MIN_ROUNDS})")
     group.add_argument("--runs", type=int, default=100, help="timed runs per engine per round (default 100)")
     group.add_argument("--opt-level", type=int, help="TensorRT builder optimization level (default TensorRT's; "
                        "lower builds faster)")

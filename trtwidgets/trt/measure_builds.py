@@ -1,16 +1,19 @@
-"""The builds of a measurement: one per distinct placement, cached on disk, in parallel on several GPUs.
+"""The builds of a measurement: one per distinct export, cached on disk, in parallel on several GPUs.
 
-Each job's build key (:func:`build_key`) is its model's
-:func:`~trtwidgets.core.plan.measured.measurement.placement_key` (Q/DQ scales zeroed: a change of
-ranges alone changes no latency) plus the build settings (flags, shapes, optimization level,
-TensorRT version, GPU); jobs with the same key share one engine. ``<cache_dir>/<key>/`` is a build
-folder published atomically by :func:`trtwidgets.trt.build.build`: a re-plan finds it and does not
-rebuild. Where there is more than one build (or a build limit), one worker process per GPU
-(:mod:`.measure_worker`, ``CUDA_VISIBLE_DEVICES``) builds its share into the same cache, and
-workers past the limit are stopped: a build that breaks its process's CUDA context (a sticky error
-such as an illegal memory access while TensorRT times a kernel) then breaks neither the builds after
-it, which a new worker takes up, nor the timing in this process. Progress events
-(:class:`MeasureProgress`) are shared with the timing and the check of :mod:`.measure`.
+Each job's build key (:func:`build_key`) is everything that makes its engine: the model's
+:func:`~trtwidgets.core.plan.measured.measurement.placement_key` (the graph, its types included, with the
+Q/DQ scales zeroed), its :func:`~trtwidgets.core.plan.measured.measurement.qdq_values_key` (every Q/DQ
+scale and zero point) and the build settings (flags, shapes, optimization level, TensorRT version, GPU);
+jobs with the same key share one engine. Two exports that differ only in their ranges time alike but
+compute differently, and each engine is judged on the held-back samples, so they are two builds (issue 44:
+key format 2; format 1 left the scales out, and an engine cached under it is not found again, only
+rebuilt once). ``<cache_dir>/<key>/`` is a build folder published atomically by
+:func:`trtwidgets.trt.build.build`: a re-plan finds it and does not rebuild. Where there is more than one
+build (or a build limit), one worker process per GPU (:mod:`.measure_worker`, ``CUDA_VISIBLE_DEVICES``)
+builds its share into the same cache, and workers past the limit are stopped: a build that breaks its
+process's CUDA context (a sticky error such as an illegal memory access while TensorRT times a kernel)
+then breaks neither the builds after it, which a new worker takes up, nor the timing in this process.
+Progress events (:class:`MeasureProgress`) are shared with the timing and the check of :mod:`.measure`.
 """
 
 from __future__ import annotations
@@ -28,11 +31,14 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..core.common.atomic import write_text_atomic
 from ..core.common.errors import UserError
-from ..core.plan.measured.measurement import FP16, INT8_IMPLICIT, QDQ, placement_key
+from ..core.plan.measured.measurement import FP16, INT8_IMPLICIT, QDQ, placement_key, qdq_values_key
 
-__all__ = ["MeasureProgress", "build_all", "build_key", "build_one", "build_specs", "engine_in", "notify"]
+__all__ = ["BUILD_KEY_FORMAT", "MeasureProgress", "build_all", "build_key", "build_one", "build_specs", "engine_in",
+           "notify"]
 
 _FLAGS = {FP16: ("fp16",), INT8_IMPLICIT: ("fp16", "int8"), QDQ: ("fp16", "int8")}
+#: What a build key covers, as a number in the key: 2 since the Q/DQ values are in it (issue 44).
+BUILD_KEY_FORMAT = 2
 #: A build worker's exit status when a failed build left its CUDA context unusable with specs still to build.
 CONTEXT_BROKEN = 3
 
@@ -59,11 +65,29 @@ class MeasureProgress:
 
 
 def build_key(model_path: str, kind: str, shapes: Mapping[str, Sequence[int]], settings: Mapping[str, object]) -> str:
-    """The cache key of one build: the placement key of its model plus every setting that changes the engine."""
+    """The cache key of one build: what its model computes (placement, types, Q/DQ values) and every setting.
+
+    Parameters
+    ----------
+    model_path : str
+        The ONNX file built.
+    kind : str
+        :data:`FP16`, :data:`INT8_IMPLICIT` or :data:`QDQ` (its builder flags).
+    shapes : mapping
+        Input name -> the shape built at.
+    settings : mapping
+        The rest that changes the engine (TensorRT version, GPU, optimization level, a calibration cache's hash).
+
+    Returns
+    -------
+    str
+        20 hex characters; :data:`BUILD_KEY_FORMAT` is part of what is hashed.
+    """
     import onnx
 
     proto = onnx.load(model_path)
-    doc = {"placement": placement_key(proto), "kind": kind, "flags": list(_FLAGS[kind]),
+    doc = {"format": BUILD_KEY_FORMAT, "placement": placement_key(proto), "qdq_values": qdq_values_key(proto),
+           "kind": kind, "flags": list(_FLAGS[kind]),
            "shapes": {k: [int(d) for d in v] for k, v in sorted(shapes.items())},
            "settings": {k: settings[k] for k in sorted(settings)}}
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:20]

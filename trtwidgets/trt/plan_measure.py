@@ -17,8 +17,8 @@ What ``plan --measure``, ``tw.plan(..., measure=True)``, the App's Plan step and
    in process, ``held_back.npz`` beside plan.json for ``plan measure``.
 4. The pick is made again by measured time among the engines that meet the target
    (:func:`~trtwidgets.core.plan.measured.repick.apply_measurements`): a candidate whose engine
-   misses it is not picked; implicit INT8 is picked where its engine meets it and it is the
-   fastest beyond the noise.
+   misses it is not picked, nor one that does not win FP16's paired rounds by the sign test;
+   implicit INT8 is picked where its engine meets it and it is the fastest and wins them.
 
 The measurement itself is an edge: ``measure_fn`` (default
 :func:`trtwidgets.trt.measure.measure`) takes the jobs and returns a
@@ -35,11 +35,12 @@ from typing import Callable, List, Optional, Union
 
 from ..core.common.errors import TensorRTUnavailable, UserError
 from ..core.plan.measured.measurement import FP16, INT8_IMPLICIT, QDQ
+from ..core.plan.measured.paired import PAIRED_MIN_ROUNDS
 from ..core.plan.measured.repick import MEASURE_TOP, apply_measurements, candidate_job_name, measure_targets
 from ..core.plan.measured.standing import CheckSummary
 from ..core.plan.plan_artifact import Plan
 from ..core.plan.plan_values import Candidate
-from .measure import MIN_ROUNDS, MeasureJob
+from .measure import MeasureJob
 
 __all__ = ["ENGINE_CACHE_ENV", "default_cache_dir", "gpu_source", "measure_plan", "require_measurable",
            "unavailable_reason"]
@@ -125,7 +126,8 @@ def _jobs(plan: Plan, model_path: str, work: Path, targets: List[int], implicit:
 
 
 def measure_plan(plan: Plan, model=None, *, work_dir: Union[str, os.PathLike, None] = None,
-                 cache_dir: Union[str, os.PathLike, None] = None, top: int = MEASURE_TOP, rounds: int = MIN_ROUNDS,
+                 cache_dir: Union[str, os.PathLike, None] = None, top: int = MEASURE_TOP,
+                 rounds: int = PAIRED_MIN_ROUNDS,
                  runs: int = 100, warmup: int = 10, opt_level: Optional[int] = None, implicit: bool = True,
                  progress: Union[bool, Callable] = True, gpus: Optional[int] = None,
                  measure_fn: Optional[Callable] = None, build_limit_s: Optional[float] = None, check=None,
@@ -149,7 +151,8 @@ def measure_plan(plan: Plan, model=None, *, work_dir: Union[str, os.PathLike, No
     top : int
         Candidates to measure besides FP16 and implicit INT8.
     rounds, runs, warmup, opt_level, progress, gpus
-        As :func:`trtwidgets.trt.measure.measure` takes them.
+        As :func:`trtwidgets.trt.measure.measure` takes them; ``rounds`` defaults to 5, the fewest in which a
+        candidate can win FP16's paired rounds by the sign test (:mod:`~trtwidgets.core.plan.measured.paired`).
     implicit : bool
         Measure implicit INT8 too, where this TensorRT has it: a reference, and a pick only
         when its engine meets the target on the held-back samples (``check``).

@@ -55,29 +55,32 @@ def test_targets_are_the_estimate_pick_then_the_fastest_distinct_placements_that
 def test_the_pick_goes_by_measurement_and_a_slower_candidate_falls_back_to_fp16_saying_so():
     p = make_plan(CANDS)
     names = {i: candidate_job_name(i, p.candidates[i]) for i in (1, 2, 5)}
-    slow = [ms("fp16", (0.631, 0.628, 0.634), FP16, est=0.1), ms("int8_implicit", (0.629, 0.633, 0.630), INT8_IMPLICIT),
-            ms(names[1], (1.15, 1.22, 1.13), est=0.068), ms(names[2], (0.70, 0.71, 0.69), est=0.09),
-            ms(names[5], (0.64, 0.65, 0.64), est=0.095)]
-    out = apply_measurements(p, slow, rounds=3, built=5)
+    slow = [ms("fp16", (0.631, 0.628, 0.634, 0.630, 0.629), FP16, est=0.1),
+            ms("int8_implicit", (0.629, 0.633, 0.630, 0.631, 0.628), INT8_IMPLICIT),
+            ms(names[1], (1.15, 1.22, 1.13, 1.14, 1.16), est=0.068),
+            ms(names[2], (0.70, 0.71, 0.69, 0.70, 0.70), est=0.09),
+            ms(names[5], (0.64, 0.65, 0.64, 0.65, 0.64), est=0.095)]
+    out = apply_measurements(p, slow, rounds=5, built=5)
     assert out.recommended == 0 and out.reason.startswith("FP16 is best here (measured)")
     assert "The estimate had picked INT8 everywhere" in out.reason
     assert any("slower than FP16" in n and "never recommended" in n for n in out.notes)
     assert out.latency_status == "measured" and out.measured.estimate_pick == 1 and out.estimate is None
-    # A candidate measured faster than FP16 beyond the noise wins, even if the estimate ranked it lower.
-    fast = slow[:2] + [ms(names[1], (1.15, 1.22, 1.13)), ms(names[2], (0.55, 0.56, 0.555)),
-                       ms(names[5], (0.60, 0.61, 0.60))]
-    out = apply_measurements(p, fast, rounds=3)
+    # The fastest candidate that wins FP16's paired rounds wins, even if the estimate ranked it lower.
+    fast = slow[:2] + [ms(names[1], (1.15, 1.22, 1.13, 1.14, 1.16)), ms(names[2], (0.55, 0.56, 0.555, 0.55, 0.56)),
+                       ms(names[5], (0.60, 0.61, 0.60, 0.61, 0.60))]
+    out = apply_measurements(p, fast, rounds=5)
     assert out.recommended == 2
-    assert out.reason.startswith("INT8 where it pays: measured 0.8") and "3 interleaved rounds" in out.reason
+    assert out.reason.startswith("INT8 where it pays: measured 0.8") and "5 interleaved rounds" in out.reason
+    assert "faster in 5 of 5 paired rounds (one-sided sign test p = 0.031)" in out.reason
     assert out.measured.pick.candidate == 2 and p.recommended == 1  # the input is not changed
 
 
 def test_measurements_sit_beside_estimates_and_round_trip_through_plan_json(tmp_path):
     p = make_plan(CANDS)
     name = candidate_job_name(2, p.candidates[2])
-    out = apply_measurements(p, [ms("fp16", (1.0, 1.02, 0.99), FP16, est=0.1),
-                                 ms(name, (0.80, 0.81, 0.79), layers=("a", "b"), est=0.09)],
-                             rounds=3, built=2, cached=0, shapes={"x": (32, 3, 64, 64)}, settings={"gpu": "X"})
+    out = apply_measurements(p, [ms("fp16", (1.0, 1.02, 0.99, 1.01, 1.0), FP16, est=0.1),
+                                 ms(name, (0.80, 0.81, 0.79, 0.80, 0.80), layers=("a", "b"), est=0.09)],
+                             rounds=5, built=2, cached=0, shapes={"x": (32, 3, 64, 64)}, settings={"gpu": "X"})
     out.save(tmp_path)
     back = Plan.load(tmp_path)
     rows = measured_rows_by_candidate(back)
@@ -85,7 +88,12 @@ def test_measurements_sit_beside_estimates_and_round_trip_through_plan_json(tmp_
     assert rows[2].vs_fp16 == pytest.approx(0.80 / 1.0) and rows[2].estimate_vs_fp16 == pytest.approx(0.9)
     assert rows[2].estimate_error == pytest.approx(0.9 / 0.8 - 1)
     m = back.measured.measurements[1]
-    assert m.round_ms == (0.80, 0.81, 0.79) and m.median_ms == pytest.approx(0.80)
+    assert m.round_ms == (0.80, 0.81, 0.79, 0.80, 0.80) and m.median_ms == pytest.approx(0.80)
+    assert back.measured.pick.paired == out.measured.pick.paired and back.measured.pick.paired.won == 5
+    odd = json.loads(json.dumps(out.to_dict()))
+    odd["measured"]["pick"]["paired"]["won"] = "most"
+    with pytest.raises(UserError, match="measured.pick.paired"):
+        Plan.from_dict(odd)
     assert back.measured.shapes == {"x": (32, 3, 64, 64)} and back.measured.settings == {"gpu": "X"}
     assert back.measured == out.measured and back.to_dict() == json.loads(json.dumps(out.to_dict()))
     doc = json.loads((tmp_path / "plan.json").read_text())  # the file's record: rows for readers without the package
@@ -98,14 +106,18 @@ def test_measurements_sit_beside_estimates_and_round_trip_through_plan_json(tmp_
 def test_an_interrupted_run_keeps_what_was_measured_as_partial():
     p = make_plan(CANDS)
     name = candidate_job_name(2, p.candidates[2])
-    out = apply_measurements(p, [ms("fp16", (1.0,), FP16), ms(name, (0.7,)),
+    out = apply_measurements(p, [ms("fp16", (1.0,) * 5, FP16), ms(name, (0.7,) * 5),
                                  Measurement(candidate_job_name(5, p.candidates[5]), QDQ,
                                              error="interrupted before its build")],
-                             rounds=1, interrupted=True, built=2)
+                             rounds=5, interrupted=True, built=2)
     assert out.measured.status == "partial" and out.measured.interrupted
-    assert out.reason.startswith("Partial measurement (interrupted; 1 round)")
+    assert out.reason.startswith("Partial measurement (interrupted; 5 rounds)")
     assert out.recommended == 2
     assert any("interrupted before its build" in n for n in out.notes)
+    # One round cannot tell a gain from chance: FP16, and the reason says how many rounds can.
+    one = apply_measurements(p, [ms("fp16", (1.0,), FP16), ms(name, (0.7,))], rounds=1, interrupted=True)
+    assert one.recommended == 0 and one.reason.startswith("Partial measurement (interrupted; 1 round): FP16")
+    assert "1 cannot reach p < 0.05, 5 can" in one.reason
     # Interrupted before FP16 had a time: nothing is judged, the estimate's pick stays and says so.
     none = apply_measurements(p, [Measurement("fp16", FP16, error="interrupted before its build")], rounds=0,
                               interrupted=True)
@@ -130,8 +142,8 @@ def test_an_unknown_estimate_is_never_a_reason_to_pick():
     assert p.recommended == 2 and any("Cannot estimate INT8 everywhere (max)" in n for n in p.notes)
     # Measured, the unknown candidate can win: its estimate was never needed.
     unknown = make_plan(nan)
-    out = apply_measurements(unknown, [ms("fp16", (1.0, 1.0, 1.0), FP16),
-                                       ms(candidate_job_name(1, unknown.candidates[1]), (0.5, 0.5, 0.5))], rounds=3)
+    out = apply_measurements(unknown, [ms("fp16", (1.0,) * 5, FP16),
+                                       ms(candidate_job_name(1, unknown.candidates[1]), (0.5,) * 5)], rounds=5)
     assert measure_targets(unknown) == [1] and out.recommended == 1
 
 
@@ -184,16 +196,19 @@ def test_a_measurement_source_is_used_as_given_and_skipped_after_an_interrupt():
     assert seen == ["m.onnx"] and any("not measured: the search was interrupted" in n for n in cut.notes)
 
 
-def test_candidates_as_fast_within_the_noise_go_to_the_more_accurate():
+def test_candidates_as_fast_by_the_paired_rounds_go_to_the_more_accurate():
     lossy = PlanAccuracy(0.992, 19.0)
     cands = [cand("FP16 (no INT8)", (), 100.0), cand("all", ("a", "b"), 60.0, acc=lossy), cand("some", ("a",), 70.0)]
     p = make_plan(cands)
     n1, n2 = candidate_job_name(1, p.candidates[1]), candidate_job_name(2, p.candidates[2])
-    fp16 = ms("fp16", (1.0, 1.01, 0.99), FP16)
-    tied = apply_measurements(p, [fp16, ms(n1, (0.80, 0.81, 0.79)), ms(n2, (0.805, 0.81, 0.80))], rounds=3)
+    fp16 = ms("fp16", (1.0, 1.01, 0.99, 1.0, 1.02), FP16)
+    # "all" is faster by median but wins only 3 of the 5 pairs against "some": as fast, and less accurate.
+    n1_ms, n2_ms = (0.80, 0.81, 0.79, 0.80, 0.81), (0.805, 0.80, 0.805, 0.81, 0.80)
+    tied = apply_measurements(p, [fp16, ms(n1, n1_ms), ms(n2, n2_ms)], rounds=5)
     assert tied.recommended == 2 and "more accurate" in tied.measured.pick.reason
-    clear = apply_measurements(p, [fp16, ms(n1, (0.70, 0.705, 0.70)), ms(n2, (0.80, 0.81, 0.80))], rounds=3)
-    assert clear.recommended == 1  # faster beyond the noise: the faster wins
+    assert "faster in 3 of 5 paired rounds" in tied.measured.pick.reason and tied.measured.pick.paired.won == 5
+    clear = apply_measurements(p, [fp16, ms(n1, (0.70, 0.705, 0.70, 0.70, 0.71)), ms(n2, n2_ms)], rounds=5)
+    assert clear.recommended == 1  # it wins every pair against the other: the faster wins
 
 
 def test_core_takes_a_source_and_leaves_measure_true_to_the_api():

@@ -263,6 +263,8 @@ def _pick(c: _Checker, p: Any, at: str) -> MeasuredPick:
     c.optional(p, "candidate", lambda v: v is None or _is_whole(v), "a candidate's index or null", f"{at}.")
     c.optional(p, "reason", _text, "text", f"{at}.")
     c.optional(p, "notes", _text_list, "a list of text", f"{at}.")
+    c.optional(p, "paired", lambda v: isinstance(v, Mapping) and _is_whole(v.get("won")) and _is_whole(v.get("lost"))
+               and _json_float(v.get("p")), "the paired rounds: whole numbers won and lost, and p", f"{at}.")
     return MeasuredPick.from_dict(p)
 
 

@@ -178,34 +178,11 @@ def build_qdq(model, spec: QdqSpec) -> QdqExport:
                        activations=tuple(activations), weights=tuple(weights), skipped=tuple(writer.skipped),
                        patterns=plan.patterns, excluded=plan.excluded,
                        quantized_layers=tuple(dict.fromkeys(quantized_layers)),
-                       warnings=tuple(plan.warnings) + _ort_default_session_note(proto), ranges=spec.source,
+                       warnings=tuple(plan.warnings), ranges=spec.source,
                        clipped=tuple((a.tensor, spec.clipping[a.tensor]) for a in activations
                                      if a.tensor in spec.clipping),
                        rewrites=rewritten.changes)
     return QdqExport(model=proto, report=report, float32_model=float32_model)
-
-
-ORT_FP16_SCALES_NOTE = (
-    "ONNX Runtime's default session may refuse this model (its extended optimizer fuses DequantizeLinear -> "
-    "Concat -> QuantizeLinear into QLinearConcat, which takes no FP16 scales): TensorRT reads it as written; "
-    "to run it in ONNX Runtime, set SessionOptions.graph_optimization_level = ORT_ENABLE_BASIC (the toolkit's "
-    "own checks do)")
-
-
-def _ort_default_session_note(proto) -> tuple:
-    """The note for a model whose Q/DQ scales are FP16 and whose Concat sits between quantizers.
-
-    ORT's QDQ selectors fuse DQ -> Concat -> Q without checking the scales' type and then
-    reject the FP16 scale (seen on a PaddleOCR detector exported for TensorRT 10): the
-    model is right for TensorRT, so the export says what to set rather than change it.
-    """
-    fp16 = {t.name for t in proto.graph.initializer if t.data_type == onnx.TensorProto.FLOAT16}
-    dq_out = {n.output[0] for n in proto.graph.node
-              if n.op_type == "DequantizeLinear" and len(n.input) > 1 and n.input[1] in fp16}
-    q_in = {n.input[0] for n in proto.graph.node if n.op_type == "QuantizeLinear"}
-    hit = any(n.op_type == "Concat" and any(i in dq_out for i in n.input) and any(o in q_in for o in n.output)
-              for n in proto.graph.node)
-    return (ORT_FP16_SCALES_NOTE,) if hit else ()
 
 
 def _siblings_kept_float(model, spec: QdqSpec, groups) -> QdqExport:

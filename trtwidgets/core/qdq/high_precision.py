@@ -28,6 +28,10 @@ Casts are kept only where an op needs FP32, each listed with its reason in
 * ops without an ONNX schema (custom ops) and values read inside If/Loop bodies;
 * ops the user names (``keep_fp32``).
 
+A QuantizeLinear that reads a Concat of DequantizeLinears is written in FP32 too (a Cast, the same scale in
+FP32): ONNX Runtime's default session would fuse the three into a QLinearConcat, which takes no FP16 scale
+(:mod:`.ort_concat`).
+
 Why not onnxconverter-common's ``convert_float_to_float16`` or ModelOpt's AutoCast:
 the first keeps FP32 by a hand-written op block list (``DEFAULT_OP_BLOCK_LIST``,
 ML-domain ops plus a few ONNX ones) and casts around whole blocked nodes, so an op
@@ -57,6 +61,7 @@ from ..common.errors import UserError
 from ..model.type_constraints import float_tensors, low_precision_blockers
 from .float_part_report import HighPrecisionReport, QdqValue
 from .fp16_weight_scales import stored_weight_dqs, weight_scale_fp16
+from .ort_concat import fp32_concat_quantizers
 
 __all__ = ["HIGH_PRECISIONS", "HighPrecisionError", "HighPrecisionReport", "QdqValue", "default_high_precision",
            "convert_float_part", "MIN_OPSET", "PREFERRED_OPSET", "preferred_opset"]
@@ -223,9 +228,11 @@ def convert_float_part(proto: onnx.ModelProto, dtype: str = "fp16", *, keep_fp32
     graph.node.extend(_toposort(rewrite.nodes, {v.name for v in graph.input} | {t.name for t in graph.initializer}))
     del graph.value_info[:]  # stale FP32 types; TensorRT and ORT infer them again
     kept_rows = tuple((_label(graph_node), keep[i]) for i, graph_node in rewrite.kept_math())
+    n_nodes = len(graph.node)
+    kept_rows += tuple(fp32_concat_quantizers(graph))  # so that ONNX Runtime's default session loads it
     report = HighPrecisionReport(dtype=dtype, converted_initializers=rewrite.converted, kept_fp32=kept_rows,
-                                 casts=rewrite.casts, clamped=tuple(dict.fromkeys(rewrite.clamped)),
-                                 qdq_values=qdq_values)
+                                 casts=rewrite.casts + len(graph.node) - n_nodes,
+                                 clamped=tuple(dict.fromkeys(rewrite.clamped)), qdq_values=qdq_values)
     return proto, report
 
 

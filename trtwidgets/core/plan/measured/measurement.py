@@ -6,6 +6,8 @@ what needs no GPU, so it is tested on committed numbers:
 
 * :func:`placement_key`: one key per distinct Q/DQ placement. Q/DQ scale values are
   zeroed before hashing, because a change of ranges alone changes no latency.
+* :func:`qdq_values_key`: the Q/DQ scales and zero points themselves, which the placement key
+  leaves out: an engine's build key takes both, since its accuracy depends on them.
 * :class:`Measurement`: one engine's per-round medians, overall median and spread
   (the largest minus the smallest round median: the run's noise for that engine), and its
   verdict on the plan's held-back samples.
@@ -26,7 +28,7 @@ import onnx
 from ..plan_values import EngineVerdict, ratio
 
 __all__ = ["FP16", "INT8_IMPLICIT", "QDQ", "MeasuredRow", "Measurement", "candidate_index",
-           "json_float", "measurement_rows", "placement_key", "read_float"]
+           "json_float", "measurement_rows", "placement_key", "qdq_values_key", "read_float"]
 
 #: Measurement kinds: the FP16 baseline, TensorRT's implicit INT8 (picked only when its engine was judged on the
 #: held-back samples and met the target), Q/DQ candidates.
@@ -46,8 +48,9 @@ def placement_key(model: onnx.ModelProto, length: int = 16) -> str:
     """A hash of the model's graph with every Q/DQ scale value zeroed: equal for equal placements.
 
     Two exports of one model that differ only in their ranges (calibration method,
-    percentile, amax overrides) get the same key, so they share one build; a Q/DQ pair
-    added, removed or moved changes it. Names, doc strings and metadata are left out.
+    percentile, amax overrides) get the same key: they time alike, but compute differently,
+    so an engine's build key adds :func:`qdq_values_key`. A Q/DQ pair added, removed or moved
+    changes it, and so does any type. Names, doc strings and metadata are left out.
 
     Parameters
     ----------
@@ -70,6 +73,41 @@ def placement_key(model: onnx.ModelProto, length: int = 16) -> str:
     h = hashlib.sha256(g.SerializeToString(deterministic=True))
     for op in model.opset_import:
         h.update(f"{op.domain}:{op.version};".encode())
+    return h.hexdigest()[:length]
+
+
+def _qdq_params(graph: onnx.GraphProto) -> List[str]:
+    """The names a Q/DQ node reads as its scale or zero point, each once, in graph order."""
+    return list(dict.fromkeys(x for n in graph.node if n.op_type in _QDQ_OPS for x in n.input[1:3] if x))
+
+
+def qdq_values_key(model: onnx.ModelProto, length: int = 16) -> str:
+    """A hash of every Q/DQ scale and zero point of the model: equal only for equal ranges.
+
+    What :func:`placement_key` zeroes on purpose. Only the tensors a QuantizeLinear or
+    DequantizeLinear reads as its scale or zero point are hashed, each as its name, element type,
+    shape and values (an initializer's or a ``Constant``'s): a few hundred numbers, not the
+    weights again. A scale computed by other nodes (a ``Cast`` of an initializer) is hashed by
+    :func:`placement_key` already, which keeps every tensor it does not zero, and every type.
+
+    Parameters
+    ----------
+    model : onnx.ModelProto
+    length : int
+        Hex characters kept.
+    """
+    g = model.graph
+    inits = {t.name: t for t in g.initializer}
+    consts = {n.output[0]: n for n in g.node if n.op_type == "Constant" and n.output}
+    h = hashlib.sha256()
+    for name in _qdq_params(g):
+        h.update(name.encode() + b"\0")
+        if name in inits:
+            arr = onnx.numpy_helper.to_array(inits[name])  # raw_data or typed fields: the same values
+            h.update(f"{inits[name].data_type}:{arr.shape}:".encode() + np.ascontiguousarray(arr).tobytes())
+        elif name in consts:  # value, value_float, value_floats ...: what it holds, not its node's name
+            for a in consts[name].attribute:
+                h.update(a.SerializeToString(deterministic=True))
     return h.hexdigest()[:length]
 
 

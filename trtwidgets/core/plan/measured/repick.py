@@ -9,8 +9,8 @@ GPU and are tested on numbers:
   the estimate's pick and the fastest others that meet the target, one per distinct
   set of INT8 layers (a change of ranges alone changes no latency).
 * :func:`apply_measurements`: the plan with its pick made again by measured time
-  (:func:`~.pick.pick_measured`: never a candidate slower than FP16 beyond the run's
-  noise) and its :class:`~.standing.PlanMeasurement`, every measurement beside its
+  (:func:`~.pick.pick_measured`: a candidate only when it wins FP16's paired rounds by the
+  sign test) and its :class:`~.standing.PlanMeasurement`, every measurement beside its
   estimate. An interrupted run keeps what it measured (status ``"partial"``).
 * :func:`finish_latency`: the planner's last phase: measured by a source, or an
   :class:`~.standing.EstimateStanding` saying how far estimates have been off.
@@ -27,6 +27,7 @@ from ..judge import Judge
 from ..plan_artifact import Plan
 from ..plan_values import Candidate, PlanAccuracy
 from .measurement import FP16, INT8_IMPLICIT, QDQ, MeasuredRow, Measurement, candidate_index
+from .paired import paired_rounds
 from .pick import NONE, MeasuredPick, known_estimates, pick_measured
 from .standing import MEASURE_HINT, CheckSummary, EstimateStanding, PlanMeasurement
 
@@ -98,15 +99,15 @@ def apply_measurements(plan: Plan, measurements: Sequence[Measurement], *, round
     -------
     Plan
         A new plan: ``recommended`` and ``reason`` by measurement (FP16 whenever no candidate that
-        meets the target was measured faster than FP16 beyond the noise), a note per candidate
-        left out and why, and ``measured``.
+        meets the target wins FP16's paired rounds by the sign test, :mod:`.paired`), a note per
+        candidate left out and why, and ``measured``.
 
     Notes
     -----
     A candidate competes when ONNX Runtime scored it meeting the target and its engine, where
     checked, meets it too. Implicit INT8 competes only when its engine was checked and meets
-    the target (ONNX Runtime cannot predict it). When implicit INT8 is the fastest beyond the
-    noise, it is ``measured.pick`` (with its calibration cache), and ``recommended`` stays
+    the target (ONNX Runtime cannot predict it). When implicit INT8 is the fastest and wins the
+    paired rounds, it is ``measured.pick`` (with its calibration cache), and ``recommended`` stays
     the best Q/DQ candidate (what ``plan export`` writes, and what TensorRT 10/11 build).
     """
     before = plan.recommended
@@ -146,8 +147,9 @@ def _implicit_or_export(pick: MeasuredPick, measurements: Sequence[Measurement],
                         plan: Plan, notes: List[str]):
     """``(pick, best exportable pick, implicit INT8's Measurement or None)``.
 
-    Implicit INT8 stays the pick only when it is faster than the best Q/DQ export (or FP16) beyond
-    the noise: as fast, the export wins (its accuracy is fixed by the export, and it builds on 10/11).
+    Implicit INT8 stays the pick only when it wins the best Q/DQ export's (or FP16's) paired rounds by the
+    sign test (:mod:`.paired`): as fast, the export wins (its accuracy is fixed by the export, and it builds
+    on 10/11).
     """
     implicit = next((m for m in measurements if m.name == pick.name and m.kind == INT8_IMPLICIT), None)
     exportable = pick
@@ -155,11 +157,11 @@ def _implicit_or_export(pick: MeasuredPick, measurements: Sequence[Measurement],
         exportable = pick_measured([m for m in measurements if m.kind != INT8_IMPLICIT], meets)
         if exportable.name == NONE:  # no Q/DQ engine nor FP16 meets the target: implicit INT8 alone does
             return pick, exportable, implicit
-        noise = max(implicit.spread_ms, next(m for m in measurements if m.name == exportable.name).spread_ms)
-        if exportable.median_ms <= implicit.median_ms + noise:
+        paired = paired_rounds(implicit, next(m for m in measurements if m.name == exportable.name))
+        if not paired.faster:
             notes.append(f"measured: implicit INT8 ({implicit.median_ms:.4f} ms) met the target on its engine but "
-                         f"was not faster than {exportable.name} ({exportable.median_ms:.4f} ms) beyond the noise "
-                         f"({noise:.4f} ms).")
+                         f"was not faster than {exportable.name} ({exportable.median_ms:.4f} ms) by the paired "
+                         f"rounds: {paired.text()}.")
             implicit = None
     exportable = _prefer_accurate(exportable, measurements, meets, plan)
     return (pick if implicit is not None else exportable), exportable, implicit
@@ -200,13 +202,16 @@ def _as_scored(acc: Optional[PlanAccuracy]) -> PlanAccuracy:
 
 def _prefer_accurate(pick: MeasuredPick, measurements: Sequence[Measurement], meets: Mapping[str, bool],
                      plan: Plan) -> MeasuredPick:
-    """Among candidates as fast as the pick as far as the run can tell (within the noise), the more accurate
-    (on its engine where the engines were judged)."""
+    """Among candidates as fast as the pick as far as the run can tell (the pick does not win their paired
+    rounds by the sign test) and, where FP16 meets the target, faster than FP16 by the same test, the more
+    accurate (on its engine where the engines were judged)."""
     if pick.name == FP16:
         return pick
     best = next(m for m in measurements if m.name == pick.name)
+    fp16 = next(m for m in measurements if m.kind == FP16 and m.ok)
     tied = [m for m in measurements if m.kind == QDQ and m.ok and meets.get(m.name)
-            and m.median_ms <= best.median_ms + max(best.spread_ms, m.spread_ms)]
+            and (m is best or not paired_rounds(best, m).faster)
+            and (m is best or meets.get(FP16) is False or paired_rounds(m, fp16).faster)]
     judge = Judge(plan.target)
 
     def loss(m: Measurement) -> float:  # the engine's own accuracy where it was judged, else ONNX Runtime's
@@ -216,11 +221,12 @@ def _prefer_accurate(pick: MeasuredPick, measurements: Sequence[Measurement], me
     chosen = min(tied, key=lambda m: (loss(m), m.median_ms, m.name))
     if chosen.name == best.name:
         return pick
-    noise = max(chosen.spread_ms, next(m for m in measurements if m.kind == FP16 and m.ok).spread_ms)
-    return MeasuredPick(chosen.name, chosen.median_ms, pick.fp16_ms, noise,
-                        f"{chosen.name}: {chosen.median_ms:.4f} ms, within the noise of the fastest ({best.name}, "
-                        f"{best.median_ms:.4f} ms) and more accurate; measured.",
-                        pick.notes + (f"{best.name}: as fast as {chosen.name} within the noise, less accurate.",))
+    against = paired_rounds(best, chosen)
+    return MeasuredPick(chosen.name, chosen.median_ms, pick.fp16_ms, max(chosen.spread_ms, fp16.spread_ms),
+                        f"{chosen.name}: {chosen.median_ms:.4f} ms, as fast as the fastest ({best.name}, "
+                        f"{best.median_ms:.4f} ms, {against.text()}) and more accurate; measured.",
+                        pick.notes + (f"{best.name}: not faster than {chosen.name} by the paired rounds, less "
+                                      "accurate.",), paired=paired_rounds(chosen, fp16))
 
 
 def _reason(cands: Sequence[Candidate], before: int, after: int, pick: MeasuredPick, rounds: int, interrupted: bool,
@@ -228,9 +234,11 @@ def _reason(cands: Sequence[Candidate], before: int, after: int, pick: MeasuredP
     head = f"Partial measurement (interrupted; {rounds} round{'s' if rounds != 1 else ''}): " if interrupted else ""
     if after:
         c = cands[after]
+        won = f", {pick.paired.text()}" if pick.paired is not None else ""
         text = (f"{c.name}: measured {pick.vs_fp16:.3f}x FP16 ({pick.median_ms:.4f} ms against FP16's "
-                f"{pick.fp16_ms:.4f} ms, median of {rounds} interleaved rounds, noise {pick.noise_ms:.4f} ms), "
-                f"the fastest measured candidate that meets the target, {len(c.quantized)} INT8 layers"
+                f"{pick.fp16_ms:.4f} ms, median of {rounds} interleaved rounds{won}, larger round spread "
+                f"{pick.noise_ms:.4f} ms), the fastest measured candidate that meets the target, "
+                f"{len(c.quantized)} INT8 layers"
                 + (f"; its engine meets the target on the held-back samples ({measured.accuracy.text()})"
                    if measured is not None and measured.judged else "") + ".")
     else:
@@ -244,11 +252,13 @@ def _reason(cands: Sequence[Candidate], before: int, after: int, pick: MeasuredP
 
 def _implicit_reason(cands: Sequence[Candidate], after: Optional[int], pick: MeasuredPick, exportable: MeasuredPick,
                      rounds: int, implicit: Measurement, cache: Optional[str]) -> str:
+    won = f", {pick.paired.text()}" if pick.paired is not None else ""
     text = (f"Implicit INT8 (TensorRT's calibrator with this plan's ranges{f', cache {cache}' if cache else ''}): "
             f"measured {pick.vs_fp16:.3f}x FP16 ({pick.median_ms:.4f} ms against FP16's {pick.fp16_ms:.4f} ms, "
-            f"median of {rounds} interleaved rounds, noise {pick.noise_ms:.4f} ms), the fastest engine, and its engine "
-            f"meets the target on the held-back samples ({implicit.accuracy.text()}). Build it with INT8+FP16 and "
-            "that calibration cache (TensorRT 8.x/9.x; implicit INT8 is deprecated in 10 and gone in 11).")
+            f"median of {rounds} interleaved rounds{won}, larger round spread {pick.noise_ms:.4f} ms), the fastest "
+            f"engine, and its engine meets the target on the held-back samples ({implicit.accuracy.text()}). "
+            "Build it with INT8+FP16 and that calibration cache (TensorRT 8.x/9.x; implicit INT8 is deprecated in 10 "
+            "and gone in 11).")
     if after:
         text += (f" The fastest Q/DQ export, what `plan export` writes: {cands[after].name}, "
                  f"{exportable.vs_fp16:.3f}x FP16.")
