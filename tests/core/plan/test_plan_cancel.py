@@ -76,7 +76,10 @@ def _cancel_when(phase: str, token, delay: float, when: dict):
     def on_progress(name, done, total):
         if name == phase and done >= 1 and "at" not in when:
             when["at"] = time.perf_counter() + delay
-            _set_later(token, delay)
+            if delay:
+                _set_later(token, delay)
+            else:  # at once: a phase whose remaining units take less than any delay is still cut short
+                token.set()
 
     return on_progress
 
@@ -87,7 +90,7 @@ def test_cancel_during_the_layer_costs_returns_a_valid_partial_plan_within_5_s(t
     steps = []
     p = plan(conv_stack(), feeds(), shapes={"x": (16, 64, 56, 56)}, progress=False,
              target=PlanTarget(cosine=0.9999999), on_step=steps.append,
-             on_progress=_cancel_when("layer cost", token, 0.05, when), cancel=token)
+             on_progress=_cancel_when("layer cost", token, 0.0, when), cancel=token)
     returned = time.perf_counter()
     assert "at" in when, "the search never reached the layer costs"
     assert returned - when["at"] < 5.0

@@ -17,7 +17,7 @@ finds an **FP32 island**:
    to 0 before a ``Log`` counts there, where an energy-weighted error would not see it).
 3. **Decided by the held-back check:** the suspects are kept FP32 together with the nodes around
    them (within 1, 2, 4 ... steps through float tensors: the block they compute in) until the float
-   part meets the target (at most :data:`MAX_ISLAND` computing nodes and less than half of the model's,
+   part meets the target (at most :data:`MAX_ISLAND` computing nodes and never every weighted layer,
    :data:`MAX_TRIES` checks); measured
    suspects are added where growing is not enough. Each node kept carries its reason.
 
@@ -38,6 +38,7 @@ from ..accuracy.reference import Reference
 from ..accuracy.target import Target
 from ..accuracy.verdict import Verdict, evaluate
 from ..model.graph_patterns import node_label
+from ..model.onnx_graph import WEIGHTED_OPS
 
 __all__ = ["FloatPartCheck", "MAX_ISLAND", "MAX_TRIES", "check_float_part", "float_part_model", "island_name"]
 
@@ -297,12 +298,15 @@ def check_float_part(model, reference: Reference, target: Target, dtype: str = "
     near = _neighbours(proto)
     best: Optional[Tuple[Tuple[str, ...], Verdict]] = None
     math_ops = {island_name(n) for n in proto.graph.node if n.op_type not in _DATA_MOVEMENT}
-    # An island is a part of an FP16 float part: at most MAX_ISLAND computing nodes, and less than half of them.
-    cap = min(MAX_ISLAND, (len(math_ops) - 1) // 2)
+    weighted = {island_name(n) for n in proto.graph.node if n.op_type in WEIGHTED_OPS}
+    cap = MAX_ISLAND
     upstream = _ancestors(proto, seeds)
     tried = 0
     for island in _candidates(seeds, near, upstream, keep):
-        if sum(n in math_ops for n in island) > cap or tried >= MAX_TRIES:
+        # An island is a part of an FP16 float part: at most MAX_ISLAND computing nodes, and some weighted layer
+        # left in FP16 (keeping every one FP32 is the FP32 model, not FP16 with an island).
+        if sum(n in math_ops for n in island) > cap or (weighted and weighted <= set(island) | set(keep)) \
+                or tried >= MAX_TRIES:
             break
         got = _judge(proto, dtype, keep + tuple(island), reference, target)
         tried += 1
