@@ -341,3 +341,23 @@ def test_advice_that_keeps_every_layer_float_is_no_pass(capsys, tmp_path, stats_
     advice = json.loads(text)["advice"]
     assert code == 1 and advice["passes"] is False and "no layer left in INT8" in advice["result"], err
     assert not (tmp_path / "q.onnx").exists()
+
+
+def test_a_metric_typed_as_module_function_is_imported_as_plan_imports_it(capsys, tmp_path, stats_path, monkeypatch):
+    """Issue 42: `export-qdq --metric pkg.mod:fn` said "not registered in this process"; `plan` imported it. The
+    metric is the user's (reference, candidate) on every command."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "issue42_metrics.py").write_text(
+        "import numpy as np\n"
+        "def orientation(reference, candidate):\n"
+        "    out = next(iter(reference))\n"
+        "    return float(np.mean(reference[out].argmax(-1) == candidate[out].argmax(-1)))\n")
+    monkeypatch.syspath_prepend(str(lib))
+    code, text, err = run_cli(capsys, "export-qdq", demo.MODEL_PATH, "--stats", stats_path, "--held-back", "demo",
+                              "--max-samples", "16", "--metric", "issue42_metrics:orientation", "--max-metric-drop",
+                              "0.2", "--trt-version", "8.6", "--out", tmp_path / "m.onnx", "--json")
+    assert code in (0, 1) and "not registered" not in err, err
+    v = json.loads(text)["validation"]
+    assert v["task_metric_name"] == "issue42_metrics:orientation" and v["task_metric_reference"] == 1.0
+    assert v["target"]["metric_spec"] == "issue42_metrics:orientation" and v["target"]["max_metric_drop"] == 0.2
