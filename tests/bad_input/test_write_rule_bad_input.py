@@ -486,6 +486,26 @@ def test_export_qdq_interrupted_while_writing_keeps_the_earlier_model(ws, user, 
     assert fingerprint(user) == before and not _leftovers(ws)
 
 
+#: Ctrl-C in the first seconds (issue 45): (how the command line is started, the import it comes at).
+STARTUP_INTERRUPTS = [
+    ("python-m-loading-the-package", ["-m", "trtwidgets"], "trtwidgets.cli"),
+    ("python-m-building-the-parser", ["-m", "trtwidgets"], "trtwidgets.cli.export_qdq"),
+    ("console-script-building-the-parser", [], "trtwidgets.cli.lint"),
+    ("console-script-importing-numpy", [], "numpy"),
+]
+
+
+@pytest.mark.parametrize("start, module", [pytest.param(c[1], c[2], id=c[0]) for c in STARTUP_INTERRUPTS])
+def test_ctrl_c_while_the_command_line_starts_is_one_line_and_exit_130(ws, user, start, module):
+    """A real SIGINT at the first import of ``module``: once a KeyboardInterrupt traceback of 20 lines."""
+    before = fingerprint(user)
+    proc = _signal_at("import", 1, "INT", module, start + ["export-qdq", M, "--stats", str(user / "stats.npz"),
+                                                           "--out", str(user / "old.qdq.onnx")])
+    assert proc.returncode == 130, proc.stderr[-2000:]
+    assert proc.stderr == "trtwidgets: interrupted before the command started; nothing was written.\n", proc.stderr
+    assert proc.stdout == "" and fingerprint(user) == before and not _leftovers(ws)
+
+
 def test_a_killed_export_leaves_a_temporary_file_that_the_next_run_removes(ws, user):
     before = fingerprint(user)
     proc = _signal_at("fdopen", 1, "KILL", user, ["export-qdq", M, "--stats", str(user / "stats.npz"), "--out",

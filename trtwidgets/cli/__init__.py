@@ -78,11 +78,24 @@ def main(argv: Optional[List[str]] = None) -> int:
     terminal encoding without ``×`` does not fail, and a closed standard output (``>&-``) discards what is
     printed instead of failing after the work is done.
     """
-    from ._terminal import open_standard_descriptors, safe_streams
+    try:
+        from ._terminal import open_standard_descriptors, safe_streams
 
-    open_standard_descriptors()
-    with safe_streams():
-        return _main(argv)
+        open_standard_descriptors()
+        with safe_streams():
+            return _main(argv)
+    except KeyboardInterrupt:
+        # Ctrl-C before a command's own handler is in place (imports, building the parser): one line, no traceback.
+        return interrupted_at_start()
+
+
+def interrupted_at_start() -> int:
+    """Say that Ctrl-C came before the command started (nothing was written); the exit status 130."""
+    try:
+        print("trtwidgets: interrupted before the command started; nothing was written.", file=sys.stderr)
+    except (OSError, ValueError, KeyboardInterrupt):  # a closed stderr, or a second Ctrl-C: the status says it
+        pass
+    return EXIT_INTERRUPTED
 
 
 def _check_working_folder() -> None:
