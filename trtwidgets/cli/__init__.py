@@ -121,6 +121,7 @@ def _main(argv: Optional[List[str]]) -> int:
     try:
         _check_working_folder()
         to_create = check_outputs(args, args._outputs, args._output_files)
+        _absolute_outputs(args, args._outputs)
         with notes_to(_note_printer()):
             code = int(args._run(args) or 0)
         # Flush here so that a reader that went away (``| head -1``) is noticed inside this try, not at exit.
@@ -139,6 +140,19 @@ def _main(argv: Optional[List[str]]) -> int:
         restore()
         for note in created_notes(args.command, to_create):
             print(note, file=sys.stderr)
+
+
+def _absolute_outputs(args, outputs) -> None:
+    """Each output option as an absolute path, before any code of the user's runs (a metric's module, its calls).
+
+    Code that changes the working folder (``os.chdir``) must not move where the outputs go: ``--out p`` is ``p``
+    in the folder the command was started in. Joined, not normalized: ``link/..`` keeps meaning what the OS says.
+    """
+    cwd = os.getcwd()
+    for dest in outputs:
+        value = getattr(args, dest, None)
+        if isinstance(value, str) and value.strip():
+            setattr(args, dest, os.path.join(cwd, os.path.expanduser(value)))
 
 
 def _sigterm_interrupts():
