@@ -157,6 +157,19 @@ CLI_CASES = [
      "more than 500"),
     ("plan-out-holds-a-folder-plan-html", ["plan", "{ws}/stack.onnx", "--data", "{ws}/data", "--out",
                                            "{sp}/odd_plan"], "is a folder"),
+    # names the file system cannot hold (issue 45: OSError tracebacks, before or after the work)
+    ("export-out-name-of-256-bytes", ["export-qdq", M, "--stats", "{user}/stats.npz", "--out",
+                                      "{ws}/" + "n" * 251 + ".onnx"], "is 256 bytes long"),
+    ("calibrate-out-name-of-300-bytes", ["calibrate", M, "--data", "demo", "--out", "{ws}/" + "b" * 296 + ".npz"],
+     "is 300 bytes long"),
+    ("calibrate-cache-name-of-256-bytes-in-utf-8", ["calibrate", M, "--data", "demo", "--cache",
+                                                    "{ws}/" + "\u00e9" * 125 + ".cache"], "is 256 bytes long"),
+    ("plan-out-folder-name-too-long", ["plan", "{ws}/stack.onnx", "--data", "{ws}/data", "--out",
+                                       "{ws}/" + "d" * 300 + "/plan"], "is 300 bytes long"),
+    ("share-out-path-over-4096-bytes", ["share", "{user}/none.ipynb", "--out", "{ws}/" + ("p" * 200 + "/") * 21
+                                        + "page.html"], "bytes long"),
+    ("calibrate-model-name-too-long", ["calibrate", "{ws}/" + "m" * 256 + ".onnx", "--data", "demo", "--cache",
+                                       "{user}/old.cache"], "is 261 bytes long"),
 ]
 
 
@@ -207,6 +220,40 @@ def test_an_output_that_would_break_the_write_rule_is_refused(ws, user, capsys, 
     assert fingerprint(user) == before, "a file the user had was changed"
     assert _special_state(ws) == special, "a pipe, device or link was replaced"
     assert not _leftovers(ws), _leftovers(ws)
+
+
+def test_names_at_the_limit_are_written_and_their_hidden_names_fit(ws, user, capsys):
+    """Issue 45: a legal 255-byte --out was refused, because the temporary file's name was longer than it."""
+    from trtwidgets.core.common.write_rule import partial_path
+
+    longest = {"export": "q" * 250 + ".onnx", "calibrate": "\u00e9" * 124 + "x.cache", "plan": "p" * 255}
+    assert all(len(os.fsencode(n)) == 255 for n in longest.values())
+    assert run_cli(["export-qdq", M, "--stats", str(user / "stats.npz"), "--out", str(ws / longest["export"])]) == 0
+    assert run_cli(["calibrate", M, "--data", "demo", "--max-samples", "2", "--no-progress", "--cache",
+                    str(ws / longest["calibrate"])]) == 0
+    assert run_cli(["plan", str(ws / "stack.onnx"), "--data", str(ws / "data"), "--out", str(ws / longest["plan"]),
+                    "--no-progress"]) == 0
+    capsys.readouterr()
+    assert (ws / longest["export"]).stat().st_size > 1000 and (ws / longest["calibrate"]).stat().st_size > 10
+    assert (ws / longest["plan"] / "plan.json").is_file() and not _leftovers(ws)
+    for name in longest.values():  # where an interrupted run would write: within the limit, and its own name
+        partial = partial_path(ws / name)
+        assert len(os.fsencode(partial.name)) <= 255 and partial != ws / name and partial_path(partial) == partial
+    for name in longest.values():
+        target = ws / name
+        shutil.rmtree(target) if target.is_dir() else target.unlink()
+
+
+def test_a_killed_write_of_a_long_name_leaves_a_temporary_file_the_next_write_removes(tmp_path):
+    from trtwidgets.core.common.atomic import _temp_prefix, remove_stale_temps
+
+    target = tmp_path / ("k" * 251 + ".txt")
+    left = tmp_path / f"{_temp_prefix(target)}{_dead_pid()}.abcdefgh.tmp"
+    assert len(os.fsencode(left.name)) <= 255
+    left.write_bytes(b"half")
+    write_text_atomic(target, "whole")
+    assert target.read_text() == "whole" and not left.exists()
+    assert remove_stale_temps(target) == [] and sorted(p.name for p in tmp_path.iterdir()) == [target.name]
 
 
 # ---- a full disk: the file objects' write raises ENOSPC (the edge); everything else is the real code ----------

@@ -21,6 +21,7 @@ input (the explanation goes to stderr, never a traceback), 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import pkgutil
@@ -132,6 +133,13 @@ def _main(argv: Optional[List[str]]) -> int:
     except UserError as err:
         print(f"trtwidgets {args.command}: {err.message}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except OSError as exc:
+        if exc.errno != errno.ENAMETOOLONG:
+            raise
+        # A name given on the command line (an input's: outputs are checked before the work) that no file system
+        # takes: bad input, wherever it was first used.
+        print(f"trtwidgets {args.command}: {_name_too_long(exc).message}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print(f"trtwidgets {args.command}: interrupted. Files are replaced only when complete: each output is "
               "either as it was before this run or complete.", file=sys.stderr)
@@ -140,6 +148,18 @@ def _main(argv: Optional[List[str]]) -> int:
         restore()
         for note in created_notes(args.command, to_create):
             print(note, file=sys.stderr)
+
+
+def _name_too_long(exc: OSError) -> UserError:
+    from ..core.common.write_rule import check_name_length
+
+    name = exc.filename if isinstance(exc.filename, str) else ""
+    try:
+        check_name_length(name or ".")
+    except UserError as err:  # says which name, how long, and the limit
+        return err
+    return UserError(f"{name or 'A path given'}: a name is longer than the file system allows.",
+                     f"{exc.strerror or 'File name too long'}.", "Give a shorter name.")
 
 
 def _absolute_outputs(args, outputs) -> None:

@@ -7,6 +7,7 @@ says so in one line on stderr, so a typo in a path is seen rather than silently
 becoming a new folder. What cannot work is refused with exit 2 before any work
 starts (minutes of calibration should not end in "cannot write"):
 
+- a name in the path is longer than the file system allows (255 bytes a name);
 - the path is a folder where a file is wanted, or a file where a folder is wanted;
 - a file stands where a parent folder would have to be created;
 - the nearest existing parent folder is not writable;
@@ -34,7 +35,7 @@ from typing import Dict, List, Mapping, Tuple
 from ..core.common.errors import UserError
 from ..core.common.paths import user_path
 from ..core.common.file_set import check_set_folder
-from ..core.common.write_rule import check_replaceable, file_identity, partial_path
+from ..core.common.write_rule import check_name_length, check_replaceable, file_identity, partial_path
 
 #: (input dest, output dest) pairs that may name the same file: continuing from statistics (or a calibration) and
 #: saving the merged result over them is a normal workflow (the write is atomic and holds the earlier samples too).
@@ -144,6 +145,7 @@ def check_outputs(args, outputs: Mapping[str, str], inside: Mapping[str, Tuple[s
         if not str(value).strip():
             raise UserError(f"{option} is empty.", "It names the file to write.", f"Give a path, e.g. {option} out/{dest}.")
         path = user_path(str(value))
+        check_name_length(path, f"{option} {value}")  # before any OS call on it: each would fail, some after the work
         real, ident = os.path.realpath(path), file_identity(path)
         other = seen.get(real) or (seen.get(ident) if ident is not None else None)
         if other:

@@ -13,6 +13,9 @@ Every command and API function that writes follows it (see :mod:`.atomic` and
   what, why and what to do;
 - an interrupted run writes its partial result under its own name
   (:func:`partial_path`), never over a complete one;
+- a name longer than the file system allows (255 bytes a name, 4096 a path) is refused before any work
+  (:func:`check_name_length`); the hidden names a write uses beside it are shortened to fit
+  (:mod:`.name_length`), so a legal name is never refused because of them;
 - nothing is written through a symbolic link to a folder *inside* an output folder
   (:func:`inside_output`): a ``candidates/`` link in a shared plan folder must not make
   ``plan measure`` replace files elsewhere. (The output folder itself may be a link: the
@@ -28,9 +31,10 @@ from pathlib import Path
 from typing import Mapping, Optional, Tuple, Union
 
 from .errors import UserError
+from .name_length import NAME_MAX, fitted, name_bytes, too_long
 
-__all__ = ["WriteError", "check_replaceable", "file_identity", "same_file", "refuse_inputs", "partial_path",
-           "write_error", "inside_output"]
+__all__ = ["WriteError", "check_replaceable", "check_name_length", "file_identity", "same_file", "refuse_inputs",
+           "partial_path", "write_error", "inside_output"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -103,6 +107,30 @@ def check_replaceable(path: PathLike, label: Optional[str] = None) -> None:
                      "Give the path of a regular file, or of one that does not exist yet.")
 
 
+def _short(text: str, keep: int = 60) -> str:
+    return text if len(text) <= keep else f"{text[:keep - 21]}...{text[-18:]}"
+
+
+def check_name_length(path: PathLike, label: Optional[str] = None) -> None:
+    """Refuse a ``path`` with a name (a folder's or the file's) longer than its file system allows.
+
+    Raises
+    ------
+    WriteError
+        Naming the long name, its length and the limit (errno ``ENAMETOOLONG``).
+    """
+    hit = too_long(path)
+    if hit is None:
+        return
+    name, size, limit, kind = hit
+    label = _short(label or os.fspath(path), 100)
+    one = "a whole path" if kind == "path" else "one name (a folder's or a file's)"
+    raise WriteError(f"{label}: the {kind} {_short(name)!r} is {size} bytes long.",
+                     f"The file system allows at most {limit} bytes for {one}, counted in the bytes of its encoding: "
+                     f"no file can have this {kind}, so reading or writing it fails (a write, after the work).",
+                     f"Give a shorter {kind} (at most {limit} bytes).", errno.ENAMETOOLONG)
+
+
 def refuse_inputs(output: PathLike, inputs: Mapping[str, object], label: Optional[str] = None) -> None:
     """Refuse an ``output`` that is one of ``inputs`` (label -> path, or an object with a ``path``) of the same run.
 
@@ -163,9 +191,10 @@ def partial_path(path: PathLike) -> Path:
     path = Path(os.fspath(path))
     if path.stem.endswith(".partial") or path.name.endswith(".partial"):
         return path  # already a partial result's name: a second interruption replaces it (it holds the first's samples)
+    # A name near the length limit keeps its partial name within it: the stem is shortened (name_length.fitted).
     if path.suffix and path.stem:
-        return path.with_name(f"{path.stem}.partial{path.suffix}")
-    return path.with_name(path.name + ".partial")
+        return path.with_name(f"{fitted(path.stem, NAME_MAX - 8 - name_bytes(path.suffix))}.partial{path.suffix}")
+    return path.with_name(fitted(path.name, NAME_MAX - 8) + ".partial")
 
 
 def write_error(exc: OSError, path: PathLike, kept: Optional[str] = None) -> WriteError:
