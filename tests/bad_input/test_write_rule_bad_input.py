@@ -63,6 +63,11 @@ def make_write_workspace(ws: Path) -> None:
     shutil.copy(FIXTURES / "qdq" / "cls_qdq_int8.onnx", user / "elsewhere" / "model.qdq.onnx")
     os.link(plan / "model.qdq.onnx", user / "hard.onnx")
     os.link(user / "model.onnx", user / "model_hard.onnx")
+    samples = user / "samples"  # a data folder: its samples are inputs too (issue 45)
+    samples.mkdir()
+    for i, f in enumerate(feeds(4)):
+        np.save(samples / f"s{i:03d}.npy", f["x"])
+    os.link(samples / "s000.npy", user / "sample_hard.npy")
     os.mkdir(user / "bd")
     (user / "bd" / "calibration.cache").write_bytes((user / "old.cache").read_bytes())
     (user / "given.partial.cache").write_bytes((user / "old.cache").read_bytes())
@@ -74,6 +79,8 @@ def make_write_workspace(ws: Path) -> None:
     os.symlink(user / "stats.npz", special / "stats_link.npz")
     os.symlink(user / "model.onnx", special / "model_link.cache")
     os.symlink("/dev/null", special / "null_link.cache")
+    os.symlink(samples, special / "samples_link")
+    os.symlink(samples / "s003.npy", special / "sample_link.npy")
     weird = special / "weird_plan"
     weird.mkdir()
     os.mkfifo(weird / "plan.json")
@@ -157,6 +164,23 @@ CLI_CASES = [
      "more than 500"),
     ("plan-out-holds-a-folder-plan-html", ["plan", "{ws}/stack.onnx", "--data", "{ws}/data", "--out",
                                            "{sp}/odd_plan"], "is a folder"),
+    # the files of an input folder are inputs (issue 45: `calibrate --data data --out data/s000.npy` replaced a sample)
+    ("calibrate-out-is-a-data-sample", ["calibrate", "{ws}/stack.onnx", "--data", "{user}/samples", "--out",
+                                        "{user}/samples/s000.npy"], "is a file of the --data folder"),
+    ("calibrate-stats-is-a-sample-through-dotdot", ["calibrate", "{ws}/stack.onnx", "--data", "{user}/samples",
+                                                    "--stats", "{user}/bd/../samples/s001.npy"], "the run's own input"),
+    ("calibrate-cache-is-a-hard-link-of-a-sample", ["calibrate", "{ws}/stack.onnx", "--data", "{user}/samples",
+                                                    "--cache", "{user}/sample_hard.npy"], "(s000.npy)"),
+    ("calibrate-out-through-a-symlinked-data-folder", ["calibrate", "{ws}/stack.onnx", "--data", "{user}/samples",
+                                                       "--out", "{sp}/samples_link/s002.npy"], "--data folder"),
+    ("calibrate-out-is-a-link-to-a-sample", ["calibrate", "{ws}/stack.onnx", "--data", "{sp}/samples_link", "--out",
+                                             "{sp}/sample_link.npy"], "(s003.npy)"),
+    ("export-out-is-a-held-back-sample", ["export-qdq", "{ws}/stack.onnx", "--stats", "{user}/stats.npz", "--data",
+                                          "{user}/samples", "--out", "{user}/samples/s003.npy"], "--data folder"),
+    ("compare-reference-is-a-sample", ["compare", "{user}/build", "--data", "{user}/samples", "--save-reference",
+                                       "{user}/sample_hard.npy"], "is a file of the --data folder"),
+    ("inspect-csv-over-the-build-folders-json", ["inspect", "{user}/build", "--csv", "{user}/build/engine.graph.json"],
+     "is a file of the graph folder"),
     # names the file system cannot hold (issue 45: OSError tracebacks, before or after the work)
     ("export-out-name-of-256-bytes", ["export-qdq", M, "--stats", "{user}/stats.npz", "--out",
                                       "{ws}/" + "n" * 251 + ".onnx"], "is 256 bytes long"),
@@ -376,7 +400,26 @@ API_CASES = [
     ("write-text-to-dev-zero", lambda ws, user: write_text_atomic("/dev/zero", "x")),
     ("file-set-over-a-file", lambda ws, user: replace_file_set(user / "old.cache", PLAN_SET, lambda d: None)),
     ("file-set-over-a-fifo", lambda ws, user: replace_file_set(ws / "special" / "fifo", PLAN_SET, lambda d: None)),
+    # issue 45: an input folder's files are inputs (the rule in one place: refuse_inputs)
+    ("refuse-a-sample-of-an-input-folder", lambda ws, user: __import__(
+        "trtwidgets.core.common.write_rule", fromlist=["x"]).refuse_inputs(
+        ws / "special" / "samples_link" / "s001.npy", {"data": user / "samples"})),
+    ("refuse-a-hard-link-of-a-sample", lambda ws, user: __import__(
+        "trtwidgets.core.common.write_rule", fromlist=["x"]).refuse_inputs(user / "sample_hard.npy",
+                                                                           {"data": str(user / "samples")})),
+    ("write-text-over-a-long-name", lambda ws, user: write_text_atomic(ws / ("w" * 256), "x")),
 ]
+
+
+def test_new_files_beside_the_samples_and_the_toolkits_own_statistics_there_may_be_written(ws, user, capsys):
+    """The rule refuses what the run reads, not a folder: `calibrate --data D --stats D/stats.npz` runs again."""
+    argv = ["calibrate", str(ws / "stack.onnx"), "--data", str(user / "samples"), "--no-progress",
+            "--stats", str(user / "samples" / "stats.npz"), "--out", str(user / "samples" / "cal.npz")]
+    samples = {k: v for k, v in fingerprint(user / "samples").items()}
+    assert run_cli(argv) == 0 and run_cli(argv) == 0, capsys.readouterr().err
+    assert "is trtwidgets statistics (written by calibrate --stats), not a calibration sample" in capsys.readouterr().err
+    after = fingerprint(user / "samples")
+    assert {k: after[k] for k in samples} == samples and {"stats.npz", "cal.npz"} <= set(after)
 
 
 @pytest.mark.parametrize("call", [pytest.param(c[1], id=c[0]) for c in API_CASES])

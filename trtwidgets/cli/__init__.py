@@ -52,14 +52,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="trtwidgets", description="Exploratory TensorRT quantization, headless.")
     parser.add_argument("--version", action="version", version=f"trtwidgets {__version__}")
     # No command given: nothing to run (the subparsers set these for their own commands).
-    parser.set_defaults(_run=None, _outputs={}, _output_files={})
+    parser.set_defaults(_run=None, _outputs={}, _output_files={}, _positionals=())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for modname in _command_modules():
         mod = importlib.import_module(f"{__name__}.{modname}")
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=getattr(mod, "DESCRIPTION", mod.HELP))
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run, _outputs=dict(getattr(mod, "OUTPUTS", {})),
-                       _output_files=dict(getattr(mod, "OUTPUT_FILES", {})))
+                       _output_files=dict(getattr(mod, "OUTPUT_FILES", {})),
+                       _positionals=tuple(a.dest for a in p._actions if not a.option_strings))
     return parser
 
 
