@@ -43,7 +43,7 @@ from .fingerprint import ModelFingerprint, check_stats_fit, float_tensors, stats
 from .ranges import METHODS, amax_from_stats, clipped_share, compute_ranges, usable_amax
 from .stats import ActivationStats, load_stats, stats_arrays
 
-__all__ = ["CALIBRATION_FORMAT", "CALIBRATION_VERSION", "METHODS", "Calibration", "override_value"]
+__all__ = ["CALIBRATION_FORMAT", "CALIBRATION_VERSION", "METHODS", "Calibration", "override_value", "resume_stats"]
 
 #: Format tag of the ``calibration`` member of a saved calibration.
 CALIBRATION_FORMAT = "trtwidgets-calibration"
@@ -432,3 +432,25 @@ def _saved_choices(choices: Any, source: str) -> Dict[str, RangeChoice]:
         raise StatsError(f"{source} holds a damaged calibration.", "Its auto choices must map each tensor to "
                          f"[method, reason] with a method of {', '.join(METHODS)}.", _FIX)
     return {k: RangeChoice(v[0], v[1]) for k, v in choices.items()}
+
+
+def resume_stats(path: Union[str, os.PathLike]) -> ActivationStats:
+    """The statistics to continue from (``calibrate --resume``): of a statistics file, or of a saved calibration.
+
+    A file holding a ``calibration`` member is read as the calibration it claims to be, so a member that is
+    damaged (not text, Python objects, another format) is refused here rather than passed over in silence.
+
+    Raises
+    ------
+    StatsError
+        A missing, foreign or damaged file (the file is not changed).
+    """
+    from ..common.npz_files import open_npz
+
+    path = user_path(path)
+    try:
+        with open_npz(path) as archive:
+            has_calibration = _MEMBER in archive
+    except Exception:  # noqa: BLE001 - not an .npz: load_stats words it
+        has_calibration = False
+    return Calibration.load(path).stats if has_calibration else load_stats(path)
