@@ -197,6 +197,14 @@ def make_shelf(bad, marker):
     _edit_check(bad, "random_check", lambda p: p.write_bytes(np.random.default_rng(0).bytes(2048)))
     _edit_check(bad, "object_check", lambda p: _zip(p, dict(_members(p), **{
         "ref0.npy": _npy_objects()})))
+    # Degenerate data (issue 45): all-zero samples of a model without biases, and of one whose output alone is not 0.
+    from .hostile_models import no_bias_stack
+
+    onnx.save(no_bias_stack(), bad / "nb.onnx")
+    onnx.save(no_bias_stack(offset=True), bad / "nb_offset.onnx")
+    _samples(bad / "zeros", [{"x": np.zeros((1, 8, 8, 8), np.float32)} for _ in range(8)])
+    assert main(["calibrate", str(bad / "nb.onnx"), "--data", str(bad / "zeros"), "--no-progress",
+                 "--stats", str(bad / "zero_stats.npz"), "--out", str(bad / "zero_cal.npz")]) == 0
     folder = _plan_copy(bad, "no_model")
     doc = json.loads((folder / "plan.json").read_text())
     doc["model"] = str(bad / "gone.onnx")
@@ -260,6 +268,15 @@ CASES = [
      "not classes of 'y'"),
     ("fp32-nan-everywhere", ["plan", "{bad}/nan_everywhere.onnx", "--data", "{bad}/sqrt_data", "--out", "{ws}/out",
                              "--no-progress"], "NaN or Inf in every value"),
+    # degenerate data (issue 45): said as zero everywhere, not as ranges of another model
+    ("plan-all-zero-data", ["plan", "{bad}/nb.onnx", "--data", "{bad}/zeros", "--out", "{ws}/out", "--no-progress"],
+     "were zero on every calibration sample"),
+    ("plan-all-zero-but-the-output", ["plan", "{bad}/nb_offset.onnx", "--data", "{bad}/zeros", "--out", "{ws}/out",
+                                      "--no-progress"], "(x, r0, r1) were zero on every calibration sample"),
+    ("export-all-zero-statistics", ["export-qdq", "{bad}/nb.onnx", "--stats", "{bad}/zero_stats.npz", "--out",
+                                    "{ws}/x.onnx"], "were zero on every calibration sample"),
+    ("export-all-zero-calibration", ["export-qdq", "{bad}/nb.onnx", "--calibration", "{bad}/zero_cal.npz", "--out",
+                                     "{ws}/x.onnx"], "were zero on every calibration sample"),
     # a plan folder names a metric: looked up, never imported
     ("plan-json-names-venv-main", MEASURE + ["{bad}/plans/venv_main"], "'venv.__main__:x' is not registered"),
     ("plan-json-names-builtins-print", MEASURE + ["{bad}/plans/builtins_print"], "'builtins:print' is not registered"),
@@ -419,6 +436,26 @@ def test_what_a_metric_prints_leaves_plan_json_on_standard_output(ws, capsys):
     assert "the metric speaks" in err and "the metric speaks" not in out
 
 
+def test_tensors_zero_on_every_sample_are_named_as_such_and_the_rest_is_quantized(ws, tmp_path, capsys):
+    """Issue 45: a zero input was 'not in the statistics', and plan spoke of 'the plan given' made for another model."""
+    _samples(tmp_path / "zero_input", [{"x": np.zeros((1, 64, 8, 8), np.float32)} for _ in range(8)])
+    bad = ws / "bad"
+    assert run_cli(["calibrate", str(bad / "m.onnx"), "--data", str(tmp_path / "zero_input"), "--no-progress",
+                    "--stats", str(tmp_path / "s.npz")]) == 0
+    assert "1 of 10 tensors were zero on every calibration sample: x." in capsys.readouterr().err
+    assert run_cli(["export-qdq", str(bad / "m.onnx"), "--stats", str(tmp_path / "s.npz"), "--out",
+                    str(tmp_path / "q.onnx")]) == 0
+    out = capsys.readouterr().out
+    assert "conv0 [Conv] x: zero on every calibration sample: no range can be computed" in out
+    assert "not in the statistics" not in out and "quantized layers    3" in out
+    assert _work(ws, ["plan", str(bad / "m.onnx"), "--data", str(tmp_path / "zero_input"), "--out", "{ws}/out",
+                      "--no-progress", "--batch", "32"]) == 0
+    out, err = capsys.readouterr()
+    assert "plan given" not in out + err and "another model" not in out + err
+    assert _plan_json(ws)["ranges"]["zero"] == ["x"]
+    assert run_cli(["plan", "export", str(ws / "out"), "--candidate", "1", "--out", str(tmp_path / "c1.onnx")]) == 0
+
+
 # ----------------------------------------------------------------------------------------------- through the API
 
 
@@ -465,7 +502,21 @@ def _theirs(reference, options, labels):
     return TaskMetric(lambda outputs: 0.0, "theirs")
 
 
+def _zero(call):
+    def run(ws, bad, user):
+        import trtwidgets as tw
+
+        return call(tw, bad)
+    return run
+
+
 API_CASES = [
+    # issue 45: all-zero data
+    ("export-qdq-of-all-zero-data", _zero(lambda tw, bad: tw.export_qdq(
+        bad / "nb.onnx", tw.calibrate(bad / "nb.onnx", str(bad / "zeros"), progress=False))),
+     "were zero on every calibration sample"),
+    ("plan-of-all-zero-data", _zero(lambda tw, bad: tw.plan(bad / "nb_offset.onnx", str(bad / "zeros"),
+                                                            progress=False)), "were zero on every calibration sample"),
     # issue 45: a registered name silently went to another function
     ("register-a-name-again-with-another-factory", _register_twice("team-metric-45", _mine, _theirs),
      "is registered already"),

@@ -26,7 +26,7 @@ import numbers
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional, Union
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
@@ -41,7 +41,7 @@ from .auto_ranges import (AUTO, CLIP_NOTE_SHARE, EXPORT_METHODS, RULE_VERSION, R
                           choice_counts, clipping_notes)
 from .fingerprint import ModelFingerprint, check_stats_fit, float_tensors, stats_fingerprint
 from .ranges import METHODS, amax_from_stats, clipped_share, compute_ranges, usable_amax
-from .stats import ActivationStats, load_stats, stats_arrays
+from .stats import ActivationStats, load_stats, stats_arrays, zero_tensors
 
 __all__ = ["CALIBRATION_FORMAT", "CALIBRATION_VERSION", "METHODS", "Calibration", "override_value", "resume_stats"]
 
@@ -277,6 +277,15 @@ class Calibration:
                     got[name] = float(frac)
             self._amax["clipped"] = got
         return dict(got)
+
+    @property
+    def zero_tensors(self) -> Tuple[str, ...]:
+        """The tensors that were zero on every calibration sample (and have no override): they have no range.
+
+        Every finite value they took was 0, so no scale can be computed for them; an export keeps them float
+        and says why (:data:`~trtwidgets.core.qdq.qdq_writer.ZERO_RANGE`), instead of "not in the statistics".
+        """
+        return tuple(name for name in zero_tensors(self.stats) if name not in self.overrides)
 
     def clipping_notes(self) -> Dict[str, str]:
         """Tensor -> what to do, for each tensor whose exported range clips more than
