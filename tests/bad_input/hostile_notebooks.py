@@ -121,11 +121,13 @@ class _Judge(HTMLParser):
         self.found: List[str] = []
         self.body = False
         self.script = None
+        self.style = False
 
     def handle_starttag(self, tag, attrs):
         self.body = self.body or tag == "body"
         if tag == "script":
             self.script = []
+        self.style = tag == "style" or self.style
         if tag in ("iframe", "object", "embed", "frame", "base", "form", "foreignobject", "animate", "set"):
             self.found.append(f"<{tag}>")
         if tag == "meta" and any(k == "http-equiv" for k, _ in attrs):
@@ -145,6 +147,7 @@ class _Judge(HTMLParser):
             self.handle_endtag(tag)
 
     def handle_endtag(self, tag):
+        self.style = self.style and tag != "style"
         if tag == "script" and self.script is not None:
             text, self.script = "".join(self.script), None
             # The page's own scripts: the template's (head), plotly.js (head), each figure's drawing script.
@@ -154,7 +157,7 @@ class _Judge(HTMLParser):
     def handle_data(self, data):
         if self.script is not None:
             self.script.append(data)
-        elif "@import" in data or re.search(r"url\(\s*['\"]?http", data):
+        elif self.style and self.body and ("@import" in data or re.search(r"url\(\s*['\"]?[a-z]+:", data, re.I)):
             self.found.append(f"css {data.strip()[:40]!r}")
 
 
