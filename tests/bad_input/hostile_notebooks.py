@@ -30,7 +30,7 @@ PAYLOADS: Dict[str, str] = {
     "javascript-link-entity": f"<a class=hostile href=\"&#106;avascript:{RUN}\">a third</a>",
     "details-ontoggle": f"<details open ontoggle=\"{RUN}\"><summary>s</summary></details>",
     "autofocus": f"<input autofocus onfocus=\"{RUN}\">",
-    "iframe-srcdoc": f"<iframe srcdoc=\"<script>parent.__pwned=(parent.__pwned||0)+1</script>\"></iframe>",
+    "iframe-srcdoc": "<iframe srcdoc=\"<script>parent.__pwned=(parent.__pwned||0)+1</script>\"></iframe>",
     "object-data": f"<object data=\"javascript:{RUN}\"></object>",
     "svg-animate": f"<svg><animate onbegin=\"{RUN}\" attributeName=x dur=1s></animate></svg>",
     "svg-set-handler": "<svg><rect width=9 height=9><set attributeName=onmouseover to=\"alert(1)\"/></rect></svg>",

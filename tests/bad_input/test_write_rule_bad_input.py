@@ -417,7 +417,8 @@ def test_new_files_beside_the_samples_and_the_toolkits_own_statistics_there_may_
             "--stats", str(user / "samples" / "stats.npz"), "--out", str(user / "samples" / "cal.npz")]
     samples = {k: v for k, v in fingerprint(user / "samples").items()}
     assert run_cli(argv) == 0 and run_cli(argv) == 0, capsys.readouterr().err
-    assert "is trtwidgets statistics (written by calibrate --stats), not a calibration sample" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "is trtwidgets statistics (written by calibrate --stats), not a calibration sample" in err
     after = fingerprint(user / "samples")
     assert {k: after[k] for k in samples} == samples and {"stats.npz", "cal.npz"} <= set(after)
 

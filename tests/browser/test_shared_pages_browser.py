@@ -118,7 +118,8 @@ _PROBE = """async () => {
   }
   await new Promise(r => setTimeout(r, 1500));
   return {ran: window.__pwned || 0, parent_ran: window.parent.__pwned || 0,
-          drawn: [...document.querySelectorAll('.plotly-graph-div')].filter(f => f.querySelector('svg.main-svg')).length};
+          drawn: [...document.querySelectorAll('.plotly-graph-div')]
+                   .filter(f => f.querySelector('svg.main-svg')).length};
 }"""
 
 

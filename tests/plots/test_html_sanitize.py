@@ -58,8 +58,8 @@ def _open_at_end(text: str):
     ("<img src='data:text/html;base64,PHNjcmlwdD4='>", "<img>", "data: (not an image) link or source x1"),
     ("<svg><use xlink:href='#m0'/><use href='https://example.org/x.svg#a'/></svg>",
      '<svg><use xlink:href="#m0"></use><use></use></svg>', "outside reference link or source x1"),
-    ("<svg><path clip-path='url(#p1)' d='M0 0L1 1'/></svg>", '<svg><path clip-path="url(#p1)" d="M0 0L1 1"></path></svg>',
-     ""),
+    ("<svg><path clip-path='url(#p1)' d='M0 0L1 1'/></svg>",
+     '<svg><path clip-path="url(#p1)" d="M0 0L1 1"></path></svg>', ""),
     ("<p style='color:red;background:url(https://t.example/p.png)'>x</p>", "<p>x</p>", "CSS using url() x1"),
     ("<b>a &lt;b&gt; &amp; c</b>", "<b>a &lt;b&gt; &amp; c</b>", ""),
     ("<div><span>open", "<div><span>open</span></div>", ""),
@@ -82,7 +82,8 @@ def test_what_the_toolkit_pandas_and_jupyter_write_stays_as_it_is():
     from trtwidgets.plots.tex_html import markdown_math, tex_to_mathml
     from trtwidgets.widgets.app_tabs import TAB_CSS, banner
 
-    own = [_HTML_STYLE, TAB_CSS, banner("warning", "<b>careful</b>"), tex_to_mathml(r"\frac{a}{\sqrt{b}}", display=True),
+    own = [_HTML_STYLE, TAB_CSS, banner("warning", "<b>careful</b>"),
+           tex_to_mathml(r"\frac{a}{\sqrt{b}}", display=True),
            markdown_math("a scale $s = \\text{amax}/127$"),
            "<details class='trtw-sw-panel' open><summary class='trtw-sw-selected'>1 Load</summary>x</details>",
            "<svg viewBox='0 0 10 10' xmlns='http://www.w3.org/2000/svg'><g transform='translate(1,2) rotate(45)'>"

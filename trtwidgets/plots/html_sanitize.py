@@ -73,7 +73,8 @@ id class title lang dir role hidden tabindex align valign width height border bg
 """.split())
 _HTML_ATTRS: Dict[str, FrozenSet[str]] = {k: frozenset(v.split()) for k, v in {
     "a": "href", "img": "src alt", "q": "cite", "blockquote": "cite", "del": "cite datetime", "ins": "cite datetime",
-    "ol": "start reversed type", "li": "value type", "ul": "type", "table": "cellpadding cellspacing summary frame rules",
+    "ol": "start reversed type", "li": "value type", "ul": "type",
+    "table": "cellpadding cellspacing summary frame rules",
     "td": "colspan rowspan headers scope abbr nowrap", "th": "colspan rowspan headers scope abbr nowrap",
     "col": "span", "colgroup": "span", "details": "open", "time": "datetime", "data": "value",
     "input": "type value checked disabled readonly placeholder min max step", "button": "type disabled value",
@@ -139,8 +140,8 @@ class Removed(Counter):
 
     def describe(self) -> str:
         """``"<script> element x2, onerror handler x1, ..."``, the most frequent first ('' when nothing)."""
-        words = {"element": "<{}> element", "handler": "{} handler", "url": "{} link or source", "style": "CSS using {}",
-                 "javascript-output": "{} output"}
+        words = {"element": "<{}> element", "handler": "{} handler", "url": "{} link or source",
+                 "style": "CSS using {}", "javascript-output": "{} output"}
         return ", ".join(f"{words.get(kind, kind + ' {}').format(detail)} x{n}"
                          for (kind, detail), n in sorted(self.items(), key=lambda kv: (-kv[1], kv[0])))
 

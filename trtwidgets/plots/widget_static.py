@@ -219,7 +219,8 @@ def _label(sw: StaticWidgets, state, model) -> str:
 
 def _text(sw: StaticWidgets, state, model) -> str:
     value = _value_text(state) or state.get("placeholder") or ""
-    return _described(sw, state, f"<input type='text' disabled value='{esc(value)}' size='{max(8, min(60, len(value)))}'>")
+    size = max(8, min(60, len(value)))
+    return _described(sw, state, f"<input type='text' disabled value='{esc(value)}' size='{size}'>")
 
 
 def _password(sw: StaticWidgets, state, model) -> str:

@@ -166,7 +166,7 @@ def folder_member(output: PathLike, folder: PathLike, counts: Optional[Callable[
         return Path(real)
     ident = file_identity(out)
     seen = 0
-    for root, dirs, files in os.walk(top):
+    for root, _folders, files in os.walk(top):
         for name in files:
             member = Path(root) / name
             seen += 1
