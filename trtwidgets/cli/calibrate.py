@@ -165,6 +165,7 @@ def run(args) -> int:
     from ..core.calibration.collect import collect_stats
     from ..core.calibration.data import spec_for
     from ..core.calibration.fingerprint import fingerprint_of
+    from ..core.calibration.stats import zero_note
     from ..core.common.errors import UserError
     from ..core.common.write_rule import partial_path
     from ..core.model.load import load_model
@@ -188,6 +189,9 @@ def run(args) -> int:
     cal = Calibration.fit(stats, args.method, args.percentile, data=str(spec.path or spec.kind),
                           fingerprint=fingerprint_of(model), model=model)
     _write(cal, paths, args.trt_version)
+    zeros = zero_note(stats)  # all-zero data said here, where the data is given, not later as ranges that match nothing
+    if zeros:
+        print(f"note: {zeros}", file=sys.stderr)
     seconds = time.perf_counter() - t0
     if args.json:
         print(json.dumps(report(cal, seconds), allow_nan=False))

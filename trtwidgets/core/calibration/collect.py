@@ -39,13 +39,12 @@ import onnx
 from .model_inputs import require_inputs
 from .data import iter_labelled_feeds
 from ..common.errors import CalibrationDataError, StatsError, UserError
-from ..common.notes import note
 from ..common.ort import OrtSession, open_session
 from .held_back import feed_fingerprints
 from .sample_axes import SampleAxes
 from .histogram import DEFAULT_BINS, HistogramAccumulator
 from ..model.load import LoadedModel, as_loaded
-from .stats import ActivationStats, zero_note
+from .stats import ActivationStats
 
 _FLOAT_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE, onnx.TensorProto.BFLOAT16}
 
@@ -205,14 +204,10 @@ def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequ
             bar.close()
     if seen.samples == 0 and interrupted:
         raise KeyboardInterrupt
-    collected = ActivationStats(tensors={n: a.to_stats(copy=False) for n, a in accs.items()}, samples=seen.samples,
-                                model_sha256=loaded.sha256, input_shapes=seen.shapes, interrupted=interrupted,
-                                batches=seen.batches, sample_hashes=tuple(seen.hashes),
-                                model_inputs={i.name: tuple(i.shape) for i in loaded.summary.inputs})
-    zeros = zero_note(collected)  # all-zero data is said where the data is seen, not later as "no range matched"
-    if zeros:
-        note(zeros)
-    return collected
+    return ActivationStats(tensors={n: a.to_stats(copy=False) for n, a in accs.items()}, samples=seen.samples,
+                           model_sha256=loaded.sha256, input_shapes=seen.shapes, interrupted=interrupted,
+                           batches=seen.batches, sample_hashes=tuple(seen.hashes),
+                           model_inputs={i.name: tuple(i.shape) for i in loaded.summary.inputs})
 
 
 def _checked_bins(num_bins, stats: Optional[ActivationStats], loaded: LoadedModel) -> int:

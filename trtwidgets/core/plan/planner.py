@@ -37,6 +37,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, TypeV
 import onnx
 
 from ..calibration.fingerprint import fingerprint_of
+from ..calibration.stats import zero_note
 from ..common.cancel import cancel_scope, cancelled, check
 from ..model.onnx_graph import WEIGHTED_OPS
 from ..qdq.options import QdqOptions
@@ -231,6 +232,9 @@ def _search_plan(found: "_Found", data, calibration, held_back, holdout, seed, m
     ev, target, notes = evaluator(loaded, pdata.held, found.target, opts, pdata.axes, pdata.run_batch())
     found.ev, found.target = ev, target
     notes = found.notes = list(pdata.notes) + notes
+    zeros = zero_note(cal.stats)
+    if zeros:  # said as what it is (the plan's export then keeps them float and names them)
+        notes.append(zeros)
     search = Search(ev, Judge(target), (), progress, say, on_progress)
     found.fp16_acc = _timed(seconds, "fp16", ev.score_fp16)
     per_method, best_method = _timed(seconds, "ranges", lambda: _choose_ranges(search, cal, described, notes))
