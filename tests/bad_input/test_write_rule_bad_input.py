@@ -408,6 +408,10 @@ API_CASES = [
         "trtwidgets.core.common.write_rule", fromlist=["x"]).refuse_inputs(user / "sample_hard.npy",
                                                                            {"data": str(user / "samples")})),
     ("write-text-over-a-long-name", lambda ws, user: write_text_atomic(ws / ("w" * 256), "x")),
+    ("save-a-calibration-over-a-sample-of-its-data", lambda ws, user: __import__("trtwidgets").calibrate(
+        ws / "stack.onnx", str(user / "samples"), progress=False).save(user / "samples" / "s002.npy")),
+    ("save-a-calibration-over-a-hard-link-of-a-sample", lambda ws, user: __import__("trtwidgets").calibrate(
+        ws / "stack.onnx", str(user / "samples"), progress=False).save(user / "sample_hard.npy")),
 ]
 
 

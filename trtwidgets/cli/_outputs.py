@@ -44,7 +44,7 @@ from ..core.common.write_rule import (check_name_length, check_replaceable, file
 #: (input dest, output dest) pairs that may name the same file: continuing from statistics (or a calibration) and
 #: saving the merged result over them is a normal workflow (the write is atomic and holds the earlier samples too).
 IN_PLACE = {("resume", "stats"), ("resume", "out")}
-#: Input folders of samples: only the files their reader reads are inputs (:func:`_reads_as_sample`).
+#: Input folders of samples: only the files their reader reads are inputs (``sources.reads_as_sample``).
 SAMPLE_FOLDERS = ("data", "held_back")
 
 
@@ -81,17 +81,6 @@ def _inputs(args, outputs) -> Tuple[Dict[object, str], Dict[str, str]]:
     return inputs, folders
 
 
-def _reads_as_sample(path: Path) -> bool:
-    """Whether a data folder's reader reads ``path`` as a sample (its own statistics and calibrations it skips)."""
-    from ..core.calibration.npz_reader import tool_output_kind
-    from ..core.calibration.sources import ARRAY_SUFFIXES, IMAGE_SUFFIXES
-
-    suffix = path.suffix.lower()
-    if path.name.startswith(".") or suffix not in ARRAY_SUFFIXES + IMAGE_SUFFIXES:
-        return False
-    return suffix != ".npz" or not tool_output_kind(path)
-
-
 def _folder_label(dest: str, positionals) -> str:
     if dest in positionals:
         return dest[:-4] if dest.endswith("_dir") else dest.replace("_", " ")
@@ -100,10 +89,12 @@ def _folder_label(dest: str, positionals) -> str:
 
 def _refuse_members(option, value, path, kind, inside, folders, positionals) -> None:
     """Refuse an output that would replace a file of an input folder (a sample of --data, a plan's file)."""
+    from ..core.calibration.sources import reads_as_sample
+
     for dest, folder in folders.items():
         samples = dest in SAMPLE_FOLDERS
         for target, note in _written(path, kind, inside):
-            member = folder_member(target, folder, _reads_as_sample if samples else None, recursive=not samples)
+            member = folder_member(target, folder, reads_as_sample if samples else None, recursive=not samples)
             if member is not None:
                 label = _folder_label(dest, positionals)
                 raise UserError(f"{option} {value}{note} is a file of the {label} folder {folder}, the run's own "

@@ -412,7 +412,7 @@ def share(notebook: Union[str, os.PathLike], out: Union[str, os.PathLike], *, pl
     """
     from ..core.common.atomic import write_text_atomic
     from ..core.common.paths import user_path
-    from ..core.common.write_rule import check_replaceable, refuse_inputs, write_error
+    from ..core.common.write_rule import check_name_length, check_replaceable, refuse_inputs, write_error
 
     if plotlyjs not in PLOTLYJS_CHOICES:
         raise UserError(f"plotlyjs={plotlyjs!r} is not a way to load plotly.js.",
@@ -422,6 +422,7 @@ def share(notebook: Union[str, os.PathLike], out: Union[str, os.PathLike], *, pl
     if dest.suffix.lower() not in (".html", ".htm"):
         raise UserError(f"{dest} is not an .html file.", "The page is HTML; another suffix opens in the wrong program.",
                         "Give a path ending in .html.")
+    check_name_length(dest, "the page")  # before the notebook is read and drawn: the write would fail after
     refuse_inputs(dest, {"notebook": src}, "the page")
     check_replaceable(dest, "the page")
     nb = _read_notebook(src)

@@ -346,8 +346,20 @@ class Calibration:
     # ------------------------------------------------------------------ the file
 
     def save(self, path: Union[str, os.PathLike]) -> Path:
-        """Write this calibration to one ``.npz`` (atomically, no pickles); returns the path written."""
+        """Write this calibration to one ``.npz`` (atomically, no pickles); returns the path written.
+
+        Never over a sample of the folder it was calibrated on (:attr:`data`): a WriteError says so.
+        """
         path = user_path(path)
+        if self.data and os.path.isdir(self.data):
+            from ..common.write_rule import WriteError, folder_member
+            from .sources import reads_as_sample
+
+            member = folder_member(path, self.data, reads_as_sample, recursive=False)
+            if member is not None:
+                raise WriteError(f"{path} is {member.name}, a sample of the folder this calibration was made on "
+                                 f"({self.data}).", "Writing it would replace a sample: later calibrations would read "
+                                 "the calibration in its place.", f"Save it outside {self.data}, e.g. cal.npz.")
         doc = {"format": CALIBRATION_FORMAT, "version": CALIBRATION_VERSION, "method": self.method,
                "percentile": self.percentile, "overrides": dict(self.overrides),
                "fingerprint": self.fingerprint.to_dict() if self.fingerprint is not None else None,
