@@ -56,3 +56,26 @@ def demo_without_shape(which: str) -> onnx.ModelProto:
     vi = model.graph.input[0] if which == "input" else model.graph.output[0]
     vi.type.tensor_type.ClearField("shape")
     return model
+
+
+def no_bias_stack(channels: int = 8, depth: int = 3, seed: int = 4, offset: bool = False) -> onnx.ModelProto:
+    """``x[N, C, 8, 8] -> (Conv 3x3 without bias -> Relu) x depth``: all-zero input gives all-zero activations.
+
+    ``offset``: the output is the last Relu plus a constant (``y``), the one tensor with a range on zero input
+    (issue 45's "the plan given covers 1 of the 7 tensors ... made for another model").
+    """
+    rng = np.random.default_rng(seed)
+    nodes, inits, t = [], [], "x"
+    for i in range(depth):
+        w = rng.standard_normal((channels, channels, 3, 3)).astype(np.float32) * 0.2
+        inits.append(numpy_helper.from_array(w, f"w{i}"))
+        nodes.append(helper.make_node("Conv", [t, f"w{i}"], [f"c{i}"], name=f"conv{i}", kernel_shape=[3, 3],
+                                      pads=[1, 1, 1, 1]))
+        nodes.append(helper.make_node("Relu", [f"c{i}"], [f"r{i}"], name=f"relu{i}"))
+        t = f"r{i}"
+    if offset:
+        inits.append(numpy_helper.from_array(np.full((1, channels, 1, 1), 0.5, np.float32), "b"))
+        nodes.append(helper.make_node("Add", [t, "b"], ["y"], name="offset"))
+        t = "y"
+    return _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", channels, 8, 8])],
+                  [helper.make_tensor_value_info(t, TensorProto.FLOAT, ["N", channels, 8, 8])], inits)

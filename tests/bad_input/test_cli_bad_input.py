@@ -66,6 +66,10 @@ CASES = [
      "could not be read as text"),
     ("resume-random-bytes", CAL + ["--data", "demo", "--resume", "{bad}/random_stats.npz"], "not a trtwidgets statistics"),
     ("resume-damaged", CAL + ["--data", "demo", "--resume", "{bad}/damaged_stats.npz"], "damaged statistics"),
+    ("resume-calibration-member-of-objects", CAL + ["--data", "demo", "--resume", "{bad}/objects_calibration.npz",
+                                                    "--stats", "{user}/stats.npz"], "Python objects"),
+    ("resume-calibration-member-not-json", CAL + ["--data", "demo", "--resume", "{bad}/text_calibration.npz"],
+     "damaged calibration"),
     ("cache-version-text", CAL + ["--data", "demo", "--max-samples", "1", "--cache", "{user}/old.cache",
                                   "--trt-version", "latest"], "not a version"),
     # where outputs go

@@ -62,6 +62,37 @@ def raises_on_candidates(reference, candidate):
         raise KeyError("logits")
     return 1.0
 
+def returns_huge_int(reference, candidate):
+    return 10 ** 400
+
+def returns_huge_fraction(reference, candidate):
+    from fractions import Fraction
+    return Fraction(10 ** 400, 3)
+
+class FloatRaises(float):
+    def __float__(self):
+        raise RuntimeError("no float for you")
+
+def float_raises(reference, candidate):
+    return FloatRaises(1.0)
+
+class SlowFloat(float):
+    def __float__(self):
+        time.sleep(30)
+        return 1.0
+
+def slow_float(reference, candidate):
+    return SlowFloat(1.0)
+
+def moves_the_working_folder(reference, candidate):
+    import os
+    os.chdir("/")
+    return 1.0
+
+def prints(reference, candidate):
+    print("the metric speaks", {"not": "json"})
+    return 1.0
+
 def softmax_in_place(reference, candidate):
     for out in (reference, candidate):
         x = out["y"].reshape(len(out["y"]), -1)
@@ -166,6 +197,14 @@ def make_shelf(bad, marker):
     _edit_check(bad, "random_check", lambda p: p.write_bytes(np.random.default_rng(0).bytes(2048)))
     _edit_check(bad, "object_check", lambda p: _zip(p, dict(_members(p), **{
         "ref0.npy": _npy_objects()})))
+    # Degenerate data (issue 45): all-zero samples of a model without biases, and of one whose output alone is not 0.
+    from .hostile_models import no_bias_stack
+
+    onnx.save(no_bias_stack(), bad / "nb.onnx")
+    onnx.save(no_bias_stack(offset=True), bad / "nb_offset.onnx")
+    _samples(bad / "zeros", [{"x": np.zeros((1, 8, 8, 8), np.float32)} for _ in range(8)])
+    assert main(["calibrate", str(bad / "nb.onnx"), "--data", str(bad / "zeros"), "--no-progress",
+                 "--stats", str(bad / "zero_stats.npz"), "--out", str(bad / "zero_cal.npz")]) == 0
     folder = _plan_copy(bad, "no_model")
     doc = json.loads((folder / "plan.json").read_text())
     doc["model"] = str(bad / "gone.onnx")
@@ -217,6 +256,11 @@ CASES = [
     ("metric-hangs", _m("hangs"), f"did not return within {HANG_LIMIT} s"),
     ("metric-none-on-a-candidate", _m("none_on_candidates"), "on a candidate's outputs, not a number"),
     ("metric-raises-on-a-candidate", _m("raises_on_candidates"), "failed on a candidate's outputs"),
+    # issue 45: the value's conversion to a float is the metric's too (it was a traceback, or a hang)
+    ("metric-returns-10-to-the-400", _m("returns_huge_int"), "too large for a float"),
+    ("metric-returns-a-huge-fraction", _m("returns_huge_fraction"), "too large for a float"),
+    ("metric-float-conversion-raises", _m("float_raises"), "could not be made a float"),
+    ("metric-float-conversion-hangs", _m("slow_float"), f"did not return within {HANG_LIMIT} s"),
     ("metric-no-such-function", _m("missing"), "has no function 'missing'"),
     ("metric-snr-is-a-target", PLAN + ["--metric", "snr"], "snr is not a task metric"),
     ("metric-snr-on-an-output", PLAN + ["--metric", "snr:y"], "snr is not a task metric"),
@@ -224,6 +268,15 @@ CASES = [
      "not classes of 'y'"),
     ("fp32-nan-everywhere", ["plan", "{bad}/nan_everywhere.onnx", "--data", "{bad}/sqrt_data", "--out", "{ws}/out",
                              "--no-progress"], "NaN or Inf in every value"),
+    # degenerate data (issue 45): said as zero everywhere, not as ranges of another model
+    ("plan-all-zero-data", ["plan", "{bad}/nb.onnx", "--data", "{bad}/zeros", "--out", "{ws}/out", "--no-progress"],
+     "were zero on every calibration sample"),
+    ("plan-all-zero-but-the-output", ["plan", "{bad}/nb_offset.onnx", "--data", "{bad}/zeros", "--out", "{ws}/out",
+                                      "--no-progress"], "(x, r0, r1) were zero on every calibration sample"),
+    ("export-all-zero-statistics", ["export-qdq", "{bad}/nb.onnx", "--stats", "{bad}/zero_stats.npz", "--out",
+                                    "{ws}/x.onnx"], "were zero on every calibration sample"),
+    ("export-all-zero-calibration", ["export-qdq", "{bad}/nb.onnx", "--calibration", "{bad}/zero_cal.npz", "--out",
+                                     "{ws}/x.onnx"], "were zero on every calibration sample"),
     # a plan folder names a metric: looked up, never imported
     ("plan-json-names-venv-main", MEASURE + ["{bad}/plans/venv_main"], "'venv.__main__:x' is not registered"),
     ("plan-json-names-builtins-print", MEASURE + ["{bad}/plans/builtins_print"], "'builtins:print' is not registered"),
@@ -361,6 +414,48 @@ def test_plan_export_writes_the_pick(ws, tmp_path, capsys):
     assert (tmp_path / "p.onnx").read_bytes() == (ws / "bad" / "plans" / "good" / "model.qdq.onnx").read_bytes()
 
 
+def test_a_metric_that_moves_the_working_folder_cannot_move_the_output(ws, capsys, monkeypatch):
+    """Issue 45: os.chdir('/') inside the metric made a relative --out p_rel land in /p_rel."""
+    monkeypatch.chdir(ws)
+    for gone in (ws / "p_rel", ws / "out"):
+        shutil.rmtree(gone, ignore_errors=True)
+    argv = fill_argv(PLAN, ws, ws / "user")
+    argv[argv.index("--out") + 1] = "p_rel"
+    assert run_cli(argv + ["--metric", "bad_metrics_32:moves_the_working_folder"]) == 0, capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert os.getcwd() == str(ws) and (ws / "p_rel" / "plan.json").is_file() and not os.path.exists("/p_rel")
+    assert "changed the working folder (to /); it was set back" in err
+    shutil.rmtree(ws / "p_rel")
+
+
+def test_what_a_metric_prints_leaves_plan_json_on_standard_output(ws, capsys):
+    """Issue 45: a metric's prints broke --json (the output no longer parsed)."""
+    assert _work(ws, _m("prints") + ["--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["target"]["metric_spec"] == "bad_metrics_32:prints"
+    assert "the metric speaks" in err and "the metric speaks" not in out
+
+
+def test_tensors_zero_on_every_sample_are_named_as_such_and_the_rest_is_quantized(ws, tmp_path, capsys):
+    """Issue 45: a zero input was 'not in the statistics', and plan spoke of 'the plan given' made for another model."""
+    _samples(tmp_path / "zero_input", [{"x": np.zeros((1, 64, 8, 8), np.float32)} for _ in range(8)])
+    bad = ws / "bad"
+    assert run_cli(["calibrate", str(bad / "m.onnx"), "--data", str(tmp_path / "zero_input"), "--no-progress",
+                    "--stats", str(tmp_path / "s.npz")]) == 0
+    assert "1 of 10 tensors were zero on every calibration sample: x." in capsys.readouterr().err
+    assert run_cli(["export-qdq", str(bad / "m.onnx"), "--stats", str(tmp_path / "s.npz"), "--out",
+                    str(tmp_path / "q.onnx")]) == 0
+    out = capsys.readouterr().out
+    assert "conv0 [Conv] x: zero on every calibration sample: no range can be computed" in out
+    assert "not in the statistics" not in out and "quantized layers    3" in out
+    assert _work(ws, ["plan", str(bad / "m.onnx"), "--data", str(tmp_path / "zero_input"), "--out", "{ws}/out",
+                      "--no-progress", "--batch", "32"]) == 0
+    out, err = capsys.readouterr()
+    assert "plan given" not in out + err and "another model" not in out + err
+    assert _plan_json(ws)["ranges"]["zero"] == ["x"]
+    assert run_cli(["plan", "export", str(ws / "out"), "--candidate", "1", "--out", str(tmp_path / "c1.onnx")]) == 0
+
+
 # ----------------------------------------------------------------------------------------------- through the API
 
 
@@ -382,7 +477,53 @@ def _load_edited(edit):
     return call
 
 
+def _register_twice(name, first, second):
+    def call(ws, bad, user):
+        import trtwidgets as tw
+        from trtwidgets.core.accuracy.task_metrics import REGISTRY
+
+        tw.register_metric(name, first)
+        try:
+            tw.register_metric(name, second)
+        finally:
+            REGISTRY.pop(name)
+    return call
+
+
+def _mine(reference, options, labels):
+    from trtwidgets.core.accuracy.task_metrics import TaskMetric
+
+    return TaskMetric(lambda outputs: 1.0, "mine")
+
+
+def _theirs(reference, options, labels):
+    from trtwidgets.core.accuracy.task_metrics import TaskMetric
+
+    return TaskMetric(lambda outputs: 0.0, "theirs")
+
+
+def _zero(call):
+    def run(ws, bad, user):
+        import trtwidgets as tw
+
+        return call(tw, bad)
+    return run
+
+
 API_CASES = [
+    # issue 45: all-zero data
+    ("export-qdq-of-all-zero-data", _zero(lambda tw, bad: tw.export_qdq(
+        bad / "nb.onnx", tw.calibrate(bad / "nb.onnx", str(bad / "zeros"), progress=False))),
+     "were zero on every calibration sample"),
+    ("plan-of-all-zero-data", _zero(lambda tw, bad: tw.plan(bad / "nb_offset.onnx", str(bad / "zeros"),
+                                                            progress=False)), "were zero on every calibration sample"),
+    # issue 45: a registered name silently went to another function
+    ("register-a-name-again-with-another-factory", _register_twice("team-metric-45", _mine, _theirs),
+     "is registered already"),
+    ("register-a-module-function-again-with-another", _register_twice(
+        "team45.metrics:score", lambda reference, candidate: 1.0, lambda reference, candidate: 0.0),
+     "is registered already"),
+    ("plan-metric-returns-10-to-the-400", _plan_with(lambda r, c: 10 ** 400), "too large for a float"),
     ("register-over-a-built-in", lambda ws, bad, user: __import__("trtwidgets").register_metric(
         "detection", lambda r, o, l: None), "is a built-in metric"),
     ("register-a-bad-name", lambda ws, bad, user: __import__("trtwidgets").register_metric(
@@ -396,6 +537,26 @@ API_CASES = [
     ("plan-json-non-finite-negative", _load_edited(lambda d: d["candidates"][1]["accuracy"].update(non_finite=-1)),
      "a count of values"),
 ]
+
+
+def test_a_name_registered_again_with_the_same_function_or_replace_true_is_kept(ws):
+    """The refusal above must not stop a notebook cell run twice (a new function object of the same code)."""
+    import trtwidgets as tw
+    from trtwidgets.core.accuracy.task_metrics import REGISTRY, parse_task_metric
+
+    ref = {"y": np.ones((2, 3), np.float32)}
+    cell = "def score(reference, candidate):\n    return 0.25\n"
+    made = [{}, {}]
+    for scope in made:
+        exec(cell, scope)
+    try:
+        tw.register_metric("team45.cell:score", made[0]["score"])
+        tw.register_metric("team45.cell:score", made[1]["score"])  # the cell run again
+        assert parse_task_metric("team45.cell:score", ref)(ref) == 0.25
+        tw.register_metric("team45.cell:score", lambda reference, candidate: 0.75, replace=True)
+        assert parse_task_metric("team45.cell:score", ref)(ref) == 0.75
+    finally:
+        REGISTRY.pop("team45.cell:score")
 
 
 @pytest.mark.parametrize("call, phrase", [pytest.param(c[1], c[2], id=c[0]) for c in API_CASES])

@@ -63,6 +63,11 @@ def make_write_workspace(ws: Path) -> None:
     shutil.copy(FIXTURES / "qdq" / "cls_qdq_int8.onnx", user / "elsewhere" / "model.qdq.onnx")
     os.link(plan / "model.qdq.onnx", user / "hard.onnx")
     os.link(user / "model.onnx", user / "model_hard.onnx")
+    samples = user / "samples"  # a data folder: its samples are inputs too (issue 45)
+    samples.mkdir()
+    for i, f in enumerate(feeds(4)):
+        np.save(samples / f"s{i:03d}.npy", f["x"])
+    os.link(samples / "s000.npy", user / "sample_hard.npy")
     os.mkdir(user / "bd")
     (user / "bd" / "calibration.cache").write_bytes((user / "old.cache").read_bytes())
     (user / "given.partial.cache").write_bytes((user / "old.cache").read_bytes())
@@ -74,6 +79,8 @@ def make_write_workspace(ws: Path) -> None:
     os.symlink(user / "stats.npz", special / "stats_link.npz")
     os.symlink(user / "model.onnx", special / "model_link.cache")
     os.symlink("/dev/null", special / "null_link.cache")
+    os.symlink(samples, special / "samples_link")
+    os.symlink(samples / "s003.npy", special / "sample_link.npy")
     weird = special / "weird_plan"
     weird.mkdir()
     os.mkfifo(weird / "plan.json")
@@ -157,6 +164,36 @@ CLI_CASES = [
      "more than 500"),
     ("plan-out-holds-a-folder-plan-html", ["plan", "{ws}/stack.onnx", "--data", "{ws}/data", "--out",
                                            "{sp}/odd_plan"], "is a folder"),
+    # the files of an input folder are inputs (issue 45: `calibrate --data data --out data/s000.npy` replaced a sample)
+    ("calibrate-out-is-a-data-sample", ["calibrate", "{ws}/stack.onnx", "--data", "{user}/samples", "--out",
+                                        "{user}/samples/s000.npy"], "is a file of the --data folder"),
+    ("calibrate-stats-is-a-sample-through-dotdot", ["calibrate", "{ws}/stack.onnx", "--data", "{user}/samples",
+                                                    "--stats", "{user}/bd/../samples/s001.npy"], "the run's own input"),
+    ("calibrate-cache-is-a-hard-link-of-a-sample", ["calibrate", "{ws}/stack.onnx", "--data", "{user}/samples",
+                                                    "--cache", "{user}/sample_hard.npy"], "(s000.npy)"),
+    ("calibrate-out-through-a-symlinked-data-folder", ["calibrate", "{ws}/stack.onnx", "--data", "{user}/samples",
+                                                       "--out", "{sp}/samples_link/s002.npy"], "--data folder"),
+    ("calibrate-out-is-a-link-to-a-sample", ["calibrate", "{ws}/stack.onnx", "--data", "{sp}/samples_link", "--out",
+                                             "{sp}/sample_link.npy"], "(s003.npy)"),
+    ("export-out-is-a-held-back-sample", ["export-qdq", "{ws}/stack.onnx", "--stats", "{user}/stats.npz", "--data",
+                                          "{user}/samples", "--out", "{user}/samples/s003.npy"], "--data folder"),
+    ("compare-reference-is-a-sample", ["compare", "{user}/build", "--data", "{user}/samples", "--save-reference",
+                                       "{user}/sample_hard.npy"], "is a file of the --data folder"),
+    ("inspect-csv-over-the-build-folders-json", ["inspect", "{user}/build", "--csv", "{user}/build/engine.graph.json"],
+     "is a file of the graph folder"),
+    # names the file system cannot hold (issue 45: OSError tracebacks, before or after the work)
+    ("export-out-name-of-256-bytes", ["export-qdq", M, "--stats", "{user}/stats.npz", "--out",
+                                      "{ws}/" + "n" * 251 + ".onnx"], "is 256 bytes long"),
+    ("calibrate-out-name-of-300-bytes", ["calibrate", M, "--data", "demo", "--out", "{ws}/" + "b" * 296 + ".npz"],
+     "is 300 bytes long"),
+    ("calibrate-cache-name-of-256-bytes-in-utf-8", ["calibrate", M, "--data", "demo", "--cache",
+                                                    "{ws}/" + "\u00e9" * 125 + ".cache"], "is 256 bytes long"),
+    ("plan-out-folder-name-too-long", ["plan", "{ws}/stack.onnx", "--data", "{ws}/data", "--out",
+                                       "{ws}/" + "d" * 300 + "/plan"], "is 300 bytes long"),
+    ("share-out-path-over-4096-bytes", ["share", "{user}/none.ipynb", "--out", "{ws}/" + ("p" * 200 + "/") * 21
+                                        + "page.html"], "bytes long"),
+    ("calibrate-model-name-too-long", ["calibrate", "{ws}/" + "m" * 256 + ".onnx", "--data", "demo", "--cache",
+                                       "{user}/old.cache"], "is 261 bytes long"),
 ]
 
 
@@ -207,6 +244,40 @@ def test_an_output_that_would_break_the_write_rule_is_refused(ws, user, capsys, 
     assert fingerprint(user) == before, "a file the user had was changed"
     assert _special_state(ws) == special, "a pipe, device or link was replaced"
     assert not _leftovers(ws), _leftovers(ws)
+
+
+def test_names_at_the_limit_are_written_and_their_hidden_names_fit(ws, user, capsys):
+    """Issue 45: a legal 255-byte --out was refused, because the temporary file's name was longer than it."""
+    from trtwidgets.core.common.write_rule import partial_path
+
+    longest = {"export": "q" * 250 + ".onnx", "calibrate": "\u00e9" * 124 + "x.cache", "plan": "p" * 255}
+    assert all(len(os.fsencode(n)) == 255 for n in longest.values())
+    assert run_cli(["export-qdq", M, "--stats", str(user / "stats.npz"), "--out", str(ws / longest["export"])]) == 0
+    assert run_cli(["calibrate", M, "--data", "demo", "--max-samples", "2", "--no-progress", "--cache",
+                    str(ws / longest["calibrate"])]) == 0
+    assert run_cli(["plan", str(ws / "stack.onnx"), "--data", str(ws / "data"), "--out", str(ws / longest["plan"]),
+                    "--no-progress"]) == 0
+    capsys.readouterr()
+    assert (ws / longest["export"]).stat().st_size > 1000 and (ws / longest["calibrate"]).stat().st_size > 10
+    assert (ws / longest["plan"] / "plan.json").is_file() and not _leftovers(ws)
+    for name in longest.values():  # where an interrupted run would write: within the limit, and its own name
+        partial = partial_path(ws / name)
+        assert len(os.fsencode(partial.name)) <= 255 and partial != ws / name and partial_path(partial) == partial
+    for name in longest.values():
+        target = ws / name
+        shutil.rmtree(target) if target.is_dir() else target.unlink()
+
+
+def test_a_killed_write_of_a_long_name_leaves_a_temporary_file_the_next_write_removes(tmp_path):
+    from trtwidgets.core.common.atomic import _temp_prefix, remove_stale_temps
+
+    target = tmp_path / ("k" * 251 + ".txt")
+    left = tmp_path / f"{_temp_prefix(target)}{_dead_pid()}.abcdefgh.tmp"
+    assert len(os.fsencode(left.name)) <= 255
+    left.write_bytes(b"half")
+    write_text_atomic(target, "whole")
+    assert target.read_text() == "whole" and not left.exists()
+    assert remove_stale_temps(target) == [] and sorted(p.name for p in tmp_path.iterdir()) == [target.name]
 
 
 # ---- a full disk: the file objects' write raises ENOSPC (the edge); everything else is the real code ----------
@@ -329,7 +400,31 @@ API_CASES = [
     ("write-text-to-dev-zero", lambda ws, user: write_text_atomic("/dev/zero", "x")),
     ("file-set-over-a-file", lambda ws, user: replace_file_set(user / "old.cache", PLAN_SET, lambda d: None)),
     ("file-set-over-a-fifo", lambda ws, user: replace_file_set(ws / "special" / "fifo", PLAN_SET, lambda d: None)),
+    # issue 45: an input folder's files are inputs (the rule in one place: refuse_inputs)
+    ("refuse-a-sample-of-an-input-folder", lambda ws, user: __import__(
+        "trtwidgets.core.common.write_rule", fromlist=["x"]).refuse_inputs(
+        ws / "special" / "samples_link" / "s001.npy", {"data": user / "samples"})),
+    ("refuse-a-hard-link-of-a-sample", lambda ws, user: __import__(
+        "trtwidgets.core.common.write_rule", fromlist=["x"]).refuse_inputs(user / "sample_hard.npy",
+                                                                           {"data": str(user / "samples")})),
+    ("write-text-over-a-long-name", lambda ws, user: write_text_atomic(ws / ("w" * 256), "x")),
+    ("save-a-calibration-over-a-sample-of-its-data", lambda ws, user: __import__("trtwidgets").calibrate(
+        ws / "stack.onnx", str(user / "samples"), progress=False).save(user / "samples" / "s002.npy")),
+    ("save-a-calibration-over-a-hard-link-of-a-sample", lambda ws, user: __import__("trtwidgets").calibrate(
+        ws / "stack.onnx", str(user / "samples"), progress=False).save(user / "sample_hard.npy")),
 ]
+
+
+def test_new_files_beside_the_samples_and_the_toolkits_own_statistics_there_may_be_written(ws, user, capsys):
+    """The rule refuses what the run reads, not a folder: `calibrate --data D --stats D/stats.npz` runs again."""
+    argv = ["calibrate", str(ws / "stack.onnx"), "--data", str(user / "samples"), "--no-progress",
+            "--stats", str(user / "samples" / "stats.npz"), "--out", str(user / "samples" / "cal.npz")]
+    samples = {k: v for k, v in fingerprint(user / "samples").items()}
+    assert run_cli(argv) == 0 and run_cli(argv) == 0, capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "is trtwidgets statistics (written by calibrate --stats), not a calibration sample" in err
+    after = fingerprint(user / "samples")
+    assert {k: after[k] for k in samples} == samples and {"stats.npz", "cal.npz"} <= set(after)
 
 
 @pytest.mark.parametrize("call", [pytest.param(c[1], id=c[0]) for c in API_CASES])
@@ -484,6 +579,26 @@ def test_export_qdq_interrupted_while_writing_keeps_the_earlier_model(ws, user, 
     assert proc.returncode == 130, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr and "as it was before this run" in proc.stderr
     assert fingerprint(user) == before and not _leftovers(ws)
+
+
+#: Ctrl-C in the first seconds (issue 45): (how the command line is started, the import it comes at).
+STARTUP_INTERRUPTS = [
+    ("python-m-loading-the-package", ["-m", "trtwidgets"], "trtwidgets.cli"),
+    ("python-m-building-the-parser", ["-m", "trtwidgets"], "trtwidgets.cli.export_qdq"),
+    ("console-script-building-the-parser", [], "trtwidgets.cli.lint"),
+    ("console-script-importing-numpy", [], "numpy"),
+]
+
+
+@pytest.mark.parametrize("start, module", [pytest.param(c[1], c[2], id=c[0]) for c in STARTUP_INTERRUPTS])
+def test_ctrl_c_while_the_command_line_starts_is_one_line_and_exit_130(ws, user, start, module):
+    """A real SIGINT at the first import of ``module``: once a KeyboardInterrupt traceback of 20 lines."""
+    before = fingerprint(user)
+    proc = _signal_at("import", 1, "INT", module, start + ["export-qdq", M, "--stats", str(user / "stats.npz"),
+                                                           "--out", str(user / "old.qdq.onnx")])
+    assert proc.returncode == 130, proc.stderr[-2000:]
+    assert proc.stderr == "trtwidgets: interrupted before the command started; nothing was written.\n", proc.stderr
+    assert proc.stdout == "" and fingerprint(user) == before and not _leftovers(ws)
 
 
 def test_a_killed_export_leaves_a_temporary_file_that_the_next_run_removes(ws, user):

@@ -111,9 +111,14 @@ def make_bad_inputs(bad: Path) -> None:
     with np.load(FIXTURES / "calib" / "cls_demo_stats.npz") as f:
         arrays = {k: f[k] for k in f.files}
     meta = json.loads(bytes(arrays["meta"]).decode())
+    samples = meta["samples"]
     meta["samples"] = None
     arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), np.uint8)
     np.savez(bad / "damaged_stats.npz", **arrays)
+    # Statistics with a "calibration" member that is no calibration (issue 45: --resume passed over it in silence).
+    arrays["meta"] = np.frombuffer(json.dumps(dict(meta, samples=samples)).encode(), np.uint8)
+    np.savez(bad / "objects_calibration.npz", **arrays, calibration=np.array([{"method": "max"}], dtype=object))
+    np.savez(bad / "text_calibration.npz", **arrays, calibration=np.frombuffer(b"{'method': 'max'}", np.uint8))
     # Inspector JSON.
     (bad / "binary.graph.json").write_bytes(pickle.dumps({"Layers": []}))
     shutil.copy(FIXTURES / "trt86" / "tiny" / "names_only" / "engine.graph.json", bad / "names_only.graph.json")

@@ -108,3 +108,44 @@ def test_the_checks_see_a_page_that_needs_the_network(tmp_path, browser):
     seen, asked, _ = open_offline(browser, plain)
     assert asked, "nbconvert's page asks for require.js, the widget manager and MathJax"
     assert seen["widget_manager_views"] >= 1 and seen["raw_tex"] >= 1 and seen["raw_tables"] >= 1, seen
+
+
+#: Run in the page after load: click every link and button a hostile notebook left (a javascript: URL runs on a
+#: click), then say whether any of its code ran and whether the page's own figure was drawn.
+_PROBE = """async () => {
+  for (const el of document.querySelectorAll('a, button')) {
+    if (!(el.getAttribute('href') || '').startsWith('#')) { try { el.click(); } catch (e) {} }
+  }
+  await new Promise(r => setTimeout(r, 1500));
+  return {ran: window.__pwned || 0, parent_ran: window.parent.__pwned || 0,
+          drawn: [...document.querySelectorAll('.plotly-graph-div')]
+                   .filter(f => f.querySelector('svg.main-svg')).length};
+}"""
+
+
+@pytest.mark.parametrize("trust", [False, True], ids=["shared", "trusted"])
+def test_a_hostile_notebooks_page_runs_none_of_its_code(tmp_path, browser, trust):
+    """Issue 45: the page carried the notebook's scripts; opened by a colleague, they ran. With trust=True they
+    run (the probe sees them: the check can fail), and the page's own figure is drawn either way."""
+    import nbformat
+
+    import trtwidgets as tw
+    from tests.bad_input.hostile_notebooks import hostile_notebook
+
+    nbformat.write(hostile_notebook(), str(tmp_path / "someone_else.ipynb"))
+    shared = tw.share(tmp_path / "someone_else.ipynb", tmp_path / "page.html", trust=trust)
+    page = browser.new_page(viewport={"width": 1300, "height": 900})
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:") else r.abort())
+    try:
+        page.goto(shared.path.as_uri(), wait_until="load", timeout=180_000)
+        page.wait_for_timeout(1500)
+        seen = page.evaluate(_PROBE)
+    finally:
+        page.close()
+    assert seen["drawn"] == 1, seen
+    if trust:
+        assert seen["ran"] > 0, "the probe must see the notebook's code run when it is kept"
+    else:
+        assert seen["ran"] == 0 and seen["parent_ran"] == 0 and not dialogs, (seen, dialogs)

@@ -21,6 +21,7 @@ input (the explanation goes to stderr, never a traceback), 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import pkgutil
@@ -51,14 +52,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="trtwidgets", description="Exploratory TensorRT quantization, headless.")
     parser.add_argument("--version", action="version", version=f"trtwidgets {__version__}")
     # No command given: nothing to run (the subparsers set these for their own commands).
-    parser.set_defaults(_run=None, _outputs={}, _output_files={})
+    parser.set_defaults(_run=None, _outputs={}, _output_files={}, _positionals=())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for modname in _command_modules():
         mod = importlib.import_module(f"{__name__}.{modname}")
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=getattr(mod, "DESCRIPTION", mod.HELP))
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run, _outputs=dict(getattr(mod, "OUTPUTS", {})),
-                       _output_files=dict(getattr(mod, "OUTPUT_FILES", {})))
+                       _output_files=dict(getattr(mod, "OUTPUT_FILES", {})),
+                       _positionals=tuple(a.dest for a in p._actions if not a.option_strings))
     return parser
 
 
@@ -78,11 +80,24 @@ def main(argv: Optional[List[str]] = None) -> int:
     terminal encoding without ``×`` does not fail, and a closed standard output (``>&-``) discards what is
     printed instead of failing after the work is done.
     """
-    from ._terminal import open_standard_descriptors, safe_streams
+    try:
+        from ._terminal import open_standard_descriptors, safe_streams
 
-    open_standard_descriptors()
-    with safe_streams():
-        return _main(argv)
+        open_standard_descriptors()
+        with safe_streams():
+            return _main(argv)
+    except KeyboardInterrupt:
+        # Ctrl-C before a command's own handler is in place (imports, building the parser): one line, no traceback.
+        return interrupted_at_start()
+
+
+def interrupted_at_start() -> int:
+    """Say that Ctrl-C came before the command started (nothing was written); the exit status 130."""
+    try:
+        print("trtwidgets: interrupted before the command started; nothing was written.", file=sys.stderr)
+    except (OSError, ValueError, KeyboardInterrupt):  # a closed stderr, or a second Ctrl-C: the status says it
+        pass
+    return EXIT_INTERRUPTED
 
 
 def _check_working_folder() -> None:
@@ -108,6 +123,7 @@ def _main(argv: Optional[List[str]]) -> int:
     try:
         _check_working_folder()
         to_create = check_outputs(args, args._outputs, args._output_files)
+        _absolute_outputs(args, args._outputs)
         with notes_to(_note_printer()):
             code = int(args._run(args) or 0)
         # Flush here so that a reader that went away (``| head -1``) is noticed inside this try, not at exit.
@@ -118,6 +134,13 @@ def _main(argv: Optional[List[str]]) -> int:
     except UserError as err:
         print(f"trtwidgets {args.command}: {err.message}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except OSError as exc:
+        if exc.errno != errno.ENAMETOOLONG:
+            raise
+        # A name given on the command line (an input's: outputs are checked before the work) that no file system
+        # takes: bad input, wherever it was first used.
+        print(f"trtwidgets {args.command}: {_name_too_long(exc).message}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print(f"trtwidgets {args.command}: interrupted. Files are replaced only when complete: each output is "
               "either as it was before this run or complete.", file=sys.stderr)
@@ -126,6 +149,31 @@ def _main(argv: Optional[List[str]]) -> int:
         restore()
         for note in created_notes(args.command, to_create):
             print(note, file=sys.stderr)
+
+
+def _name_too_long(exc: OSError) -> UserError:
+    from ..core.common.write_rule import check_name_length
+
+    name = exc.filename if isinstance(exc.filename, str) else ""
+    try:
+        check_name_length(name or ".")
+    except UserError as err:  # says which name, how long, and the limit
+        return err
+    return UserError(f"{name or 'A path given'}: a name is longer than the file system allows.",
+                     f"{exc.strerror or 'File name too long'}.", "Give a shorter name.")
+
+
+def _absolute_outputs(args, outputs) -> None:
+    """Each output option as an absolute path, before any code of the user's runs (a metric's module, its calls).
+
+    Code that changes the working folder (``os.chdir``) must not move where the outputs go: ``--out p`` is ``p``
+    in the folder the command was started in. Joined, not normalized: ``link/..`` keeps meaning what the OS says.
+    """
+    cwd = os.getcwd()
+    for dest in outputs:
+        value = getattr(args, dest, None)
+        if isinstance(value, str) and value.strip():
+            setattr(args, dest, os.path.join(cwd, os.path.expanduser(value)))
 
 
 def _sigterm_interrupts():

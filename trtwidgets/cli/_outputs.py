@@ -7,6 +7,7 @@ says so in one line on stderr, so a typo in a path is seen rather than silently
 becoming a new folder. What cannot work is refused with exit 2 before any work
 starts (minutes of calibration should not end in "cannot write"):
 
+- a name in the path is longer than the file system allows (255 bytes a name);
 - the path is a folder where a file is wanted, or a file where a folder is wanted;
 - a file stands where a parent folder would have to be created;
 - the nearest existing parent folder is not writable;
@@ -17,7 +18,10 @@ starts (minutes of calibration should not end in "cannot write"):
   covers the files a command writes inside an output folder (``plan``'s ``plan.json``,
   ``plan.html``, ``model.qdq.onnx``) and the ``*.partial*`` names an interrupted run
   writes to, and compares resolved paths and the files themselves (hard and symbolic
-  links to an input are the input).
+  links to an input are the input);
+- an output is a file of an input folder: a sample of ``--data`` or ``--held-back`` (the
+  files their reader reads: ``.npy``/``.npz``/images at the top, not the toolkit's own
+  statistics), any file of another folder the command reads (a plan or build folder).
 
 A command declares its outputs as ``OUTPUTS = {"dest": "file" | "dir"}`` (argparse
 ``dest`` names), and the files it writes inside an output folder as
@@ -34,11 +38,14 @@ from typing import Dict, List, Mapping, Tuple
 from ..core.common.errors import UserError
 from ..core.common.paths import user_path
 from ..core.common.file_set import check_set_folder
-from ..core.common.write_rule import check_replaceable, file_identity, partial_path
+from ..core.common.write_rule import (check_name_length, check_replaceable, file_identity, folder_member,
+                                      partial_path)
 
 #: (input dest, output dest) pairs that may name the same file: continuing from statistics (or a calibration) and
 #: saving the merged result over them is a normal workflow (the write is atomic and holds the earlier samples too).
 IN_PLACE = {("resume", "stats"), ("resume", "out")}
+#: Input folders of samples: only the files their reader reads are inputs (``sources.reads_as_sample``).
+SAMPLE_FOLDERS = ("data", "held_back")
 
 
 def _option(dest: str) -> str:
@@ -55,18 +62,47 @@ def _missing_folders(path: Path) -> Tuple[List[Path], Path]:
     return list(reversed(missing)), parent
 
 
-def _inputs(args, outputs) -> Dict[object, str]:
-    """Every argument that names an existing file, by resolved path and by (device, inode) -> its dest."""
-    inputs = {}
+def _inputs(args, outputs) -> Tuple[Dict[object, str], Dict[str, str]]:
+    """Every argument that names an existing file, by resolved path and by (device, inode) -> its dest; and
+    every argument that names an existing folder: dest -> the folder."""
+    inputs, folders = {}, {}
     for dest, value in vars(args).items():
-        # Any other argument that names an existing file is an input the outputs must not overwrite.
+        # Any other argument that names an existing file or folder is an input the outputs must not overwrite.
         for item in (value if isinstance(value, list) else [value]):
-            if dest not in outputs and isinstance(item, str) and item and os.path.isfile(os.path.expanduser(item)):
+            if dest in outputs or dest.startswith("_") or not isinstance(item, str) or not item:
+                continue
+            if os.path.isfile(os.path.expanduser(item)):
                 inputs[os.path.realpath(os.path.expanduser(item))] = dest
                 ident = file_identity(item)  # (device, inode): a hard link to an input is the input
                 if ident is not None:
                     inputs[ident] = dest
-    return inputs
+            elif os.path.isdir(os.path.expanduser(item)):
+                folders[dest] = item
+    return inputs, folders
+
+
+def _folder_label(dest: str, positionals) -> str:
+    if dest in positionals:
+        return dest[:-4] if dest.endswith("_dir") else dest.replace("_", " ")
+    return _option(dest)
+
+
+def _refuse_members(option, value, path, kind, inside, folders, positionals) -> None:
+    """Refuse an output that would replace a file of an input folder (a sample of --data, a plan's file)."""
+    from ..core.calibration.sources import reads_as_sample
+
+    for dest, folder in folders.items():
+        samples = dest in SAMPLE_FOLDERS
+        for target, note in _written(path, kind, inside):
+            member = folder_member(target, folder, reads_as_sample if samples else None, recursive=not samples)
+            if member is not None:
+                label = _folder_label(dest, positionals)
+                raise UserError(f"{option} {value}{note} is a file of the {label} folder {folder}, the run's own "
+                                f"input ({member.name}).",
+                                "Writing it would replace a file this command reads" + (
+                                    " (a sample: later runs would read what was written in its place)."
+                                    if samples else "."),
+                                f"Give {option} a path outside {folder}.")
 
 
 def _written(path: Path, kind: str, inside) -> List[Tuple[Path, str]]:
@@ -135,7 +171,8 @@ def check_outputs(args, outputs: Mapping[str, str], inside: Mapping[str, Tuple[s
     to_create: Dict[Path, str] = {}
     seen: Dict[object, str] = {}
     inside = inside or {}
-    inputs = _inputs(args, outputs)
+    inputs, folders = _inputs(args, outputs)
+    positionals = getattr(args, "_positionals", ())
     for dest, kind in outputs.items():
         value = getattr(args, dest, None)
         if value is None or value is False or value is True:
@@ -144,6 +181,7 @@ def check_outputs(args, outputs: Mapping[str, str], inside: Mapping[str, Tuple[s
         if not str(value).strip():
             raise UserError(f"{option} is empty.", "It names the file to write.", f"Give a path, e.g. {option} out/{dest}.")
         path = user_path(str(value))
+        check_name_length(path, f"{option} {value}")  # before any OS call on it: each would fail, some after the work
         real, ident = os.path.realpath(path), file_identity(path)
         other = seen.get(real) or (seen.get(ident) if ident is not None else None)
         if other:
@@ -154,6 +192,7 @@ def check_outputs(args, outputs: Mapping[str, str], inside: Mapping[str, Tuple[s
             raise UserError(f"{option} {value} is the command's own input ({source}).",
                             "Writing it would destroy the file it is read from.", f"Give {option} another path.")
         _refuse_inputs(option, value, path, kind, tuple(inside.get(dest, ())), inputs, dest)
+        _refuse_members(option, value, path, kind, tuple(inside.get(dest, ())), folders, positionals)
         seen[real] = option
         if ident is not None:
             seen[ident] = option

@@ -161,11 +161,11 @@ def nonfinite_summary(stats) -> str:
 
 
 def run(args) -> int:
-    from ..core.calibration.calibration import Calibration
+    from ..core.calibration.calibration import Calibration, resume_stats
     from ..core.calibration.collect import collect_stats
     from ..core.calibration.data import spec_for
     from ..core.calibration.fingerprint import fingerprint_of
-    from ..core.calibration.stats import load_stats
+    from ..core.calibration.stats import zero_note
     from ..core.common.errors import UserError
     from ..core.common.write_rule import partial_path
     from ..core.model.load import load_model
@@ -178,7 +178,7 @@ def run(args) -> int:
     opt_shapes = parse_shapes(args.shape)
     adapt = parse_adapt(args.adapt)
     spec = spec_for(args.data, preprocessing=parse_preprocess(args.preprocess))
-    earlier = load_stats(args.resume) if args.resume else None
+    earlier = resume_stats(args.resume) if args.resume else None
     providers = [p.strip() for p in args.providers.split(",")] if args.providers else None
     stats = collect_stats(model, spec, providers=providers, stats=earlier, progress=not args.no_progress and not args.json,
                           batch_size=args.batch_size, max_samples=args.max_samples, adapt=adapt or None,
@@ -189,6 +189,9 @@ def run(args) -> int:
     cal = Calibration.fit(stats, args.method, args.percentile, data=str(spec.path or spec.kind),
                           fingerprint=fingerprint_of(model), model=model)
     _write(cal, paths, args.trt_version)
+    zeros = zero_note(stats)  # all-zero data said here, where the data is given, not later as ranges that match nothing
+    if zeros:
+        print(f"note: {zeros}", file=sys.stderr)
     seconds = time.perf_counter() - t0
     if args.json:
         print(json.dumps(report(cal, seconds), allow_nan=False))

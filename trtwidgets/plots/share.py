@@ -13,20 +13,33 @@ notebook as nbconvert's JupyterLab template does, with:
 - every formula as MathML (:mod:`.tex_html`): no MathJax.
 
 It executes nothing: run the notebook first and save it with its outputs.
+
+**A notebook's outputs are not trusted** (Jupyter's own trust model: it does not run the
+JavaScript of a notebook it did not run itself). A page made of a colleague's notebook is opened
+by someone else, so everything the notebook carries is made inert before it goes into the page
+(:func:`~.html_sanitize.sanitize_html`: ``<script>``, event handlers, ``javascript:`` links,
+frames and objects go; ``application/javascript`` outputs are dropped; Markdown's HTML and HTML
+widgets' values are cleaned the same way), and the page says what was removed. The page's own
+scripts (plotly.js, each figure's drawing script) are the toolkit's and stay. ``trust=True``
+(``--trust``) keeps the notebook's scripts, for a notebook one made oneself. A notebook that is
+not valid by nbformat's schema is refused; a widget state is data (:mod:`.widget_static` draws
+a box that holds itself once).
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import html
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from ..core.common.errors import UserError
 from ..core.common.json_limits import JsonLimits, check_file_size, check_json_text
+from .html_sanitize import Removed, sanitize_html
 from .tex_html import markdown_math
 from .widget_static import STATIC_CSS, StaticWidgets, model_id
 
@@ -73,7 +86,10 @@ class SharedPage:
     plotly_js : str
         ``"inline"`` (embedded once), ``"cdn"`` (loaded from plotly's CDN) or ``"none"`` (no figure).
     notes : tuple of str
-        What could not be drawn as it was, in words.
+        What could not be drawn as it was, and what was removed, in words.
+    removed : int
+        How many scripts, event handlers, links and other active parts of the notebook's outputs were
+        removed (0 with ``trust=True``).
     """
 
     path: Path
@@ -82,6 +98,7 @@ class SharedPage:
     widgets: int
     plotly_js: str
     notes: Tuple[str, ...] = ()
+    removed: int = 0
 
     def __str__(self) -> str:
         return (f"{self.path}: {self.size / 1e6:.1f} MB, {self.figures} figures, {self.widgets} widgets drawn, "
@@ -89,37 +106,58 @@ class SharedPage:
 
 
 class _Page:
-    """The outputs of one notebook rewritten for a page without a kernel or a network."""
+    """The outputs of one notebook rewritten for a page without a kernel or a network.
 
-    def __init__(self, widget_state: Dict[str, Any]):
+    ``trust``: the notebook's HTML goes in as it is; otherwise through :meth:`clean`.
+    """
+
+    def __init__(self, widget_state: Dict[str, Any], trust: bool = False):
         self.figures = 0
         self.widgets = 0
         self.notes: List[str] = []
-        self.static = StaticWidgets(widget_state, self.figure_html, self.outputs_html)
+        self.trust = trust
+        self.removed = Removed()
+        self.broken_figures = 0
+        self.static = StaticWidgets(widget_state, self.figure_html, self.outputs_html, self.clean)
 
-    def figure_html(self, fig: Dict[str, Any]) -> str:
+    def clean(self, text: str) -> str:
+        """The notebook's HTML ``text`` as it goes into the page: inert unless trusted (what went, counted)."""
+        return text if self.trust else sanitize_html(text, self.removed)
+
+    def figure_html(self, fig: Any) -> str:
         """A Plotly figure (``{"data", "layout", "config"}``) as a div and its drawing script, no plotly.js."""
         import plotly.io as pio
 
+        fig = fig if isinstance(fig, Mapping) else {}
+        data, layout, config = fig.get("data"), fig.get("layout"), fig.get("config")
         self.figures += 1
-        config = {"displaylogo": False, "responsive": True, **(fig.get("config") or {})}
-        return pio.to_html({"data": fig.get("data") or [], "layout": fig.get("layout") or {}}, config=config,
-                           include_plotlyjs=False, full_html=False, validate=False,
-                           div_id=f"trtw-figure-{self.figures}", default_width="100%")
+        config = {"displaylogo": False, "responsive": True, **(config if isinstance(config, Mapping) else {})}
+        try:
+            # plotly writes the JSON into its script with <, > and / escaped: names cannot end the script.
+            return pio.to_html({"data": data if isinstance(data, list) else [],
+                                "layout": layout if isinstance(layout, Mapping) else {}}, config=config,
+                               include_plotlyjs=False, full_html=False, validate=False,
+                               div_id=f"trtw-figure-{self.figures}", default_width="100%")
+        except (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError):
+            self.broken_figures += 1
+            return "<div class='trtw-share-note'>(a figure whose saved JSON could not be drawn)</div>"
 
     def output(self, out: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         """One output as it goes into the page (None: left out, it shows nothing without a kernel)."""
         data = out.get("data")
-        if out.get("output_type") not in ("display_data", "execute_result") or not isinstance(data, dict):
+        if out.get("output_type") not in ("display_data", "execute_result") or not isinstance(data, Mapping):
             return out
-        if WIDGET_VIEW in data:
-            mid = model_id("IPY_MODEL_" + str((data[WIDGET_VIEW] or {}).get("model_id", "")))
+        view = data.get(WIDGET_VIEW)
+        if isinstance(view, Mapping):
+            mid = model_id("IPY_MODEL_" + str(view.get("model_id", "")))
             body = self.static.render(mid or "")
             return _html_output(out, f"<div class='trtw-static-widget'>{body}</div>")
-        if PLOTLY_JSON in data:
-            return _html_output(out, self.figure_html(data[PLOTLY_JSON] or {}))
+        if isinstance(data.get(PLOTLY_JSON), Mapping):
+            return _html_output(out, self.figure_html(data[PLOTLY_JSON]))
         if PLOTLY_JS_MARK in _text(data.get("text/html")):
             return None  # plotly's notebook renderer announcing itself: plotly.js and no figure
+        if not self.trust:
+            return _inert_output(out, self)
         if "text/markdown" in data:
             out = copy.copy(out)
             out["data"] = dict(data, **{"text/markdown": markdown_math(_text(data["text/markdown"]))})
@@ -131,8 +169,71 @@ class _Page:
         for out in outputs:
             done = self.output(out)
             if done is not None:
-                parts.append(_output_html(done))
+                parts.append(_output_html(done, self.clean))
         return "".join(parts)
+
+    def problem_notes(self) -> List[str]:
+        """What the page could not draw as saved, and what it removed, in words."""
+        notes = []
+        if self.static.unknown:
+            notes.append("widgets without a static view: " + ", ".join(
+                f"{n} x{k}" for n, k in sorted(self.static.unknown.items())))
+        if self.static.problems:
+            notes.append("widgets not drawn as saved: " + ", ".join(
+                f"{n} x{k}" for n, k in sorted(self.static.problems.items())))
+        if self.broken_figures:
+            notes.append(f"figures whose saved JSON could not be drawn: {self.broken_figures}")
+        if self.removed:
+            notes.append("removed from the notebook's outputs what would run in a reader's browser: "
+                         f"{self.removed.describe()} (a notebook's outputs are not trusted, as Jupyter does not "
+                         "trust them; share it with --trust, trust=True, to keep them: only a notebook you made)")
+        return notes
+
+
+#: What of an output's bundle goes into a page of a notebook that is not trusted (the rest is never drawn by
+#: nbconvert, runs code, or loads a script from the network: application/javascript, text/vnd.mermaid).
+_INERT_MIMES = ("text/html", "text/markdown", "image/svg+xml", "text/latex", "image/png", "image/jpeg", "text/plain")
+#: Output metadata nbconvert writes into an <img> (unquoted): kept only as numbers, flags and known words.
+_IMAGE_METADATA = {"width": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+                   "height": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+                   "unconfined": lambda v: isinstance(v, bool), "needs_background": lambda v: v in ("light", "dark")}
+
+
+def _inert_metadata(meta: Any) -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    if not isinstance(meta, Mapping):
+        return out
+    for key, ok in _IMAGE_METADATA.items():
+        if key in meta and ok(meta[key]):
+            out[key] = meta[key]
+    for mime in ("image/png", "image/jpeg"):
+        if isinstance(meta.get(mime), Mapping):
+            out[mime] = _inert_metadata(meta[mime])
+    return out
+
+
+def _inert_output(out: Dict[str, Any], page: _Page) -> Dict[str, Any]:
+    """A display output of a notebook that is not trusted: HTML and SVG cleaned, JavaScript dropped."""
+    data = out["data"]
+    if "application/javascript" in data:
+        page.removed[("javascript-output", "application/javascript")] += 1
+    kept = {}
+    for mime in _INERT_MIMES:
+        if mime not in data:
+            continue
+        text = _text(data[mime])
+        if mime in ("text/html", "image/svg+xml"):
+            text = page.clean(text)
+        elif mime == "text/markdown":
+            text = markdown_math(text)  # cleaned once rendered (the exporter's markdown2html, _output_html)
+        elif mime in ("image/png", "image/jpeg"):
+            text = re.sub(r"[^A-Za-z0-9+/=]", "", text)  # base64 only: it is written into an attribute
+        kept[mime] = text
+    if not kept:  # only code or what the page cannot draw: said in words (an empty bundle draws nothing at all)
+        kept["text/plain"] = f"(an output this page does not show: {', '.join(sorted(map(str, data)))[:200]})"
+    new = {k: v for k, v in out.items() if k not in ("data", "metadata")}
+    new["data"], new["metadata"] = kept, _inert_metadata(out.get("metadata"))
+    return new
 
 
 def _text(value: Any) -> str:
@@ -149,8 +250,11 @@ def _html_output(out: Dict[str, Any], body: str) -> Dict[str, Any]:
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
-def _output_html(out: Dict[str, Any]) -> str:
-    """One output inside an Output widget (what nbconvert would write for it, in short)."""
+def _output_html(out: Dict[str, Any], clean=lambda text: text) -> str:
+    """One output inside an Output widget (what nbconvert would write for it, in short).
+
+    ``clean`` cleans the HTML Markdown renders to (the rest was cleaned as the output was read: :meth:`_Page.output`).
+    """
     kind = out.get("output_type")
     if kind == "stream":
         return f"<pre>{html.escape(_ANSI.sub('', _text(out.get('text'))))}</pre>"
@@ -167,7 +271,7 @@ def _output_html(out: Dict[str, Any]) -> str:
     if "text/markdown" in data:
         from nbconvert.filters import markdown2html
 
-        return markdown2html(_text(data["text/markdown"]))
+        return clean(markdown2html(_text(data["text/markdown"])))
     return f"<pre>{html.escape(_text(data.get('text/plain')))}</pre>"
 
 
@@ -183,10 +287,21 @@ def _read_notebook(path: Path):
         raise UserError(f"Could not read the notebook {path}.", f"{exc}.", "Give a readable .ipynb file.") from None
     check_json_text(text, str(path), NOTEBOOK_LIMITS)
     try:
-        return nbformat.reads(text, as_version=4)
+        nb = nbformat.reads(text, as_version=4)
     except Exception as exc:  # noqa: BLE001 - nbformat's JSON and schema errors have no common base
-        raise UserError(f"{path} is not a Jupyter notebook.", f"nbformat could not read it: {exc}",
+        raise UserError(f"{path} is not a Jupyter notebook.", f"nbformat could not read it: {exc}"[:600],
                         "Give a .ipynb file saved by Jupyter.") from None
+    try:
+        # nbformat.reads only logs a schema error: an execution count of text, an output of a number, would be
+        # written into the page as they are.
+        nbformat.validate(nb)
+    except Exception as exc:  # noqa: BLE001 - jsonschema's and nbformat's validation errors
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"{path} is not a valid Jupyter notebook: {first[:200]}",
+                        "A notebook's cells and outputs have the types nbformat's schema gives; this one's do not "
+                        "(it was edited by hand, or written by another tool).",
+                        "Open it in Jupyter and save it again, or give the notebook as Jupyter wrote it.") from None
+    return nb
 
 
 def _check_executed(nb, path: Path) -> None:
@@ -206,14 +321,40 @@ def _plotly_head(how: str) -> str:
     return f'<script type="text/javascript">{get_plotlyjs()}</script>'
 
 
-def page_html(nb, plotlyjs: str = "inline", title: Optional[str] = None) -> Tuple[str, _Page]:
-    """The page of the notebook node ``nb`` (executed), and what went into it. ``nb`` is not changed."""
-    from jinja2 import DictLoader
+def _widget_state(widgets: Any) -> Dict[str, Any]:
+    """The saved models of a notebook's ``metadata.widgets`` (an empty dict for anything else)."""
+    saved = widgets.get(WIDGET_STATE) if isinstance(widgets, Mapping) else None
+    state = saved.get("state") if isinstance(saved, Mapping) else None
+    return dict(state) if isinstance(state, Mapping) else {}
+
+
+@functools.lru_cache(maxsize=1)
+def _exporter_class():
+    """nbconvert's HTML exporter whose Markdown (cells and outputs) goes through the page's ``clean``."""
+    from jinja2 import pass_context
     from nbconvert import HTMLExporter
 
+    class SharedPageExporter(HTMLExporter):
+        clean = None
+
+        @pass_context
+        def markdown2html(self, context, source):
+            text = super().markdown2html(context, source)
+            return self.clean(text) if self.clean is not None else text
+
+    return SharedPageExporter
+
+
+def page_html(nb, plotlyjs: str = "inline", title: Optional[str] = None,
+              trust: bool = False) -> Tuple[str, _Page]:
+    """The page of the notebook node ``nb`` (executed), and what went into it. ``nb`` is not changed.
+
+    ``trust``: keep the notebook's scripts and HTML as they are (else they are made inert: module docstring).
+    """
+    from jinja2 import DictLoader
+
     nb = copy.deepcopy(nb)
-    widgets = nb.metadata.pop("widgets", None) or {}
-    page = _Page(dict((widgets.get(WIDGET_STATE) or {}).get("state") or {}))
+    page = _Page(_widget_state(nb.metadata.pop("widgets", None)), trust=trust)
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             cell.source = markdown_math(cell.source)
@@ -221,20 +362,19 @@ def page_html(nb, plotlyjs: str = "inline", title: Optional[str] = None) -> Tupl
             # Widget areas of the page: widgets inside an Output widget are parts of one area, not areas.
             page.widgets += sum(WIDGET_VIEW in (out.get("data") or {}) for out in cell.get("outputs", []))
             cell.outputs = [o for o in (page.output(out) for out in cell.get("outputs", [])) if o is not None]
-    if page.static.unknown:
-        page.notes.append("widgets without a static view: " + ", ".join(
-            f"{n} x{k}" for n, k in sorted(page.static.unknown.items())))
     head = _plotly_head(plotlyjs) if page.figures else ""
-    exporter = HTMLExporter(template_name="lab", extra_loaders=[DictLoader({_TEMPLATE_NAME: _TEMPLATE})],
-                            template_file=_TEMPLATE_NAME)
+    exporter = _exporter_class()(template_name="lab", extra_loaders=[DictLoader({_TEMPLATE_NAME: _TEMPLATE})],
+                                 template_file=_TEMPLATE_NAME)
+    exporter.clean = page.clean
     name = title or nb.metadata.get("title") or "notebook"
-    body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": name},
+    body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": str(name)},
                                                          "trtw_css": STATIC_CSS + _PAGE_CSS, "trtw_head": head})
+    page.notes.extend(page.problem_notes())
     return body, page
 
 
 def share(notebook: Union[str, os.PathLike], out: Union[str, os.PathLike], *, plotlyjs: str = "inline",
-          title: Optional[str] = None) -> SharedPage:
+          title: Optional[str] = None, trust: bool = False) -> SharedPage:
     """Write an executed notebook as one self-contained HTML page (nothing is executed).
 
     Widgets are drawn from their saved state, Plotly figures from their JSON with
@@ -254,6 +394,10 @@ def share(notebook: Union[str, os.PathLike], out: Union[str, os.PathLike], *, pl
         from plotly's CDN (a small page that needs the network for its figures).
     title : str, optional
         The page's title (default: the notebook's file name).
+    trust : bool
+        Keep the notebook's scripts, event handlers and other active HTML in its outputs (default: they are
+        removed, and the page's notes say what went: the notebook is someone's data, and the page is opened
+        by someone else). Only for a notebook you made yourself.
 
     Returns
     -------
@@ -268,7 +412,7 @@ def share(notebook: Union[str, os.PathLike], out: Union[str, os.PathLike], *, pl
     """
     from ..core.common.atomic import write_text_atomic
     from ..core.common.paths import user_path
-    from ..core.common.write_rule import check_replaceable, refuse_inputs, write_error
+    from ..core.common.write_rule import check_name_length, check_replaceable, refuse_inputs, write_error
 
     if plotlyjs not in PLOTLYJS_CHOICES:
         raise UserError(f"plotlyjs={plotlyjs!r} is not a way to load plotly.js.",
@@ -278,15 +422,16 @@ def share(notebook: Union[str, os.PathLike], out: Union[str, os.PathLike], *, pl
     if dest.suffix.lower() not in (".html", ".htm"):
         raise UserError(f"{dest} is not an .html file.", "The page is HTML; another suffix opens in the wrong program.",
                         "Give a path ending in .html.")
+    check_name_length(dest, "the page")  # before the notebook is read and drawn: the write would fail after
     refuse_inputs(dest, {"notebook": src}, "the page")
     check_replaceable(dest, "the page")
     nb = _read_notebook(src)
     _check_executed(nb, src)
-    body, page = page_html(nb, plotlyjs, title or src.stem)
+    body, page = page_html(nb, plotlyjs, title or src.stem, trust=bool(trust))
     try:
         written = write_text_atomic(dest, body)
     except OSError as exc:
         raise write_error(exc, dest) from None
     return SharedPage(path=Path(written), size=len(body.encode("utf-8")), figures=page.figures,
                       widgets=page.widgets, plotly_js=("none" if not page.figures else plotlyjs),
-                      notes=tuple(page.notes))
+                      notes=tuple(page.notes), removed=sum(page.removed.values()))

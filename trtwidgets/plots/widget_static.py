@@ -8,9 +8,15 @@ disabled controls showing their value, Output widgets' outputs, and Plotly
 ``FigureWidget`` s as figures from their saved data and layout. The rule table
 (:data:`RENDERERS`, model name -> writer) is apart from the walk (:class:`StaticWidgets`).
 
-HTML widgets' values are written as they are, as nbconvert writes a ``text/html``
-output: the toolkit escapes every model-provided name before it reaches a widget.
-Every other value (labels, descriptions, option names, text) is escaped here.
+HTML widgets' values (and descriptions that allow HTML) go through the page's ``clean``
+(:func:`~.html_sanitize.sanitize_html` for a notebook that is not trusted; the toolkit
+escapes every model-provided name before it reaches a widget). Every other value (labels,
+descriptions, option names, text) is escaped here.
+
+A saved state is data, and may be anyone's: a box that holds itself (or a 2,000-deep
+chain of boxes) is drawn once, down to :data:`MAX_DEPTH` levels, and at most
+:data:`MAX_VIEWS` widget views per page; a model whose state has the wrong types is a
+note in the page, never an exception (:attr:`StaticWidgets.problems` counts each).
 """
 
 from __future__ import annotations
@@ -18,8 +24,14 @@ from __future__ import annotations
 import html
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
+from .html_sanitize import sanitize_html
+
 #: A reference to another model inside a widget state.
 MODEL_REF = "IPY_MODEL_"
+#: Widgets nested deeper than this are not drawn (an app nests about 10 deep).
+MAX_DEPTH = 40
+#: At most this many widget views are drawn in one page (shared children are drawn each time they are shown).
+MAX_VIEWS = 5_000
 
 #: Styles of the static widgets (the page's <head> holds them once).
 STATIC_CSS = """
@@ -47,19 +59,24 @@ def model_id(ref: Any) -> Optional[str]:
     return ref[len(MODEL_REF):] if isinstance(ref, str) and ref.startswith(MODEL_REF) else None
 
 
-def _described(state: Mapping[str, Any], body: str) -> str:
+def _described(sw: "StaticWidgets", state: Mapping[str, Any], body: str) -> str:
     desc = state.get("description") or ""
     if not desc:
         return body
-    label = desc if state.get("description_allow_html") else esc(desc)
+    label = sw.clean(str(desc)) if state.get("description_allow_html") else esc(desc)
     return f"<span class='trtw-sw-desc'>{label}</span>{body}"
 
 
+def _items(value: Any) -> List[Any]:
+    """``value`` as a list when it is one (or a tuple); else nothing (a saved state is anyone's data)."""
+    return list(value) if isinstance(value, (list, tuple)) else []
+
+
 def _selected_labels(state: Mapping[str, Any]) -> List[str]:
-    labels = list(state.get("_options_labels") or [])
+    labels = _items(state.get("_options_labels"))
     index = state.get("index")
     chosen = index if isinstance(index, list) else ([] if index is None else [index])
-    return [labels[i] for i in chosen if isinstance(i, int) and 0 <= i < len(labels)]
+    return [str(labels[i]) for i in chosen if isinstance(i, int) and not isinstance(i, bool) and 0 <= i < len(labels)]
 
 
 def _value_text(state: Mapping[str, Any]) -> str:
@@ -82,24 +99,60 @@ class StaticWidgets:
         (without plotly.js, which the page holds once).
     outputs_html : callable
         ``outputs_html(outputs) -> str``: an Output widget's outputs (nbformat output dicts).
+    clean : callable, optional
+        ``clean(html) -> str`` for the HTML a widget holds (an HTML widget's value, a description that
+        allows HTML); default :func:`~.html_sanitize.sanitize_html` (the page passes its own, which counts
+        what it removed, or keeps everything for a notebook it was told to trust).
     """
 
     def __init__(self, state: Mapping[str, Mapping[str, Any]], figure_html: Callable[[dict], str],
-                 outputs_html: Callable[[list], str]):
-        self.state = state
+                 outputs_html: Callable[[list], str], clean: Optional[Callable[[str], str]] = None):
+        self.state = state if isinstance(state, Mapping) else {}
         self.figure_html = figure_html
         self.outputs_html = outputs_html
+        self.clean = clean or sanitize_html
         self.figures = 0
         self.unknown: Dict[str, int] = {}
+        #: What could not be drawn as saved: "contains itself", "nested too deep", "too many views", "unreadable".
+        self.problems: Dict[str, int] = {}
+        self._drawing: List[str] = []  # the models being drawn, outermost first
+        self._views = 0
 
     def render(self, mid: str) -> str:
         """The HTML of the model ``mid`` and everything it holds ('' for a hidden widget)."""
         model = self.state.get(mid)
         if model is None:
             return "<div class='trtw-sw-note'>(a widget whose state was not saved with the notebook)</div>"
+        refused = self._refused(mid, model)
+        if refused:
+            self.problems[refused] = self.problems.get(refused, 0) + 1
+            return f"<div class='trtw-sw-note'>({esc(_PROBLEMS[refused])})</div>"
         state = model.get("state") or {}
+        if not isinstance(state, Mapping):
+            state = {}
         if self._hidden(state):
             return ""
+        self._views += 1
+        self._drawing.append(mid)
+        try:
+            return self._draw(model, state)
+        except (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError):
+            self.problems["unreadable"] = self.problems.get("unreadable", 0) + 1
+            return f"<div class='trtw-sw-note'>({esc(_PROBLEMS['unreadable'])})</div>"
+        finally:
+            self._drawing.pop()
+
+    def _refused(self, mid: str, model: Any) -> str:
+        """Why the model ``mid`` is not drawn here ('' when it is)."""
+        if not isinstance(model, Mapping):
+            return "unreadable"
+        if mid in self._drawing:
+            return "contains itself"
+        if len(self._drawing) >= MAX_DEPTH:
+            return "nested too deep"
+        return "too many views" if self._views >= MAX_VIEWS else ""
+
+    def _draw(self, model: Mapping[str, Any], state: Mapping[str, Any]) -> str:
         writer = RENDERERS.get(str(model.get("model_name", "")))
         if writer is None:
             if "_widget_data" in state:  # plotly's FigureWidget (an anywidget): its data and layout
@@ -112,11 +165,21 @@ class StaticWidgets:
 
     def children(self, state: Mapping[str, Any]) -> List[str]:
         """The HTML of each child of a box, tab or accordion."""
-        return [self.render(mid) for mid in (model_id(r) for r in state.get("children") or []) if mid]
+        return [self.render(mid) for mid in (model_id(r) for r in _items(state.get("children"))) if mid]
 
     def _hidden(self, state: Mapping[str, Any]) -> bool:
-        layout = self.state.get(model_id(state.get("layout")) or "", {}).get("state") or {}
+        layout_model = self.state.get(model_id(state.get("layout")) or "")
+        layout = layout_model.get("state") if isinstance(layout_model, Mapping) else None
+        if not isinstance(layout, Mapping):
+            return False
         return layout.get("display") == "none" or layout.get("visibility") == "hidden"
+
+
+#: What a widget that is not drawn shows instead, by :attr:`StaticWidgets.problems`' key.
+_PROBLEMS = {"contains itself": "a widget that contains itself: drawn once, above",
+             "nested too deep": f"widgets nested more than {MAX_DEPTH} deep: not drawn below this",
+             "too many views": f"more than {MAX_VIEWS:,} widget views: not drawn",
+             "unreadable": "a widget whose saved state could not be read"}
 
 
 def _vbox(sw: StaticWidgets, state, model) -> str:
@@ -129,7 +192,7 @@ def _hbox(sw: StaticWidgets, state, model) -> str:
 
 def _panels(sw: StaticWidgets, state, model) -> str:
     """Tabs and accordions: every panel open, under its title (a page has no clicks to spare)."""
-    titles = list(state.get("titles") or [])
+    titles = _items(state.get("titles"))
     selected = state.get("selected_index")
     out = []
     for i, child in enumerate(sw.children(state)):
@@ -147,29 +210,30 @@ def _stack(sw: StaticWidgets, state, model) -> str:
 
 
 def _html(sw: StaticWidgets, state, model) -> str:
-    return _described(state, str(state.get("value") or ""))
+    return _described(sw, state, sw.clean(str(state.get("value") or "")))
 
 
 def _label(sw: StaticWidgets, state, model) -> str:
-    return _described(state, esc(state.get("value")))
+    return _described(sw, state, esc(state.get("value")))
 
 
 def _text(sw: StaticWidgets, state, model) -> str:
     value = _value_text(state) or state.get("placeholder") or ""
-    return _described(state, f"<input type='text' disabled value='{esc(value)}' size='{max(8, min(60, len(value)))}'>")
+    size = max(8, min(60, len(value)))
+    return _described(sw, state, f"<input type='text' disabled value='{esc(value)}' size='{size}'>")
 
 
 def _password(sw: StaticWidgets, state, model) -> str:
-    return _described(state, "<input type='password' disabled value='********'>")  # never the value itself
+    return _described(sw, state, "<input type='password' disabled value='********'>")  # never the value itself
 
 
 def _textarea(sw: StaticWidgets, state, model) -> str:
-    return _described(state, f"<textarea disabled rows='3' cols='60'>{esc(_value_text(state))}</textarea>")
+    return _described(sw, state, f"<textarea disabled rows='3' cols='60'>{esc(_value_text(state))}</textarea>")
 
 
 def _choice(sw: StaticWidgets, state, model) -> str:
     """Dropdowns and selection sliders: the chosen option."""
-    return _described(state, f"<span class='trtw-sw-value'>{esc(', '.join(_selected_labels(state)))}</span>")
+    return _described(sw, state, f"<span class='trtw-sw-value'>{esc(', '.join(_selected_labels(state)))}</span>")
 
 
 def _options(sw: StaticWidgets, state, model) -> str:
@@ -177,17 +241,23 @@ def _options(sw: StaticWidgets, state, model) -> str:
     chosen = set(_selected_labels(state))
     spans = "".join(f"<span class='{'trtw-sw-selected' if lab in chosen else ''}'>{esc(lab)}</span>"
                     for lab in state.get("_options_labels") or [])
-    return _described(state, f"<span class='trtw-sw-options'>{spans}</span>")
+    return _described(sw, state, f"<span class='trtw-sw-options'>{spans}</span>")
 
 
 def _number(sw: StaticWidgets, state, model) -> str:
     """Sliders and number boxes: the value as read out."""
-    return _described(state, f"<span class='trtw-sw-value'>{esc(_value_text(state))}</span>")
+    return _described(sw, state, f"<span class='trtw-sw-value'>{esc(_value_text(state))}</span>")
+
+
+def _number_or(value: Any, default: float) -> float:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+    return float(value) if ok and abs(value) < 1e300 else default
 
 
 def _progress(sw: StaticWidgets, state, model) -> str:
-    lo, hi, value = state.get("min", 0) or 0, state.get("max", 100) or 100, state.get("value", 0) or 0
-    return _described(state, f"<progress value='{esc(value - lo)}' max='{esc(hi - lo)}'></progress>")
+    lo, hi = _number_or(state.get("min"), 0.0), _number_or(state.get("max"), 100.0)
+    value = _number_or(state.get("value"), 0.0)
+    return _described(sw, state, f"<progress value='{esc(value - lo)}' max='{esc(hi - lo)}'></progress>")
 
 
 def _checkbox(sw: StaticWidgets, state, model) -> str:
@@ -201,13 +271,13 @@ def _button(sw: StaticWidgets, state, model) -> str:
 
 
 def _output(sw: StaticWidgets, state, model) -> str:
-    return sw.outputs_html(list(state.get("outputs") or []))
+    return sw.outputs_html([o for o in _items(state.get("outputs")) if isinstance(o, Mapping)])
 
 
 def _image(sw: StaticWidgets, state, model) -> str:
     fmt = str(state.get("format") or "png")
-    for buf in model.get("buffers") or []:
-        if buf.get("path") == ["value"] and buf.get("encoding", "base64") == "base64":
+    for buf in _items(model.get("buffers")):
+        if isinstance(buf, Mapping) and buf.get("path") == ["value"] and buf.get("encoding", "base64") == "base64":
             data = str(buf.get("data", ""))
             return f"<img alt='{esc(state.get('description'))}' src='data:image/{esc(fmt)};base64,{esc(data)}'>"
     return "<div class='trtw-sw-note'>(an image whose bytes were not saved)</div>"
@@ -215,8 +285,12 @@ def _image(sw: StaticWidgets, state, model) -> str:
 
 def _figure(sw: StaticWidgets, state, model) -> str:
     sw.figures += 1
-    return sw.figure_html({"data": state.get("_widget_data") or [], "layout": state.get("_widget_layout") or {},
-                           "config": state.get("_config") or {}})
+    return sw.figure_html({"data": _items(state.get("_widget_data")), "layout": _mapping(state.get("_widget_layout")),
+                           "config": _mapping(state.get("_config"))})
+
+
+def _mapping(value: Any) -> Dict[str, Any]:
+    return dict(value) if isinstance(value, Mapping) else {}
 
 
 #: ipywidgets model name -> writer. Style and layout models are read through the widgets that use them.

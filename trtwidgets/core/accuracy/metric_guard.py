@@ -12,26 +12,34 @@ goes through :func:`call_metric`:
   the metric (``SIGALRM``); elsewhere (a widget's worker thread) the metric runs in a thread of its
   own that is left behind when it overruns;
 * **its answer checked**: an exception, ``sys.exit()`` inside it, or a value that is not a number
-  (a string, None, NaN) is a :class:`~..common.errors.UserError` naming the metric, with the cause.
-  The command line exits 2 (bad input), never 1 (1 means "no candidate meets the target").
+  (a string, None, NaN, an integer or fraction too large for a float, a number whose ``__float__``
+  raises) is a :class:`~..common.errors.UserError` naming the metric, with the cause. The command
+  line exits 2 (bad input), never 1 (1 means "no candidate meets the target"). The conversion to a
+  float runs inside the time limit too (a slow ``__float__`` is the metric's time);
+* **the process as it was**: a metric that changes the working folder (``os.chdir``) has it set
+  back after the call (relative output paths still mean what the user typed), and what it prints
+  goes to standard error, so standard output stays the command's own (``plan --json``).
 
 The toolkit's own metrics are marked :func:`trusted` and called directly.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 import os
 import signal
+import sys
 import threading
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Iterator, Mapping, Optional
 
 import numpy as np
 
 from ..common.errors import UserError
 
-__all__ = ["DEFAULT_METRIC_SECONDS", "METRIC_SECONDS_ENV", "call_metric", "guarded", "metric_seconds", "trusted"]
+__all__ = ["DEFAULT_METRIC_SECONDS", "METRIC_SECONDS_ENV", "call_metric", "guarded", "metric_seconds", "trusted",
+           "user_code"]
 
 #: Environment variable: the most seconds one call of a user's metric may take (0: no limit).
 METRIC_SECONDS_ENV = "TRTWIDGETS_METRIC_SECONDS"
@@ -118,7 +126,9 @@ def call_metric(fn: Callable, name: str, *outputs: Mapping[str, Any], on: str = 
     args = [_copies(m) for m in outputs]
     seconds = metric_seconds()
     try:
-        value = _within(seconds, lambda: fn(*args))
+        # The answer becomes a float inside the limit: a __float__ of the metric's is the metric's code.
+        with user_code(name):
+            return _within(seconds, lambda: checked_value(fn(*args), name, on))
     except (UserError, KeyboardInterrupt):
         raise
     except _Overran:
@@ -127,14 +137,70 @@ def call_metric(fn: Callable, name: str, *outputs: Mapping[str, Any], on: str = 
                         f"Fix the metric (a loop that never ends, a wait for input), or allow it longer: "
                         f"{METRIC_SECONDS_ENV}=SECONDS (0: no limit).") from None
     except SystemExit as exc:
-        raise UserError(f"The metric {name} called sys.exit({exc.code!r}) on {on}.",
+        raise UserError(f"The metric {name} called sys.exit({_shown(exc.code)}) on {on}.",
                         "A metric answers with a number; exiting would end the plan with nothing written.",
                         "Return a float (higher is better) instead of exiting.") from None
     except BaseException as exc:  # noqa: BLE001 - the user's code: any failure is reported with its cause
-        raise UserError(f"The metric {name} failed on {on}.", f"{type(exc).__name__}: {exc}"[:500],
+        raise UserError(f"The metric {name} failed on {on}.", _cause(exc),
                         "Fix the metric; it is called as function(reference, candidate) -> float with two dicts "
                         "of output name -> array (batch first).") from exc
-    return checked_value(value, name, on)
+
+
+@contextlib.contextmanager
+def user_code(name: str) -> Iterator[None]:
+    """Run a metric's code (its call, its module's import, its factory): prints to stderr, the working folder kept.
+
+    What the code prints goes to standard error (standard output is the command's: ``plan --json``); a working
+    folder it changed is set back afterwards, with a note (relative paths keep meaning what the user typed).
+    """
+    folder = _working_folder()
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        _set_back(folder, name)
+
+
+def _cause(exc: BaseException) -> str:
+    """``"Type: message"`` of the user's exception, at most 500 characters (a __str__ that fails is not ours)."""
+    try:
+        text = str(exc)
+    except Exception:  # noqa: BLE001 - the user's __str__
+        text = "(its message could not be read)"
+    return f"{type(exc).__name__}: {text}"[:500]
+
+
+def _working_folder() -> Optional[str]:
+    try:
+        return os.getcwd()
+    except OSError:  # deleted under the process: nothing to set back
+        return None
+
+
+def _set_back(folder: Optional[str], name: str) -> None:
+    """The working folder as it was before the metric ran (a metric's ``os.chdir`` must not move the outputs)."""
+    now = _working_folder()
+    if folder is None or now == folder:
+        return
+    try:
+        os.chdir(folder)
+    except OSError:
+        return
+    from ..common.notes import note
+
+    note(f"the metric {name} changed the working folder (to {now or 'a folder since deleted'}); it was set back "
+         f"to {folder}")
+
+
+def _shown(value: Any) -> str:
+    """``repr(value)`` for a message, at most 80 characters; a repr that fails or is huge is not the message's."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 256:
+        return f"an integer of {value.bit_length()} bits"
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - the user's __repr__
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def checked_value(value: Any, name: str, on: str = "a candidate's outputs") -> float:
@@ -143,10 +209,18 @@ def checked_value(value: Any, name: str, on: str = "a candidate's outputs") -> f
     if isinstance(value, np.ndarray) and value.size == 1 and np.issubdtype(value.dtype, np.number):
         value = value.reshape(())[()]
     if isinstance(value, (numbers.Real, np.number)) and not isinstance(value, (bool, np.bool_)):
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:
+            raise UserError(f"The metric {name} returned {_shown(value)} ({type(value).__name__}) on {on}: too large "
+                            "for a float.", "A candidate's metric is compared as a float, and this number has none.",
+                            "Return a float (higher is better), e.g. a score scaled to 0..1.") from None
+        except Exception as exc:  # noqa: BLE001 - the user's own __float__
+            raise UserError(f"The metric {name} returned a {type(value).__name__} on {on} that could not be made a "
+                            "float.", f"float() of it raised {_cause(exc)}"[:300],
+                            "Return a float (higher is better), e.g. return float(score).") from None
     if number is None:
-        shown = repr(value)
-        raise UserError(f"The metric {name} returned {shown[:80]} ({type(value).__name__}) on {on}, not a number.",
+        raise UserError(f"The metric {name} returned {_shown(value)} ({type(value).__name__}) on {on}, not a number.",
                         "A candidate is judged by how far its metric falls below FP32's: that needs a number.",
                         "Return a float (higher is better), e.g. return float(score).")
     if math.isnan(number):

@@ -53,7 +53,7 @@ import numpy as np
 
 from ..common.errors import UserError
 from .builtin_metrics import BUILTIN, DEFAULT_DROP, DETECTION_DROP, Factory, Outputs, TaskMetric
-from .metric_guard import call_metric, guarded, trusted
+from .metric_guard import call_metric, guarded, trusted, user_code
 
 __all__ = ["DEFAULT_DROP", "DETECTION_DROP", "REGISTRY", "MetricNotRegistered", "TaskMetric", "check_metric_text",
            "import_metric", "is_function_text", "make_task_metric", "metric_names", "parse_task_metric",
@@ -75,6 +75,10 @@ REGISTRY: Dict[str, Factory] = dict(BUILTIN)
 #: The toolkit's own metrics: called directly (:func:`.metric_guard.trusted`), never replaced by a registration.
 _BUILTIN: Dict[str, Factory] = BUILTIN
 
+#: Name -> what it was registered with (the factory, or the function of ``package.module:function``): a later
+#: registration of the same name with another one is refused unless it says ``replace=True``.
+_GIVEN: Dict[str, Callable] = {}
+
 
 def is_function_text(text: str) -> bool:
     """Whether ``text`` has the form ``package.module:function`` (the user's own metric, by name)."""
@@ -82,7 +86,7 @@ def is_function_text(text: str) -> bool:
     return bool(sep) and bool(_DOTTED.match(module_name)) and bool(_IDENT.match(attr))
 
 
-def register_metric(name: str, factory: Callable) -> None:
+def register_metric(name: str, factory: Callable, *, replace: bool = False) -> None:
     """Make a metric known by name in this process, so that a plan naming it can be judged by it.
 
     Parameters
@@ -94,11 +98,16 @@ def register_metric(name: str, factory: Callable) -> None:
     factory : callable
         For a name: ``factory(reference, options, labels) -> TaskMetric``. For ``package.module:function``:
         the function itself, ``function(reference, candidate) -> float``.
+    replace : bool
+        Replace what the name is registered to already. Without it, registering a name again with another
+        function is refused (the same function again, or a cell defining it run again, is fine): a plan that
+        names the metric would otherwise be judged by another metric without a word.
 
     Raises
     ------
     UserError
-        The name is neither form, names a built-in metric, or the factory is not callable.
+        The name is neither form, names a built-in metric, is registered to another function (and not
+        ``replace``), or the factory is not callable.
     """
     function = is_function_text(name)
     if not function and not _NAME.match(name):
@@ -113,7 +122,34 @@ def register_metric(name: str, factory: Callable) -> None:
                         "A registered metric is made by calling it.",
                         "Pass factory(reference, options, labels) -> TaskMetric, or for package.module:function "
                         "the function(reference, candidate) -> float itself.")
+    if name in REGISTRY and not replace and not _same_function(_GIVEN.get(name), factory):
+        raise UserError(f"The metric {name!r} is registered already, to {_described(_GIVEN.get(name))}.",
+                        f"Registering it again with {_described(factory)} would change what every plan naming "
+                        f"{name!r} is judged by, without a word.",
+                        f"Register it under a name of its own, or pass replace=True: "
+                        f"register_metric({name!r}, ..., replace=True).")
     REGISTRY[name] = _user_factory(factory, name) if function else factory
+    _GIVEN[name] = factory
+
+
+def _same_function(a: Optional[Callable], b: Callable) -> bool:
+    """``a`` is ``b``, or the same code defined again (a notebook cell run twice makes a new function object)."""
+    if a is None:
+        return False
+    if a is b:
+        return True
+    code_a, code_b = getattr(a, "__code__", None), getattr(b, "__code__", None)
+    return (code_a is not None and code_b is not None
+            and getattr(a, "__qualname__", None) == getattr(b, "__qualname__", None)
+            and (code_a.co_code, code_a.co_consts, code_a.co_names) == (code_b.co_code, code_b.co_consts,
+                                                                        code_b.co_names))
+
+
+def _described(fn: Optional[Callable]) -> str:
+    if fn is None:
+        return "a metric registered before (not through register_metric)"
+    module, qualname = getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)
+    return f"{module}.{qualname}" if module and qualname else type(fn).__name__
 
 
 def import_metric(text: str) -> None:
@@ -137,7 +173,8 @@ def import_metric(text: str) -> None:
                         "Name one of them, or your own metric as mypackage.metrics:my_metric.")
     module_name, _, attr = text.partition(":")
     try:
-        module = importlib.import_module(module_name)
+        with user_code(text):  # the module's own code runs: its prints go to stderr, its chdir is undone
+            module = importlib.import_module(module_name)
     except Exception as exc:  # noqa: BLE001 - ImportError, or the module's own error at import
         raise UserError(f"The metric's module {module_name!r} does not import.", f"{type(exc).__name__}: {exc}",
                         "Install it, or put its folder on PYTHONPATH, and check the spelling.") from exc
@@ -147,6 +184,7 @@ def import_metric(text: str) -> None:
                         f"Found {type(fn).__name__ if fn is not None else 'nothing'} under that name.",
                         "Name a function defined in that module: package.module:function.")
     REGISTRY[text] = _user_factory(fn, text)
+    _GIVEN[text] = fn
 
 
 def _user_factory(fn: Callable, text: str) -> Factory:
@@ -279,7 +317,15 @@ def _made(factory: Factory, name: str, reference: Outputs, options: List[str], l
         trusted(made.fn)
         return made
     # A registered factory is the user's code too: it gets copies of FP32's outputs, and its metric is guarded.
-    made = factory({k: np.array(v, copy=True) for k, v in reference.items()}, options, labels)
+    try:
+        with user_code(name):
+            made = factory({k: np.array(v, copy=True) for k, v in reference.items()}, options, labels)
+    except (UserError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # noqa: BLE001 - the user's factory: any failure is reported with its cause
+        raise UserError(f"The metric {name!r} could not be made: its registered factory failed.",
+                        f"{type(exc).__name__}: {exc}"[:300],
+                        "Fix the factory: factory(reference, options, labels) -> TaskMetric.") from None
     if not isinstance(made, TaskMetric):
         raise UserError(f"The metric {name!r} was registered with a factory that returned {type(made).__name__}.",
                         "A registered factory makes the metric: factory(reference, options, labels) -> TaskMetric.",

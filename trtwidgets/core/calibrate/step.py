@@ -16,7 +16,9 @@ from typing import Any, Mapping, Optional
 
 from ..calibration.calibration import Calibration
 from ..calibration.data import CalibrationDataSpec
+from ..calibration.stats import zero_note
 from ..common.errors import CalibrationDataError
+from ..common.notes import note
 from ..recipe.recipe import CalibratorSpec, Recipe
 
 __all__ = ["TRT_CALIBRATOR_METHOD", "calibrate", "calibrate_recipe", "calibration_source", "export_method",
@@ -88,8 +90,12 @@ def calibrate(model: Any, data: Any = None, *, method: str = "auto", percentile:
         filled = profiles_from_data(model.summary, sample_shapes(data, model.summary, None), recipe.profiles)
         if filled.filled:
             recipe = recipe.replace(profiles=filled.profiles)
-    return calibrate_recipe(recipe, model, data=None if spec is not None else data, progress=progress,
-                            max_samples=max_samples, providers=providers)
+    cal = calibrate_recipe(recipe, model, data=None if spec is not None else data, progress=progress,
+                           max_samples=max_samples, providers=providers)
+    zeros = zero_note(cal.stats)  # all-zero data said where it is given, not later as "no range matched"
+    if zeros:
+        note(zeros)
+    return cal
 
 
 def export_method(recipe: Optional[Recipe]) -> str:

@@ -26,7 +26,7 @@ import numbers
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional, Union
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
@@ -41,9 +41,9 @@ from .auto_ranges import (AUTO, CLIP_NOTE_SHARE, EXPORT_METHODS, RULE_VERSION, R
                           choice_counts, clipping_notes)
 from .fingerprint import ModelFingerprint, check_stats_fit, float_tensors, stats_fingerprint
 from .ranges import METHODS, amax_from_stats, clipped_share, compute_ranges, usable_amax
-from .stats import ActivationStats, load_stats, stats_arrays
+from .stats import ActivationStats, load_stats, stats_arrays, zero_tensors
 
-__all__ = ["CALIBRATION_FORMAT", "CALIBRATION_VERSION", "METHODS", "Calibration", "override_value"]
+__all__ = ["CALIBRATION_FORMAT", "CALIBRATION_VERSION", "METHODS", "Calibration", "override_value", "resume_stats"]
 
 #: Format tag of the ``calibration`` member of a saved calibration.
 CALIBRATION_FORMAT = "trtwidgets-calibration"
@@ -278,6 +278,15 @@ class Calibration:
             self._amax["clipped"] = got
         return dict(got)
 
+    @property
+    def zero_tensors(self) -> Tuple[str, ...]:
+        """The tensors that were zero on every calibration sample (and have no override): they have no range.
+
+        Every finite value they took was 0, so no scale can be computed for them; an export keeps them float
+        and says why (:data:`~trtwidgets.core.qdq.qdq_writer.ZERO_RANGE`), instead of "not in the statistics".
+        """
+        return tuple(name for name in zero_tensors(self.stats) if name not in self.overrides)
+
     def clipping_notes(self) -> Dict[str, str]:
         """Tensor -> what to do, for each tensor whose exported range clips more than
         :data:`~.auto_ranges.CLIP_NOTE_SHARE` of its calibration values."""
@@ -337,8 +346,20 @@ class Calibration:
     # ------------------------------------------------------------------ the file
 
     def save(self, path: Union[str, os.PathLike]) -> Path:
-        """Write this calibration to one ``.npz`` (atomically, no pickles); returns the path written."""
+        """Write this calibration to one ``.npz`` (atomically, no pickles); returns the path written.
+
+        Never over a sample of the folder it was calibrated on (:attr:`data`): a WriteError says so.
+        """
         path = user_path(path)
+        if self.data and os.path.isdir(self.data):
+            from ..common.write_rule import WriteError, folder_member
+            from .sources import reads_as_sample
+
+            member = folder_member(path, self.data, reads_as_sample, recursive=False)
+            if member is not None:
+                raise WriteError(f"{path} is {member.name}, a sample of the folder this calibration was made on "
+                                 f"({self.data}).", "Writing it would replace a sample: later calibrations would read "
+                                 "the calibration in its place.", f"Save it outside {self.data}, e.g. cal.npz.")
         doc = {"format": CALIBRATION_FORMAT, "version": CALIBRATION_VERSION, "method": self.method,
                "percentile": self.percentile, "overrides": dict(self.overrides),
                "fingerprint": self.fingerprint.to_dict() if self.fingerprint is not None else None,
@@ -432,3 +453,25 @@ def _saved_choices(choices: Any, source: str) -> Dict[str, RangeChoice]:
         raise StatsError(f"{source} holds a damaged calibration.", "Its auto choices must map each tensor to "
                          f"[method, reason] with a method of {', '.join(METHODS)}.", _FIX)
     return {k: RangeChoice(v[0], v[1]) for k, v in choices.items()}
+
+
+def resume_stats(path: Union[str, os.PathLike]) -> ActivationStats:
+    """The statistics to continue from (``calibrate --resume``): of a statistics file, or of a saved calibration.
+
+    A file holding a ``calibration`` member is read as the calibration it claims to be, so a member that is
+    damaged (not text, Python objects, another format) is refused here rather than passed over in silence.
+
+    Raises
+    ------
+    StatsError
+        A missing, foreign or damaged file (the file is not changed).
+    """
+    from ..common.npz_files import open_npz
+
+    path = user_path(path)
+    try:
+        with open_npz(path) as archive:
+            has_calibration = _MEMBER in archive
+    except Exception:  # noqa: BLE001 - not an .npz: load_stats words it
+        has_calibration = False
+    return Calibration.load(path).stats if has_calibration else load_stats(path)

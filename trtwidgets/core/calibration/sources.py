@@ -227,6 +227,19 @@ def _hidden(name: str) -> bool:
     return name.startswith(".")
 
 
+def reads_as_sample(path: Path) -> bool:
+    """Whether a folder of samples has ``path`` read as a sample (an input an output must not replace).
+
+    Only the name is judged, as :func:`sample_files` does: a dot file no, a sample suffix yes, the toolkit's own
+    statistics and calibrations (``calibrate --data D --stats D/stats.npz``) no.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if _hidden(path.name) or suffix not in ARRAY_SUFFIXES + IMAGE_SUFFIXES:
+        return False
+    return suffix != ".npz" or not tool_output_kind(path)
+
+
 def _unusable(entry: Path) -> str:
     """Why a sample-named folder entry cannot be read ('' when it can): a FIFO, a dangling link, a folder ..."""
     try:
@@ -343,4 +356,4 @@ def detect_kind(path: Path) -> str:
 
 __all__ = ["ARRAY_SUFFIXES", "IMAGE_SUFFIXES", "MAX_IMAGE_SIDE", "PREPROCESS_KEYS", "check_image_size",
            "check_preprocessing", "detect_kind",
-           "dir_samples", "load_array_file", "load_image", "sample_files"]
+           "dir_samples", "load_array_file", "load_image", "reads_as_sample", "sample_files"]

@@ -285,6 +285,22 @@ class ActivationStats:
         return {n: (t.nan_count, t.inf_count) for n, t in self.tensors.items() if t.nan_count or t.inf_count}
 
 
+def zero_tensors(stats: ActivationStats) -> Tuple[str, ...]:
+    """The tensors of ``stats`` that were seen and were zero on every sample (every finite value 0): no range."""
+    return tuple(name for name, t in stats.tensors.items() if t.count > 0 and t.min == 0 and t.max == 0)
+
+
+def zero_note(stats: ActivationStats) -> Optional[str]:
+    """What to say of the tensors that were zero on every sample (None when there are none)."""
+    zeros = zero_tensors(stats)
+    if not zeros:
+        return None
+    shown = ", ".join(zeros[:8]) + (f" and {len(zeros) - 8} more" if len(zeros) > 8 else "")
+    every = " (every tensor: is the data blank, or all zero?)" if len(zeros) == len(stats.tensors) else ""
+    return (f"{len(zeros)} of {len(stats.tensors)} tensors were zero on every calibration sample{every}: {shown}. "
+            "No range can be computed for them, so a Q/DQ export keeps them float; give data that exercises them")
+
+
 def save_stats(stats: ActivationStats, path: Union[str, os.PathLike]) -> Path:
     """Write statistics to an ``.npz`` file (atomically, no pickles).
 
@@ -462,4 +478,4 @@ def _tensor_from_entry(e, hist, trt_hist, i: int) -> TensorStats:
 
 
 __all__ = ["TensorStats", "ActivationStats", "save_stats", "stats_arrays", "load_stats", "rebin_to",
-           "trt_grid_range", "merge_trt_hist", "rebin_linear", "TRT_BINS"]
+           "trt_grid_range", "merge_trt_hist", "rebin_linear", "TRT_BINS", "zero_tensors", "zero_note"]

@@ -10,6 +10,8 @@ the earlier file as it was, and follows the write rule of :mod:`.write_rule`:
   one left by a run that was killed (``kill -9``, a power cut) carries that run's
   process id in its name (``.NAME.PID.XXXX.tmp``) and the next write of the same
   file removes it once that process is gone;
+- a name longer than the file system allows is refused before anything is written; a name
+  near the limit gets a temporary name that fits (``NAME`` shortened, :mod:`.name_length`);
 - a failed write (disk full, no permission) is a :class:`~.write_rule.WriteError`
   with what, why and fix, and the earlier file is kept.
 """
@@ -22,8 +24,9 @@ from pathlib import Path
 from typing import BinaryIO, Callable, List, Union
 
 from .errors import UserError
+from .name_length import fitted, name_limit
 from .paths import user_path
-from .write_rule import check_replaceable, write_error
+from .write_rule import check_name_length, check_replaceable, write_error
 
 __all__ = ["atomic_write", "write_bytes_atomic", "write_text_atomic", "remove_stale_temps", "process_alive"]
 
@@ -57,6 +60,14 @@ def _leftover_pid(name: str, prefix: str, suffix: str):
     return int(head) if head.isdigit() else None
 
 
+def _temp_prefix(path: Path) -> str:
+    """``.NAME.PID.`` of a temporary file beside ``path``, NAME shortened so that the whole name fits the limit."""
+    pid = str(os.getpid())
+    # "." NAME "." PID "." + 8 random characters (mkstemp) + ".tmp"; a dead run's PID may have had up to 7 digits.
+    room = name_limit(path.parent)[0] - (1 + 1 + max(len(pid), 7) + 1 + 8 + 4)
+    return f".{fitted(path.name, room)}."
+
+
 def remove_stale_temps(path: Union[str, os.PathLike]) -> List[Path]:
     """Remove the temporary files of writes of ``path`` whose process is gone; returns those removed."""
     path = Path(path)
@@ -65,8 +76,9 @@ def remove_stale_temps(path: Union[str, os.PathLike]) -> List[Path]:
         names = os.listdir(path.parent)
     except OSError:
         return removed
+    prefix = _temp_prefix(path)
     for name in names:
-        pid = _leftover_pid(name, f".{path.name}.", ".tmp")
+        pid = _leftover_pid(name, prefix, ".tmp")
         if pid is None or process_alive(pid):
             continue
         try:
@@ -99,11 +111,12 @@ def atomic_write(path: Union[str, os.PathLike], write: Callable[[BinaryIO], None
         permission, ...); the earlier file is kept and no temporary file is left.
     """
     path = user_path(path)
+    check_name_length(path)
     check_replaceable(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_temps(path)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=str(path.parent))
+        fd, tmp = tempfile.mkstemp(prefix=f"{_temp_prefix(path)}{os.getpid()}.", suffix=".tmp", dir=str(path.parent))
     except UserError:
         raise
     except OSError as exc:

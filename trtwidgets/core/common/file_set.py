@@ -25,15 +25,23 @@ from pathlib import Path
 from typing import Callable, Iterable, List, Union
 
 from .atomic import process_alive
+from .name_length import fitted, name_limit
 from .paths import user_path
-from .write_rule import WriteError, write_error
+from .write_rule import WriteError, check_name_length, write_error
 
 __all__ = ["replace_file_set", "clean_leftovers", "check_set_folder", "MAX_CARRIED"]
 
 
+def _hidden(folder: Path, kind: str) -> str:
+    """``.NAME.<kind>-`` of a hidden folder beside ``folder``, NAME shortened so that the whole name fits the limit."""
+    # "." NAME "." kind "-" PID (up to 7 digits) "-" + 8 random characters (mkdtemp)
+    room = name_limit(folder.parent)[0] - (1 + 1 + len(kind) + 1 + 7 + 1 + 8)
+    return f".{fitted(folder.name, room)}.{kind}-"
+
+
 def _leftovers(folder: Path, kind: str):
     """``(path, pid)`` of the hidden ``.NAME.<kind>-PID-XXXX`` folders beside ``folder``."""
-    prefix = f".{folder.name}.{kind}-"
+    prefix = _hidden(folder, kind)
     try:
         names = os.listdir(folder.parent)
     except OSError:
@@ -85,6 +93,7 @@ def check_set_folder(folder: Union[str, os.PathLike], names: Iterable[str]) -> N
         ``folder`` holds more than :data:`MAX_CARRIED` other entries, or another file system.
     """
     folder = user_path(folder)
+    check_name_length(folder)
     if folder.is_dir():
         _check_carry(folder, names)
 
@@ -146,7 +155,7 @@ def _swap(folder: Path, staging: Path) -> None:
     cwd = os.getcwd()
     real = os.path.realpath(folder)
     inside = cwd == real or cwd.startswith(real + os.sep)
-    aside = Path(tempfile.mkdtemp(prefix=f".{folder.name}.old-{os.getpid()}-", dir=str(folder.parent)))
+    aside = Path(tempfile.mkdtemp(prefix=f"{_hidden(folder, 'old')}{os.getpid()}-", dir=str(folder.parent)))
     os.rename(folder, aside)  # onto the empty folder mkdtemp made: the name is ours
     try:
         os.rename(staging, folder)
@@ -186,6 +195,7 @@ def replace_file_set(folder: Union[str, os.PathLike], names: Iterable[str],
         Whatever ``write`` raises; the earlier set is kept as it was.
     """
     # Resolved: a symlink to a folder is replaced at its target (not the link), and "." has a name to rename.
+    check_name_length(user_path(folder))
     folder = Path(os.path.realpath(user_path(folder)))
     if os.path.lexists(folder) and not folder.is_dir():
         raise WriteError(f"{folder} is not a folder.", "A set of files is written into a folder.",
@@ -197,7 +207,7 @@ def replace_file_set(folder: Union[str, os.PathLike], names: Iterable[str],
         clean_leftovers(folder)
         if folder.is_dir():
             _check_carry(folder, names)
-        staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.new-{os.getpid()}-", dir=str(folder.parent)))
+        staging = Path(tempfile.mkdtemp(prefix=f"{_hidden(folder, 'new')}{os.getpid()}-", dir=str(folder.parent)))
         write(staging)
         if folder.is_dir():
             _link_tree(folder, staging, names)

@@ -5,7 +5,9 @@ Every command and API function that writes follows it (see :mod:`.atomic` and
 
 - an output never replaces an input of the same run, whether it is named directly or
   written inside an output folder; two paths are the same file when they resolve to
-  the same path or are the same file on disk (a hard link, a symlink);
+  the same path or are the same file on disk (a hard link, a symlink). An input that is a
+  folder (calibration samples, a plan or build folder) has its files as inputs
+  (:func:`folder_member`): ``--out data/s000.npy`` would replace a sample;
 - only a regular file (or nothing) is replaced: a folder, a named pipe, a device or a
   socket where a file is to be written is refused, so ``--cache /dev/null`` never turns
   a device into a file;
@@ -13,6 +15,9 @@ Every command and API function that writes follows it (see :mod:`.atomic` and
   what, why and what to do;
 - an interrupted run writes its partial result under its own name
   (:func:`partial_path`), never over a complete one;
+- a name longer than the file system allows (255 bytes a name, 4096 a path) is refused before any work
+  (:func:`check_name_length`); the hidden names a write uses beside it are shortened to fit
+  (:mod:`.name_length`), so a legal name is never refused because of them;
 - nothing is written through a symbolic link to a folder *inside* an output folder
   (:func:`inside_output`): a ``candidates/`` link in a shared plan folder must not make
   ``plan measure`` replace files elsewhere. (The output folder itself may be a link: the
@@ -25,12 +30,13 @@ import errno
 import os
 import stat
 from pathlib import Path
-from typing import Mapping, Optional, Tuple, Union
+from typing import Callable, Mapping, Optional, Tuple, Union
 
 from .errors import UserError
+from .name_length import NAME_MAX, fitted, name_bytes, too_long
 
-__all__ = ["WriteError", "check_replaceable", "file_identity", "same_file", "refuse_inputs", "partial_path",
-           "write_error", "inside_output"]
+__all__ = ["WriteError", "check_replaceable", "check_name_length", "file_identity", "folder_member", "same_file",
+           "refuse_inputs", "partial_path", "write_error", "inside_output"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -103,8 +109,78 @@ def check_replaceable(path: PathLike, label: Optional[str] = None) -> None:
                      "Give the path of a regular file, or of one that does not exist yet.")
 
 
+def _short(text: str, keep: int = 60) -> str:
+    return text if len(text) <= keep else f"{text[:keep - 21]}...{text[-18:]}"
+
+
+def check_name_length(path: PathLike, label: Optional[str] = None) -> None:
+    """Refuse a ``path`` with a name (a folder's or the file's) longer than its file system allows.
+
+    Raises
+    ------
+    WriteError
+        Naming the long name, its length and the limit (errno ``ENAMETOOLONG``).
+    """
+    hit = too_long(path)
+    if hit is None:
+        return
+    name, size, limit, kind = hit
+    label = _short(label or os.fspath(path), 100)
+    one = "a whole path" if kind == "path" else "one name (a folder's or a file's)"
+    raise WriteError(f"{label}: the {kind} {_short(name)!r} is {size} bytes long.",
+                     f"The file system allows at most {limit} bytes for {one}, counted in the bytes of its encoding: "
+                     f"no file can have this {kind}, so reading or writing it fails (a write, after the work).",
+                     f"Give a shorter {kind} (at most {limit} bytes).", errno.ENAMETOOLONG)
+
+
+#: At most this many entries of an input folder are compared with an output by the file itself (hard links).
+MAX_MEMBERS = 200_000
+
+
+def folder_member(output: PathLike, folder: PathLike, counts: Optional[Callable[[Path], bool]] = None,
+                  recursive: bool = True) -> Optional[Path]:
+    """The file of the input ``folder`` that writing ``output`` would replace, or None.
+
+    A file is the folder's when ``output`` resolves into the folder (``..``, a symlinked folder, a link to
+    it), or is one of its files on disk (a hard link, the target of a link the folder holds).
+
+    Parameters
+    ----------
+    output : path-like
+        A file to be written. Only one that exists can replace anything.
+    folder : path-like
+        A folder the run reads.
+    counts : callable, optional
+        ``counts(member) -> bool``: which of its files the run reads (default: every file); a data folder's
+        reader, for one, reads its sample files and passes over the toolkit's own outputs.
+    recursive : bool
+        The run reads files below the folder's subfolders too (False: its own files only).
+    """
+    out = os.path.expanduser(os.fspath(output))
+    top = os.path.realpath(os.path.expanduser(os.fspath(folder)))
+    if not os.path.isdir(top) or not os.path.isfile(out):
+        return None
+    real = os.path.realpath(out)
+    inside = os.path.dirname(real) == top if not recursive else os.path.commonpath([real, top]) == top
+    if inside and (counts is None or counts(Path(real))):
+        return Path(real)
+    ident = file_identity(out)
+    seen = 0
+    for root, _folders, files in os.walk(top):
+        for name in files:
+            member = Path(root) / name
+            seen += 1
+            if file_identity(member) == ident and (counts is None or counts(member)):
+                return member
+        if seen > MAX_MEMBERS or not recursive:
+            break
+    return None
+
+
 def refuse_inputs(output: PathLike, inputs: Mapping[str, object], label: Optional[str] = None) -> None:
     """Refuse an ``output`` that is one of ``inputs`` (label -> path, or an object with a ``path``) of the same run.
+
+    An input that is a folder refuses an output that is one of its files (:func:`folder_member`).
 
     Raises
     ------
@@ -115,11 +191,17 @@ def refuse_inputs(output: PathLike, inputs: Mapping[str, object], label: Optiona
     for source, path in inputs.items():
         if not isinstance(path, (str, os.PathLike)):
             path = getattr(path, "path", None)  # a loaded model or statistics remember the file they came from
-        if isinstance(path, (str, os.PathLike)) and os.path.exists(
-                os.path.expanduser(os.fspath(path))) and same_file(output, path):
+        if not isinstance(path, (str, os.PathLike)) or not os.path.exists(os.path.expanduser(os.fspath(path))):
+            continue
+        if same_file(output, path):
             raise WriteError(f"{label} is the run's own input ({source}: {os.fspath(path)}).",
                              "Writing it would destroy the file it is read from.",
                              f"Write {Path(os.fspath(output)).name} somewhere else.")
+        member = folder_member(output, path)
+        if member is not None:
+            raise WriteError(f"{label} is {member}, a file of the run's own input ({source}: {os.fspath(path)}).",
+                             "Writing it would destroy a file the run reads.",
+                             f"Write {Path(os.fspath(output)).name} outside {os.fspath(path)}.")
 
 
 def inside_output(root: PathLike, *folders: str, label: Optional[str] = None) -> Path:
@@ -163,9 +245,10 @@ def partial_path(path: PathLike) -> Path:
     path = Path(os.fspath(path))
     if path.stem.endswith(".partial") or path.name.endswith(".partial"):
         return path  # already a partial result's name: a second interruption replaces it (it holds the first's samples)
+    # A name near the length limit keeps its partial name within it: the stem is shortened (name_length.fitted).
     if path.suffix and path.stem:
-        return path.with_name(f"{path.stem}.partial{path.suffix}")
-    return path.with_name(path.name + ".partial")
+        return path.with_name(f"{fitted(path.stem, NAME_MAX - 8 - name_bytes(path.suffix))}.partial{path.suffix}")
+    return path.with_name(fitted(path.name, NAME_MAX - 8) + ".partial")
 
 
 def write_error(exc: OSError, path: PathLike, kept: Optional[str] = None) -> WriteError:

@@ -74,7 +74,7 @@ def export_plan(model, plan: Union[Plan, str, os.PathLike], out_path: Union[str,
                         "Give an index from the plan's table (0 is FP16).")
     opts = plan.options.replace(**PLANNER_PLACEMENT)
     loaded = as_loaded(model)
-    source = str(plan_input) if plan_input is not plan else "the plan given"
+    source = str(plan_input) if plan_input is not plan else "the plan"
     # Another model's plan, and ranges that cannot be scales, are refused before anything is built or written.
     amax = _plan_amax(loaded, plan, source, opts)
     cand = plan.candidates[idx]
@@ -82,7 +82,7 @@ def export_plan(model, plan: Union[Plan, str, os.PathLike], out_path: Union[str,
         return None
     # The candidate is its node set: its layers in INT8, every other weighted layer kept float by the plan.
     spec = QdqSpec(amax, opts, nodes=frozenset(cand.quantized), source=f"the ranges of {source}, candidate {idx}",
-                   choices=dict(cand.choices))
+                   choices=dict(cand.choices), zero=plan.ranges.zero)
     result = build_qdq(loaded.proto, spec)
     if out_path is not None:
         from ..common.write_rule import refuse_inputs
@@ -106,6 +106,8 @@ def _plan_amax(loaded, plan: Plan, source: str, opts: QdqOptions):
     from ..common.notes import note
     from ..qdq.range_sources import checked_amax
 
-    for text in check_ranges_fit(loaded, plan.ranges.amax, source, "plan", plan.fingerprint):
+    # The tensors that were zero on every sample are the model's, without a range: not another model's names.
+    for text in check_ranges_fit(loaded, list(plan.ranges.amax) + list(plan.ranges.zero), source, "plan",
+                                 plan.fingerprint):
         note(text)
     return checked_amax(dict(plan.ranges.amax), f"{source} (ranges.amax)", opts)

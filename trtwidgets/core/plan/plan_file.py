@@ -178,7 +178,9 @@ def _ranges(c: _Checker, ranges: Any, any_int8: bool = True) -> PlanRanges:
     per_method = c.value(ranges, "per_method", lambda v: isinstance(v, Mapping), "an object", {}, "ranges.")
     used = c.value(ranges, "methods_used", lambda v: isinstance(v, Mapping) and all(map(_is_whole, v.values())),
                    "an object of method -> count", {}, "ranges.")
-    return PlanRanges(amax={k: float(v) for k, v in amax.items()},
+    zero = c.value(ranges, "zero", lambda v: isinstance(v, list) and all(map(_text, v)), "a list of tensor names",
+                   [], "ranges.")
+    return PlanRanges(amax={k: float(v) for k, v in amax.items()}, zero=tuple(zero),
                       method=c.value(ranges, "method", _text, "text", "", "ranges."),
                       percentile=c.value(ranges, "percentile", _is_number, "a number", None, "ranges."),
                       overrides={k: float(v) for k, v in overrides.items()},

@@ -116,6 +116,9 @@ class PlanRanges:
         Method (or ``"tuned"``) -> how many tensors' amax came from it.
     statistics : str
         Where the statistics came from, in words.
+    zero : tuple of str
+        The tensors that were zero on every calibration sample: the model's, without a range (so an export
+        of the plan is not taken for another model's, and its report says why they stay float).
     """
 
     amax: Mapping[str, float]
@@ -125,13 +128,18 @@ class PlanRanges:
     per_method: Mapping[str, PlanAccuracy] = field(default_factory=dict)
     methods_used: Mapping[str, int] = field(default_factory=dict)
     statistics: str = ""
+    zero: Tuple[str, ...] = ()
 
     def __post_init__(self):
         for name in ("amax", "overrides", "per_method", "methods_used"):
             object.__setattr__(self, name, readonly_mapping(getattr(self, name)))
+        object.__setattr__(self, "zero", tuple(str(t) for t in self.zero))
 
     def to_dict(self) -> dict:
-        return {"method": self.method, "per_method": {m: a.to_dict() for m, a in self.per_method.items()},
-                "methods_used": dict(self.methods_used), "amax": {k: float(v) for k, v in self.amax.items()},
-                "statistics": self.statistics, "percentile": self.percentile,
-                "overrides": {k: float(v) for k, v in self.overrides.items()}}
+        out = {"method": self.method, "per_method": {m: a.to_dict() for m, a in self.per_method.items()},
+               "methods_used": dict(self.methods_used), "amax": {k: float(v) for k, v in self.amax.items()},
+               "statistics": self.statistics, "percentile": self.percentile,
+               "overrides": {k: float(v) for k, v in self.overrides.items()}}
+        if self.zero:  # written only where there are some: plans without keep their bytes
+            out["zero"] = list(self.zero)
+        return out

@@ -37,9 +37,11 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, TypeV
 import onnx
 
 from ..calibration.fingerprint import fingerprint_of
+from ..calibration.stats import zero_note
 from ..common.cancel import cancel_scope, cancelled, check
 from ..model.onnx_graph import WEIGHTED_OPS
 from ..qdq.options import QdqOptions
+from ..qdq.spec import refuse_all_zero
 from .accuracy_search import Candidates, Search, accuracy_search
 from .check_file import check_key
 from .engine_check import EngineCheck
@@ -81,7 +83,7 @@ def _ranges_record(cal, per_method, best_method: str, amax: Mapping[str, float],
     return PlanRanges(amax={k: float(v) for k, v in amax.items()}, method=best_method,
                       percentile=cal.percentile, overrides={k: float(v) for k, v in cal.overrides.items()},
                       per_method={m: per_method[m][0] for m in per_method}, methods_used=methods_count,
-                      statistics=described)
+                      statistics=described, zero=cal.zero_tensors)
 
 
 def plan(model, data, *, target: Optional[PlanTarget] = None, calibration=None, options: Optional[QdqOptions] = None,
@@ -219,6 +221,8 @@ def _search_plan(found: "_Found", data, calibration, held_back, holdout, seed, m
     say("collecting statistics" if calibration is None else "reading the statistics given")
     cal, described = fit_calibration(loaded, pdata.calib, calibration, progress)
     found.cal, found.described = cal, described
+    if not cal.amax and cal.zero_tensors:  # not one range: all-zero data, said as such before any search
+        refuse_all_zero(None, cal.zero_tensors)
     seconds["statistics"] = time.perf_counter() - found.t0
     check()
     held_labels = found.held_labels = labels_for_held(found.target.labels, pdata)
@@ -228,6 +232,9 @@ def _search_plan(found: "_Found", data, calibration, held_back, holdout, seed, m
         high_precision=opts.resolved_high_precision()), pdata.axes, pdata.run_batch(), held_labels)
     found.ev, found.target = ev, target
     notes = found.notes = list(pdata.notes) + notes
+    zeros = zero_note(cal.stats)
+    if zeros:  # said as what it is (the plan's export then keeps them float and names them)
+        notes.append(zeros)
     search = Search(ev, Judge(target), (), progress, say, on_progress)
     float_part = found.float_part = _timed(seconds, "fp16", ev.check_float_part)
     found.fp16_acc = float_part.verdict.accuracy
@@ -240,6 +247,7 @@ def _search_plan(found: "_Found", data, calibration, held_back, holdout, seed, m
     amax = found.amax = dict(per_method[best_method][1])
     found.per_method, found.best_method = per_method, best_method
     all_export = ev.export(amax)
+    refuse_all_zero(all_export.report, cal.zero_tensors)  # no layer to quantize for zero ranges: the data's doing
     search = dataclasses.replace(search, layers=tuple(all_export.report.quantized_layers))
     latency, pays, kept_latency = _timed(seconds, "latency", lambda: _where_int8_pays(
         loaded.proto, search.layers, input_shapes, gpu, oracle, opts, notes, ev.feeds[0], pdata.axes))
@@ -430,7 +438,8 @@ class _Found:
             ranges = _ranges_record(self.cal, self.per_method, self.best_method, self.amax, self.described)
         else:  # cancelled before the methods were compared: the calibration's own ranges, if it was fitted
             ranges = PlanRanges(amax=self.cal.amax if self.cal is not None else {},
-                                method=self.cal.method if self.cal is not None else "", statistics=self.described)
+                                method=self.cal.method if self.cal is not None else "", statistics=self.described,
+                                zero=self.cal.zero_tensors if self.cal is not None else ())
         fingerprint = fingerprint_of(self.loaded)
         split = pdata.split if pdata is not None else None
         return Plan(model=str(self.loaded.path), target=self.target, candidates=tuple(cands), recommended=best,

@@ -162,7 +162,7 @@ def build_qdq(model, spec: QdqSpec) -> QdqExport:
                              dense_int8=opts.dense_int8, trt_version=opts.trt_version, choices=spec.choices)
     writer = QdqWriter(proto, opts.precision, _memo(source))
     myelin = writer.myelin_weight_layers(plan, opts.trt_version)  # before any input is rewired: inference sees it
-    activations, done_nodes = writer.quantize_activations(plan, spec.amax)
+    activations, done_nodes = writer.quantize_activations(plan, spec.amax, spec.zero)
     per_channel = opts.weights_per_channel if opts.weights_per_channel is not None else opts.precision == "int8"
     weights, quantized_layers = writer.quantize_weights(plan, done_nodes, per_channel, myelin)
     writer.finish()
@@ -382,14 +382,19 @@ def export_qdq(model, calibration, out_path: Union[str, os.PathLike, None] = Non
     ExportCheckError
         With ``out_path`` and ``held_back``: the check failed; nothing is written, and the message
         says which tensors to change and how.
+    UserError
+        No layer can be quantized because the tensors the layers read were zero on every calibration
+        sample (:func:`~.spec.refuse_all_zero`); nothing is written.
     """
     from .range_sources import calibration_spec
+    from .spec import refuse_all_zero
 
     loaded = as_loaded(model)
     check_source_model(loaded.proto)  # the model's own fault first, before its ranges are judged against it
     # Another model's calibration, and values that cannot be scales, are refused before anything is built.
     spec = calibration_spec(loaded, calibration, options)
     result = build_qdq(loaded, spec)
+    refuse_all_zero(result.report, spec.zero)  # all-zero data is said as such, not as ranges that match nothing
     if held_back is not None:
         from .validate import check_target
 

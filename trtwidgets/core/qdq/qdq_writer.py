@@ -10,7 +10,7 @@ and rebuilds the node list in topological order. Kept apart from the export's fl
 from __future__ import annotations
 
 import math
-from typing import Dict, Iterable, List, Mapping, Optional, Set, Tuple
+from typing import AbstractSet, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 import numpy as np
 import onnx
@@ -23,7 +23,11 @@ from .myelin import myelin_matmuls
 from .placement import QdqPlan, Skip, node_label
 from .weights import quantize_weight, weight_tensor
 
-__all__ = ["Names", "QdqWriter", "amax_problem"]
+__all__ = ["Names", "QdqWriter", "ZERO_RANGE", "amax_problem"]
+
+#: Why a tensor that was zero on every calibration sample stays float: it has no range, and that is the data's doing.
+ZERO_RANGE = ("zero on every calibration sample: no range can be computed (keep it float, or calibrate on data that "
+              "exercises it)")
 
 
 class Names:
@@ -79,9 +83,12 @@ class QdqWriter:
             self.new_inits.append(weight_tensor(name, np.zeros(shape, np.uint8), "fp8"))
         return name
 
-    def quantize_activations(self, plan: QdqPlan, amax: Mapping[str, float]
+    def quantize_activations(self, plan: QdqPlan, amax: Mapping[str, float], zero: AbstractSet[str] = frozenset()
                              ) -> Tuple[List[QuantizedTensor], Dict[int, int]]:
-        """A Q/DQ pair on each planned activation with a usable amax; ``(tensors, node -> edges quantized)``."""
+        """A Q/DQ pair on each planned activation with a usable amax; ``(tensors, node -> edges quantized)``.
+
+        ``zero``: the tensors that were zero on every calibration sample; one without a range is said to be that.
+        """
         self.skipped.extend(plan.skipped)
         activations: List[QuantizedTensor] = []
         done_nodes: Dict[int, int] = {}
@@ -90,6 +97,8 @@ class QdqWriter:
             edges = plan.edges_of(tensor)
             value = plan.amax_for(tensor, amax)
             reason = amax_problem(value)
+            if reason and tensor in zero:
+                reason = ZERO_RANGE
             if reason:
                 self.skipped.extend(Skip(e.node_label, e.op_type, reason, tensor) for e in edges)
                 continue

@@ -25,7 +25,7 @@ from .options import QdqOptions
 from .region_choices import check_choices
 from .weights import PRECISIONS
 
-__all__ = ["QdqSpec"]
+__all__ = ["QdqSpec", "refuse_all_zero"]
 
 
 def _node_set(nodes: Any) -> Optional[FrozenSet[str]]:
@@ -69,6 +69,10 @@ class QdqSpec:
         Tensor -> what to do, for the tensors whose range clips more than the stated share of their
         calibration values (:meth:`~trtwidgets.core.calibration.calibration.Calibration.clipping_notes`); the
         report lists those it quantizes.
+    zero : set of str
+        The tensors that were zero on every calibration sample
+        (:attr:`~trtwidgets.core.calibration.calibration.Calibration.zero_tensors`): they have no range, and the
+        report says so (not "not in the statistics"); :func:`refuse_all_zero` refuses an export they leave empty.
 
     Raises
     ------
@@ -83,6 +87,7 @@ class QdqSpec:
     source: str = ""
     choices: Mapping[str, str] = field(default_factory=dict)
     clipping: Mapping[str, str] = field(default_factory=dict, repr=False)
+    zero: FrozenSet[str] = field(default_factory=frozenset, repr=False)
 
     def __post_init__(self):
         if not isinstance(self.options, QdqOptions):
@@ -102,6 +107,7 @@ class QdqSpec:
         object.__setattr__(self, "choices", readonly_mapping(check_choices(self.choices)))
         object.__setattr__(self, "clipping", readonly_mapping({str(k): str(v) for k, v in
                                                                dict(self.clipping or {}).items()}))
+        object.__setattr__(self, "zero", frozenset(str(t) for t in (self.zero or ())))
 
     @classmethod
     def from_calibration(cls, cal, options: Optional[QdqOptions] = None,
@@ -110,7 +116,7 @@ class QdqSpec:
         description (``cal.describe()``: method, percentile, overrides) and the tensors whose range clips many
         values (``cal.clipping_notes()``)."""
         return cls(cal.amax, options if options is not None else QdqOptions(), nodes, source=cal.describe(),
-                   clipping=cal.clipping_notes())
+                   clipping=cal.clipping_notes(), zero=cal.zero_tensors)
 
     def check_fits(self, model: onnx.ModelProto) -> "QdqSpec":
         """This spec, once its node set is checked against ``model`` (every label a weighted layer of it).
@@ -135,3 +141,32 @@ class QdqSpec:
         chosen = f", {len(self.choices)} placement choices" if self.choices else ""
         return (f"QdqSpec({len(self.amax)} amax, {o.precision.upper()} in {layers}, float part "
                 f"{o.high_precision}{chosen}{source})")[:1000]
+
+
+def refuse_all_zero(report, zero: AbstractSet[str]) -> None:
+    """Refuse an export that quantized nothing because its tensors were zero on every calibration sample.
+
+    ``report``: the export's :class:`~.export_report.QdqReport` (None: no range at all, nothing to export);
+    ``zero``: the spec's :attr:`QdqSpec.zero`.
+
+    Raises
+    ------
+    UserError
+        No layer was quantized, and activations the layers read had no range for being zero on every sample
+        (the data's doing, not another model's ranges).
+    """
+    from .qdq_writer import ZERO_RANGE
+
+    if not zero or (report is not None and report.quantized_layers):
+        return
+    zeros = list(zero) if report is None else list(dict.fromkeys(
+        s.tensor for s in report.skipped if s.tensor in zero or s.reason == ZERO_RANGE))
+    if not zeros:
+        return
+    shown = ", ".join(zeros[:8]) + (f" and {len(zeros) - 8} more" if len(zeros) > 8 else "")
+    which = "the model's tensors" if report is None else "the tensors the layers read"
+    raise UserError(f"No layer can be quantized: {which} ({shown}) were zero on every calibration sample.",
+                    "A range is the largest magnitude a tensor takes on the calibration data; a tensor that is always "
+                    "zero has none, so no scale can be computed and every layer stays float. Nothing was written.",
+                    "Calibrate on data that exercises the model (real samples, not blank or all-zero inputs), or "
+                    "keep the model in FP16.")
