@@ -427,6 +427,14 @@ def test_new_files_beside_the_samples_and_the_toolkits_own_statistics_there_may_
     assert {k: after[k] for k in samples} == samples and {"stats.npz", "cal.npz"} <= set(after)
 
 
+def test_a_report_written_into_a_build_folder_may_be_written_there_again(ws, user, capsys):
+    """A build folder's engine and records are inputs; a table written beside them is not: `inspect BUILD --csv
+    BUILD/layers.csv` runs again (issue 45's folder rule refused the second run)."""
+    argv = ["inspect", str(user / "build"), "--csv", str(user / "build" / "layers.csv")]
+    assert run_cli(argv) == 0 and run_cli(argv) == 0, capsys.readouterr().err
+    assert (user / "build" / "layers.csv").is_file()
+
+
 @pytest.mark.parametrize("call", [pytest.param(c[1], id=c[0]) for c in API_CASES])
 def test_the_api_writers_follow_the_write_rule(ws, user, call):
     before, special = fingerprint(user), _special_state(ws)

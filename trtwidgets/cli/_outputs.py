@@ -21,7 +21,8 @@ starts (minutes of calibration should not end in "cannot write"):
   links to an input are the input);
 - an output is a file of an input folder: a sample of ``--data`` or ``--held-back`` (the
   files their reader reads: ``.npy``/``.npz``/images at the top, not the toolkit's own
-  statistics), any file of another folder the command reads (a plan or build folder).
+  statistics), any file of another folder the command reads (a plan or build folder: its engine, records,
+  recipe and caches, not a report written there: ``.csv``, ``.html``, ``.txt``, ``.log``, ``.md``).
 
 A command declares its outputs as ``OUTPUTS = {"dest": "file" | "dir"}`` (argparse
 ``dest`` names), and the files it writes inside an output folder as
@@ -94,7 +95,8 @@ def _refuse_members(option, value, path, kind, inside, folders, positionals) -> 
     for dest, folder in folders.items():
         samples = dest in SAMPLE_FOLDERS
         for target, note in _written(path, kind, inside):
-            member = folder_member(target, folder, reads_as_sample if samples else None, recursive=not samples)
+            member = folder_member(target, folder, reads_as_sample if samples else _read_from_folder,
+                                   recursive=not samples)
             if member is not None:
                 label = _folder_label(dest, positionals)
                 raise UserError(f"{option} {value}{note} is a file of the {label} folder {folder}, the run's own "
@@ -103,6 +105,16 @@ def _refuse_members(option, value, path, kind, inside, folders, positionals) -> 
                                     " (a sample: later runs would read what was written in its place)."
                                     if samples else "."),
                                 f"Give {option} a path outside {folder}.")
+
+
+#: What a command writes as a report and never reads back from a plan or build folder: a table, a page, a log.
+REPORT_SUFFIXES = (".csv", ".html", ".htm", ".txt", ".log", ".md")
+
+
+def _read_from_folder(member: Path) -> bool:
+    """Whether a file of a plan or build folder is one the toolkit reads (its engine, records, recipe, caches):
+    a report written there (``inspect BUILD --csv BUILD/layers.csv``) may be written there again."""
+    return member.suffix.lower() not in REPORT_SUFFIXES
 
 
 def _written(path: Path, kind: str, inside) -> List[Tuple[Path, str]]:
