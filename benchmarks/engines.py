@@ -335,7 +335,7 @@ def layer_precision_counts(build_res) -> Dict[str, int]:
         from trtwidgets.core.engine.inspector_json import parse_inspector_json
 
         graph = parse_inspector_json(build_res.inspector_json)
-    except Exception as exc:  # noqa: BLE001 - a figure, not a reason to lose the measurement
+    except Exception as exc:
         return {"error": str(exc)}
     counts: Dict[str, int] = {}
     for layer in graph.layers:
@@ -548,7 +548,7 @@ def main(argv=None) -> int:
                 measure(setup, precision, res, args, results, art)
                 if results.doc.get("notes", {}).pop(f"error_{model}_{precision}", None) is not None:
                     results.save()  # an earlier command's failure is history now
-            except Exception as exc:  # noqa: BLE001 - record and go on with the next engine
+            except Exception as exc:
                 failures += 1
                 log(f"  {model} {precision} FAILED: {exc}")
                 traceback.print_exc()
@@ -556,7 +556,7 @@ def main(argv=None) -> int:
         if model == "cls" and args.layer_errors and not over_budget("cls layer errors"):
             try:
                 layer_errors_cls(setup, art, args, results)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 failures += 1
                 log(f"  layer errors FAILED: {exc}")
                 traceback.print_exc()

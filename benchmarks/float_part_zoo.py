@@ -292,7 +292,7 @@ def run_family(name: str, float_only: bool = True) -> dict:
             row["float_model_fp16_vs_fp32"] = _float_model_fp16(model, held)
             row["qdq_fp32_scales_rounded"] = _sensitivity(model, stats, held)
             row["diagnosis_seconds"] = round(time.perf_counter() - t1, 1)
-    except Exception as exc:  # noqa: BLE001 - the report says what failed and where
+    except Exception as exc:
         row.update(written=row.get("written", False), error=f"{type(exc).__name__}: {exc}"[:800],
                    where=traceback.format_exc().strip().splitlines()[-3][:300])
     finally:

@@ -218,7 +218,7 @@ def main(argv=None) -> int:
         try:
             res = build_engine(name, art, trt)
             row = measure(name, res, x, reference, labels, args)
-        except Exception as exc:  # noqa: BLE001 - record and go on with the next engine
+        except Exception as exc:
             failures += 1
             log(f"  {name} FAILED: {exc}")
             traceback.print_exc()

@@ -33,7 +33,7 @@ import re
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Dict, List, Mapping, Set, Tuple
+from typing import Dict, Mapping, Set, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 ZOO = Path(os.environ.get("TRTWIDGETS_ZOO", "/work/zoo"))

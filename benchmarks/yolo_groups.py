@@ -64,7 +64,7 @@ def main(argv=None) -> int:
         exp = export_plan(model, plan, candidate=i)
         if exp is None:
             continue
-        proto = getattr(exp, "model", None) or getattr(exp, "proto")
+        proto = getattr(exp, "model", None) or exp.proto
         out = _run(ort.InferenceSession(proto.SerializeToString(), opts, providers=["CPUExecutionProvider"]), held)
         check = check_outputs({"output0": ref}, {"output0": out})
         rows.append({"candidate": cand.name, "int8_layers": len(cand.quantized), "recommended": i == plan.recommended,

@@ -1,4 +1,4 @@
-"""What TensorRT would see in the toolkit's Q/DQ export of a YOLOv8-family detector, on the CPU (issue 21).
+r"""What TensorRT would see in the toolkit's Q/DQ export of a YOLOv8-family detector, on the CPU (issue 21).
 
     PYTHONPATH=. python3 benchmarks/yolo_placement.py [--model PATH] [--calib 4] [--held-back 4] [--json OUT]
 

@@ -329,7 +329,7 @@ def plan_family(name: str, timeout_s: int, batch: int = 1, reuse: bool = False) 
         plan.save_json(out)  # with held_back.npz beside it: what the GPU run judges the engines by
     except _Timeout:
         row.update(status="timeout", error=f"no pick within {timeout_s} s on this CPU")
-    except Exception as exc:  # noqa: BLE001 - the report says what fails and why
+    except Exception as exc:
         msg = getattr(exc, "message", None) or str(exc)
         row.update(status="fails", error=f"{type(exc).__name__}: {msg}".strip()[:600],
                    where=traceback.format_exc().strip().splitlines()[-3][:300])

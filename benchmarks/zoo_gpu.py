@@ -357,7 +357,7 @@ def run_job(model: str, batch: int, variant: str, args, trt) -> dict:
             try:
                 save_layer_times(runner, {k: v[:batch] for k, v in feeds.items()}, bench, res, out, jid, variant,
                                  args.profile_runs)
-            except Exception as exc:  # noqa: BLE001 - per-layer times are a bonus; the measurement stands
+            except Exception as exc:
                 row["profile_error"] = f"{type(exc).__name__}: {exc}"
     row["latency"] = bench.to_dict()
     saved = {k: (v.astype(np.float16) if v.size > MAX_FP32_ELEMENTS and v.dtype == np.float32 else v)
@@ -426,7 +426,7 @@ def main(argv=None) -> int:
         t1 = time.monotonic()
         try:
             row = run_job(m, b, v, args, trt)
-        except Exception as exc:  # noqa: BLE001 - a failed build is a finding: record it and go on
+        except Exception as exc:
             failures += 1
             row = {"model": m, "batch": b, "variant": v, "error": error_text(exc)}
             log(f"{jid}: FAILED: {row['error'][:2000]}")

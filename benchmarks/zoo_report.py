@@ -226,7 +226,7 @@ def targets(model: str, rows: List[dict], variant: str) -> List[dict]:
         fp16, imp, cand = by.get("fp16"), by.get("int8_implicit"), by.get(variant)
         have = cand is not None and "median_ms" in cand
 
-        def add(name: str, ok: Optional[bool], detail: str) -> None:
+        def add(name: str, ok: Optional[bool], detail: str, b: int = b) -> None:
             out.append({"model": model, "batch": b, "variant": variant, "target": name,
                         "status": "PENDING" if ok is None else ("PASS" if ok else "FAIL"), "detail": detail})
 

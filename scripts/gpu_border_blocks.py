@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import subprocess
 import sys
 import time
@@ -120,7 +119,6 @@ def _silu_end(cons, tensor):
 def quantize_sibling_outputs(model, amax):
     """Q/DQ on the output (after a SiLU) of every INT8 layer that shares its input DQ and writes it in float."""
     import numpy as np
-    import onnx
     from onnx import helper, numpy_helper
 
     g = model.graph
@@ -148,7 +146,6 @@ def quantize_sibling_outputs(model, amax):
 
 def split_shared_dq(model, amax=None, with_q: bool = False):
     """Each INT8 layer reading a shared activation DQ gets a DQ (``with_q``: a Q and a DQ) of its own."""
-    import onnx
     from onnx import helper
 
     g = model.graph

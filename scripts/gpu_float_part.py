@@ -113,7 +113,7 @@ def run(folder: Path, out: Path, families) -> int:
                 summary = parse_inspector_json(res.inspector_json_path).layer_summary()
                 row[name] = {"flags": list(flags), "build_seconds": round(seconds, 1), "layers": summary,
                              "vs_onnxruntime_fp32": {k: _cos(ref[k], got[name][k]) for k in ref}}
-            except Exception as exc:  # noqa: BLE001 - report and go on
+            except Exception as exc:
                 row[name] = {"flags": list(flags), "error": f"{type(exc).__name__}: {exc}"[:1500]}
             print(fam, name, json.dumps(row[name])[:600], flush=True)
             report_path.write_text(json.dumps(report, indent=1))

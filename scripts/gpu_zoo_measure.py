@@ -182,7 +182,7 @@ def run_job(spec: str, args) -> dict:
         rec.update(status="measured" if ok else "failed", input_shapes=shapes, plan=doc, builds=builds)
         if not ok:
             rec["error"] = "; ".join(f"{m['name']}: {m['error']}" for m in builds if m.get("error"))[:2000]
-    except Exception as exc:  # noqa: BLE001 - the record says what failed; the other jobs go on
+    except Exception as exc:
         rec.update(status="failed", error=f"{type(exc).__name__}: {getattr(exc, 'message', None) or exc}"[:2000],
                    where=traceback.format_exc()[-1500:])
     rec["seconds"] = round(time.perf_counter() - t0, 1)

@@ -31,7 +31,6 @@ SEED = 1
 
 
 def main() -> int:
-    import numpy as np
 
     from trtwidgets import demo
     from trtwidgets.core.calibration.collect import collect_stats

@@ -88,7 +88,7 @@ def main() -> int:
             results[name] = {"cosine": metric.cosine, "top1": metric.topk_agreement.get(1),
                              "max_abs": metric.max_abs, "int8_layers": sum(p["precision"] == "INT8" for p in prec),
                              "seconds": time.perf_counter() - t0}
-        except Exception as exc:  # noqa: BLE001 - a diagnostic: report and go on
+        except Exception as exc:
             results[name] = {"error": f"{type(exc).__name__}: {exc}"[:2000]}
         print(name, json.dumps(results[name]), flush=True)
         (out / "variants.json").write_text(json.dumps(results, indent=1))

@@ -52,7 +52,7 @@ def main() -> int:
     tmp = OUT.with_suffix(".tmp")
     tmp.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
     tmp.replace(OUT)
-    for key, rel in record["releases"].items():
+    for rel in record["releases"].values():
         print(f"{rel['distribution']}=={rel['version']}: BuilderFlag {len(rel['enums']['BuilderFlag'])} members, "
               f"strongly typed only: {rel['features']['strongly_typed_only']}")
     print(f"wrote {OUT}")

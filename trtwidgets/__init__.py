@@ -41,10 +41,10 @@ from typing import TYPE_CHECKING, Any, Dict, List, Tuple
 if TYPE_CHECKING:  # what _LAZY resolves to, for editors and type checkers (never imported at run time)
     from trtwidgets.core.engine.layers import compare as compare
     from trtwidgets.core.engine.layers import inspect as inspect
-    from trtwidgets.core.engine.layers import inspect as layers
+    from trtwidgets.core.engine.layers import inspect as layers  # noqa: F401 - tw.layers, resolved lazily
     from trtwidgets.core.accuracy.task_metrics import register_metric as register_metric
     from trtwidgets.core.model.lint import lint as lint
-    from trtwidgets.core.model.load import load_model as load
+    from trtwidgets.core.model.load import load_model as load  # noqa: F401 - tw.load, resolved lazily
     from trtwidgets.core.plan.plan_artifact import Plan as Plan
     from trtwidgets.core.plan.plan_export import export_plan as export_plan
     from trtwidgets.core.accuracy.target import Target as Target

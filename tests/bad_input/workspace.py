@@ -153,7 +153,7 @@ def run_cli(argv, seconds: float = 120) -> int:
     def call() -> None:
         try:
             box["rc"] = main(argv)
-        except BaseException as exc:  # noqa: BLE001 - handed to the test thread below
+        except BaseException as exc:
             box["error"] = exc
 
     t = threading.Thread(target=call, daemon=True)
@@ -186,7 +186,7 @@ def assert_api_refusal(call, ws: Path, user: Path, seconds: float = 120) -> None
     def target() -> None:
         try:
             call(ws, ws / "bad", user)
-        except BaseException as exc:  # noqa: BLE001 - judged below
+        except BaseException as exc:
             box["error"] = exc
 
     t = threading.Thread(target=target, daemon=True)

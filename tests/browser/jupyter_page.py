@@ -46,7 +46,7 @@ def run_all_cells(page, attempts: int = 4) -> None:
         try:
             page.wait_for_function(_STARTED, timeout=30_000, polling=500)
             return
-        except Exception:  # noqa: BLE001 - playwright's TimeoutError: send the command again
+        except Exception:
             page.wait_for_timeout(2000)
     raise AssertionError(f"JupyterLab ran no cell after {attempts} run-all commands")
 
@@ -68,7 +68,7 @@ def where_it_stands(page) -> str:
     """The code cells' prompts, the running cell's source and output, the kernel's status (for a timeout)."""
     try:
         w = page.evaluate(_WHERE)
-    except Exception as exc:  # noqa: BLE001 - the page itself may be gone
+    except Exception as exc:
         return f"(the page could not be read: {exc})"
     return (f"kernel {w['kernel']}; prompts {w['prompts']}; code cell {w['running']} running: "
             f"{w['source'][:400]!r}; its output so far: {w['output'][-600:]!r}")
@@ -92,7 +92,7 @@ def notebook_after_run_all(base: str, token: str, notebook: str):
         # shared 2-core machine the calibration notebook has run past 300 s there (122 s when warm).
         try:
             page.wait_for_function(_ALL_RAN, timeout=600_000, polling=1000)
-        except Exception as exc:  # noqa: BLE001 - playwright's TimeoutError: say where the run stood
+        except Exception as exc:
             raise AssertionError(f"run-all did not finish: {where_it_stands(page)}") from exc
         page.wait_for_timeout(3000)  # let widget views and Plotly finish drawing
         yield page

@@ -70,7 +70,7 @@ def jupyterlab(tmp_path_factory):
             break
         except OSError:
             if proc.poll() is not None:
-                raise RuntimeError(f"JupyterLab exited: {(workdir / 'lab.log').read_text()[-2000:]}")
+                raise RuntimeError(f"JupyterLab exited: {(workdir / 'lab.log').read_text()[-2000:]}") from None
             time.sleep(1)
     else:
         proc.terminate()

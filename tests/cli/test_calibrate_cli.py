@@ -134,7 +134,7 @@ def _in_thread(fn, seconds: float = 60.0):
     def target():
         try:
             box["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - handed back to the test
+        except BaseException as exc:
             box["error"] = exc
 
     t = threading.Thread(target=target, daemon=True)

@@ -20,7 +20,7 @@ def trt():
     """The real tensorrt module, or skip."""
     try:
         import tensorrt
-    except Exception as exc:  # noqa: BLE001 - ImportError or a missing shared library
+    except Exception as exc:
         pytest.skip(f"TensorRT is not importable here: {exc}")
     return tensorrt
 

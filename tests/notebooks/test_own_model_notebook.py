@@ -11,7 +11,8 @@ import shutil
 import pytest
 
 from tests.conftest import ROOT
-from tests.notebooks.test_notebooks import CELL_TIMEOUT, kernel_name  # noqa: F401 - fixture
+from tests.notebooks.executed import CELL_TIMEOUT
+from tests.notebooks.test_notebooks import kernel_name  # noqa: F401 - a fixture this module's tests take
 from tests.own_models import dynamic_hw_model, image_samples, own_saved_build, save
 
 nbformat = pytest.importorskip("nbformat")

@@ -96,7 +96,6 @@ def test_a_measured_plan_shows_estimate_and_measurement_side_by_side():
 
 
 def test_an_estimated_plan_says_so_in_plan_html():
-    import dataclasses
 
     from trtwidgets.core.plan.measured.standing import EstimateStanding
 

@@ -30,7 +30,7 @@ def _bindings(key: str) -> stubs.Bindings:
     if key not in _prepared:
         try:
             _prepared[key] = stubs.prepare(key)
-        except Exception as exc:  # noqa: BLE001 - no network, no gcc, no wheel for this Python
+        except Exception as exc:
             _prepared[key] = exc
     result = _prepared[key]
     if isinstance(result, Exception):

@@ -339,7 +339,7 @@ def real_features(key: str) -> dict:
     if key not in _FEATURES:
         try:
             _FEATURES[key] = prepare(key).run_json(FEATURES_CODE)
-        except Exception as exc:  # noqa: BLE001 - no network, no gcc, no wheel for this Python
+        except Exception as exc:
             _FEATURES[key] = exc
     result = _FEATURES[key]
     if isinstance(result, Exception):

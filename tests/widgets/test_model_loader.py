@@ -2,11 +2,10 @@ from __future__ import annotations
 
 from html.parser import HTMLParser
 
-import pytest
 
 from tests.core.models import EVIL, evil_names_model, qdq_conv_model, save
 from trtwidgets.core.common.errors import ModelLoadError, UserError
-from trtwidgets.core.model.lint import Finding, lint
+from trtwidgets.core.model.lint import Finding
 from trtwidgets.widgets import ModelLoader, Session
 from trtwidgets.widgets.html import error_html, findings_html, html_table
 

@@ -38,7 +38,7 @@ def test_bad_edit_names_input_and_dimension(demo):
     assert ed.problems == ["profile 0: input 'x' dimension 2 (H): opt 64 is outside [min, max] = [48, 48]."]
     assert "dimension 2" in ed.message.value and "trtw-error" in ed.message.value
     with pytest.raises(RecipeError, match="input 'x' dimension 2"):
-        ed.value
+        _ = ed.value
     ed.fields[0]["x"]["max"].value = "4x3x64x256"
     assert ed.problems == []
     assert ed.value["profiles"][0].shapes["x"] == ShapeRange((1, 3, 48, 192), (1, 3, 64, 192), (4, 3, 64, 256))

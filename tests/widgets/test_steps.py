@@ -9,8 +9,7 @@ import pytest
 
 from tests.core.inspector_samples import saved_build_dir, synthetic_fp16, synthetic_int8_implicit
 from trtwidgets import demo
-from trtwidgets.widgets import (BuildStep, CalibrateStep, ExploreStep, FlagsStep, InspectStep, PlanStep,
-                                ProfilesStep, Session, StepWidget)
+from trtwidgets.widgets import (BuildStep, CalibrateStep, ExploreStep, FlagsStep, InspectStep, ProfilesStep, Session, StepWidget)
 from trtwidgets.widgets.app import STEP_KEYS, App
 
 WIDGETS = Path(__file__).resolve().parents[2] / "trtwidgets" / "widgets"

@@ -171,7 +171,7 @@ def _absolute_outputs(args, outputs) -> None:
     """
     cwd = os.getcwd()
     for dest in outputs:
-        value = getattr(args, dest, None)
+        value = getattr(args, dest)  # every OUTPUTS dest is an option add_arguments defines
         if isinstance(value, str) and value.strip():
             setattr(args, dest, os.path.join(cwd, os.path.expanduser(value)))
 

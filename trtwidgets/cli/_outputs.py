@@ -184,9 +184,9 @@ def check_outputs(args, outputs: Mapping[str, str], inside: Mapping[str, Tuple[s
     seen: Dict[object, str] = {}
     inside = inside or {}
     inputs, folders = _inputs(args, outputs)
-    positionals = getattr(args, "_positionals", ())
+    positionals = args._positionals
     for dest, kind in outputs.items():
-        value = getattr(args, dest, None)
+        value = getattr(args, dest)  # every OUTPUTS dest is an option add_arguments defines
         if value is None or value is False or value is True:
             continue
         option = _option(dest)

@@ -48,7 +48,7 @@ def demo_build_rows(work_dir: Union[str, os.PathLike], names: Sequence[str] = ST
     float_top1 = orientation_top1(MODEL_PATH)
     metrics: Dict[str, float] = {}
     sources: Dict[str, str] = {}
-    for name, build in builds.items():
+    for name in builds:
         if "qdq" in name:
             cache = base / "cls_entropy2.cache"
             out = Path(work_dir) / f"{name}.onnx"

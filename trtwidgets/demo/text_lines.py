@@ -138,5 +138,5 @@ def crops(strips: np.ndarray, widths: np.ndarray) -> Tuple[np.ndarray, np.ndarra
     turned = np.full_like(upright, PAD)
     for i, w in enumerate(np.asarray(widths, int)):
         turned[i, :, :w] = upright[i, ::-1, :w][:, ::-1]
-    rgb = lambda a: np.ascontiguousarray(np.repeat(a[..., None], 3, axis=-1))  # noqa: E731 - grey to RGB
+    rgb = lambda a: np.ascontiguousarray(np.repeat(a[..., None], 3, axis=-1))
     return rgb(upright), rgb(turned)

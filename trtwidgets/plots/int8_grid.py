@@ -94,7 +94,6 @@ class Int8GridDisplay:
 
     def figure(self, widget: bool = False, height: int = 520):
         """A new two-row plotly figure (``go.FigureWidget`` when ``widget`` is true)."""
-        import plotly.graph_objects as go
 
         from .live_figure import live_figure
         from plotly.subplots import make_subplots

@@ -288,14 +288,14 @@ def _read_notebook(path: Path):
     check_json_text(text, str(path), NOTEBOOK_LIMITS)
     try:
         nb = nbformat.reads(text, as_version=4)
-    except Exception as exc:  # noqa: BLE001 - nbformat's JSON and schema errors have no common base
+    except Exception as exc:
         raise UserError(f"{path} is not a Jupyter notebook.", f"nbformat could not read it: {exc}"[:600],
                         "Give a .ipynb file saved by Jupyter.") from None
     try:
         # nbformat.reads only logs a schema error: an execution count of text, an output of a number, would be
         # written into the page as they are.
         nbformat.validate(nb)
-    except Exception as exc:  # noqa: BLE001 - jsonschema's and nbformat's validation errors
+    except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UserError(f"{path} is not a valid Jupyter notebook: {first[:200]}",
                         "A notebook's cells and outputs have the types nbformat's schema gives; this one's do not "

@@ -37,7 +37,7 @@ def _import():
         return None
     try:
         import tensorrt as trt_mod
-    except Exception as exc:  # noqa: BLE001 - ImportError, or OSError from a missing CUDA library
+    except Exception as exc:
         _import_error = exc
         return None
     _module = trt_mod

@@ -34,7 +34,7 @@ def _trt(trt_module=None):
         return trt_module
     try:
         import tensorrt
-    except Exception as exc:  # noqa: BLE001 - ImportError or a missing shared library
+    except Exception as exc:
         raise TensorRTUnavailable("TensorRT is not importable.", f"{type(exc).__name__}: {exc}",
                                   "Install TensorRT (pip install tensorrt) on a machine with an NVIDIA GPU.") from None
     return tensorrt

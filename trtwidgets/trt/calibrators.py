@@ -129,7 +129,7 @@ class _FeedCalibratorMixin(CalibratorFields, LegacyCalibratorDefaults):
             return None
         try:
             return self._next_batch(list(names))
-        except BaseException as exc:  # noqa: BLE001 - re-raised by the build after TensorRT returns
+        except BaseException as exc:
             self.error = exc
             return None
 

@@ -52,7 +52,7 @@ def numpy_dtype(trt_module, dtype) -> np.dtype:
     try:
         if fn is not None:
             return np.dtype(fn(dtype))
-    except Exception:  # noqa: BLE001 - TypeError for types without a numpy equivalent
+    except Exception:
         pass
     raise UserError(f"TensorRT type {name} has no numpy equivalent.", None,
                     "Keep the engine's inputs and outputs in float32/float16/int32 (cast in the model).")

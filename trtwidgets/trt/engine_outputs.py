@@ -14,7 +14,6 @@ from typing import Dict, Mapping, Sequence
 
 import numpy as np
 
-from ..core.common.errors import UserError
 from ..core.model.batch_axis import BatchAxes
 from ..core.model.sample_batches import run_in_batches
 from ..core.plan.plan_values import EngineVerdict
@@ -79,6 +78,6 @@ def engine_verdict(engine, check) -> EngineVerdict:
         return check.verdict(outputs)
     except KeyboardInterrupt:
         raise
-    except Exception as exc:  # noqa: BLE001 - one engine that cannot run the samples is reported, the others go on
+    except Exception as exc:
         msg = getattr(exc, "what", None) or str(exc)
         return EngineVerdict(None, error=f"{type(exc).__name__}: {msg}"[:1000])

@@ -203,7 +203,7 @@ def inspector_json_for(engine, shapes: Optional[Mapping[str, Sequence[int]]] = N
                 buffers = _run_once(engine, ctx, trt)
                 inspector.execution_context = ctx
                 text = inspector.get_engine_information(trt.LayerInformationFormat.JSON)
-            except Exception:  # noqa: BLE001 - the JSON without formats is still worth returning
+            except Exception:
                 pass
         del inspector
     finally:

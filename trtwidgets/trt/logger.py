@@ -142,7 +142,7 @@ class LogCollector:
         for fn in self._listeners + ([self._on_line] if kept and self._on_line else []):
             try:
                 fn(line)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 self.callback_errors.append(exc)
         return line
 

@@ -63,7 +63,7 @@ def unavailable_reason() -> Optional[str]:
         return "TensorRT cannot be imported"
     try:
         n = cuda.device_count()
-    except Exception as exc:  # noqa: BLE001 - no CUDA runtime library: the reason is the message
+    except Exception as exc:
         return f"the CUDA runtime cannot be loaded ({exc})"
     return None if n > 0 else "no CUDA GPU is visible"
 
@@ -245,7 +245,7 @@ def _settings() -> dict:
 
     try:
         gpu = cuda.device_name(0)
-    except Exception:  # noqa: BLE001 - a fake measurement source on a machine without a GPU
+    except Exception:
         gpu = "unknown"
     return {"trt": version() or "none", "gpu": gpu}
 

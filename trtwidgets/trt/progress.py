@@ -84,7 +84,7 @@ class BuildProgress:
             return
         try:
             self.sink(event)
-        except Exception as exc:  # noqa: BLE001 - a broken display must not break the build
+        except Exception as exc:
             self.sink_errors.append(exc)
 
     def now(self) -> float:

@@ -192,7 +192,7 @@ class EngineRunner:
             else:
                 mn, opt, mx = self.engine.get_profile_shape(self.profile, spec.index)
             return tuple(mn), tuple(opt), tuple(mx)
-        except Exception:  # noqa: BLE001 - shape tensors and static engines
+        except Exception:
             return None
 
     def opt_shapes(self) -> Dict[str, Tuple[int, ...]]:

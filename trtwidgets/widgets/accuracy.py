@@ -8,7 +8,7 @@ from :mod:`trtwidgets.plots.accuracy`. Every name from a model is escaped.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Mapping
 
 import ipywidgets as widgets
 

@@ -194,7 +194,7 @@ class BuildPanel(widgets.VBox):
             self.result.value = build_error_html(err)
             self.phase.value = "failed"
             self.bar.bar_style = "danger"
-        except Exception as err:  # noqa: BLE001 - shown in the panel, never lost as a thread traceback
+        except Exception as err:
             self.last_error, self.last_result = err, None
             self.result.value = error_html(f"Unexpected {type(err).__name__}: {err}")
             self.phase.value = "failed"

@@ -137,7 +137,7 @@ class CalibratorPicker(widgets.VBox):
     def _changed(self, change=None) -> None:
         self._update_visibility()
         try:
-            self.value
+            _ = self.value  # validates; RecipeError says what is wrong
             self.error.value = ""
         except RecipeError as err:
             self.error.value = error_html(err)

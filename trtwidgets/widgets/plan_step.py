@@ -246,7 +246,7 @@ class PlanStep(StepWidget):
                               on_step=self._on_step, on_progress=self._on_progress, **kwargs)
         except (UserError, OSError) as err:
             self.status.value = error_html(err if isinstance(err, UserError) else str(err))
-        except Exception as err:  # noqa: BLE001 - shown in the step, never lost as a thread traceback
+        except Exception as err:
             self.status.value = error_html(f"Unexpected {type(err).__name__}: {err}")
         finally:
             self.run_button.disabled, self.cancel_button.disabled = False, True
@@ -294,7 +294,7 @@ class PlanStep(StepWidget):
 
             self.chart = live_figure(self.chart)
             self.chart.data[0].on_click(self._on_click)
-        except Exception:  # noqa: BLE001 - no widget backend (plain figure still renders)
+        except Exception:
             pass
         self.chart_box.children = [self.chart] if isinstance(self.chart, widgets.DOMWidget) else []
         self.select(result.recommended if result.pick is not None else 0)

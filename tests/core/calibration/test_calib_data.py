@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import onnx
 import pytest
 
 from tests.core.calib_models import conv_relu_model, two_input_model

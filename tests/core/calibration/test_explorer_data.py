@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import math
 from collections import namedtuple
 
 import numpy as np

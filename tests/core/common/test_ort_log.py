@@ -129,7 +129,7 @@ def test_sessions_in_several_threads_share_the_catch_and_stderr_comes_back(capfd
                     sess = tort.open_session(unused_initializer(), threads=1)
                     sess.run(None, {"x": np.ones(2, np.float32)})
             notes_seen.append(notes)
-        except Exception as exc:  # noqa: BLE001 - reported below
+        except Exception as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=work) for _ in range(4)]

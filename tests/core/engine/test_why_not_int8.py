@@ -227,7 +227,7 @@ def test_explicit_engine_without_model_agrees_with_the_model(qdq_build):
     assert [r and r.code for r in from_engine] == [r and r.code for r in from_model]
     assert sum(1 for r in from_engine if r is not None and r.code == "NO_SCALE") >= 40
     # Float layers whose tensors pass through output reformats are traced to their network tensors too.
-    for layer, reason in zip(graph.layers, from_model):
+    for reason in from_model:
         if reason is not None and reason.code == "NO_SCALE":
             assert reason.tensors and not any(t.startswith("Reformatted ") for t in reason.tensors)
 

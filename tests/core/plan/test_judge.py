@@ -8,7 +8,10 @@ from trtwidgets.core.plan.plan_values import Candidate, PlanAccuracy, PlanTarget
 from trtwidgets.core.plan.planner import plan
 
 
-def _cand(name, n_int8, cos, us, fp16_us=100.0, source="estimate", target=PlanTarget(cosine=0.99)):
+_TARGET = PlanTarget(cosine=0.99)
+
+
+def _cand(name, n_int8, cos, us, fp16_us=100.0, source="estimate", target=_TARGET):
     acc = PlanAccuracy(cosine=cos, snr_db=30.0)
     return Candidate(name, tuple(f"L{i}" for i in range(n_int8)), (), acc, us, fp16_us, source, acc.meets(target))
 

@@ -51,7 +51,6 @@ def test_a_grouped_conv_quantized_with_its_output_fuses_int8_in_and_out(run):
     assert block["fp32_compute"] == [] and _real_reformats(run, "depthwise_hardswish-dense") == 1
     # Rule 6's way (the conv float) costs an FP32 conv and a reformat on the same block.
     assert run["depthwise_hardswish"]["fp32_compute"] and _real_reformats(run, "depthwise_hardswish") == 2
-    se = run["squeeze_excite-dense"]
     assert "dw" in _int8(run, "squeeze_excite-dense") and {"se_gate", "se_mul"} <= _int8(run, "squeeze_excite-dense")
 
 

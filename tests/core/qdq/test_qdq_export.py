@@ -180,7 +180,7 @@ def test_input_model_is_not_modified():
     model = qm.residual_cnn()
     before = model.SerializeToString()
     amax, _ = _calibrated(model)
-    build_qdq(model, QdqSpec(amax, QdqOptions(exclude=["convC"]))).model
+    _ = build_qdq(model, QdqSpec(amax, QdqOptions(exclude=["convC"]))).model
     assert model.SerializeToString() == before
 
 
@@ -189,11 +189,11 @@ def test_refuses_already_quantized_models_bad_precision_and_low_opset():
     amax, _ = _calibrated(model)
     q = build_qdq(model, QdqSpec(amax)).model
     with pytest.raises(QdqExportError, match="already contains Q/DQ"):
-        build_qdq(q, QdqSpec(amax)).model
+        _ = build_qdq(q, QdqSpec(amax)).model
     with pytest.raises(QdqExportError, match="Unknown precision"):
-        build_qdq(model, QdqSpec(amax, QdqOptions(precision="int4"))).model
+        _ = build_qdq(model, QdqSpec(amax, QdqOptions(precision="int4"))).model
     with pytest.raises(QdqExportError, match="too low"):
-        build_qdq(model, QdqSpec(amax, QdqOptions(precision="fp8", opset=17))).model
+        _ = build_qdq(model, QdqSpec(amax, QdqOptions(precision="fp8", opset=17))).model
 
 
 def test_report_summary_and_dict():

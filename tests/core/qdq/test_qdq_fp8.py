@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from trtwidgets.core.qdq.fp8 import E4M3FN_MAX, e4m3fn_to_float, e4m3fn_values, float_to_e4m3fn
 

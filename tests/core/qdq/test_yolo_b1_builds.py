@@ -34,7 +34,7 @@ def _pairs():
         runs = [json.loads((RESULTS / f"trust/yolo_b1/yolo_b1_layers_{f}.json").read_text())["builds"]
                 for f in (first_file, second_file)]
         for k in (0, 1):
-            def times(name):
+            def times(name, runs=runs):
                 return [s["median_ms"] for r in runs for s in (r[name].get("sessions")
                                                                or [{"median_ms": r[name]["median_ms"]}])]
             q, i = f"qdq#{k}", f"implicit#{k}"

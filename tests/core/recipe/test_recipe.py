@@ -56,7 +56,7 @@ def test_replace_returns_new_checked_recipe(demo):
         r.replace(flag=("fp16",))
     with pytest.raises(RecipeError, match="calibration profile index is 1"):
         r.replace(calibration_profile=1)
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         r.flags = ("fp16",)  # frozen
 
 

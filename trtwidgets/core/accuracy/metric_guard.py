@@ -140,7 +140,7 @@ def call_metric(fn: Callable, name: str, *outputs: Mapping[str, Any], on: str = 
         raise UserError(f"The metric {name} called sys.exit({_shown(exc.code)}) on {on}.",
                         "A metric answers with a number; exiting would end the plan with nothing written.",
                         "Return a float (higher is better) instead of exiting.") from None
-    except BaseException as exc:  # noqa: BLE001 - the user's code: any failure is reported with its cause
+    except BaseException as exc:
         raise UserError(f"The metric {name} failed on {on}.", _cause(exc),
                         "Fix the metric; it is called as function(reference, candidate) -> float with two dicts "
                         "of output name -> array (batch first).") from exc
@@ -165,7 +165,7 @@ def _cause(exc: BaseException) -> str:
     """``"Type: message"`` of the user's exception, at most 500 characters (a __str__ that fails is not ours)."""
     try:
         text = str(exc)
-    except Exception:  # noqa: BLE001 - the user's __str__
+    except Exception:
         text = "(its message could not be read)"
     return f"{type(exc).__name__}: {text}"[:500]
 
@@ -198,7 +198,7 @@ def _shown(value: Any) -> str:
         return f"an integer of {value.bit_length()} bits"
     try:
         text = repr(value)
-    except Exception:  # noqa: BLE001 - the user's __repr__
+    except Exception:
         text = f"<{type(value).__name__}>"
     return text if len(text) <= 80 else text[:77] + "..."
 
@@ -215,7 +215,7 @@ def checked_value(value: Any, name: str, on: str = "a candidate's outputs") -> f
             raise UserError(f"The metric {name} returned {_shown(value)} ({type(value).__name__}) on {on}: too large "
                             "for a float.", "A candidate's metric is compared as a float, and this number has none.",
                             "Return a float (higher is better), e.g. a score scaled to 0..1.") from None
-        except Exception as exc:  # noqa: BLE001 - the user's own __float__
+        except Exception as exc:
             raise UserError(f"The metric {name} returned a {type(value).__name__} on {on} that could not be made a "
                             "float.", f"float() of it raised {_cause(exc)}"[:300],
                             "Return a float (higher is better), e.g. return float(score).") from None
@@ -255,7 +255,7 @@ def _within(seconds: Optional[float], call: Callable[[], Any]) -> Any:
     def run() -> None:
         try:
             box["value"] = call()
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread as it was
+        except BaseException as exc:
             box["error"] = exc
 
     worker = threading.Thread(target=run, name="trtwidgets-metric", daemon=True)

@@ -47,7 +47,7 @@ import dataclasses
 import importlib
 import inspect
 import re
-from typing import Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -138,17 +138,22 @@ def _same_function(a: Optional[Callable], b: Callable) -> bool:
         return False
     if a is b:
         return True
-    code_a, code_b = getattr(a, "__code__", None), getattr(b, "__code__", None)
-    return (code_a is not None and code_b is not None
-            and getattr(a, "__qualname__", None) == getattr(b, "__qualname__", None)
+    _, name_a, code_a = _function_parts(a)
+    _, name_b, code_b = _function_parts(b)
+    return (code_a is not None and code_b is not None and name_a == name_b
             and (code_a.co_code, code_a.co_consts, code_a.co_names) == (code_b.co_code, code_b.co_consts,
                                                                         code_b.co_names))
+
+
+def _function_parts(fn: Callable) -> Tuple[Optional[str], Optional[str], Any]:
+    """``(__module__, __qualname__, __code__)`` of ``fn``, None where a callable has none (a partial, a C function)."""
+    return tuple(getattr(fn, part, None) for part in ("__module__", "__qualname__", "__code__"))  # type: ignore[return-value]
 
 
 def _described(fn: Optional[Callable]) -> str:
     if fn is None:
         return "a metric registered before (not through register_metric)"
-    module, qualname = getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)
+    module, qualname, _ = _function_parts(fn)
     return f"{module}.{qualname}" if module and qualname else type(fn).__name__
 
 
@@ -175,7 +180,7 @@ def import_metric(text: str) -> None:
     try:
         with user_code(text):  # the module's own code runs: its prints go to stderr, its chdir is undone
             module = importlib.import_module(module_name)
-    except Exception as exc:  # noqa: BLE001 - ImportError, or the module's own error at import
+    except Exception as exc:
         raise UserError(f"The metric's module {module_name!r} does not import.", f"{type(exc).__name__}: {exc}",
                         "Install it, or put its folder on PYTHONPATH, and check the spelling.") from exc
     fn = getattr(module, attr, None)
@@ -322,7 +327,7 @@ def _made(factory: Factory, name: str, reference: Outputs, options: List[str], l
             made = factory({k: np.array(v, copy=True) for k, v in reference.items()}, options, labels)
     except (UserError, KeyboardInterrupt):
         raise
-    except Exception as exc:  # noqa: BLE001 - the user's factory: any failure is reported with its cause
+    except Exception as exc:
         raise UserError(f"The metric {name!r} could not be made: its registered factory failed.",
                         f"{type(exc).__name__}: {exc}"[:300],
                         "Fix the factory: factory(reference, options, labels) -> TaskMetric.") from None

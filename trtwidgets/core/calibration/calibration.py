@@ -399,7 +399,7 @@ class Calibration:
             raise StatsError(f"{path} is not a calibration trtwidgets can read: {err.what}", err.why, _FIX) from None
         try:
             raw = text_member(path, _MEMBER)
-        except Exception as exc:  # noqa: BLE001 - zip and numpy errors all mean a damaged member
+        except Exception as exc:
             raise StatsError(f"{path} holds a damaged calibration.", f"{type(exc).__name__}: {exc}", _FIX) from None
         if raw is None:
             if method is None:  # the caller did not say which: say what it will be
@@ -472,6 +472,6 @@ def resume_stats(path: Union[str, os.PathLike]) -> ActivationStats:
     try:
         with open_npz(path) as archive:
             has_calibration = _MEMBER in archive
-    except Exception:  # noqa: BLE001 - not an .npz: load_stats words it
+    except Exception:
         has_calibration = False
     return Calibration.load(path).stats if has_calibration else load_stats(path)

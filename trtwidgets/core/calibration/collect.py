@@ -60,7 +60,7 @@ def float_tensor_names(proto: onnx.ModelProto) -> Tuple[List[str], List[str]]:
     """
     try:
         inferred = onnx.shape_inference.infer_shapes(proto)
-    except Exception:  # noqa: BLE001 - fall back to whatever types the file declares
+    except Exception:
         inferred = proto
     g = inferred.graph
     types: Dict[str, int] = {}
@@ -298,7 +298,7 @@ def _known_total(data) -> Optional[int]:
         return None
     try:
         return sum(int(next(iter(f.values())).shape[0]) for f in data if f)
-    except Exception:  # noqa: BLE001 - a progress bar without a total is fine
+    except Exception:
         return None
 
 

@@ -117,5 +117,5 @@ def tool_output_kind(path: Path) -> str:
         if not (isinstance(doc, dict) and doc.get("format") == STATS_FORMAT):
             return ""
         return "calibration" if "calibration.npy" in names else "statistics"
-    except Exception:  # noqa: BLE001 - a file that is not a readable statistics file is judged as a sample
+    except Exception:
         return ""

@@ -157,7 +157,7 @@ def load_array_file(path: Path, input_names: Sequence[str], rows: Union[None, in
                 data = read_npz(path, rows)
         except CalibrationDataError:
             raise
-        except Exception as exc:  # noqa: BLE001 - zip, format and pickle errors all mean "not a plain .npz"
+        except Exception as exc:
             raise _not_readable(path, ".npz", exc, "Re-save it with numpy.savez(path, x=array).") from None
         if len(data) == 1 and len(input_names) == 1 and input_names[0] not in data:
             # A single unnamed array (arr_0) feeds a single-input model.
@@ -172,7 +172,7 @@ def load_array_file(path: Path, input_names: Sequence[str], rows: Union[None, in
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             arr = np.load(str(path), allow_pickle=False, mmap_mode="r")
-    except Exception as exc:  # noqa: BLE001 - numpy raises many types for damaged headers
+    except Exception as exc:
         raise _not_readable(path, ".npy", exc, "Re-save it with numpy.save(path, array).") from None
     if not isinstance(arr, np.ndarray):
         raise CalibrationDataError(f"{path} could not be read as .npy.", f"It holds a {type(arr).__name__}.",
@@ -203,7 +203,7 @@ def load_image(path: Path, pre: Mapping[str, Any]) -> np.ndarray:
             arr = read_pixels(upright, color, pre.get("resize"), Path(path))
     except CalibrationDataError:
         raise
-    except Exception as exc:  # noqa: BLE001 - PIL raises many types for bad files
+    except Exception as exc:
         raise CalibrationDataError(f"{path} could not be read as an image.", f"{type(exc).__name__}: {exc}",
                                    "Remove or replace the file.") from None
     if color == "BGR":
@@ -273,7 +273,7 @@ def _upright(im):
 
     try:
         orientation = im.getexif().get(0x0112, 1)
-    except Exception:  # noqa: BLE001 - damaged EXIF: the pixels are still the image
+    except Exception:
         return im
     if orientation in (None, 1):
         return im

@@ -377,7 +377,7 @@ def load_stats(path: Union[str, os.PathLike]) -> ActivationStats:
             trt_rows = iter(f["trt_hists"]) if "trt_hists" in f.files else iter(())
             trt_list = [np.asarray(next(trt_rows), dtype=np.int64) if isinstance(e, dict) and e.get("trt_hist") else None
                         for e in entries]
-    except Exception as exc:  # noqa: BLE001 - zip, json and key errors all mean "not ours"
+    except Exception as exc:
         raise StatsError(f"{path} is not a trtwidgets statistics file.", f"{type(exc).__name__}: {exc}",
                          "Collect the statistics again and save them with save_stats().") from None
     try:

@@ -248,7 +248,7 @@ class OrtSession:
             try:
                 with ort_log(self.purpose, self._model, self._log_caught):
                     return self.session.run(None if names is None else list(names), feeds, opts)
-            except Exception as exc:  # noqa: BLE001 - ORT raises its own exception types
+            except Exception as exc:
                 if opts is not None and opts.terminate:  # stopped by a cancel (see core/common/cancel.py)
                     raise cancel.Cancelled() from None
                 raise explain_run_error(exc, self.input_names) from None
@@ -309,7 +309,7 @@ def open_session(model, *, providers: Optional[Sequence] = None, threads: Option
                     session = ort.InferenceSession(data, sess_options=opts, providers=providers)
                 else:
                     session = _session_via_file(ort, model, opts, providers)
-    except Exception as exc:  # noqa: BLE001 - ORT raises its own exception types
+    except Exception as exc:
         raise explain_load_error(exc, purpose, [_provider_name(p) for p in providers]) from None
     return OrtSession(session, providers, purpose, model, caught)
 

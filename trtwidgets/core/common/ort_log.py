@@ -231,7 +231,7 @@ def _model_nodes(model) -> List[Tuple[str, str]]:
 
         proto = model if isinstance(model, onnx.ModelProto) else (
             onnx.load(os.fspath(model), load_external_data=False) if isinstance(model, (str, os.PathLike)) else None)
-    except Exception:  # noqa: BLE001 - a model ORT could not load may not load here either: no names then
+    except Exception:
         return []
     if proto is None:
         return []

@@ -104,7 +104,7 @@ def _median_spread(entry: Mapping) -> tuple:
     spread = entry.get("spread_ms")
     if spread is None and rounds:
         spread = max(rounds) - min(rounds)
-    as_float = lambda v: float(v) if isinstance(v, (int, float)) else _NAN  # noqa: E731
+    as_float = lambda v: float(v) if isinstance(v, (int, float)) else _NAN
     return as_float(median), as_float(spread)
 
 

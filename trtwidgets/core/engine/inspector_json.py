@@ -170,7 +170,8 @@ def _read_text(text_or_path) -> Tuple[str, str]:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise InspectorError(f"Could not read inspector JSON {path}.", str(exc), "Check the path and its permissions.")
+        raise InspectorError(f"Could not read inspector JSON {path}.", str(exc),
+                             "Check the path and its permissions.") from exc
     return data.decode("utf-8", errors="replace"), str(path)
 
 

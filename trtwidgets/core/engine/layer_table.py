@@ -13,7 +13,7 @@ import os
 from typing import Any, Iterable, List, Mapping, Optional, Sequence, Union
 
 from ..common.errors import InspectorError
-from .inspector_json import PRECISIONS, EngineGraph, parse_inspector_json
+from .inspector_json import PRECISIONS, EngineGraph
 from .layer_times import read_profile
 
 __all__ = ["COLUMNS", "PRECISION_COLORS", "layer_table", "precision_summary", "styled", "prebuild_table",

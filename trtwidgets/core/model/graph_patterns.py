@@ -81,7 +81,7 @@ class ConstIndex(GraphIndex):
                 folded.update(o for o in node.output if o)
         self.folded = folded
 
-    def is_constant(self, name: str) -> bool:  # noqa: D102 - see class docstring
+    def is_constant(self, name: str) -> bool:
         return name in self.folded
 
     def is_direct_constant(self, name: str) -> bool:

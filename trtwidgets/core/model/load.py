@@ -14,7 +14,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Optional, Tuple, Union
+from typing import Dict, Tuple, Union
 
 import onnx
 from google.protobuf.message import DecodeError
@@ -232,7 +232,7 @@ def load_model(path: Union[str, os.PathLike], load_external_data: bool = True) -
             f"protobuf said: {exc}. The file is truncated (an interrupted download or copy) or is not an ONNX model.",
             "Download or export it again and check its size; open the .onnx file, not a .pb/.pt/.engine file.",
         ) from None
-    except Exception as exc:  # noqa: BLE001 - onnx raises many types for bad files
+    except Exception as exc:
         raise ModelLoadError(f"{path} could not be read as ONNX.", f"{type(exc).__name__}: {exc}",
                              "Check that the file is an ONNX model (onnx.load must open it).") from None
     # protobuf happily parses many byte strings as an empty message; real models have a graph.
@@ -250,7 +250,7 @@ def load_model(path: Union[str, os.PathLike], load_external_data: bool = True) -
     if load_external_data and locations:
         try:
             external_data_helper.load_external_data_for_model(proto, str(path.parent))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise ModelLoadError(f"The external data of {path} could not be loaded.", f"{type(exc).__name__}: {exc}",
                                  "The data file may be truncated; copy or export it again.") from None
     if not proto.graph.node:

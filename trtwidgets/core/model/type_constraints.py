@@ -49,7 +49,7 @@ def _schema(node: onnx.NodeProto, opsets: Mapping[str, int]):
     domain = "" if node.domain == "ai.onnx" else node.domain
     try:
         return onnx.defs.get_schema(node.op_type, opsets.get(domain, 1), domain)
-    except Exception:  # noqa: BLE001 - SchemaError: a custom op (plugin, contrib) has no ONNX schema
+    except Exception:
         return None
 
 
@@ -135,7 +135,7 @@ def _inferred_floats(model: onnx.ModelProto) -> Set[str]:
     names = {t.name for t in graph.initializer if t.data_type in _FLOATS}
     try:
         inferred = onnx.shape_inference.infer_shapes(model)
-    except Exception:  # noqa: BLE001 - inference is best effort; what it cannot type stays as declared
+    except Exception:
         inferred = model
     for vi in list(inferred.graph.value_info) + list(graph.input) + list(graph.output):
         if vi.type.tensor_type.elem_type in _FLOATS:

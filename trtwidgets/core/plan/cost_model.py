@@ -113,7 +113,7 @@ def static_shapes(proto: onnx.ModelProto, input_shapes: Mapping[str, Sequence[in
     del model.graph.value_info[:]
     try:
         inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
-    except Exception:  # noqa: BLE001 - an estimate with fewer shapes is still an estimate
+    except Exception:
         inferred = model
     out: Dict[str, Tuple[int, ...]] = {}
     for vi in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):

@@ -104,7 +104,7 @@ def _upgrade(proto: onnx.ModelProto, target: int) -> onnx.ModelProto:
 
     try:
         converted = version_converter.convert_version(proto, target)
-    except Exception as exc:  # noqa: BLE001 - the converter raises bare RuntimeErrors
+    except Exception as exc:
         raise QdqExportError(
             f"The model could not be converted from opset {default_opset(proto)} to {target}.",
             f"Per-channel Q/DQ needs opset 13 or later (FP8 needs 19); onnx.version_converter said: {exc}",

@@ -240,7 +240,7 @@ def local_tensor_errors(model, candidates: Mapping[str, Mapping[str, float]], re
             try:
                 one = open_session(_node_model(proto, index, node, runs[0]), optimization="disable", log_severity=4,
                                    purpose="run one node alone")
-            except Exception:  # noqa: BLE001 - a node ORT cannot run alone (a sequence, a subgraph) is not measured
+            except Exception:
                 continue
             for name, amax in candidates[tensor].items():
                 errs = []

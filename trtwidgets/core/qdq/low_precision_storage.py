@@ -45,7 +45,7 @@ def tensor_types(model: onnx.ModelProto) -> Dict[str, int]:
     """Tensor name -> element type, as the model declares or ONNX's shape inference infers them."""
     try:
         inferred = onnx.shape_inference.infer_shapes(model)
-    except Exception:  # noqa: BLE001 - an op inference cannot follow: use what the model declares
+    except Exception:
         inferred = model
     g = inferred.graph
     types = {v.name: v.type.tensor_type.elem_type for v in (*g.value_info, *g.input, *g.output)
@@ -53,8 +53,9 @@ def tensor_types(model: onnx.ModelProto) -> Dict[str, int]:
     types.update({t.name: t.data_type for t in g.initializer})
     for n in g.node:
         if n.op_type == "Constant" and n.output:
-            types.update({n.output[0]: a.t.data_type for a in n.attribute
-                          if a.name == "value" and a.type == onnx.AttributeProto.TENSOR})
+            for a in n.attribute:
+                if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
+                    types[n.output[0]] = a.t.data_type
     return types
 
 

@@ -188,7 +188,7 @@ def _static_shapes(model) -> Dict[str, Tuple[Optional[int], ...]]:
         return {}
     try:
         inferred = onnx.shape_inference.infer_shapes(model)
-    except Exception:  # noqa: BLE001 - shape inference is a hint here, never required
+    except Exception:
         return {}
     shapes: Dict[str, Tuple[Optional[int], ...]] = {}
     for vi in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):

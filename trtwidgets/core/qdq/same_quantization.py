@@ -31,7 +31,9 @@ def _graph_values(graph: onnx.GraphProto):
     casts: Dict[str, Tuple[str, int]] = {}
     for n in graph.node:
         if n.op_type == "Constant" and n.output:
-            consts.update({n.output[0]: a.t for a in n.attribute if a.name == "value"})
+            for a in n.attribute:
+                if a.name == "value":
+                    consts[n.output[0]] = a.t
         elif n.op_type == "Cast" and n.input and n.output:
             casts[n.output[0]] = (n.input[0], next((a.i for a in n.attribute if a.name == "to"), 0))
     return inits, consts, casts
@@ -140,7 +142,7 @@ def carrying_scales(model: onnx.ModelProto, reference: onnx.ModelProto,
         return reference
     try:
         ref, n_scales, n_weights, low = same_quantization(model, reference, conversion)
-    except Exception as exc:  # noqa: BLE001 - an odd graph: compare as before, and say so
+    except Exception as exc:
         notes.append(f"the reference keeps its FP32 Q/DQ scales ({type(exc).__name__}: {str(exc)[:200]}): the "
                      "cosine includes the scales' rounding to the float part's type")
         return reference

@@ -388,7 +388,7 @@ def load_labels(path: Union[str, os.PathLike]) -> np.ndarray:
         if "pickle" not in str(exc).lower():
             raise UserError(f"{path} could not be read as .npy/.npz.", f"{type(exc).__name__}: {exc}", fix) from None
         raise UserError(f"{path} holds Python objects, which are never unpickled.", str(exc), fix) from None
-    except Exception as exc:  # noqa: BLE001 - numpy raises several types for a damaged file
+    except Exception as exc:
         raise UserError(f"{path} could not be read as .npy/.npz.", f"{type(exc).__name__}: {exc}", fix) from None
     if labels.ndim == 2 and labels.shape[1] == 1:
         labels = labels[:, 0]

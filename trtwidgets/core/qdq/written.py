@@ -30,7 +30,9 @@ def model_values(graph: onnx.GraphProto) -> Dict[str, onnx.TensorProto]:
     values = {t.name: t for t in graph.initializer}
     for n in graph.node:
         if n.op_type == "Constant" and n.output:
-            values.update({n.output[0]: a.t for a in n.attribute if a.name == "value"})
+            for a in n.attribute:
+                if a.name == "value":
+                    values[n.output[0]] = a.t
     return values
 
 

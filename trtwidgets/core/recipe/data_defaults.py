@@ -136,7 +136,7 @@ def profiles_from_data(summary, data_shapes: Mapping[str, Sequence[Shape]],
     if not current:
         return DataProfiles((), (), "")
     filled, notes, out = [], [], []
-    for k, profile in enumerate(current):
+    for profile in current:
         shapes = dict(profile.shapes)
         for t in summary.dynamic_inputs:
             if t.name in shapes and shapes[t.name] != defaults.get(t.name):

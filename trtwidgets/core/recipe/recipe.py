@@ -30,7 +30,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, Mapping, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple, Union
 
 from ..common.atomic import write_text_atomic
 from ..common.errors import RecipeError, UserError
@@ -260,7 +260,7 @@ class Recipe:
                 kw["calibration_data"] = _calib_spec_class().from_dict(data)
             except RecipeError:
                 raise
-            except Exception as exc:  # noqa: BLE001 - from_dict raises its own UserError or TypeError/KeyError
+            except Exception as exc:
                 why = (exc.message if isinstance(exc, UserError) else "") or f"{type(exc).__name__}: {exc}"
                 raise bad("The recipe's calibration_data could not be read.", why,
                           "Fix the calibration_data object, or set it to null and choose the data again.") from None

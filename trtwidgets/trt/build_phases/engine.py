@@ -18,7 +18,7 @@ def build_engine(state: BuildState) -> None:
     t0 = time.perf_counter()
     try:
         plan = state.builder.build_serialized_network(state.network, state.config)
-    except Exception as exc:  # noqa: BLE001 - TensorRT 10+ may raise instead of returning None
+    except Exception as exc:
         plan = None
         state.note("ERROR", f"build_serialized_network raised {type(exc).__name__}: {exc}")
     state.build_seconds = time.perf_counter() - t0

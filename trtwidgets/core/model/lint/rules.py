@@ -55,7 +55,7 @@ def check_onnx(ctx: LintContext) -> None:
             onnx.checker.check_model(str(ctx.model.path))
         else:
             onnx.checker.check_model(ctx.proto)
-    except Exception as exc:  # noqa: BLE001 - the checker raises several types
+    except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         ctx.add("ONNX_CHECKER_FAILED", f"onnx.checker.check_model rejects the model: {first}",
                 "The model breaks the ONNX specification; TensorRT's parser is more lenient but often fails on "

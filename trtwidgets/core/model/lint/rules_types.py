@@ -94,7 +94,7 @@ def _requested_batches(ctx: LintContext) -> Set[int]:
 def _first_dims(proto: onnx.ModelProto) -> Dict[str, object]:
     try:
         inferred = onnx.shape_inference.infer_shapes(proto)
-    except Exception:  # noqa: BLE001 - a hint only
+    except Exception:
         return {}
     out: Dict[str, object] = {}
     for vi in list(inferred.graph.value_info) + list(inferred.graph.input):
