@@ -177,8 +177,8 @@ CLI_CASES = [
                                              "{sp}/sample_link.npy"], "(s003.npy)"),
     ("export-out-is-a-held-back-sample", ["export-qdq", "{ws}/stack.onnx", "--stats", "{user}/stats.npz", "--data",
                                           "{user}/samples", "--out", "{user}/samples/s003.npy"], "--data folder"),
-    ("compare-reference-is-a-sample", ["compare", "{user}/build", "--data", "{user}/samples", "--save-reference",
-                                       "{user}/sample_hard.npy"], "is a file of the --data folder"),
+    ("compare-reference-is-a-sample", ["compare", "{user}/build", "--held-back", "{user}/samples", "--save-reference",
+                                       "{user}/sample_hard.npy"], "is a file of the --held-back folder"),
     ("inspect-csv-over-the-build-folders-json", ["inspect", "{user}/build", "--csv", "{user}/build/engine.graph.json"],
      "is a file of the graph folder"),
     # names the file system cannot hold (issue 45: OSError tracebacks, before or after the work)
