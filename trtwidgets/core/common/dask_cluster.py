@@ -22,6 +22,7 @@ them when the work's cancel token is set (:mod:`.cancel`).
 from __future__ import annotations
 
 import os
+import threading
 from contextlib import contextmanager
 from typing import Any, Iterator, List, Optional, Sequence
 
@@ -107,7 +108,7 @@ def _local_cluster(workers) -> Iterator[Any]:
     # One ORT thread per worker: N single-threaded workers fill N CPUs; more would compete for them.
     # Dask's "auto" memory limit gives each worker its share of this machine's memory.
     cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                       dashboard_address=None, memory_limit="auto", silence_logs=40,
+                                       dashboard_address=":0", memory_limit="auto", silence_logs=40,
                                        env={THREADS_ENV: "1"})
     try:
         with distributed.Client(cluster, set_as_default=False) as client:
@@ -178,15 +179,13 @@ def results(futures: Sequence[Any], on_each=None) -> List[Any]:
     out = []
     try:
         for i, fut in enumerate(futures):
-            while True:
+            # Woken when the future is done, looking at the token meanwhile. (A result(timeout=) would abandon a
+            # large result in the middle of its transfer and fetch it again.)
+            done = threading.Event()
+            fut.add_done_callback(lambda _, done=done: done.set())
+            while not done.wait(POLL_S):
                 check()
-                try:
-                    value = fut.result(timeout=POLL_S)
-                    break
-                except TimeoutError:
-                    if fut.done():  # the task's own TimeoutError
-                        raise
-            out.append(value)
+            out.append(fut.result())
             if on_each is not None:
                 on_each(i, out[-1])
     except BaseException:

@@ -22,6 +22,7 @@ def layer_costs_alone(ev, amax: Mapping[str, float], layers: Sequence[str], judg
                       tick: Optional[Callable[[], None]] = None) -> Dict[str, float]:
     """Layer -> loss (:meth:`.Judge.loss`) of the model with only that layer in INT8 (every other weighted layer float)."""
     out: Dict[str, float] = {}
+    ev.prefetch((amax, {layer}, True) for layer in layers)  # independent questions: side by side on Dask workers
     for layer in layers:
         acc, quantized = ev.score(amax, {layer}, rank=True)
         out[layer] = judge.loss(acc) if quantized else 0.0
@@ -43,6 +44,9 @@ def tune_ranges(ev, amax: Dict[str, float], per_method: Mapping[str, Mapping[str
         if tensor is None or tensor not in amax:
             continue
         best_val = amax[tensor]
+        trials = [dict(amax, **{tensor: v[tensor]}) for v in per_method.values()
+                  if v.get(tensor) is not None and v[tensor] != amax[tensor]]
+        ev.prefetch((a, {layer}, True) for a in [amax] + trials)
         best = judge.loss(ev.score(amax, {layer}, rank=True)[0])
         for values in per_method.values():
             alt = values.get(tensor)
