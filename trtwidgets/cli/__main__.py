@@ -1,3 +1,7 @@
+"""``python -m trtwidgets.cli``: the ``trtwidgets`` command without the console script."""
+
+from __future__ import annotations
+
 import sys
 
 from . import main

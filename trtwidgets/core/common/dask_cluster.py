@@ -29,7 +29,7 @@ from typing import Any, Iterator, List, Optional, Sequence
 from .errors import UserError
 
 __all__ = ["CONNECT_TIMEOUT_S", "SCHEDULER_ENV", "DistributedError", "check_versions", "cluster_client",
-           "env_scheduler", "results", "worker_count"]
+           "env_scheduler", "require_dask", "results", "worker_count"]
 
 #: The environment variable Dask's own tools read for the scheduler's address.
 SCHEDULER_ENV = "DASK_SCHEDULER_ADDRESS"
@@ -45,7 +45,7 @@ class DistributedError(UserError):
     """The cluster cannot be used: unreachable, without workers, a worker of another version, no dask."""
 
 
-def _dask():
+def require_dask():
     """``distributed``, or a DistributedError that says how to install it."""
     try:
         import distributed
@@ -102,7 +102,7 @@ def _local_cluster(workers) -> Iterator[Any]:
         raise DistributedError(f"--workers {workers!r} is not a number of worker processes.",
                                "Each worker is a process of one thread on this machine.",
                                "Give 1 or more, e.g. --workers 2 (or drop it to run in this process).")
-    distributed = _dask()
+    distributed = require_dask()
     from .ort import THREADS_ENV
 
     # One ORT thread per worker: N single-threaded workers fill N CPUs; more would compete for them.
@@ -119,7 +119,7 @@ def _local_cluster(workers) -> Iterator[Any]:
 
 @contextmanager
 def _connected(address: str) -> Iterator[Any]:
-    distributed = _dask()
+    distributed = require_dask()
     if "://" not in address:
         raise DistributedError(f"--scheduler {address!r} is not a scheduler address.",
                                "Dask schedulers listen at PROTOCOL://HOST:PORT.",
@@ -150,9 +150,8 @@ def check_versions(client) -> None:
 
     A worker with other code would answer other questions: a plan's decisions could differ, silently.
     """
-    from ... import __version__
-
     found = client.get_versions(packages=["trtwidgets"])
+    __version__ = found["client"]["packages"]["trtwidgets"]  # this process's, read the way the workers' are
     other = {addr: info.get("packages", {}).get("trtwidgets") for addr, info in found.get("workers", {}).items()}
     other = {addr: v for addr, v in other.items() if v != __version__}
     if other:
