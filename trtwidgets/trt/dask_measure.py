@@ -98,8 +98,9 @@ class GpuPool:
     """
 
     def __init__(self, client):
-        from ..core.common.dask_cluster import DistributedError
+        from ..core.common.dask_cluster import DistributedError, check_versions
 
+        check_versions(client)
         self.client = client
         info = client.scheduler_info().get("workers", {})
         gpu_workers = [a for a, w in info.items() if w.get("resources", {}).get(GPU)]

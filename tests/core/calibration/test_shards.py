@@ -96,3 +96,13 @@ def test_distributed_collection_continues_earlier_statistics(dask_client):
     one = collect_stats(model, feeds[5:], stats=part, progress=False)
     many = collect_stats_distributed(model, feeds[5:], dask_client, stats=part, progress=False, shard_batches=2)
     _same(one, many)
+
+
+def test_tw_calibrate_on_a_client_gives_the_same_calibration(dask_client):
+    import trtwidgets as tw
+
+    model, feeds = _model(), _feeds()
+    one = tw.calibrate(model, feeds, progress=False)
+    many = tw.calibrate(model, feeds, progress=False, client=dask_client)
+    _same(one.stats, many.stats)
+    assert many.amax == one.amax and many.method == one.method

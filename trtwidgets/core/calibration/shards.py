@@ -186,9 +186,12 @@ def collect_stats_distributed(model, data, client, providers: Optional[Sequence]
     from .model_inputs import require_inputs
     from .sample_axes import SampleAxes
 
+    from ..common.dask_cluster import check_versions
+
     loaded = as_loaded(model)
     require_inputs(loaded)
     num_bins = checked_bins(num_bins, stats, loaded)
+    check_versions(client)  # a client= made by the caller: its workers must run this trtwidgets too
     axes = SampleAxes(loaded.summary, model=loaded, batch_axis=batch_axis)
     feeds = iter_labelled_feeds(data, loaded.summary, batch_size=batch_size, max_samples=max_samples, adapt=adapt,
                                 opt_shapes=opt_shapes, axes=axes)

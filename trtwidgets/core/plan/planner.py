@@ -175,6 +175,10 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, calibration=None, 
     opts = _planner_options(options)
     target = target if target is not None else PlanTarget()
     loaded = _loaded(model)
+    if client is not None:
+        from ..common.dask_cluster import check_versions
+
+        check_versions(client)  # a client= made by the caller: its workers must run this trtwidgets too
     found = _Found(loaded, target, opts, t0, client=client)
     with cancel_scope(cancel):
         try:
