@@ -123,7 +123,7 @@ def _merge_tensor(before: Optional[TensorStats], t: TensorStats, seed: Optional[
             return t
         return dataclasses.replace(before.merge(t), trt_hist=t.trt_hist, trt_range=t.trt_range)
     merged = before.merge(t)  # counts, min/max, the fine histogram: exact
-    if not t.count:
+    if not t.count or before.trt_hist is None or t.trt_hist is None:  # (statistics older than TensorRT's grid)
         return merged
     ra = before.trt_range if before.trt_range > 0 else 0.0
     rb = t.trt_range if t.trt_range > 0 else 0.0
