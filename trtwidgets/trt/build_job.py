@@ -16,7 +16,7 @@ from typing import Dict, Mapping, Optional
 from ..core.common.errors import UserError
 from ..core.plan.measured.measurement import FP16, INT8_IMPLICIT, QDQ
 
-__all__ = ["FLAGS", "MeasureProgress", "build_one", "engine_in", "notify"]
+__all__ = ["FLAGS", "MeasureProgress", "build_one", "engine_in", "implicit_int8_reason", "notify"]
 
 #: The builder flags of each kind of build.
 FLAGS = {FP16: ("fp16",), INT8_IMPLICIT: ("fp16", "int8"), QDQ: ("fp16", "int8")}
@@ -99,3 +99,15 @@ def notify(progress, event: MeasureProgress) -> None:
         progress(event)
     elif progress:
         print(f"[measure] {event.text()}", file=sys.stderr, flush=True)
+
+
+def implicit_int8_reason(trt_module=None) -> Optional[str]:
+    """Why this TensorRT cannot build implicit INT8 (no INT8 flag, no calibrators), or None when it can."""
+    from .features import features
+
+    f = features(trt_module)
+    if not f.has_flag("int8"):
+        return f.explain("int8") or f"TensorRT {f.version} has no INT8 precision flag."
+    if not f.calibrators:
+        return f.explain("calibrators") or f"TensorRT {f.version} has no INT8 calibrators."
+    return None

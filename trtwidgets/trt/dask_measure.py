@@ -30,7 +30,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 from .build_job import MeasureProgress, notify
 
 __all__ = ["GPU", "GpuPool", "build_on_workers", "build_task", "gpu_cluster", "gpu_name", "host_name", "read_engine",
-           "time_on_worker", "time_task"]
+           "time_on_worker", "time_task", "trt_here"]
 
 #: The worker resource a GPU worker declares (``dask worker --resources GPU=1``).
 GPU = "GPU"
@@ -84,6 +84,14 @@ def gpu_cluster(gpus: int) -> Iterator[Any]:
         cluster.close()
 
 
+def trt_here() -> Tuple[str, Optional[str]]:
+    """``(TensorRT version or "none", why implicit INT8 cannot be built here or None)``, on a worker."""
+    from . import version
+    from .build_job import implicit_int8_reason
+
+    return version() or "none", implicit_int8_reason()  # without TensorRT, the reason says so
+
+
 class GpuPool:
     """The GPU workers of ``client`` that one measurement uses: those of the most common kind of GPU.
 
@@ -91,6 +99,10 @@ class GpuPool:
     ----------
     kind : str
         Their GPU's name.
+    trt : str
+        Their TensorRT's version ("none" without one).
+    implicit_reason : str or None
+        Why their TensorRT cannot build implicit INT8, or None.
     workers : list of str
         Their addresses.
     left_out : dict
@@ -113,6 +125,8 @@ class GpuPool:
         self.kind = Counter(names.values()).most_common(1)[0][0]
         self.workers = sorted(a for a, n in names.items() if n == self.kind)
         self.left_out = {a: n for a, n in names.items() if n != self.kind}
+        # The TensorRT that builds: the workers' (the client may have none).
+        self.trt, self.implicit_reason = client.run(trt_here, workers=self.workers[:1])[self.workers[0]]
 
     def note(self) -> str:
         """What the pool left out, '' when nothing."""

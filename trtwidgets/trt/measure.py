@@ -32,6 +32,7 @@ import numpy as np
 from ..core.common.errors import UserError
 from ..core.plan.measured.measurement import INT8_IMPLICIT, Measurement
 from ..core.plan.plan_values import EngineVerdict
+from .build_job import implicit_int8_reason
 from .measure_builds import MeasureProgress, build_all, build_specs
 from .timing_rounds import judge_engines, time_interleaved
 
@@ -108,18 +109,6 @@ class MeasureReport:
                 "interrupted": self.interrupted, "built": self.built, "cached": self.cached,
                 "shapes": {k: list(v) for k, v in self.shapes.items()}, "timed_on": self.timed_on,
                 "notes": list(self.notes)}
-
-
-def implicit_int8_reason(trt_module=None) -> Optional[str]:
-    """Why this TensorRT cannot build implicit INT8 (no INT8 flag, no calibrators), or None when it can."""
-    from .features import features
-
-    f = features(trt_module)
-    if not f.has_flag("int8"):
-        return f.explain("int8") or f"TensorRT {f.version} has no INT8 precision flag."
-    if not f.calibrators:
-        return f.explain("calibrators") or f"TensorRT {f.version} has no INT8 calibrators."
-    return None
 
 
 def _check_rounds(rounds: int, runs: int) -> None:
@@ -208,13 +197,15 @@ def measure(jobs: Sequence[MeasureJob], cache_dir: Union[str, os.PathLike], shap
     cache = Path(cache_dir).expanduser()
     cache.mkdir(parents=True, exist_ok=True)
     shapes = {k: tuple(int(d) for d in v) for k, v in (shapes or {}).items()}
+    pool = _gpu_pool(client)
     skip = {}
     if any(j.kind == INT8_IMPLICIT for j in jobs):
-        reason = implicit_int8_reason()
+        # The TensorRT that builds decides: the workers' with a client (this process may have none).
+        reason = implicit_int8_reason() if pool is None else pool.implicit_reason
         if reason:
             skip = {j.name: f"implicit INT8 is not available: {reason}" for j in jobs if j.kind == INT8_IMPLICIT}
-    pool = _gpu_pool(client)
-    key_of, specs = build_specs(jobs, cache, shapes, opt_level, skip, gpu=pool.kind if pool is not None else None)
+    key_of, specs = build_specs(jobs, cache, shapes, opt_level, skip, gpu=pool.kind if pool is not None else None,
+                                trt=pool.trt if pool is not None else None)
     built, interrupted = build_all(specs, progress, gpus, cache, build_limit_s, pool=pool)
     times: Dict[str, List[float]] = {}
     verdicts: Dict[str, EngineVerdict] = {}

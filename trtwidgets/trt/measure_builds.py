@@ -65,7 +65,7 @@ def build_key(model_path: str, kind: str, shapes: Mapping[str, Sequence[int]], s
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:20]
 
 
-def _settings(opt_level: Optional[int], gpu: Optional[str] = None) -> Dict[str, object]:
+def _settings(opt_level: Optional[int], gpu: Optional[str] = None, trt: Optional[str] = None) -> Dict[str, object]:
     from . import cuda, version
 
     if gpu is None:
@@ -73,15 +73,17 @@ def _settings(opt_level: Optional[int], gpu: Optional[str] = None) -> Dict[str, 
             gpu = cuda.device_name(0)
         except Exception:
             gpu = "unknown"
-    return {"trt": version() or "none", "gpu": gpu, "opt_level": opt_level}
+    return {"trt": trt or version() or "none", "gpu": gpu, "opt_level": opt_level}
 
 
-def build_specs(jobs: Sequence, cache_dir: Path, shapes, opt_level, skip: Mapping[str, str], gpu: Optional[str] = None):
+def build_specs(jobs: Sequence, cache_dir: Path, shapes, opt_level, skip: Mapping[str, str], gpu: Optional[str] = None,
+                trt: Optional[str] = None):
     """``(job name -> key, key -> spec)``: one spec per distinct build of ``jobs`` (:class:`~.measure.MeasureJob`).
 
-    ``gpu``: the GPU the engines are built for (default: this process's first; the Dask workers' kind with a client).
+    ``gpu``, ``trt``: the GPU and TensorRT the engines are built with (default: this process's; with a client, the
+    Dask workers').
     """
-    settings = _settings(opt_level, gpu)
+    settings = _settings(opt_level, gpu, trt)
     names: Dict[str, str] = {}
     specs: Dict[str, dict] = {}
     for job in jobs:
