@@ -50,7 +50,7 @@ def main(argv=None) -> int:
 
     from trtwidgets.core.engine.inspector_json import parse_inspector_json
     from trtwidgets.core.plan.plan_artifact import Plan
-    from trtwidgets.trt.measure import INT8_IMPLICIT, _time_interleaved, measure
+    from trtwidgets.trt.measure import INT8_IMPLICIT, time_interleaved, measure
     from trtwidgets.trt.measure_builds import engine_in
     from trtwidgets.trt.plan_measure import _jobs
     from trtwidgets.trt.profiler import profile_layers
@@ -83,7 +83,7 @@ def main(argv=None) -> int:
               flush=True)
         (out / "yolo_layers.json").write_text(json.dumps(report, indent=1))
     for session in range(a.sessions):
-        times, _ = _time_interleaved(engines, {}, a.rounds, a.runs, 10, None, None)
+        times, _ = time_interleaved(engines, {}, a.rounds, a.runs, 10, None, None)
         for name, t in times.items():
             med = sorted(t)[len(t) // 2]
             report["builds"][name].setdefault("sessions", []).append({"round_ms": t, "median_ms": med})

@@ -7,12 +7,15 @@ by key; interleaved rounds; the pick made again by measured time). The float mod
 plan's engine shapes first (``zoo_shapes.at_shapes``: a batch-1 static file becomes the batch-32 one;
 Silero VAD's state keeps its batch on axis 1), so a plan estimated at batch 32 builds at batch 32.
 
-Jobs run in ``--workers`` processes, one GPU each (``CUDA_VISIBLE_DEVICES``), taking the jobs
-in the order given from one queue (give the longest first), with one shared engine cache; each job's result is written as soon as it ends, so a call stopped at its time limit
-keeps what it finished and a second call finds the engines already built. ``--last-start S`` starts no job after S
-seconds and lets the started ones finish (``--deadline`` is the hard stop, which loses the job in progress: det b1
-on 2026-11-27 after 12 minutes of builds). Python 3.9 with numpy,
-onnx and tensorrt only::
+Jobs run on a Dask cluster of ``--workers`` worker processes, one GPU each (:func:`trtwidgets.trt.dask_measure.
+gpu_cluster`: ``CUDA_VISIBLE_DEVICES``, the resource ``GPU=1``), or on the GPU workers of ``--scheduler
+tcp://HOST:PORT``: ``--workers`` jobs at a time, taken in the order given (give the longest first), each job's builds
+spread over every GPU worker and its interleaved rounds on one GPU (its record says which: ``timed_on``), with one
+shared engine cache; each job's result is written as soon as it ends, so a call stopped at its time limit keeps what
+it finished and a second call finds the engines already built. ``--last-start S`` starts no job after S seconds and
+lets the started ones finish (``--deadline`` is the hard stop, which loses the job in progress: det b1 on 2026-11-27
+after 12 minutes of builds). Python 3.9 with numpy, onnx, tensorrt and dask/distributed 2024.8.0 (the last release
+for 3.9)::
 
     source /tmp/trtb/env.sh && EXTRA_PYTHONPATH=$PWD $PY39 scripts/gpu_zoo_measure.py \\
         --plans zoo_gpu/plans --models zoo_gpu/models --out $OUT/zoo --workers 4 --deadline 540 \\
@@ -38,7 +41,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 import traceback
@@ -133,12 +135,13 @@ def _with_extra(extra: list, extra_out: list):
         names = {j.name for j in extra}
         extra_out.extend(m for m in report.measurements if m.name in names)
         return MeasureReport(tuple(m for m in report.measurements if m.name not in names), report.rounds,
-                             report.interrupted, report.built, report.cached, report.shapes)
+                             report.interrupted, report.built, report.cached, report.shapes, report.timed_on,
+                             report.notes)
 
     return source
 
 
-def run_job(spec: str, args) -> dict:
+def run_job(spec: str, args, client=None) -> dict:
     """Measure one plan (``<family>-b<batch>[@TOP]``); the result record (also on failure, with the error)."""
     import onnx
 
@@ -151,7 +154,7 @@ def run_job(spec: str, args) -> dict:
     family = job.rsplit("-b", 1)[0]
     work = Path(args.work) / job
     work.mkdir(parents=True, exist_ok=True)
-    rec: dict = {"job": job, "family": family, "gpu_index": os.environ.get("CUDA_VISIBLE_DEVICES")}
+    rec: dict = {"job": job, "family": family}
     t0 = time.perf_counter()
     try:
         plan = Plan.load(Path(args.plans) / job)
@@ -170,7 +173,8 @@ def run_job(spec: str, args) -> dict:
         new = measure_plan(plan, str(float_model), work_dir=work, cache_dir=cache, top=n_top,
                            rounds=args.rounds, runs=args.runs, opt_level=args.opt_level, progress=True, gpus=1,
                            build_limit_s=args.build_limit or None, check=check, implicit=not args.no_implicit,
-                           regions=not args.no_regions, measure_fn=_with_extra(peers + full, extra_out))
+                           regions=not args.no_regions, measure_fn=_with_extra(peers + full, extra_out), client=client)
+        rec["timed_on"] = new.measured.settings.get("timed_on", "") if new.measured is not None else ""
         doc = new.to_dict()  # the record is a JSON file: the plan's own serialization, each build's layers added
         builds = []
         for m in doc["measured"]["measurements"]:
@@ -189,29 +193,38 @@ def run_job(spec: str, args) -> dict:
     return rec
 
 
-def worker(args) -> int:
+def run_jobs(client, jobs: list, args, last_start: float) -> None:
+    """``--workers`` jobs at a time, in the order given; each record written as its job ends."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from trtwidgets.core.common.atomic import write_text_atomic
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    claims = Path(args.work) / "claims"
-    claims.mkdir(parents=True, exist_ok=True)
-    for spec in args.jobs.split(","):
+
+    def one(spec: str) -> None:
         job = spec.partition("@")[0]
-        if args.claim_until and time.time() > args.claim_until:
-            print(f"[gpu {os.environ.get('CUDA_VISIBLE_DEVICES')}] no new job after --last-start: {job} left",
-                  flush=True)
-            break
-        try:  # one shared queue: the next free GPU takes the next job
-            os.close(os.open(str(claims / job), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-        except FileExistsError:
-            continue
-        print(f"[gpu {os.environ.get('CUDA_VISIBLE_DEVICES')}] {job} starts", flush=True)
-        rec = run_job(spec, args)
+        if last_start and time.time() > last_start:
+            print(f"no new job after --last-start: {job} left", flush=True)
+            return
+        print(f"{job} starts", flush=True)
+        rec = run_job(spec, args, client)
         write_text_atomic(out / f"{job}.json", json.dumps(rec, indent=1, default=str))
-        print(f"[gpu {os.environ.get('CUDA_VISIBLE_DEVICES')}] {job} {rec['status']} in {rec['seconds']} s "
+        print(f"{job} {rec['status']} in {rec['seconds']} s on {rec.get('timed_on') or '?'} "
               f"{rec.get('error', '')[:300]}", flush=True)
-    return 0
+
+    pool = ThreadPoolExecutor(max_workers=max(1, args.workers))
+    futures = [pool.submit(one, spec) for spec in jobs]
+    t0 = time.time()
+    try:
+        for f in futures:
+            left = args.deadline - (time.time() - t0) if args.deadline else None
+            f.result(timeout=max(left, 0) if left is not None else None)
+    except TimeoutError:
+        # The hard stop: the caller closes the cluster, which ends the builds in progress (their jobs are lost;
+        # engines already built stay cached), and no job left starts.
+        print(f"deadline {args.deadline:.0f} s: the jobs in progress are lost", flush=True)
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def main(argv=None) -> int:
@@ -223,12 +236,14 @@ def main(argv=None) -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--work", default="/tmp/zoo_work")
     ap.add_argument("--cache-dir", default="/tmp/zoo_engines")
-    ap.add_argument("--workers", type=int, default=1, help="processes, one GPU each")
+    ap.add_argument("--workers", type=int, default=1, help="GPU worker processes on this machine (one GPU each), and "
+                    "jobs at a time")
     ap.add_argument("--deadline", type=float, default=0, help="stop the workers after this many seconds (a job "
                     "in progress is lost: see --last-start)")
     ap.add_argument("--last-start", type=float, default=0, help="no job starts after this many seconds; the jobs "
                     "started finish (a deadline after it is the hard stop)")
-    ap.add_argument("--claim-until", type=float, default=0, help=argparse.SUPPRESS)  # the workers' epoch of it
+    ap.add_argument("--scheduler", default="", help="a running Dask scheduler whose workers declare GPU=1 (one "
+                    "per GPU), instead of --workers on this machine")
     ap.add_argument("--top", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--runs", type=int, default=50)
@@ -240,41 +255,17 @@ def main(argv=None) -> int:
                     "target (the measured plan would not build them): every export is built")
     ap.add_argument("--no-implicit", action="store_true", help="leave implicit INT8 out (its builds are the slowest)")
     ap.add_argument("--no-regions", action="store_true", help="no region search before the whole-model builds")
-    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     os.environ.setdefault("TRTWIDGETS_NO_CUBLAS_CUDNN", "1")  # the machine's cuBLAS/cuDNN are stubs
-    if args.worker:
-        return worker(args)
     done = {p.stem for p in Path(args.out).glob("*.json")
             if json.loads(p.read_text()).get("status") == "measured"} if Path(args.out).is_dir() else set()
-    jobs = [j for j in args.jobs.split(",") if j and j.partition("@")[0] not in done]  # longest first: workers take them in order
-    claims = Path(args.work) / "claims"
-    if claims.is_dir():
-        for old in claims.iterdir():
-            old.unlink()
-    procs = []
-    claim_until = time.time() + args.last_start if args.last_start else 0
-    for gpu in range(min(args.workers, len(jobs))):
-        cmd = [sys.executable, __file__, "--worker", "--jobs", ",".join(jobs), "--claim-until", str(claim_until)]
-        for k in ("plans", "models", "out", "work", "cache_dir", "top", "rounds", "runs", "opt_level", "build_limit",
-                  "peers"):
-            cmd += [f"--{k.replace('_', '-')}", str(getattr(args, k))]
-        cmd += [f"--{k.replace('_', '-')}" for k in ("no_implicit", "no_regions", "all_int8") if getattr(args, k)]
-        procs.append(subprocess.Popen(cmd, env=dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu))))
-    t0 = time.time()
-    while any(p.poll() is None for p in procs):
-        if args.deadline and time.time() - t0 > args.deadline:
-            for p in procs:
-                if p.poll() is None:
-                    p.terminate()  # builds already published stay in the cache for the next call
-            print(f"deadline {args.deadline:.0f} s: workers stopped", flush=True)
-            break
-        time.sleep(2)
-    for p in procs:
-        try:
-            p.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            p.kill()
+    jobs = [j for j in args.jobs.split(",") if j and j.partition("@")[0] not in done]  # longest first
+    last_start = time.time() + args.last_start if args.last_start else 0
+    from trtwidgets.core.common.dask_cluster import cluster_client
+    from trtwidgets.trt.dask_measure import gpu_cluster
+
+    with (cluster_client(scheduler=args.scheduler) if args.scheduler else gpu_cluster(args.workers)) as client:
+        run_jobs(client, jobs, args, last_start)
     got = sorted(p.stem for p in Path(args.out).glob("*.json"))
     print(f"{len(got)} results: {', '.join(got)}")
     return 0

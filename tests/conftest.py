@@ -35,3 +35,16 @@ def require_or_skip(env_var: str, reason: str):
     if os.environ.get(env_var):
         pytest.fail(f"{reason} ({env_var} is set, so this test must run)")
     pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def dask_client():
+    """A real Dask cluster on 127.0.0.1: two worker processes of one thread each (trtwidgets' ``--workers 2``).
+
+    Shared by the tests of the distributed paths; a test that kills a worker starts a cluster of its own.
+    """
+    pytest.importorskip("distributed")
+    from trtwidgets.core.common.dask_cluster import cluster_client
+
+    with cluster_client(workers=2) as client:
+        yield client

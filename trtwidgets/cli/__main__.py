@@ -6,4 +6,5 @@ import sys
 
 from . import main
 
-sys.exit(main())
+if __name__ == "__main__":  # a Dask worker started by spawn imports this module again: it must not run main
+    sys.exit(main())

@@ -56,6 +56,9 @@ def add_arguments(parser):
                         "--out) of the same model")
     parser.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    from ._cluster import add_cluster_arguments
+
+    add_cluster_arguments(parser, "the statistics (shards of samples, merged here into the same statistics)")
 
 
 def parse_shapes(items):
@@ -164,11 +167,13 @@ def run(args) -> int:
     from ..core.calibration.calibration import Calibration, resume_stats
     from ..core.calibration.collect import collect_stats
     from ..core.calibration.data import spec_for
+    from ..core.calibration.shards import collect_stats_distributed
     from ..core.calibration.fingerprint import fingerprint_of
     from ..core.calibration.stats import zero_note
     from ..core.common.errors import UserError
     from ..core.common.write_rule import partial_path
     from ..core.model.load import load_model
+    from ._cluster import cluster_of
 
     t0 = time.perf_counter()
     if not 0 < args.percentile <= 100:
@@ -180,9 +185,12 @@ def run(args) -> int:
     spec = spec_for(args.data, preprocessing=parse_preprocess(args.preprocess))
     earlier = resume_stats(args.resume) if args.resume else None
     providers = [p.strip() for p in args.providers.split(",")] if args.providers else None
-    stats = collect_stats(model, spec, providers=providers, stats=earlier, progress=not args.no_progress and not args.json,
-                          batch_size=args.batch_size, max_samples=args.max_samples, adapt=adapt or None,
-                          opt_shapes=opt_shapes or None, batch_axis=args.batch_axis)
+    kwargs = dict(providers=providers, stats=earlier, progress=not args.no_progress and not args.json,
+                  batch_size=args.batch_size, max_samples=args.max_samples, adapt=adapt or None,
+                  opt_shapes=opt_shapes or None, batch_axis=args.batch_axis)
+    with cluster_of(args) as client:
+        stats = collect_stats(model, spec, **kwargs) if client is None else \
+            collect_stats_distributed(model, spec, client, **kwargs)
     # An interrupted run writes under its own names (stats.partial.npz, x.partial.cache): never over a complete one.
     paths = {k: (partial_path(v) if stats.interrupted else v) if v else None
              for k, v in (("out", args.out), ("stats", args.stats), ("cache", args.cache))}

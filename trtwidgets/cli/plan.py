@@ -80,6 +80,9 @@ def add_arguments(parser):
     add_measure_arguments(parser.add_argument_group("measure (TensorRT and a GPU)"), flag=True)
     parser.add_argument("--out", required=True, help="folder for plan.json, plan.html and model.qdq.onnx")
     add_flags(parser, ("--no-progress", "--json"))
+    from ._cluster import add_cluster_arguments
+
+    add_cluster_arguments(parser, "the statistics and the search's questions (the same candidates and pick)")
 
 
 def target(args):
@@ -115,6 +118,7 @@ def run(args) -> int:
     from ..core.model.load import load_model
     from ..core.plan.plan_export import export_plan
     from ..plan_api import plan
+    from ._cluster import cluster_of
     from ._plan_folder import write_plan_folder
 
     if not 0 < args.holdout < 1:
@@ -132,10 +136,11 @@ def run(args) -> int:
         from ..core.calibration.calibration import Calibration
 
         cal = Calibration.load(args.calibration)
-    result = plan(loaded, _data(args), target=goal, calibration=cal, options=options(args), held_back=args.held_back,
-                  holdout=args.holdout, seed=args.seed, max_samples=args.max_samples, batch_axis=args.batch_axis,
-                  batch_size=args.batch, gpu=args.gpu, oracle=args.oracle, measure=measure,
-                  progress=not args.no_progress)
+    with cluster_of(args) as client:
+        result = plan(loaded, _data(args), target=goal, calibration=cal, options=options(args),
+                      held_back=args.held_back, holdout=args.holdout, seed=args.seed, max_samples=args.max_samples,
+                      batch_axis=args.batch_axis, batch_size=args.batch, gpu=args.gpu, oracle=args.oracle,
+                      measure=measure, progress=not args.no_progress, client=client)
     out = Path(args.out)
     exported = export_plan(loaded, result) if result.pick is not None else None
     final = write_plan_folder(result, exported, out)

@@ -115,6 +115,9 @@ def add_arguments(parser):
                                                  "imports code)"))
     add_measure_arguments(parser)
     add_flags(parser, ("--no-progress",))
+    from ._cluster import add_cluster_arguments
+
+    add_cluster_arguments(parser, "the builds and the timing (each comparison's rounds on one GPU)", gpu=True)
 
 
 def run(args) -> int:
@@ -122,6 +125,7 @@ def run(args) -> int:
     from ..core.plan.plan_artifact import Plan
     from ..core.plan.plan_export import export_plan
     from ..trt.plan_measure import measure_plan, require_measurable
+    from ._cluster import gpu_cluster_of
     from ._plan_folder import plan_state, write_plan_folder
 
     out = Path(args.plan_dir)
@@ -132,8 +136,10 @@ def run(args) -> int:
     _check(args)
     _register_metric(args.metric, plan)
     check, check_bytes = _engine_check(out, plan)  # bad input first: the check is read before TensorRT is needed
-    require_measurable("trtwidgets plan measure")
-    new = measure_plan(plan, args.model, work_dir=work, check=check, **measure_keywords(args))
+    with gpu_cluster_of(args) as client:
+        if client is None:  # else the workers build and time, not this process
+            require_measurable("trtwidgets plan measure")
+        new = measure_plan(plan, args.model, work_dir=work, check=check, client=client, **measure_keywords(args))
     exported = export_plan(args.model or new.model, new)
     # One set, as `plan` writes it: a kill leaves the earlier plan's files or the measured plan's, never a mix.
     write_plan_folder(new, exported, out, check_bytes, partial=False, expect=state)

@@ -32,9 +32,12 @@ import numpy as np
 from ..core.common.errors import UserError
 from ..core.plan.measured.measurement import INT8_IMPLICIT, Measurement
 from ..core.plan.plan_values import EngineVerdict
-from .measure_builds import MeasureProgress, build_all, build_specs, notify
+from .build_job import implicit_int8_reason
+from .measure_builds import MeasureProgress, build_all, build_specs
+from .timing_rounds import judge_engines, time_interleaved
 
-__all__ = ["MIN_ROUNDS", "MeasureJob", "MeasureProgress", "MeasureReport", "implicit_int8_reason", "measure"]
+__all__ = ["MIN_ROUNDS", "MeasureJob", "MeasureProgress", "MeasureReport", "implicit_int8_reason", "judge_engines",
+           "measure", "time_interleaved"]
 
 #: Fewer rounds cannot tell a steady difference from a drifting clock.
 MIN_ROUNDS = 3
@@ -84,6 +87,11 @@ class MeasureReport:
         Distinct engines built in this run / found in the cache.
     shapes : dict
         Input shapes timed at.
+    timed_on : str
+        Where the interleaved rounds ran when not in this process: the GPU and the Dask worker (one GPU for
+        every engine of the comparison); '' in this process.
+    notes : tuple of str
+        What the run says besides (GPU workers of another kind left out).
     """
 
     measurements: Tuple[Measurement, ...]
@@ -92,66 +100,15 @@ class MeasureReport:
     built: int = 0
     cached: int = 0
     shapes: Dict[str, Tuple[int, ...]] = field(default_factory=dict)
+    timed_on: str = ""
+    notes: Tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
         """For plan.json."""
         return {"measurements": [m.to_dict() for m in self.measurements], "rounds": self.rounds,
                 "interrupted": self.interrupted, "built": self.built, "cached": self.cached,
-                "shapes": {k: list(v) for k, v in self.shapes.items()}}
-
-
-def implicit_int8_reason(trt_module=None) -> Optional[str]:
-    """Why this TensorRT cannot build implicit INT8 (no INT8 flag, no calibrators), or None when it can."""
-    from .features import features
-
-    f = features(trt_module)
-    if not f.has_flag("int8"):
-        return f.explain("int8") or f"TensorRT {f.version} has no INT8 precision flag."
-    if not f.calibrators:
-        return f.explain("calibrators") or f"TensorRT {f.version} has no INT8 calibrators."
-    return None
-
-
-def _time_interleaved(engines: Mapping[str, str], shapes, rounds: int, runs: int, warmup: int,
-                      feeds: Optional[Mapping[str, np.ndarray]], progress) -> Tuple[Dict[str, List[float]], bool]:
-    """Key -> per-round medians, timed A B C A B C ...; ``(times, interrupted)``: Ctrl-C keeps the rounds done."""
-    from .bench import benchmark_runner, random_feeds
-    from .runner import EngineRunner
-
-    times: Dict[str, List[float]] = {k: [] for k in engines}
-    runners: Dict[str, EngineRunner] = {}
-    inputs: Dict[str, Dict[str, np.ndarray]] = {}
-    try:
-        for key, path in engines.items():
-            runners[key] = EngineRunner(path)
-            inputs[key] = dict(feeds) if feeds is not None else random_feeds(runners[key], shapes, seed=0)
-        for r in range(rounds):
-            partial: Dict[str, float] = {}
-            for key, runner in runners.items():
-                res = benchmark_runner(runner, inputs[key], runs=runs, warmup=warmup, min_runs=1)
-                partial[key] = res.median_ms
-            for key, t in partial.items():  # a round counts only when every engine ran in it
-                times[key].append(t)
-            notify(progress, MeasureProgress("time", r + 1, rounds))
-    except KeyboardInterrupt:
-        return times, True
-    finally:
-        for runner in runners.values():
-            runner.close()
-    return times, False
-
-
-def _judge_engines(engines: Mapping[str, str], check: Callable[[str], EngineVerdict],
-                   progress) -> Tuple[Dict[str, EngineVerdict], bool]:
-    """Key -> the engine's verdict on the held-back samples; ``(verdicts, interrupted)``: Ctrl-C keeps those done."""
-    out: Dict[str, EngineVerdict] = {}
-    try:
-        for i, (key, path) in enumerate(engines.items()):
-            out[key] = check(path)
-            notify(progress, MeasureProgress("check", i + 1, len(engines)))
-    except KeyboardInterrupt:
-        return out, True
-    return out, False
+                "shapes": {k: list(v) for k, v in self.shapes.items()}, "timed_on": self.timed_on,
+                "notes": list(self.notes)}
 
 
 def _check_rounds(rounds: int, runs: int) -> None:
@@ -163,12 +120,37 @@ def _check_rounds(rounds: int, runs: int) -> None:
         raise UserError(f"{runs} runs per round time nothing.", None, "Use runs >= 1 (100 is the default).")
 
 
+def _gpu_pool(client):
+    """The Dask GPU workers of ``client`` this measurement uses (:class:`~.dask_measure.GpuPool`), or None."""
+    if client is None:
+        return None
+    from .dask_measure import GpuPool
+
+    return GpuPool(client)
+
+
+def _time_and_judge(pool, built: Mapping[str, dict], shapes, timing: Tuple[int, int, int], feeds, check, progress):
+    """``(times, verdicts, interrupted, timed_on)`` of the engines built: on one GPU worker of ``pool``, else here."""
+    rounds, runs, warmup = timing
+    engines = {k: r["engine_path"] for k, r in built.items() if not r["error"]}
+    if pool is not None:
+        from .dask_measure import time_on_worker
+
+        return time_on_worker(pool, {k: built[k] for k in engines}, shapes, rounds, runs, warmup, feeds, check,
+                              progress)
+    verdicts: Dict[str, EngineVerdict] = {}
+    times, interrupted = time_interleaved(engines, shapes, rounds, runs, warmup, feeds, progress)
+    if check is not None and not interrupted:
+        verdicts, interrupted = judge_engines(engines, check, progress)
+    return times, verdicts, interrupted, ""
+
+
 def measure(jobs: Sequence[MeasureJob], cache_dir: Union[str, os.PathLike], shapes: Optional[Mapping] = None,
             rounds: int = MIN_ROUNDS, runs: int = 100, warmup: int = 10, opt_level: Optional[int] = None,
             progress: Union[bool, Callable[[MeasureProgress], None]] = True, gpus: Optional[int] = None,
             feeds: Optional[Mapping[str, np.ndarray]] = None,
             build_limit_s: Optional[float] = None,
-            check: Optional[Callable[[str], EngineVerdict]] = None) -> MeasureReport:
+            check: Optional[Callable[[str], EngineVerdict]] = None, client=None) -> MeasureReport:
     """Build (or find in the cache) and time every job; see the module docstring.
 
     Parameters
@@ -199,6 +181,9 @@ def measure(jobs: Sequence[MeasureJob], cache_dir: Union[str, os.PathLike], shap
         ``check(engine_path) -> EngineVerdict``: each engine built is judged after the timing (the plan's
         held-back samples, :func:`~trtwidgets.trt.engine_outputs.engine_verdict`); the result is
         the Measurement's ``accuracy``.
+    client : distributed.Client, optional
+        Build on its Dask workers that declare ``GPU=1`` (one GPU each, of one kind: :mod:`.dask_measure`), and
+        time every engine of this comparison on one of them (``check`` runs there too); ``gpus`` is then unused.
 
     Returns
     -------
@@ -212,20 +197,22 @@ def measure(jobs: Sequence[MeasureJob], cache_dir: Union[str, os.PathLike], shap
     cache = Path(cache_dir).expanduser()
     cache.mkdir(parents=True, exist_ok=True)
     shapes = {k: tuple(int(d) for d in v) for k, v in (shapes or {}).items()}
+    pool = _gpu_pool(client)
     skip = {}
     if any(j.kind == INT8_IMPLICIT for j in jobs):
-        reason = implicit_int8_reason()
+        # The TensorRT that builds decides: the workers' with a client (this process may have none).
+        reason = implicit_int8_reason() if pool is None else pool.implicit_reason
         if reason:
             skip = {j.name: f"implicit INT8 is not available: {reason}" for j in jobs if j.kind == INT8_IMPLICIT}
-    key_of, specs = build_specs(jobs, cache, shapes, opt_level, skip)
-    built, interrupted = build_all(specs, progress, gpus, cache, build_limit_s)
-    engines = {k: r["engine_path"] for k, r in built.items() if not r["error"]}
+    key_of, specs = build_specs(jobs, cache, shapes, opt_level, skip, gpu=pool.kind if pool is not None else None,
+                                trt=pool.trt if pool is not None else None)
+    built, interrupted = build_all(specs, progress, gpus, cache, build_limit_s, pool=pool)
     times: Dict[str, List[float]] = {}
-    if engines and not interrupted:
-        times, interrupted = _time_interleaved(engines, shapes, rounds, runs, warmup, feeds, progress)
     verdicts: Dict[str, EngineVerdict] = {}
-    if check is not None and engines and not interrupted:
-        verdicts, interrupted = _judge_engines(engines, check, progress)
+    timed_on = ""
+    if any(not r["error"] for r in built.values()) and not interrupted:
+        times, verdicts, interrupted, timed_on = _time_and_judge(pool, built, shapes, (rounds, runs, warmup), feeds,
+                                                                 check, progress)
     out = []
     for job in jobs:
         key = key_of.get(job.name, "")
@@ -237,4 +224,5 @@ def measure(jobs: Sequence[MeasureJob], cache_dir: Union[str, os.PathLike], shap
     done_rounds = min((len(v) for v in times.values()), default=0)
     return MeasureReport(tuple(out), done_rounds, interrupted,
                          built=sum(1 for r in built.values() if not r["cached"] and not r["error"]),
-                         cached=sum(1 for r in built.values() if r["cached"]), shapes=shapes)
+                         cached=sum(1 for r in built.values() if r["cached"]), shapes=shapes, timed_on=timed_on,
+                         notes=(pool.note(),) if pool is not None and pool.note() else ())

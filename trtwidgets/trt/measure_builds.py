@@ -9,10 +9,11 @@ compute differently, and each engine is judged on the held-back samples, so they
 key format 2; format 1 left the scales out, and an engine cached under it is not found again, only
 rebuilt once). ``<cache_dir>/<key>/`` is a build folder published atomically by
 :func:`trtwidgets.trt.build.build`: a re-plan finds it and does not rebuild. Where there is more than one
-build (or a build limit), one worker process per GPU (:mod:`.measure_worker`, ``CUDA_VISIBLE_DEVICES``)
-builds its share into the same cache, and workers past the limit are stopped: a build that breaks its
+build (or a build limit), the builds are Dask tasks on one worker process per GPU (:mod:`.dask_measure`:
+``CUDA_VISIBLE_DEVICES``, the resource ``GPU=1``; the workers of a cluster the caller gives, or a cluster
+started for them), into the same cache; workers past the limit are restarted: a build that breaks its
 process's CUDA context (a sticky error such as an illegal memory access while TensorRT times a kernel)
-then breaks neither the builds after it, which a new worker takes up, nor the timing in this process.
+then breaks neither the builds after it, which a new worker process takes up, nor the timing.
 Progress events (:class:`MeasureProgress`) are shared with the timing and the check of :mod:`.measure`.
 """
 
@@ -21,47 +22,18 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
-import sys
-import tempfile
-import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..core.common.atomic import write_text_atomic
 from ..core.common.errors import UserError
-from ..core.plan.measured.measurement import FP16, INT8_IMPLICIT, QDQ, placement_key, qdq_values_key
+from ..core.plan.measured.measurement import INT8_IMPLICIT, placement_key, qdq_values_key
+from .build_job import FLAGS, MeasureProgress, build_one, engine_in, notify
 
 __all__ = ["BUILD_KEY_FORMAT", "MeasureProgress", "build_all", "build_key", "build_one", "build_specs", "engine_in",
            "notify"]
 
-_FLAGS = {FP16: ("fp16",), INT8_IMPLICIT: ("fp16", "int8"), QDQ: ("fp16", "int8")}
 #: What a build key covers, as a number in the key: 2 since the Q/DQ values are in it (issue 44).
 BUILD_KEY_FORMAT = 2
-#: A build worker's exit status when a failed build left its CUDA context unusable with specs still to build.
-CONTEXT_BROKEN = 3
-
-
-@dataclass(frozen=True)
-class MeasureProgress:
-    """A progress event: ``stage`` is ``"build"``, ``"time"`` or ``"check"``; ``done`` of ``total``; what it was about."""
-
-    stage: str
-    done: int
-    total: int
-    name: str = ""
-    cached: bool = False
-    failed: bool = False
-
-    def text(self) -> str:
-        if self.stage == "build":
-            left = self.total - self.done
-            how = "failed" if self.failed else ("cached" if self.cached else "built")
-            return f"builds {self.done}/{self.total} done, {left} left ({self.name} {how})"
-        if self.stage == "check":
-            return f"accuracy of engine {self.done}/{self.total} on the held-back samples"
-        return f"timing round {self.done}/{self.total}"
 
 
 def build_key(model_path: str, kind: str, shapes: Mapping[str, Sequence[int]], settings: Mapping[str, object]) -> str:
@@ -87,75 +59,31 @@ def build_key(model_path: str, kind: str, shapes: Mapping[str, Sequence[int]], s
 
     proto = onnx.load(model_path)
     doc = {"format": BUILD_KEY_FORMAT, "placement": placement_key(proto), "qdq_values": qdq_values_key(proto),
-           "kind": kind, "flags": list(_FLAGS[kind]),
+           "kind": kind, "flags": list(FLAGS[kind]),
            "shapes": {k: [int(d) for d in v] for k, v in sorted(shapes.items())},
            "settings": {k: settings[k] for k in sorted(settings)}}
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:20]
 
 
-def engine_in(folder: Path) -> Optional[Path]:
-    """The engine of a published build folder (``build()`` publishes whole folders only), or None."""
-    from .build_phases.result import ENGINE_FILE
-
-    path = folder / ENGINE_FILE
-    return path if path.is_file() else None
-
-
-def _recipe(spec: Mapping):
-    from ..core.model.load import load_model
-    from ..core.recipe.fields import CalibratorSpec
-    from ..core.recipe.profiles import Profile, ShapeRange
-    from ..core.recipe.recipe import Recipe
-
-    kw: Dict[str, object] = {"flags": tuple(_FLAGS[spec["kind"]]), "timing_cache": spec["timing_cache"]}
-    if spec.get("shapes"):
-        kw["profiles"] = (Profile({k: ShapeRange.fixed(v) for k, v in spec["shapes"].items()}),)
-    if spec.get("opt_level") is not None:
-        kw["builder_optimization_level"] = int(spec["opt_level"])
-    if spec["kind"] == INT8_IMPLICIT:
-        kw["calibrator"] = CalibratorSpec(kind="toolkit", cache_path=spec["calibration_cache"])
-    return Recipe.for_model(load_model(spec["model_path"]), **kw)
-
-
-def build_one(spec: Mapping) -> dict:
-    """Build one spec into ``spec["out_dir"]`` unless an engine is already there (the cache).
-
-    ``spec`` has ``key, name, kind, model_path, shapes, out_dir, timing_cache`` and
-    optionally ``calibration_cache, opt_level``. Returns ``{key, engine_path, build_seconds,
-    cached, error}``; a failed build is an ``error``, never an exception (the others go on).
-    """
-    out = Path(spec["out_dir"])
-    hit = engine_in(out)
-    if hit is not None:
-        return {"key": spec["key"], "engine_path": str(hit), "build_seconds": 0.0, "cached": True, "error": ""}
-    from .build import build
-
-    start = time.perf_counter()
-    try:
-        res = build(_recipe(spec), out_dir=out, progress=False)
-    except KeyboardInterrupt:
-        raise
-    except Exception as exc:
-        msg = (exc.message if isinstance(exc, UserError) else "") or str(exc)
-        return {"key": spec["key"], "engine_path": "", "build_seconds": time.perf_counter() - start, "cached": False,
-                "error": f"{type(exc).__name__}: {msg}"[:2000]}
-    return {"key": spec["key"], "engine_path": res.engine_path, "build_seconds": float(res.build_seconds),
-            "cached": False, "error": ""}
-
-
-def _settings(opt_level: Optional[int]) -> Dict[str, object]:
+def _settings(opt_level: Optional[int], gpu: Optional[str] = None, trt: Optional[str] = None) -> Dict[str, object]:
     from . import cuda, version
 
-    try:
-        gpu = cuda.device_name(0)
-    except Exception:
-        gpu = "unknown"
-    return {"trt": version() or "none", "gpu": gpu, "opt_level": opt_level}
+    if gpu is None:
+        try:
+            gpu = cuda.device_name(0)
+        except Exception:
+            gpu = "unknown"
+    return {"trt": trt or version() or "none", "gpu": gpu, "opt_level": opt_level}
 
 
-def build_specs(jobs: Sequence, cache_dir: Path, shapes, opt_level, skip: Mapping[str, str]):
-    """``(job name -> key, key -> spec)``: one spec per distinct build of ``jobs`` (:class:`~.measure.MeasureJob`)."""
-    settings = _settings(opt_level)
+def build_specs(jobs: Sequence, cache_dir: Path, shapes, opt_level, skip: Mapping[str, str], gpu: Optional[str] = None,
+                trt: Optional[str] = None):
+    """``(job name -> key, key -> spec)``: one spec per distinct build of ``jobs`` (:class:`~.measure.MeasureJob`).
+
+    ``gpu``, ``trt``: the GPU and TensorRT the engines are built with (default: this process's; with a client, the
+    Dask workers').
+    """
+    settings = _settings(opt_level, gpu, trt)
     names: Dict[str, str] = {}
     specs: Dict[str, dict] = {}
     for job in jobs:
@@ -187,14 +115,6 @@ def _visible_gpus() -> int:
         return 0
 
 
-def notify(progress, event: MeasureProgress) -> None:
-    """Hand ``event`` to ``progress``: a callable, or True for a line on stderr."""
-    if callable(progress):
-        progress(event)
-    elif progress:
-        print(f"[measure] {event.text()}", file=sys.stderr, flush=True)
-
-
 def _build_in_process(todo: List[dict], progress, done0: int, total: int) -> Dict[str, dict]:
     results: Dict[str, dict] = {}
     for spec in todo:
@@ -204,94 +124,15 @@ def _build_in_process(todo: List[dict], progress, done0: int, total: int) -> Dic
     return results
 
 
-def _start_worker(work: Path, g: int, share: List[dict], n: int = 0):
-    """A build worker on GPU ``g`` for ``share`` (``n``: a restart's number): ``(process, results path, share)``."""
-    name = f"gpu{g}" + (f".restart{n}" if n else "")
-    specs_path, results_path = work / f"{name}.specs.json", work / f"{name}.results.json"
-    write_text_atomic(specs_path, json.dumps(share))
-    env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(g))
-    return subprocess.Popen(_worker_command(specs_path, results_path), env=env), results_path, share
-
-
-def _build_on_gpus(todo: List[dict], gpus: int, progress, done0: int, total: int, cache_dir: Path,
-                   limit_s: Optional[float] = None) -> Dict[str, dict]:
-    """One worker process per GPU (``CUDA_VISIBLE_DEVICES``), each building its share; results as they finish.
-
-    A worker that ends with :data:`CONTEXT_BROKEN` is followed by a new one on its GPU for the specs it left.
-    Past ``limit_s`` seconds the workers still running are stopped; what they had not finished is reported
-    as not built within the limit.
-    """
-    work = Path(tempfile.mkdtemp(prefix=".measure-", dir=str(cache_dir)))
-    procs = []  # (process, results path, share, gpu)
-    for g in range(gpus):
-        share = [dict(s, timing_cache=str(cache_dir / f"timing.gpu{g}.cache")) for s in todo[g::gpus]]
-        if share:
-            procs.append(_start_worker(work, g, share) + (g,))
-    results: Dict[str, dict] = {}
-    deadline = None if limit_s is None else time.monotonic() + float(limit_s)
-    stopped = False
-
-    def read(path: Path) -> None:
-        for r in (json.loads(path.read_text()) if path.exists() else []):
-            if r["key"] not in results:
-                results[r["key"]] = r
-                notify(progress, MeasureProgress("build", done0 + len(results), total,
-                                                  next(s["name"] for s in todo if s["key"] == r["key"]),
-                                                  failed=bool(r["error"])))
-
-    try:
-        while True:
-            codes = [p.poll() for p, _, _, _ in procs]  # before the reads: an exited worker's results are all read
-            running = any(c is None for c in codes)
-            for _, path, _, _ in procs:
-                read(path)
-            for i, (p, path, share, g) in enumerate(list(procs)):
-                left = [s for s in share if s["key"] not in results]
-                if codes[i] == CONTEXT_BROKEN and left and not stopped:  # the new worker owns what it left
-                    procs[i] = (p, path, [], g)
-                    procs.append(_start_worker(work, g, left, len(procs)) + (g,))  # len >= 1: a restart
-                    running = True
-            if not running:
-                break
-            if deadline is not None and time.monotonic() > deadline:
-                _stop(procs)
-                stopped = True
-                deadline = None  # read the results once more, then the loop ends with no worker running
-                continue
-            time.sleep(0.5)
-    except KeyboardInterrupt:
-        _stop(procs)
-        raise
-    for p, _, share, _ in procs:  # a worker that died leaves its unbuilt specs with its exit code as their error
-        why = (f"not built within the build limit of {float(limit_s):.0f} s (--build-limit); measured without it"
-               if stopped else f"the build worker exited with {p.returncode}")
-        for spec in share:
-            results.setdefault(spec["key"], {"key": spec["key"], "engine_path": "", "build_seconds": 0.0,
-                                             "cached": False, "error": why})
-    return results
-
-
-def _worker_command(specs_path: Path, results_path: Path) -> List[str]:
-    """The build worker's command line (:mod:`trtwidgets.trt.measure_worker`)."""
-    return [sys.executable, "-m", "trtwidgets.trt.measure_worker", str(specs_path), str(results_path)]
-
-
-def _stop(procs) -> None:
-    """Stop the workers this call started that still run (a TensorRT build cannot be interrupted inside)."""
-    for p, *_ in procs:
-        if p.poll() is None:
-            p.terminate()
-    for p, *_ in procs:
-        try:
-            p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-
-
 def build_all(specs: Mapping[str, dict], progress, gpus: Optional[int], cache: Path,
-               limit_s: Optional[float] = None) -> Tuple[Dict[str, dict], bool]:
-    """Key -> build result for every spec (cache hits first); ``(results, interrupted)``."""
+              limit_s: Optional[float] = None, pool=None, build=None) -> Tuple[Dict[str, dict], bool]:
+    """Key -> build result for every spec (cache hits first); ``(results, interrupted)``.
+
+    ``pool`` (a :class:`~.dask_measure.GpuPool`): build on its Dask GPU workers. Without one, several builds (or a
+    build limit) run on a Dask cluster of one worker per GPU started here (:func:`~.dask_measure.gpu_cluster`), so
+    a build that breaks its CUDA context or outlasts the limit takes only its worker down; a single build, or a
+    machine without dask, builds in this process. ``build``: the workers' build function (tests: a CPU stand-in).
+    """
     results: Dict[str, dict] = {}
     todo = []
     try:
@@ -303,15 +144,19 @@ def build_all(specs: Mapping[str, dict], progress, gpus: Optional[int], cache: P
             else:
                 todo.append(spec)
         if gpus is None:
-            gpus = _visible_gpus() if todo else 0
-        if limit_s is not None and todo:  # a build past the limit can only be stopped in its own process
-            todo.sort(key=lambda spec: spec["kind"] == INT8_IMPLICIT)
-            results.update(_build_on_gpus(todo, max(gpus, 1), progress, len(results), len(specs), cache, limit_s))
-        elif gpus >= 1 and len(todo) > 1:
-            # Builds in worker processes even on one GPU: one that breaks its CUDA context cannot take the
-            # builds after it, nor the timing in this process, down with it.
-            results.update(_build_on_gpus(todo, gpus, progress, len(results), len(specs), cache))
+            gpus = _visible_gpus() if todo and pool is None else 0
+        todo.sort(key=lambda spec: spec["kind"] == INT8_IMPLICIT)  # implicit INT8, a reference, is built last
+        on_workers = pool is not None or (todo and (limit_s is not None or (gpus >= 1 and len(todo) > 1)))
+        if on_workers and (pool is not None or _dask_installed()):
+            results.update(_build_on_cluster(todo, pool, max(gpus, 1), progress, len(results), len(specs), limit_s,
+                                             build))
         else:
+            if on_workers:
+                from ..core.common.notes import note
+
+                note("builds run one after another in this process: install trtwidgets[dask] for one build worker "
+                     "per GPU (a build that breaks its CUDA context or outlasts --build-limit takes only its worker "
+                     "down)")
             results.update(_build_in_process(todo, progress, len(results), len(specs)))
     except KeyboardInterrupt:
         # Builds already done are published in the cache; they are kept, and a re-run picks them up.
@@ -322,3 +167,20 @@ def build_all(specs: Mapping[str, dict], progress, gpus: Optional[int], cache: P
                                 "error": ""}
         return results, True
     return results, False
+
+
+def _dask_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("distributed") is not None
+
+
+def _build_on_cluster(todo: List[dict], pool, gpus: int, progress, done0: int, total: int,
+                      limit_s: Optional[float], build) -> Dict[str, dict]:
+    """The builds as tasks on ``pool``'s workers, or on a cluster of one worker per GPU started for them."""
+    from .dask_measure import GpuPool, build_on_workers, gpu_cluster
+
+    if pool is not None:
+        return build_on_workers(pool, todo, progress, done0, total, limit_s, build)
+    with gpu_cluster(gpus) as client:
+        return build_on_workers(GpuPool(client), todo, progress, done0, total, limit_s, build)

@@ -131,7 +131,7 @@ def measure_plan(plan: Plan, model=None, *, work_dir: Union[str, os.PathLike, No
                  runs: int = 100, warmup: int = 10, opt_level: Optional[int] = None, implicit: bool = True,
                  progress: Union[bool, Callable] = True, gpus: Optional[int] = None,
                  measure_fn: Optional[Callable] = None, build_limit_s: Optional[float] = None, check=None,
-                 regions: bool = True) -> Plan:
+                 regions: bool = True, client=None) -> Plan:
     """The plan with FP16, implicit INT8 and its top candidates measured, and the pick made by measurement.
 
     What ``tw.plan(..., measure=True)``, ``plan --measure``, ``trtwidgets plan measure PLAN_DIR`` and
@@ -168,6 +168,8 @@ def measure_plan(plan: Plan, model=None, *, work_dir: Union[str, os.PathLike, No
         Run the region search first (:mod:`.region_measure`): each repeated pattern's placement schemes
         timed on a sub-model, the fastest offered one chosen, and the candidate combining the choices
         built whole beside FP16 and the base candidate.
+    client : distributed.Client, optional
+        Build on its Dask GPU workers, each comparison timed on one of them (:mod:`.dask_measure`, ``timed_on``).
 
     Returns
     -------
@@ -178,7 +180,8 @@ def measure_plan(plan: Plan, model=None, *, work_dir: Union[str, os.PathLike, No
         with tempfile.TemporaryDirectory(prefix="trtwidgets-measure-") as tmp:
             return measure_plan(plan, model, work_dir=tmp, cache_dir=cache_dir, top=top, rounds=rounds, runs=runs,
                                 warmup=warmup, opt_level=opt_level, implicit=implicit, progress=progress, gpus=gpus,
-                                measure_fn=measure_fn, build_limit_s=build_limit_s, check=check, regions=regions)
+                                measure_fn=measure_fn, build_limit_s=build_limit_s, check=check, regions=regions,
+                                client=client)
     if measure_fn is None:
         from .measure import measure as measure_fn
     check = check if check is not None else plan.engine_check
@@ -186,11 +189,12 @@ def measure_plan(plan: Plan, model=None, *, work_dir: Union[str, os.PathLike, No
     work = Path(work_dir)
     work.mkdir(parents=True, exist_ok=True)
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    on = {} if client is None else {"client": client}
     if regions:
         plan = _region_search(plan, model_path, work, cache, measure_fn, dict(
-            rounds=rounds, runs=runs, warmup=warmup, opt_level=opt_level, progress=progress, gpus=gpus))
+            rounds=rounds, runs=runs, warmup=warmup, opt_level=opt_level, progress=progress, gpus=gpus, **on))
     jobs = _jobs(plan, model_path, work, _targets(plan, top), implicit)
-    extra = {} if build_limit_s is None else {"build_limit_s": build_limit_s}
+    extra = dict(on, **({} if build_limit_s is None else {"build_limit_s": build_limit_s}))
     summary = None
     if check is not None:
         from .engine_outputs import engine_verdict
@@ -201,7 +205,8 @@ def measure_plan(plan: Plan, model=None, *, work_dir: Union[str, os.PathLike, No
                         opt_level=opt_level, progress=progress, gpus=gpus, **extra)
     return apply_measurements(plan, report.measurements, rounds=report.rounds, interrupted=report.interrupted,
                               built=report.built, cached=report.cached, shapes=report.shapes,
-                              settings=dict(_settings(), opt_level=opt_level, runs=runs, warmup=warmup),
+                              settings=dict(_settings(), opt_level=opt_level, runs=runs, warmup=warmup,
+                                            **_where_timed(report)),
                               implicit_cache=_implicit_cache(jobs, report, cache), check=summary)
 
 
@@ -238,6 +243,18 @@ def _implicit_cache(jobs, report, cache_dir: Path) -> Optional[str]:
     if kept is not None and kept.is_file():
         return str(kept)
     return next((j.calibration_cache for j in jobs if j.kind == INT8_IMPLICIT), None)
+
+
+def _where_timed(report) -> dict:
+    """Where a report's rounds ran when not here (a Dask GPU worker), and the GPU workers it left out."""
+    from .measure import MeasureReport
+
+    if not isinstance(report, MeasureReport):  # a measure_fn of the caller's may report otherwise
+        return {}
+    out = {"timed_on": report.timed_on} if report.timed_on else {}
+    if report.notes:
+        out["left_out"] = " ".join(report.notes)
+    return out
 
 
 def _settings() -> dict:

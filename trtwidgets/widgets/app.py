@@ -82,6 +82,8 @@ class App(widgets.VBox):
         Where builds, the calibration cache and the HTML page are written (default ``./trtwidgets-out``).
     features : TrtFeatures, optional
         What TensorRT supports (default: the installed TensorRT's).
+    client : distributed.Client, optional
+        The Calibrate and Plan steps run on its Dask workers (``session.client``); None: in the kernel.
 
     Attributes
     ----------
@@ -123,10 +125,12 @@ class App(widgets.VBox):
         return self.explore_step.explorer
 
     def __init__(self, session: Optional[Session] = None, model_path: Any = None, out_dir: Optional[str] = None,
-                 features=None, data: Any = None, held_back: Any = None, **kwargs):
+                 features=None, data: Any = None, held_back: Any = None, client=None, **kwargs):
         from .flags import offline_features, resolve_features
 
         self.session = session if session is not None else Session()
+        if client is not None:
+            self.session.client = client
         self.out_dir = out_dir or os.path.join(os.getcwd(), "trtwidgets-out")
         self.features = offline_features(resolve_features(features))
         s = self.session

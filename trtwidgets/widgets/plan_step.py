@@ -243,7 +243,8 @@ class PlanStep(StepWidget):
             # Notes (ONNX Runtime's errors and warnings among them) are shown here, not only in the log.
             with self.noting("While planning"):
                 result = plan(self.session.model, data, progress=False, cancel=self._cancel,
-                              on_step=self._on_step, on_progress=self._on_progress, **kwargs)
+                              on_step=self._on_step, on_progress=self._on_progress, client=self.session.client,
+                              **kwargs)
         except (UserError, OSError) as err:
             self.status.value = error_html(err if isinstance(err, UserError) else str(err))
         except Exception as err:

@@ -73,6 +73,8 @@ class Session(DataDefaults, Builds, traitlets.HasTraits):
         What the calibration data set in the recipe (profiles from its shapes), '' when nothing.
     error : str
         The last user-facing error message, '' when the last action succeeded.
+    client : distributed.Client or None
+        Where calibration and planning run: its Dask workers, or the kernel (None, the default).
     """
 
     model = traitlets.Instance(LoadedModel, allow_none=True, default_value=None)
@@ -91,6 +93,7 @@ class Session(DataDefaults, Builds, traitlets.HasTraits):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
+        self.client = None
         #: result key -> fingerprint of what it was made from
         self.made_with: Dict[str, dict] = {}
         self._init_builds()
@@ -309,7 +312,8 @@ class Session(DataDefaults, Builds, traitlets.HasTraits):
                 return False
             self.recipe = recipe
         try:
-            result = calibrate_recipe(recipe, self.model, data=data, progress=progress, max_samples=max_samples)
+            result = calibrate_recipe(recipe, self.model, data=data, progress=progress, max_samples=max_samples,
+                                      client=self.client)
         except UserError as err:
             self.error = err.message
             return False

@@ -31,7 +31,7 @@ TRT_CALIBRATOR_METHOD = {"trt_entropy2": "entropy", "trt_entropy": "entropy", "t
 
 def calibrate(model: Any, data: Any = None, *, method: str = "auto", percentile: float = 99.99,
               adapt: Optional[Mapping[str, str]] = None, max_samples: Optional[int] = None,
-              recipe: Any = None, progress: bool = True, providers=None) -> Calibration:
+              recipe: Any = None, progress: bool = True, providers=None, client=None) -> Calibration:
     """Activation statistics and INT8 ranges of ``model`` over ``data``.
 
     Parameters
@@ -57,6 +57,9 @@ def calibrate(model: Any, data: Any = None, *, method: str = "auto", percentile:
         Show a progress bar.
     providers : sequence, optional
         ONNX Runtime providers.
+    client : distributed.Client, optional
+        Collect on its Dask workers, shards of samples merged here into the same statistics
+        (:mod:`~trtwidgets.core.calibration.shards`); None: in this process.
 
     Returns
     -------
@@ -91,7 +94,7 @@ def calibrate(model: Any, data: Any = None, *, method: str = "auto", percentile:
         if filled.filled:
             recipe = recipe.replace(profiles=filled.profiles)
     cal = calibrate_recipe(recipe, model, data=None if spec is not None else data, progress=progress,
-                           max_samples=max_samples, providers=providers)
+                           max_samples=max_samples, providers=providers, client=client)
     zeros = zero_note(cal.stats)  # all-zero data said where it is given, not later as "no range matched"
     if zeros:
         note(zeros)
@@ -151,7 +154,7 @@ def is_demo_model(model, demo_path) -> bool:
 
 def calibrate_recipe(recipe: Recipe, model=None, data: Any = None, progress: bool = False,
                      max_samples: Optional[int] = None, stats=None, providers=None,
-                     percentile: Optional[float] = None) -> Calibration:
+                     percentile: Optional[float] = None, client=None) -> Calibration:
     """Calibrate ``model`` as ``recipe`` says.
 
     Parameters
@@ -172,12 +175,15 @@ def calibrate_recipe(recipe: Recipe, model=None, data: Any = None, progress: boo
         ONNX Runtime providers.
     percentile : float, optional
         Default: the recipe's.
+    client : distributed.Client, optional
+        Collect on its Dask workers (:func:`~trtwidgets.core.calibration.shards.collect_stats_distributed`).
 
     Returns
     -------
     Calibration
     """
     from ..calibration.collect import collect_stats
+    from ..calibration.shards import collect_stats_distributed
     from ..model.load import as_loaded
 
     model = as_loaded(recipe.model_path if model is None else model)
@@ -187,8 +193,10 @@ def calibrate_recipe(recipe: Recipe, model=None, data: Any = None, progress: boo
     adapt = dict(source.adapt) if isinstance(source, CalibrationDataSpec) else {}
     # An input whose data has another shape than the opt shape needs an adaptation; the
     # spec's own wins, otherwise iter_feeds explains the mismatch.
-    stats = collect_stats(model, source, providers=providers, stats=stats, progress=progress,
-                          max_samples=max_samples, adapt=adapt or None, opt_shapes=opt or None)
+    kwargs = dict(providers=providers, stats=stats, progress=progress, max_samples=max_samples, adapt=adapt or None,
+                  opt_shapes=opt or None)
+    stats = collect_stats(model, source, **kwargs) if client is None else \
+        collect_stats_distributed(model, source, client, **kwargs)
     return recipe_calibration(stats, recipe, percentile, data=str(described), model=model)
 
 

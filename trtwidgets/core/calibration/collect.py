@@ -117,7 +117,8 @@ def _defer_interrupt():
             raise KeyboardInterrupt
 
 
-def _progress(enabled: bool, total: Optional[int]):
+def progress_bar(enabled: bool, total: Optional[int]):
+    """A tqdm bar of samples (None when disabled, or without tqdm)."""
     if not enabled:
         return None
     try:
@@ -168,7 +169,7 @@ def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequ
     """
     loaded = as_loaded(model)
     require_inputs(loaded)
-    num_bins = _checked_bins(num_bins, stats, loaded)
+    num_bins = checked_bins(num_bins, stats, loaded)
     axes = SampleAxes(loaded.summary, model=loaded, batch_axis=batch_axis)
     inputs, acts = float_tensor_names(loaded.proto)
     accs: Dict[str, HistogramAccumulator] = {
@@ -176,19 +177,19 @@ def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequ
                else HistogramAccumulator(name, num_bins)) for name in inputs + acts}
     session = make_session(instrumented_model(loaded.proto, acts), providers, threads)
     wanted = [n for n in session.output_names if n in accs]
-    seen = _Seen(stats.samples, stats.batches, dict(stats.input_shapes), list(stats.sample_hashes)) \
-        if stats is not None else _Seen()
+    seen = Seen(stats.samples, stats.batches, dict(stats.input_shapes), list(stats.sample_hashes)) \
+        if stats is not None else Seen()
     total = _known_total(data)
     if max_samples is not None:
         total = min(total, max_samples) if total is not None else max_samples
-    bar = _progress(progress, total)
+    bar = progress_bar(progress, total)
     interrupted = False
     feeds = iter_labelled_feeds(data, loaded.summary, batch_size=batch_size, max_samples=max_samples, adapt=adapt,
                                 opt_shapes=opt_shapes, axes=axes)
     pool = _histogram_pool(threads)
     try:
         for label, feed in feeds:
-            n = _collect_batch(session, wanted, inputs, accs, label, feed, seen, axes, pool)
+            n = collect_batch(session, wanted, inputs, accs, label, feed, seen, axes, pool)
             if bar is not None:
                 bar.update(n)
     except KeyboardInterrupt:
@@ -204,13 +205,19 @@ def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequ
             bar.close()
     if seen.samples == 0 and interrupted:
         raise KeyboardInterrupt
+    return stats_of(accs, seen, loaded, interrupted)
+
+
+def stats_of(accs: Dict[str, HistogramAccumulator], seen: "Seen", loaded: LoadedModel,
+             interrupted: bool = False) -> ActivationStats:
+    """The statistics of what ``accs`` and ``seen`` counted (the accumulators are handed over, not copied)."""
     return ActivationStats(tensors={n: a.to_stats(copy=False) for n, a in accs.items()}, samples=seen.samples,
                            model_sha256=loaded.sha256, input_shapes=seen.shapes, interrupted=interrupted,
                            batches=seen.batches, sample_hashes=tuple(seen.hashes),
                            model_inputs={i.name: tuple(i.shape) for i in loaded.summary.inputs})
 
 
-def _checked_bins(num_bins, stats: Optional[ActivationStats], loaded: LoadedModel) -> int:
+def checked_bins(num_bins, stats: Optional[ActivationStats], loaded: LoadedModel) -> int:
     """The bins to use: ``num_bins`` checked, or those of the statistics to continue from (checked to fit)."""
     if isinstance(num_bins, bool) or not isinstance(num_bins, int) or num_bins < 2 or num_bins & (num_bins - 1):
         raise StatsError(f"num_bins={num_bins!r} is not a power of two of at least 2.",
@@ -228,7 +235,7 @@ def _checked_bins(num_bins, stats: Optional[ActivationStats], loaded: LoadedMode
 
 
 @dataclass
-class _Seen:
+class Seen:
     """Samples, batches and input shapes (-1 where they varied) seen so far, and each sample's fingerprint."""
 
     samples: int = 0
@@ -260,8 +267,8 @@ def _histogram_pool(threads: Optional[int]) -> Optional[ThreadPoolExecutor]:
     return ThreadPoolExecutor(max_workers=n, thread_name_prefix="trtw-histogram") if n > 1 else None
 
 
-def _collect_batch(session: OrtSession, wanted: List[str], inputs: List[str], accs: Dict[str, HistogramAccumulator],
-                   label: str, feed: Dict, seen: _Seen, axes: SampleAxes,
+def collect_batch(session: OrtSession, wanted: List[str], inputs: List[str], accs: Dict[str, HistogramAccumulator],
+                   label: str, feed: Dict, seen: Seen, axes: SampleAxes,
                    pool: Optional[ThreadPoolExecutor] = None) -> int:
     """Run one batch and fold it into ``accs`` and ``seen``; its sample count."""
     try:
@@ -302,4 +309,5 @@ def _known_total(data) -> Optional[int]:
         return None
 
 
-__all__ = ["collect_stats", "float_tensor_names", "instrumented_model", "make_session"]
+__all__ = ["Seen", "checked_bins", "collect_batch", "collect_stats", "float_tensor_names", "instrumented_model",
+           "make_session", "progress_bar", "stats_of"]

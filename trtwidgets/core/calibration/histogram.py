@@ -70,7 +70,7 @@ class HistogramAccumulator:
     """
 
     __slots__ = ("name", "num_bins", "count", "nan_count", "inf_count", "min", "max", "hist", "hist_max", "first_absmax",
-                 "trt_hist", "trt_range")
+                 "trt_hist", "trt_range", "edges", "trt_base")
 
     def __init__(self, name: str, num_bins: int = DEFAULT_BINS):
         if num_bins < 2 or num_bins & (num_bins - 1):
@@ -87,6 +87,16 @@ class HistogramAccumulator:
         self.first_absmax = math.nan
         self.trt_hist = np.zeros(TRT_BINS, np.int64)
         self.trt_range = 0.0
+        # A shard of a distributed collection (:mod:`.shards`) records, per TensorRT range, the values that landed
+        # on the range's end (kept in the last bin), and the range it started from when it had no seed.
+        self.edges = None
+        self.trt_base = 0.0
+
+    def seed_shard(self, trt_range: float = 0.0) -> None:
+        """Collect as a shard of :mod:`.shards`: TensorRT's grid starts at ``trt_range`` (the first batch's
+        ``max |x|`` of the whole collection; 0 when not known yet), and clamped values are recorded."""
+        self.edges = {}
+        self.trt_range = float(trt_range)
 
     @classmethod
     def from_stats(cls, t: TensorStats) -> "HistogramAccumulator":
@@ -131,7 +141,7 @@ class HistogramAccumulator:
             a = a.astype(np.float32)
         flat = a.reshape(-1)
         if flat.size == 0:
-            return (0, 0, 0, math.inf, -math.inf, None, 0.0, 0, None, 0.0)
+            return (0, 0, 0, math.inf, -math.inf, None, 0.0, 0, None, 0.0, 0)
         mn, mx = flat.min(), flat.max()
         nan = inf = 0
         if not (np.isfinite(mn) and np.isfinite(mx)):
@@ -140,7 +150,7 @@ class HistogramAccumulator:
             inf = int(flat.size - np.count_nonzero(finite) - nan)
             flat = flat[finite]
             if flat.size == 0:
-                return (0, nan, inf, math.inf, -math.inf, None, 0.0, 0, None, 0.0)
+                return (0, nan, inf, math.inf, -math.inf, None, 0.0, 0, None, 0.0, 0)
             mn, mx = flat.min(), flat.max()
         mn, mx = float(mn), float(mx)
         absmax = max(-mn, mx)
@@ -150,6 +160,7 @@ class HistogramAccumulator:
         # TensorRT's grid: the first batch's max |x|, doubled while this batch exceeds it.
         trt_range = absmax if self.trt_range <= 0 else trt_grid_range(self.trt_range, absmax)
         trt_counts = None
+        clamped = 0
         if hist_max == 0:
             counts = None
             zeros = flat.size
@@ -173,10 +184,12 @@ class HistogramAccumulator:
                 del buf
                 if len(part) > TRT_BINS:
                     # The batch maximum itself lands on the range's end: TensorRT keeps it in the last bin.
-                    part[TRT_BINS - 1] += part[TRT_BINS:].sum()
+                    edge = int(part[TRT_BINS:].sum())
+                    part[TRT_BINS - 1] += edge
+                    clamped += edge
                     part = part[:TRT_BINS]
                 trt_counts = _add_front(trt_counts, part)
-        return (int(flat.size), nan, inf, mn, mx, counts, hist_max, zeros, trt_counts, trt_range)
+        return (int(flat.size), nan, inf, mn, mx, counts, hist_max, zeros, trt_counts, trt_range, clamped)
 
     def commit(self, part) -> None:
         """Apply what :meth:`batch_update` computed (cheap; no large temporaries)."""
@@ -191,6 +204,8 @@ class HistogramAccumulator:
         if self.count == 0:
             self.first_absmax = max(-mn, mx)
         self._commit_trt(part[8], part[9], part[7])
+        if self.edges is not None and part[10]:
+            self.edges[part[9]] = self.edges.get(part[9], 0) + part[10]
         self.count += n
         self.min = min(self.min, mn)
         self.max = max(self.max, mx)
@@ -214,6 +229,7 @@ class HistogramAccumulator:
             return
         if self.trt_range <= 0:
             self.trt_range = trt_range
+            self.trt_base = trt_range  # a shard without a seed: its own first range (:mod:`.shards` checks it)
         while trt_range > self.trt_range:
             self.trt_hist = _merge_pairs(self.trt_hist)
             self.trt_range *= 2.0

@@ -123,7 +123,8 @@ def prefix_bisection(s: Search, cands: Candidates, amax: Mapping[str, float], pa
         c = cands.add(f"INT8 in the {k} layers most worth it", *as_written(chosen, written, kept), acc)
         return acc, c.meets_target
 
-    return bisect_prefix(order, probe, full_meets)
+    # With Dask workers, the probe and the two that may follow it are answered side by side (no-op in one process).
+    return bisect_prefix(order, probe, full_meets, ahead=lambda ks: s.ev.prefetch((amax, order[:k], False) for k in ks))
 
 
 def every_layer_misses(s: Search, cands: Candidates, amax: Mapping[str, float], cost: Mapping[str, float],

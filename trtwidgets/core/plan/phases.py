@@ -88,12 +88,13 @@ class Progress:
 
 
 def fit_calibration(loaded, calib: Sequence[Mapping[str, np.ndarray]], calibration=None,
-                    progress: bool = True) -> Tuple[Any, str]:
+                    progress: bool = True, client=None) -> Tuple[Any, str]:
     """The statistics, once: ``(Calibration, what it is in words)``.
 
     The caller's ``calibration`` is taken as it is (statistics, method, percentile and every
     amax override), checked once against the model; otherwise statistics are collected on
-    ``calib``. How candidates are written (:class:`~..qdq.options.QdqOptions`) has no say in the ranges.
+    ``calib`` (on the Dask workers of ``client`` when given: the same statistics). How candidates are written
+    (:class:`~..qdq.options.QdqOptions`) has no say in the ranges.
     """
     from ..calibration.calibration import Calibration
 
@@ -105,8 +106,11 @@ def fit_calibration(loaded, calib: Sequence[Mapping[str, np.ndarray]], calibrati
         # A calibration of another model would be planned with, quietly matching a few tensor names.
         return calibration.check_fits(loaded), f"the given calibration ({calibration.describe()})"
     from ..calibration.collect import collect_stats
+    from ..calibration.shards import collect_stats_distributed
 
-    collected = collect_stats(loaded, [dict(f) for f in calib], progress=progress)
+    feeds = [dict(f) for f in calib]
+    collected = collect_stats(loaded, feeds, progress=progress) if client is None else \
+        collect_stats_distributed(loaded, feeds, client, progress=progress)
     if collected.interrupted:  # Ctrl-C while collecting: stop here, not search on with a few samples' ranges
         raise KeyboardInterrupt
     return Calibration.fit(collected, model=loaded), f"statistics of {len(calib)} calibration samples"
@@ -158,9 +162,11 @@ def score_methods(ev: Evaluator, cal, judge: Judge, progress: bool = True,
     """
     methods = (cal.method,) + tuple(m for m in METHOD_ORDER if m != cal.method)
     per_method: Dict[str, Tuple[PlanAccuracy, Dict[str, float]]] = {}
+    amaxes = {method: cal.refit(method=method).amax for method in methods}
+    ev.prefetch((amax, None, True) for amax in amaxes.values())  # side by side on Dask workers
     with Progress(len(methods), progress, "range methods", on_progress) as bar:
         for method in methods:
-            amax = cal.refit(method=method).amax
+            amax = amaxes[method]
             acc, _ = ev.score(amax, rank=True)
             per_method[method] = (acc, amax)
             bar.tick()

@@ -25,7 +25,7 @@ from ..accuracy.verdict import evaluate
 from .plan_data import run_samples
 from .plan_values import PlanAccuracy
 
-__all__ = ["Evaluator", "weighted_edges"]
+__all__ = ["Evaluator", "EvaluatorState", "weighted_edges"]
 
 
 @dataclass
@@ -68,6 +68,8 @@ class Evaluator:
     _scores: Dict[tuple, Tuple[PlanAccuracy, Tuple[str, ...]]] = field(default_factory=dict, repr=False)
     _rank_is_all: bool = field(default=True, repr=False)
     _export_memo: dict = field(default_factory=dict, repr=False)  # see qdq.export.unchecked_exports
+    #: The Dask workers that answer the questions (:class:`~.remote_eval.RemoteScores`), or None: this process.
+    remote: Any = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         self._labels = {node_label(n): n for n in self.proto.graph.node}
@@ -75,6 +77,7 @@ class Evaluator:
         self._rank_is_all = True
         self._scores = {}  # a copy (dataclasses.replace) with another reference or metric scores anew
         self._export_memo = {}  # a copy may hold another model
+        self.remote = None  # a copy answers its own questions until given workers of its own
 
     @property
     def metric(self) -> Optional[Callable]:
@@ -148,11 +151,13 @@ class Evaluator:
         over every layer the rules allow). ``export``: the export of exactly this request, when the
         caller made it already.
         """
-        layers = None if quantized is None else frozenset(quantized)
-        rank = rank and not self._rank_is_all
-        asked = (rank, layers, tuple(sorted((k, float(v)) for k, v in amax.items())))
+        layers, rank, asked = self._asked(amax, quantized, rank)
         known = self._scores.get(asked)
         if known is not None:
+            return known
+        if self.remote is not None:  # a worker exports and runs it (export= is made there again)
+            known = self._scores[asked] = self.remote.answer(asked, self.options, amax, layers, rank)
+            self.runs += 1
             return known
         ex = export if export is not None else self.export(amax, layers)
         written = (rank, tuple(sorted((t.tensor, float(t.amax), tuple(t.consumers))
@@ -162,6 +167,40 @@ class Evaluator:
             known = self._scores[written] = (self.score_model(ex.model, rank), ex.report.quantized_layers)
         self._scores[asked] = known
         return known
+
+    def _asked(self, amax: Mapping[str, float], quantized: Optional[Iterable[str]], rank: bool):
+        """``(layers, rank, key)`` of a question: what :meth:`score` remembers it by."""
+        layers = None if quantized is None else frozenset(quantized)
+        rank = rank and not self._rank_is_all
+        return layers, rank, (rank, layers, tuple(sorted((k, float(v)) for k, v in amax.items())))
+
+    def prefetch(self, questions: Iterable[Tuple[Mapping[str, float], Optional[Iterable[str]], bool]]) -> None:
+        """Send questions ``(amax, quantized, rank)`` that :meth:`score` is about to ask to the workers at once, so
+        they are answered side by side; the search then asks them in its own order (no-op in this process)."""
+        if self.remote is None:
+            return
+        for amax, quantized, rank in questions:
+            layers, rank, asked = self._asked(amax, quantized, rank)
+            if asked not in self._scores:
+                self.remote.submit(asked, self.options, amax, layers, rank)
+
+    def state(self) -> "EvaluatorState":
+        """What a worker needs to answer this evaluator's questions (sent once per worker)."""
+        import uuid
+
+        feeds, reference, target = self._rank
+        return EvaluatorState(uuid.uuid4().hex, self.proto, self.feeds, self.reference, self.target, self.axes,
+                              self.batch, None if self._rank_is_all else (list(feeds), dict(reference), target))
+
+    @classmethod
+    def from_state(cls, state: "EvaluatorState", options: QdqOptions) -> "Evaluator":
+        """The evaluator a worker answers with: the client's, with ``options`` (they change once, with the island)."""
+        ev = cls(state.proto, state.feeds, state.reference, options, state.target, state.axes, state.batch)
+        if state.rank is None:
+            ev.set_rank_data(ev.feeds, ev.reference, ev.target)
+        else:
+            ev.set_rank_data(*state.rank)
+        return ev
 
     def check_float_part(self, find_island: bool = True):
         """The all-FP16 model judged as TensorRT's FP16 kernels hold it, with its FP32 island when it fails
@@ -188,6 +227,23 @@ class Evaluator:
         if self.axes is not None:
             return self.axes
         return BatchAxes({n: 0 for n in self.feeds[0]}, {o.name: 0 for o in self.proto.graph.output})
+
+
+@dataclass(frozen=True)
+class EvaluatorState:
+    """An :class:`Evaluator`'s model, held-back feeds, reference and target: scattered once to each Dask worker.
+
+    ``rank`` is the ranking subset ``(feeds, reference, target)``, None when it is every held-back sample.
+    """
+
+    token: str
+    proto: onnx.ModelProto
+    feeds: List[Dict[str, np.ndarray]]
+    reference: Dict[str, np.ndarray]
+    target: Optional[Target]
+    axes: Optional[Any]
+    batch: int
+    rank: Optional[tuple]
 
 
 def weighted_edges(proto: onnx.ModelProto) -> List[Tuple[str, str]]:

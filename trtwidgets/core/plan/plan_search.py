@@ -22,6 +22,7 @@ def layer_costs_alone(ev, amax: Mapping[str, float], layers: Sequence[str], judg
                       tick: Optional[Callable[[], None]] = None) -> Dict[str, float]:
     """Layer -> loss (:meth:`.Judge.loss`) of the model with only that layer in INT8 (every other weighted layer float)."""
     out: Dict[str, float] = {}
+    ev.prefetch((amax, {layer}, True) for layer in layers)  # independent questions: side by side on Dask workers
     for layer in layers:
         acc, quantized = ev.score(amax, {layer}, rank=True)
         out[layer] = judge.loss(acc) if quantized else 0.0
@@ -43,6 +44,9 @@ def tune_ranges(ev, amax: Dict[str, float], per_method: Mapping[str, Mapping[str
         if tensor is None or tensor not in amax:
             continue
         best_val = amax[tensor]
+        trials = [dict(amax, **{tensor: v[tensor]}) for v in per_method.values()
+                  if v.get(tensor) is not None and v[tensor] != amax[tensor]]
+        ev.prefetch((a, {layer}, True) for a in [amax] + trials)
         best = judge.loss(ev.score(amax, {layer}, rank=True)[0])
         for values in per_method.values():
             alt = values.get(tensor)
@@ -60,11 +64,14 @@ def tune_ranges(ev, amax: Dict[str, float], per_method: Mapping[str, Mapping[str
 
 
 def bisect_prefix(order: Sequence[str], evaluate: Callable[[int], Tuple[PlanAccuracy, bool]],
-                  full_meets: bool, max_probes: int = 7) -> List[int]:
+                  full_meets: bool, max_probes: int = 7,
+                  ahead: Optional[Callable[[List[int]], None]] = None) -> List[int]:
     """Prefix lengths probed to find the longest prefix of ``order`` that meets the target.
 
     ``evaluate(k)`` scores the model with the first ``k`` layers of ``order`` in INT8
-    (and records the candidate); ``full_meets`` says whether all of them already do.
+    (and records the candidate); ``full_meets`` says whether all of them already do. ``ahead(ks)``, when given,
+    hears of the probe about to be asked and the two that may follow it (either way it goes), so that workers
+    can answer them side by side; the probes asked, and so the result, are the same.
     """
     if full_meets or not order:
         return []
@@ -72,6 +79,8 @@ def bisect_prefix(order: Sequence[str], evaluate: Callable[[int], Tuple[PlanAccu
     probed: List[int] = []
     while hi - lo > 1 and len(probed) < max_probes:
         mid = (lo + hi) // 2
+        if ahead is not None:
+            ahead([k for k in dict.fromkeys((mid, (lo + mid) // 2, (mid + hi) // 2)) if lo < k < hi])
         _, meets = evaluate(mid)
         probed.append(mid)
         if meets:

@@ -91,7 +91,8 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, calibration=None, 
          batch_size: Optional[int] = None, shapes: Optional[Mapping[str, Sequence[int]]] = None, gpu: str = "h100",
          oracle=None, max_ranked: int = 96, measure=False, progress: bool = True,
          on_step: Optional[Callable[[str], None]] = None,
-         on_progress: Optional[Callable[[str, int, int], None]] = None, cancel=None, regions: bool = True) -> Plan:
+         on_progress: Optional[Callable[[str, int, int], None]] = None, cancel=None, regions: bool = True,
+         client=None) -> Plan:
     """Search for the fastest Q/DQ quantization that meets an accuracy target (see the module docstring).
 
     Parameters
@@ -155,6 +156,9 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, calibration=None, 
     regions : bool
         Search placement schemes per repeated pattern (:mod:`.regions`): each scheme of each pattern
         scored on the held-back samples, for the measurement to time on sub-models (``plan.regions``).
+    client : distributed.Client, optional
+        Collect the statistics and answer the search's questions on its Dask workers (:mod:`.remote_eval`):
+        the same candidates and pick as in this process; a cancel cancels the questions in flight.
 
     Returns
     -------
@@ -171,11 +175,19 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, calibration=None, 
     opts = _planner_options(options)
     target = target if target is not None else PlanTarget()
     loaded = _loaded(model)
-    found = _Found(loaded, target, opts, t0)
+    if client is not None:
+        from ..common.dask_cluster import check_versions
+
+        check_versions(client)  # a client= made by the caller: its workers must run this trtwidgets too
+    found = _Found(loaded, target, opts, t0, client=client)
     with cancel_scope(cancel):
         try:
-            result = _search_plan(found, data, calibration, held_back, holdout, seed, max_samples, batch_axis,
-                                  batch_size, shapes, gpu, oracle, max_ranked, progress, say, on_progress)
+            try:
+                result = _search_plan(found, data, calibration, held_back, holdout, seed, max_samples, batch_axis,
+                                      batch_size, shapes, gpu, oracle, max_ranked, progress, say, on_progress)
+            finally:
+                if found.ev is not None and found.ev.remote is not None:
+                    found.ev.remote.close()
             if regions and not result.interrupted:
                 say("scoring placement schemes per repeated pattern")
                 result = _timed_regions(result, loaded)
@@ -219,7 +231,7 @@ def _search_plan(found: "_Found", data, calibration, held_back, holdout, seed, m
     check_batch_fits(loaded, input_shapes)  # before the search: a batch the model cannot run is refused
     check()
     say("collecting statistics" if calibration is None else "reading the statistics given")
-    cal, described = fit_calibration(loaded, pdata.calib, calibration, progress)
+    cal, described = fit_calibration(loaded, pdata.calib, calibration, progress, found.client)
     found.cal, found.described = cal, described
     if not cal.amax and cal.zero_tensors:  # not one range: all-zero data, said as such before any search
         refuse_all_zero(None, cal.zero_tensors)
@@ -231,6 +243,10 @@ def _search_plan(found: "_Found", data, calibration, held_back, holdout, seed, m
     ev, target, notes = evaluator(loaded, pdata.held, found.target, opts.replace(
         high_precision=opts.resolved_high_precision()), pdata.axes, pdata.run_batch(), held_labels)
     found.ev, found.target = ev, target
+    if found.client is not None:  # the questions go to the workers; the model and reference travel once
+        from .remote_eval import RemoteScores
+
+        ev.remote = RemoteScores(found.client, ev)
     notes = found.notes = list(pdata.notes) + notes
     zeros = zero_note(cal.stats)
     if zeros:  # said as what it is (the plan's export then keeps them float and names them)
@@ -420,6 +436,7 @@ class _Found:
     best_method: str = ""
     amax: Dict[str, float] = dataclasses.field(default_factory=dict)
     cands: Optional[Candidates] = None
+    client: Any = None
 
     def plan(self, interrupted: bool) -> Plan:
         """The Plan of the candidates found (the pick by the one judge)."""
