@@ -26,7 +26,7 @@ import importlib
 import os
 import pkgutil
 import sys
-from typing import List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from ..core.common.errors import UserError
 from ..core.common.notes import notes_to
@@ -65,7 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 #: Two-word spellings of a command: ``trtwidgets plan measure DIR`` is ``trtwidgets plan-measure DIR``.
-ALIASES = {("plan", "measure"): "plan-measure", ("plan", "export"): "plan-export"}
+ALIASES: Dict[Tuple[str, ...], str] = {("plan", "measure"): "plan-measure", ("plan", "export"): "plan-export"}
+
 
 
 def _aliased(argv: List[str]) -> List[str]:

@@ -121,9 +121,10 @@ class TensorOverviewDisplay:
                 main.customdata = names
                 main.hovertext = hover
                 main.hoverinfo = "text"
-                i = r.names.index(sel) if sel else None
-                mark.x = [r.disagreement[i]] if sel else []
-                mark.y = [_finite(r.sqnr_db[i])] if sel else []
+                i = r.names.index(sel) if sel else -1
+                mark.x = [r.disagreement[i]] if i >= 0 else []
+                mark.y = [_finite(r.sqnr_db[i])] if i >= 0 else []
+
                 mark.customdata = [sel] if sel else []
                 mark.hoverinfo = "skip"
             title = (f"{len(self.ranking)} tensors by {self.ranking.by}"

@@ -263,7 +263,7 @@ def _build_on_gpus(todo: List[dict], gpus: int, progress, done0: int, total: int
         _stop(procs)
         raise
     for p, _, share, _ in procs:  # a worker that died leaves its unbuilt specs with its exit code as their error
-        why = (f"not built within the build limit of {float(limit_s):.0f} s (--build-limit); measured without it"
+        why = (f"not built within the build limit of {float(limit_s):.0f} s (--build-limit); measured without it"  # type: ignore[arg-type]  # stopped: under a limit
                if stopped else f"the build worker exited with {p.returncode}")
         for spec in share:
             results.setdefault(spec["key"], {"key": spec["key"], "engine_path": "", "build_seconds": 0.0,

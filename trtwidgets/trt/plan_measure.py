@@ -31,7 +31,7 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import Callable, List, Optional, Union
+from typing import Any, Callable, Dict, List, Optional, Union
 
 from ..core.common.errors import TensorRTUnavailable, UserError
 from ..core.plan.measured.measurement import FP16, INT8_IMPLICIT, QDQ
@@ -180,7 +180,8 @@ def measure_plan(plan: Plan, model=None, *, work_dir: Union[str, os.PathLike, No
                                 warmup=warmup, opt_level=opt_level, implicit=implicit, progress=progress, gpus=gpus,
                                 measure_fn=measure_fn, build_limit_s=build_limit_s, check=check, regions=regions)
     if measure_fn is None:
-        from .measure import measure as measure_fn
+        from .measure import measure
+        measure_fn = measure
     check = check if check is not None else plan.engine_check
     model_path = _model_path(plan, model)
     work = Path(work_dir)
@@ -190,7 +191,8 @@ def measure_plan(plan: Plan, model=None, *, work_dir: Union[str, os.PathLike, No
         plan = _region_search(plan, model_path, work, cache, measure_fn, dict(
             rounds=rounds, runs=runs, warmup=warmup, opt_level=opt_level, progress=progress, gpus=gpus))
     jobs = _jobs(plan, model_path, work, _targets(plan, top), implicit)
-    extra = {} if build_limit_s is None else {"build_limit_s": build_limit_s}
+    extra: Dict[str, Any] = {} if build_limit_s is None else {"build_limit_s": build_limit_s}
+
     summary = None
     if check is not None:
         from .engine_outputs import engine_verdict

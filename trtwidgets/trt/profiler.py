@@ -15,7 +15,7 @@ report 0.0 ms or not be reported at all.
 
 from __future__ import annotations
 
-from typing import List, Mapping, Tuple
+from typing import List, Mapping
 
 import numpy as np
 
@@ -27,7 +27,8 @@ __all__ = ["LayerProfiler", "profile_layers"]
 
 def _init(self):
     self._trt_base.__init__(self)
-    self.records: List[Tuple[str, float]] = []
+    self.records = []  # (layer name, ms)
+
 
 
 def _report(self, layer_name, ms):

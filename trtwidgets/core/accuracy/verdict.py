@@ -135,6 +135,13 @@ class Verdict:
         return self.accuracy
 
     @property
+    def scored(self) -> Scores:
+        """:attr:`accuracy` of a verdict that was scored (every :func:`evaluate`'s); ValueError otherwise."""
+        if self.accuracy is None:
+            raise ValueError("this verdict holds no scores")
+        return self.accuracy
+
+    @property
     def non_finite(self) -> bool:
         """The candidate wrote NaN or Inf where FP32's output is finite (it fails whatever a metric makes of it)."""
         return bool(self.accuracy is not None and self.accuracy.non_finite) or any(self.non_finite_outputs.values())

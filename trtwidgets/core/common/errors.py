@@ -8,7 +8,7 @@ it in a panel; both keep whatever the user had (recipe, statistics, builds).
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Sequence
 
 
 class UserError(Exception):
@@ -85,7 +85,9 @@ class BuildError(UserError):
     def __init__(self, what, why=None, fix=None, log_lines=(), codes=()):
         self.log_lines = tuple(log_lines)
         self.codes = tuple(codes)
+        self.log: Sequence[object] = ()  # the whole build log, where the build got that far
         super().__init__(what, why, fix)
+
 
     @property
     def message(self) -> str:

@@ -28,7 +28,7 @@ from .errors import UserError
 try:  # Python >= 3.11
     from re import _parser as _sre_parse  # type: ignore[attr-defined]
 except ImportError:  # Python 3.9, 3.10
-    import sre_parse as _sre_parse  # type: ignore[no-redef]
+    import sre_parse as _sre_parse
 
 __all__ = ["MAX_PATTERN_CHARS", "MAX_OPEN_REPEATS", "MATCH_SECONDS", "check_pattern", "compile_pattern",
            "match_time_limit"]

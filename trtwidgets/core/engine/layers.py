@@ -80,6 +80,8 @@ def compare(builds: Any, labels=None):
             return load_saved_build(b)
         return b
 
+    resolved: Any
+    profiles: Any
     if isinstance(builds, Mapping):
         resolved = {k: resolve(b) for k, b in builds.items()}
         profiles = {k: getattr(b, "timings", None) for k, b in resolved.items()}

@@ -59,6 +59,19 @@ class GraphIndex:
                     return np.array(list(attr.ints), dtype=np.int64)
         return None
 
+    def constant_value(self, name: str) -> np.ndarray:
+        """:meth:`constant`, for a tensor known to be constant.
+
+        Raises
+        ------
+        ValueError
+            ``name`` is not an initializer or a ``Constant`` node output.
+        """
+        value = self.constant(name)
+        if value is None:
+            raise ValueError(f"{name!r} is not a constant of the graph")
+        return value
+
     def is_constant(self, name: str) -> bool:
         """True when ``name`` is an initializer or produced by a ``Constant`` node."""
         if name in self.initializers:

@@ -55,7 +55,7 @@ class SampleCutter:
 
     def split_axes(self, feed: Mapping[str, np.ndarray]) -> Dict[str, int]:
         """Input name -> axis, for the inputs cut and joined along their batch axis in ``feed`` (the others pass whole)."""
-        return {k: self.inputs[k] for k in self._counts(feed)}
+        return {k: a for k in self._counts(feed) if (a := self.inputs[k]) is not None}
 
     def count(self, feed: Mapping[str, np.ndarray], where: str = "", strict: bool = True) -> int:
         """The samples ``feed`` holds (1 where no input has a batch axis).

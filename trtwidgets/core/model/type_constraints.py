@@ -233,7 +233,7 @@ def _walk_back(graph: onnx.GraphProto, opsets, floats: Set[str], kept: Dict[int,
 
 
 def low_precision_blockers(model: onnx.ModelProto, low_type: int = onnx.TensorProto.FLOAT16,
-                           extra: Mapping[str, str] = (), floats: Optional[Set[str]] = None) -> TypeBlockers:
+                           extra: Optional[Mapping[str, str]] = None, floats: Optional[Set[str]] = None) -> TypeBlockers:
     """The reads, tensors and nodes that must stay FP32 if the float part becomes ``low_type``.
 
     Parameters
@@ -259,7 +259,7 @@ def low_precision_blockers(model: onnx.ModelProto, low_type: int = onnx.TensorPr
     pinned: Dict[str, str] = {}
     for (i, k), why in reads.items():
         pinned.setdefault(graph.node[i].input[k], f"read by {_label(graph.node[i])}: {why}")
-    for t, why in dict(extra).items():
+    for t, why in dict(extra or {}).items():
         pinned.setdefault(t, why)
     kept: Dict[int, str] = {}
     todo: List[str] = list(pinned)

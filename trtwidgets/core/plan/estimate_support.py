@@ -21,9 +21,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Collection, Iterable, Optional, Tuple
+from typing import TYPE_CHECKING, Collection, Iterable, Optional, Tuple
 
 import onnx
+
+if TYPE_CHECKING:
+    from .latency import LatencyModel
 
 __all__ = ["TOLERANCE", "EstimateSupport", "SupportedLatency", "attention_matmuls"]
 
@@ -92,7 +95,8 @@ class SupportedLatency:
     passed through unchanged. :meth:`why_cannot` says why a candidate's estimate is NaN.
     """
 
-    inner: object
+    inner: LatencyModel
+
     support: EstimateSupport
     unpriced: Collection[str] = ()
     transformer: Collection[str] = ()

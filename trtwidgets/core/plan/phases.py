@@ -6,7 +6,7 @@ Each is a function over values (:func:`~.planner.plan` runs them in order).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Collection, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import onnx
@@ -228,7 +228,7 @@ def myelin_layers(proto: onnx.ModelProto, layers: Sequence[str], trt_version,
 
 
 def latency_model(proto: onnx.ModelProto, input_shapes: Mapping[str, tuple], gpu: str, oracle=None,
-                  myelin: Sequence[str] = (), shapes: Optional[Mapping[str, tuple]] = None) -> LatencyModel:
+                  myelin: Collection[str] = (), shapes: Optional[Mapping[str, tuple]] = None) -> LatencyModel:
     """The latency of candidates: the cost model at ``input_shapes``, with an implicit build's choices when given.
 
     ``oracle`` may also be a :class:`~.latency.LatencyModel` of its own (a measured one): it is used as is.

@@ -84,7 +84,7 @@ class Evaluator:
     @property
     def metric_reference(self) -> Optional[float]:
         """FP32's own score by the metric, or None."""
-        return self.target.metric_reference if self.metric is not None else None
+        return self.target.metric_reference if self.target is not None and self.metric is not None else None
 
     def set_rank_data(self, feeds, reference, target: Optional[Target] = None) -> None:
         """The (smaller) held-back subset that ranking runs on, with the target bound to it."""
@@ -130,7 +130,7 @@ class Evaluator:
         feeds, reference, target = self._rank if rank else (self.feeds, self.reference, self.target)
         out = self.run(model, feeds)
         self.runs += 1
-        return evaluate(out, reference, target).accuracy
+        return evaluate(out, reference, target).scored
 
     def run(self, model, feeds) -> Dict[str, np.ndarray]:
         """``model``'s outputs on ``feeds`` (samples), batch first."""

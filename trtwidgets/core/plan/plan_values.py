@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from ..accuracy.target import Target
 from ..accuracy.verdict import Scores, Verdict, json_number
@@ -136,7 +136,7 @@ class PlanRanges:
         object.__setattr__(self, "zero", tuple(str(t) for t in self.zero))
 
     def to_dict(self) -> dict:
-        out = {"method": self.method, "per_method": {m: a.to_dict() for m, a in self.per_method.items()},
+        out: Dict[str, Any] = {"method": self.method, "per_method": {m: a.to_dict() for m, a in self.per_method.items()},
                "methods_used": dict(self.methods_used), "amax": {k: float(v) for k, v in self.amax.items()},
                "statistics": self.statistics, "percentile": self.percentile,
                "overrides": {k: float(v) for k, v in self.overrides.items()}}

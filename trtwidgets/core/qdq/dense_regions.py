@@ -9,7 +9,7 @@ feature map (:func:`shared_reads`). See the rules in :mod:`.placement`.
 
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, Sequence
+from typing import Dict, List, Mapping, Sequence, Set
 
 import onnx
 
@@ -39,7 +39,8 @@ def conv_feature_map(index: GraphIndex, tensor: str, depth: int = 12) -> bool:
     """
     if any(c.op_type in _CONVS for c in index.consumers.get(tensor, [])):
         return True
-    todo, seen = [tensor], set()
+    todo = [tensor]
+    seen: Set[str] = set()
     while todo and len(seen) < 64:
         t = todo.pop()
         prod = index.producer.get(t)

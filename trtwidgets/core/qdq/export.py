@@ -172,8 +172,8 @@ def build_qdq(model, spec: QdqSpec) -> QdqExport:
             return _siblings_kept_float(model, spec, groups)
     proto, hp_report, float32_model = _checked(proto, hp, opts.keep_fp32, plan.patterns, unchecked, _memo(source))
     if hp_report is not None:
-        activations, weights = as_written(activations, weights, float32_model, proto, hp_report,
-                                          GraphIndex(source.graph).constant)
+        written = as_written(activations, weights, float32_model, proto, hp_report, GraphIndex(source.graph).constant)
+        activations, weights = list(written[0]), list(written[1])
     report = QdqReport(precision=opts.precision, opset_from=opset_from, opset_to=target, high_precision=hp_report,
                        activations=tuple(activations), weights=tuple(weights), skipped=tuple(writer.skipped),
                        patterns=plan.patterns, excluded=plan.excluded,
@@ -323,7 +323,7 @@ def save_qdq_model(model: Union[QdqExport, onnx.ModelProto], path: Union[str, os
     handed to ``on_check``.
     """
     export = model if isinstance(model, QdqExport) else None
-    proto = export.model if export is not None else model
+    proto = model.model if isinstance(model, QdqExport) else model
     path = user_path(path)
     if path.is_dir():
         raise QdqExportError(f"{path} is a directory.", "The output must be a file path.",
@@ -400,12 +400,13 @@ def export_qdq(model, calibration, out_path: Union[str, os.PathLike, None] = Non
 
         result = _held_back_checked(loaded, result, calibration, spec.options, held_back,
                                     check_target(target, metric))
-        if out_path is not None and result.check.failures:
+        failures = result.check.failures if result.check is not None else ()
+        if out_path is not None and failures:
             from .export_check import ExportCheckError
 
             raise ExportCheckError(
                 f"{os.fspath(out_path)} was not written: the export fails its check on the held-back samples "
-                f"({'; '.join(result.check.failures)}).",
+                f"({'; '.join(failures)}).",
                 result.advice.summary(cli=False) if result.advice is not None else
                 "The Q/DQ model would lose more accuracy than the check allows.",
                 "Apply the changes named above (options.exclude, cal.with_override), export again, or plan the "

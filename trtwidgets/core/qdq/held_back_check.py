@@ -16,7 +16,7 @@ import numpy as np
 __all__ = ["HeldBackCheck", "held_back_feeds"]
 
 
-def held_back_feeds(model, data: Any, samples: Optional[int] = None) -> List[Mapping[str, np.ndarray]]:
+def held_back_feeds(model, data: Any, samples: Optional[int] = None) -> Sequence[Mapping[str, np.ndarray]]:
     """The held-back samples ``data`` names: a folder of samples (each input cut along its own batch axis, as
     calibration reads them), ``"demo"`` (the held-back part of the demo's labelled set: text lines the bundled
     model reads, never calibrated on) or a sequence of feeds."""

@@ -280,8 +280,8 @@ class _Rewrite:
             arr = numpy_helper.to_array(t)
             if t.name in weight_dqs and t.name not in read_high:
                 data, axis, requantize = weight_dqs[t.name]
-                q0 = numpy_helper.to_array(stored[data]) if requantize else None
-                q, s16 = weight_scale_fp16(q0 if requantize else np.zeros(0, np.int8), arr, axis, t.name,
+                q0 = numpy_helper.to_array(stored[data]) if requantize else np.zeros(0, np.int8)
+                q, s16 = weight_scale_fp16(q0, arr, axis, t.name,
                                             self.clamped, requantize)
                 if requantize and q is not q0:
                     stored[data].CopyFrom(numpy_helper.from_array(q, data))

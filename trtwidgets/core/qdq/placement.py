@@ -343,9 +343,9 @@ def _family_rules(graph, index, pos, edges, weights, skipped, patterns, excluded
     return edges, weights, skipped, shared
 
 
-def _by_rule(rule: int, *args) -> Skip:
+def _by_rule(rule: int, node_label: str, op_type: str, reason: str, tensor: str = "") -> Skip:
     """A :class:`Skip` that names the rule (the module docstring's number) that made it."""
-    return Skip(*args, rule=rule)
+    return Skip(node_label, op_type, reason, tensor, rule=rule)
 
 
 def _grouped_reason(readers: Sequence[str]) -> str:
@@ -357,7 +357,7 @@ def _grouped_reason(readers: Sequence[str]) -> str:
             "keep_float_output_grouped_convs=False quantizes it anyway")
 
 
-def _place(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], excluded: Dict[int, str],
+def _place(graph: onnx.GraphProto, index: ConstIndex, pos: Dict[tuple, int], excluded: Dict[int, str],
            internal: Dict[str, str], protected_nodes: Set[int], shapes: Mapping[str, Tuple[Optional[int], ...]],
            skip_matrix_vector: bool, keep_float: Mapping[int, str], myelin_float: Mapping[int, str],
            choices: Mapping[int, str]):
@@ -388,7 +388,7 @@ def _place(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], exc
     return edges, weights, skipped, fused_adds, float_readers
 
 
-def _place_weighted(graph: onnx.GraphProto, index: GraphIndex, excluded: Dict[int, str], internal: Dict[str, str],
+def _place_weighted(graph: onnx.GraphProto, index: ConstIndex, excluded: Dict[int, str], internal: Dict[str, str],
                     shapes: Mapping[str, Tuple[Optional[int], ...]], skip_matrix_vector: bool,
                     keep_float: Mapping[int, str], myelin_float: Mapping[int, str],
                     edge: Callable[[int, int, str], bool], weights: List[WeightSite], skipped: List[Skip]) -> None:

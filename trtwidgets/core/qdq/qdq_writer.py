@@ -10,7 +10,7 @@ and rebuilds the node list in topological order. Kept apart from the export's fl
 from __future__ import annotations
 
 import math
-from typing import AbstractSet, Dict, Iterable, List, Mapping, Optional, Set, Tuple
+from typing import AbstractSet, Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 import numpy as np
 import onnx
@@ -102,6 +102,7 @@ class QdqWriter:
             if reason:
                 self.skipped.extend(Skip(e.node_label, e.op_type, reason, tensor) for e in edges)
                 continue
+            assert value is not None, "amax_problem names a missing range"
             value = float(value)
             scale = activation_scale(value, self.precision)
             s_name = names(f"{tensor}_scale")
@@ -189,10 +190,10 @@ class QdqWriter:
     def _quantized_weight(self, tensor: str, axis: Optional[int]) -> Tuple[np.ndarray, np.ndarray, float]:
         """:func:`.weights.quantize_weight` of a weight, from the memo when an export of the source had it."""
         if self.memo is None:
-            return quantize_weight(self.index.constant(tensor), axis, self.precision)
+            return quantize_weight(self.index.constant_value(tensor), axis, self.precision)
         key = ("weight", tensor, axis, self.precision, tuple((o.domain, o.version) for o in self.proto.opset_import))
         if key not in self.memo:
-            self.memo[key] = quantize_weight(self.index.constant(tensor), axis, self.precision)
+            self.memo[key] = quantize_weight(self.index.constant_value(tensor), axis, self.precision)
         return self.memo[key]
 
     def _weight_dq(self, w, axis: Optional[int], float_grid: bool) -> Tuple[str, QuantizedWeight]:
@@ -203,7 +204,7 @@ class QdqWriter:
         self.new_inits.append(numpy_helper.from_array(scale, s_name))
         zp = self.zero_point(w.tensor, scale.shape)
         dq_out = names(f"{w.tensor}_dequantized")
-        attrs = {"axis": axis} if axis is not None else {}
+        attrs: Dict[str, Any] = {"axis": axis} if axis is not None else {}
         if float_grid and precision == "int8":
             # TensorRT 8.6's Myelin (transformer MatMuls) asserts on INT8 weight constants
             # ("convertMyelinWeightsToFp32 ... weights.type() != kINT8": MiniLM on an H100; PaddleOCR's
@@ -236,7 +237,7 @@ class QdqWriter:
         if node.op_type in ("Conv", "ConvTranspose") and attribute(node, "kernel_shape") is None:
             # TensorRT 8.6 cannot infer the kernel from a DequantizeLinear output.
             dims = list(self.index.initializers[w.tensor].dims) if w.tensor in self.index.initializers \
-                else list(self.index.constant(w.tensor).shape)
+                else list(self.index.constant_value(w.tensor).shape)
             node.attribute.append(helper.make_attribute("kernel_shape", dims[2:]))
 
     def finish(self) -> None:

@@ -142,7 +142,7 @@ def check_batch_pinned_shapes(ctx: LintContext) -> None:
         batches = sorted({b for _, b in rows})
         when = ("the input's batch is dynamic or a profile asks for another batch" if severity == "warning" else
                 "a copy of this static model at another batch (plan --batch N, a re-exported static shape) does")
-        shown = ", ".join(f"{node_name(n)} {list(map(int, ctx.index.constant(n.input[1])))}" for n, _ in rows[:5])
+        shown = ", ".join(f"{node_name(n)} {list(map(int, ctx.index.constant_value(n.input[1])))}" for n, _ in rows[:5])
         ctx.add("BATCH_PINNED_SHAPE", f"{len(rows)} Reshape/Expand target(s) hold a literal batch of "
                 f"{', '.join(map(str, batches))} ({shown}{' ...' if len(rows) > 5 else ''}): TensorRT fails at any "
                 "other batch (\"reshape changes volume\"), and " + when + ".",

@@ -186,6 +186,11 @@ class Measurement:
         """The engine's own verdict on the held-back samples: True / False, None when not judged."""
         return self.accuracy.meets if self.accuracy is not None else None
 
+    @property
+    def accuracy_text(self) -> str:
+        """The engine's accuracy on the held-back samples, in words."""
+        return self.accuracy.text() if self.accuracy is not None else "not judged"
+
     def to_dict(self) -> dict:
         """The record for plan.json (estimate and measurement side by side)."""
         return {"name": self.name, "kind": self.kind, "round_ms": [json_float(t) for t in self.round_ms],

@@ -164,8 +164,8 @@ class PlanMeasurement:
         ``plan export`` writes), else None.
     implicit_cache : str, optional
         The calibration cache implicit INT8 was built with, when it is the pick.
-    estimate_pick : int
-        The candidate the estimate had picked.
+    estimate_pick : int or None
+        The candidate the estimate had picked (None: it recommended nothing).
     estimate_reason : str
         Why, by the estimate.
     check : CheckSummary, optional
@@ -182,7 +182,7 @@ class PlanMeasurement:
     pick: Optional[MeasuredPick] = None
     export: Optional[MeasuredPick] = None
     implicit_cache: Optional[str] = None
-    estimate_pick: int = 0
+    estimate_pick: Optional[int] = 0
     estimate_reason: str = ""
     check: Optional[CheckSummary] = None
 
@@ -236,7 +236,8 @@ class PlanMeasurement:
                "built": int(self.built), "cached": int(self.cached),
                "shapes": {k: list(v) for k, v in self.shapes.items()}, "settings": thaw(self.settings),
                "measurements": [dict(m.to_dict(), candidate=r.candidate) for m, r in zip(self.measurements, rows)],
-               "rows": [r.to_dict() for r in rows], "estimate_pick": int(self.estimate_pick),
+               "rows": [r.to_dict() for r in rows],
+               "estimate_pick": None if self.estimate_pick is None else int(self.estimate_pick),
                "estimate_reason": self.estimate_reason}
         if self.check is not None:
             out["engine_check"] = self.check.to_dict()

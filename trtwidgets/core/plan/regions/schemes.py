@@ -44,7 +44,7 @@ def _residual(pattern: RegionPattern, graph: onnx.GraphProto, index: ConstIndex,
             continue
         anchors.append(inst.anchor)
         default = default or default_choice(index, by_label[inst.anchor].input[found[0]])
-    if not anchors:
+    if not anchors or default is None:
         return []
     other = BOTH if default == SKIP else SKIP
     return [SchemeResult(default, default=True), SchemeResult(other, tuple((a, other) for a in anchors))]
