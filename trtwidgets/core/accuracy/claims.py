@@ -188,7 +188,7 @@ def _plain(value) -> Union[int, float]:
 class _Blank(dict):
     """Every template field read as an empty string: what is left is the typed text."""
 
-    def __missing__(self, key):
+    def __missing__(self, key) -> str:
         return ""
 
 
@@ -250,7 +250,7 @@ class Prose:
     for comparison words beside numbers outside the recorded claims.
     """
 
-    def __init__(self, *parts: Union[str, Claim]):
+    def __init__(self, *parts: Union[str, Claim]) -> None:
         for p in parts:
             if not isinstance(p, (str, Claim)):
                 raise UserError(f"Prose takes text and claims, not {type(p).__name__}.", None,

@@ -127,7 +127,7 @@ class Verdict:
     non_finite_outputs: Mapping[str, int] = field(default_factory=dict)
     why: Tuple[str, ...] = ()
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "non_finite_outputs", readonly_mapping(dict(self.non_finite_outputs)))
 
     @property

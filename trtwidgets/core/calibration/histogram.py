@@ -72,7 +72,7 @@ class HistogramAccumulator:
     __slots__ = ("name", "num_bins", "count", "nan_count", "inf_count", "min", "max", "hist", "hist_max", "first_absmax",
                  "trt_hist", "trt_range")
 
-    def __init__(self, name: str, num_bins: int = DEFAULT_BINS):
+    def __init__(self, name: str, num_bins: int = DEFAULT_BINS) -> None:
         if num_bins < 2 or num_bins & (num_bins - 1):
             raise ValueError(f"num_bins must be a power of two, got {num_bins}")
         self.name = name

@@ -92,7 +92,7 @@ def _overlap(a, b) -> bool:
 class _Shape:
     """Walks a parsed pattern and says why it backtracks without bound (or '' when it does not)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.open_repeats = 0
 
     def check(self, items, in_repeat: bool, times: int = 1) -> str:

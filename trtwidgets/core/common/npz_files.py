@@ -105,7 +105,7 @@ class NpzArchive:
     Each array is read when it is indexed, after its header is checked (see the module docstring).
     """
 
-    def __init__(self, source: Union[str, os.PathLike, bytes]):
+    def __init__(self, source: Union[str, os.PathLike, bytes]) -> None:
         self._fh: BinaryIO
         if isinstance(source, (bytes, bytearray)):
             self.path, self._fh = Path("<bytes>"), io.BytesIO(bytes(source))

@@ -85,7 +85,7 @@ class OrtRecord:
 
     __slots__ = ("severity", "source", "message")
 
-    def __init__(self, severity: str, source: str, message: str):
+    def __init__(self, severity: str, source: str, message: str) -> None:
         self.severity, self.source, self.message = severity, source, message
 
     def __repr__(self) -> str:

@@ -70,7 +70,7 @@ class ConstIndex(GraphIndex):
     constant to TensorRT (it folds it) and must not be mistaken for a branch.
     """
 
-    def __init__(self, graph: onnx.GraphProto):
+    def __init__(self, graph: onnx.GraphProto) -> None:
         super().__init__(graph)
         folded = set(self.initializers)
         for node in graph.node:

@@ -27,7 +27,7 @@ class GraphIndex:
         The graph to index. It is not copied; do not mutate it while the index is used.
     """
 
-    def __init__(self, graph: onnx.GraphProto):
+    def __init__(self, graph: onnx.GraphProto) -> None:
         self.graph = graph
         self.initializers: Dict[str, onnx.TensorProto] = {t.name: t for t in graph.initializer}
         self.producer: Dict[str, onnx.NodeProto] = {}

@@ -42,7 +42,7 @@ class SampleCutter:
         Inputs whose batch axis is a static leading 1: passed whole beside inputs that are batched.
     """
 
-    def __init__(self, inputs: Mapping[str, Optional[int]], fixed: Iterable[str] = ()):
+    def __init__(self, inputs: Mapping[str, Optional[int]], fixed: Iterable[str] = ()) -> None:
         self.inputs: Dict[str, Optional[int]] = dict(inputs)
         self.fixed = set(fixed)
 
@@ -151,7 +151,7 @@ class SampleBatcher:
     ``max_samples`` stops it: the feed that passes the limit is cut to it.
     """
 
-    def __init__(self, axes: SampleCutter, size: Optional[int], max_samples: Optional[int]):
+    def __init__(self, axes: SampleCutter, size: Optional[int], max_samples: Optional[int]) -> None:
         self.axes, self.size, self.max = axes, size, max_samples
         self.seen = 0
         self.pending: List[Feed] = []

@@ -74,7 +74,7 @@ class LayerLatency:
     myelin: Collection[str] = ()
     _times: Dict[str, Tuple[float, float]] = field(default_factory=dict, repr=False, compare=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self._times.update({layer: self._layer_times(layer, c) for layer, c in self.costs.items()})
 
     @property

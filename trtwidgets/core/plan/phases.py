@@ -65,7 +65,7 @@ class Progress:
     """
 
     def __init__(self, total: int, enabled: bool, phase: str,
-                 on_progress: Optional[Callable[[str, int, int], None]] = None):
+                 on_progress: Optional[Callable[[str, int, int], None]] = None) -> None:
         self.total, self.phase, self.done = int(total), phase, 0
         self.on_progress = on_progress
         self.bar = progress_bar(total, enabled, phase)

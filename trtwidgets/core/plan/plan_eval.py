@@ -69,7 +69,7 @@ class Evaluator:
     _rank_is_all: bool = field(default=True, repr=False)
     _export_memo: dict = field(default_factory=dict, repr=False)  # see qdq.export.unchecked_exports
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self._labels = {node_label(n): n for n in self.proto.graph.node}
         self._rank = (self.feeds, self.reference, self.target)
         self._rank_is_all = True

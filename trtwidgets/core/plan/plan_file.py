@@ -74,7 +74,7 @@ def _object(v) -> bool:
 
 
 class _Checker:
-    def __init__(self, source: str):
+    def __init__(self, source: str) -> None:
         self.source = source
 
     def fail(self, field: str, value: Any, should: str) -> PlanFileError:

@@ -70,7 +70,7 @@ class Candidate:
     meets_target: bool
     choices: Tuple[Tuple[str, str], ...] = ()
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "choices", tuple(sorted((str(k), str(v)) for k, v in dict(self.choices).items())))
 
     @property
@@ -130,7 +130,7 @@ class PlanRanges:
     statistics: str = ""
     zero: Tuple[str, ...] = ()
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for name in ("amax", "overrides", "per_method", "methods_used"):
             object.__setattr__(self, name, readonly_mapping(getattr(self, name)))
         object.__setattr__(self, "zero", tuple(str(t) for t in self.zero))

@@ -53,7 +53,7 @@ class HeldBackCheck:
     """
 
     def __init__(self, model, feeds: Sequence[Mapping[str, np.ndarray]], target=None, labels=None,
-                 shown_metric=None, trt_version: Optional[str] = None, precision: str = "int8"):
+                 shown_metric=None, trt_version: Optional[str] = None, precision: str = "int8") -> None:
         from ..accuracy.reference import Reference
         from .validate import check_target
 

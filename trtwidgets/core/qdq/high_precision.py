@@ -240,7 +240,7 @@ class _Rewrite:
     """The conversion's bookkeeping: which tensors are low precision, which Casts exist."""
 
     def __init__(self, graph: onnx.GraphProto, dtype: str, keep: Dict[int, str], high_reads: Set[Tuple[int, int]],
-                 floats: Set[str], memo: Optional[dict] = None):
+                 floats: Set[str], memo: Optional[dict] = None) -> None:
         self.graph, self.dtype, self.keep, self.high_reads = graph, dtype, keep, high_reads
         self.memo = memo if memo is not None and "source_initializers" in memo else None
         self.new_type = HIGH_PRECISIONS[dtype]

@@ -31,7 +31,7 @@ ZERO_RANGE = ("zero on every calibration sample: no range can be computed (keep 
 
 
 class Names:
-    def __init__(self, graph: onnx.GraphProto):
+    def __init__(self, graph: onnx.GraphProto) -> None:
         used = {n.name for n in graph.node} | {t.name for t in graph.initializer}
         for n in graph.node:
             used.update(n.input)
@@ -60,7 +60,7 @@ def amax_problem(value) -> Optional[str]:
 class QdqWriter:
     """The graph edits of one export: new Q/DQ nodes and initializers, collected, then written in order."""
 
-    def __init__(self, proto: onnx.ModelProto, precision: str, memo: Optional[dict] = None):
+    def __init__(self, proto: onnx.ModelProto, precision: str, memo: Optional[dict] = None) -> None:
         self.proto = proto
         # Across exports of one source (:func:`~.export.unchecked_exports`): what depends on the source's
         # graph and weights only (a weight's integers and scales, Myelin's MatMuls), computed once.

@@ -69,7 +69,7 @@ def _data_io(node: onnx.NodeProto) -> Tuple[List[int], List[str]]:
 class _Groups:
     """Union-find over tensor names."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.parent: Dict[str, str] = {}
 
     def find(self, t: str) -> str:

@@ -57,7 +57,7 @@ class ShapeRange:
     opt: Shape
     max: Shape
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for key in ("min", "opt", "max"):
             object.__setattr__(self, key, _as_shape(getattr(self, key), f"The {key} shape"))
 

@@ -100,7 +100,7 @@ class EstimateStanding:
 
     status = "estimate"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "zoo", deep_freeze(tuple(self.zoo)))
 
     def rows(self) -> List[Tuple[str, str, str, str]]:
@@ -186,7 +186,7 @@ class PlanMeasurement:
     estimate_reason: str = ""
     check: Optional[CheckSummary] = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "measurements", tuple(self.measurements))
         object.__setattr__(self, "shapes", readonly_mapping({k: tuple(int(d) for d in v)
                                                              for k, v in self.shapes.items()}))
