@@ -38,7 +38,7 @@ _EDGE = 0.005
 
 def attention_matmuls(proto: onnx.ModelProto) -> Tuple[str, ...]:
     """Labels of the MatMul/Gemm layers of a transformer: all of them when any MatMul multiplies two activations."""
-    from ..qdq.graph_patterns import node_label
+    from ..model.graph_patterns import node_label
 
     constants = {t.name for t in proto.graph.initializer}
     constants.update(o for n in proto.graph.node if n.op_type == "Constant" for o in n.output)

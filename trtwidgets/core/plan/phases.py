@@ -215,7 +215,7 @@ def myelin_layers(proto: onnx.ModelProto, layers: Sequence[str], trt_version,
     (:func:`~.observed_shapes.observed_shapes`), for the activations whose rank shape inference leaves open.
     """
     from ..model.trt_version import installed_trt_version
-    from ..qdq.graph_patterns import node_label
+    from ..model.graph_patterns import node_label
     from ..qdq.myelin import myelin_matmuls, myelin_target
 
     if trt_version is None:

@@ -18,7 +18,7 @@ import onnx
 
 from ..common.errors import UserError
 from ..model.onnx_graph import WEIGHTED_OPS
-from ..qdq.graph_patterns import node_label
+from ..model.graph_patterns import node_label
 from ..qdq.options import QdqOptions
 from ..accuracy.target import Target
 from ..accuracy.verdict import evaluate

@@ -14,7 +14,7 @@ from typing import Dict, List, Mapping, Sequence, Set
 import onnx
 
 from ..model.onnx_graph import GraphIndex
-from .graph_patterns import node_key, node_label
+from ..model.graph_patterns import node_key, node_label
 from .placement_records import QuantEdge
 
 __all__ = ["INT8_READERS", "conv_feature_map", "grouped_output_edges", "conv_output_reads", "shared_reads"]

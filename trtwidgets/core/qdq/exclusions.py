@@ -11,7 +11,7 @@ import onnx
 from ..common.errors import UserError
 from ..common.name_patterns import compile_pattern, match_time_limit
 from ..model.onnx_graph import WEIGHTED_OPS
-from .graph_patterns import node_label
+from ..model.graph_patterns import node_label
 
 __all__ = ["QdqExclusionError", "match_exclusions", "kept_float_by_plan", "KEPT_BY_PLAN"]
 

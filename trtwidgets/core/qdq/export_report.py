@@ -16,7 +16,7 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 import onnx
 
-from .graph_patterns import PatternMatch
+from ..model.graph_patterns import PatternMatch
 from .float_part_report import HighPrecisionReport
 from .placement import Skip
 

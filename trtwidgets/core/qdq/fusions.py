@@ -14,7 +14,7 @@ from typing import Dict, Mapping, Optional, Sequence, Set
 import onnx
 
 from ..model.onnx_graph import GraphIndex
-from .graph_patterns import node_key, nonconst_inputs, single_consumer
+from ..model.graph_patterns import node_key, nonconst_inputs, single_consumer
 
 # Ops TensorRT fuses into a convolution's epilogue ahead of an elementwise add.
 _FUSIBLE_EPILOGUE = ("BatchNormalization", "Relu", "LeakyRelu", "PRelu", "Clip")

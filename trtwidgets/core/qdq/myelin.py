@@ -38,7 +38,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Union
 import onnx
 
 from ..model.onnx_graph import WEIGHTED_OPS
-from .graph_patterns import node_label
+from ..model.graph_patterns import node_label
 
 __all__ = ["myelin_matmuls", "myelin_target", "recurrent_myelin_layers", "MYELIN_QDQ_SLOWDOWN", "MYELIN_REASON",
            "MYELIN_RECURRENT_REASON", "RECURRENT_OPS"]

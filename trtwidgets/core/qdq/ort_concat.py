@@ -35,7 +35,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .graph_patterns import node_label
+from ..model.graph_patterns import node_label
 from .low_precision_storage import fresh_name
 
 __all__ = ["ORT_CONCAT_REASON", "fp32_concat_quantizers"]

@@ -132,7 +132,7 @@ from ..model.onnx_graph import WEIGHTED_OPS, GraphIndex, attribute
 from .dense_regions import POOL_OPS, conv_output_reads, grouped_output_edges, shared_reads
 from .exclusions import QdqExclusionError, kept_float_by_plan, match_exclusions
 from .fusions import epilogue_end
-from .graph_patterns import (PROTECTED_OPS, PatternMatch, ConstIndex, node_key,
+from ..model.graph_patterns import (PROTECTED_OPS, PatternMatch, ConstIndex, node_key,
                              find_protected_patterns, node_label)
 from .myelin import recurrent_myelin_layers
 from .placement_records import QdqPlan, QuantEdge, Skip, WeightSite

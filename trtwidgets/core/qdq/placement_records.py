@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import math
 from typing import Mapping, Optional, Tuple
 
-from .graph_patterns import PatternMatch
+from ..model.graph_patterns import PatternMatch
 
 __all__ = ["QuantEdge", "WeightSite", "Skip", "QdqPlan"]
 

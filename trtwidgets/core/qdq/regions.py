@@ -35,7 +35,7 @@ import onnx
 
 from ..model.onnx_graph import WEIGHTED_OPS, attribute
 from .fusions import epilogue_end, fused_conv, gated_branch
-from .graph_patterns import ConstIndex, node_key, node_label, nonconst_inputs
+from ..model.graph_patterns import ConstIndex, node_key, node_label, nonconst_inputs
 
 __all__ = ["KINDS", "MAX_REGION_NODES", "RegionInstance", "RegionPattern", "find_regions", "node_signature"]
 

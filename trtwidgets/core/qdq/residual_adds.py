@@ -14,7 +14,7 @@ import onnx
 
 from ..model.onnx_graph import GraphIndex
 from .fusions import fused_conv, gated_branch, longer_branch
-from .graph_patterns import node_key, node_label
+from ..model.graph_patterns import node_key, node_label
 from .placement_records import QuantEdge, Skip
 from .region_choices import BOTH, FLOAT, SKIP
 

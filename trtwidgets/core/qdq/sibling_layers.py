@@ -30,7 +30,7 @@ from typing import Dict, List, Optional, Tuple
 import onnx
 
 from ..model.onnx_graph import attribute
-from .graph_patterns import node_label
+from ..model.graph_patterns import node_label
 
 __all__ = ["SiblingGroup", "float_output_siblings", "applies_to", "RULE_TEXT"]
 

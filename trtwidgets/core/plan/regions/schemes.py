@@ -23,7 +23,7 @@ from typing import AbstractSet, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import onnx
 
-from ...qdq.graph_patterns import ConstIndex, node_key, node_label
+from ...model.graph_patterns import ConstIndex, node_key, node_label
 from ...qdq.region_choices import BOTH, FLOAT, SKIP
 from ...qdq.regions import RegionPattern, find_regions
 from ...qdq.residual_adds import default_choice, fused_branch
