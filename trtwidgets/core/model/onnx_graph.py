@@ -7,7 +7,7 @@ once.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, Iterable, List, Optional, Set
 
 import numpy as np
 import onnx
@@ -137,3 +137,14 @@ def dtype_name(elem_type: int) -> str:
     if onnx_name.startswith("float8") or onnx_name in ("bfloat16", "int4", "uint4", "float4e2m1"):
         return onnx_name
     return name
+
+
+def subgraph_reads(nodes: Iterable[onnx.NodeProto]) -> Set[str]:
+    """Names read inside the If/Loop/Scan bodies of ``nodes``, nested bodies included (outer-scope values)."""
+    read: Set[str] = set()
+    for node in nodes:
+        for attr in node.attribute:
+            for g in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
+                read.update(i for n in g.node for i in n.input)
+                read.update(subgraph_reads(g.node))
+    return read

@@ -22,7 +22,6 @@ judged otherwise (implicit INT8 stays a reference).
 from __future__ import annotations
 
 import dataclasses
-import math
 import zipfile
 import zlib
 from dataclasses import dataclass, field
@@ -34,7 +33,7 @@ import numpy as np
 from ..common.errors import UserError
 from ..model.batch_axis import BatchAxes
 from ..accuracy.verdict import evaluate
-from .plan_values import EngineVerdict, PlanAccuracy, PlanTarget
+from .plan_values import EngineVerdict, PlanAccuracy, PlanTarget, finite_number
 
 __all__ = ["CHECK_FILE", "MAX_CHECK_BYTES", "EngineCheck", "folder_check", "judging_target"]
 
@@ -44,10 +43,6 @@ CHECK_FILE = "held_back.npz"
 MAX_CHECK_BYTES = 256 * 2 ** 20
 
 Feed = Dict[str, np.ndarray]
-
-
-def _finite(v) -> bool:
-    return isinstance(v, (int, float)) and math.isfinite(v)
 
 
 def judging_target(target: PlanTarget, metric: Optional[Callable] = None, metric_name: str = "") -> Optional[PlanTarget]:
@@ -211,7 +206,7 @@ class EngineCheck:
                                                             or target.snr_db is not None else "by nothing"))
         judged = judging_target(target, metric, name)
         ref_value = data.metric_reference
-        if metric is not None and not _finite(ref_value):
+        if metric is not None and not finite_number(ref_value):
             ref_value = float(metric(data.reference))
         return cls(tuple(data.feeds), data.reference, axes, judged, ref_value if metric is not None else None,
                    data.labels, tuple(notes), data.key)

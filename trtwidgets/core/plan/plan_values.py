@@ -23,6 +23,16 @@ PlanAccuracy = Scores
 EngineVerdict = Verdict
 
 
+def finite_number(v: object) -> bool:
+    """True for an int or float that is finite."""
+    return isinstance(v, (int, float)) and math.isfinite(v)
+
+
+def positive_finite(v: object) -> bool:
+    """True for an int or float that is finite and above 0 (a time, a ratio)."""
+    return isinstance(v, (int, float)) and math.isfinite(v) and v > 0
+
+
 def ratio(num, den) -> float:
     """``num / den`` for two times; NaN unless both are finite and positive (an unknown time is no ratio)."""
     try:

@@ -9,21 +9,21 @@ and rebuilds the node list in topological order. Kept apart from the export's fl
 
 from __future__ import annotations
 
-import math
-from typing import AbstractSet, Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
+from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Set, Tuple
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from ..calibration.amax_values import amax_problem
 from ..calibration.fake_quant import activation_scale
-from ..model.onnx_graph import GraphIndex, attribute
+from ..model.onnx_graph import GraphIndex, attribute, subgraph_reads
 from .export_report import QuantizedTensor, QuantizedWeight
 from .myelin import myelin_matmuls
 from .placement import QdqPlan, Skip, node_label
 from .weights import quantize_weight, weight_tensor
 
-__all__ = ["Names", "QdqWriter", "ZERO_RANGE", "amax_problem"]
+__all__ = ["Names", "QdqWriter", "ZERO_RANGE"]
 
 #: Why a tensor that was zero on every calibration sample stays float: it has no range, and that is the data's doing.
 ZERO_RANGE = ("zero on every calibration sample: no range can be computed (keep it float, or calibrate on data that "
@@ -49,10 +49,11 @@ class Names:
         return name
 
 
-def amax_problem(value) -> Optional[str]:
+def _range_problem(value) -> Optional[str]:
+    """Why an activation's amax makes no scale (None when it does): missing, or not a finite positive value."""
     if value is None:
         return "no range for this tensor (not in the statistics)"
-    if not math.isfinite(float(value)) or float(value) <= 0:
+    if amax_problem(value) or float(value) <= 0:
         return f"its amax is {value} (needs a finite positive value)"
     return None
 
@@ -96,13 +97,13 @@ class QdqWriter:
         for tensor in plan.activation_tensors:
             edges = plan.edges_of(tensor)
             value = plan.amax_for(tensor, amax)
-            reason = amax_problem(value)
+            reason = _range_problem(value)
             if reason and tensor in zero:
                 reason = ZERO_RANGE
             if reason:
                 self.skipped.extend(Skip(e.node_label, e.op_type, reason, tensor) for e in edges)
                 continue
-            assert value is not None, "amax_problem names a missing range"
+            assert value is not None, "_range_problem names a missing range"
             value = float(value)
             scale = activation_scale(value, self.precision)
             s_name = names(f"{tensor}_scale")
@@ -245,16 +246,6 @@ class QdqWriter:
         _rebuild(self.graph, self.prefix, self.after, self.new_inits)
 
 
-def _subgraph_reads(nodes: Iterable[onnx.NodeProto]) -> set:
-    """Names read inside If/Loop/Scan bodies (outer-scope values they use must survive)."""
-    read: set = set()
-    for node in nodes:
-        for attr in node.attribute:
-            graphs = list(attr.graphs) + ([attr.g] if attr.HasField("g") else [])
-            for g in graphs:
-                read.update(i for n in g.node for i in n.input)
-                read.update(_subgraph_reads(g.node))
-    return read
 
 
 def _rebuild(graph: onnx.GraphProto, prefix: List[onnx.NodeProto], after: Dict[int, List[onnx.NodeProto]],
@@ -266,7 +257,7 @@ def _rebuild(graph: onnx.GraphProto, prefix: List[onnx.NodeProto], after: Dict[i
         ordered.append(n)
         ordered.extend(after.get(i, []))
     graph.initializer.extend(new_inits)
-    read = {i for n in ordered for i in n.input} | {o.name for o in graph.output} | _subgraph_reads(ordered)
+    read = {i for n in ordered for i in n.input} | {o.name for o in graph.output} | subgraph_reads(ordered)
     keep = [n for n in ordered if n.op_type != "Constant" or any(o in read for o in n.output)]
     del graph.node[:]
     graph.node.extend(keep)

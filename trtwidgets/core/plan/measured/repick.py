@@ -25,7 +25,7 @@ from typing import Callable, List, Mapping, Optional, Sequence, Union
 from ...common.errors import UserError
 from ..judge import Judge
 from ..plan_artifact import Plan
-from ..plan_values import Candidate, PlanAccuracy
+from ..plan_values import Candidate, PlanAccuracy, positive_finite
 from .measurement import FP16, INT8_IMPLICIT, QDQ, MeasuredRow, Measurement, candidate_index
 from .paired import paired_rounds
 from .pick import NONE, MeasuredPick, known_estimates, pick_measured
@@ -36,10 +36,6 @@ __all__ = ["MEASURE_TOP", "apply_measurements", "candidate_job_name", "finish_la
 
 #: Candidates built and timed besides FP16 and implicit INT8 (each a build of a few seconds to minutes).
 MEASURE_TOP = 3
-
-
-def _finite(v) -> bool:
-    return isinstance(v, (int, float)) and math.isfinite(v) and v > 0
 
 
 def measure_targets(plan: Plan, top: int = MEASURE_TOP) -> List[int]:
@@ -55,8 +51,8 @@ def measure_targets(plan: Plan, top: int = MEASURE_TOP) -> List[int]:
     if top <= 0:
         return []
     order = sorted((i for i, c in enumerate(cands) if c.quantized and c.meets_target),
-                   key=lambda i: (i != rec, not _finite(cands[i].latency_us),
-                                  cands[i].latency_us if _finite(cands[i].latency_us) else 0.0, i))
+                   key=lambda i: (i != rec, not positive_finite(cands[i].latency_us),
+                                  cands[i].latency_us if positive_finite(cands[i].latency_us) else 0.0, i))
     seen = set()
     out: List[int] = []
     for i in order:
@@ -247,7 +243,7 @@ def _reason(cands: Sequence[Candidate], before: Optional[int], after: Optional[i
         why = pick.reason[len("FP16: "):] if pick.reason.startswith("FP16: ") else pick.reason
         text = f"FP16 is best here (measured): {why}"
     if before != after and before and before < len(cands):
-        was = f"measured {old.vs_fp16:.3f}x FP16" if old is not None and _finite(old.vs_fp16) else "not measured"
+        was = f"measured {old.vs_fp16:.3f}x FP16" if old is not None and positive_finite(old.vs_fp16) else "not measured"
         text += f" The estimate had picked {cands[before].name} ({was}; see the notes)."
     return head + text
 

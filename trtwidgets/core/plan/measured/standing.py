@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, List, Mapping, Optional, Tuple
 
 from ...common.frozen import deep_freeze, readonly_mapping, thaw
+from ..plan_values import positive_finite
 from .measurement import FP16, INT8_IMPLICIT, MeasuredRow, Measurement, measurement_rows
 from .pick import MeasuredPick
 
@@ -33,10 +34,6 @@ MEASURE_HINT = ("build and time the candidates on a GPU machine: `trtwidgets pla
                 "(or plan --measure there)")
 
 
-def _finite(v) -> bool:
-    return isinstance(v, (int, float)) and math.isfinite(v) and v > 0
-
-
 def estimate_error_entries(source: Optional[str] = None, path: Optional[Path] = None) -> List[dict]:
     """The zoo's estimated and measured ratios to FP16 (of one ``latency_source`` when given).
 
@@ -49,7 +46,7 @@ def estimate_error_entries(source: Optional[str] = None, path: Optional[Path] = 
         return []
     out = []
     for e in doc.get("entries", []) if isinstance(doc, dict) else []:
-        if not isinstance(e, dict) or not (_finite(e.get("estimated_x_fp16")) and _finite(e.get("measured_x_fp16"))):
+        if not isinstance(e, dict) or not (positive_finite(e.get("estimated_x_fp16")) and positive_finite(e.get("measured_x_fp16"))):
             continue
         if source is None or e.get("latency_source") == source:
             out.append(e)
