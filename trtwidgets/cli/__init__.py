@@ -40,16 +40,11 @@ def _command_modules():
             yield info.name
 
 
-class _Parser(argparse.ArgumentParser):
-    # argparse exits with 2 on bad arguments already; keep its message but no usage dump noise.
-    pass
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with one sub-parser per command module."""
     from .. import __version__
 
-    parser = _Parser(prog="trtwidgets", description="Exploratory TensorRT quantization, headless.")
+    parser = argparse.ArgumentParser(prog="trtwidgets", description="Exploratory TensorRT quantization, headless.")
     parser.add_argument("--version", action="version", version=f"trtwidgets {__version__}")
     # No command given: nothing to run (the subparsers set these for their own commands).
     parser.set_defaults(_run=None, _outputs={}, _output_files={}, _positionals=())
