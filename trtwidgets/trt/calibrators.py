@@ -3,14 +3,14 @@
 TensorRT (<= 10) calibrates by asking for batches (``get_batch``) at the
 calibration profile's *opt* shapes and running the network on them; the result
 is a calibration cache, which TensorRT hands back through
-``write_calibration_cache`` and which :class:`FeedCalibrator` writes into the
+``write_calibration_cache`` and which the calibrator of :func:`make_calibrator` writes into the
 build directory. Batches come from any iterable of ``{input_name: array}``
 (usually :func:`trtwidgets.core.calibration.data.iter_feeds`), are checked against
 the opt shapes and copied into one :class:`~trtwidgets.trt.cuda.DeviceBuffer`
 per input that is reused for every batch.
 
 An exception inside ``get_batch`` cannot cross TensorRT's C++ frames, so it is
-kept in :attr:`FeedCalibrator.error`, the batch stream is ended, and the build
+kept in the calibrator's ``error``, the batch stream is ended, and the build
 re-raises it afterwards.
 """
 

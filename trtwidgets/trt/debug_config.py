@@ -48,7 +48,7 @@ def pin_layer_precisions(network, layer_precisions: Mapping[str, str], trt_modul
 
     Only layers that compute float tensors are pinned (shape and index
     arithmetic stays as TensorRT chose). Output types are left to TensorRT, so
-    a marked output keeps the float32 type :func:`mark_outputs` gave it.
+    a marked output keeps the float32 type :func:`~.debug_build.mark_outputs` gave it.
 
     Returns
     -------

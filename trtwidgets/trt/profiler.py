@@ -1,6 +1,6 @@
 """Per-layer timing of an engine through TensorRT's IProfiler.
 
-``profile_layers(runner, feeds, runs=20)`` runs an :class:`EngineRunner` with a
+``profile_layers(runner, feeds, runs=20)`` runs an :class:`~.runner.EngineRunner` with a
 profiler attached and returns :class:`~trtwidgets.core.engine.layer_times.LayerTimings`.
 Layer names are readable only if the engine was built with detailed profiling
 verbosity (trtwidgets' build does that, for the inspector).

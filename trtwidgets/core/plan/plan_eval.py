@@ -2,7 +2,7 @@
 
 ONNX Runtime on the CPU predicts a TensorRT Q/DQ engine's accuracy well (on a real
 mobile detector the two agreed at cosine 0.978), so the search runs here and the GPU
-only confirms. Each evaluation is one export (:func:`.export.build_qdq`) and one
+only confirms. Each evaluation is one export (:func:`..qdq.export.build_qdq`) and one
 ORT run over the held-back samples, along each tensor's own batch axis
 (:func:`~.plan_data.run_samples`), scored on every output's worst channel group
 (:func:`~..accuracy.verdict.evaluate`, the one verdict).

@@ -75,7 +75,7 @@ def match_exclusions(graph: onnx.GraphProto, exclude: Iterable[str] = (),
 def kept_float_by_plan(graph: onnx.GraphProto, nodes: AbstractSet[str]) -> Dict[int, str]:
     """Node index -> :data:`KEPT_BY_PLAN` for each weighted layer whose label is not in ``nodes``.
 
-    ``nodes`` are node labels (:func:`~.graph_patterns.node_label`: the name, or ``Op(output)``) of the
+    ``nodes`` are node labels (:func:`~..model.graph_patterns.node_label`: the name, or ``Op(output)``) of the
     weighted layers to run in INT8, as a plan's candidates hold them.
 
     Raises

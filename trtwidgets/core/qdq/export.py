@@ -18,7 +18,7 @@ layers to run in INT8 and the :class:`~.options.QdqOptions`). The export writes:
   (``max|W| / 448``), which is what TensorRT's FP8 kernels take. Weights may be initializers or
   ``Constant`` nodes (Paddle exports, like the demo model, use Constants).
 
-Placement (which tensors) is :mod:`.qdq_placement`. Details TensorRT needs:
+Placement (which tensors) is :mod:`.placement`. Details TensorRT needs:
 
 * opset >= 13 for per-channel ``axis`` (>= 19 for FP8): older models are
   upgraded with ``onnx.version_converter`` (the demo is opset 11);
@@ -27,7 +27,7 @@ Placement (which tensors) is :mod:`.qdq_placement`. Details TensorRT needs:
 * BatchNormalization is left alone: TensorRT folds it into the convolution.
 
 The result is checked with ``onnx.checker``. It is plain ``onnx.helper`` graph
-editing (see :mod:`.qdq_placement` for why no library).
+editing (see :mod:`.placement` for why no library).
 """
 
 from __future__ import annotations

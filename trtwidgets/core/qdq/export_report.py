@@ -133,7 +133,7 @@ class QuantizedWeight:
 
 @dataclass(frozen=True)
 class QdqReport:
-    """What :func:`build_qdq` quantized, what it left in high precision, and why.
+    """What :func:`~.export.build_qdq` quantized, what it left in high precision, and why.
 
     Attributes
     ----------

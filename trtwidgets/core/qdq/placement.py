@@ -2,7 +2,7 @@
 
 TensorRT builds an explicitly quantized network exactly as the Q/DQ nodes say,
 so *where* they sit decides which layers run in INT8 (or FP8) and which fusions
-stay possible. This module decides placement only; :mod:`.qdq_export` writes the
+stay possible. This module decides placement only; :mod:`.export` writes the
 nodes. The rules follow NVIDIA's "Q/DQ layer-placement recommendations" (TensorRT
 developer guide) as implemented by TensorRT Model Optimizer (``modelopt.onnx``)
 and pytorch-quantization:
@@ -55,7 +55,7 @@ and pytorch-quantization:
    squeeze-excite depthwise convolutions quantized, 0.993 with them float); on an
    H100 a depthwise conv + BN + decomposed HardSwish ran so, in FP32
    (``tests/gpu/test_qdq_blocks.py``). Whether INT8 would pay there at all is
-   the planner's question (:mod:`.planner`), not this rule's.
+   the planner's question (:mod:`..plan.planner`), not this rule's.
    ``keep_float_output_grouped_convs=False`` turns the rule off.
 7. **User exclusions** keep nodes in high precision: by node name, by output
    tensor name, by regular expression (``re.fullmatch``) over either, or by op

@@ -82,7 +82,7 @@ class Skip:
 
 @dataclass(frozen=True)
 class QdqPlan:
-    """Where Q/DQ go in one model: the result of :func:`plan_qdq`.
+    """Where Q/DQ go in one model: the result of :func:`~.placement.plan_qdq`.
 
     Node indices refer to the ``graph.node`` list of the model the plan was made for.
     """

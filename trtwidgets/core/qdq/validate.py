@@ -310,7 +310,7 @@ def validate_qdq(reference, qdq, data: Iterable[Mapping[str, np.ndarray]] = (), 
     labels : ndarray, optional
         The held-back samples' classes, for a ``"top1"`` metric.
     held_back : Reference, optional
-        FP32's outputs on the held-back samples, computed once (:class:`HeldBackCheck` checks several
+        FP32's outputs on the held-back samples, computed once (:class:`~.held_back_check.HeldBackCheck` checks several
         exports against one); ``reference`` and ``data`` are not run then.
     shown_metric : TaskMetric, optional
         A metric shown for both models beside the target, not judged (``export-qdq --labels`` alone).
