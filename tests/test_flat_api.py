@@ -24,9 +24,9 @@ def test_import_is_cheap():
 
 
 def test_every_step_is_listed_and_resolves():
-    assert trtwidgets.__all__ == ["load", "lint", "calibrate", "Calibration", "export_qdq", "plan", "export_plan",
-                                  "build", "layers", "inspect", "compare", "App", "Recipe", "QdqOptions", "Target",
-                                  "PlanTarget", "Plan", "share", "register_metric"]
+    assert trtwidgets.__all__[:19] == ["load", "lint", "calibrate", "Calibration", "export_qdq", "plan",
+                                       "export_plan", "build", "layers", "inspect", "compare", "App", "Recipe",
+                                       "QdqOptions", "Target", "PlanTarget", "Plan", "share", "register_metric"]
     assert set(trtwidgets.__all__) <= set(dir(trtwidgets))
     for name in [n for n in trtwidgets.__all__ if n != "plan"]:  # plan: see test_plan_is_the_planner
         assert callable(getattr(trtwidgets, name)), name
@@ -37,6 +37,21 @@ def test_every_step_is_listed_and_resolves():
     assert trtwidgets.load is load_model and trtwidgets.Recipe is Recipe and trtwidgets.Calibration is Calibration
     # tw.layers: the layer table without shadowing the standard library's inspect in user code.
     assert trtwidgets.layers is trtwidgets.inspect
+
+
+def test_the_errors_are_exported():
+    # ``except tw.UserError`` catches what every step raises; each kind is there under its own name.
+    from trtwidgets.core.common import errors
+
+    kinds = trtwidgets.__all__[19:]
+    assert kinds[0] == "UserError" and len(kinds) == len(set(kinds))
+    for name in kinds:
+        cls = getattr(trtwidgets, name)
+        assert isinstance(cls, type) and issubclass(cls, trtwidgets.UserError) and cls.__name__ == name, name
+    public = {n for n, v in vars(errors).items() if isinstance(v, type) and issubclass(v, errors.UserError)}
+    assert public <= set(kinds)
+    with pytest.raises(trtwidgets.UserError):
+        trtwidgets.load("no/such/model.onnx")
 
 
 def test_every_lazy_name_is_imported_for_type_checkers():

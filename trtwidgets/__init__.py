@@ -15,7 +15,7 @@ The steps of a notebook, flat and in order::
     plan.save("plan/"); plan = tw.Plan.load("plan/")  # plan.json: measure it later on a GPU machine
     tw.register_metric("my-metric", factory)       # a metric a plan may name (a plan.json never imports code)
     result = tw.build(tw.Recipe.for_model(model))  # needs TensorRT and a GPU
-    table = tw.layers(result)                      # layer precisions, why not INT8 (also tw.inspect)
+    table = tw.layers(result)                      # layer precisions, why not INT8 (tw.inspect: the same)
     tw.compare({"fp16": "a/", "int8": "b/"})        # layers of two builds side by side
     tw.App(model_path="model.onnx", data="samples/")
     tw.share("analysis.ipynb", "analysis.html")    # an executed notebook as one page that opens offline
@@ -30,7 +30,8 @@ checkers see the real signatures through the ``TYPE_CHECKING`` imports below.
 ``tw.Calibration`` is what calibrating hands on (statistics, range method, amax overrides,
 the model's fingerprint; saved and loaded as one file), ``tw.QdqOptions`` holds the Q/DQ
 export's choices (one set of defaults), ``tw.Target`` the accuracy target every check judges by
-(``tw.PlanTarget`` is the same class) and ``tw.Plan`` the planner's result.
+(``tw.PlanTarget`` is the same class) and ``tw.Plan`` the planner's result. The errors the steps raise are
+here too: ``tw.UserError`` (``what``, ``why``, ``fix``) and its kinds (``tw.BuildError``, ``tw.PlanFileError``...).
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ from typing import TYPE_CHECKING, Any, Dict, List, Tuple
 
 if TYPE_CHECKING:  # what _LAZY resolves to, for editors and type checkers (never imported at run time)
     from trtwidgets.core.engine.layers import compare as compare
-    from trtwidgets.core.engine.layers import inspect as inspect
-    from trtwidgets.core.engine.layers import inspect as layers  # noqa: F401 - tw.layers, resolved lazily
+    from trtwidgets.core.engine.layers import layers as inspect  # noqa: F401 - tw.inspect, resolved lazily
+    from trtwidgets.core.engine.layers import layers as layers
     from trtwidgets.core.accuracy.task_metrics import register_metric as register_metric
     from trtwidgets.core.model.lint import lint as lint
     from trtwidgets.core.model.load import load_model as load  # noqa: F401 - tw.load, resolved lazily
@@ -58,6 +59,19 @@ if TYPE_CHECKING:  # what _LAZY resolves to, for editors and type checkers (neve
     from trtwidgets.plots.share import share as share
     from trtwidgets.trt.build import build as build
     from trtwidgets.widgets.app import App as App
+    from trtwidgets.core.common.errors import UserError as UserError
+    from trtwidgets.core.common.errors import ModelLoadError as ModelLoadError
+    from trtwidgets.core.common.errors import CalibrationDataError as CalibrationDataError
+    from trtwidgets.core.common.errors import StatsError as StatsError
+    from trtwidgets.core.common.errors import RecipeError as RecipeError
+    from trtwidgets.core.common.errors import InspectorError as InspectorError
+    from trtwidgets.core.common.errors import TensorRTUnavailable as TensorRTUnavailable
+    from trtwidgets.core.common.errors import BuildError as BuildError
+    from trtwidgets.core.common.write_rule import WriteError as WriteError
+    from trtwidgets.core.qdq.options import QdqExportError as QdqExportError
+    from trtwidgets.core.qdq.export_check import ExportCheckError as ExportCheckError
+    from trtwidgets.core.plan.plan_file import PlanFileError as PlanFileError
+    from trtwidgets.core.accuracy.task_metrics import MetricNotRegistered as MetricNotRegistered
 
 __version__ = "0.1.0"
 
@@ -71,8 +85,8 @@ _LAZY: Dict[str, Tuple[str, str]] = {
     "plan": ("trtwidgets.plan_api", "plan"),
     "export_plan": ("trtwidgets.core.plan.plan_export", "export_plan"),
     "build": ("trtwidgets.trt.build", "build"),
-    "layers": ("trtwidgets.core.engine.layers", "inspect"),
-    "inspect": ("trtwidgets.core.engine.layers", "inspect"),
+    "layers": ("trtwidgets.core.engine.layers", "layers"),
+    "inspect": ("trtwidgets.core.engine.layers", "layers"),  # the same function, its first name
     "compare": ("trtwidgets.core.engine.layers", "compare"),
     "App": ("trtwidgets.widgets.app", "App"),
     "Recipe": ("trtwidgets.core.recipe.recipe", "Recipe"),
@@ -82,6 +96,20 @@ _LAZY: Dict[str, Tuple[str, str]] = {
     "Plan": ("trtwidgets.core.plan.plan_artifact", "Plan"),
     "share": ("trtwidgets.plots.share", "share"),
     "register_metric": ("trtwidgets.core.accuracy.task_metrics", "register_metric"),
+    # What the steps raise: a UserError (what, why, fix) and its kinds, for ``except tw.UserError``.
+    "UserError": ("trtwidgets.core.common.errors", "UserError"),
+    "ModelLoadError": ("trtwidgets.core.common.errors", "ModelLoadError"),
+    "CalibrationDataError": ("trtwidgets.core.common.errors", "CalibrationDataError"),
+    "StatsError": ("trtwidgets.core.common.errors", "StatsError"),
+    "RecipeError": ("trtwidgets.core.common.errors", "RecipeError"),
+    "InspectorError": ("trtwidgets.core.common.errors", "InspectorError"),
+    "TensorRTUnavailable": ("trtwidgets.core.common.errors", "TensorRTUnavailable"),
+    "BuildError": ("trtwidgets.core.common.errors", "BuildError"),
+    "WriteError": ("trtwidgets.core.common.write_rule", "WriteError"),
+    "QdqExportError": ("trtwidgets.core.qdq.options", "QdqExportError"),
+    "ExportCheckError": ("trtwidgets.core.qdq.export_check", "ExportCheckError"),
+    "PlanFileError": ("trtwidgets.core.plan.plan_file", "PlanFileError"),
+    "MetricNotRegistered": ("trtwidgets.core.accuracy.task_metrics", "MetricNotRegistered"),
 }
 
 __all__ = list(_LAZY)

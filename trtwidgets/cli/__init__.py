@@ -26,7 +26,7 @@ import importlib
 import os
 import pkgutil
 import sys
-from typing import List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from ..core.common.errors import UserError
 from ..core.common.notes import notes_to
@@ -40,16 +40,11 @@ def _command_modules():
             yield info.name
 
 
-class _Parser(argparse.ArgumentParser):
-    # argparse exits with 2 on bad arguments already; keep its message but no usage dump noise.
-    pass
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with one sub-parser per command module."""
     from .. import __version__
 
-    parser = _Parser(prog="trtwidgets", description="Exploratory TensorRT quantization, headless.")
+    parser = argparse.ArgumentParser(prog="trtwidgets", description="Exploratory TensorRT quantization, headless.")
     parser.add_argument("--version", action="version", version=f"trtwidgets {__version__}")
     # No command given: nothing to run (the subparsers set these for their own commands).
     parser.set_defaults(_run=None, _outputs={}, _output_files={}, _positionals=())
@@ -65,7 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 #: Two-word spellings of a command: ``trtwidgets plan measure DIR`` is ``trtwidgets plan-measure DIR``.
-ALIASES = {("plan", "measure"): "plan-measure", ("plan", "export"): "plan-export"}
+ALIASES: Dict[Tuple[str, ...], str] = {("plan", "measure"): "plan-measure", ("plan", "export"): "plan-export"}
+
 
 
 def _aliased(argv: List[str]) -> List[str]:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Dict, List, Mapping, Tuple
+from typing import Dict, List, Mapping, Optional, Tuple
 
 from ..core.common.errors import UserError
 from ..core.common.paths import user_path
@@ -66,7 +66,8 @@ def _missing_folders(path: Path) -> Tuple[List[Path], Path]:
 def _inputs(args, outputs) -> Tuple[Dict[object, str], Dict[str, str]]:
     """Every argument that names an existing file, by resolved path and by (device, inode) -> its dest; and
     every argument that names an existing folder: dest -> the folder."""
-    inputs, folders = {}, {}
+    inputs: Dict[object, str] = {}
+    folders: Dict[str, str] = {}
     for dest, value in vars(args).items():
         # Any other argument that names an existing file or folder is an input the outputs must not overwrite.
         for item in (value if isinstance(value, list) else [value]):
@@ -159,7 +160,9 @@ def _check_kind(option, value, path: Path, kind, inside) -> None:
         check_set_folder(path, inside)  # the set is swapped in as a new folder: refuse one that cannot be
 
 
-def check_outputs(args, outputs: Mapping[str, str], inside: Mapping[str, Tuple[str, ...]] = None) -> Dict[Path, str]:
+def check_outputs(args, outputs: Mapping[str, str], inside: Optional[Mapping[str, Tuple[str, ...]]] = None
+                  ) -> Dict[Path, str]:
+
     """Refuse output paths that cannot be written; return the folders that will be created.
 
     Parameters

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any, Dict, List, Optional
 
 NAME = "export-qdq"
 OUTPUTS = {"out": "file"}  # files it writes: checked and reported by cli._outputs
@@ -243,17 +244,19 @@ def run(args) -> int:
     if check is not None:
         validation = check(result, lint=True)
     failed = validation is not None and not validation.passed
-    if failed and validation.accuracy_failed and not args.no_advice:
+    if failed and validation is not None and validation.accuracy_failed and not args.no_advice:
         from ..core.qdq.export_advice import advise_export
 
         quiet = args.json or args.no_progress
         advice = advise_export(loaded, result, given, check.feeds, check.outcome, build_qdq, opts,
                                progress=None if quiet else lambda t: print(f"  ... {t}", file=sys.stderr),
                                float_check=check.float_part)
-    path = checks = None
+    path = None
+    checks: Optional[List[Any]] = None
     if not failed or args.write_failed:
         min_float = DEFAULT_MIN_COSINE if args.min_float_cosine is None else args.min_float_cosine
         checks = []
+
         # The float model gives the end-to-end note its context (how far the quantization itself moves the outputs).
         path = save_qdq_model(result, args.out, feeds=check.feeds if check is not None else None,
                               min_cosine=min_float, original=loaded.proto, on_check=checks.append,
@@ -269,7 +272,8 @@ def run(args) -> int:
 def _why_nothing(result) -> str:
     """Why an export quantized no layer, from its report (ranges missing or zero, exclusions, placement)."""
     skipped = result.report.skipped
-    reasons = {}
+    reasons: Dict[str, List[str]] = {}
+
     for sk in skipped:
         reasons.setdefault(sk.reason, []).append(sk.node_label)
     if not reasons:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from typing import Optional, Tuple
 
 NAME = "inspect"
 OUTPUTS = {"csv": "file"}  # files it writes: checked and reported by cli._outputs
@@ -128,8 +129,10 @@ def _network(args, graph_path):
     from ..core.engine.layer_table import prebuild_summary, prebuild_table
     from ..core.engine.saved_build import network_layers_of, read_network_layers
 
+    rows: Optional[Tuple[dict, ...]]
     if args.network:
         rows, where = read_network_layers(args.network), args.network
+
     elif graph_path is not None and not args.no_siblings:
         rows, where = network_layers_of(graph_path), os.path.join(os.path.dirname(graph_path), "network_layers.json")
     else:

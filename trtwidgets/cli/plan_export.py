@@ -57,6 +57,8 @@ def run(args) -> int:
                         f"Write the candidate elsewhere, e.g. --out candidate{args.candidate or 'N'}.qdq.onnx.")
     exported = export_plan(model, plan_file, args.out, candidate=args.candidate)  # the file: messages name it
     index = plan.recommended if args.candidate is None else args.candidate
+    assert index is not None, "export_plan refuses a plan that recommends nothing"
+
     cand = plan.candidates[index]
     if not cand.meets_target:
         print(f"note: candidate {index} ({cand.name}) misses the plan's target: {plan.target.describe()}",

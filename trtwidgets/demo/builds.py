@@ -49,8 +49,9 @@ def demo_build_rows(work_dir: Union[str, os.PathLike], names: Sequence[str] = ST
     metrics: Dict[str, float] = {}
     sources: Dict[str, str] = {}
     for name in builds:
-        if "qdq" in name:
+        if "qdq" in name and base is not None:
             cache = base / "cls_entropy2.cache"
+
             out = Path(work_dir) / f"{name}.onnx"
             # The build's model was the toolkit's export of TensorRT's own Entropy2 ranges; the same export today.
             export_qdq(load_model(MODEL_PATH), read_cache(cache).amax, out, options=QdqOptions(trt_version="8.6"))

@@ -23,7 +23,7 @@ import codecs
 import contextlib
 import importlib
 import io
-from typing import Dict, List, Tuple
+from typing import Dict, List, Set, Tuple
 
 import numpy as np
 
@@ -73,9 +73,13 @@ def line_texts(n: int, seed: int) -> List[str]:
     """``n`` lines of consecutive corpus words, each of 6 to 24 characters (never two the same)."""
     words = corpus_words()
     rng = np.random.default_rng(seed)
-    pos, seen, lines = int(rng.integers(len(words))), set(), []
+    pos = int(rng.integers(len(words)))
+    seen: Set[str] = set()
+    lines: List[str] = []
     while len(lines) < n:
-        target, line = int(rng.integers(CHARS[0], CHARS[1] + 1)), []
+        target = int(rng.integers(CHARS[0], CHARS[1] + 1))
+        line: List[str] = []
+
         while len(" ".join(line)) < target:
             line.append(words[pos % len(words)])
             pos += 1
@@ -96,10 +100,11 @@ def render_line(text: str, rng: np.random.Generator) -> np.ndarray:
     paper = max(int(rng.integers(PAPER[0], PAPER[1] + 1)), min(255, ink + MIN_CONTRAST))
     left, top, right, bottom = font.getbbox(text)
     mx, my = int(rng.integers(2, 10)), int(size * rng.uniform(*MARGIN))
-    img = Image.new("L", (right - left + 2 * mx, bottom - top + 2 * my), paper)
+    img = Image.new("L", (int(right - left) + 2 * mx, int(bottom - top) + 2 * my), paper)
     ImageDraw.Draw(img).text((mx - left, my - top), text, fill=ink, font=font)
     w = min(WIDTH, int(np.ceil(HEIGHT * img.width / img.height)))
-    return np.asarray(img.resize((w, HEIGHT), Image.BILINEAR), dtype=np.uint8)
+    return np.asarray(img.resize((w, HEIGHT), Image.Resampling.BILINEAR), dtype=np.uint8)
+
 
 
 def render_set(lines: int, seed: int) -> Dict[str, np.ndarray]:

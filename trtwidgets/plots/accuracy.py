@@ -27,7 +27,7 @@ _PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#
 GROWTH_CAP_DB = 200.0
 
 
-def _finite(v: float, cap: float = GROWTH_CAP_DB) -> float:
+def _capped_db(v: float, cap: float = GROWTH_CAP_DB) -> float:
     if math.isnan(v):
         return 0.0
     return max(-cap, min(cap, v))
@@ -79,14 +79,14 @@ class LayerErrorDisplay:
         labels = [f"{i + 1}. {self.layers[i]}" for i in range(len(self.layers))]
         # Growth in dB can be far below zero (a layer adding almost no noise): bars start
         # at the lowest value shown, so that longer always means more growth.
-        base = min([0.0] + [_finite(g) for g in self.growth_db])
+        base = min([0.0] + [_capped_db(g) for g in self.growth_db])
         for k, op in enumerate(ops):
             idx = [i for i in order if self.op_types[i] == op]
             fig.add_trace(go.Bar(
                 orientation="h", name=op, marker_color=_PALETTE[k % len(_PALETTE)],
-                x=[_finite(self.growth_db[i]) - base for i in idx], base=base, y=[labels[i] for i in idx],
+                x=[_capped_db(self.growth_db[i]) - base for i in idx], base=base, y=[labels[i] for i in idx],
                 customdata=[[html.escape(self.tensors[i]), self.error_db[i], self.input_error_db[i], self.cosine[i],
-                             _finite(self.growth_db[i])] for i in idx],
+                             _capped_db(self.growth_db[i])] for i in idx],
                 hovertemplate=("%{y}<br>tensor %{customdata[0]}<br>growth %{customdata[4]:.1f} dB"
                                "<br>error %{customdata[1]:.1f} dB (inputs %{customdata[2]:.1f} dB)"
                                "<br>cosine %{customdata[3]:.6f}<extra></extra>"),

@@ -20,7 +20,7 @@ from __future__ import annotations
 import html
 import math
 from dataclasses import dataclass
-from typing import Mapping, Optional, Sequence, Tuple
+from typing import Any, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -119,9 +119,10 @@ class TensorHistogramDisplay:
     max: float = float("nan")
 
     @classmethod
-    def from_stats(cls, stats_or_tensor_stats, tensor: Optional[str] = None, methods: Sequence[str] = None,
+    def from_stats(cls, stats_or_tensor_stats, tensor: Optional[str] = None, methods: Optional[Sequence[str]] = None,
                    percentile: float = 99.99, trt_cache=None, override: Optional[float] = None,
-                   active: Optional[str] = None, results: Optional[Mapping[str, object]] = None
+                   active: Optional[str] = None, results: Optional[Mapping[str, Any]] = None
+
                    ) -> "TensorHistogramDisplay":
         """Compute the amax of each method for one tensor.
 

@@ -106,24 +106,25 @@ class TensorOverviewDisplay:
             main, mark = fig.data[0], fig.data[1]
             if self.kind == "bar":
                 main.y = names
-                main.x = [_finite(v) for v in r.scores]
+                main.x = [_number_or_none(v) for v in r.scores]
                 main.customdata = names
                 main.hovertext = hover
                 main.hoverinfo = "text"
                 mark.y = [sel] if sel else []
-                mark.x = [_finite(r.scores[r.names.index(sel)])] if sel else []
+                mark.x = [_number_or_none(r.scores[r.names.index(sel)])] if sel else []
                 mark.customdata = [sel] if sel else []
                 mark.hoverinfo = "skip"
                 fig.layout.xaxis.title.text = self.axis_title
             else:
                 main.x = list(r.disagreement)
-                main.y = [_finite(v) for v in r.sqnr_db]
+                main.y = [_number_or_none(v) for v in r.sqnr_db]
                 main.customdata = names
                 main.hovertext = hover
                 main.hoverinfo = "text"
-                i = r.names.index(sel) if sel else None
-                mark.x = [r.disagreement[i]] if sel else []
-                mark.y = [_finite(r.sqnr_db[i])] if sel else []
+                i = r.names.index(sel) if sel else -1
+                mark.x = [r.disagreement[i]] if i >= 0 else []
+                mark.y = [_number_or_none(r.sqnr_db[i])] if i >= 0 else []
+
                 mark.customdata = [sel] if sel else []
                 mark.hoverinfo = "skip"
             title = (f"{len(self.ranking)} tensors by {self.ranking.by}"
@@ -131,7 +132,7 @@ class TensorOverviewDisplay:
             fig.layout.title.text = title
 
 
-def _finite(v: float):
+def _number_or_none(v: float):
     # JSON has no NaN/Inf; plotly leaves None out, which is what an unknown value should do.
     return v if v is not None and math.isfinite(v) else None
 

@@ -184,7 +184,8 @@ def _implicit(plan, key: str) -> Optional[Tuple[float, float, bool, bool]]:
     """Implicit INT8's point where its engine was timed and judged (its accuracy by the chart's own measure)."""
     row = plan.measured.implicit_row() if plan.measured is not None else None
     verdict = row.engine if row is not None else None
-    if verdict is None or verdict.meets is None or verdict.accuracy is None:
+    if row is None or verdict is None or verdict.meets is None or verdict.accuracy is None:
+
         return None
     x, y = row.vs_fp16, getattr(verdict.accuracy, key)
     if not isinstance(y, (int, float)) or not math.isfinite(x) or not math.isfinite(y):

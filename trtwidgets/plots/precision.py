@@ -84,9 +84,11 @@ class PrecisionBarDisplay:
                 customdata=[c / total for c in self.counts[b]],
                 hovertemplate="%{x}: %{y} layers (%{customdata:.1%})<extra>" + build.replace("<", "&lt;") + "</extra>",
                 offsetgroup=f"{b}-layers"))
-            if self.time_share[b] is not None:
+            share = self.time_share[b]
+            if share is not None:
                 fig.add_trace(go.Bar(
-                    x=list(self.precisions), y=[100 * s for s in self.time_share[b]], name=f"{build} time %",
+                    x=list(self.precisions), y=[100 * s for s in share], name=f"{build} time %",
+
                     yaxis="y2", marker_color=colors, marker_pattern_shape="/", opacity=0.6,
                     hovertemplate="%{x}: %{y:.1f}% of time<extra></extra>", offsetgroup=f"{b}-time"))
         layout = dict(title=self.title, barmode="group", xaxis_title="precision", yaxis_title="layers",

@@ -9,7 +9,7 @@ model-provided names inside figures cannot end the script.
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Optional, Sequence
+from typing import Any, Dict, Iterable, Mapping, Optional, Sequence
 
 from ..core.recipe.report import Section, esc, section
 
@@ -48,8 +48,9 @@ def histogram_figures(stats, ranges: Mapping[str, Mapping], names: Sequence[str]
     out = []
     for name in names:
         line = (chosen or {}).get(name, active)
-        kw = {}
+        kw: Dict[str, Any] = {}
         if amax_overrides and name in amax_overrides:
+
             kw["override"] = amax_overrides[name]
         try:
             display = TensorHistogramDisplay.from_stats(stats, name, percentile=percentile, active=line, **kw)

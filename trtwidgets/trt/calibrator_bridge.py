@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Union
+from typing import Optional, Union
 
 from ..core.calibration.cache import parse_cache, retag, trt_version_tag
 from ..core.common.errors import StatsError, TensorRTUnavailable
@@ -90,14 +90,15 @@ def make_cache_calibrator(cache_bytes_or_path: Union[bytes, str, os.PathLike], t
     # Only the legacy calibrator calls the quantile / cutoff / histogram-cache methods.
     bases = (LegacyCalibratorDefaults, base) if cls_name == "IInt8LegacyCalibrator" else (base,)
 
-    class CacheCalibrator(CalibratorFields, *bases):
+    class CacheCalibrator(CalibratorFields, *bases):  # type: ignore[misc]  # bases chosen at run time
         """Returns a fixed cache; never asks for batches."""
 
         def __init__(self, cache_bytes: bytes, batch_size: int = 1):
             base.__init__(self)
             self._cache = cache_bytes
             self._batch_size = int(batch_size)
-            self.written = None
+            self.written: Optional[bytes] = None
+
             self.batches_requested = 0
 
         def get_batch_size(self):

@@ -3,20 +3,20 @@
 TensorRT (<= 10) calibrates by asking for batches (``get_batch``) at the
 calibration profile's *opt* shapes and running the network on them; the result
 is a calibration cache, which TensorRT hands back through
-``write_calibration_cache`` and which :class:`FeedCalibrator` writes into the
+``write_calibration_cache`` and which the calibrator of :func:`make_calibrator` writes into the
 build directory. Batches come from any iterable of ``{input_name: array}``
 (usually :func:`trtwidgets.core.calibration.data.iter_feeds`), are checked against
 the opt shapes and copied into one :class:`~trtwidgets.trt.cuda.DeviceBuffer`
 per input that is reused for every batch.
 
 An exception inside ``get_batch`` cannot cross TensorRT's C++ frames, so it is
-kept in :attr:`FeedCalibrator.error`, the batch stream is ended, and the build
+kept in the calibrator's ``error``, the batch stream is ended, and the build
 re-raises it afterwards.
 """
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -32,7 +32,7 @@ CALIBRATOR_CLASSES = {
 }
 
 
-def pointer_list(names: Sequence[str], buffers: Mapping[str, object]) -> List[int]:
+def pointer_list(names: Sequence[str], buffers: Mapping[str, Any]) -> List[int]:
     """The device addresses TensorRT's ``get_batch`` must return: plain ints, in the order of ``names``.
 
     Parameters
@@ -96,9 +96,9 @@ class LegacyCalibratorDefaults:
 class _FeedCalibratorMixin(CalibratorFields, LegacyCalibratorDefaults):
     """The behaviour shared by all four TensorRT calibrator kinds (see :func:`make_calibrator`)."""
 
-    _trt_base = None  # set on the concrete class
+    _trt_base: Any = None  # set on the concrete class
 
-    def __init__(self, feeds: Iterable[Mapping[str, np.ndarray]], input_specs: Mapping[str, Tuple[Tuple[int, ...], object]],
+    def __init__(self, feeds: Iterable[Mapping[str, np.ndarray]], input_specs: Mapping[str, Tuple[Tuple[int, ...], Any]],
                  cache_out: Optional[str] = None, cache_in: Optional[bytes] = None, max_batches: Optional[int] = None,
                  on_batch=None):
         self._trt_base.__init__(self)
@@ -115,7 +115,8 @@ class _FeedCalibratorMixin(CalibratorFields, LegacyCalibratorDefaults):
         self.cache_written: Optional[bytes] = None
         self.cache_read = False
         self.error: Optional[BaseException] = None
-        self._buffers: Dict[str, object] = {}
+        self._buffers: Dict[str, Any] = {}
+
 
     # -- TensorRT's interface --------------------------------------------------------------------
 

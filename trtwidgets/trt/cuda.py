@@ -199,12 +199,13 @@ class Stream:
     def __init__(self):
         h = ctypes.c_void_p()
         _check("cudaStreamCreate", library().cudaStreamCreate(ctypes.byref(h)))
-        self._h = h
+        self._h: Optional[ctypes.c_void_p] = h
 
     @property
     def handle(self) -> int:
         """The stream's address as an int (0 once destroyed)."""
-        return int(self._h.value or 0)
+        return int(self._h.value or 0) if self._h is not None else 0
+
 
     def __int__(self) -> int:
         return self.handle
@@ -232,7 +233,7 @@ class Event:
     def __init__(self):
         h = ctypes.c_void_p()
         _check("cudaEventCreate", library().cudaEventCreate(ctypes.byref(h)))
-        self._h = h
+        self._h: Optional[ctypes.c_void_p] = h
 
     def record(self, stream: Optional[Stream] = None) -> None:
         """Record the event on ``stream`` (default: the legacy default stream)."""
@@ -265,7 +266,8 @@ class DeviceBuffer:
         p = ctypes.c_void_p()
         # cudaMalloc(0) returns a null pointer; TensorRT wants a real address even for empty tensors.
         _check("cudaMalloc", library().cudaMalloc(ctypes.byref(p), max(self.nbytes, 1)))
-        self._p = p
+        self._p: Optional[ctypes.c_void_p] = p
+
 
     @classmethod
     def from_array(cls, array: np.ndarray, stream: Optional[Stream] = None) -> "DeviceBuffer":

@@ -173,7 +173,8 @@ def build_on_workers(pool: GpuPool, todo: List[dict], progress, done0: int, tota
                     results[key] = _finished(client, key, fut)
                     notify(progress, MeasureProgress("build", done0 + len(results), total, names[key],
                                                       failed=bool(results[key]["error"])))
-            if deadline is not None and time.monotonic() > deadline and len(results) < len(futures):
+            if limit_s is not None and deadline is not None and time.monotonic() > deadline \
+                    and len(results) < len(futures):
                 _stop_builds(client, futures, results, float(limit_s))
                 break
             time.sleep(POLL_S)
@@ -265,6 +266,6 @@ def time_on_worker(pool: GpuPool, built: Mapping[str, dict], shapes, rounds: int
     except KeyboardInterrupt:
         return {}, {}, True, ""
     done = min((len(v) for v in times.values()), default=0)
-    for r in range(done):
-        notify(progress, MeasureProgress("time", r + 1, rounds))
+    for finished in range(1, done + 1):
+        notify(progress, MeasureProgress("time", finished, rounds))
     return times, verdicts, interrupted, timed_on

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from typing import Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union
 
 from ..core.common.errors import BuildError
 from .debug_config import (EXCLUDED_TACTIC_SOURCES, ShapeSpec, add_profile, attach_timing_cache, int8_calibrator,
@@ -60,9 +60,10 @@ class DebugBuild:
     notes: Tuple[str, ...] = ()
 
 
-def network_tensors(network) -> Dict[str, object]:
+def network_tensors(network) -> Dict[str, Any]:
     """Name -> ITensor for every layer output and network input of a parsed network."""
-    tensors: Dict[str, object] = {}
+    tensors: Dict[str, Any] = {}
+
     for i in range(network.num_inputs):
         t = network.get_input(i)
         tensors[t.name] = t

@@ -10,7 +10,7 @@ setting this TensorRT does not have.
 from __future__ import annotations
 
 import os
-from typing import Mapping, Optional, Sequence, Tuple, Union
+from typing import Mapping, Optional, Sequence, Tuple, Union, cast
 
 from ..core.common.atomic import write_bytes_atomic
 from ..core.common.errors import UserError
@@ -48,7 +48,7 @@ def pin_layer_precisions(network, layer_precisions: Mapping[str, str], trt_modul
 
     Only layers that compute float tensors are pinned (shape and index
     arithmetic stays as TensorRT chose). Output types are left to TensorRT, so
-    a marked output keeps the float32 type :func:`mark_outputs` gave it.
+    a marked output keeps the float32 type :func:`~.debug_build.mark_outputs` gave it.
 
     Returns
     -------
@@ -103,7 +103,8 @@ def pin_layer_precisions(network, layer_precisions: Mapping[str, str], trt_modul
 
 def profile_triplet(shape: ShapeSpec) -> Tuple[Tuple[int, ...], Tuple[int, ...], Tuple[int, ...]]:
     if len(shape) == 3 and all(isinstance(s, (list, tuple)) for s in shape):
-        mn, opt, mx = shape  # type: ignore[misc]
+        mn, opt, mx = cast(Tuple[Sequence[int], Sequence[int], Sequence[int]], shape)
+
         return tuple(int(d) for d in mn), tuple(int(d) for d in opt), tuple(int(d) for d in mx)
     s = tuple(int(d) for d in shape)  # type: ignore[arg-type]
     return s, s, s

@@ -12,7 +12,7 @@ precisions before the build: the names that per-layer precision overrides match.
 
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from .probe import enum_name, probe
 
 Shape = Tuple[int, ...]
@@ -219,7 +219,8 @@ def _engine_shape(engine, name: str) -> Shape:
     return tuple(int(d) for d in engine.get_binding_shape(engine.get_binding_index(name)))
 
 
-def engine_inspector_json(engine_path_or_bytes: Union[str, bytes, object], shapes: Optional[Mapping[str, Sequence[int]]] = None,
+def engine_inspector_json(engine_path_or_bytes: Any, shapes
+: Optional[Mapping[str, Sequence[int]]] = None,
                           profile: int = 0, trt_module=None) -> str:
     """TensorRT's engine-inspector JSON for an engine, with an execution context attached.
 
@@ -249,6 +250,7 @@ def engine_inspector_json(engine_path_or_bytes: Union[str, bytes, object], shape
         data = bytes(engine_path_or_bytes)
     else:
         with open(os.fspath(engine_path_or_bytes), "rb") as f:
+
             data = f.read()
     from .logger import LogCollector, trt_logger
 

@@ -31,7 +31,7 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import Callable, List, Optional, Union
+from typing import Any, Callable, Dict, List, Optional, Union
 
 from ..core.common.errors import TensorRTUnavailable, UserError
 from ..core.plan.measured.measurement import FP16, INT8_IMPLICIT, QDQ
@@ -183,7 +183,8 @@ def measure_plan(plan: Plan, model=None, *, work_dir: Union[str, os.PathLike, No
                                 measure_fn=measure_fn, build_limit_s=build_limit_s, check=check, regions=regions,
                                 client=client)
     if measure_fn is None:
-        from .measure import measure as measure_fn
+        from .measure import measure
+        measure_fn = measure
     check = check if check is not None else plan.engine_check
     model_path = _model_path(plan, model)
     work = Path(work_dir)
@@ -194,7 +195,8 @@ def measure_plan(plan: Plan, model=None, *, work_dir: Union[str, os.PathLike, No
         plan = _region_search(plan, model_path, work, cache, measure_fn, dict(
             rounds=rounds, runs=runs, warmup=warmup, opt_level=opt_level, progress=progress, gpus=gpus, **on))
     jobs = _jobs(plan, model_path, work, _targets(plan, top), implicit)
-    extra = dict(on, **({} if build_limit_s is None else {"build_limit_s": build_limit_s}))
+    extra: Dict[str, Any] = dict(on, **({} if build_limit_s is None else {"build_limit_s": build_limit_s}))
+
     summary = None
     if check is not None:
         from .engine_outputs import engine_verdict

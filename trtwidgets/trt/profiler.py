@@ -1,6 +1,6 @@
 """Per-layer timing of an engine through TensorRT's IProfiler.
 
-``profile_layers(runner, feeds, runs=20)`` runs an :class:`EngineRunner` with a
+``profile_layers(runner, feeds, runs=20)`` runs an :class:`~.runner.EngineRunner` with a
 profiler attached and returns :class:`~trtwidgets.core.engine.layer_times.LayerTimings`.
 Layer names are readable only if the engine was built with detailed profiling
 verbosity (trtwidgets' build does that, for the inspector).
@@ -15,7 +15,7 @@ report 0.0 ms or not be reported at all.
 
 from __future__ import annotations
 
-from typing import List, Mapping, Tuple
+from typing import List, Mapping
 
 import numpy as np
 
@@ -27,7 +27,8 @@ __all__ = ["LayerProfiler", "profile_layers"]
 
 def _init(self):
     self._trt_base.__init__(self)
-    self.records: List[Tuple[str, float]] = []
+    self.records = []  # (layer name, ms)
+
 
 
 def _report(self, layer_name, ms):

@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 
 @dataclass(frozen=True)
@@ -239,7 +239,8 @@ class TqdmSink:
         except ImportError:
             tqdm = None
         self._tqdm = tqdm
-        self._bars: Dict[str, object] = {}
+        self._bars: Dict[str, Any] = {}
+
         self._last_text = 0.0
 
     def __call__(self, event: ProgressEvent) -> None:

@@ -63,6 +63,8 @@ def region_jobs(plan: Plan, model_path: str, work: Union[str, os.PathLike]
     from ..core.qdq.spec import QdqSpec
 
     search = plan.regions
+    if search is None:
+        return [], {}, {}
     folder = Path(work) / "regions"
     folder.mkdir(parents=True, exist_ok=True)
     proto = as_model_proto(model_path)
@@ -135,7 +137,9 @@ def measure_regions(plan: Plan, model_path: str, work: Union[str, os.PathLike], 
     if search is None or not any(sum(1 for s in p.schemes if s.offered) > 1 for p in search.patterns):
         return plan
     if measure_fn is None:
-        from .measure import measure as measure_fn
+        from .measure import measure
+        measure_fn = measure
+
     jobs, names, skipped = region_jobs(plan, model_path, work)
     report = measure_fn(jobs, Path(cache_dir), shapes={}, rounds=rounds, runs=runs, warmup=warmup,
                         opt_level=opt_level, progress=progress, gpus=gpus) if jobs else None

@@ -81,9 +81,9 @@ def load_engine(engine, trt_module=None, logger=None):
     eng = runtime.deserialize_cuda_engine(data)
     if eng is None:
         lines = []
-        collector = getattr(logger, "collector", None)
-        if collector is not None:
-            lines = [ln.message for ln in collector.errors()][-5:]
+        logged = getattr(logger, "collector", None)
+        if logged is not None:
+            lines = [ln.message for ln in logged.errors()][-5:]
         raise UserError(
             "TensorRT could not deserialize the engine.",
             "An engine only loads in the TensorRT version (and usually on the GPU model) that built it"
@@ -123,7 +123,8 @@ class EngineRunner:
         if self.context is None:
             raise UserError("TensorRT could not create an execution context.",
                             "The GPU may be out of memory.", "Free GPU memory (other engines, processes) and retry.")
-        self.stream = cuda.Stream()
+        self.stream: Optional[cuda.Stream] = cuda.Stream()
+
         self.profile = int(profile)
         nprof = int(self.engine.num_optimization_profiles)
         if not 0 <= self.profile < nprof:
@@ -289,15 +290,20 @@ class EngineRunner:
                 self.context.set_tensor_address(s.name, self._buffers[s.name].ptr)
         return out_shapes
 
+    def _open_stream(self) -> cuda.Stream:
+        if self.stream is None:
+            raise RuntimeError("the engine runner is closed")
+        return self.stream
+
     def execute(self) -> None:
         """Enqueue one run on :attr:`stream` (inputs as last :meth:`prepare`-d); does not wait."""
         if self.tensor_api:
-            ok = self.context.execute_async_v3(self.stream.handle)
+            ok = self.context.execute_async_v3(self._open_stream().handle)
         else:
             bindings = [0] * self.engine.num_bindings
             for s in self.specs:
                 bindings[s.index] = self._buffers[s.name].ptr
-            ok = self.context.execute_async_v2(bindings, self.stream.handle)
+            ok = self.context.execute_async_v2(bindings, self._open_stream().handle)
         if ok is False:
             errs = []
             collector = getattr(self._logger, "collector", None)
@@ -308,8 +314,9 @@ class EngineRunner:
 
     def fetch(self, names: Optional[Sequence[str]] = None) -> Dict[str, np.ndarray]:
         """Wait for the stream and copy outputs (default: all) to host arrays."""
-        self.stream.synchronize()
+        self._open_stream().synchronize()
         out = {}
+
         for s in self.specs:
             if s.is_input or (names is not None and s.name not in names):
                 continue

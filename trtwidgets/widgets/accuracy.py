@@ -41,7 +41,8 @@ def bench_rows(results: Mapping[str, Any]) -> list:
 
 
 class AccuracyView(widgets.VBox):
-    """Shows what :func:`compare_outputs`, the benchmark, :func:`layer_errors` and :func:`run_sweep` returned.
+    """Shows what :func:`~trtwidgets.core.accuracy.metrics.compare_outputs`, the benchmark,
+    :func:`~trtwidgets.core.accuracy.layer_errors.layer_errors` and :func:`~trtwidgets.core.accuracy.sweep.run_sweep` returned.
 
     Parameters
     ----------

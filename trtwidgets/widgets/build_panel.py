@@ -106,8 +106,8 @@ class BuildPanel(widgets.VBox):
         self.log_box = widgets.Accordion(children=[self.log_view])
         self.log_box.set_title(0, "Build log")
         self.result = widgets.HTML("")
-        self.last_result = None
-        self.last_error = None
+        self.last_result: Any = None
+        self.last_error: Any = None
         self._lines: List = []
         self._cancel = threading.Event()
         self._thread: Optional[threading.Thread] = None
@@ -185,7 +185,9 @@ class BuildPanel(widgets.VBox):
     def _run(self, recipe) -> None:
         fn = self._build_fn
         if fn is None:
-            from ..trt.build import build as fn
+            from ..trt.build import build
+            fn = build
+
         try:
             result = fn(recipe, out_dir=self.out_dir, progress=self.on_progress, on_log=self.on_log,
                         cancel=self._cancel)

@@ -291,16 +291,21 @@ class CalibrationExplorer(ExplorerExports, widgets.VBox):
     def apply_override(self, value=None) -> bool:
         """Override the current tensor's amax (default: the amax box); False (and an error panel) when refused."""
         value = self.override_text.value if value is None else value
+        tensor = self.tensor
+        if tensor is None:
+            self.status.value = "Choose a tensor first."
+            return False
         try:
-            new = self.calibration.with_override(self.tensor, value)
+            new = self.calibration.with_override(tensor, value)
         except UserError as e:
             self._show_error(e)
             return False
-        return self._commit(new, f"amax of {self.tensor} set to {new.overrides[self.tensor]:.6g}")
+        return self._commit(new, f"amax of {tensor} set to {new.overrides[tensor]:.6g}")
 
     def clear_override(self) -> bool:
         """Drop the current tensor's override."""
-        if self.tensor not in self.overrides:
+        if self.tensor is None or self.tensor not in self.overrides:
+
             self.status.value = f"{html.escape(str(self.tensor))} has no override."
             return True
         return self._commit(self.calibration.without_override(self.tensor), f"override of {self.tensor} cleared")

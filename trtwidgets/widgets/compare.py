@@ -32,7 +32,7 @@ class CompareView(widgets.VBox):
     def __init__(self, builds: Any = None, labels: Optional[Sequence[str]] = None, profiles: Any = None,
                  max_rows: int = 200, **kwargs):
         self.max_rows = int(max_rows)
-        self.comparison = None
+        self.comparison: Any = None
         self.message = widgets.HTML()
         self.totals = widgets.HTML()
         self.only_differences = widgets.Checkbox(value=True, description="only layers that differ")

@@ -9,7 +9,7 @@ the explorer's is already long.
 from __future__ import annotations
 
 import os
-from typing import Optional
+from typing import Any, Optional
 
 import ipywidgets as widgets
 import traitlets
@@ -45,7 +45,7 @@ class ExploreStep(StepWidget):
 
     def __init__(self, session, out_dir: str = ".", **kwargs):
         self.out_dir = out_dir
-        self.explorer = None
+        self.explorer: Any = None
         super().__init__(session, [widgets.HTML(f"<i>Collect statistics in step {CALIBRATE + 1} first.</i>")],
                          **kwargs)
         self.observe(self._on_active, names=["active"])

@@ -9,7 +9,7 @@ calibration's :attr:`~trtwidgets.core.calibration.calibration.Calibration.amax`,
 from __future__ import annotations
 
 import html
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
 
 from ..core.common.errors import UserError
 from .explorer_parts import as_user_error
@@ -19,7 +19,24 @@ class ExplorerExports:
     """:meth:`export_cache` and :meth:`export_qdq`, for the calibration explorer."""
 
     #: The last held-back check of an exported model (a QdqValidation), None when none was made.
-    validation = None
+    validation: Any = None
+
+    if TYPE_CHECKING:  # the explorer's traits, widgets and methods this mixin uses
+        model: Any
+        session: Any
+        calibration: Any
+        overrides: Dict[str, Any]
+        cache_path: Optional[str]
+        qdq_path: Optional[str]
+        last_export: Dict[str, str]
+        status: Any
+        _show_error: Callable[..., Any]
+        _hide_error: Callable[..., Any]
+
+        @property
+        def method(self) -> str: ...
+
+
 
     def export_cache(self) -> Optional[str]:
         """Write the calibration cache for the export method plus overrides (atomic); its path, or None."""
@@ -77,7 +94,8 @@ class ExplorerExports:
         if not feeds:
             return ""
         # Linted for the TensorRT the export is for, as `export-qdq --data` does.
-        trt = self.session.qdq_options().trt_version or installed_trt_version() or "8.6"
+        trt = str(self.session.qdq_options().trt_version or installed_trt_version() or "8.6")
+
         self.validation = v = validate_qdq(self.model, self._export.model, feeds,
                                            precision=self._export.report.precision, trt_version=trt)
         color = "#188038" if v.passed else "#d93025"

@@ -27,9 +27,9 @@ METHOD_HELP = {
 def export_methods() -> Tuple[str, ...]:
     """The range methods a :class:`~trtwidgets.core.calibration.calibration.Calibration` can export, in the
     calibration module's order (``auto`` first): the App offers these and no hard-coded list."""
-    from ..core.calibration import calibration
+    from ..core.calibration.auto_ranges import EXPORT_METHODS
 
-    return tuple(calibration.EXPORT_METHODS)
+    return tuple(EXPORT_METHODS)
 
 
 def default_method() -> str:

@@ -70,8 +70,8 @@ class Inspector(widgets.VBox):
         self.use_siblings = bool(use_siblings)
         self.options = dict(recipe=recipe, calibration=calibration, qdq_tensors=qdq_tensors, profile=profile,
                             kept_float=kept_float)
-        self.graph = None
-        self.table = None
+        self.graph: Any = None
+        self.table: Any = None
         self.session = session
         self.message = widgets.HTML()
         self.warnings = widgets.HTML()
@@ -90,10 +90,10 @@ class Inspector(widgets.VBox):
         self.count = widgets.HTML()
         self.causes = widgets.HTML()
         self.table_view = widgets.HTML(layout=widgets.Layout(max_height="480px", overflow="auto"))
-        self.chart = None
+        self.chart: Any = None
         self.chart_box = widgets.Box()
         #: The parsed network before the build (``prebuild_table``), when the build folder has it; else None.
-        self.network_table = None
+        self.network_table: Any = None
         self.network_view = widgets.HTML(layout=widgets.Layout(max_height="360px", overflow="auto"))
         self.network_section = widgets.Accordion(children=[self.network_view], selected_index=None,
                                                  layout=widgets.Layout(display="none"))
@@ -368,8 +368,9 @@ class InspectStep(StepWidget):
             labels = list(s.graphs)
             label = labels[-1] if labels else None
         build = s.build_named(label) if label else None
-        if build is None:
+        if build is None or label is None:
             return False
+
         # Layers the Q/DQ export kept float on purpose say so, with the rule (when the session holds its source).
         self.inspector.options["kept_float"] = kept_float_for(s, build)
         ok = self.inspector.load(build)

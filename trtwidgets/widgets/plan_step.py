@@ -21,7 +21,7 @@ import html
 import os
 import threading
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import ipywidgets as widgets
 
@@ -60,7 +60,8 @@ class PlanStep(StepWidget):
         Why the plan shown no longer matches the session ('' when it does).
     """
 
-    def __init__(self, session, data: Any = None, out_dir: Optional[os.PathLike] = None, **kwargs):
+    def __init__(self, session, data: Any = None, out_dir: Union[str, os.PathLike, None] = None, **kwargs):
+
         self.data = data
         self.out_dir = Path(out_dir) if out_dir is not None else Path("trtwidgets_plan")
         self.target = widgets.BoundedFloatText(value=0.99, min=0.0, max=1.0, step=0.001, description="min cosine",
@@ -86,7 +87,7 @@ class PlanStep(StepWidget):
         self.table = widgets.HTML()
         self.chart_box = widgets.Box()
         self.detail = widgets.HTML()
-        self.chart = None
+        self.chart: Any = None
         self._cancel = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._finished = False

@@ -367,7 +367,9 @@ class Session(DataDefaults, Builds, traitlets.HasTraits):
         with self.hold_trait_notifications():
             self.error = ""
             self.calibration = cal
-            if calibrator is not None and calibrator.kind == "toolkit" and calibrator.method not in (None, method):
+            if recipe is not None and calibrator is not None and calibrator.kind == "toolkit" \
+                    and calibrator.method not in (None, method):
+
                 import dataclasses
 
                 try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Dict
+from typing import TYPE_CHECKING, Any, Callable, Dict, Tuple
 
 from ..core.common.errors import UserError
 from ..core.recipe import staleness
@@ -36,6 +36,19 @@ def build_recipe(build: Any, fallback: Any) -> Any:
 
 class Builds:
     """:meth:`add_build`, :meth:`use_build_recipe`, :meth:`build_named`, for :class:`~trtwidgets.widgets.session.Session`."""
+
+    if TYPE_CHECKING:  # the Session's traits and methods this mixin uses
+        model: Any
+        recipe: Any
+        builds: Tuple[Any, ...]
+        graphs: Dict[str, Any]
+        error: str
+        made_with: Dict[str, Any]
+        _sha: Callable[..., Any]
+        set_recipe: Callable[..., Any]
+        update_stale: Callable[..., Any]
+        hold_trait_notifications: Callable[..., Any]
+
 
     def _init_builds(self) -> None:
         self._known_builds: Dict[int, str] = {}

@@ -7,13 +7,26 @@ A mixin of :class:`~trtwidgets.widgets.session.Session` (which holds the traits
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import TYPE_CHECKING, Any, Callable, Dict
 
 from ..core.common.errors import UserError
 
 
 class DataDefaults:
     """:meth:`use_data`, :meth:`set_adapt` and :meth:`use_held_back`, for :class:`~trtwidgets.widgets.session.Session`."""
+
+    if TYPE_CHECKING:  # the Session's traits and methods this mixin uses
+        model: Any
+        recipe: Any
+        calibration_data: Any
+        data_shapes: Dict[str, Any]
+        data_note: str
+        held_back: str
+        error: str
+        default_recipe: Callable[..., Any]
+        set_recipe: Callable[..., Any]
+        hold_trait_notifications: Callable[..., Any]
+
 
     def use_data(self, source: Any) -> bool:
         """Calibrate on ``source`` (a folder, ``"demo"`` or a spec); its shapes fill the profiles left unset.

@@ -17,7 +17,7 @@ from trtwidgets.core.model.load import load_model
 from trtwidgets.core.model.onnx_graph import WEIGHTED_OPS
 from trtwidgets.core.qdq.exclusions import KEPT_BY_PLAN, QdqExclusionError
 from trtwidgets.core.qdq.export import QdqExportError, QdqOptions, QdqSpec, build_qdq, save_qdq_model
-from trtwidgets.core.qdq.graph_patterns import node_label
+from trtwidgets.core.model.graph_patterns import node_label
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ import numbers
 import re
 import string
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 from ..common.errors import UserError
 from ..common.frozen import readonly_mapping
@@ -188,8 +188,12 @@ def _plain(value) -> Union[int, float]:
 class _Blank(dict):
     """Every template field read as an empty string: what is left is the typed text."""
 
-    def __missing__(self, key):
+    def __missing__(self, key) -> str:
         return ""
+
+
+def _three(words: Sequence[str]) -> Tuple[str, str, str]:
+    return cast(Tuple[str, str, str], tuple(words))  # Claim checks that there are three
 
 
 def order(template: str, a: float, b: float, *, words: Sequence[str] = HIGHER, within: float = 0.0,
@@ -213,7 +217,7 @@ def order(template: str, a: float, b: float, *, words: Sequence[str] = HIGHER, w
     **fields
         Other template fields, shown as given (no direction words in them).
     """
-    return Claim("order", template, (a, b), tuple(words), float(within), fmt, fields)
+    return Claim("order", template, (a, b), _three(words), float(within), fmt, fields)
 
 
 def flips(template: str, found: Flips, *, words: Sequence[str] = FLIP_WORDS, alpha: float = 0.05,
@@ -234,7 +238,7 @@ def flips(template: str, found: Flips, *, words: Sequence[str] = FLIP_WORDS, alp
         Significance level of the exact McNemar test.
     """
     values = (found.right_to_wrong, found.wrong_to_right, found.both_right, found.both_wrong)
-    return Claim("flips", template, values, tuple(words), float(alpha), ",d", fields)
+    return Claim("flips", template, values, _three(words), float(alpha), ",d", fields)
 
 
 class Prose:
@@ -246,7 +250,7 @@ class Prose:
     for comparison words beside numbers outside the recorded claims.
     """
 
-    def __init__(self, *parts: Union[str, Claim]):
+    def __init__(self, *parts: Union[str, Claim]) -> None:
         for p in parts:
             if not isinstance(p, (str, Claim)):
                 raise UserError(f"Prose takes text and claims, not {type(p).__name__}.", None,

@@ -182,7 +182,7 @@ def layer_errors(
     model : path, onnx.ModelProto or LoadedModel
         The model whose graph defines producers and topological order.
     reference, candidate : mapping
-        Tensor name -> array, e.g. :func:`run_reference` and an engine debug build.
+        Tensor name -> array, e.g. :func:`~.intermediates.run_reference` and an engine debug build.
         Several runs can be concatenated along the batch axis first.
     names : sequence of str, optional
         Tensors to compare; default all float intermediates present on both sides.

@@ -10,7 +10,7 @@ loss, the best guide for which layers to keep out of INT8.
 
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, Optional
+from typing import Dict, List, Mapping, Optional, cast
 
 import numpy as np
 import onnx
@@ -24,7 +24,8 @@ __all__ = ["local_errors"]
 
 def _node_model(proto: onnx.ModelProto, index: GraphIndex, node: onnx.NodeProto,
                 feeds: Mapping[str, np.ndarray]) -> onnx.ModelProto:
-    inputs, inits = [], []
+    inputs: List[onnx.ValueInfoProto] = []
+    inits: List[onnx.TensorProto] = []
     for name in node.input:
         if not name or name in [i.name for i in inputs] or name in [t.name for t in inits]:
             continue
@@ -33,7 +34,7 @@ def _node_model(proto: onnx.ModelProto, index: GraphIndex, node: onnx.NodeProto,
             inputs.append(onnx.helper.make_tensor_value_info(
                 name, onnx.helper.np_dtype_to_tensor_dtype(a.dtype), list(a.shape)))
         else:
-            inits.append(onnx.numpy_helper.from_array(index.constant(name), name))
+            inits.append(onnx.numpy_helper.from_array(index.constant_value(name), name))
     outputs = [onnx.ValueInfoProto(name=o) for o in node.output if o]
     graph = onnx.helper.make_graph([node], "node", inputs, outputs, inits)
     m = onnx.helper.make_model(graph, opset_imports=list(proto.opset_import))
@@ -50,7 +51,7 @@ def _evaluate_node(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> O
             return sess.run(None, feeds)
         from onnx.reference import ReferenceEvaluator
 
-        return ReferenceEvaluator(model).run(None, dict(feeds))
+        return cast(List[np.ndarray], ReferenceEvaluator(model).run(None, dict(feeds)))
     except Exception:
         return None
 

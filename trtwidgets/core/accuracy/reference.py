@@ -176,10 +176,10 @@ class Reference:
             first = SampleCutter(find_batch_axes(model, run=False).inputs).split(feeds[0])[0]
             axes = find_batch_axes(model, sample=first)
         cutter = SampleCutter(axes.inputs, axes.fixed_batch)  # one feed per sample, whatever the files held
-        feeds = tuple(one for f in feeds for one in cutter.split(f))
+        samples = tuple(dict(one) for f in feeds for one in cutter.split(f))
         batch = batch if axes.batched and all(a is not None for a in axes.outputs.values()) else 1
-        outputs = run_samples(model, feeds, axes, batch, purpose="compute FP32's reference")
-        return cls(feeds, outputs, axes, None if labels is None else np.asarray(labels),
+        outputs = run_samples(model, samples, axes, batch, purpose="compute FP32's reference")
+        return cls(samples, outputs, axes, None if labels is None else np.asarray(labels),
                    tuple(reference_notes(outputs)), batch)
 
     def run(self, model, optimization: str = "all") -> Dict[str, np.ndarray]:
@@ -207,7 +207,7 @@ def save_reference(path: Union[str, os.PathLike], inputs: Mapping[str, np.ndarra
     arrays = {f"input/{k}": np.asarray(v) for k, v in inputs.items()}
     arrays.update({f"output/{k}": np.asarray(v) for k, v in outputs.items()})
     arrays["meta.json"] = np.frombuffer(json.dumps(dict(meta or {}), sort_keys=True).encode("utf-8"), dtype=np.uint8)
-    atomic_write(path, lambda f: np.savez_compressed(f, **arrays))
+    atomic_write(path, lambda f: np.savez_compressed(f, **arrays))  # type: ignore[arg-type]  # numpy's stub: a member could be allow_pickle
     return path
 
 

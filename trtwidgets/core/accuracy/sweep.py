@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..common.errors import UserError
 from .layer_errors import ErrorReport
@@ -221,7 +221,7 @@ def run_sweep(
                 metrics = dict(evaluate(artifact))
                 median = None
                 if benchmark is not None:
-                    b = benchmark(artifact)
+                    b: Any = benchmark(artifact)
                     median = float(getattr(b, "median_ms", b))
                 res = SweepStepResult(step=step, metrics=metrics, median_ms=median)
             except UserError as exc:

@@ -127,11 +127,18 @@ class Verdict:
     non_finite_outputs: Mapping[str, int] = field(default_factory=dict)
     why: Tuple[str, ...] = ()
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "non_finite_outputs", readonly_mapping(dict(self.non_finite_outputs)))
 
     @property
     def scores(self) -> Optional[Scores]:
+        return self.accuracy
+
+    @property
+    def scored(self) -> Scores:
+        """:attr:`accuracy` of a verdict that was scored (every :func:`evaluate`'s); ValueError otherwise."""
+        if self.accuracy is None:
+            raise ValueError("this verdict holds no scores")
         return self.accuracy
 
     @property

@@ -124,8 +124,8 @@ def calibration_source(recipe: Optional[Recipe], model, data: Any = None):
 
     if data is not None:
         if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__") or hasattr(data, "kind"):
-            spec = spec_for(data)
-            return spec, (spec.path or spec.kind)
+            given = spec_for(data)
+            return given, (given.path or given.kind)
         return data, "the given feeds"
     spec = None if recipe is None else recipe.calibration_data
     if spec is not None:

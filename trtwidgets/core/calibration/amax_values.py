@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Dict, Mapping
+from typing import Any, Dict, Mapping
 
 import numpy as np
 
@@ -53,7 +53,7 @@ def amax_problem(value, qmax: float = QMAX["int8"], high_precision: str = "fp32"
     return ""
 
 
-def check_amax_values(amax: Mapping[str, object], source: str, qmax: float = QMAX["int8"],
+def check_amax_values(amax: Mapping[str, Any], source: str, qmax: float = QMAX["int8"],
                       high_precision: str = "fp32") -> Dict[str, float]:
     """``amax`` as floats, or a :class:`StatsError` naming the values that cannot be scales.
 

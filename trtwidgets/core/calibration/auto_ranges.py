@@ -80,7 +80,7 @@ def _pct(share: float) -> str:
 
 def _default_choice(per: Mapping[str, RangeResult], percentile: float) -> RangeChoice:
     r = per.get(DEFAULT_METHOD)
-    if not _usable(r):
+    if r is None or not _usable(r):
         return RangeChoice("max", "no usable percentile range")
     return RangeChoice(DEFAULT_METHOD, f"percentile {percentile:g}: clips {_pct(r.clipped_fraction)} of values, "
                                        "the histogram's rare outliers")

@@ -74,6 +74,7 @@ def override_value(tensor: str, amax: Any) -> float:
         raise StatsError(f"cannot override the amax of {tensor!r}: {problem}",
                          "the int8 scale is amax / 127 and must be a positive finite number",
                          "enter a positive number, e.g. the max method's value")
+    assert value is not None, "a value that is not a number is a problem above"
     return value
 
 
@@ -369,7 +370,7 @@ class Calibration:
             doc["rule_version"] = RULE_VERSION
         arrays = stats_arrays(self.stats)
         arrays[_MEMBER] = np.frombuffer(json.dumps(doc, allow_nan=False).encode("utf-8"), dtype=np.uint8)
-        atomic_write(path, lambda f: np.savez_compressed(f, **arrays))
+        atomic_write(path, lambda f: np.savez_compressed(f, **arrays))  # type: ignore[arg-type]  # numpy's stub: a member could be allow_pickle
         return path
 
     @classmethod
@@ -435,7 +436,8 @@ def _from_doc(stats: ActivationStats, doc: Any, source: str) -> Calibration:
     fp = doc.get("fingerprint")
     fingerprint = ModelFingerprint.from_dict(fp, source) if fp is not None else None
     try:
-        cal = Calibration(stats, method, doc.get("percentile"), overrides, fingerprint, data, doc.get("roles"))
+        percentile: Any = doc.get("percentile")  # Calibration checks it
+        cal = Calibration(stats, method, percentile, overrides, fingerprint, data, doc.get("roles"))
     except StatsError as err:
         raise StatsError(f"{source}: {err.what}", err.why, _FIX) from None
     choices = doc.get("choices")

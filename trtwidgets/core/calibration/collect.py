@@ -148,7 +148,7 @@ def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequ
     num_bins : int
         Histogram bins per tensor (a power of two).
     batch_size, max_samples, adapt, opt_shapes
-        Passed to :func:`iter_feeds`.
+        Passed to :func:`~.data.iter_feeds`.
     threads : int, optional
         ORT intra-op threads.
     batch_axis : str, int or mapping, optional

@@ -291,6 +291,7 @@ def _raw_samples(source, input_names: Sequence[str], spec: Optional[CalibrationD
 
             # The calibration part of the demo's labelled text lines (the held-back part judges it).
             return ((f"demo line sample {k}", f) for k, f in enumerate(demo.calibration_inputs(1)))
+        assert spec.path is not None, "a spec of a folder names it"
         return dir_samples(user_path(spec.path), spec.kind, input_names, spec.preprocessing, rows_left)
     if isinstance(source, Mapping):
         # One feed given directly: treat it as a one-element source.

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Dict, Iterable, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -193,7 +193,7 @@ def disagreement(amaxes: Iterable[float]) -> float:
     return math.log2(max(vals) / min(vals))
 
 
-def rank_tensors(ranges: Mapping[str, Mapping[str, object]], by: str = "disagreement",
+def rank_tensors(ranges: Mapping[str, Mapping[str, Any]], by: str = "disagreement",
                  method: Optional[str] = None, methods: Optional[Sequence[str]] = None,
                  chosen: Optional[Mapping[str, str]] = None) -> TensorRanking:
     """Rank tensors by how much the range methods disagree, or by quantization error.
@@ -267,7 +267,7 @@ def _check_amax(amax) -> None:
                          "enter a positive number, e.g. the max method's value")
 
 
-def amax_log2_ratio(before: Mapping[str, Mapping[str, object]], after: Mapping[str, Mapping[str, object]],
+def amax_log2_ratio(before: Mapping[str, Mapping[str, Any]], after: Mapping[str, Mapping[str, Any]],
                     method: str) -> Dict[str, float]:
     """tensor -> log2(amax after / amax before) at ``method``, for tensors usable in both.
 

@@ -58,7 +58,7 @@ class ModelFingerprint:
     def from_dict(cls, d: Any, source: str) -> "ModelFingerprint":
         """Read a recorded fingerprint, or a :class:`StatsError` saying what is malformed."""
         ok = isinstance(d, Mapping) and isinstance(d.get("sha256", ""), str) and isinstance(d.get("inputs"), Mapping)
-        inputs = d.get("inputs") if ok else None
+        inputs = d.get("inputs") if ok else {}
         if ok:
             ok = all(isinstance(n, str) and isinstance(s, list) and all(
                 (isinstance(v, int) and not isinstance(v, bool)) or isinstance(v, str) for v in s)

@@ -165,7 +165,9 @@ def feed_fingerprints(feed: Mapping[str, np.ndarray], batch_axis: Union[int, Map
     batched = [k for k, a in axes.items() if a is not None]
     if not batched:
         return [sample_fingerprint(arrays)]
-    n = arrays[batched[0]].shape[axes[batched[0]]]
+    first = axes[batched[0]]
+    assert first is not None
+    n = arrays[batched[0]].shape[first]
     return [sample_fingerprint({k: (v if axes[k] is None else np.take(v, i, axis=axes[k])) for k, v in arrays.items()})
             for i in range(n)]
 

@@ -21,6 +21,7 @@ tensors (tests/core/test_calib_fidelity.py).
 from __future__ import annotations
 
 import math
+from typing import Any, Dict, Optional
 
 import numpy as np
 
@@ -72,7 +73,7 @@ class HistogramAccumulator:
     __slots__ = ("name", "num_bins", "count", "nan_count", "inf_count", "min", "max", "hist", "hist_max", "first_absmax",
                  "trt_hist", "trt_range", "edges", "trt_base")
 
-    def __init__(self, name: str, num_bins: int = DEFAULT_BINS):
+    def __init__(self, name: str, num_bins: int = DEFAULT_BINS) -> None:
         if num_bins < 2 or num_bins & (num_bins - 1):
             raise ValueError(f"num_bins must be a power of two, got {num_bins}")
         self.name = name
@@ -89,7 +90,7 @@ class HistogramAccumulator:
         self.trt_range = 0.0
         # A shard of a distributed collection (:mod:`.shards`) records, per TensorRT range, the values that landed
         # on the range's end (kept in the last bin), and the range it started from when it had no seed.
-        self.edges = None
+        self.edges: Optional[Dict[Any, Any]] = None
         self.trt_base = 0.0
 
     def seed_shard(self, trt_range: float = 0.0) -> None:

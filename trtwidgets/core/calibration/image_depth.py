@@ -72,11 +72,11 @@ def read_pixels(im, color: str, resize: Optional[Sequence[int]], path: Path) -> 
         im = im.convert("L" if color == "L" else "RGB")
         if resize:
             h, w = (int(v) for v in resize)
-            im = im.resize((w, h), Image.BILINEAR)
+            im = im.resize((w, h), Image.Resampling.BILINEAR)
         arr = np.asarray(im, dtype=np.float32)
         return arr[:, :, None] if arr.ndim == 2 else arr
     if resize:
         h, w = (int(v) for v in resize)
-        deep = np.asarray(Image.fromarray(deep).resize((w, h), Image.BILINEAR), dtype=np.float32)
+        deep = np.asarray(Image.fromarray(deep).resize((w, h), Image.Resampling.BILINEAR), dtype=np.float32)
     # A one-channel deep image feeds a colour model as grey: the same value in every channel.
     return deep[:, :, None] if color == "L" else np.repeat(deep[:, :, None], 3, axis=2)

@@ -64,7 +64,7 @@ class SampleAxes(SampleCutter):
         True once the axes are final (checked, or nothing to check them with).
     """
 
-    def __init__(self, summary, model=None, batch_axis: Union[None, str, int, Mapping] = None):
+    def __init__(self, summary, model=None, batch_axis: Union[None, str, int, Mapping] = None) -> None:
         self.user = user_batch_axes(batch_axis)
         found = find_batch_axes(_stand_in(summary), self.user, run=False)
         super().__init__(found.inputs, found.fixed_batch)

@@ -94,7 +94,7 @@ def collect_shard(loaded, batches: Sequence[Tuple[str, Dict[str, np.ndarray]]], 
     for label, feed in batches:
         collect_batch(session, wanted, inputs, accs, label, feed, seen, axes)
     bases = {n: a.trt_base for n, a in accs.items() if a.trt_base > 0}
-    edges = {n: dict(a.edges) for n, a in accs.items() if a.edges}
+    edges = {n: dict(a.edges or {}) for n, a in accs.items() if a.edges}
     return ShardResult(stats_of(accs, seen, loaded), frozenset(n for n in seeds if n in accs), bases, edges)
 
 
@@ -209,7 +209,9 @@ def collect_stats_distributed(model, data, client, providers: Optional[Sequence]
             raise
     finally:
         run.close()
-    return run.merger.merged
+    merged = run.merger.merged
+    assert merged is not None  # an empty collection raised CalibrationDataError above
+    return merged
 
 
 class _Run:
@@ -222,7 +224,7 @@ class _Run:
         self.num_bins, self.providers = num_bins, providers
         self.in_flight: Deque[Tuple[List[Tuple[str, dict]], Any]] = deque()
         self.bar = progress_bar(progress, None)
-        self.axes = None
+        self.axes: Any = None  # a copy of the first read's SampleAxes, without its model
 
     def submit(self, batches: List[Tuple[str, dict]]) -> None:
         fut = self.client.submit(collect_shard, self.model, batches, dict(self.merger.seeds), self.num_bins,

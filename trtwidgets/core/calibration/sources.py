@@ -77,7 +77,7 @@ def check_preprocessing(pre: Mapping[str, Any]) -> None:
     if pre.get("resize") is not None:
         size = pre["resize"]
         if isinstance(size, (str, bytes)) or not isinstance(size, Sequence) or len(size) != 2 or not all(
-                isinstance(v, numbers.Integral) and not isinstance(v, bool) and 1 <= v <= MAX_IMAGE_SIDE for v in size):
+                isinstance(v, numbers.Integral) and not isinstance(v, bool) and 1 <= int(v) <= MAX_IMAGE_SIDE for v in size):
             raise _bad_pre("resize", size, f"'resize' must be [height, width], two whole numbers from 1 to {MAX_IMAGE_SIDE}.")
     if str(pre.get("layout", "NCHW")).upper() not in ("NCHW", "NHWC"):
         raise _bad_pre("layout", pre.get("layout"))
@@ -112,7 +112,7 @@ def check_image_size(pre: Mapping[str, Any], inputs: Sequence, opt_shapes: Mappi
     info = next((i for i in inputs if i.name == name), None)
     if not pre.get("resize") or info is None or name in adapt or len(info.shape or ()) != 4:
         return
-    target = tuple(opt_shapes.get(name) or info.shape)
+    target = tuple((opt_shapes.get(name) if name is not None else None) or info.shape)
     axes = (1, 2) if str(pre.get("layout", "NCHW")).upper() == "NHWC" else (2, 3)
     want = [target[a] for a in axes]
     h, w = (int(v) for v in pre["resize"])

@@ -308,7 +308,7 @@ def save_stats(stats: ActivationStats, path: Union[str, os.PathLike]) -> Path:
     """
     path = user_path(path)
     arrays = stats_arrays(stats)
-    atomic_write(path, lambda f: np.savez_compressed(f, **arrays))
+    atomic_write(path, lambda f: np.savez_compressed(f, **arrays))  # type: ignore[arg-type]  # numpy's stub: a member could be allow_pickle
     return path
 
 

@@ -71,7 +71,7 @@ def _temp_prefix(path: Path) -> str:
 def remove_stale_temps(path: Union[str, os.PathLike]) -> List[Path]:
     """Remove the temporary files of writes of ``path`` whose process is gone; returns those removed."""
     path = Path(path)
-    removed = []
+    removed: List[Path] = []
     try:
         names = os.listdir(path.parent)
     except OSError:
@@ -89,7 +89,7 @@ def remove_stale_temps(path: Union[str, os.PathLike]) -> List[Path]:
     return removed
 
 
-def atomic_write(path: Union[str, os.PathLike], write: Callable[[BinaryIO], None]) -> Path:
+def atomic_write(path: Union[str, os.PathLike], write: Callable[[BinaryIO], object]) -> Path:
     """Call ``write(f)`` on a binary temporary file beside ``path``, then move it into place.
 
     Parameters

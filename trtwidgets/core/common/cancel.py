@@ -31,7 +31,7 @@ class Cancelled(KeyboardInterrupt):
 class _Scope:
     """The token of this thread's stoppable work, and the ORT runs in flight that a cancel terminates."""
 
-    def __init__(self, token):
+    def __init__(self, token) -> None:
         self.token = token
         self.lock = threading.Lock()
         self.in_flight: Set[Any] = set()

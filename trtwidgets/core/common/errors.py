@@ -8,7 +8,7 @@ it in a panel; both keep whatever the user had (recipe, statistics, builds).
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Sequence
 
 
 class UserError(Exception):
@@ -24,7 +24,7 @@ class UserError(Exception):
         What the user can do about it.
     """
 
-    def __init__(self, what: str, why: Optional[str] = None, fix: Optional[str] = None):
+    def __init__(self, what: str, why: Optional[str] = None, fix: Optional[str] = None) -> None:
         self.what = what
         self.why = why
         self.fix = fix
@@ -82,10 +82,12 @@ class BuildError(UserError):
         Lint codes that explain the failure, where one is known.
     """
 
-    def __init__(self, what, why=None, fix=None, log_lines=(), codes=()):
+    def __init__(self, what, why=None, fix=None, log_lines=(), codes=()) -> None:
         self.log_lines = tuple(log_lines)
         self.codes = tuple(codes)
+        self.log: Sequence[object] = ()  # the whole build log, where the build got that far
         super().__init__(what, why, fix)
+
 
     @property
     def message(self) -> str:

@@ -116,7 +116,7 @@ def _check_carry(folder: Path, names: Iterable[str]) -> None:
                                      "A set of files is replaced by swapping in a new folder that links to "
                                      "everything else in the old one; another file system cannot be linked.",
                                      "Give the results a folder of their own.")
-                stack.append((Path(entry.path), ()))
+                stack.append((Path(entry.path), set()))
             if count > MAX_CARRIED:
                 raise WriteError(f"{folder} holds more than {MAX_CARRIED} other files and folders.",
                                  "A set of files is replaced by swapping in a new folder that links to "

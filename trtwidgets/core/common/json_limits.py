@@ -86,10 +86,10 @@ def nesting_depth(text: Union[str, bytes]) -> int:
     data = text.encode("utf-8", errors="replace") if isinstance(text, str) else bytes(text)
     if b"[" not in data and b"{" not in data:
         return 0
-    data = np.frombuffer(_STRING.sub(b"", data), np.uint8)
+    codes = np.frombuffer(_STRING.sub(b"", data), np.uint8)
     depth = deepest = 0
-    for start in range(0, len(data), _CHUNK):  # in chunks: a running sum of the whole file would be 8 bytes a byte
-        steps = _OPEN[data[start:start + _CHUNK]]
+    for start in range(0, len(codes), _CHUNK):  # in chunks: a running sum of the whole file would be 8 bytes a byte
+        steps = _OPEN[codes[start:start + _CHUNK]]
         if steps.any():
             running = np.cumsum(steps, dtype=np.int64) + depth
             deepest = max(deepest, int(running.max()))

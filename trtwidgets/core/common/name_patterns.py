@@ -28,7 +28,7 @@ from .errors import UserError
 try:  # Python >= 3.11
     from re import _parser as _sre_parse  # type: ignore[attr-defined]
 except ImportError:  # Python 3.9, 3.10
-    import sre_parse as _sre_parse  # type: ignore[no-redef]
+    import sre_parse as _sre_parse
 
 __all__ = ["MAX_PATTERN_CHARS", "MAX_OPEN_REPEATS", "MATCH_SECONDS", "check_pattern", "compile_pattern",
            "match_time_limit"]
@@ -92,7 +92,7 @@ def _overlap(a, b) -> bool:
 class _Shape:
     """Walks a parsed pattern and says why it backtracks without bound (or '' when it does not)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.open_repeats = 0
 
     def check(self, items, in_repeat: bool, times: int = 1) -> str:

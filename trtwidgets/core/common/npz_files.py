@@ -20,7 +20,7 @@ import math
 import os
 import zipfile
 from pathlib import Path
-from typing import Callable, Iterator, List, Optional, Union
+from typing import BinaryIO, Callable, Iterator, List, Optional, Union
 
 import numpy as np
 
@@ -65,7 +65,7 @@ def too_big(path: Path, key: str, shape, dtype, nbytes: int) -> Exception:
 def _read_stream(f, key: str, shape, fortran: bool, dtype, nbytes: int, take) -> np.ndarray:
     """``nbytes`` of array data from the stream ``f`` into a new array of shape ``take``."""
     arr = np.empty(take, dtype=dtype, order="F" if fortran and take == shape else "C")
-    view = memoryview(arr.reshape(-1, order="A")).cast("B") if arr.size else memoryview(bytearray())
+    view = arr.reshape(-1, order="A").data.cast("B") if arr.size else memoryview(bytearray())
     got = 0
     while got < nbytes:
         # In pieces: ZipExtFile.readinto reads a whole request into a temporary bytes object first.
@@ -105,10 +105,12 @@ class NpzArchive:
     Each array is read when it is indexed, after its header is checked (see the module docstring).
     """
 
-    def __init__(self, source: Union[str, os.PathLike, bytes]):
-        raw = isinstance(source, (bytes, bytearray))
-        self.path = Path("<bytes>") if raw else Path(os.fspath(source))
-        self._fh = io.BytesIO(bytes(source)) if raw else open(source, "rb")
+    def __init__(self, source: Union[str, os.PathLike, bytes]) -> None:
+        self._fh: BinaryIO
+        if isinstance(source, (bytes, bytearray)):
+            self.path, self._fh = Path("<bytes>"), io.BytesIO(bytes(source))
+        else:
+            self.path, self._fh = Path(os.fspath(source)), open(source, "rb")
         try:
             self._zip = zipfile.ZipFile(self._fh)
             self._infos = {}

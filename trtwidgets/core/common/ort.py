@@ -214,7 +214,7 @@ class OrtSession:
     """
 
     def __init__(self, session, providers: Sequence, purpose: str = "run the model", model=None,
-                 log_caught: bool = True):
+                 log_caught: bool = True) -> None:
         self.session = session
         self.providers = list(providers)
         self.purpose = purpose

@@ -21,7 +21,7 @@ import sys
 import tempfile
 import threading
 from contextlib import contextmanager
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .notes import note
 
@@ -85,7 +85,7 @@ class OrtRecord:
 
     __slots__ = ("severity", "source", "message")
 
-    def __init__(self, severity: str, source: str, message: str):
+    def __init__(self, severity: str, source: str, message: str) -> None:
         self.severity, self.source, self.message = severity, source, message
 
     def __repr__(self) -> str:
@@ -152,7 +152,19 @@ def explain_record(record: OrtRecord, purpose: str, model_nodes: Sequence[Tuple[
 # ----------------------------------------------------------------------------- the catch of descriptor 2
 
 _lock = threading.Lock()
-_state = {"depth": 0, "saved": None, "file": None, "offset": 0, "pending": b""}
+
+
+class _Capture:
+    """The one capture of descriptor 2, shared by the threads inside :func:`ort_log` (under ``_lock``)."""
+
+    depth = 0  # threads inside
+    saved: Optional[int] = None  # the real descriptor 2, while caught
+    file: Any = None  # the capture file (a binary TemporaryFile), made once
+    offset = 0  # read up to here
+    pending = b""  # a line not yet complete
+
+
+_state = _Capture()
 
 
 def _flush_python_stderr() -> None:
@@ -167,38 +179,38 @@ def _flush_python_stderr() -> None:
 def _start() -> bool:
     """Point descriptor 2 at the shared capture file (once for all threads); False where it cannot be."""
     with _lock:
-        if _state["depth"] == 0:
+        if _state.depth == 0:
             try:
                 saved = os.dup(2)
             except OSError:
                 return False  # no standard error at all (2>&-): nothing can reach a terminal
             try:
-                if _state["file"] is None:
-                    _state["file"] = tempfile.TemporaryFile(prefix="trtw-ort-log-")
+                if _state.file is None:
+                    _state.file = tempfile.TemporaryFile(prefix="trtw-ort-log-")
                 _flush_python_stderr()
-                os.dup2(_state["file"].fileno(), 2)
+                os.dup2(_state.file.fileno(), 2)
             except OSError:
                 os.close(saved)
                 return False
-            _state["saved"] = saved
-        _state["depth"] += 1
+            _state.saved = saved
+        _state.depth += 1
         return True
 
 
 def _take_new_text(final: bool) -> bytes:
     """What was written to the capture file since the last read (whole lines, all of it when ``final``)."""
-    f = _state["file"]
-    f.seek(_state["offset"])
-    data = _state["pending"] + f.read()
-    _state["offset"] = f.tell()
+    f = _state.file
+    f.seek(_state.offset)
+    data = _state.pending + f.read()
+    _state.offset = f.tell()
     if final:
-        _state["pending"] = b""
+        _state.pending = b""
         f.seek(0)
         f.truncate()
-        _state["offset"] = 0
+        _state.offset = 0
         return data
     cut = data.rfind(b"\n") + 1
-    _state["pending"] = data[cut:]
+    _state.pending = data[cut:]
     return data[:cut]
 
 
@@ -206,10 +218,12 @@ def _stop() -> List[OrtRecord]:
     """ONNX Runtime's records caught so far; other text goes on to the real standard error. The last thread
     to leave puts descriptor 2 back."""
     with _lock:
-        _state["depth"] -= 1
-        final = _state["depth"] == 0
-        saved = _state["saved"]
+        _state.depth -= 1
+        final = _state.depth == 0
+        saved = _state.saved
+        assert saved is not None, "_stop follows a _start that caught descriptor 2"
         try:
+
             _flush_python_stderr()
             records, rest = parse_records(_take_new_text(final).decode("utf-8", errors="replace"))
             if rest:
@@ -220,7 +234,7 @@ def _stop() -> List[OrtRecord]:
             if final:
                 os.dup2(saved, 2)
                 os.close(saved)
-                _state["saved"] = None
+                _state.saved = None
     return records
 
 

@@ -51,7 +51,7 @@ class WriteError(UserError, OSError):
     failures as such, an :class:`OSError` (``errno`` is the original one, where there was one).
     """
 
-    def __init__(self, what, why=None, fix=None, errno_=None):
+    def __init__(self, what, why=None, fix=None, errno_=None) -> None:
         super().__init__(what, why, fix)
         self.errno = errno_
 

@@ -89,7 +89,7 @@ class BuildComparison:
             if not self.has_latency[j]:
                 out[label] = None
                 continue
-            out[label] = float(sum(r.latency_ms[j] for r in self.rows if r.latency_ms[j] is not None))
+            out[label] = float(sum(t for r in self.rows if (t := r.latency_ms[j]) is not None))
         return out
 
     def table(self, only_differences: bool = False):
@@ -168,7 +168,7 @@ def compare_builds(builds: Any, labels: Optional[Sequence[str]] = None, profiles
         present = [layer for layer in row if layer is not None]
         if len(present) < 2:
             kind = "unmatched"
-        lat = tuple((times[j].get(layer.name) if times[j] is not None and layer is not None else None)
+        lat = tuple((t.get(layer.name) if (t := times[j]) is not None and layer is not None else None)
                     for j, layer in enumerate(row))
         rows.append(MatchedLayer(present[0].name, kind, tuple(row), lat))
     return BuildComparison(tuple(labels), graphs, tuple(rows), tuple(t is not None for t in times))

@@ -62,7 +62,7 @@ def build_context(source: Any) -> dict:
         ``layer_table``), for what is known.
     """
     found: dict = {}
-    path = None
+    path: Union[str, os.PathLike, None] = None
     if isinstance(source, os.PathLike):
         path = source
     elif isinstance(source, str) and source.strip()[:1] not in ("{", "[") and len(source) < 4096:

@@ -84,7 +84,7 @@ def strip_profile_suffix(name: str) -> Tuple[str, int]:
     m = _PROFILE.search(name)
     if not m:
         return name, 0
-    return name[: m.start()], int(re.search(r"\d+", m.group(0)).group(0))
+    return name[: m.start()], int(re.sub(r"\D", "", m.group(0)))
 
 
 def _is_internal(part: str) -> bool:

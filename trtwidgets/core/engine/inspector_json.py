@@ -274,7 +274,7 @@ def parse_inspector_json(text_or_path: Union[str, bytes, os.PathLike, Mapping], 
         split_keys = split_keys or split
         if layer is not None:
             layers.append(layer)
-    warnings = []
+    warnings: List[InspectorWarning] = []
     if profile is not None:
         layers = _keep_profile(layers, profile, source, warnings)
     io_key = "I/O Tensors" if "I/O Tensors" in doc else "Bindings"

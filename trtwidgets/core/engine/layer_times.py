@@ -191,14 +191,14 @@ def timings_from_doc(doc) -> Tuple[Optional[Dict[str, float]], dict]:
     """
     latency: dict = {}
     if isinstance(doc, dict):
-        latency = doc.get("latency") if isinstance(doc.get("latency"), dict) else {}
+        latency = doc["latency"] if isinstance(doc.get("latency"), dict) else {}
         if doc and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in doc.values()):
             return {str(k): float(v) for k, v in doc.items()}, {}
         layers = doc.get("layers")
         if isinstance(layers, dict):  # LayerTimings.to_dict()
             layers = layers.get("layers")
         if isinstance(layers, list):
-            out = {str(r["name"]): float(r.get("mean_ms", r.get("averageMs", 0.0)))
+            out = {str(r["name"]): float(r["mean_ms"] if "mean_ms" in r else r.get("averageMs", 0.0))
                    for r in layers if isinstance(r, dict) and "name" in r}
             return (out or None), latency
         return None, latency

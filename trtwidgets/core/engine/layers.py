@@ -1,4 +1,7 @@
-"""``tw.layers(build)`` (also ``tw.inspect``) and ``tw.compare(builds)``: layer tables from whatever the user holds.
+"""``tw.layers(build)`` and ``tw.compare(builds)``: layer tables from whatever the user holds.
+
+``tw.inspect`` is another name for ``tw.layers`` (code written before it keeps working); ``layers`` is the
+one to use: ``inspect`` shadows the standard library's module in a notebook that imports names from ``tw``.
 
 A build folder, a ``*.graph.json`` file, a build result or an
 :class:`~trtwidgets.core.engine.inspector_json.EngineGraph`: the recipe,
@@ -13,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 
-def inspect(build: Any, use_siblings: bool = True, **overrides):
+def layers(build: Any, use_siblings: bool = True, **overrides):
     """The per-layer precision table of a build.
 
     Parameters
@@ -61,7 +64,7 @@ def compare(builds: Any, labels=None):
     Parameters
     ----------
     builds : mapping label -> build, or sequence of builds
-        Each build is anything :func:`inspect` takes; a folder's recorded per-layer
+        Each build is anything :func:`layers` takes; a folder's recorded per-layer
         timings come along.
     labels : sequence of str, optional
 
@@ -80,6 +83,8 @@ def compare(builds: Any, labels=None):
             return load_saved_build(b)
         return b
 
+    resolved: Any
+    profiles: Any
     if isinstance(builds, Mapping):
         resolved = {k: resolve(b) for k, b in builds.items()}
         profiles = {k: getattr(b, "timings", None) for k, b in resolved.items()}

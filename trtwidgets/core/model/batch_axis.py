@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 import onnx
@@ -209,7 +209,7 @@ def find_batch_axes(model, user: Optional[Mapping[str, Optional[int]]] = None,
         inputs[vi.name], reasons[vi.name] = axis, why
         if size is not None:
             fixed[vi.name] = size
-        if axis is not None and isinstance(dims[axis], str):
+        if axis is not None and dims is not None and isinstance(dims[axis], str):
             batch_names.add(dims[axis])
     outputs: Dict[str, Optional[int]] = {}
     unsettled = []
@@ -223,9 +223,8 @@ def find_batch_axes(model, user: Optional[Mapping[str, Optional[int]]] = None,
         elif dims and any(d in batch_names for d in dims if isinstance(d, str)):
             axis = next(i for i, d in enumerate(dims) if isinstance(d, str) and d in batch_names)
             outputs[vi.name], reasons[vi.name] = axis, f"carries the inputs' batch dim {dims[axis]!r}"
-        elif dims and named_batch_axis(dims) is not None:
-            axis = named_batch_axis(dims)
-            outputs[vi.name], reasons[vi.name] = axis, f"dim named {dims[axis]!r}"
+        elif dims and (named := named_batch_axis(dims)) is not None:
+            outputs[vi.name], reasons[vi.name] = named, f"dim named {dims[named]!r}"
         else:
             unsettled.append(vi.name)
     if unsettled:
@@ -234,7 +233,7 @@ def find_batch_axes(model, user: Optional[Mapping[str, Optional[int]]] = None,
         fixed_one = bool(fixed) and all(v == 1 for v in fixed.values()) and len(fixed) == len(
             [a for a in inputs.values() if a is not None])
         for name in unsettled:
-            leading_one = fixed_one and bool(dims_of.get(name)) and dims_of[name][0] == 1
+            leading_one = fixed_one and (dims_of.get(name) or [None])[0] == 1
             if name in probed and not (leading_one and probed[name] != 0):
                 outputs[name], reasons[name] = probed[name], "a batch-2 run split into the two batch-1 runs"
             elif leading_one and name in probed:
@@ -310,9 +309,11 @@ def _random_sample(proto: onnx.ModelProto, inputs: Mapping[str, Optional[int]]) 
         shape = [1 if i == axis else d for i, d in enumerate(dims)]
         if any(not isinstance(d, int) or d <= 0 for d in shape):
             return None
+        ints = cast(List[int], shape)
         dtype = helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type)
-        out[vi.name] = (rng.standard_normal(shape).astype(dtype) if np.issubdtype(dtype, np.floating)
-                        else np.zeros(shape, dtype))
+        out[vi.name] = (rng.standard_normal(ints).astype(dtype) if np.issubdtype(dtype, np.floating)
+                        else np.zeros(ints, dtype))
+
     return out
 
 

@@ -70,7 +70,7 @@ class ConstIndex(GraphIndex):
     constant to TensorRT (it folds it) and must not be mistaken for a branch.
     """
 
-    def __init__(self, graph: onnx.GraphProto):
+    def __init__(self, graph: onnx.GraphProto) -> None:
         super().__init__(graph)
         folded = set(self.initializers)
         for node in graph.node:
@@ -138,7 +138,7 @@ def _match_layernorm(sub: onnx.NodeProto, index: GraphIndex) -> Optional[List[on
     var = single_consumer(index, square.output[0], ("ReduceMean",))
     add = var and single_consumer(index, var.output[0], ("Add",))
     sqrt = add and single_consumer(index, add.output[0], ("Sqrt",))
-    if sqrt is None or div.input[1] != sqrt.output[0]:
+    if var is None or add is None or sqrt is None or div.input[1] != sqrt.output[0]:
         return None
     nodes += [square, var, add, sqrt, div]
     # Optional affine tail (gamma, beta) with constant operands.
@@ -214,7 +214,7 @@ def _match_gelu(anchor: onnx.NodeProto, index: GraphIndex) -> Optional[List[onnx
     allowed = ("Div", "Mul", "Add", "Pow", "Sqrt")
     while todo:
         t, depth = todo.popleft()
-        if t in root:
+        if t in (root or ()):
             reached = reached or t
             if t != reached:
                 return None

@@ -14,7 +14,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Tuple, Union
+from typing import Dict, List, Tuple, Union
 
 import onnx
 from google.protobuf.message import DecodeError
@@ -296,7 +296,7 @@ def as_model_proto(model) -> onnx.ModelProto:
 
 def _tensor_info(value_info: onnx.ValueInfoProto) -> TensorInfo:
     ttype = value_info.type.tensor_type
-    dims = []
+    dims: List[Union[int, str]] = []
     if ttype.HasField("shape"):
         for d in ttype.shape.dim:
             if d.HasField("dim_value") and d.dim_value > 0:
@@ -308,7 +308,7 @@ def _tensor_info(value_info: onnx.ValueInfoProto) -> TensorInfo:
 
 
 def _qdq_summary(graph: onnx.GraphProto, index: GraphIndex) -> QDQSummary:
-    counts = Counter()
+    counts: Counter = Counter()
     dtypes: Counter = Counter()
     dynamic = []
     for node in graph.node:

@@ -7,7 +7,7 @@ once.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, Iterable, List, Optional, Set
 
 import numpy as np
 import onnx
@@ -27,7 +27,7 @@ class GraphIndex:
         The graph to index. It is not copied; do not mutate it while the index is used.
     """
 
-    def __init__(self, graph: onnx.GraphProto):
+    def __init__(self, graph: onnx.GraphProto) -> None:
         self.graph = graph
         self.initializers: Dict[str, onnx.TensorProto] = {t.name: t for t in graph.initializer}
         self.producer: Dict[str, onnx.NodeProto] = {}
@@ -58,6 +58,19 @@ class GraphIndex:
                 if attr.name == "value_ints":
                     return np.array(list(attr.ints), dtype=np.int64)
         return None
+
+    def constant_value(self, name: str) -> np.ndarray:
+        """:meth:`constant`, for a tensor known to be constant.
+
+        Raises
+        ------
+        ValueError
+            ``name`` is not an initializer or a ``Constant`` node output.
+        """
+        value = self.constant(name)
+        if value is None:
+            raise ValueError(f"{name!r} is not a constant of the graph")
+        return value
 
     def is_constant(self, name: str) -> bool:
         """True when ``name`` is an initializer or produced by a ``Constant`` node."""
@@ -124,3 +137,14 @@ def dtype_name(elem_type: int) -> str:
     if onnx_name.startswith("float8") or onnx_name in ("bfloat16", "int4", "uint4", "float4e2m1"):
         return onnx_name
     return name
+
+
+def subgraph_reads(nodes: Iterable[onnx.NodeProto]) -> Set[str]:
+    """Names read inside the If/Loop/Scan bodies of ``nodes``, nested bodies included (outer-scope values)."""
+    read: Set[str] = set()
+    for node in nodes:
+        for attr in node.attribute:
+            for g in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
+                read.update(i for n in g.node for i in n.input)
+                read.update(subgraph_reads(g.node))
+    return read

@@ -42,7 +42,7 @@ class SampleCutter:
         Inputs whose batch axis is a static leading 1: passed whole beside inputs that are batched.
     """
 
-    def __init__(self, inputs: Mapping[str, Optional[int]], fixed: Iterable[str] = ()):
+    def __init__(self, inputs: Mapping[str, Optional[int]], fixed: Iterable[str] = ()) -> None:
         self.inputs: Dict[str, Optional[int]] = dict(inputs)
         self.fixed = set(fixed)
 
@@ -55,7 +55,7 @@ class SampleCutter:
 
     def split_axes(self, feed: Mapping[str, np.ndarray]) -> Dict[str, int]:
         """Input name -> axis, for the inputs cut and joined along their batch axis in ``feed`` (the others pass whole)."""
-        return {k: self.inputs[k] for k in self._counts(feed)}
+        return {k: a for k in self._counts(feed) if (a := self.inputs[k]) is not None}
 
     def count(self, feed: Mapping[str, np.ndarray], where: str = "", strict: bool = True) -> int:
         """The samples ``feed`` holds (1 where no input has a batch axis).
@@ -151,7 +151,7 @@ class SampleBatcher:
     ``max_samples`` stops it: the feed that passes the limit is cut to it.
     """
 
-    def __init__(self, axes: SampleCutter, size: Optional[int], max_samples: Optional[int]):
+    def __init__(self, axes: SampleCutter, size: Optional[int], max_samples: Optional[int]) -> None:
         self.axes, self.size, self.max = axes, size, max_samples
         self.seen = 0
         self.pending: List[Feed] = []

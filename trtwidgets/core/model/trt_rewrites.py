@@ -259,7 +259,7 @@ def _splice(g: onnx.GraphProto, replace: Dict[str, List[onnx.NodeProto]], drop: 
             freed.update(n.input)
         if first in drop:
             continue
-        nodes.extend(replace.get(first, [n]))
+        nodes.extend(replace.get(first, [n]) if first is not None else [n])
     del g.node[:]
     g.node.extend(nodes)
     g.initializer.extend(inits)

@@ -151,10 +151,10 @@ def installed_trt_version() -> Optional[TrtVersion]:
     except (ImportError, ValueError):
         spec = None
     if spec is not None and spec.origin and spec.origin.endswith(".py"):
-        text = _version_from_source(spec.origin)
-        if text:
+        found = _version_from_source(spec.origin)
+        if found:
             try:
-                return parse_trt_version(text)
+                return parse_trt_version(found)
             except UserError:
                 return None
     return None

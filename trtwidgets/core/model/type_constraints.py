@@ -28,6 +28,8 @@ from typing import Dict, FrozenSet, List, Mapping, Optional, Set, Tuple
 import onnx
 import onnx.defs
 
+from .graph_patterns import node_label
+
 __all__ = ["TypeBlockers", "allowed_input_types", "output_type_ties", "low_precision_blockers", "float_tensors",
            "onnx_type_name"]
 
@@ -154,10 +156,6 @@ def _inferred_floats(model: onnx.ModelProto) -> Set[str]:
     return names
 
 
-def _label(node: onnx.NodeProto) -> str:
-    return node.name or f"{node.op_type}({node.output[0] if node.output else ''})"
-
-
 @dataclass(frozen=True)
 class TypeBlockers:
     """Where a float part in a lower type must keep FP32.
@@ -233,7 +231,7 @@ def _walk_back(graph: onnx.GraphProto, opsets, floats: Set[str], kept: Dict[int,
 
 
 def low_precision_blockers(model: onnx.ModelProto, low_type: int = onnx.TensorProto.FLOAT16,
-                           extra: Mapping[str, str] = (), floats: Optional[Set[str]] = None) -> TypeBlockers:
+                           extra: Optional[Mapping[str, str]] = None, floats: Optional[Set[str]] = None) -> TypeBlockers:
     """The reads, tensors and nodes that must stay FP32 if the float part becomes ``low_type``.
 
     Parameters
@@ -258,8 +256,8 @@ def low_precision_blockers(model: onnx.ModelProto, low_type: int = onnx.TensorPr
     reads = _direct_reads(graph, opsets, floats, low)
     pinned: Dict[str, str] = {}
     for (i, k), why in reads.items():
-        pinned.setdefault(graph.node[i].input[k], f"read by {_label(graph.node[i])}: {why}")
-    for t, why in dict(extra).items():
+        pinned.setdefault(graph.node[i].input[k], f"read by {node_label(graph.node[i])}: {why}")
+    for t, why in dict(extra or {}).items():
         pinned.setdefault(t, why)
     kept: Dict[int, str] = {}
     todo: List[str] = list(pinned)

@@ -32,7 +32,7 @@ class Candidates:
     judge: Judge
     items: List[Candidate] = field(default_factory=list)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.fp16_us = self.latency.estimate(())
 
     def make(self, name: str, quantized: Sequence[str], kept: Sequence[Tuple[str, str]],

@@ -106,7 +106,7 @@ def write_check(feeds: Sequence[Feed], reference: Mapping[str, np.ndarray], labe
             "metric_reference": metric_reference, "notes": list(notes), "plan": dict(key)}
     arrays["meta"] = np.array(json.dumps(meta))
     buf = io.BytesIO()
-    np.savez_compressed(buf, **arrays)
+    np.savez_compressed(buf, **arrays)  # type: ignore[arg-type]  # numpy's stub: a member could be allow_pickle
     return buf.getvalue()
 
 

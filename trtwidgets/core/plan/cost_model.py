@@ -35,7 +35,7 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple
 import onnx
 
 from ..model.onnx_graph import WEIGHTED_OPS, GraphIndex, attribute
-from ..qdq.graph_patterns import node_label
+from ..model.graph_patterns import node_label
 
 __all__ = ["GpuSpec", "GPUS", "INT8_HALF_GAIN_MACS", "LayerCost", "layer_costs", "static_shapes"]
 

@@ -22,7 +22,6 @@ judged otherwise (implicit INT8 stays a reference).
 from __future__ import annotations
 
 import dataclasses
-import math
 import zipfile
 import zlib
 from dataclasses import dataclass, field
@@ -34,7 +33,7 @@ import numpy as np
 from ..common.errors import UserError
 from ..model.batch_axis import BatchAxes
 from ..accuracy.verdict import evaluate
-from .plan_values import EngineVerdict, PlanAccuracy, PlanTarget
+from .plan_values import EngineVerdict, PlanAccuracy, PlanTarget, finite_number
 
 __all__ = ["CHECK_FILE", "MAX_CHECK_BYTES", "EngineCheck", "folder_check", "judging_target"]
 
@@ -44,10 +43,6 @@ CHECK_FILE = "held_back.npz"
 MAX_CHECK_BYTES = 256 * 2 ** 20
 
 Feed = Dict[str, np.ndarray]
-
-
-def _finite(v) -> bool:
-    return isinstance(v, (int, float)) and math.isfinite(v)
 
 
 def judging_target(target: PlanTarget, metric: Optional[Callable] = None, metric_name: str = "") -> Optional[PlanTarget]:
@@ -78,7 +73,7 @@ def _rebuild_metric(spec: str, reference, labels, make_metric, notes: List[str])
         return made.fn, made.name
     except MetricNotRegistered as err:
         raise MetricNotRegistered(f"The plan's metric: {err.what}", err.why,
-                                  err.fix + " Or remove held_back.npz from the plan folder: the engines are then "
+                                  (err.fix or "") + " Or remove held_back.npz from the plan folder: the engines are then "
                                   "timed, not judged.") from None
     except UserError as err:
         notes.append(f"the plan's metric {spec!r} cannot be made on the held-back outputs here ({err.what}); the "
@@ -128,7 +123,7 @@ class EngineCheck:
 
     def score(self, outputs: Mapping[str, np.ndarray]) -> PlanAccuracy:
         """An engine's outputs (batch first, as :meth:`feeds` ran) scored as the planner scores a candidate."""
-        return self.verdict(outputs).accuracy
+        return self.verdict(outputs).scored
 
     def verdict(self, outputs: Mapping[str, np.ndarray]) -> EngineVerdict:
         """The engine's outputs judged by the one verdict (:func:`~..accuracy.verdict.evaluate`): ``meets``
@@ -209,11 +204,11 @@ class EngineCheck:
                          "carry: the engines are judged " + ("by the target's cosine/SNR alone"
                                                             if target.cosine is not None
                                                             or target.snr_db is not None else "by nothing"))
-        target = judging_target(target, metric, name)
+        judged = judging_target(target, metric, name)
         ref_value = data.metric_reference
-        if metric is not None and not _finite(ref_value):
+        if metric is not None and not finite_number(ref_value):
             ref_value = float(metric(data.reference))
-        return cls(tuple(data.feeds), data.reference, axes, target, ref_value if metric is not None else None,
+        return cls(tuple(data.feeds), data.reference, axes, judged, ref_value if metric is not None else None,
                    data.labels, tuple(notes), data.key)
 
     @classmethod

@@ -21,9 +21,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Collection, Iterable, Optional, Tuple
+from typing import TYPE_CHECKING, Collection, Iterable, Optional, Tuple
 
 import onnx
+
+if TYPE_CHECKING:
+    from .latency import LatencyModel
 
 __all__ = ["TOLERANCE", "EstimateSupport", "SupportedLatency", "attention_matmuls"]
 
@@ -35,7 +38,7 @@ _EDGE = 0.005
 
 def attention_matmuls(proto: onnx.ModelProto) -> Tuple[str, ...]:
     """Labels of the MatMul/Gemm layers of a transformer: all of them when any MatMul multiplies two activations."""
-    from ..qdq.graph_patterns import node_label
+    from ..model.graph_patterns import node_label
 
     constants = {t.name for t in proto.graph.initializer}
     constants.update(o for n in proto.graph.node if n.op_type == "Constant" for o in n.output)
@@ -92,7 +95,8 @@ class SupportedLatency:
     passed through unchanged. :meth:`why_cannot` says why a candidate's estimate is NaN.
     """
 
-    inner: object
+    inner: LatencyModel
+
     support: EstimateSupport
     unpriced: Collection[str] = ()
     transformer: Collection[str] = ()

@@ -12,11 +12,14 @@ per layer, whether INT8 pays there alone and by how much.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Collection, Dict, Iterable, Mapping, Optional, Protocol, Sequence, Tuple
+from typing import TYPE_CHECKING, Collection, Dict, Iterable, Mapping, Optional, Protocol, Sequence, Tuple
 
 from ..qdq.myelin import MYELIN_QDQ_SLOWDOWN, MYELIN_REASON
 from .cost_model import GpuSpec, LayerCost
 from .plan_values import ratio
+
+if TYPE_CHECKING:
+    from .latency_oracle import LatencyOracle
 
 __all__ = ["LatencyModel", "LayerLatency"]
 
@@ -28,8 +31,11 @@ MIN_LAYER_GAIN_SHARE = 0.05
 class LatencyModel(Protocol):
     """What the planner needs to know about latency (see the module docstring)."""
 
-    kind: str
-    source: str
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def source(self) -> str: ...
 
     def estimate(self, int8_layers: Iterable[str]) -> float:
         """Microseconds of the engine with ``int8_layers`` in INT8 and every other layer in FP16."""
@@ -64,11 +70,11 @@ class LayerLatency:
     costs: Mapping[str, LayerCost]
     edges: Sequence[Tuple[str, str]]
     gpu: GpuSpec
-    oracle: Optional[object] = None
+    oracle: Optional[LatencyOracle] = None
     myelin: Collection[str] = ()
     _times: Dict[str, Tuple[float, float]] = field(default_factory=dict, repr=False, compare=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self._times.update({layer: self._layer_times(layer, c) for layer, c in self.costs.items()})
 
     @property

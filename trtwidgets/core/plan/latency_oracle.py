@@ -23,7 +23,7 @@ import onnx
 
 from ..common.errors import UserError
 from ..model.onnx_graph import WEIGHTED_OPS
-from ..qdq.graph_patterns import node_label
+from ..model.graph_patterns import node_label
 
 __all__ = ["OracleLayer", "LatencyOracle", "node_aliases", "read_oracle"]
 

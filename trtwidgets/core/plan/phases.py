@@ -6,7 +6,7 @@ Each is a function over values (:func:`~.planner.plan` runs them in order).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Collection, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import onnx
@@ -65,7 +65,7 @@ class Progress:
     """
 
     def __init__(self, total: int, enabled: bool, phase: str,
-                 on_progress: Optional[Callable[[str, int, int], None]] = None):
+                 on_progress: Optional[Callable[[str, int, int], None]] = None) -> None:
         self.total, self.phase, self.done = int(total), phase, 0
         self.on_progress = on_progress
         self.bar = progress_bar(total, enabled, phase)
@@ -221,7 +221,7 @@ def myelin_layers(proto: onnx.ModelProto, layers: Sequence[str], trt_version,
     (:func:`~.observed_shapes.observed_shapes`), for the activations whose rank shape inference leaves open.
     """
     from ..model.trt_version import installed_trt_version
-    from ..qdq.graph_patterns import node_label
+    from ..model.graph_patterns import node_label
     from ..qdq.myelin import myelin_matmuls, myelin_target
 
     if trt_version is None:
@@ -234,7 +234,7 @@ def myelin_layers(proto: onnx.ModelProto, layers: Sequence[str], trt_version,
 
 
 def latency_model(proto: onnx.ModelProto, input_shapes: Mapping[str, tuple], gpu: str, oracle=None,
-                  myelin: Sequence[str] = (), shapes: Optional[Mapping[str, tuple]] = None) -> LatencyModel:
+                  myelin: Collection[str] = (), shapes: Optional[Mapping[str, tuple]] = None) -> LatencyModel:
     """The latency of candidates: the cost model at ``input_shapes``, with an implicit build's choices when given.
 
     ``oracle`` may also be a :class:`~.latency.LatencyModel` of its own (a measured one): it is used as is.

@@ -107,7 +107,7 @@ class Plan:
     engine_check: Optional[Any] = field(default=None, compare=False, repr=False)
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "candidates", tuple(self.candidates))
         object.__setattr__(self, "notes", tuple(self.notes))
         object.__setattr__(self, "input_shapes", readonly_mapping({k: tuple(int(d) for d in v)

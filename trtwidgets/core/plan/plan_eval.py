@@ -2,7 +2,7 @@
 
 ONNX Runtime on the CPU predicts a TensorRT Q/DQ engine's accuracy well (on a real
 mobile detector the two agreed at cosine 0.978), so the search runs here and the GPU
-only confirms. Each evaluation is one export (:func:`.export.build_qdq`) and one
+only confirms. Each evaluation is one export (:func:`..qdq.export.build_qdq`) and one
 ORT run over the held-back samples, along each tensor's own batch axis
 (:func:`~.plan_data.run_samples`), scored on every output's worst channel group
 (:func:`~..accuracy.verdict.evaluate`, the one verdict).
@@ -18,7 +18,7 @@ import onnx
 
 from ..common.errors import UserError
 from ..model.onnx_graph import WEIGHTED_OPS
-from ..qdq.graph_patterns import node_label
+from ..model.graph_patterns import node_label
 from ..qdq.options import QdqOptions
 from ..accuracy.target import Target
 from ..accuracy.verdict import evaluate
@@ -71,7 +71,7 @@ class Evaluator:
     #: The Dask workers that answer the questions (:class:`~.remote_eval.RemoteScores`), or None: this process.
     remote: Any = field(default=None, repr=False, compare=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self._labels = {node_label(n): n for n in self.proto.graph.node}
         self._rank = (self.feeds, self.reference, self.target)
         self._rank_is_all = True
@@ -87,7 +87,7 @@ class Evaluator:
     @property
     def metric_reference(self) -> Optional[float]:
         """FP32's own score by the metric, or None."""
-        return self.target.metric_reference if self.metric is not None else None
+        return self.target.metric_reference if self.target is not None and self.metric is not None else None
 
     def set_rank_data(self, feeds, reference, target: Optional[Target] = None) -> None:
         """The (smaller) held-back subset that ranking runs on, with the target bound to it."""
@@ -133,7 +133,7 @@ class Evaluator:
         feeds, reference, target = self._rank if rank else (self.feeds, self.reference, self.target)
         out = self.run(model, feeds)
         self.runs += 1
-        return evaluate(out, reference, target).accuracy
+        return evaluate(out, reference, target).scored
 
     def run(self, model, feeds) -> Dict[str, np.ndarray]:
         """``model``'s outputs on ``feeds`` (samples), batch first."""

@@ -69,6 +69,7 @@ def export_plan(model, plan: Union[Plan, str, os.PathLike], out_path: Union[str,
                         "Export a candidate anyway by its index (candidate=N, `plan export --candidate N`), keep the "
                         "nodes that break the float part in FP32 (--keep-fp32), or plan again with another target.")
     idx = plan.recommended if candidate is None else _index(candidate)
+    assert idx is not None, "refused above"
     if not 0 <= idx < len(plan.candidates):
         raise UserError(f"The plan has no candidate {idx}.", f"It has {len(plan.candidates)}.",
                         "Give an index from the plan's table (0 is FP16).")
@@ -82,7 +83,7 @@ def export_plan(model, plan: Union[Plan, str, os.PathLike], out_path: Union[str,
         return None
     # The candidate is its node set: its layers in INT8, every other weighted layer kept float by the plan.
     spec = QdqSpec(amax, opts, nodes=frozenset(cand.quantized), source=f"the ranges of {source}, candidate {idx}",
-                   choices=dict(cand.choices), zero=plan.ranges.zero)
+                   choices=dict(cand.choices), zero=frozenset(plan.ranges.zero))
     result = build_qdq(loaded.proto, spec)
     if out_path is not None:
         from ..common.write_rule import refuse_inputs

@@ -74,7 +74,7 @@ def _object(v) -> bool:
 
 
 class _Checker:
-    def __init__(self, source: str):
+    def __init__(self, source: str) -> None:
         self.source = source
 
     def fail(self, field: str, value: Any, should: str) -> PlanFileError:
@@ -303,7 +303,7 @@ def _measured(c: _Checker, m: Any) -> Tuple[Optional[PlanMeasurement], Optional[
         cached=c.value(m, "cached", _is_whole, "a whole number", 0, "measured."),
         shapes=shapes, settings=c.value(m, "settings", lambda v: isinstance(v, Mapping), "an object", {}, "measured."),
         pick=pick, export=export, implicit_cache=implicit_cache,
-        estimate_pick=c.value(m, "estimate_pick", _is_whole, "a whole number", 0, "measured."),
+        estimate_pick=c.value(m, "estimate_pick", _is_whole, "a whole number or null", None, "measured."),
         estimate_reason=c.value(m, "estimate_reason", _text, "text", "", "measured."),
         check=None if check is None else CheckSummary(int(check.get("samples", 0)), bool(check.get("judged")),
                                                       tuple(check.get("notes", ())))), None

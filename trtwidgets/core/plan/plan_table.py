@@ -116,7 +116,7 @@ def _implicit_row(plan) -> List[Tuple[str, Dict[str, str]]]:
     meets = row.engine.meets if row.engine is not None else None
     cells = {"name": "implicit INT8 (TensorRT calibrator)", "int8": "-", "float": "-", "cosine": "-", "snr": "-",
              "metric": "-", "est": "-", "meas": _num(row.vs_fp16, ".3f", 0), "spread": _num(row.spread_ms, ".4f", 0),
-             "engine": _engine(row).strip(), "target": {True: "meets", False: "misses"}.get(meets, "not judged")}
+             "engine": _engine(row).strip(), "target": "not judged" if meets is None else "meets" if meets else "misses"}
     return [("=>" if plan.measured.implicit_is_pick else "", cells)]
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from ..accuracy.target import Target
 from ..accuracy.verdict import Scores, Verdict, json_number
@@ -21,6 +21,16 @@ __all__ = ["PlanTarget", "PlanAccuracy", "EngineVerdict", "Candidate", "PlanRang
 PlanTarget = Target
 PlanAccuracy = Scores
 EngineVerdict = Verdict
+
+
+def finite_number(v: object) -> bool:
+    """True for an int or float that is finite."""
+    return isinstance(v, (int, float)) and math.isfinite(v)
+
+
+def positive_finite(v: object) -> bool:
+    """True for an int or float that is finite and above 0 (a time, a ratio)."""
+    return isinstance(v, (int, float)) and math.isfinite(v) and v > 0
 
 
 def ratio(num, den) -> float:
@@ -70,7 +80,7 @@ class Candidate:
     meets_target: bool
     choices: Tuple[Tuple[str, str], ...] = ()
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "choices", tuple(sorted((str(k), str(v)) for k, v in dict(self.choices).items())))
 
     @property
@@ -130,13 +140,13 @@ class PlanRanges:
     statistics: str = ""
     zero: Tuple[str, ...] = ()
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for name in ("amax", "overrides", "per_method", "methods_used"):
             object.__setattr__(self, name, readonly_mapping(getattr(self, name)))
         object.__setattr__(self, "zero", tuple(str(t) for t in self.zero))
 
     def to_dict(self) -> dict:
-        out = {"method": self.method, "per_method": {m: a.to_dict() for m, a in self.per_method.items()},
+        out: Dict[str, Any] = {"method": self.method, "per_method": {m: a.to_dict() for m, a in self.per_method.items()},
                "methods_used": dict(self.methods_used), "amax": {k: float(v) for k, v in self.amax.items()},
                "statistics": self.statistics, "percentile": self.percentile,
                "overrides": {k: float(v) for k, v in self.overrides.items()}}

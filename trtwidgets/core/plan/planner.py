@@ -351,7 +351,7 @@ def _where_int8_pays(proto: onnx.ModelProto, layers: Sequence[str], input_shapes
 def _supported(proto: onnx.ModelProto, latency, notes: List[str]):
     """The latency candidates are shown with: the cost model's estimate only where the zoo supports it."""
     from .estimate_support import EstimateSupport, SupportedLatency, attention_matmuls
-    from ..qdq.graph_patterns import node_label
+    from ..model.graph_patterns import node_label
 
     if latency.kind != "estimate":
         return latency

@@ -9,12 +9,12 @@ feature map (:func:`shared_reads`). See the rules in :mod:`.placement`.
 
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, Sequence
+from typing import Dict, List, Mapping, Sequence, Set
 
 import onnx
 
 from ..model.onnx_graph import GraphIndex
-from .graph_patterns import node_key, node_label
+from ..model.graph_patterns import node_key, node_label
 from .placement_records import QuantEdge
 
 __all__ = ["INT8_READERS", "conv_feature_map", "grouped_output_edges", "conv_output_reads", "shared_reads"]
@@ -39,7 +39,8 @@ def conv_feature_map(index: GraphIndex, tensor: str, depth: int = 12) -> bool:
     """
     if any(c.op_type in _CONVS for c in index.consumers.get(tensor, [])):
         return True
-    todo, seen = [tensor], set()
+    todo = [tensor]
+    seen: Set[str] = set()
     while todo and len(seen) < 64:
         t = todo.pop()
         prod = index.producer.get(t)

@@ -11,7 +11,7 @@ import onnx
 from ..common.errors import UserError
 from ..common.name_patterns import compile_pattern, match_time_limit
 from ..model.onnx_graph import WEIGHTED_OPS
-from .graph_patterns import node_label
+from ..model.graph_patterns import node_label
 
 __all__ = ["QdqExclusionError", "match_exclusions", "kept_float_by_plan", "KEPT_BY_PLAN"]
 
@@ -75,7 +75,7 @@ def match_exclusions(graph: onnx.GraphProto, exclude: Iterable[str] = (),
 def kept_float_by_plan(graph: onnx.GraphProto, nodes: AbstractSet[str]) -> Dict[int, str]:
     """Node index -> :data:`KEPT_BY_PLAN` for each weighted layer whose label is not in ``nodes``.
 
-    ``nodes`` are node labels (:func:`~.graph_patterns.node_label`: the name, or ``Op(output)``) of the
+    ``nodes`` are node labels (:func:`~..model.graph_patterns.node_label`: the name, or ``Op(output)``) of the
     weighted layers to run in INT8, as a plan's candidates hold them.
 
     Raises

@@ -18,7 +18,7 @@ layers to run in INT8 and the :class:`~.options.QdqOptions`). The export writes:
   (``max|W| / 448``), which is what TensorRT's FP8 kernels take. Weights may be initializers or
   ``Constant`` nodes (Paddle exports, like the demo model, use Constants).
 
-Placement (which tensors) is :mod:`.qdq_placement`. Details TensorRT needs:
+Placement (which tensors) is :mod:`.placement`. Details TensorRT needs:
 
 * opset >= 13 for per-channel ``axis`` (>= 19 for FP8): older models are
   upgraded with ``onnx.version_converter`` (the demo is opset 11);
@@ -27,7 +27,7 @@ Placement (which tensors) is :mod:`.qdq_placement`. Details TensorRT needs:
 * BatchNormalization is left alone: TensorRT folds it into the convolution.
 
 The result is checked with ``onnx.checker``. It is plain ``onnx.helper`` graph
-editing (see :mod:`.qdq_placement` for why no library).
+editing (see :mod:`.placement` for why no library).
 """
 
 from __future__ import annotations
@@ -172,8 +172,8 @@ def build_qdq(model, spec: QdqSpec) -> QdqExport:
             return _siblings_kept_float(model, spec, groups)
     proto, hp_report, float32_model = _checked(proto, hp, opts.keep_fp32, plan.patterns, unchecked, _memo(source))
     if hp_report is not None:
-        activations, weights = as_written(activations, weights, float32_model, proto, hp_report,
-                                          GraphIndex(source.graph).constant)
+        written = as_written(activations, weights, float32_model, proto, hp_report, GraphIndex(source.graph).constant)
+        activations, weights = list(written[0]), list(written[1])
     report = QdqReport(precision=opts.precision, opset_from=opset_from, opset_to=target, high_precision=hp_report,
                        activations=tuple(activations), weights=tuple(weights), skipped=tuple(writer.skipped),
                        patterns=plan.patterns, excluded=plan.excluded,
@@ -323,7 +323,7 @@ def save_qdq_model(model: Union[QdqExport, onnx.ModelProto], path: Union[str, os
     handed to ``on_check``.
     """
     export = model if isinstance(model, QdqExport) else None
-    proto = export.model if export is not None else model
+    proto = model.model if isinstance(model, QdqExport) else model
     path = user_path(path)
     if path.is_dir():
         raise QdqExportError(f"{path} is a directory.", "The output must be a file path.",
@@ -400,12 +400,13 @@ def export_qdq(model, calibration, out_path: Union[str, os.PathLike, None] = Non
 
         result = _held_back_checked(loaded, result, calibration, spec.options, held_back,
                                     check_target(target, metric))
-        if out_path is not None and result.check.failures:
+        failures = result.check.failures if result.check is not None else ()
+        if out_path is not None and failures:
             from .export_check import ExportCheckError
 
             raise ExportCheckError(
                 f"{os.fspath(out_path)} was not written: the export fails its check on the held-back samples "
-                f"({'; '.join(result.check.failures)}).",
+                f"({'; '.join(failures)}).",
                 result.advice.summary(cli=False) if result.advice is not None else
                 "The Q/DQ model would lose more accuracy than the check allows.",
                 "Apply the changes named above (options.exclude, cal.with_override), export again, or plan the "

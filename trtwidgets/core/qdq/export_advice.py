@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import onnx
@@ -265,9 +265,9 @@ def _exclusion_of(node: onnx.NodeProto) -> str:
 
 
 def advise_export(model, export, calibration, feeds: Sequence[Mapping[str, np.ndarray]],
-                  check: Callable[[object], Tuple[bool, str]], build: Callable[[object, object], object],
+                  check: Callable[[Any], Tuple[bool, str, float]], build: Callable[[Any, Any], Any],
                   options: Optional[QdqOptions] = None, progress: Optional[Callable[[str], None]] = None,
-                  float_check: Optional[Callable[..., object]] = None) -> ExportAdvice:
+                  float_check: Optional[Callable[..., Any]] = None) -> ExportAdvice:
     """Name the tensors that make ``export`` fail ``check``, say what to do, and verify it.
 
     Parameters
@@ -402,7 +402,7 @@ def _ranked(acts, errors, candidates, sources) -> List[TensorAdvice]:
             continue
         cur = per["exported"]
         alts = {m: db for m, db in per.items() if m != "exported"}
-        best = min(alts, key=alts.get) if alts else ""
+        best = min(alts, key=lambda m: alts[m]) if alts else ""
         better = best if best and alts[best] <= cur - BETTER_DB else ""
         out.append(TensorAdvice(tensor, tuple(a.consumers), cur, sources.get(tensor, "given"), a.amax, better,
                                 candidates[tensor][better] if better else math.nan,

@@ -11,12 +11,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 import onnx
 
-from .graph_patterns import PatternMatch
+from ..model.graph_patterns import PatternMatch
 from .float_part_report import HighPrecisionReport
 from .placement import Skip
 
@@ -133,7 +133,7 @@ class QuantizedWeight:
 
 @dataclass(frozen=True)
 class QdqReport:
-    """What :func:`build_qdq` quantized, what it left in high precision, and why.
+    """What :func:`~.export.build_qdq` quantized, what it left in high precision, and why.
 
     Attributes
     ----------
@@ -281,9 +281,9 @@ class QdqExport:
     #: The same Q/DQ model with its float part in FP32 (None when the float part is FP32): the check's reference.
     float32_model: Optional[onnx.ModelProto] = field(default=None, repr=False, compare=False)
     #: Its check on held-back samples (a :class:`~.validate.QdqValidation`; None when none were given).
-    check: Optional[object] = field(default=None, repr=False, compare=False)
+    check: Optional[Any] = field(default=None, repr=False, compare=False)
     #: When that check failed on accuracy: the tensors to change and how (an :class:`~.export_advice.ExportAdvice`).
-    advice: Optional[object] = field(default=None, repr=False, compare=False)
+    advice: Optional[Any] = field(default=None, repr=False, compare=False)
 
     def weight_scales(self, tensor: str) -> np.ndarray:
         """The scales of weight ``tensor`` as :attr:`model` holds them (widened to float32).

@@ -115,7 +115,7 @@ def float_part_model(model, dtype: str = "fp16", keep_fp32: Sequence[str] = ()) 
     return storage_emulation(converted)[0]
 
 
-def _judge(model, dtype: str, keep: Sequence[str], reference: Reference, target: Target) -> Verdict:
+def _judge(model, dtype: str, keep: Sequence[str], reference: Reference, target: Optional[Target]) -> Verdict:
     # As written: ORT's cast propagation would move the emulation's roundings (and an FP32 Add's epsilon with them).
     return evaluate(reference.run(float_part_model(model, dtype, keep), optimization="disable"), reference, target)
 
@@ -260,7 +260,7 @@ def _candidates(seeds: Sequence[str], near, upstream: Sequence[str], keep: Seque
             yield island
 
 
-def check_float_part(model, reference: Reference, target: Target, dtype: str = "fp16",
+def check_float_part(model, reference: Reference, target: Optional[Target], dtype: str = "fp16",
                      keep_fp32: Sequence[str] = (), find_island: bool = True) -> FloatPartCheck:
     """Judge the float part in ``dtype`` on the held-back samples and, when it fails, find its FP32 island.
 

@@ -9,12 +9,12 @@ can live in a convolution's epilogue.
 from __future__ import annotations
 
 from collections import deque
-from typing import Dict, Optional, Sequence, Set
+from typing import Dict, Mapping, Optional, Sequence, Set
 
 import onnx
 
 from ..model.onnx_graph import GraphIndex
-from .graph_patterns import node_key, nonconst_inputs, single_consumer
+from ..model.graph_patterns import node_key, nonconst_inputs, single_consumer
 
 # Ops TensorRT fuses into a convolution's epilogue ahead of an elementwise add.
 _FUSIBLE_EPILOGUE = ("BatchNormalization", "Relu", "LeakyRelu", "PRelu", "Clip")
@@ -22,7 +22,7 @@ _FUSIBLE_EPILOGUE = ("BatchNormalization", "Relu", "LeakyRelu", "PRelu", "Clip")
 # missing here only makes rule 6 keep a grouped conv float, never quantize a broken one.
 _EPILOGUE_OPS = ("BatchNormalization", "Relu", "Clip", "LeakyRelu", "PRelu", "Sigmoid", "HardSigmoid", "HardSwish")
 
-def fused_conv(index: GraphIndex, tensor: str, excluded: Dict[int, str], pos: Dict[tuple, int]
+def fused_conv(index: GraphIndex, tensor: str, excluded: Mapping[int, str], pos: Mapping[tuple, int]
                 ) -> Optional[onnx.NodeProto]:
     """The Conv whose output reaches ``tensor`` through fusible epilogue ops only, and nothing else."""
     if len(index.consumers.get(tensor, [])) != 1:
@@ -106,9 +106,10 @@ def _gated_join(index: GraphIndex, tensor: str, cons: Sequence[onnx.NodeProto]) 
                 break
             if node.output[0] == other:
                 return join
-            node = single_consumer(index, node.output[0], _EPILOGUE_OPS + ("Add", "Sub", "Mul", "Div"))
-            if node is None:
+            nxt = single_consumer(index, node.output[0], _EPILOGUE_OPS + ("Add", "Sub", "Mul", "Div"))
+            if nxt is None:
                 break
+            node = nxt
     return None
 
 

@@ -16,7 +16,7 @@ import numpy as np
 __all__ = ["HeldBackCheck", "held_back_feeds"]
 
 
-def held_back_feeds(model, data: Any, samples: Optional[int] = None) -> List[Mapping[str, np.ndarray]]:
+def held_back_feeds(model, data: Any, samples: Optional[int] = None) -> Sequence[Mapping[str, np.ndarray]]:
     """The held-back samples ``data`` names: a folder of samples (each input cut along its own batch axis, as
     calibration reads them), ``"demo"`` (the held-back part of the demo's labelled set: text lines the bundled
     model reads, never calibrated on) or a sequence of feeds."""
@@ -53,7 +53,7 @@ class HeldBackCheck:
     """
 
     def __init__(self, model, feeds: Sequence[Mapping[str, np.ndarray]], target=None, labels=None,
-                 shown_metric=None, trt_version: Optional[str] = None, precision: str = "int8"):
+                 shown_metric=None, trt_version: Optional[str] = None, precision: str = "int8") -> None:
         from ..accuracy.reference import Reference
         from .validate import check_target
 

@@ -41,7 +41,7 @@ class Cosine:
 
     __slots__ = ("dot", "aa", "bb", "finite", "n", "moved", "far")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.dot = self.aa = self.bb = 0.0
         self.finite, self.n, self.moved, self.far = True, 0, 0, 0
 

@@ -58,6 +58,8 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..common.errors import UserError
+from ..model.graph_patterns import node_label
+from ..model.onnx_graph import subgraph_reads
 from ..model.type_constraints import float_tensors, low_precision_blockers
 from .float_part_report import HighPrecisionReport, QdqValue
 from .fp16_weight_scales import stored_weight_dqs, weight_scale_fp16
@@ -115,10 +117,6 @@ def preferred_opset(dtype: str, trt_version=None) -> int:
     return want if limit >= want else MIN_OPSET
 
 
-def _label(node: onnx.NodeProto) -> str:
-    return node.name or f"{node.op_type}({node.output[0] if node.output else ''})"
-
-
 def _to_dtype(arr: np.ndarray, dtype: str, name: str, clamped: List[str], scale: bool = False) -> onnx.TensorProto:
     a = np.asarray(arr, np.float32)
     if scale and dtype == "fp16" and np.any((a > 0) & (a < _FP16_MIN_NORMAL)):
@@ -154,7 +152,7 @@ def _fp32_nodes(graph: onnx.GraphProto, patterns, keep_fp32: Iterable[str]) -> D
     # Patterns are matched by node label: their indices refer to the graph before Q/DQ went in.
     ln_labels = {lab for p in patterns if p.kind == "layernorm" for lab in p.node_labels}
     for i, n in enumerate(graph.node):
-        if _label(n) in ln_labels and n.op_type in _LAYERNORM_FP32:
+        if node_label(n) in ln_labels and n.op_type in _LAYERNORM_FP32:
             keep.setdefault(i, "LayerNorm variance: x**2 overflows FP16 above 256, the mean loses precision")
     return keep
 
@@ -209,7 +207,7 @@ def convert_float_part(proto: onnx.ModelProto, dtype: str = "fp16", *, keep_fp32
     graph = proto.graph
     _normalize_batchnorms(graph)
     new_type = HIGH_PRECISIONS[dtype]
-    subgraph = {t: "read inside an If/Loop/Scan body, which keeps its own types" for t in _subgraph_reads(graph.node)}
+    subgraph = {t: "read inside an If/Loop/Scan body, which keeps its own types" for t in subgraph_reads(graph.node)}
     floats = float_tensors(proto, memo)
     blockers = low_precision_blockers(proto, new_type, subgraph, floats)
     keep = dict(blockers.kept_nodes)
@@ -227,7 +225,7 @@ def convert_float_part(proto: onnx.ModelProto, dtype: str = "fp16", *, keep_fp32
     del graph.node[:]
     graph.node.extend(_toposort(rewrite.nodes, {v.name for v in graph.input} | {t.name for t in graph.initializer}))
     del graph.value_info[:]  # stale FP32 types; TensorRT and ORT infer them again
-    kept_rows = tuple((_label(graph_node), keep[i]) for i, graph_node in rewrite.kept_math())
+    kept_rows = tuple((node_label(graph_node), keep[i]) for i, graph_node in rewrite.kept_math())
     n_nodes = len(graph.node)
     kept_rows += tuple(fp32_concat_quantizers(graph))  # so that ONNX Runtime's default session loads it
     report = HighPrecisionReport(dtype=dtype, converted_initializers=rewrite.converted, kept_fp32=kept_rows,
@@ -240,7 +238,7 @@ class _Rewrite:
     """The conversion's bookkeeping: which tensors are low precision, which Casts exist."""
 
     def __init__(self, graph: onnx.GraphProto, dtype: str, keep: Dict[int, str], high_reads: Set[Tuple[int, int]],
-                 floats: Set[str], memo: Optional[dict] = None):
+                 floats: Set[str], memo: Optional[dict] = None) -> None:
         self.graph, self.dtype, self.keep, self.high_reads = graph, dtype, keep, high_reads
         self.memo = memo if memo is not None and "source_initializers" in memo else None
         self.new_type = HIGH_PRECISIONS[dtype]
@@ -280,8 +278,8 @@ class _Rewrite:
             arr = numpy_helper.to_array(t)
             if t.name in weight_dqs and t.name not in read_high:
                 data, axis, requantize = weight_dqs[t.name]
-                q0 = numpy_helper.to_array(stored[data]) if requantize else None
-                q, s16 = weight_scale_fp16(q0 if requantize else np.zeros(0, np.int8), arr, axis, t.name,
+                q0 = numpy_helper.to_array(stored[data]) if requantize else np.zeros(0, np.int8)
+                q, s16 = weight_scale_fp16(q0, arr, axis, t.name,
                                             self.clamped, requantize)
                 if requantize and q is not q0:
                     stored[data].CopyFrom(numpy_helper.from_array(q, data))
@@ -377,7 +375,7 @@ class _Rewrite:
                 continue
             for k in ((1, 0) if n.op_type == "DequantizeLinear" else (1,)):
                 if k < len(n.input) and n.input[k] in self.rewritten:
-                    out.append(QdqValue(i, _label(n), k, n.input[k]))
+                    out.append(QdqValue(i, node_label(n), k, n.input[k]))
         return tuple(out)
 
     def restore_outputs(self) -> None:
@@ -398,15 +396,6 @@ class _Rewrite:
             self.casts += 1
 
 
-def _subgraph_reads(nodes) -> Set[str]:
-    """Names read inside If/Loop/Scan bodies (outer-scope values keep their FP32 type)."""
-    read: Set[str] = set()
-    for node in nodes:
-        for attr in node.attribute:
-            for g in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
-                read.update(i for n in g.node for i in n.input)
-                read.update(_subgraph_reads(g.node))
-    return read
 
 
 def _normalize_batchnorms(graph: onnx.GraphProto) -> None:

@@ -28,7 +28,7 @@ from onnx import helper, numpy_helper
 __all__ = ["LOW_TYPES", "NotEmulable", "fresh_name", "storage_emulation", "tensor_types"]
 
 #: Float types a float part may be written in, below FP32.
-LOW_TYPES = {onnx.TensorProto.FLOAT16: "FP16", onnx.TensorProto.BFLOAT16: "BF16"}
+LOW_TYPES: Dict[int, str] = {onnx.TensorProto.FLOAT16: "FP16", onnx.TensorProto.BFLOAT16: "BF16"}
 _FLOAT = onnx.TensorProto.FLOAT
 _SUBGRAPH = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 

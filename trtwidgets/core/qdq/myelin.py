@@ -38,7 +38,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Union
 import onnx
 
 from ..model.onnx_graph import WEIGHTED_OPS
-from .graph_patterns import node_label
+from ..model.graph_patterns import node_label
 
 __all__ = ["myelin_matmuls", "myelin_target", "recurrent_myelin_layers", "MYELIN_QDQ_SLOWDOWN", "MYELIN_REASON",
            "MYELIN_RECURRENT_REASON", "RECURRENT_OPS"]
@@ -137,7 +137,7 @@ def _completed_ranks(proto: onnx.ModelProto, rounds: int = 4) -> Dict[str, int]:
         hinted = 0
         for n in work.graph.node:
             out = n.output[0] if n.output else ""
-            elem = types.get(n.input[0]).elem_type if n.input and n.input[0] in types else 0
+            elem = types[n.input[0]].elem_type if n.input and n.input[0] in types else 0
             if n.op_type != "Reshape" or out in ranks or n.input[1] not in length or not elem:
                 continue
             for v in [v for v in work.graph.value_info if v.name == out]:  # an exporter's entry without a shape

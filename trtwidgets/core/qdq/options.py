@@ -164,7 +164,7 @@ def resolve_high_precision(high_precision: str, trt_version: Optional[str] = Non
         if trt_version is None:
             from ..model.trt_version import DEFAULT_TARGET, installed_trt_version
 
-            trt_version = installed_trt_version() or DEFAULT_TARGET
+            trt_version = str(installed_trt_version() or DEFAULT_TARGET)
         return default_high_precision(trt_version)
     if high_precision not in HIGH_PRECISIONS:
         raise QdqExportError(f"Unknown high-precision dtype {high_precision!r}.",

@@ -35,7 +35,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .graph_patterns import node_label
+from ..model.graph_patterns import node_label
 from .low_precision_storage import fresh_name
 
 __all__ = ["ORT_CONCAT_REASON", "fp32_concat_quantizers"]
@@ -74,9 +74,10 @@ def _fused_concats(graph: onnx.GraphProto, values: Dict[str, onnx.TensorProto]) 
     for n in graph.node:
         if n.op_type != "Concat" or n.output[0] in outputs:
             continue
-        dqs = [made_by.get(x) for x in n.input if x]
+        read = [x for x in n.input if x]
+        dqs = [d for x in read if (d := made_by.get(x)) is not None]
         qs = readers.get(n.output[0], [])
-        if dqs and qs and all(d is not None and d.op_type == "DequantizeLinear" for d in dqs) \
+        if dqs and qs and len(dqs) == len(read) and all(d.op_type == "DequantizeLinear" for d in dqs) \
                 and all(q.op_type == "QuantizeLinear" for q in qs) and any(map(low_scale, dqs + qs)):
             out[n.output[0]] = qs
     return out

@@ -2,7 +2,7 @@
 
 TensorRT builds an explicitly quantized network exactly as the Q/DQ nodes say,
 so *where* they sit decides which layers run in INT8 (or FP8) and which fusions
-stay possible. This module decides placement only; :mod:`.qdq_export` writes the
+stay possible. This module decides placement only; :mod:`.export` writes the
 nodes. The rules follow NVIDIA's "Q/DQ layer-placement recommendations" (TensorRT
 developer guide) as implemented by TensorRT Model Optimizer (``modelopt.onnx``)
 and pytorch-quantization:
@@ -55,7 +55,7 @@ and pytorch-quantization:
    squeeze-excite depthwise convolutions quantized, 0.993 with them float); on an
    H100 a depthwise conv + BN + decomposed HardSwish ran so, in FP32
    (``tests/gpu/test_qdq_blocks.py``). Whether INT8 would pay there at all is
-   the planner's question (:mod:`.planner`), not this rule's.
+   the planner's question (:mod:`..plan.planner`), not this rule's.
    ``keep_float_output_grouped_convs=False`` turns the rule off.
 7. **User exclusions** keep nodes in high precision: by node name, by output
    tensor name, by regular expression (``re.fullmatch``) over either, or by op
@@ -132,7 +132,7 @@ from ..model.onnx_graph import WEIGHTED_OPS, GraphIndex, attribute
 from .dense_regions import POOL_OPS, conv_output_reads, grouped_output_edges, shared_reads
 from .exclusions import QdqExclusionError, kept_float_by_plan, match_exclusions
 from .fusions import epilogue_end
-from .graph_patterns import (PROTECTED_OPS, PatternMatch, ConstIndex, node_key,
+from ..model.graph_patterns import (PROTECTED_OPS, PatternMatch, ConstIndex, node_key,
                              find_protected_patterns, node_label)
 from .myelin import recurrent_myelin_layers
 from .placement_records import QdqPlan, QuantEdge, Skip, WeightSite
@@ -343,9 +343,9 @@ def _family_rules(graph, index, pos, edges, weights, skipped, patterns, excluded
     return edges, weights, skipped, shared
 
 
-def _by_rule(rule: int, *args) -> Skip:
+def _by_rule(rule: int, node_label: str, op_type: str, reason: str, tensor: str = "") -> Skip:
     """A :class:`Skip` that names the rule (the module docstring's number) that made it."""
-    return Skip(*args, rule=rule)
+    return Skip(node_label, op_type, reason, tensor, rule=rule)
 
 
 def _grouped_reason(readers: Sequence[str]) -> str:
@@ -357,7 +357,7 @@ def _grouped_reason(readers: Sequence[str]) -> str:
             "keep_float_output_grouped_convs=False quantizes it anyway")
 
 
-def _place(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], excluded: Dict[int, str],
+def _place(graph: onnx.GraphProto, index: ConstIndex, pos: Dict[tuple, int], excluded: Dict[int, str],
            internal: Dict[str, str], protected_nodes: Set[int], shapes: Mapping[str, Tuple[Optional[int], ...]],
            skip_matrix_vector: bool, keep_float: Mapping[int, str], myelin_float: Mapping[int, str],
            choices: Mapping[int, str]):
@@ -388,7 +388,7 @@ def _place(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], exc
     return edges, weights, skipped, fused_adds, float_readers
 
 
-def _place_weighted(graph: onnx.GraphProto, index: GraphIndex, excluded: Dict[int, str], internal: Dict[str, str],
+def _place_weighted(graph: onnx.GraphProto, index: ConstIndex, excluded: Dict[int, str], internal: Dict[str, str],
                     shapes: Mapping[str, Tuple[Optional[int], ...]], skip_matrix_vector: bool,
                     keep_float: Mapping[int, str], myelin_float: Mapping[int, str],
                     edge: Callable[[int, int, str], bool], weights: List[WeightSite], skipped: List[Skip]) -> None:

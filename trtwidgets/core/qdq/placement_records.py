@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import math
 from typing import Mapping, Optional, Tuple
 
-from .graph_patterns import PatternMatch
+from ..model.graph_patterns import PatternMatch
 
 __all__ = ["QuantEdge", "WeightSite", "Skip", "QdqPlan"]
 
@@ -82,7 +82,7 @@ class Skip:
 
 @dataclass(frozen=True)
 class QdqPlan:
-    """Where Q/DQ go in one model: the result of :func:`plan_qdq`.
+    """Where Q/DQ go in one model: the result of :func:`~.placement.plan_qdq`.
 
     Node indices refer to the ``graph.node`` list of the model the plan was made for.
     """

@@ -9,21 +9,21 @@ and rebuilds the node list in topological order. Kept apart from the export's fl
 
 from __future__ import annotations
 
-import math
-from typing import AbstractSet, Dict, Iterable, List, Mapping, Optional, Set, Tuple
+from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Set, Tuple
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from ..calibration.amax_values import amax_problem
 from ..calibration.fake_quant import activation_scale
-from ..model.onnx_graph import GraphIndex, attribute
+from ..model.onnx_graph import GraphIndex, attribute, subgraph_reads
 from .export_report import QuantizedTensor, QuantizedWeight
 from .myelin import myelin_matmuls
 from .placement import QdqPlan, Skip, node_label
 from .weights import quantize_weight, weight_tensor
 
-__all__ = ["Names", "QdqWriter", "ZERO_RANGE", "amax_problem"]
+__all__ = ["Names", "QdqWriter", "ZERO_RANGE"]
 
 #: Why a tensor that was zero on every calibration sample stays float: it has no range, and that is the data's doing.
 ZERO_RANGE = ("zero on every calibration sample: no range can be computed (keep it float, or calibrate on data that "
@@ -31,7 +31,7 @@ ZERO_RANGE = ("zero on every calibration sample: no range can be computed (keep 
 
 
 class Names:
-    def __init__(self, graph: onnx.GraphProto):
+    def __init__(self, graph: onnx.GraphProto) -> None:
         used = {n.name for n in graph.node} | {t.name for t in graph.initializer}
         for n in graph.node:
             used.update(n.input)
@@ -49,10 +49,11 @@ class Names:
         return name
 
 
-def amax_problem(value) -> Optional[str]:
+def _range_problem(value) -> Optional[str]:
+    """Why an activation's amax makes no scale (None when it does): missing, or not a finite positive value."""
     if value is None:
         return "no range for this tensor (not in the statistics)"
-    if not math.isfinite(float(value)) or float(value) <= 0:
+    if amax_problem(value) or float(value) <= 0:
         return f"its amax is {value} (needs a finite positive value)"
     return None
 
@@ -60,7 +61,7 @@ def amax_problem(value) -> Optional[str]:
 class QdqWriter:
     """The graph edits of one export: new Q/DQ nodes and initializers, collected, then written in order."""
 
-    def __init__(self, proto: onnx.ModelProto, precision: str, memo: Optional[dict] = None):
+    def __init__(self, proto: onnx.ModelProto, precision: str, memo: Optional[dict] = None) -> None:
         self.proto = proto
         # Across exports of one source (:func:`~.export.unchecked_exports`): what depends on the source's
         # graph and weights only (a weight's integers and scales, Myelin's MatMuls), computed once.
@@ -96,12 +97,13 @@ class QdqWriter:
         for tensor in plan.activation_tensors:
             edges = plan.edges_of(tensor)
             value = plan.amax_for(tensor, amax)
-            reason = amax_problem(value)
+            reason = _range_problem(value)
             if reason and tensor in zero:
                 reason = ZERO_RANGE
             if reason:
                 self.skipped.extend(Skip(e.node_label, e.op_type, reason, tensor) for e in edges)
                 continue
+            assert value is not None, "_range_problem names a missing range"
             value = float(value)
             scale = activation_scale(value, self.precision)
             s_name = names(f"{tensor}_scale")
@@ -189,10 +191,10 @@ class QdqWriter:
     def _quantized_weight(self, tensor: str, axis: Optional[int]) -> Tuple[np.ndarray, np.ndarray, float]:
         """:func:`.weights.quantize_weight` of a weight, from the memo when an export of the source had it."""
         if self.memo is None:
-            return quantize_weight(self.index.constant(tensor), axis, self.precision)
+            return quantize_weight(self.index.constant_value(tensor), axis, self.precision)
         key = ("weight", tensor, axis, self.precision, tuple((o.domain, o.version) for o in self.proto.opset_import))
         if key not in self.memo:
-            self.memo[key] = quantize_weight(self.index.constant(tensor), axis, self.precision)
+            self.memo[key] = quantize_weight(self.index.constant_value(tensor), axis, self.precision)
         return self.memo[key]
 
     def _weight_dq(self, w, axis: Optional[int], float_grid: bool) -> Tuple[str, QuantizedWeight]:
@@ -203,7 +205,7 @@ class QdqWriter:
         self.new_inits.append(numpy_helper.from_array(scale, s_name))
         zp = self.zero_point(w.tensor, scale.shape)
         dq_out = names(f"{w.tensor}_dequantized")
-        attrs = {"axis": axis} if axis is not None else {}
+        attrs: Dict[str, Any] = {"axis": axis} if axis is not None else {}
         if float_grid and precision == "int8":
             # TensorRT 8.6's Myelin (transformer MatMuls) asserts on INT8 weight constants
             # ("convertMyelinWeightsToFp32 ... weights.type() != kINT8": MiniLM on an H100; PaddleOCR's
@@ -236,7 +238,7 @@ class QdqWriter:
         if node.op_type in ("Conv", "ConvTranspose") and attribute(node, "kernel_shape") is None:
             # TensorRT 8.6 cannot infer the kernel from a DequantizeLinear output.
             dims = list(self.index.initializers[w.tensor].dims) if w.tensor in self.index.initializers \
-                else list(self.index.constant(w.tensor).shape)
+                else list(self.index.constant_value(w.tensor).shape)
             node.attribute.append(helper.make_attribute("kernel_shape", dims[2:]))
 
     def finish(self) -> None:
@@ -244,16 +246,6 @@ class QdqWriter:
         _rebuild(self.graph, self.prefix, self.after, self.new_inits)
 
 
-def _subgraph_reads(nodes: Iterable[onnx.NodeProto]) -> set:
-    """Names read inside If/Loop/Scan bodies (outer-scope values they use must survive)."""
-    read: set = set()
-    for node in nodes:
-        for attr in node.attribute:
-            graphs = list(attr.graphs) + ([attr.g] if attr.HasField("g") else [])
-            for g in graphs:
-                read.update(i for n in g.node for i in n.input)
-                read.update(_subgraph_reads(g.node))
-    return read
 
 
 def _rebuild(graph: onnx.GraphProto, prefix: List[onnx.NodeProto], after: Dict[int, List[onnx.NodeProto]],
@@ -265,7 +257,7 @@ def _rebuild(graph: onnx.GraphProto, prefix: List[onnx.NodeProto], after: Dict[i
         ordered.append(n)
         ordered.extend(after.get(i, []))
     graph.initializer.extend(new_inits)
-    read = {i for n in ordered for i in n.input} | {o.name for o in graph.output} | _subgraph_reads(ordered)
+    read = {i for n in ordered for i in n.input} | {o.name for o in graph.output} | subgraph_reads(ordered)
     keep = [n for n in ordered if n.op_type != "Constant" or any(o in read for o in n.output)]
     del graph.node[:]
     graph.node.extend(keep)

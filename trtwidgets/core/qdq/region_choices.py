@@ -26,7 +26,7 @@ import onnx
 from ..common.errors import UserError
 from ..model.onnx_graph import WEIGHTED_OPS
 from .exclusions import QdqExclusionError
-from .graph_patterns import node_label
+from ..model.graph_patterns import node_label
 
 __all__ = ["BOTH", "CHOICES", "FLOAT", "SHARED", "SKIP", "check_choices", "choice_nodes"]
 

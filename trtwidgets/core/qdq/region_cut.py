@@ -15,7 +15,7 @@ import onnx
 from onnx import helper
 
 from ..common.errors import UserError
-from .graph_patterns import node_label
+from ..model.graph_patterns import node_label
 
 __all__ = ["RegionCutError", "cut_region"]
 

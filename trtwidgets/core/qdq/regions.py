@@ -35,7 +35,7 @@ import onnx
 
 from ..model.onnx_graph import WEIGHTED_OPS, attribute
 from .fusions import epilogue_end, fused_conv, gated_branch
-from .graph_patterns import ConstIndex, node_key, node_label, nonconst_inputs
+from ..model.graph_patterns import ConstIndex, node_key, node_label, nonconst_inputs
 
 __all__ = ["KINDS", "MAX_REGION_NODES", "RegionInstance", "RegionPattern", "find_regions", "node_signature"]
 
@@ -151,7 +151,7 @@ def node_signature(node: onnx.NodeProto, index: ConstIndex) -> str:
 class _Canon:
     """The canonical form of one region: a sub-signature per node, then a numbering from the anchor back."""
 
-    def __init__(self, index: ConstIndex, members: Set[tuple], nodes: Mapping[tuple, onnx.NodeProto]):
+    def __init__(self, index: ConstIndex, members: Set[tuple], nodes: Mapping[tuple, onnx.NodeProto]) -> None:
         self.index, self.members, self.nodes = index, members, nodes
         self.sub: Dict[tuple, str] = {}
 
@@ -210,7 +210,7 @@ class _Canon:
 
 
 class _Finder:
-    def __init__(self, graph: onnx.GraphProto):
+    def __init__(self, graph: onnx.GraphProto) -> None:
         self.graph = graph
         self.index = ConstIndex(graph)
         self.by_key = {node_key(n): n for n in graph.node}

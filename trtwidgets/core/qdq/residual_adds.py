@@ -14,7 +14,7 @@ import onnx
 
 from ..model.onnx_graph import GraphIndex
 from .fusions import fused_conv, gated_branch, longer_branch
-from .graph_patterns import node_key, node_label
+from ..model.graph_patterns import node_key, node_label
 from .placement_records import QuantEdge, Skip
 from .region_choices import BOTH, FLOAT, SKIP
 
@@ -52,7 +52,8 @@ def fused_branch(index: GraphIndex, pos: Dict[tuple, int], node: onnx.NodeProto,
     if not any(convs):
         return None
     fused = longer_branch(index, a, b) if all(convs) else (0 if convs[0] is not None else 1)
-    return fused, convs[fused]
+    conv = convs[fused]
+    return (fused, conv) if conv is not None else None
 
 
 def place_residual_adds(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int], excluded: Dict[int, str],

@@ -17,7 +17,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from .float_part_report import HighPrecisionReport
-from .graph_patterns import node_label
+from ..model.graph_patterns import node_label
 
 __all__ = ["carrying_scales", "same_quantization"]
 

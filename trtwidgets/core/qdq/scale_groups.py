@@ -36,7 +36,7 @@ import onnx
 
 from ..model.onnx_graph import GraphIndex
 from .dense_regions import conv_feature_map
-from .graph_patterns import node_key, node_label
+from ..model.graph_patterns import node_key, node_label
 from .placement_records import QuantEdge, Skip, WeightSite
 
 __all__ = ["MOVEMENT_OPS", "scale_group_edges", "softmax_fed_layers_float"]
@@ -69,7 +69,7 @@ def _data_io(node: onnx.NodeProto) -> Tuple[List[int], List[str]]:
 class _Groups:
     """Union-find over tensor names."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.parent: Dict[str, str] = {}
 
     def find(self, t: str) -> str:

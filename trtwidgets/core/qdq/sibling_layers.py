@@ -30,7 +30,7 @@ from typing import Dict, List, Optional, Tuple
 import onnx
 
 from ..model.onnx_graph import attribute
-from .graph_patterns import node_label
+from ..model.graph_patterns import node_label
 
 __all__ = ["SiblingGroup", "float_output_siblings", "applies_to", "RULE_TEXT"]
 
@@ -67,7 +67,7 @@ def applies_to(trt_version: Optional[str]) -> bool:
 
 
 class _Graph:
-    def __init__(self, graph: onnx.GraphProto):
+    def __init__(self, graph: onnx.GraphProto) -> None:
         self.prod = {o: n for n in graph.node for o in n.output}
         self.cons: Dict[str, List[onnx.NodeProto]] = {}
         for n in graph.node:

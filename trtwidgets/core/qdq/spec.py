@@ -115,7 +115,8 @@ class QdqSpec:
         """The spec of a fitted Calibration: its exported amax (``cal.amax``, overrides included), its
         description (``cal.describe()``: method, percentile, overrides) and the tensors whose range clips many
         values (``cal.clipping_notes()``)."""
-        return cls(cal.amax, options if options is not None else QdqOptions(), nodes, source=cal.describe(),
+        return cls(cal.amax, options if options is not None else QdqOptions(), None if nodes is None else frozenset(nodes),
+                   source=cal.describe(),
                    clipping=cal.clipping_notes(), zero=cal.zero_tensors)
 
     def check_fits(self, model: onnx.ModelProto) -> "QdqSpec":

@@ -310,7 +310,7 @@ def validate_qdq(reference, qdq, data: Iterable[Mapping[str, np.ndarray]] = (), 
     labels : ndarray, optional
         The held-back samples' classes, for a ``"top1"`` metric.
     held_back : Reference, optional
-        FP32's outputs on the held-back samples, computed once (:class:`HeldBackCheck` checks several
+        FP32's outputs on the held-back samples, computed once (:class:`~.held_back_check.HeldBackCheck` checks several
         exports against one); ``reference`` and ``data`` are not run then.
     shown_metric : TaskMetric, optional
         A metric shown for both models beside the target, not judged (``export-qdq --labels`` alone).
@@ -331,7 +331,9 @@ def validate_qdq(reference, qdq, data: Iterable[Mapping[str, np.ndarray]] = (), 
     tops = [m.topk_agreement[1] for m in metrics.values() if 1 in m.topk_agreement]
     name, task_ref, task_q = "", None, None
     if bound.metric is not None:
-        name, task_ref, task_q = bound.metric_name, verdict.accuracy.metric_reference, verdict.accuracy.metric
+        scores = verdict.accuracy
+        name = bound.metric_name
+        task_ref, task_q = (scores.metric_reference, scores.metric) if scores is not None else (None, None)
     elif shown_metric is not None:
         name, task_ref, task_q = shown_metric.name, float(shown_metric(ref.outputs)), float(shown_metric(qdq_out))
     return QdqValidation(

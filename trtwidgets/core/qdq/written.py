@@ -10,7 +10,7 @@ what the file holds, and the export check reads it from there.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Dict, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 import onnx
@@ -22,7 +22,7 @@ from .float_part_report import HighPrecisionReport
 __all__ = ["as_written", "model_values"]
 
 _QDQ = ("QuantizeLinear", "DequantizeLinear")
-_TYPE_NAMES = {onnx.TensorProto.FLOAT: "fp32", onnx.TensorProto.FLOAT16: "fp16", onnx.TensorProto.BFLOAT16: "bf16"}
+_TYPE_NAMES: Dict[int, str] = {onnx.TensorProto.FLOAT: "fp32", onnx.TensorProto.FLOAT16: "fp16", onnx.TensorProto.BFLOAT16: "bf16"}
 
 
 def model_values(graph: onnx.GraphProto) -> Dict[str, onnx.TensorProto]:
@@ -81,7 +81,7 @@ def _weight(w: QuantizedWeight, scale_name: Optional[str], values_name: Optional
         return w
     s_old = numpy_helper.to_array(old[w.scale_name]).astype(np.float32)
     s_new = numpy_helper.to_array(new[scale_name]).astype(np.float32)
-    changes = dict(scale_name=scale_name, scale_type=_TYPE_NAMES.get(new[scale_name].data_type, "fp32"),
+    changes: Dict[str, Any] = dict(scale_name=scale_name, scale_type=_TYPE_NAMES.get(new[scale_name].data_type, "fp32"),
                    scale_min=float(s_new.min()) if s_new.size else float("nan"),
                    scale_max=float(s_new.max()) if s_new.size else float("nan"),
                    scales_rounded=int(np.count_nonzero(s_new != s_old)))

@@ -95,7 +95,9 @@ def data_range(declared: Sequence, seen: Sequence[Shape]) -> Optional[ShapeRange
     lo, opt, hi = [], [], []
     for i, d in enumerate(declared):
         if isinstance(d, int):
-            lo.append(d), opt.append(d), hi.append(d)
+            lo.append(d)
+            opt.append(d)
+            hi.append(d)
             continue
         values = [s[i] for s in seen]
         o = opt_shape[i]
@@ -107,7 +109,9 @@ def data_range(declared: Sequence, seen: Sequence[Shape]) -> Optional[ShapeRange
                 b = SINGLE_SAMPLE_MAX_BATCH
         else:
             a, b = (min(values), max(values)) if min(values) != max(values) else _around(o)
-        lo.append(a), opt.append(o), hi.append(b)
+        lo.append(a)
+        opt.append(o)
+        hi.append(b)
     return ShapeRange(tuple(lo), tuple(opt), tuple(hi))
 
 

@@ -16,7 +16,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ..common.errors import RecipeError
 from ..common.frozen import mapping_hash, readonly_mapping
@@ -57,7 +57,7 @@ class ShapeRange:
     opt: Shape
     max: Shape
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for key in ("min", "opt", "max"):
             object.__setattr__(self, key, _as_shape(getattr(self, key), f"The {key} shape"))
 
@@ -230,7 +230,7 @@ def profile_problems(profiles: Sequence[Profile], summary) -> List[str]:
     return problems
 
 
-def _observed(data_shapes: Optional[Mapping[str, object]]) -> Dict[str, List[Shape]]:
+def _observed(data_shapes: Optional[Mapping[str, Any]]) -> Dict[str, List[Shape]]:
     """Normalise ``{name: shape}`` or ``{name: [shape, ...]}`` to ``{name: [shape, ...]}``."""
     out: Dict[str, List[Shape]] = {}
     for name, value in (data_shapes or {}).items():
@@ -290,7 +290,9 @@ def default_profiles(summary, data_shapes: Optional[Mapping[str, object]] = None
         lo, opt, hi = [], [], []
         for i, declared in enumerate(t.shape):
             if isinstance(declared, int):
-                lo.append(declared), opt.append(declared), hi.append(declared)
+                lo.append(declared)
+                opt.append(declared)
+                hi.append(declared)
                 continue
             values = [s[i] for s in seen]
             o = opt_seen[i] if opt_seen else (1 if i == 0 else fallback_dim)
@@ -299,6 +301,8 @@ def default_profiles(summary, data_shapes: Optional[Mapping[str, object]] = None
                 # The batch dimension: accept single samples and the largest batch asked for.
                 a = 1
                 b = max(b, max_batch or 0, o)
-            lo.append(a), opt.append(o), hi.append(b)
+            lo.append(a)
+            opt.append(o)
+            hi.append(b)
         shapes[t.name] = ShapeRange(tuple(lo), tuple(opt), tuple(hi))
     return (Profile(shapes),)

@@ -355,7 +355,7 @@ def _beside(folder: Path, value: Optional[str]) -> Optional[str]:
 
 def _paths_beside(recipe: Recipe, folder: Path) -> Recipe:
     """``recipe`` with every relative path it names taken relative to ``folder`` (the recipe file's)."""
-    changes = {}
+    changes: Dict[str, Any] = {}
     if recipe.model_path and _beside(folder, recipe.model_path) != recipe.model_path:
         changes["model_path"] = _beside(folder, recipe.model_path)
     if recipe.timing_cache and _beside(folder, recipe.timing_cache) != recipe.timing_cache:

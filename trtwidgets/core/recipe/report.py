@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
 _STYLE = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1200px;color:#202124}
@@ -148,7 +148,7 @@ def ranges_section(ranges: Mapping[str, Mapping[str, Any]], method: str, stats=N
     rows = []
     for name, per in ranges.items():
         r = per.get(chosen.get(name, method))
-        row = {"tensor": name}
+        row: Dict[str, Any] = {"tensor": name}
         row.update({m: per[m].amax for m in methods if m in per})
         row["SQNR dB"] = None if r is None else r.sqnr_db
         row["clipped"] = None if r is None else f"{100 * r.clipped_fraction:.4f}%"

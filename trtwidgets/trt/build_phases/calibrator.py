@@ -105,6 +105,7 @@ def _trt_calibrator(state: BuildState):
         if first is None:
             raise CalibrationDataError("The calibration data yielded no batch.", fix="Give at least one sample.")
         feeds = itertools.chain([first], feeds)
+    assert state.staging is not None, "build.py sets the staging folder before any phase runs"
     state.cache_out = str(state.staging / CACHE_FILE)
     calibrator = make_calibrator(cal.kind, feeds, specs, state.trt, cache_out=state.cache_out, cache_in=cache_in,
                                  max_batches=state.max_calibration_batches,

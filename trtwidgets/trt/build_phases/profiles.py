@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from ..dtypes import nptype
 from .state import BuildState
@@ -38,7 +38,8 @@ def add_profiles(state: BuildState) -> None:
         state.profiles.append(p)
 
 
-def input_specs(state: BuildState) -> Dict[str, Tuple[Tuple[int, ...], object]]:
+def input_specs(state: BuildState) -> Dict[str, Tuple[Tuple[int, ...], Any]]:
+
     """Input name -> (shape, numpy dtype) of the network's inputs; a dynamic input at its calibration opt shape."""
     trt = state.trt
     opt = opt_shapes(state.recipe)

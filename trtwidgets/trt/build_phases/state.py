@@ -9,13 +9,17 @@ TensorRT refuses something.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple
 
 from ...core.common.errors import BuildError
 from .. import tensorrt
 from ..logger import LogCollector
 from ..progress import BuildProgress, LogPhaseParser, TqdmSink
 from .failure import build_failure
+
+if TYPE_CHECKING:
+    from ...core.model.load import LoadedModel
 
 
 class BuildState:
@@ -46,6 +50,25 @@ class BuildState:
         TensorRT cannot be imported.
     """
 
+    # Set by the phases, in order (TensorRT's objects are Any: its bindings carry no types).
+    model: LoadedModel
+    logger: Any
+    builder: Any
+    network: Any
+    parser: Any
+    config: Any
+    monitor: Any
+    profiles: List[Any]
+    timing_cache: Any
+    timing_cache_path: Optional[Path]
+    empty_timing_cache: bytes
+    layers: List[dict]
+    gpu_name: Optional[str]
+    cc: Optional[Tuple[int, int]]
+    build_seconds: float
+    plan: bytes
+    cache_out: str
+
     def __init__(self, recipe, progress, on_log, calibration_data, tactic_sources, cancel, verbose_log,
                  max_calibration_batches):
         self.trt = tensorrt()
@@ -59,7 +82,8 @@ class BuildState:
             sink = progress
         else:
             sink = None
-        self.sink = sink
+        self.sink: Any = sink  # TqdmSink, the caller's callable, or None
+
         self.progress = BuildProgress(sink, cancel)
         self.collector = LogCollector(on_line=on_log, keep="VERBOSE" if verbose_log else "INFO")
         if not hasattr(self.trt, "IProgressMonitor"):
@@ -70,7 +94,7 @@ class BuildState:
         self.dim_renames: tuple = ()
         self.cache_bytes_used: Optional[bytes] = None
         self.lint_findings: tuple = ()
-        self.staging = None
+        self.staging: Optional[Path] = None  # the build folder being written (build.py)
 
     def close(self) -> None:
         """Release TensorRT objects, each before the one it came from (config, parser, network, builder)."""

@@ -71,8 +71,9 @@ def attach_timing_cache(state: BuildState) -> None:
 
 def save_timing_cache(state: BuildState) -> None:
     """Write the timing cache back after the build (atomically), unless it has no entries."""
-    if state.timing_cache is None:
+    if state.timing_cache is None or state.timing_cache_path is None:
         return
+
     try:
         data = bytes(memoryview(state.timing_cache.serialize()))
         if not data or data == state.empty_timing_cache:

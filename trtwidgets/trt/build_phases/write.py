@@ -28,6 +28,7 @@ def write_build_dir(state: BuildState, final: Path, recipe, recipe_json: str, in
     """
     trt = state.trt
     st = state.staging
+    assert st is not None, "build.py sets the staging folder before any phase runs"
     (st / ENGINE_FILE).write_bytes(state.plan)
     (st / GRAPH_FILE).write_text(inspector_json, encoding="utf-8")
     (st / RECIPE_FILE).write_text(recipe_json + "\n", encoding="utf-8")

@@ -103,7 +103,7 @@ def why_not_int8(graph: EngineGraph, recipe: Any = None, calibration: Any = None
     calibration : CalibrationCache, path, mapping or iterable of str, optional
         The calibration cache the build used (implicit quantization).
     qdq_tensors : iterable of str, optional
-        Tensors with Q/DQ in the model (explicit quantization); see :func:`qdq_tensor_names`.
+        Tensors with Q/DQ in the model (explicit quantization); see :func:`~.inputs.qdq_tensor_names`.
     kept_float : optional
         What the Q/DQ export left in high precision on purpose: its ``Skip`` records, a plan or
         report with ``.skipped``, or node -> reason (see :func:`export_kept_float`).

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, FrozenSet, Iterable, Mapping, Optional, Tuple
+from typing import Any, FrozenSet, Iterable, Mapping, Optional, Set, Tuple
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ def qdq_tensor_names(model: Any) -> FrozenSet[str]:
     proto = getattr(model, "proto", model)
     if isinstance(proto, (str, os.PathLike)):
         proto = onnx.load(str(proto), load_external_data=False)
-    names = set()
+    names: Set[str] = set()
     for node in proto.graph.node:
         if node.op_type in ("QuantizeLinear", "DequantizeLinear"):
             # input 0 and output 0 carry data; inputs 1-2 are scale and zero point.

@@ -91,7 +91,7 @@ def _int8_not_enabled(layer: EngineLayer, ctx: ExplainContext, facts: LayerFacts
 def _precision_constraint(layer: EngineLayer, ctx: ExplainContext, facts: LayerFacts) -> Optional[Int8Reason]:
     view = ctx.view
     hit = _matching_override(layer, view) if view is not None else None
-    if hit is None or hit[1] == "int8":
+    if hit is None or view is None or hit[1] == "int8":
         return None
     pattern, prec, regex, cand = hit
     how = {"obey": "OBEY_PRECISION_CONSTRAINTS makes it binding",

@@ -48,7 +48,7 @@ class LintContext:
         GPU compute capability ``(major, minor)``; None when unknown.
     """
 
-    def __init__(self, model: LoadedModel, flags, trt, calibrator, profiles, cc):
+    def __init__(self, model: LoadedModel, flags, trt, calibrator, profiles, cc) -> None:
         self.model = model
         self.proto = model.proto
         self.summary: ModelSummary = model.summary
@@ -63,7 +63,7 @@ class LintContext:
                           if n.op_type in ("QuantizeLinear", "DequantizeLinear") and n.domain in STD_DOMAINS]
         self.qtypes = {node_name(n): self._qtype(n) for n in self.qdq_nodes}
 
-    def add(self, code, message, why="", fix="", nodes=(), severity=None):
+    def add(self, code, message, why="", fix="", nodes=(), severity=None) -> None:
         """Record a finding; ``severity`` defaults to the code's usual one in :data:`CODES`."""
         self.findings.append(Finding(code, severity or CODES[code][0], message, why, fix, tuple(nodes)))
 

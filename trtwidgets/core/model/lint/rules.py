@@ -13,7 +13,7 @@ produces the code (tests/core/model/test_lint.py checks that every code has one)
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import onnx
@@ -87,7 +87,10 @@ def check_opset(ctx: LintContext) -> None:
 
 def check_ops(ctx: LintContext) -> None:
     """Ops the parser cannot import: dynamic quantization, unsupported, too new, custom domains."""
-    dyn, unsupported, too_new, custom = {}, {}, {}, {}
+    dyn: Dict[str, List[str]] = {}
+    unsupported: Dict[str, List[str]] = {}
+    too_new: Dict[str, List[str]] = {}
+    custom: Dict[Tuple[str, str], List[str]] = {}
     for node in ctx.proto.graph.node:
         name = node_name(node)
         if node.domain in STD_DOMAINS or node.domain == "com.microsoft" and node.op_type in DYNAMIC_QUANT_OPS:
@@ -141,7 +144,7 @@ def check_qdq(ctx: LintContext) -> None:
     q = ctx.summary.qdq
     if not ctx.qdq_nodes:
         return
-    types = {}
+    types: Dict[str, List[str]] = {}
     for name, t in ctx.qtypes.items():
         types.setdefault(t, []).append(name)
     ctx.add("QDQ_MODEL", f"Explicitly quantized: {q.quantize} QuantizeLinear and {q.dequantize} DequantizeLinear "
@@ -175,17 +178,19 @@ def check_qdq(ctx: LintContext) -> None:
                 "Build in FP16/FP32 on this GPU, or use a newer one.", types["int8"])
 
 
-_LOW_SCALE_TYPES = {onnx.TensorProto.FLOAT16: "FP16", onnx.TensorProto.BFLOAT16: "BF16"}
+_LOW_SCALE_TYPES: Dict[Optional[int], str] = {onnx.TensorProto.FLOAT16: "FP16", onnx.TensorProto.BFLOAT16: "BF16"}
+
 
 
 def _check_scale_types(ctx: LintContext) -> None:
     """FP16/BF16 scales for a TensorRT whose parser reads FP32 scales only (its positivity check fails on them)."""
     if ctx.trt is None or ctx.trt >= LOW_PRECISION_SCALES_SINCE:
         return
-    low = {}
+    low: Dict[str, List[str]] = {}
     for node in ctx.qdq_nodes:
         scale = node.input[1] if len(node.input) > 1 else ""
         kind = _LOW_SCALE_TYPES.get(ctx.index.constant_dtype(scale)) if scale else None
+
         if kind:
             low.setdefault(kind, []).append(node_name(node))
     names = [n for v in low.values() for n in v]

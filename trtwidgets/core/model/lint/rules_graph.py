@@ -59,7 +59,8 @@ def find_cycle(graph: onnx.GraphProto) -> Optional[List[onnx.NodeProto]]:
     if not left:
         return None
     # Every node left has a predecessor left: walking back from any of them must come round to a node seen.
-    walk, seen = [], {}
+    walk: List[int] = []
+    seen: Dict[int, int] = {}
     i = min(left)
     while i not in seen:
         seen[i] = len(walk)

@@ -3,7 +3,7 @@
 * ``SCHEMA_KEEPS_TYPE`` (info, when some input is FP32 only): ops whose inputs the ONNX schemas type as FP32 only or as
   integers only (Range, Resize scales, TopK's K, Reshape / Expand / Tile / Slice parameters),
   and what the Q/DQ export does with them: an FP16/BF16 float part keeps those inputs and the
-  arithmetic computing them in FP32 (:mod:`.type_constraints`), integers are never converted.
+  arithmetic computing them in FP32 (:mod:`..type_constraints`), integers are never converted.
 * ``BATCH_PINNED_SHAPE``: a Reshape / Expand target constant whose first entry is a literal
   batch: TensorRT fails at any other batch ("reshape changes volume"). A warning where the
   input's batch is dynamic or a profile asks for another batch; info on a static-batch model
@@ -142,7 +142,7 @@ def check_batch_pinned_shapes(ctx: LintContext) -> None:
         batches = sorted({b for _, b in rows})
         when = ("the input's batch is dynamic or a profile asks for another batch" if severity == "warning" else
                 "a copy of this static model at another batch (plan --batch N, a re-exported static shape) does")
-        shown = ", ".join(f"{node_name(n)} {list(map(int, ctx.index.constant(n.input[1])))}" for n, _ in rows[:5])
+        shown = ", ".join(f"{node_name(n)} {list(map(int, ctx.index.constant_value(n.input[1])))}" for n, _ in rows[:5])
         ctx.add("BATCH_PINNED_SHAPE", f"{len(rows)} Reshape/Expand target(s) hold a literal batch of "
                 f"{', '.join(map(str, batches))} ({shown}{' ...' if len(rows) > 5 else ''}): TensorRT fails at any "
                 "other batch (\"reshape changes volume\"), and " + when + ".",

@@ -25,10 +25,11 @@ from typing import Any, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import onnx
 
+from ...accuracy.noise_db import json_float
 from ..plan_values import EngineVerdict, ratio
 
 __all__ = ["FP16", "INT8_IMPLICIT", "QDQ", "MeasuredRow", "Measurement", "candidate_index",
-           "json_float", "measurement_rows", "placement_key", "qdq_values_key", "read_float"]
+           "measurement_rows", "placement_key", "qdq_values_key", "read_float"]
 
 #: Measurement kinds: the FP16 baseline, TensorRT's implicit INT8 (picked only when its engine was judged on the
 #: held-back samples and met the target), Q/DQ candidates.
@@ -111,13 +112,8 @@ def qdq_values_key(model: onnx.ModelProto, length: int = 16) -> str:
     return h.hexdigest()[:length]
 
 
-def json_float(v: float):
-    """A float for plan.json's measurements: NaN and infinities as text (a round without a time stays a round)."""
-    return float(v) if math.isfinite(v) else ("nan" if math.isnan(v) else ("inf" if v > 0 else "-inf"))
-
-
 def read_float(v: Any) -> float:
-    """The inverse of :func:`json_float` (None, as older files wrote it, is NaN)."""
+    """The inverse of :func:`~...accuracy.noise_db.json_float` (None, as older files wrote it, is NaN)."""
     return float("nan") if v is None else float(v)
 
 
@@ -185,6 +181,11 @@ class Measurement:
     def judged(self) -> Optional[bool]:
         """The engine's own verdict on the held-back samples: True / False, None when not judged."""
         return self.accuracy.meets if self.accuracy is not None else None
+
+    @property
+    def accuracy_text(self) -> str:
+        """The engine's accuracy on the held-back samples, in words."""
+        return self.accuracy.text() if self.accuracy is not None else "not judged"
 
     def to_dict(self) -> dict:
         """The record for plan.json (estimate and measurement side by side)."""

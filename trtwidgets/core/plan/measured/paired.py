@@ -17,7 +17,8 @@ import math
 from dataclasses import dataclass
 from typing import Mapping
 
-from .measurement import Measurement, json_float, read_float
+from ...accuracy.noise_db import json_float
+from .measurement import Measurement, read_float
 
 __all__ = ["PAIRED_ALPHA", "PAIRED_MIN_ROUNDS", "PairedRounds", "paired_rounds"]
 

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ...common.errors import UserError
 from ..plan_values import ratio
-from .measurement import FP16, INT8_IMPLICIT, Measurement, json_float, read_float
+from ...accuracy.noise_db import json_float
+from .measurement import FP16, INT8_IMPLICIT, Measurement, read_float
 from .paired import PairedRounds, paired_rounds
 
 __all__ = ["MeasuredPick", "NONE", "known_estimates", "pick_measured"]
@@ -72,7 +73,7 @@ class MeasuredPick:
 
     def to_dict(self) -> dict:
         """For plan.json."""
-        out = {"name": self.name, "median_ms": json_float(self.median_ms), "fp16_ms": json_float(self.fp16_ms),
+        out: Dict[str, Any] = {"name": self.name, "median_ms": json_float(self.median_ms), "fp16_ms": json_float(self.fp16_ms),
                "noise_ms": json_float(self.noise_ms), "speedup": json_float(self.speedup), "reason": self.reason,
                "notes": list(self.notes), "candidate": self.candidate}
         if self.paired is not None:

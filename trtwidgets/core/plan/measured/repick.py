@@ -25,7 +25,7 @@ from typing import Callable, List, Mapping, Optional, Sequence, Union
 from ...common.errors import UserError
 from ..judge import Judge
 from ..plan_artifact import Plan
-from ..plan_values import Candidate, PlanAccuracy
+from ..plan_values import Candidate, PlanAccuracy, positive_finite
 from .measurement import FP16, INT8_IMPLICIT, QDQ, MeasuredRow, Measurement, candidate_index
 from .paired import paired_rounds
 from .pick import NONE, MeasuredPick, known_estimates, pick_measured
@@ -36,10 +36,6 @@ __all__ = ["MEASURE_TOP", "apply_measurements", "candidate_job_name", "finish_la
 
 #: Candidates built and timed besides FP16 and implicit INT8 (each a build of a few seconds to minutes).
 MEASURE_TOP = 3
-
-
-def _finite(v) -> bool:
-    return isinstance(v, (int, float)) and math.isfinite(v) and v > 0
 
 
 def measure_targets(plan: Plan, top: int = MEASURE_TOP) -> List[int]:
@@ -55,8 +51,8 @@ def measure_targets(plan: Plan, top: int = MEASURE_TOP) -> List[int]:
     if top <= 0:
         return []
     order = sorted((i for i, c in enumerate(cands) if c.quantized and c.meets_target),
-                   key=lambda i: (i != rec, not _finite(cands[i].latency_us),
-                                  cands[i].latency_us if _finite(cands[i].latency_us) else 0.0, i))
+                   key=lambda i: (i != rec, not positive_finite(cands[i].latency_us),
+                                  cands[i].latency_us if positive_finite(cands[i].latency_us) else 0.0, i))
     seen = set()
     out: List[int] = []
     for i in order:
@@ -174,7 +170,7 @@ def _eligibility(cands: Sequence[Candidate], measurements: Sequence[Measurement]
         engine = m.judged
         if m.kind == FP16 and engine is False:
             meets[FP16] = False
-            notes.append(f"FP16's engine misses the target on the held-back samples ({m.accuracy.text()}).")
+            notes.append(f"FP16's engine misses the target on the held-back samples ({m.accuracy_text}).")
         if m.accuracy is not None and m.accuracy.error:
             notes.append(f"{m.name}: timed, not judged on the held-back samples ({m.accuracy.error}).")
         if m.kind == QDQ:
@@ -185,7 +181,7 @@ def _eligibility(cands: Sequence[Candidate], measurements: Sequence[Measurement]
             meets[m.name] = predicted and engine is not False
             if predicted and engine is False:
                 notes.append(f"{m.name}: ONNX Runtime scored it meeting the target; its engine misses it on the "
-                             f"held-back samples ({m.accuracy.text()}): not recommended.")
+                             f"held-back samples ({m.accuracy_text}): not recommended.")
         elif m.kind == INT8_IMPLICIT and engine is not None:
             meets[m.name] = bool(engine)
     return meets
@@ -215,8 +211,10 @@ def _prefer_accurate(pick: MeasuredPick, measurements: Sequence[Measurement], me
     judge = Judge(plan.target)
 
     def loss(m: Measurement) -> float:  # the engine's own accuracy where it was judged, else ONNX Runtime's
-        judged = m.accuracy.accuracy if m.judged is not None else None
-        return judge.loss(_as_scored(judged or plan.candidates[candidate_index(m.name)].accuracy))
+        judged = m.accuracy.accuracy if m.accuracy is not None and m.judged is not None else None
+        i = candidate_index(m.name)
+        assert i is not None, "only Q/DQ candidates tie"
+        return judge.loss(_as_scored(judged or plan.candidates[i].accuracy))
 
     chosen = min(tied, key=lambda m: (loss(m), m.median_ms, m.name))
     if chosen.name == best.name:
@@ -229,7 +227,7 @@ def _prefer_accurate(pick: MeasuredPick, measurements: Sequence[Measurement], me
                                       "accurate.",), paired=paired_rounds(chosen, fp16))
 
 
-def _reason(cands: Sequence[Candidate], before: int, after: int, pick: MeasuredPick, rounds: int, interrupted: bool,
+def _reason(cands: Sequence[Candidate], before: Optional[int], after: Optional[int], pick: MeasuredPick, rounds: int, interrupted: bool,
             old: Optional[MeasuredRow], measured: Optional[Measurement] = None) -> str:
     head = f"Partial measurement (interrupted; {rounds} round{'s' if rounds != 1 else ''}): " if interrupted else ""
     if after:
@@ -239,13 +237,13 @@ def _reason(cands: Sequence[Candidate], before: int, after: int, pick: MeasuredP
                 f"{pick.fp16_ms:.4f} ms, median of {rounds} interleaved rounds{won}, larger round spread "
                 f"{pick.noise_ms:.4f} ms), the fastest measured candidate that meets the target, "
                 f"{len(c.quantized)} INT8 layers"
-                + (f"; its engine meets the target on the held-back samples ({measured.accuracy.text()})"
+                + (f"; its engine meets the target on the held-back samples ({measured.accuracy_text})"
                    if measured is not None and measured.judged else "") + ".")
     else:
         why = pick.reason[len("FP16: "):] if pick.reason.startswith("FP16: ") else pick.reason
         text = f"FP16 is best here (measured): {why}"
     if before != after and before and before < len(cands):
-        was = f"measured {old.vs_fp16:.3f}x FP16" if old is not None and _finite(old.vs_fp16) else "not measured"
+        was = f"measured {old.vs_fp16:.3f}x FP16" if old is not None and positive_finite(old.vs_fp16) else "not measured"
         text += f" The estimate had picked {cands[before].name} ({was}; see the notes)."
     return head + text
 
@@ -256,7 +254,7 @@ def _implicit_reason(cands: Sequence[Candidate], after: Optional[int], pick: Mea
     text = (f"Implicit INT8 (TensorRT's calibrator with this plan's ranges{f', cache {cache}' if cache else ''}): "
             f"measured {pick.vs_fp16:.3f}x FP16 ({pick.median_ms:.4f} ms against FP16's {pick.fp16_ms:.4f} ms, "
             f"median of {rounds} interleaved rounds{won}, larger round spread {pick.noise_ms:.4f} ms), the fastest "
-            f"engine, and its engine meets the target on the held-back samples ({implicit.accuracy.text()}). "
+            f"engine, and its engine meets the target on the held-back samples ({implicit.accuracy_text}). "
             "Build it with INT8+FP16 and that calibration cache (TensorRT 8.x/9.x; implicit INT8 is deprecated in 10 "
             "and gone in 11).")
     if after:

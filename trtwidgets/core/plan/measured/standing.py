@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, List, Mapping, Optional, Tuple
 
 from ...common.frozen import deep_freeze, readonly_mapping, thaw
+from ..plan_values import positive_finite
 from .measurement import FP16, INT8_IMPLICIT, MeasuredRow, Measurement, measurement_rows
 from .pick import MeasuredPick
 
@@ -33,10 +34,6 @@ MEASURE_HINT = ("build and time the candidates on a GPU machine: `trtwidgets pla
                 "(or plan --measure there)")
 
 
-def _finite(v) -> bool:
-    return isinstance(v, (int, float)) and math.isfinite(v) and v > 0
-
-
 def estimate_error_entries(source: Optional[str] = None, path: Optional[Path] = None) -> List[dict]:
     """The zoo's estimated and measured ratios to FP16 (of one ``latency_source`` when given).
 
@@ -49,7 +46,7 @@ def estimate_error_entries(source: Optional[str] = None, path: Optional[Path] = 
         return []
     out = []
     for e in doc.get("entries", []) if isinstance(doc, dict) else []:
-        if not isinstance(e, dict) or not (_finite(e.get("estimated_x_fp16")) and _finite(e.get("measured_x_fp16"))):
+        if not isinstance(e, dict) or not (positive_finite(e.get("estimated_x_fp16")) and positive_finite(e.get("measured_x_fp16"))):
             continue
         if source is None or e.get("latency_source") == source:
             out.append(e)
@@ -100,7 +97,7 @@ class EstimateStanding:
 
     status = "estimate"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "zoo", deep_freeze(tuple(self.zoo)))
 
     def rows(self) -> List[Tuple[str, str, str, str]]:
@@ -164,8 +161,8 @@ class PlanMeasurement:
         ``plan export`` writes), else None.
     implicit_cache : str, optional
         The calibration cache implicit INT8 was built with, when it is the pick.
-    estimate_pick : int
-        The candidate the estimate had picked.
+    estimate_pick : int or None
+        The candidate the estimate had picked (None: it recommended nothing).
     estimate_reason : str
         Why, by the estimate.
     check : CheckSummary, optional
@@ -182,11 +179,11 @@ class PlanMeasurement:
     pick: Optional[MeasuredPick] = None
     export: Optional[MeasuredPick] = None
     implicit_cache: Optional[str] = None
-    estimate_pick: int = 0
+    estimate_pick: Optional[int] = 0
     estimate_reason: str = ""
     check: Optional[CheckSummary] = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "measurements", tuple(self.measurements))
         object.__setattr__(self, "shapes", readonly_mapping({k: tuple(int(d) for d in v)
                                                              for k, v in self.shapes.items()}))
@@ -236,7 +233,8 @@ class PlanMeasurement:
                "built": int(self.built), "cached": int(self.cached),
                "shapes": {k: list(v) for k, v in self.shapes.items()}, "settings": thaw(self.settings),
                "measurements": [dict(m.to_dict(), candidate=r.candidate) for m, r in zip(self.measurements, rows)],
-               "rows": [r.to_dict() for r in rows], "estimate_pick": int(self.estimate_pick),
+               "rows": [r.to_dict() for r in rows],
+               "estimate_pick": None if self.estimate_pick is None else int(self.estimate_pick),
                "estimate_reason": self.estimate_reason}
         if self.check is not None:
             out["engine_check"] = self.check.to_dict()

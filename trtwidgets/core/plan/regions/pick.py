@@ -75,9 +75,10 @@ def combined_candidate(search: RegionSearch, cands: Sequence[Candidate]) -> Opti
         return None
     base = cands[search.base]
     choices, floats = combined_choices(search.patterns, picked)
-    chosen: List[SchemeResult] = [p.scheme(picked[p.name]) for p in search.patterns if p.name in picked]
+    chosen: List[SchemeResult] = [s for p in search.patterns if p.name in picked
+                                  if (s := p.scheme(picked[p.name])) is not None]
     accs = [s.accuracy for s in chosen if s.accuracy is not None]
-    worst = _worst(accs + [base.accuracy]) if accs else base.accuracy
+    worst = (_worst(accs + [base.accuracy]) if accs else None) or base.accuracy
     meets = base.meets_target and all(s.meets_target is not False for s in chosen)
     names = ", ".join(f"{p.kind} {picked[p.name]} x{len(p.instances)}" for p in search.patterns if p.name in picked)
     quantized = tuple(n for n in base.quantized if n not in set(floats))
@@ -86,7 +87,7 @@ def combined_candidate(search: RegionSearch, cands: Sequence[Candidate]) -> Opti
                      base.fp16_latency_us, "measured", meets, tuple(choices.items()))
 
 
-def schemes_table(search: RegionSearch) -> List[Tuple[str, ...]]:
+def schemes_table(search: RegionSearch) -> List[Tuple[str, str, str, str, str, str, str]]:
     """Rows ``(pattern, instances, scheme, ms, spread, accuracy, verdict)`` for printing."""
     rows = []
     for p in search.patterns:

@@ -57,7 +57,7 @@ class SchemeResult:
     timing: Optional[Measurement] = None
     note: str = ""
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "choices", _pairs(dict(self.choices)))
         object.__setattr__(self, "float_layers", tuple(self.float_layers))
 
@@ -119,7 +119,7 @@ class PatternRecord:
     chosen: str = ""
     reason: str = ""
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "instances", tuple(self.instances))
         object.__setattr__(self, "inputs", tuple((str(k), tuple(int(d) for d in v)) for k, v in self.inputs))
         object.__setattr__(self, "schemes", tuple(self.schemes))
@@ -161,7 +161,7 @@ class RegionSearch:
     settings: Mapping[str, Any] = field(default_factory=dict)
     notes: Tuple[str, ...] = ()
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         from ...common.frozen import deep_freeze
 
         object.__setattr__(self, "patterns", tuple(self.patterns))
@@ -187,7 +187,7 @@ class RegionRecordError(UserError):
 
 
 class _Read:
-    def __init__(self, source: str):
+    def __init__(self, source: str) -> None:
         self.source = source
 
     def need(self, ok: bool, at: str, value: Any, should: str) -> None:

@@ -23,7 +23,7 @@ from typing import AbstractSet, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import onnx
 
-from ...qdq.graph_patterns import ConstIndex, node_key, node_label
+from ...model.graph_patterns import ConstIndex, node_key, node_label
 from ...qdq.region_choices import BOTH, FLOAT, SKIP
 from ...qdq.regions import RegionPattern, find_regions
 from ...qdq.residual_adds import default_choice, fused_branch
@@ -44,7 +44,7 @@ def _residual(pattern: RegionPattern, graph: onnx.GraphProto, index: ConstIndex,
             continue
         anchors.append(inst.anchor)
         default = default or default_choice(index, by_label[inst.anchor].input[found[0]])
-    if not anchors:
+    if not anchors or default is None:
         return []
     other = BOTH if default == SKIP else SKIP
     return [SchemeResult(default, default=True), SchemeResult(other, tuple((a, other) for a in anchors))]

@@ -49,6 +49,8 @@ def _evaluator(proto: onnx.ModelProto, plan: Plan):
     from ..plan_eval import Evaluator
 
     check = plan.engine_check
+    if check is None:
+        raise ValueError("a region search needs the plan's held-back samples")
     target = check.target
     if target is not None and target.metric is not None:
         target = dataclasses.replace(target, metric_reference=check.metric_reference)
@@ -130,10 +132,12 @@ def _scored(proto: onnx.ModelProto, plan: Plan, nodes: AbstractSet[str], records
     import sys
 
     ev = _evaluator(proto, plan)
-    target = plan.engine_check.target
+    target = plan.engine_check.target if plan.engine_check is not None else None
     judge = Judge(target) if target is not None else None
     amax = dict(plan.ranges.amax)
-    base_cand = plan.candidates[base_candidate(plan)]
+    base = base_candidate(plan)
+    assert base is not None, "a region search starts from an INT8 candidate"
+    base_cand = plan.candidates[base]
 
     def build(layers, choices):
         return ev.export(amax, layers, choices=choices)
