@@ -145,6 +145,17 @@ def _time_and_judge(pool, built: Mapping[str, dict], shapes, timing: Tuple[int, 
     return times, verdicts, interrupted, ""
 
 
+def _implicit_skips(jobs: Sequence[MeasureJob], pool) -> Dict[str, str]:
+    """Job name -> why its implicit INT8 build is skipped, for each such job when INT8 is not available."""
+    if not any(j.kind == INT8_IMPLICIT for j in jobs):
+        return {}
+    # The TensorRT that builds decides: the workers' with a client (this process may have none).
+    reason = implicit_int8_reason() if pool is None else pool.implicit_reason
+    if not reason:
+        return {}
+    return {j.name: f"implicit INT8 is not available: {reason}" for j in jobs if j.kind == INT8_IMPLICIT}
+
+
 def measure(jobs: Sequence[MeasureJob], cache_dir: Union[str, os.PathLike], shapes: Optional[Mapping] = None,
             rounds: int = MIN_ROUNDS, runs: int = 100, warmup: int = 10, opt_level: Optional[int] = None,
             progress: Union[bool, Callable[[MeasureProgress], None]] = True, gpus: Optional[int] = None,
@@ -198,12 +209,7 @@ def measure(jobs: Sequence[MeasureJob], cache_dir: Union[str, os.PathLike], shap
     cache.mkdir(parents=True, exist_ok=True)
     shapes = {k: tuple(int(d) for d in v) for k, v in (shapes or {}).items()}
     pool = _gpu_pool(client)
-    skip = {}
-    if any(j.kind == INT8_IMPLICIT for j in jobs):
-        # The TensorRT that builds decides: the workers' with a client (this process may have none).
-        reason = implicit_int8_reason() if pool is None else pool.implicit_reason
-        if reason:
-            skip = {j.name: f"implicit INT8 is not available: {reason}" for j in jobs if j.kind == INT8_IMPLICIT}
+    skip = _implicit_skips(jobs, pool)
     key_of, specs = build_specs(jobs, cache, shapes, opt_level, skip, gpu=pool.kind if pool is not None else None,
                                 trt=pool.trt if pool is not None else None)
     built, interrupted = build_all(specs, progress, gpus, cache, build_limit_s, pool=pool)
