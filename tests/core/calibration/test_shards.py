@@ -106,3 +106,16 @@ def test_tw_calibrate_on_a_client_gives_the_same_calibration(dask_client):
     many = tw.calibrate(model, feeds, progress=False, client=dask_client)
     _same(one.stats, many.stats)
     assert many.amax == one.amax and many.method == one.method
+
+
+def test_a_worker_that_ran_one_in_memory_model_runs_the_next_one_as_itself():
+    """Models built in memory have no file hash: a worker's session of the last model is not reused for another."""
+    model = _model()
+    other = onnx.ModelProto()
+    other.CopyFrom(model)
+    other.graph.node[2].op_type = "Add"  # same inputs and names, another computation
+    for m in (model, other):
+        loaded = as_loaded(m)
+        shard = collect_shard(loaded, [("b0", _feeds(1)[0])], {}, 8192, SampleAxes(loaded.summary))
+        one = collect_stats(m, _feeds(1), progress=False)
+        assert shard.stats.tensors["y"].max == one.tensors["y"].max

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import hashlib
 import math
 from collections import deque
 from dataclasses import dataclass
@@ -70,7 +71,10 @@ _SESSION: Dict[str, Any] = {}  # a worker's session of the model its shards run 
 def _session(loaded, providers):
     from .collect import float_tensor_names, instrumented_model, make_session
 
-    key = (loaded.sha256, tuple(providers or ()))
+    # A model loaded from a proto has no file hash: its bytes tell it apart from the last one (a worker outlives
+    # a plan, and two in-memory models must not share a session).
+    model_key = loaded.sha256 or hashlib.sha256(loaded.proto.SerializeToString()).hexdigest()
+    key = (model_key, tuple(providers or ()))
     if _SESSION.get("key") != key:
         _SESSION.clear()
         inputs, acts = float_tensor_names(loaded.proto)
