@@ -284,9 +284,22 @@ def run_json(cmd: List[str], env: Dict[str, str], timeout: int = 120):
 
 
 def prepare(key: str) -> Bindings:
-    """Download (once), extract and stub the bindings wheel ``WHEELS[key]``."""
-    dist, version = WHEELS[key]
+    """Download (once), extract and stub the bindings wheel ``WHEELS[key]``.
+
+    The cache is shared by every test process (pytest-xdist's workers too): one prepares at a time, the
+    others wait on a file lock and find its result.
+    """
+    import fcntl
+
     root = cache_dir()
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / ".prepare.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _prepare(key, root)
+
+
+def _prepare(key: str, root: Path) -> Bindings:
+    dist, version = WHEELS[key]
     wheel = download_wheel(dist, version, root / "wheels")
     site = extract_wheel(wheel, root / "site" / wheel.stem)
     so_files = sorted((site / "tensorrt_bindings").glob("tensorrt*.so"))
