@@ -6,7 +6,8 @@ export), the share checks (size, plotly.js once) and the real-browser test of th
 :func:`executed` runs a notebook the first time any of them asks and hands the same result to
 the others, in whichever order pytest runs them.
 
-With ``$TRTWIDGETS_EXECUTED_NOTEBOOKS`` set to a folder, the executed copies are also kept
+Under pytest-xdist the workers of one run share the executed copies through a folder of the run (a file lock
+per notebook): the first worker that asks executes it. With ``$TRTWIDGETS_EXECUTED_NOTEBOOKS`` set to a folder, the executed copies are also kept
 there, named by a digest of the notebook, of the package's source and of the Python running
 it: a later run with the same notebook and package reads them instead of executing again
 (a developer re-running the share or browser checks). Any change to either executes anew.
@@ -15,6 +16,7 @@ it: a later run with the same notebook and package reads them instead of executi
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -22,6 +24,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Optional
 
 from tests.conftest import ROOT
 
@@ -99,19 +102,34 @@ def executed(path: Path):
     path = Path(path)
     if path in _DONE:
         return _DONE[path]
-    keep = os.environ.get(KEEP_ENV)
-    kept = Path(keep) / f"{path.stem}-{digest(path)}.ipynb" if keep else None
-    if kept is not None and kept.is_file():
-        nb = nbformat.read(str(kept), as_version=4)
-    else:
-        nb = _execute(path)
-        if kept is not None:
-            kept.parent.mkdir(parents=True, exist_ok=True)
+    keep = _kept_folder()
+    if keep is None:
+        _DONE[path] = _execute(path)
+        return _DONE[path]
+    kept = keep / f"{path.stem}-{digest(path)}.ipynb"
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    with open(kept.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one process executes; the others wait and read its copy
+        if kept.is_file():
+            nb = nbformat.read(str(kept), as_version=4)
+        else:
+            nb = _execute(path)
             tmp = kept.with_suffix(".tmp")
             nbformat.write(nb, str(tmp))
             os.replace(tmp, kept)
     _DONE[path] = nb
     return nb
+
+
+def _kept_folder() -> Optional[Path]:
+    """Where executed copies are shared: ``$TRTWIDGETS_EXECUTED_NOTEBOOKS``, else, when pytest-xdist runs the
+    suite in several processes (the README's test command), a folder of this run that its workers share (each
+    notebook is executed once per run, not once per worker); None for a run in one process."""
+    keep = os.environ.get(KEEP_ENV)
+    if keep:
+        return Path(keep)
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    return Path(tempfile.gettempdir()) / f"trtwidgets-executed-{run}" if run else None
 
 
 def written(path: Path, folder: Path) -> Path:
