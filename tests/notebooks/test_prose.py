@@ -6,6 +6,10 @@ running them); a code cell's Markdown states them only through claims
 every claim is rebuilt from its values (the text must come out the same) and turned: other values
 must choose another word. So a sentence edited to contradict its numbers fails here, whether it
 was typed in a Markdown cell, formatted by hand in a code cell, or edited in the output.
+
+Issue 46 found contradictions of other kinds, checked by :mod:`tests.notebooks.consistency_check`: a
+stated number of parts against the list and sections, a quantifier ("(almost) absent", "every",
+"few") against a count shown beside it, and another notebook's pick against that notebook's outputs.
 """
 
 from __future__ import annotations
