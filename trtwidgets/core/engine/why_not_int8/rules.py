@@ -219,16 +219,22 @@ def _higher_precision_faster(layer: EngineLayer, ctx: ExplainContext, facts: Lay
         scales = "its tensors have scales"
     else:
         scales = "whether its tensors have scales is not known (pass the calibration cache or the Q/DQ model to check)"
-    cause = ("INT8 was allowed, yet TensorRT timed a floating-point tactic faster than its INT8 kernels for this shape "
-             "(reformats around INT8 often cost more than they save; on an H200 with TensorRT 8.6 a whole calibrated "
-             "CNN built INT8+FP16 ran zero INT8 layers). To compare, pin a layer to INT8 with a layer-precision "
-             "override and OBEY constraints.")
+    level = ctx.view.opt_level if ctx.view is not None else None
+    if level is not None and level < 3:
+        timed = (f" This engine was built at builder optimization level {level}, where TensorRT times only part of the "
+                 "tactics it tries at its default level 3: rebuild at level 3 before concluding that INT8 does not pay.")
+    else:
+        timed = ""
+    cause = ("INT8 was allowed, yet TensorRT timed a floating-point tactic faster than the INT8 kernels it tried for this "
+             "shape (reformats around INT8 often cost more than they save; on an H200 with TensorRT 8.6 at builder "
+             "optimization level 1 a whole calibrated CNN built INT8+FP16 ran zero INT8 layers). To compare, pin a "
+             "layer to INT8 with a layer-precision override and OBEY constraints." + timed)
     return Int8Reason(
         "HIGHER_PRECISION_FASTER",
         f"INT8 was allowed and {scales}, yet TensorRT chose a {precision} tactic{facts.tactic}: it timed it faster "
-        "than its INT8 kernels for this shape (reformats around INT8 often cost more than they save; on an H200 "
-        "with TensorRT 8.6 a whole calibrated CNN built INT8+FP16 ran zero INT8 layers). To compare, pin the "
-        "layer to INT8 with a layer-precision override and OBEY constraints.",
+        "than the INT8 kernels it tried for this shape (reformats around INT8 often cost more than they save; on an "
+        "H200 with TensorRT 8.6 at builder optimization level 1 a whole calibrated CNN built INT8+FP16 ran zero INT8 "
+        "layers). To compare, pin the layer to INT8 with a layer-precision override and OBEY constraints." + timed,
         tuple(facts.names), short=f"{precision} tactic timed faster" + ("" if known is not None else " (scales not known)"),
         cause=cause)
 
