@@ -119,3 +119,21 @@ def test_a_worker_that_ran_one_in_memory_model_runs_the_next_one_as_itself():
         shard = collect_shard(loaded, [("b0", _feeds(1)[0])], {}, 8192, SampleAxes(loaded.summary))
         one = collect_stats(m, _feeds(1), progress=False)
         assert shard.stats.tensors["y"].max == one.tensors["y"].max
+
+
+def test_large_batches_travel_as_data_not_inside_the_task(dask_client):
+    """A shard of megabytes is scattered, not put in the task graph (which Dask warns of, and moves slowly)."""
+    import warnings
+
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "big",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3_000_000])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3_000_000])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    rng = np.random.default_rng(2)
+    feeds = [{"x": rng.standard_normal((1, 3_000_000)).astype(np.float32)} for _ in range(3)]  # 12 MB each
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        many = collect_stats_distributed(model, feeds, dask_client, progress=False, shard_batches=2)
+    assert not [w for w in seen if "large graph" in str(w.message)], [str(w.message) for w in seen]
+    _same(collect_stats(model, feeds, progress=False), many)

@@ -226,14 +226,20 @@ class _Run:
 
         self.client, self.model, self.merger = client, model_future, merger
         self.num_bins, self.providers = num_bins, providers
-        self.in_flight: Deque[Tuple[List[Tuple[str, dict]], Any]] = deque()
+        self.in_flight: Deque[Tuple[Any, Any]] = deque()  # (the shard's data on the cluster, its task)
         self.bar = progress_bar(progress, None)
         self.axes: Any = None  # a copy of the first read's SampleAxes, without its model
 
-    def submit(self, batches: List[Tuple[str, dict]]) -> None:
-        fut = self.client.submit(collect_shard, self.model, batches, dict(self.merger.seeds), self.num_bins,
+    def submit(self, batches: Any) -> None:
+        """Collect a shard on a worker: ``batches`` is a list of ``(label, feed)``, or the future of one sent before.
+
+        The batches travel as data of their own, not inside the task (a task graph of megabytes is slow, and Dask
+        warns of it); a shard sent again (stale) reuses them where they are.
+        """
+        data = self.client.scatter([batches], hash=False)[0] if isinstance(batches, list) else batches
+        fut = self.client.submit(collect_shard, self.model, data, dict(self.merger.seeds), self.num_bins,
                                  self.axes, self.providers, pure=False)
-        self.in_flight.append((batches, fut))
+        self.in_flight.append((data, fut))
 
     def feed(self, feeds, axes, shard_batches: int) -> None:
         """Read, submit and merge every shard: the first batch alone (its grid seeds the rest), then the others."""
@@ -265,11 +271,11 @@ class _Run:
         from ..common.dask_cluster import results
 
         while len(self.in_flight) > keep:
-            batches, fut = self.in_flight[0]
+            data, fut = self.in_flight[0]
             shard = results([fut])[0]
             if self.merger.stale(shard):
                 self.in_flight.popleft()
-                self.submit(batches)  # with the seeds known now; behind the others, merged when its turn comes
+                self.submit(data)  # with the seeds known now; behind the others, merged when its turn comes
                 self.in_flight.rotate(1)
                 continue
             self.in_flight.popleft()
