@@ -7,7 +7,9 @@ export), the share checks (size, plotly.js once) and the real-browser test of th
 the others, in whichever order pytest runs them.
 
 Under pytest-xdist the workers of one run share the executed copies through a folder of the run (a file lock
-per notebook): the first worker that asks executes it. With ``$TRTWIDGETS_EXECUTED_NOTEBOOKS`` set to a folder, the executed copies are also kept
+per notebook): the first worker that asks executes it.
+
+With ``$TRTWIDGETS_EXECUTED_NOTEBOOKS`` set to a folder, the executed copies are also kept
 there, named by a digest of the notebook, of the package's source and of the Python running
 it: a later run with the same notebook and package reads them instead of executing again
 (a developer re-running the share or browser checks). Any change to either executes anew.
