@@ -68,13 +68,16 @@ class ShardResult:
 _SESSION: Dict[str, Any] = {}  # a worker's session of the model its shards run (one model at a time)
 
 
-def _session(loaded, providers):
+def model_key(loaded) -> str:
+    """What tells a model apart on a worker: its file's hash, or the hash of its bytes when it was built in memory
+    (a worker outlives a plan, and two in-memory models must not share a session). Computed once, on the client."""
+    return loaded.sha256 or hashlib.sha256(loaded.proto.SerializeToString()).hexdigest()
+
+
+def _session(loaded, providers, key_of_model: Optional[str]):
     from .collect import float_tensor_names, instrumented_model, make_session
 
-    # A model loaded from a proto has no file hash: its bytes tell it apart from the last one (a worker outlives
-    # a plan, and two in-memory models must not share a session).
-    model_key = loaded.sha256 or hashlib.sha256(loaded.proto.SerializeToString()).hexdigest()
-    key = (model_key, tuple(providers or ()))
+    key = (key_of_model or model_key(loaded), tuple(providers or ()))
     if _SESSION.get("key") != key:
         _SESSION.clear()
         inputs, acts = float_tensor_names(loaded.proto)
@@ -84,11 +87,11 @@ def _session(loaded, providers):
 
 
 def collect_shard(loaded, batches: Sequence[Tuple[str, Dict[str, np.ndarray]]], seeds: Mapping[str, float],
-                  num_bins: int, axes, providers=None) -> ShardResult:
+                  num_bins: int, axes, providers=None, key_of_model: Optional[str] = None) -> ShardResult:
     """A worker's task: the statistics of ``batches`` (``(label, feed)``, in order), TensorRT grids from ``seeds``."""
     from .collect import Seen, collect_batch, stats_of
 
-    session, inputs, acts = _session(loaded, providers)
+    session, inputs, acts = _session(loaded, providers, key_of_model)
     accs: Dict[str, HistogramAccumulator] = {}
     for name in inputs + acts:
         accs[name] = HistogramAccumulator(name, num_bins)
@@ -199,7 +202,8 @@ def collect_stats_distributed(model, data, client, providers: Optional[Sequence]
     axes = SampleAxes(loaded.summary, model=loaded, batch_axis=batch_axis)
     feeds = iter_labelled_feeds(data, loaded.summary, batch_size=batch_size, max_samples=max_samples, adapt=adapt,
                                 opt_shapes=opt_shapes, axes=axes)
-    run = _Run(client, client.scatter(loaded, broadcast=True), ShardMerger(stats), num_bins, providers, progress)
+    run = _Run(client, client.scatter(loaded, broadcast=True), model_key(loaded), ShardMerger(stats), num_bins,
+               providers, progress)
     try:
         run.feed(feeds, axes, max(1, int(shard_batches)))
     except KeyboardInterrupt:
@@ -221,10 +225,11 @@ def collect_stats_distributed(model, data, client, providers: Optional[Sequence]
 class _Run:
     """The shards of one distributed collection: submitted as the data is read, merged in order."""
 
-    def __init__(self, client, model_future, merger: ShardMerger, num_bins: int, providers, progress: bool):
+    def __init__(self, client, model_future, key_of_model: str, merger: ShardMerger, num_bins: int, providers,
+                 progress: bool):
         from .collect import progress_bar
 
-        self.client, self.model, self.merger = client, model_future, merger
+        self.client, self.model, self.key_of_model, self.merger = client, model_future, key_of_model, merger
         self.num_bins, self.providers = num_bins, providers
         self.in_flight: Deque[Tuple[Any, Any]] = deque()  # (the shard's data on the cluster, its task)
         self.bar = progress_bar(progress, None)
@@ -238,7 +243,7 @@ class _Run:
         """
         data = self.client.scatter([batches], hash=False)[0] if isinstance(batches, list) else batches
         fut = self.client.submit(collect_shard, self.model, data, dict(self.merger.seeds), self.num_bins,
-                                 self.axes, self.providers, pure=False)
+                                 self.axes, self.providers, self.key_of_model, pure=False)
         self.in_flight.append((data, fut))
 
     def feed(self, feeds, axes, shard_batches: int) -> None:
