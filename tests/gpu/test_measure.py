@@ -154,3 +154,30 @@ def test_builds_in_parallel_one_dask_worker_per_gpu(jobs):
     print(f"timed on {again.timed_on}; {' '.join(again.notes)}")
     assert again.built == rep.built and again.rounds == 3 and "Dask worker" in again.timed_on
     assert all(m.ok for m in again.measurements if m.kind != INT8_IMPLICIT)
+
+
+def test_measure_on_one_dask_gpu_worker(jobs):
+    """Any GPU machine, one GPU: the builds and the interleaved rounds run in a Dask worker process that declares
+    ``GPU=1`` (what ``--workers``/``--scheduler`` give), with TensorRT there, and the report names that worker
+    (Python 3.9 with dask/distributed 2024.8.0)."""
+    pytest.importorskip("distributed")
+    from trtwidgets.trt.dask_measure import gpu_cluster
+    from trtwidgets.trt.measure import implicit_int8_reason, measure
+
+    work, job_list = jobs
+    t0 = time.perf_counter()
+    with gpu_cluster(1) as client:
+        rep = measure(job_list, fresh_dir(work, "engines-dask1"), rounds=3, runs=20, warmup=5, progress=True,
+                      client=client)
+    (work / "report_dask1.json").write_text(json.dumps(rep.to_dict(), indent=1))
+    print(f"one Dask GPU worker: {rep.built} builds, {rep.rounds} rounds in {time.perf_counter() - t0:.1f} s; "
+          f"timed on {rep.timed_on}; {' '.join(rep.notes)}")
+    assert "Dask worker" in rep.timed_on and rep.rounds == 3 and not rep.interrupted
+    implicit = implicit_int8_reason() is None
+    assert rep.built == (6 if implicit else 5)
+    for m in rep.measurements:
+        if m.kind == INT8_IMPLICIT and not implicit:
+            assert "not available" in m.error
+            continue
+        assert m.ok, m.error
+        assert len(m.round_ms) == 3 and all(t > 0 for t in m.round_ms)
