@@ -6,9 +6,9 @@ GPU machine's Python 3.9 has only numpy, onnx and tensorrt); (b) core never
 imports widgets or plots; (c) vermin finds no syntax or library use newer than
 Python 3.9 in core and trt; (d) the stages of ``trtwidgets.core`` import each
 other one way only, as :data:`STAGE_IMPORTS` says; (e) no module is over
-:data:`MAX_MODULE_LINES` lines; (f) README.md's "Architecture" section names
-every subpackage, its core stages in pipeline order; (g) docs/architecture.md states the stage rules
-and names only rooms that exist.
+:data:`MAX_MODULE_LINES` lines; (f) docs/architecture.md's module tree (said
+once: README.md points to it) names every subpackage, its core stages in pipeline order; (g) docs/architecture.md
+states the stage rules and names only rooms that exist.
 """
 
 from __future__ import annotations
@@ -231,35 +231,43 @@ def test_no_module_is_over_the_size_limit():
     assert stale == [], "no longer over the limit: remove from OVER_LIMIT_ALLOWED"
 
 
-# -- README's architecture section ------------------------------------------------------------
+# -- the module tree (docs/architecture.md, "Where each concept lives") ---------------------------
 
 
 def _architecture_tree() -> str:
-    """The fenced tree of README.md's "Architecture" section."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    m = re.search(r"^## Architecture\n(.*?)(?=^## |\Z)", text, re.M | re.S)
-    assert m, 'README.md has no "## Architecture" section'
+    """The fenced tree of docs/architecture.md's "Where each concept lives" section (README.md points there)."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    m = re.search(r"^## Where each concept lives\n(.*?)(?=^## |\Z)", text, re.M | re.S)
+    assert m, 'docs/architecture.md has no "## Where each concept lives" section'
     tree = re.search(r"^```\w*\n(trtwidgets/\n.*?)^```", m.group(1), re.M | re.S)
-    assert tree, 'the "Architecture" section has no fenced tree starting with "trtwidgets/"'
+    assert tree, 'the "Where each concept lives" section has no fenced tree starting with "trtwidgets/"'
     return tree.group(1)
 
 
-def test_readme_architecture_names_every_subpackage():
+def test_readme_points_to_the_tree_and_does_not_repeat_it():
+    """The module tree is said once: README.md's Architecture section links to docs/architecture.md."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    m = re.search(r"^## Architecture\n(.*?)(?=^## |\Z)", text, re.M | re.S)
+    assert m and "docs/architecture.md" in m.group(1)
+    assert "trtwidgets/\n" not in text and "├──" not in text
+
+
+def test_module_tree_names_every_subpackage():
     section = _architecture_tree()
     packages = sorted(p.parent.relative_to(PKG) for p in PKG.rglob("__init__.py") if p.parent != PKG)
     # Each subpackage is a line of the tree: its name and a slash, indented.
     missing = [str(p) for p in packages if not re.search(rf"^[ \t│├└─]*{re.escape(p.name)}/", section, re.M)]
-    assert missing == [], "README.md's Architecture section does not name these subpackages"
+    assert missing == [], "docs/architecture.md's module tree does not name these subpackages"
 
 
-def test_readme_architecture_names_only_modules_that_exist():
+def test_module_tree_names_only_modules_that_exist():
     section = _architecture_tree()
     existing = {p.name for p in PKG.rglob("*.py")}
     named = set(re.findall(r"\b(\w+\.py)\b", section))
     assert named and sorted(named - existing) == []
 
 
-def test_readme_architecture_lists_the_core_stages_in_pipeline_order():
+def test_module_tree_lists_the_core_stages_in_pipeline_order():
     """The tree's core folders read top to bottom as the pipeline: the order of :data:`STAGE_IMPORTS`."""
     section = _architecture_tree()
     core = section[section.index("core/"):section.index("trt/")]
