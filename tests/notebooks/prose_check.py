@@ -3,7 +3,7 @@
 A sentence that compares (a comparison word such as *faster*, *fewer*, *against*, *keeps*, an
 ``->`` or a ratio like ``1.30x``) beside a number (issue 31: "0.961 against 0.953", "INT8 gains
 little even at batch 32") must be computed from the values it compares: a
-:class:`trtwidgets.core.accuracy.claims.Claim` shown through ``Prose``, whose output keeps the
+:class:`trtwidgets.widgets.claims.Claim` shown through ``Prose``, whose output keeps the
 claim's values in its metadata. :func:`typed_comparisons` finds those that were not, in typed
 Markdown cells and in Markdown a code cell built by hand (an f-string); :func:`claim_records`
 gives every claim an executed notebook shows, to be rebuilt and turned by the tests.
@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Iterator, List, Tuple
 
-from trtwidgets.core.accuracy.claims import METADATA_KEY
+from trtwidgets.widgets.claims import METADATA_KEY
 
 #: Words (and marks) that state a comparison.
 COMPARISON = re.compile(

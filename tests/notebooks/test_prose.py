@@ -2,7 +2,7 @@
 
 Typed Markdown states no comparison beside a number (checked on the committed notebooks, without
 running them); a code cell's Markdown states them only through claims
-(:mod:`trtwidgets.core.accuracy.claims`), whose values travel in the output's metadata. Executed,
+(:mod:`trtwidgets.widgets.claims`), whose values travel in the output's metadata. Executed,
 every claim is rebuilt from its values (the text must come out the same) and turned: other values
 must choose another word. So a sentence edited to contradict its numbers fails here, whether it
 was typed in a Markdown cell, formatted by hand in a code cell, or edited in the output.
@@ -20,8 +20,8 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.notebooks.prose_check import claim_records, comparisons, typed_comparisons
-from trtwidgets.core.accuracy import claims
-from trtwidgets.core.accuracy.claims import Claim, Prose
+from trtwidgets.widgets import claims
+from trtwidgets.widgets.claims import Claim, Prose
 
 nbformat = pytest.importorskip("nbformat")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from trtwidgets.core.calibration.opening_tensor import opening_tensor
+from trtwidgets.widgets.explorer_opening import opening_tensor
 
 
 def _stats(**counts):

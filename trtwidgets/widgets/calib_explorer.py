@@ -37,7 +37,7 @@ import ipywidgets as widgets
 
 from ..core.calibration.calibration import Calibration
 from ..core.calibration.explorer_data import rank_tensors, search_tensors
-from ..core.calibration.opening_tensor import opening_tensor
+from .explorer_opening import opening_tensor
 from ..core.common.errors import UserError
 from ..plots.histogram import TensorHistogramDisplay
 from ..plots.int8_grid import Int8GridDisplay

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from trtwidgets.core.accuracy import claims
-from trtwidgets.core.accuracy.claims import Claim, Prose, flips, order
+from trtwidgets.widgets import claims
+from trtwidgets.widgets.claims import Claim, Prose, flips, order
 from trtwidgets.core.accuracy.intervals import Flips, paired_flips
 from trtwidgets.core.common.errors import UserError
 

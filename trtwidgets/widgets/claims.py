@@ -8,7 +8,7 @@ by the rule the claim carries:
 
 - :func:`order`: ``a`` against ``b``, a word for each side and one for a difference within
   ``within`` (a run's spread, a tolerance);
-- :func:`flips`: two models on the same labelled samples (:func:`.intervals.paired_flips`), a
+- :func:`flips`: two models on the same labelled samples (:func:`~trtwidgets.core.accuracy.intervals.paired_flips`), a
   word for a gain, a loss, and a split McNemar's test cannot tell from chance.
 
 Nothing that states a direction may be typed around the chosen word: a template or a field
@@ -26,9 +26,9 @@ import string
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
-from ..common.errors import UserError
-from ..common.frozen import readonly_mapping
-from .intervals import Flips
+from ..core.common.errors import UserError
+from ..core.common.frozen import readonly_mapping
+from ..core.accuracy.intervals import Flips
 
 #: Words that state which way a comparison went; a claim chooses them, nothing types them.
 DIRECTION_WORDS = frozenset("""
@@ -230,7 +230,7 @@ def flips(template: str, found: Flips, *, words: Sequence[str] = FLIP_WORDS, alp
         The sentence, with ``{word}`` and any of ``{flips}`` (the counts and McNemar's p),
         ``{r2w}``, ``{w2r}``, ``{n}``, ``{net}``, ``{p}`` and the ``fields``.
     found : Flips
-        :func:`.intervals.paired_flips` of the reference and the candidate.
+        :func:`~trtwidgets.core.accuracy.intervals.paired_flips` of the reference and the candidate.
     words : (str, str, str)
         The word when the candidate gains beyond chance, loses beyond chance, and otherwise
         (McNemar's exact p-value at least ``alpha``, or no net change).
