@@ -39,9 +39,9 @@ def test_plan_writes_plan_html_and_the_qdq_model(tmp_path, capsys):
     plan = Plan.load(out)
     assert plan.to_dict() == doc  # the folder's plan.json reads back as the Plan it was written from
     check = EngineCheck.load(out / CHECK_FILE, plan.target)
-    assert len(check.feeds) == len(doc["held_back"]["held_back"]) == check.reference["y"].shape[0]
-    assert check.verdict(check.reference).meets is True
-    assert check.verdict({"y": -check.reference["y"]}).meets is False
+    assert len(check.feeds) == len(doc["held_back"]["held_back"]) == check.outputs["y"].shape[0]
+    assert check.verdict(check.outputs).meets is True
+    assert check.verdict({"y": -check.outputs["y"]}).meets is False
     if doc["candidates"][doc["recommended"]]["quantized"]:
         qdq = onnx.load(out / "model.qdq.onnx")
         assert any(n.op_type == "QuantizeLinear" for n in qdq.graph.node)

@@ -161,7 +161,7 @@ def test_the_reader_round_trips_what_the_writer_wrote(tmp_path):
     check = _check(labels=np.arange(5))  # labels beyond the samples are kept to the samples
     data = read_check(check.save(tmp_path / "c.npz").read_bytes())
     assert len(data.feeds) == 3 and data.labels.tolist() == [0, 1, 2] and data.key == check.key
-    assert np.array_equal(data.reference["y"], check.reference["y"]) and data.reference["y"].flags.writeable
+    assert np.array_equal(data.reference["y"], check.outputs["y"]) and data.reference["y"].flags.writeable
     assert os.path.getsize(tmp_path / "c.npz") < 10_000 and "numpy" in sys.modules
 
 
@@ -202,4 +202,4 @@ def test_an_output_batched_on_another_axis_is_read_back(tmp_path):
     check = EngineCheck.of_plan(feeds, ref, BatchAxes({"x": 0}, {"y": 0, "state": 1}), PlanTarget(cosine=0.99), None,
                                 key=check_key(FP_A, SPLIT))
     got, _ = folder_check(_folder(tmp_path, check, _plan()), _plan())
-    assert np.array_equal(got.reference["state"], ref["state"]) and got.axes.outputs["state"] == 1
+    assert np.array_equal(got.outputs["state"], ref["state"]) and got.axes.outputs["state"] == 1

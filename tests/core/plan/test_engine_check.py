@@ -59,17 +59,17 @@ def _lose_scores(ref, frac=0.6):
 def test_an_engine_is_judged_by_the_task_metric_not_the_pooled_cosine():
     check = _check()
     assert check.judges and check.metric_reference == pytest.approx(1.0)
-    same = check.verdict(check.reference)
+    same = check.verdict(check.outputs)
     assert same.meets is True and same.accuracy.metric == pytest.approx(1.0) and same.samples == 6
-    lost = _lose_scores(check.reference)
-    assert score_outputs(check.reference, lost).pooled_cosine > 0.999  # what an output cosine would have passed
+    lost = _lose_scores(check.outputs)
+    assert score_outputs(check.outputs, lost).pooled_cosine > 0.999  # what an output cosine would have passed
     v = check.verdict(lost)
     assert v.meets is False and v.accuracy.metric < 0.95
 
 
 def test_an_engine_with_nan_or_inf_outputs_fails_even_where_its_metric_does_not_see_them():
     check = _check()
-    broken = {k: v.copy() for k, v in check.reference.items()}
+    broken = {k: v.copy() for k, v in check.outputs.items()}
     broken["output0"][0, 0, :3] = np.nan  # three box coordinates of one anchor: the F1 barely moves
     broken["output0"][1, 1, 0] = np.inf
     v = check.verdict(broken)
@@ -95,9 +95,9 @@ def test_the_check_file_round_trips_and_rebuilds_the_metric_from_its_spec(tmp_pa
     loaded = EngineCheck.load(path, target)
     assert len(loaded.feeds) == 6 and loaded.axes.inputs == {"images": 0}
     np.testing.assert_array_equal(loaded.feeds[3]["images"], check.feeds[3]["images"])
-    np.testing.assert_array_equal(loaded.reference["output0"], check.reference["output0"])
-    lost = _lose_scores(check.reference)
-    assert loaded.verdict(lost).meets is False and loaded.verdict(loaded.reference).meets is True
+    np.testing.assert_array_equal(loaded.outputs["output0"], check.outputs["output0"])
+    lost = _lose_scores(check.outputs)
+    assert loaded.verdict(lost).meets is False and loaded.verdict(loaded.outputs).meets is True
     assert loaded.verdict(lost).accuracy.metric == pytest.approx(check.verdict(lost).accuracy.metric)
     with np.load(path, allow_pickle=False) as z:  # plain arrays only: nothing to unpickle
         assert all(z[k].dtype != object for k in z.files)
@@ -108,11 +108,11 @@ def test_a_metric_that_cannot_travel_judges_by_the_cosine_or_not_at_all(tmp_path
     path = check.save(tmp_path / CHECK_FILE)
     metric_only = PlanTarget(cosine=None, metric_name="my_metric", max_metric_drop=0.01)  # a callable's plan, read back
     loaded = EngineCheck.load(path, metric_only)
-    assert not loaded.judges and loaded.verdict(loaded.reference).meets is None
+    assert not loaded.judges and loaded.verdict(loaded.outputs).meets is None
     assert any("Python function" in n and "by nothing" in n for n in loaded.notes)
     loaded = EngineCheck.load(path, PlanTarget(cosine=0.99, metric_name="my_metric", max_metric_drop=0.01))
     assert loaded.judges and loaded.target.metric is None and not loaded.target.has_metric
-    assert loaded.verdict(loaded.reference).meets is True
+    assert loaded.verdict(loaded.outputs).meets is True
 
 
 @pytest.mark.parametrize("spec", ["no_such_module_here:score", "venv.__main__:x", "builtins:print", "this:x"])
@@ -139,7 +139,7 @@ def test_a_registered_metric_the_file_names_judges_the_engines(tmp_path):
     try:
         target = PlanTarget(cosine=None, metric_name="mine", max_metric_drop=0.01, metric_spec="team_metrics_32:score")
         loaded = EngineCheck.load(path, target)
-        assert loaded.judges and loaded.target.metric(loaded.reference) == 0.5
+        assert loaded.judges and loaded.target.metric(loaded.outputs) == 0.5
     finally:
         REGISTRY.pop("team_metrics_32:score")
 
@@ -162,8 +162,8 @@ def test_an_output_that_is_not_numbers_is_left_out_and_the_file_still_writes(tmp
     feeds, ref = _detector()
     ref["labels"] = np.array([["a"], ["b"], ["c"], ["d"], ["e"], ["f"]], dtype=object)
     check = EngineCheck.of_plan(feeds, ref, BatchAxes({"images": 0}, {"output0": 0, "labels": 0}), None, None)
-    assert list(check.reference) == ["output0"]
-    assert list(EngineCheck.load(check.save(tmp_path / CHECK_FILE), make_plan(CANDS).target).reference) == ["output0"]
+    assert list(check.outputs) == ["output0"]
+    assert list(EngineCheck.load(check.save(tmp_path / CHECK_FILE), make_plan(CANDS).target).outputs) == ["output0"]
 
 
 def test_the_check_keeps_at_most_its_size_and_says_so():
@@ -171,7 +171,7 @@ def test_the_check_keeps_at_most_its_size_and_says_so():
     per_sample = feeds[0]["images"].nbytes + ref["output0"][0].nbytes  # a sample and FP32's output on it
     check = EngineCheck.of_plan(feeds, ref, BatchAxes({"images": 0}, {"output0": 0}), None, None,
                                 max_bytes=3 * per_sample)
-    assert len(check.feeds) == 3 and check.reference["output0"].shape[0] == 3
+    assert len(check.feeds) == 3 and check.outputs["output0"].shape[0] == 3
     assert "first 3 of the 6" in check.notes[0]
 
 

@@ -32,6 +32,7 @@ import numpy as np
 
 from ..common.errors import UserError
 from ..model.batch_axis import BatchAxes
+from ..accuracy.reference import Reference
 from ..accuracy.verdict import evaluate
 from .plan_values import EngineVerdict, PlanAccuracy, PlanTarget, finite_number
 
@@ -82,36 +83,26 @@ def _rebuild_metric(spec: str, reference, labels, make_metric, notes: List[str])
 
 
 @dataclass(frozen=True)
-class EngineCheck:
-    """Held-back samples and FP32's outputs on them, judged by the plan's target.
+class EngineCheck(Reference):
+    """The one :class:`~..accuracy.reference.Reference` (held-back samples, FP32's outputs on them) with the plan's
+    target, as a plan folder carries it to the engines.
 
     Attributes
     ----------
-    feeds : tuple of dict
-        One feed per held-back sample (each input with its batch axis of 1 where it has one).
-    reference : dict
-        FP32's outputs on ``feeds``, batch first.
-    axes : BatchAxes
-        The batch axis of every input and output.
+    feeds, outputs, axes, labels, notes, batch
+        The :class:`~..accuracy.reference.Reference`'s: one feed per held-back sample, FP32's outputs on them
+        (batch first), the batch axis of every input and output, the samples' labels, what the check cannot do
+        (a metric that did not travel, samples left out).
     target : PlanTarget, optional
         The plan's target with its metric built; None: nothing can judge the engines.
     metric_reference : float, optional
-        The metric on ``reference`` (FP32's own value).
-    labels : array, optional
-        The held-back samples' labels (for a metric that reads them).
-    notes : tuple of str
-        What the check cannot do (a metric that did not travel, samples left out).
+        The metric on ``outputs`` (FP32's own value).
     key : mapping
         Whose check it is: the plan's model and held-back samples (:func:`~.check_file.check_key`).
     """
 
-    feeds: Tuple[Feed, ...]
-    reference: Dict[str, np.ndarray]
-    axes: BatchAxes
     target: Optional[PlanTarget] = field(default=None, compare=False)
     metric_reference: Optional[float] = None
-    labels: Optional[np.ndarray] = field(default=None, compare=False)
-    notes: Tuple[str, ...] = ()
     key: Mapping = field(default_factory=dict, compare=False)
     #: The file's name in a plan folder (:data:`CHECK_FILE`).
     file_name = CHECK_FILE
@@ -131,7 +122,7 @@ class EngineCheck:
         target = self.target
         if target is not None and target.metric is not None:
             target = dataclasses.replace(target, metric_reference=self.metric_reference)
-        found = evaluate(outputs, self.reference, target)
+        found = evaluate(outputs, self.outputs, target)
         return dataclasses.replace(found, samples=len(self.feeds))
 
     # -- the file ---------------------------------------------------------------------------------
@@ -142,7 +133,7 @@ class EngineCheck:
         from .check_file import write_check
 
         try:
-            data = write_check(self.feeds, self.reference, self.labels, self.axes, self.metric_reference,
+            data = write_check(self.feeds, self.outputs, self.labels, self.axes, self.metric_reference,
                                self.notes, self.key)
         except ValueError:
             raise UserError("A held-back sample or output is not a plain array.", None,
@@ -208,8 +199,8 @@ class EngineCheck:
         ref_value = data.metric_reference
         if metric is not None and not finite_number(ref_value):
             ref_value = float(metric(data.reference))
-        return cls(tuple(data.feeds), data.reference, axes, judged, ref_value if metric is not None else None,
-                   data.labels, tuple(notes), data.key)
+        return cls(tuple(data.feeds), data.reference, axes, labels=data.labels, notes=tuple(notes), target=judged,
+                   metric_reference=ref_value if metric is not None else None, key=data.key)
 
     @classmethod
     def of_plan(cls, feeds: Sequence[Feed], reference: Mapping[str, np.ndarray], axes: BatchAxes,
@@ -241,8 +232,8 @@ class EngineCheck:
 
                 target = dataclasses.replace(target, metric=made.fn)
                 metric_reference = float(made.fn(ref))
-        return cls(tuple(dict(f) for f in feeds[:keep]), ref, axes, target, metric_reference, labels, tuple(notes),
-                   dict(key or {}))
+        return cls(tuple(dict(f) for f in feeds[:keep]), ref, axes, labels=labels, notes=tuple(notes), target=target,
+                   metric_reference=metric_reference, key=dict(key or {}))
 
 
 def folder_check(folder: Union[str, Path], plan) -> Tuple[Optional[EngineCheck], Optional[bytes]]:

@@ -54,7 +54,7 @@ def _evaluator(proto: onnx.ModelProto, plan: Plan):
     target = check.target
     if target is not None and target.metric is not None:
         target = dataclasses.replace(target, metric_reference=check.metric_reference)
-    return Evaluator(proto, [dict(f) for f in check.feeds], dict(check.reference), options=plan.options,
+    return Evaluator(proto, [dict(f) for f in check.feeds], dict(check.outputs), options=plan.options,
                      target=target, axes=check.axes, batch=1)
 
 
