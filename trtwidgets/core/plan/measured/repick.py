@@ -209,8 +209,8 @@ def _same_graph(cands: Sequence[Candidate], measurements: Sequence[Measurement],
     Where FP16 of the rewritten graph was timed, it stands in for FP16 (named ``"fp16"``) and FP16 as given is
     left out: the Q/DQ candidates are written on the rewritten graph, and a gain over FP16 of another graph would
     count the rewrites' gain as INT8's. FP16 as given is returned apart, for :func:`_float_of_graph`. Otherwise
-    (no such candidate, or its build failed) the measurements are FP16 as given's, the rewritten one left out
-    with a note. The third item is None then.
+    (no such candidate, its build failed, or it misses the target) the measurements are FP16 as given's, the
+    rewritten one left out with a note. The third item is None then.
     """
     rewritten = next((m for m in measurements if m.kind == FP16 and m.name != FP16
                       and _rewritten_index(cands, m) is not None), None)
@@ -241,7 +241,7 @@ def _float_of_graph(pick: MeasuredPick, given: Optional[Measurement], rewritten:
     has no time or misses the target and it meets it; else FP16 as given, as fast as far as the run can tell.
     """
     paired = paired_rounds(rewritten, given) if given is not None and given.ok else None
-    if paired is not None:
+    if paired is not None and given is not None:
         gain = (f"Against FP16 of the rewritten graph ({rewritten.median_ms:.4f} ms), the graph the Q/DQ candidates "
                 f"are written on; the rewrites alone: {ratio(rewritten.median_ms, given.median_ms):.3f}x FP16 as "
                 f"given ({given.median_ms:.4f} ms), {paired.text()}.")
