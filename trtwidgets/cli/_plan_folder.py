@@ -40,7 +40,8 @@ def write_plan_folder(result, exported, out, check_bytes=None, partial=None, exp
     """plan.json (+ held_back.npz), plan.html and the pick's model.qdq.onnx into ``out`` as one set; the folder.
 
     An interrupted search (``partial``, default: the plan's ``interrupted``) writes into ``out``'s partial
-    sibling and leaves ``out`` as it was. A plan whose pick is FP16 has no model.qdq.onnx: an earlier one goes
+    sibling and leaves ``out`` as it was. A pick that is FP16 of the rewritten graph is written as
+    model.rewritten.onnx (a float model) instead. A plan whose pick is FP16 has neither: an earlier one goes
     with the set (said on stderr). ``check_bytes``: the held-back check as read from the folder (``plan
     measure`` keeps it as it was). ``expect``: the state of ``out`` the result replaces (:func:`plan_state`,
     taken when it was read); checked once the new set is written, just before it is swapped in.
@@ -49,17 +50,17 @@ def write_plan_folder(result, exported, out, check_bytes=None, partial=None, exp
     from ..core.common.file_set import replace_file_set
     from ..core.common.write_rule import partial_path
     from ..core.plan.engine_check import CHECK_FILE
-    from ..core.plan.plan_export import PLAN_FILES
+    from ..core.plan.plan_export import PLAN_FILES, QDQ_FILE, REWRITTEN_FILE, pick_file
     from ..core.qdq.export import save_qdq_model
     from ..plots.pareto import plan_html
 
     final = partial_path(out) if (result.interrupted if partial is None else partial) else out
-    had_qdq = (final / "model.qdq.onnx").is_file()
+    had = [name for name in (QDQ_FILE, REWRITTEN_FILE) if (final / name).is_file()]
     html = plan_html(result)
 
     def write(folder):
         if exported is not None:
-            save_qdq_model(exported, folder / "model.qdq.onnx")
+            save_qdq_model(exported, folder / pick_file(result))
         result.save_json(folder / "plan.json")  # and held_back.npz: what `plan measure` judges the engines by
         write_text_atomic(folder / "plan.html", html)
         if check_bytes is not None:
@@ -69,7 +70,7 @@ def write_plan_folder(result, exported, out, check_bytes=None, partial=None, exp
 
     # One set: a kill or a full disk leaves the earlier plan's files or this plan's, never a mix.
     replace_file_set(final, PLAN_FILES, write)
-    if exported is None and had_qdq:
-        print(f"replaced the earlier plan in {final}; its model.qdq.onnx went with it (FP16 is this plan's pick)",
-              file=sys.stderr)
+    if exported is None and had:
+        print(f"replaced the earlier plan in {final}; its {' and '.join(had)} went with it (FP16 is this plan's "
+              "pick)", file=sys.stderr)
     return final

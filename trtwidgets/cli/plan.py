@@ -8,7 +8,8 @@ held-back samples, and where INT8 pays comes from a cost model (an estimate) or,
 
 Writes ``DIR/plan.json`` (every candidate, the pick and why), ``DIR/plan.html`` (the
 Pareto chart of accuracy against latency, offline) and, unless FP16 is the answer,
-``DIR/model.qdq.onnx`` (the pick), replacing an earlier plan's three files as one set
+``DIR/model.qdq.onnx`` (the pick; ``DIR/model.rewritten.onnx``, a float model to build with FP16, when the
+pick is FP16 of the rewritten graph), replacing an earlier plan's files as one set
 (other files in DIR stay). An interrupted search writes what it measured to
 ``DIR.partial/`` and leaves DIR as it was. Prints the table. Exit 0 when a candidate meets the
 target, 1 when none does (not even FP16), 2 on bad input. With ``--build`` (needs
@@ -29,7 +30,7 @@ import sys
 NAME = "plan"
 OUTPUTS = {"out": "dir"}
 #: The plan's files, replaced as one set (see :mod:`trtwidgets.core.common.file_set`); checked against the inputs.
-OUTPUT_FILES = {"out": ("plan.json", "plan.html", "model.qdq.onnx")}
+OUTPUT_FILES = {"out": ("plan.json", "plan.html", "model.qdq.onnx", "model.rewritten.onnx")}
 HELP = "find the fastest Q/DQ quantization that keeps an accuracy target (FP16 when INT8 does not pay)"
 DESCRIPTION = __doc__
 
@@ -149,7 +150,9 @@ def run(args) -> int:
     else:
         _print(result, final, exported is not None)
     if args.build and exported is not None and not result.interrupted:
-        _build(final / "model.qdq.onnx", out)
+        from ..core.plan.plan_export import pick_file
+
+        _build(final / pick_file(result), out, quantized=bool(result.pick.quantized))
     if result.interrupted:
         print(f"interrupted: {final} holds the candidates measured so far; {out} was kept as it was",
               file=sys.stderr)
@@ -179,8 +182,13 @@ def _print(result, final, exported: bool) -> None:
     if secs:
         print(f"searched in {secs.get('total', 0):.1f} s ("
               + ", ".join(f"{k} {v:.1f} s" for k, v in secs.items() if k != "total") + ")")
-    print(f"wrote {final / 'plan.json'}, {final / 'plan.html'}" + (f", {final / 'model.qdq.onnx'}" if exported else
+    from ..core.plan.plan_export import pick_file
+
+    model = final / pick_file(result)
+    print(f"wrote {final / 'plan.json'}, {final / 'plan.html'}" + (f", {model}" if exported else
                                                                     f" (no Q/DQ model: {_float_pick(result)})"))
+    if exported and not result.pick.quantized:
+        print(f"{_float_pick(result)}: {model}")
 
 
 def _float_pick(result) -> str:
@@ -188,6 +196,10 @@ def _float_pick(result) -> str:
     if result.pick is None:
         return "nothing is recommended"
     island = result.options.keep_fp32
+    if result.pick.rewritten:
+        return (f"{result.pick.name} is the pick: build model.rewritten.onnx (the float model with the plan's exact "
+                "graph rewrites, no Q/DQ" + (f", its {len(island)} island nodes kept FP32" if island else "")
+                + ") with FP16")
     if island and result.recommended:
         return (f"{result.pick.name} is the pick: build the float model with FP16, its {len(island)} island nodes "
                 "kept FP32 (plan.json options.keep_fp32: export-qdq --keep-fp32 writes them FP32 for TensorRT 10/11; "
@@ -195,11 +207,12 @@ def _float_pick(result) -> str:
     return "FP16 is the pick"
 
 
-def _build(qdq_path, out) -> None:
+def _build(path, out, quantized: bool = True) -> None:
     from ..core.model.load import load_model
     from ..core.recipe.recipe import Recipe
     from ..trt import build as trt_build
 
-    recipe = Recipe.for_model(load_model(qdq_path), flags=("fp16", "int8"))
+    # The rewritten graph's FP16 holds no Q/DQ: built as FP16 alone, like the FP16 candidate.
+    recipe = Recipe.for_model(load_model(path), flags=("fp16", "int8") if quantized else ("fp16",))
     res = trt_build.build(recipe, out_dir=out / "build")
     print(f"built {res.out_dir} in {res.build_seconds:.0f} s")

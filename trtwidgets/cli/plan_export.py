@@ -5,7 +5,8 @@ The recommended candidate by default, or ``--candidate N`` (its index in the pla
 and Q/DQ options (:func:`trtwidgets.core.plan.plan_export.export_plan`, what ``tw.export_plan``
 calls). The float model is the one plan.json names, or ``--model PATH``; a model the plan was not
 made for is refused (its fingerprint and tensor names). A candidate that quantizes nothing (FP16)
-has no Q/DQ model: nothing is written and the line says so.
+has no Q/DQ model: nothing is written and the line says so. The candidate "FP16 (rewritten graph)" is
+written as the float model with the plan's exact graph rewrites (no Q/DQ; build it with FP16).
 
 Also spelled ``trtwidgets plan-export``. Exit 0 when written (or when the candidate is FP16), 2 on bad
 input.
@@ -67,6 +68,10 @@ def run(args) -> int:
         kept = " (the file already there is from before)" if os.path.lexists(args.out) else ""
         print(f"candidate {index} ({cand.name}) quantizes nothing: no Q/DQ model to write, {args.out} was not "
               f"written{kept}. Build the float model with FP16.", file=sys.stderr)
+        return 0
+    if cand.rewritten:
+        print(f"wrote {args.out}: candidate {index} ({cand.name}), the float model with "
+              f"{len(exported.report.rewrites)} exact graph rewrites and no Q/DQ: build it with FP16")
         return 0
     print(f"wrote {args.out}: candidate {index} ({cand.name}), {len(exported.report.quantized_layers)} INT8 layers")
     return 0

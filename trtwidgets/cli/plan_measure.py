@@ -14,7 +14,7 @@ engine on the plan's held-back
 samples (``PLAN_DIR/held_back.npz``, judged by the plan's target), and writes the
 measurements into ``PLAN_DIR/plan.json`` (atomically), ``plan.html`` and
 ``model.qdq.onnx`` (the fastest Q/DQ export that meets the target on its engine; removed
-when FP16 is the pick). Implicit INT8 is the pick where its engine meets the target and
+when FP16 is the pick; ``model.rewritten.onnx`` instead when FP16 of the rewritten graph is). Implicit INT8 is the pick where its engine meets the target and
 it is the fastest and wins the paired rounds (plan.json names its calibration cache). Progress
 shows builds done and left.
 
@@ -151,7 +151,9 @@ def run(args) -> int:
     print(new.reason)
     for n in new.notes:
         print(f"note: {n}")
-    print(f"wrote {out / 'plan.json'}, {out / 'plan.html'}")
+    from ..core.plan.plan_export import pick_file
+
+    print(f"wrote {out / 'plan.json'}, {out / 'plan.html'}" + (f", {out / pick_file(new)}" if exported else ""))
     if new.measured is not None and new.measured.interrupted:
         print("interrupted: plan.json holds the measurements so far (marked partial)", file=sys.stderr)
         return 130

@@ -7,7 +7,8 @@ What ``plan --measure``, ``tw.plan(..., measure=True)``, the App's Plan step and
    (:func:`~trtwidgets.core.plan.measured.repick.measure_targets`); each is exported as it
    was scored (:func:`~trtwidgets.core.plan.plan_export.export_plan`) into
    ``<work_dir>/candidates/``; implicit INT8 reads the plan's own ranges as a
-   calibration cache.
+   calibration cache. Where the plan has FP16 of the rewritten graph, that float model is
+   written there too and built with FP16 beside FP16 as given.
 2. :func:`trtwidgets.trt.measure.measure` builds each distinct placement once (cached
    on disk by model and placement, so a re-plan does not rebuild), times them
    interleaved in at least three rounds and reports the median and spread. Ctrl-C keeps
@@ -117,6 +118,14 @@ def _jobs(plan: Plan, model_path: str, work: Path, targets: List[int], implicit:
         write_cache(dict(plan.ranges.amax), cache)
         jobs.append(MeasureJob("int8_implicit", INT8_IMPLICIT, model_path, calibration_cache=str(cache)))
     folder.mkdir(parents=True, exist_ok=True)
+    rewritten = next((i for i, c in enumerate(cands) if c.rewritten), None)
+    if rewritten is not None:
+        # FP16 of the graph the Q/DQ candidates are written on, built beside FP16 as given: the candidates are
+        # compared with it (the same graph), and the two FP16 engines give the rewrites' own gain.
+        path = folder / f"candidate{rewritten}.rewritten.onnx"
+        export_plan(model_path, plan, path, candidate=rewritten)
+        jobs.append(MeasureJob(candidate_job_name(rewritten, cands[rewritten]), FP16, str(path),
+                               estimate_ms=_estimate_ms(cands[rewritten])))
     for i in targets:
         path = folder / f"candidate{i}.qdq.onnx"
         export_plan(model_path, plan, path, candidate=i)

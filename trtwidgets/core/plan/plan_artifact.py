@@ -47,8 +47,9 @@ class Plan:
         In the order they were tried; the first is always FP16 (no INT8).
     recommended : int or None
         Index of the recommendation: the fastest candidate that meets the target, or the float
-        candidate that meets it (FP16, or FP16 with an FP32 island) when no INT8 candidate is faster
-        and accurate enough (by measured time once measured); None when no candidate meets the
+        candidate that meets it (FP16, or FP16 with an FP32 island; once measured, FP16 of the rewritten
+        graph where it beats FP16 as given) when no INT8 candidate is faster and accurate enough (by
+        measured time once measured); None when no candidate meets the
         target, FP16 included (plan.json: ``null``).
     reason : str
         Why that one, in a sentence.

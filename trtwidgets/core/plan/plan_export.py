@@ -1,4 +1,9 @@
-"""Writing a plan's pick: the Q/DQ model of a candidate, exported with the options it was scored with."""
+"""Writing a plan's pick: the Q/DQ model of a candidate, exported with the options it was scored with.
+
+The float candidate of the rewritten graph (``Candidate.rewritten``) is written too: the float model with the
+plan's exact rewrites applied and its float part as the export writes it (the ``keep_fp32`` island kept FP32), the
+same export with no layer in INT8, so it is the graph the Q/DQ candidates were compared against.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from ..common.errors import UserError
 from ..qdq.options import QdqOptions
 from .plan_artifact import Plan
 
-__all__ = ["export_plan", "PLAN_FILES", "PLANNER_PLACEMENT"]
+__all__ = ["export_plan", "PLAN_FILES", "PLANNER_PLACEMENT", "QDQ_FILE", "REWRITTEN_FILE", "pick_file"]
 
 #: The placement the planner decides itself: matrix-vector layers are left to the cost model and the
 #: accuracy search (which know the planned batch), not to placement rule 5 (the model's static shapes).
@@ -18,12 +23,25 @@ PLANNER_PLACEMENT = {"skip_matrix_vector": False}
 
 
 #: The files of a plan folder, replaced as one set (:func:`trtwidgets.core.common.file_set.replace_file_set`).
-PLAN_FILES = ("plan.json", "plan.html", "model.qdq.onnx", "held_back.npz")
+PLAN_FILES = ("plan.json", "plan.html", "model.qdq.onnx", "model.rewritten.onnx", "held_back.npz")
+#: A plan folder's pick when it quantizes layers: the Q/DQ model.
+QDQ_FILE = "model.qdq.onnx"
+#: A plan folder's pick when it is FP16 of the rewritten graph: a float model (no Q/DQ), built with FP16.
+REWRITTEN_FILE = "model.rewritten.onnx"
+
+
+def pick_file(plan: Plan) -> str:
+    """The file name a plan folder holds its pick's model under: :data:`REWRITTEN_FILE` or :data:`QDQ_FILE`."""
+    return REWRITTEN_FILE if plan.pick is not None and plan.pick.rewritten else QDQ_FILE
 
 
 def export_plan(model, plan: Union[Plan, str, os.PathLike], out_path: Union[str, os.PathLike, None] = None, *,
                 candidate: Optional[int] = None):
     """The Q/DQ model of a plan's candidate (default: the recommended one), exported as it was scored.
+
+    The candidate "FP16 (rewritten graph)" (``Candidate.rewritten``) is written as the float model with the plan's
+    exact rewrites applied, its float part as every candidate's (the plan's ``keep_fp32`` island kept FP32), and
+    no Q/DQ node: build it with FP16.
 
     Write the pick to disk::
 
@@ -37,15 +55,17 @@ def export_plan(model, plan: Union[Plan, str, os.PathLike], out_path: Union[str,
         The float model the plan was made for.
     plan : Plan, or the path of a plan folder or plan.json (read with :meth:`Plan.load`)
     out_path : path, optional
-        Where to write the Q/DQ model (atomically); nothing is written when None or when
-        the candidate is FP16.
+        Where to write the model (atomically); nothing is written when None or when the candidate is FP16 of
+        the graph as given (or FP16 with an FP32 island).
     candidate : int, optional
         Index in the plan's table (0 is FP16).
 
     Returns
     -------
     QdqExport or None
-        None when the candidate quantizes nothing (FP16 is best): there is no Q/DQ model to write.
+        None when the candidate quantizes nothing and is not the rewritten graph's (FP16 is best): there is no
+        model to write. For the rewritten graph's FP16, an export without Q/DQ (``report.rewrites`` says what
+        changed, ``report.quantized_layers`` is empty).
 
     Raises
     ------
@@ -79,9 +99,10 @@ def export_plan(model, plan: Union[Plan, str, os.PathLike], out_path: Union[str,
     # Another model's plan, and ranges that cannot be scales, are refused before anything is built or written.
     amax = _plan_amax(loaded, plan, source, opts)
     cand = plan.candidates[idx]
-    if not cand.quantized:
+    if not cand.quantized and not cand.rewritten:
         return None
-    # The candidate is its node set: its layers in INT8, every other weighted layer kept float by the plan.
+    # The candidate is its node set: its layers in INT8, every other weighted layer kept float by the plan. The
+    # rewritten graph's FP16 is the empty set: the same export (rewrites, opset, float part, island), no Q/DQ.
     spec = QdqSpec(amax, opts, nodes=frozenset(cand.quantized), source=f"the ranges of {source}, candidate {idx}",
                    choices=dict(cand.choices), zero=frozenset(plan.ranges.zero))
     result = build_qdq(loaded.proto, spec)

@@ -144,11 +144,15 @@ def _candidate(c: _Checker, i: int, cand: Any) -> Candidate:
     meets = c.value(cand, "meets_target", _flag, "true or false", False, f"{at}.")
     choices = c.value(cand, "choices", lambda v: isinstance(v, Mapping), "an object of node label -> placement "
                       "choice", {}, f"{at}.")
+    # A plan.json older than the rewritten-graph candidate has no such key: every candidate is of the graph as given.
+    rewritten = c.value(cand, "rewritten", _flag, "true or false", False, f"{at}.")
+    c.need(not (rewritten and cand["quantized"]), f"{at}.rewritten", rewritten,
+           "false for a candidate that quantizes layers (only a float candidate is the rewritten graph's FP16)")
     from ..qdq.region_choices import check_choices
 
     return Candidate(cand["name"], tuple(cand["quantized"]), tuple((k["layer"], k.get("reason", "")) for k in kept),
                      acc, float(us["latency_us"]), float(us["fp16_latency_us"]), source, meets,
-                     tuple(c.made(f"{at}.choices", lambda: check_choices(choices)).items()))
+                     tuple(c.made(f"{at}.choices", lambda: check_choices(choices)).items()), rewritten=rewritten)
 
 
 # -- the target, the ranges, the options ----------------------------------------------------------

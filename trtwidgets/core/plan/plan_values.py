@@ -68,6 +68,10 @@ class Candidate:
     choices : tuple of (str, str)
         Placement choices (node label, choice) the candidate is exported with: the region schemes it
         combines (:mod:`~trtwidgets.core.qdq.region_choices`); empty: the placement rules' own answers.
+    rewritten : bool
+        A float candidate of the graph the Q/DQ candidates are written on: the model with the export's exact
+        rewrites applied (:mod:`~trtwidgets.core.model.trt_rewrites`), quantizing nothing. The Q/DQ candidates
+        are compared against its FP16 engine where it was measured (the same graph). False for every other.
     """
 
     name: str
@@ -79,6 +83,7 @@ class Candidate:
     latency_source: str
     meets_target: bool
     choices: Tuple[Tuple[str, str], ...] = ()
+    rewritten: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "choices", tuple(sorted((str(k), str(v)) for k, v in dict(self.choices).items())))
@@ -104,7 +109,9 @@ class Candidate:
                 "accuracy": self.accuracy.to_dict(), "latency_us": json_number(self.latency_us),
                 "fp16_latency_us": json_number(self.fp16_latency_us), "speedup_vs_fp16": json_number(self.speedup),
                 "latency_source": self.latency_source, "meets_target": self.meets_target,
-                **({"choices": dict(self.choices)} if self.choices else {})}
+                **({"choices": dict(self.choices)} if self.choices else {}),
+                # Written only where true: plans without the candidate keep their bytes.
+                **({"rewritten": True} if self.rewritten else {})}
 
 
 @dataclass(frozen=True)

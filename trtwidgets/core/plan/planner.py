@@ -365,7 +365,8 @@ def _supported(proto: onnx.ModelProto, latency, notes: List[str]):
 
 def _first_candidates(search: Search, cands: Candidates, all_export, amax, best_method: str, notes: List[str],
                       float_part) -> None:
-    """FP16 (and FP16 with its FP32 island) and INT8 everywhere the placement rules allow: the two ends."""
+    """FP16 (and FP16 with its FP32 island, and FP16 of the rewritten graph) and INT8 everywhere the placement rules
+    allow: the two ends."""
     search.say("scoring FP16 and full INT8")
     ev = search.ev
     cands.add("FP16 (no INT8)", (), (), float_part.verdict.accuracy)
@@ -375,11 +376,7 @@ def _first_candidates(search: Search, cands: Candidates, all_export, amax, best_
         notes.append("BF16 is evaluated as FP32 in ONNX Runtime (no BF16 kernels on the CPU)")
     rewrites = all_export.report.rewrites
     if rewrites:
-        kinds = sorted({kind for kind, _ in rewrites})
-        notes.append(f"the Q/DQ candidates are written with {len(rewrites)} exact graph rewrites ({', '.join(kinds)}; "
-                     "docs/placement.md, 'Graph rewrites'); FP16 is the model as given, so part of a candidate's "
-                     "measured gain over FP16 is the rewrites', which an FP16 engine of the rewritten graph gets too "
-                     "(QdqOptions(rewrites=()) writes the graph as it is)")
+        _add_rewritten(cands, rewrites, float_part, notes)
     layers = search.layers
     cands.add(f"INT8 everywhere the rules allow ({best_method})", layers,
               tuple((sk.node_label, sk.reason) for sk in all_export.report.skipped
@@ -389,6 +386,31 @@ def _first_candidates(search: Search, cands: Candidates, all_export, amax, best_
 
 #: The name of the float candidate that keeps its FP32 island (:mod:`~..qdq.float_island`).
 ISLAND_NAME = "FP16 with an FP32 island"
+#: The name of the float candidate of the rewritten graph (``Candidate.rewritten``).
+REWRITTEN_NAME = "FP16 (rewritten graph)"
+
+
+def _add_rewritten(cands: Candidates, rewrites, float_part, notes: List[str]) -> None:
+    """FP16 of the graph the Q/DQ candidates are written on, with a note on what it is and how it is timed.
+
+    The rewrites are exact (the same arithmetic on the same values), so its accuracy is the float part's: FP16's
+    verdict, or the island's where the float part needed one (every INT8 candidate keeps the island, and so does
+    this one's export). Its estimate is FP16's: the cost model prices weighted layers and precision borders, and
+    the rewrites change neither (they remove copies TensorRT makes around a Concat and move a Transpose), so any
+    gain of theirs is left to the measurement rather than invented here.
+    """
+    acc = float_part.island_verdict.accuracy if float_part.fixed else float_part.verdict.accuracy
+    index = len(cands.items)
+    cand = dataclasses.replace(cands.make(REWRITTEN_NAME, (), (), acc), rewritten=True)
+    cands.items.append(cand)
+    kinds = sorted({kind for kind, _ in rewrites})
+    island = f", its {len(float_part.island)} island nodes kept FP32" if float_part.fixed else ""
+    notes.append(f"the Q/DQ candidates are written with {len(rewrites)} exact graph rewrites ({', '.join(kinds)}; "
+                 f"docs/placement.md, 'Graph rewrites'); '{REWRITTEN_NAME}' is FP16 of that graph{island} "
+                 f"(`plan export --candidate {index}` writes it), so a measurement compares every Q/DQ candidate with the "
+                 "FP16 engine of the same graph and reports the rewrites' own gain; its estimate is FP16's, since "
+                 "the cost model does not price what the rewrites remove (QdqOptions(rewrites=()) writes the graph "
+                 "as it is)")
 
 
 def _island_note(float_part) -> str:

@@ -28,7 +28,7 @@ import onnx
 from ...accuracy.noise_db import json_float
 from ..plan_values import EngineVerdict, ratio
 
-__all__ = ["FP16", "INT8_IMPLICIT", "QDQ", "MeasuredRow", "Measurement", "candidate_index",
+__all__ = ["FP16", "INT8_IMPLICIT", "QDQ", "MeasuredRow", "Measurement", "candidate_index", "fp16_of",
            "measurement_rows", "placement_key", "qdq_values_key", "read_float"]
 
 #: Measurement kinds: the FP16 baseline, TensorRT's implicit INT8 (picked only when its engine was judged on the
@@ -262,9 +262,18 @@ def candidate_index(name: str) -> Optional[int]:
     return None
 
 
+def fp16_of(measurements: Sequence[Measurement]) -> Optional[Measurement]:
+    """FP16 of the model as given with a time (named ``"fp16"``), else the first FP16 engine with one, else None.
+
+    A plan with FP16 of the rewritten graph measures two FP16 engines; ratios "x FP16" are to the model as given.
+    """
+    timed = [m for m in measurements if m.kind == FP16 and m.ok]
+    return next((m for m in timed if m.name == FP16), timed[0] if timed else None)
+
+
 def measurement_rows(measurements: Sequence[Measurement]) -> List[MeasuredRow]:
     """Estimate and measurement side by side, one row per engine (see :class:`MeasuredRow`)."""
-    base = next((m for m in measurements if m.kind == FP16 and m.ok), None)
+    base = fp16_of(measurements)
     fp16_ms = base.median_ms if base is not None else float("nan")
     fp16_est = base.estimate_ms if base is not None else float("nan")
     rows = []

@@ -10,7 +10,8 @@ GPU and are tested on numbers:
   set of INT8 layers (a change of ranges alone changes no latency).
 * :func:`apply_measurements`: the plan with its pick made again by measured time
   (:func:`~.pick.pick_measured`: a candidate only when it wins FP16's paired rounds by the
-  sign test) and its :class:`~.standing.PlanMeasurement`, every measurement beside its
+  sign test; FP16 of the same graph: the rewritten one where the plan has it and it was measured)
+  and its :class:`~.standing.PlanMeasurement`, every measurement beside its
   estimate. An interrupted run keeps what it measured (status ``"partial"``).
 * :func:`finish_latency`: the planner's last phase: measured by a source, or an
   :class:`~.standing.EstimateStanding` saying how far estimates have been off.
@@ -20,12 +21,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable, List, Mapping, Optional, Sequence, Union
+from typing import Callable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ...common.errors import UserError
 from ..judge import Judge
 from ..plan_artifact import Plan
-from ..plan_values import Candidate, PlanAccuracy, positive_finite
+from ..plan_values import Candidate, PlanAccuracy, positive_finite, ratio
 from .measurement import FP16, INT8_IMPLICIT, QDQ, MeasuredRow, Measurement, candidate_index
 from .paired import paired_rounds
 from .pick import NONE, MeasuredPick, known_estimates, pick_measured
@@ -96,7 +97,11 @@ def apply_measurements(plan: Plan, measurements: Sequence[Measurement], *, round
     Plan
         A new plan: ``recommended`` and ``reason`` by measurement (FP16 whenever no candidate that
         meets the target wins FP16's paired rounds by the sign test, :mod:`.paired`), a note per
-        candidate left out and why, and ``measured``.
+        candidate left out and why, and ``measured``. Where FP16 of the rewritten graph
+        (``Candidate.rewritten``) was measured (an FP16 measurement named by :func:`candidate_job_name`)
+        and meets the target, it is the FP16 every Q/DQ candidate must beat (the same graph), the reason
+        says the rewrites' own gain (its time / FP16 as given's), and it is the pick itself where no Q/DQ
+        candidate beats it and it wins FP16 as given's paired rounds.
 
     Notes
     -----
@@ -112,8 +117,11 @@ def apply_measurements(plan: Plan, measurements: Sequence[Measurement], *, round
     record = PlanMeasurement(tuple(measurements), rounds, interrupted, built, cached, shapes or {}, settings or {},
                              estimate_pick=before, estimate_reason=plan.reason, check=check)
     notes += [f"engine check: {n}" for n in (check.notes if check is not None else ())]
+    # Every Q/DQ candidate is judged against the FP16 engine of its own graph: the rewritten one where it was timed.
+    timed, given, rewritten = _same_graph(plan.candidates, measurements, meets, notes)
+    versus = dict(meets, **{FP16: meets.get(rewritten.name, False)}) if rewritten is not None else meets
     try:
-        pick = pick_measured(measurements, meets)
+        pick = pick_measured(timed, versus)
     except UserError as err:
         # No FP16 time (its build failed, or Ctrl-C came first): nothing can be judged against it.
         return dataclasses.replace(plan, measured=record, estimate=None, notes=tuple(notes + [f"measurement: {err.what}"]),
@@ -123,7 +131,11 @@ def apply_measurements(plan: Plan, measurements: Sequence[Measurement], *, round
         return dataclasses.replace(plan, recommended=None, measured=dataclasses.replace(record, pick=pick),
                                    estimate=None, notes=tuple(notes + [f"measured: {n}" for n in pick.notes]),
                                    reason=f"No candidate meets the target (measured): {pick.reason}")
-    pick, exportable, implicit = _implicit_or_export(pick, measurements, meets, plan, notes)
+    pick, exportable, implicit = _implicit_or_export(pick, timed, versus, plan, notes)
+    gain = ""
+    if rewritten is not None:
+        exportable, gain = _float_of_graph(exportable, given, rewritten, meets)
+        pick = exportable if implicit is None else pick
     after = None if exportable.name == NONE else candidate_index(exportable.name) if exportable.name != FP16 else 0
     exportable = dataclasses.replace(exportable, candidate=after)
     if implicit is not None:
@@ -134,7 +146,10 @@ def apply_measurements(plan: Plan, measurements: Sequence[Measurement], *, round
         record = dataclasses.replace(record, pick=exportable)
         old = record.row_of(before) if before else None
         reason = _reason(plan.candidates, before, after, exportable, rounds, interrupted, old,
-                         next((m for m in measurements if m.name == exportable.name), None))
+                         next((m for m in measurements if m.name == exportable.name), None),
+                         "FP16 of the rewritten graph" if rewritten is not None else "FP16")
+    if gain:
+        reason += " " + gain
     return dataclasses.replace(plan, recommended=after, reason=reason, measured=record, estimate=None,
                                notes=tuple(notes + [f"measured: {n}" for n in pick.notes]))
 
@@ -168,12 +183,12 @@ def _eligibility(cands: Sequence[Candidate], measurements: Sequence[Measurement]
     meets = {FP16: bool(cands and cands[0].meets_target)}  # FP16 is judged like every candidate
     for m in measurements:
         engine = m.judged
-        if m.kind == FP16 and engine is False:
+        if m.name == FP16 and engine is False:
             meets[FP16] = False
             notes.append(f"FP16's engine misses the target on the held-back samples ({m.accuracy_text}).")
         if m.accuracy is not None and m.accuracy.error:
             notes.append(f"{m.name}: timed, not judged on the held-back samples ({m.accuracy.error}).")
-        if m.kind == QDQ:
+        if m.kind == QDQ or (m.kind == FP16 and m.name != FP16):  # a Q/DQ candidate, or the rewritten graph's FP16
             i = candidate_index(m.name)
             if i is None or not 0 <= i < len(cands):
                 continue
@@ -185,6 +200,74 @@ def _eligibility(cands: Sequence[Candidate], measurements: Sequence[Measurement]
         elif m.kind == INT8_IMPLICIT and engine is not None:
             meets[m.name] = bool(engine)
     return meets
+
+
+def _same_graph(cands: Sequence[Candidate], measurements: Sequence[Measurement], meets: Mapping[str, bool],
+                notes: List[str]) -> Tuple[List[Measurement], Optional[Measurement], Optional[Measurement]]:
+    """``(the measurements the pick compares, FP16 as given, FP16 of the rewritten graph)``.
+
+    Where FP16 of the rewritten graph was timed, it stands in for FP16 (named ``"fp16"``) and FP16 as given is
+    left out: the Q/DQ candidates are written on the rewritten graph, and a gain over FP16 of another graph would
+    count the rewrites' gain as INT8's. FP16 as given is returned apart, for :func:`_float_of_graph`. Otherwise
+    (no such candidate, its build failed, or it misses the target) the measurements are FP16 as given's, the
+    rewritten one left out with a note. The third item is None then.
+    """
+    rewritten = next((m for m in measurements if m.kind == FP16 and m.name != FP16
+                      and _rewritten_index(cands, m) is not None), None)
+    given = next((m for m in measurements if m.name == FP16), None)
+    if rewritten is None:
+        return list(measurements), given, None
+    others = [m for m in measurements if m is not rewritten and m is not given]
+    if not rewritten.ok or not meets.get(rewritten.name, False):
+        why = (f"not measured ({rewritten.error or 'no time'})" if not rewritten.ok else "misses the target")
+        notes.append(f"{rewritten.name}: {why}; the Q/DQ candidates are compared with FP16 of the graph as given, "
+                     "so their measured gain includes the rewrites'.")
+        return ([given] if given is not None else []) + others, given, None
+    return [dataclasses.replace(rewritten, name=FP16)] + others, given, rewritten
+
+
+def _rewritten_index(cands: Sequence[Candidate], m: Measurement) -> Optional[int]:
+    """The index of the rewritten graph's FP16 candidate that ``m`` measured, or None."""
+    i = candidate_index(m.name)
+    return i if i is not None and 0 <= i < len(cands) and cands[i].rewritten else None
+
+
+def _float_of_graph(pick: MeasuredPick, given: Optional[Measurement], rewritten: Measurement,
+                    meets: Mapping[str, bool]) -> Tuple[MeasuredPick, str]:
+    """``(the pick, a sentence on the rewrites' own gain)``, the pick made against FP16 of the rewritten graph.
+
+    A Q/DQ pick stays. Where the pick is that FP16 (named ``"fp16"``: no Q/DQ candidate beat it), the float pick is
+    FP16 of the rewritten graph when it wins FP16 as given's paired rounds by the sign test, or when FP16 as given
+    has no time or misses the target and it meets it; else FP16 as given, as fast as far as the run can tell.
+    """
+    paired = paired_rounds(rewritten, given) if given is not None and given.ok else None
+    if paired is not None and given is not None:
+        gain = (f"Against FP16 of the rewritten graph ({rewritten.median_ms:.4f} ms), the graph the Q/DQ candidates "
+                f"are written on; the rewrites alone: {ratio(rewritten.median_ms, given.median_ms):.3f}x FP16 as "
+                f"given ({given.median_ms:.4f} ms), {paired.text()}.")
+    else:
+        gain = (f"Against FP16 of the rewritten graph ({rewritten.median_ms:.4f} ms), the graph the Q/DQ candidates "
+                "are written on; FP16 as given has no time, so the rewrites' own gain is unknown.")
+    if pick.name != FP16:
+        return pick, gain
+    given_ok = given is not None and given.ok and meets.get(FP16, False)
+    if meets.get(rewritten.name, False) and (not given_ok or (paired is not None and paired.faster)):
+        noise = max(rewritten.spread_ms, given.spread_ms) if given is not None and given.ok else rewritten.spread_ms
+        base_ms = given.median_ms if given is not None and given.ok else math.nan
+        why = (f"{paired.text()}" if given_ok and paired is not None
+               else "FP16 as given " + ("misses the target" if given is not None and given.ok else "has no time"))
+        return MeasuredPick(rewritten.name, rewritten.median_ms, base_ms, noise,
+                            f"{rewritten.name}: {rewritten.median_ms:.4f} ms against FP16 as given's "
+                            f"{base_ms:.4f} ms ({why}); no Q/DQ candidate that meets the target beats it by the "
+                            "paired rounds; measured. Build the rewritten float model with FP16 (`plan export` "
+                            "writes it).", pick.notes, paired=paired), gain
+    if given is None or not given.ok:
+        return pick, gain
+    reason = pick.reason
+    if meets.get(rewritten.name, False):
+        reason += (f" FP16 of the rewritten graph is not faster than FP16 as given by the paired rounds "
+                   f"({paired.text() if paired is not None else 'not compared'}): FP16 as given.")
+    return dataclasses.replace(pick, median_ms=given.median_ms, fp16_ms=given.median_ms, reason=reason), gain
 
 
 def _as_scored(acc: Optional[PlanAccuracy]) -> PlanAccuracy:
@@ -228,12 +311,14 @@ def _prefer_accurate(pick: MeasuredPick, measurements: Sequence[Measurement], me
 
 
 def _reason(cands: Sequence[Candidate], before: Optional[int], after: Optional[int], pick: MeasuredPick, rounds: int, interrupted: bool,
-            old: Optional[MeasuredRow], measured: Optional[Measurement] = None) -> str:
+            old: Optional[MeasuredRow], measured: Optional[Measurement] = None, base: str = "FP16") -> str:
     head = f"Partial measurement (interrupted; {rounds} round{'s' if rounds != 1 else ''}): " if interrupted else ""
-    if after:
+    if after and cands[after].rewritten:
+        text = pick.reason
+    elif after:
         c = cands[after]
         won = f", {pick.paired.text()}" if pick.paired is not None else ""
-        text = (f"{c.name}: measured {pick.vs_fp16:.3f}x FP16 ({pick.median_ms:.4f} ms against FP16's "
+        text = (f"{c.name}: measured {pick.vs_fp16:.3f}x {base} ({pick.median_ms:.4f} ms against {base}'s "
                 f"{pick.fp16_ms:.4f} ms, median of {rounds} interleaved rounds{won}, larger round spread "
                 f"{pick.noise_ms:.4f} ms), the fastest measured candidate that meets the target, "
                 f"{len(c.quantized)} INT8 layers"

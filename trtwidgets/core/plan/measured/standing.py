@@ -20,7 +20,7 @@ from typing import Any, List, Mapping, Optional, Tuple
 
 from ...common.frozen import deep_freeze, readonly_mapping, thaw
 from ..plan_values import positive_finite
-from .measurement import FP16, INT8_IMPLICIT, MeasuredRow, Measurement, measurement_rows
+from .measurement import INT8_IMPLICIT, MeasuredRow, Measurement, fp16_of, measurement_rows
 from .pick import MeasuredPick
 
 __all__ = ["ESTIMATE_ERROR_FILE", "MEASURE_HINT", "CheckSummary", "EstimateStanding", "PlanMeasurement",
@@ -212,8 +212,8 @@ class PlanMeasurement:
         return next((r for r in self.rows() if r.kind == INT8_IMPLICIT), None)
 
     def fp16(self) -> Optional[Measurement]:
-        """FP16's measurement with a time, or None."""
-        return next((m for m in self.measurements if m.kind == FP16 and m.ok), None)
+        """FP16's measurement with a time (of the model as given where both FP16 engines were timed), or None."""
+        return fp16_of(self.measurements)
 
     def _pick_dict(self) -> Optional[dict]:
         if self.pick is None:
