@@ -5,8 +5,10 @@
 The toolkit's export rewrites the graph before it places Q/DQ (``QdqOptions.rewrites``, default
 :data:`trtwidgets.core.model.trt_rewrites.DEFAULT_REWRITES`), and the rewrites alone make the FP16 engine faster
 (``benchmarks/results/rewrites``: 0.843x at level 1). Its INT8 engine is therefore judged against the FP16 of the
-*same rewritten graph*, and the peer is given that graph too. Written to ``--out`` (the YOLO is AGPL-3.0: never
-committed), all at batch 32, 320x320:
+*same rewritten graph*, and the peer is given that graph too. The five models go to ``--files`` as plain files; what
+the GPU run carries goes to ``--out`` (the YOLO is AGPL-3.0: never committed): ``pack/`` (the five models with each
+weight stored once, 15 MB instead of 52: ``scripts/onnx_pack.py unpack`` gives them back byte for byte),
+``check_b32.npz`` and ``cpu_f1.json``. All at batch 32, 320x320:
 
 * ``yolo320_b32.onnx``: the float model as given (``$TRTWIDGETS_ZOO/families/yolo320/float_b32.onnx``);
 * ``float_rw_b32.onnx``: the same float model exactly as the export sees it before placing Q/DQ (its opset

@@ -13,6 +13,31 @@ measurements, each engine's summary and its layers with their precisions, for ``
 across engines; each layer's median lands in the JSON): where one engine spends its time against another
 (``benchmarks/results/peer/b32_variants``, ``benchmarks/results/rewrites``).
 
+Issue 44 (each Q/DQ model against the FP16 **of its own graph**): ``--opt-levels 3,1`` builds every model at each
+builder level (in that order; engines ``NAME@L3``; one level keeps the names of before), one build after the other
+in this process, each build's seconds read from its build folder (a cached engine's too; ``--timing-cache``: one
+TensorRT timing cache for all builds, one per level, or none shared), and times every engine of every level in the
+same interleaved rounds. ``--pair QDQ=FLOAT`` names the float model a Q/DQ model is written on (default ``fp16``,
+the model as given): the report (``same_graph`` in the JSON, printed last) gives per level each FP16 against FP16
+as given (the rewrites' own gain), each Q/DQ engine against the FP16 of its graph and of the graph as given, and
+``--pick`` (default ``toolkit``) against the issue's targets (<= 0.85x, metric >= 0.95) and against every other
+Q/DQ engine of its graph and level: the paired sign test both ways
+(:func:`~trtwidgets.core.plan.measured.paired.paired_rounds`) and the reformat counts; across levels each model's
+time and build seconds. ``--check FILE`` (``benchmarks/yolo_same_graph.py``'s ``check_b32.npz``, an
+:class:`~trtwidgets.core.plan.engine_check.EngineCheck` file) runs every engine on the held-back samples after the
+timing, judged by ``--check-metric`` (the family's ``detection``: F1 at score 0.25 against FP32) and the worst-group
+cosine, also on the first ``--check-subset`` samples (the family's own 8). ``--build-budget S`` starts no build
+after S seconds; ``--build-only`` stops after the builds (a second call finds them in ``--cache-dir``). The JSON is
+written after each build, after the timing, after the check and at the end; a run stopped by SIGTERM keeps the
+rounds done (as Ctrl-C), one killed outright loses only the step in progress::
+
+    $PY39 scripts/onnx_pack.py unpack .gpuwork/yolo44/pack /tmp/y44 && \\
+    TRTWIDGETS_NO_CUBLAS_CUDNN=1 EXTRA_PYTHONPATH=$PWD $PY39 scripts/gpu_peer_yolo.py --fp16 /tmp/y44/yolo320_b32.onnx \\
+        --float fp16_rw=/tmp/y44/float_rw_b32.onnx --qdq toolkit=/tmp/y44/toolkit_b32.onnx \\
+        --qdq modelopt=/tmp/y44/modelopt_b32.onnx --qdq modelopt_rw=/tmp/y44/modelopt_rw_b32.onnx \\
+        --pair toolkit=fp16_rw --pair modelopt_rw=fp16_rw --opt-levels 3,1 --check .gpuwork/yolo44/check_b32.npz \\
+        --rounds 9 --runs 100 --cache-dir /tmp/peer_engines --out $OUT/same_graph_b32.json
+
 ``--parse MODEL ...`` only parses further files with TensorRT 8.6's ONNX parser (ModelOpt's files of other zoo
 models: does TensorRT 8.6 read them at all), recording the parser's errors. Python 3.9 with numpy, onnx and
 tensorrt only::

@@ -6,8 +6,8 @@
 A float model, its rewritten graph and a peer's Q/DQ models of both hold the same FP32 weights (issue 44: 4 x 12 MB of
 the 320x320 YOLO). ``pack`` writes every initializer's ``raw_data`` of 1 KiB or more once into ``weights.bin`` and
 each model as a small graph referring to it (ONNX external data: location, offset, length); ``unpack`` reads them
-back into self-contained files and checks each against the SHA-256 recorded when packing (a mismatch is said, not
-hidden: the content may still be the same if another protobuf serialized it). Python 3.9 with onnx only.
+back into self-contained files and checks each against the SHA-256 recorded when packing (a mismatch is printed, and
+the exit status stays 0: another protobuf may serialize the same model otherwise). Python 3.9 with onnx only.
 """
 
 from __future__ import annotations
@@ -99,7 +99,9 @@ def main(argv=None) -> int:
         print(json.dumps({k: v["external_tensors"] for k, v in man["models"].items()}), man["weights_bytes"])
         return 0
     same = unpack(Path(a.dir), Path(a.out))
-    return 0 if all(same.values()) else 1
+    if not all(same.values()):  # said, not fatal: another protobuf may serialize the same model otherwise
+        print("note: SHA-256 differs for " + ", ".join(k for k, v in same.items() if not v), flush=True)
+    return 0
 
 
 if __name__ == "__main__":
