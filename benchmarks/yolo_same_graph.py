@@ -50,6 +50,8 @@ SIZE = 320
 METRIC = "detection"
 #: The family's own held-back set is the first 8 of the generator's held-back pages.
 FAMILY_HELD = 8
+#: Issue 44's accuracy target: F1 >= 0.95 against FP32 (its F1 is 1.0 against itself).
+TARGET_F1 = 0.95
 
 
 def log(msg: str) -> None:
@@ -142,7 +144,7 @@ def make_check(float_b: Path, out: Path):
     same = bool(np.array_equal(pages[:FAMILY_HELD], fam_held))
     ref = ort_run(float_b, pages)
     made = make_task_metric(METRIC, ref)
-    target = Target.for_metric(METRIC)
+    target = Target.for_metric(METRIC, max_metric_drop=1 - TARGET_F1)
     axes = BatchAxes({"images": 0}, {k: 0 for k in ref})
     check = EngineCheck.of_plan([{"images": pages[i:i + 1]} for i in range(len(pages))], ref, axes, target,
                                 float(made.fn(ref)))
@@ -210,6 +212,9 @@ def main(argv=None) -> int:
     doc["toolkit"]["graph_vs_float_rw"] = same_graph(files / "toolkit_b32.onnx", rw)
     log(f"toolkit: {doc['toolkit']['int8_layers']} INT8 layers; same graph as float_rw: "
         f"{doc['toolkit']['graph_vs_float_rw']['same_nodes']}")
+    if a.skip_modelopt and (out / "cpu_f1.json").is_file():  # ModelOpt's files are kept: so is their record
+        old = json.loads((out / "cpu_f1.json").read_text())
+        doc.update({k: old[k] for k in ("modelopt_b32", "modelopt_rw_b32") if k in old})
     if not a.skip_modelopt:
         calib = calib_pages(fam)
         work = ZOO / "modelopt" / "yolo320_b32"

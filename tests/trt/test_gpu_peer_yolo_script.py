@@ -136,6 +136,7 @@ def test_the_check_file_loads_with_the_family_metric_and_its_first_samples_apart
     v = check.verdict({"output0": worse}).to_dict()
     assert v["meets"] is False and v["metric"] == 0.0
     assert script.load_check(str(path), "detection", 0)[1] is None
+    assert check.target.metric_drop == pytest.approx(0.05)  # the issue's F1 >= 0.95 against FP32's 1.0
 
 
 def _tiny_model(path):
