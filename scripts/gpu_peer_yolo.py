@@ -311,12 +311,17 @@ def load_check(path: str, metric: str, subset: int, drop: float = 1 - TARGET_MET
     check = EngineCheck.load(path, Target.for_metric(metric, max_metric_drop=drop))
     if not subset or subset >= len(check.feeds):
         return check, None
-    ref = {k: np.asarray(v)[:subset] for k, v in check.reference.items()}
+    field = _reference_field(check)
+    ref = {k: np.asarray(v)[:subset] for k, v in getattr(check, field).items()}
     made = make_task_metric(metric, ref)
-    sub = dataclasses.replace(check, feeds=check.feeds[:subset], reference=ref,
-                              target=dataclasses.replace(check.target, metric=made.fn),
-                              metric_reference=float(made.fn(ref)))
+    sub = dataclasses.replace(check, feeds=check.feeds[:subset], target=dataclasses.replace(check.target, metric=made.fn),
+                              metric_reference=float(made.fn(ref)), **{field: ref})
     return check, sub
+
+
+def _reference_field(check) -> str:
+    """The check's field of FP32's outputs: ``reference``, or ``outputs`` where the check is a ``Reference``."""
+    return "reference" if isinstance(getattr(check, "reference", None), dict) else "outputs"
 
 
 def judge(engine_path: str, check, sub) -> dict:
@@ -456,7 +461,10 @@ def main(argv=None) -> int:
                          "interleaved across engines; the JSON gets each layer's median ms")
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
-    doc: dict = {"argv": sys.argv[1:] if argv is None else list(argv), "engines": {}}
+    import trtwidgets
+
+    doc: dict = {"argv": sys.argv[1:] if argv is None else list(argv), "trtwidgets": trtwidgets.__file__,
+                 "engines": {}}
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     if a.parse:
