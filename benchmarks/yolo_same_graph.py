@@ -172,15 +172,15 @@ def cpu_scores(check, path: Path) -> dict:
     pages = np.concatenate([f["images"] for f in check.feeds])
     outs = ort_run(path, pages)
     v = check.verdict(outs)
-    ref8 = {k: np.asarray(a)[:FAMILY_HELD] for k, a in check.reference.items()}
+    ref8 = {k: np.asarray(a)[:FAMILY_HELD] for k, a in check.outputs.items()}
     out8 = {k: np.asarray(a)[:FAMILY_HELD] for k, a in outs.items()}
     m8 = make_task_metric(METRIC, ref8)
-    check8 = dataclasses.replace(check, feeds=check.feeds[:FAMILY_HELD], reference=ref8,
+    check8 = dataclasses.replace(check, feeds=check.feeds[:FAMILY_HELD], outputs=ref8,
                                  target=dataclasses.replace(check.target, metric=m8.fn),
                                  metric_reference=float(m8.fn(ref8)))
     v8 = check8.verdict(out8)
-    m_all = make_task_metric(METRIC, check.reference)
-    return {"all": dict(score(m_all, check.reference, outs, METRIC), verdict=v.to_dict()),
+    m_all = make_task_metric(METRIC, check.outputs)
+    return {"all": dict(score(m_all, check.outputs, outs, METRIC), verdict=v.to_dict()),
             "family_8": dict(score(m8, ref8, out8, METRIC), verdict=v8.to_dict())}
 
 

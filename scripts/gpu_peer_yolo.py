@@ -311,17 +311,11 @@ def load_check(path: str, metric: str, subset: int, drop: float = 1 - TARGET_MET
     check = EngineCheck.load(path, Target.for_metric(metric, max_metric_drop=drop))
     if not subset or subset >= len(check.feeds):
         return check, None
-    field = _reference_field(check)
-    ref = {k: np.asarray(v)[:subset] for k, v in getattr(check, field).items()}
+    ref = {k: np.asarray(v)[:subset] for k, v in check.outputs.items()}
     made = make_task_metric(metric, ref)
     sub = dataclasses.replace(check, feeds=check.feeds[:subset], target=dataclasses.replace(check.target, metric=made.fn),
-                              metric_reference=float(made.fn(ref)), **{field: ref})
+                              metric_reference=float(made.fn(ref)), outputs=ref)
     return check, sub
-
-
-def _reference_field(check) -> str:
-    """The check's field of FP32's outputs: ``reference``, or ``outputs`` where the check is a ``Reference``."""
-    return "reference" if isinstance(getattr(check, "reference", None), dict) else "outputs"
 
 
 def judge(engine_path: str, check, sub) -> dict:

@@ -129,7 +129,7 @@ def _check_file(tmp_path, n=10):
 def test_the_check_file_loads_with_the_family_metric_and_its_first_samples_apart(script, tmp_path):
     path, ref = _check_file(tmp_path)
     check, sub = script.load_check(str(path), "detection", 4)
-    assert len(check.feeds) == 10 and len(sub.feeds) == 4 and sub.reference["output0"].shape[0] == 4
+    assert len(check.feeds) == 10 and len(sub.feeds) == 4 and sub.outputs["output0"].shape[0] == 4
     assert check.verdict({"output0": ref}).meets and sub.verdict({"output0": ref[:4]}).meets
     worse = ref.copy()
     worse[:, 4] = 0.01  # every detection gone: F1 0
