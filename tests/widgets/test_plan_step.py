@@ -87,3 +87,34 @@ def test_plan_step_takes_a_task_metric_by_name(tmp_path):
     assert step.plan.target.metric_name == "top-1 agreement (y)" and step.plan.target.cosine is None
     step.metric.value = "no_such_module_here:f"
     assert not step.run() and "does not import" in step.status.value
+
+
+def test_plan_step_exports_a_rewritten_fp16_pick_as_the_float_model(tmp_path):
+    """FP16 of the rewritten graph as the pick (what a measured plan picks when the rewrites alone pay): the step
+    writes the rewritten float model, not a Q/DQ model, and an earlier plan's model.qdq.onnx goes with the old set."""
+    import dataclasses
+
+    from tests.core import region_models as rm
+    from trtwidgets.core.qdq.options import QdqOptions
+
+    model = rm.c2f_stack()
+    path = tmp_path / "c2f.onnx"
+    onnx.save(model, str(path))
+    session = Session()
+    assert session.load(path)
+    step = PlanStep(session, out_dir=tmp_path / "out")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "model.qdq.onnx").write_bytes(b"an earlier plan's pick")
+    import trtwidgets as tw
+
+    plan = tw.plan(str(path), rm.feeds(model, 16), progress=False, options=QdqOptions(trt_version="8.6"),
+                   target=tw.PlanTarget(cosine=0.95), regions=False)
+    i = next(k for k, c in enumerate(plan.candidates) if c.rewritten)
+    session.set_plan(dataclasses.replace(plan, recommended=i))  # what a measured run hands the step
+    step.show(session.plan)
+    assert not step.export_button.disabled
+    written = step.export()
+    assert written is not None and written.name == "model.rewritten.onnx", step.status.value
+    got = onnx.load(str(written))
+    assert not any(n.op_type in ("QuantizeLinear", "DequantizeLinear") for n in got.graph.node)
+    assert not (tmp_path / "out" / "model.qdq.onnx").exists() and (tmp_path / "out" / "plan.json").exists()

@@ -300,7 +300,7 @@ class PlanStep(StepWidget):
             pass
         self.chart_box.children = [self.chart] if isinstance(self.chart, widgets.DOMWidget) else []
         self.select(result.recommended if result.pick is not None else 0)
-        self.export_button.disabled = result.pick is None or not result.pick.quantized
+        self.export_button.disabled = result.pick is None or not (result.pick.quantized or result.pick.rewritten)
         self._on_stale()
 
     def _on_click(self, trace, points, state) -> None:
@@ -322,20 +322,22 @@ class PlanStep(StepWidget):
                                 "</details>" if c.kept else ""))
 
     def export(self) -> Optional[Path]:
-        """Write the pick's Q/DQ model and ``plan.json`` into :attr:`out_dir`, as one set; the model's path.
+        """Write the pick's model and ``plan.json`` into :attr:`out_dir`, as one set; the model's path.
 
-        An earlier plan's files there (``plan.json``, ``plan.html``, ``model.qdq.onnx``) are replaced
-        together, so the folder never holds a new ``plan.json`` beside an old model or page.
+        The pick's model is its Q/DQ model (``model.qdq.onnx``), or the rewritten float model
+        (``model.rewritten.onnx``) when FP16 of the rewritten graph is the pick. An earlier plan's files there
+        (``plan.json``, ``plan.html``, either model) are replaced together, so the folder never holds a new
+        ``plan.json`` beside an old model or page.
         """
         from ..core.common.file_set import replace_file_set
         from ..core.common.write_rule import refuse_inputs
-        from ..core.plan.plan_export import PLAN_FILES, export_plan
+        from ..core.plan.plan_export import PLAN_FILES, export_plan, pick_file
         from ..core.qdq.export import save_qdq_model
 
         plan = self.plan
         if plan is None:
             return None
-        path = self.out_dir / "model.qdq.onnx"
+        path = self.out_dir / pick_file(plan)
         try:
             refuse_inputs(path, {"the model": self.session.model})
             exported = export_plan(self.session.model, plan)

@@ -197,3 +197,18 @@ def test_fp16_as_given_stays_the_pick_when_the_rewrites_gain_nothing():
 def test_plan_folder_names_the_rewritten_pick_model_rewritten_onnx():
     p = dataclasses.replace(_plan(), recommended=1)
     assert pick_file(p) == REWRITTEN_FILE and pick_file(_plan()) == "model.qdq.onnx"
+
+
+def test_implicit_int8_pick_names_the_rewritten_float_model_as_what_plan_export_writes():
+    """Implicit INT8 wins every engine; the fastest exportable is FP16 of the rewritten graph, said as a float model."""
+    from trtwidgets.core.plan.measured.measurement import INT8_IMPLICIT
+    from trtwidgets.core.plan.plan_values import EngineVerdict
+
+    meets = EngineVerdict.from_dict({"meets": True, "cosine": 0.998, "samples": 8})
+    p = _plan()
+    rw, int8 = candidate_job_name(1, p.candidates[1]), candidate_job_name(2, p.candidates[2])
+    rounds = [_ms(FP16, (1.00, 1.01, 0.99, 1.00, 1.02), FP16), _ms(rw, (0.80, 0.79, 0.81, 0.80, 0.80), FP16),
+              _ms(int8, (0.85, 0.86, 0.84, 0.85, 0.85)), Measurement("int8_implicit", INT8_IMPLICIT, (0.5, 0.51, 0.49, 0.5, 0.5), accuracy=meets)]
+    out = apply_measurements(p, rounds, rounds=5)
+    assert out.reason.startswith("Implicit INT8"), out.reason
+    assert "the rewritten float model built with FP16" in out.reason and "fastest Q/DQ export" not in out.reason

@@ -342,7 +342,10 @@ def _implicit_reason(cands: Sequence[Candidate], after: Optional[int], pick: Mea
             f"engine, and its engine meets the target on the held-back samples ({implicit.accuracy_text}). "
             "Build it with INT8+FP16 and that calibration cache (TensorRT 8.x/9.x; implicit INT8 is deprecated in 10 "
             "and gone in 11).")
-    if after:
+    if after and cands[after].rewritten:
+        text += (f" The fastest model `plan export` writes: {cands[after].name}, the rewritten float model "
+                 f"built with FP16 (no Q/DQ export beat it), {exportable.vs_fp16:.3f}x FP16.")
+    elif after:
         text += (f" The fastest Q/DQ export, what `plan export` writes: {cands[after].name}, "
                  f"{exportable.vs_fp16:.3f}x FP16.")
     elif after is None:
