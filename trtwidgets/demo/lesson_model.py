@@ -1,0 +1,200 @@
+"""The lesson model: a small text-direction classifier that INT8 really hurts, and how it is made.
+
+The bundled PaddleOCR classifier loses nothing measurable in INT8, so a notebook that hunts for the
+layers that lose accuracy (14) or fine-tunes to win it back (11) has nothing real to find with it.
+This model has something. It reads the same 48x192 text-line crops (input ``x``, float32
+``[N, 3, 48, 192]`` in [-1, 1], PaddleOCR's preprocessing) and answers the same question, upright or
+turned by 180 degrees (output ``softmax``, ``[N, 2]``, ``demo.LABELS`` order), so the demo's labelled
+set scores it as it is (``demo.orientation_scores(lesson_model.PATH)``)::
+
+    x -> conv (16 filters 8x8, stride 4) -> Relu -> row_mean (mean over the width: 16 x 11 rows)
+      -> gamma (a per-channel scale, as a LayerNorm's weight) -> flatten (176 features)
+      -> fc1 (MatMul 176x32) + bias -> Relu -> fc2 (MatMul 32x2) + bias -> softmax
+
+:func:`train` fits it in numpy (Adam, cross-entropy) on text lines rendered here with
+:func:`.text_lines.render_set` (a seed of their own, none of the shipped set's texts), so the demo's
+calibration part (128 samples) calibrates it and its held-back part (1,024 samples) tests it.
+
+**Why INT8 hurts it.** Transformers grow a few activation channels tens of times larger than the rest
+(Dettmers et al. 2022, "LLM.int8()"; Bondarenko et al. 2021), carried by a learned per-channel scale
+such as a LayerNorm's weight. :func:`with_outliers` gives this model the same shape: ``gamma`` is
+:data:`OUTLIER_SCALE` on the :data:`OUTLIER_CHANNELS` channels with the largest features and 1
+elsewhere, and fc1's rows for those channels are divided by as much, so the float model computes
+exactly what it computed before. INT8 does not: fc1's input gets one scale per tensor (TensorRT's
+activations are per tensor), set by the outlier channels, and the other 14 channels are left a few
+levels of the int8 grid. Keeping fc1 in float (a float island), or a range that clips the outliers,
+wins it back; docs/lesson_model.md has the numbers.
+
+Training needs Pillow (rendering); reading and running the shipped model needs onnx and
+ONNX Runtime only. ``scripts/make_lesson_model.py`` regenerates the file with :func:`make`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Dict
+
+import numpy as np
+
+#: The shipped model (made by :func:`make`; ours, the package's licence: LICENSE-models.txt).
+PATH = Path(__file__).resolve().parent / "lesson_direction.onnx"
+#: Training text lines (each upright and turned) and the seed they and the weights are made with.
+TRAIN_LINES = 1600
+SEED = 4601
+#: The model's shape: conv filters, their size and stride, rows left after the conv, hidden units.
+FILTERS, KERNEL, STRIDE, HIDDEN = 16, 8, 4, 32
+ROWS = (48 - KERNEL) // STRIDE + 1
+#: Training: epochs, batch size, Adam's learning rate.
+EPOCHS, BATCH, LEARNING_RATE = 12, 64, 3e-3
+#: How many feature channels carry an outlier scale, and how large it is.
+OUTLIER_CHANNELS, OUTLIER_SCALE = 2, 64.0
+#: The opset of the demo classifier.
+OPSET = 11
+
+Params = Dict[str, np.ndarray]
+
+
+def training_set(lines: int = TRAIN_LINES, seed: int = SEED):
+    """Grey crops ``(2 lines, 48, 192)`` in [-1, 1] and their labels (0 upright, 1 turned); needs Pillow.
+
+    Lines whose text is in the shipped labelled set are left out, so no test text is trained on.
+    """
+    from .labelled_set import labelled_set
+    from .text_lines import crops, render_set
+
+    shipped = set(labelled_set("all").texts)
+    drawn = render_set(lines, seed)
+    keep = np.array([str(t) not in shipped for t in drawn["texts"]])
+    upright, turned = crops(drawn["strips"][keep], drawn["widths"][keep])
+    x = np.concatenate([upright, turned])[..., 0].astype(np.float32) / 127.5 - 1.0
+    y = np.repeat(np.array([0, 1]), len(upright))
+    return x, y
+
+
+def _patches(x: np.ndarray) -> np.ndarray:
+    """The conv's input patches ``(N, ROWS, columns, KERNEL * KERNEL)`` of grey crops ``(N, 48, 192)``."""
+    x = np.ascontiguousarray(x, np.float32)
+    n, h, w = x.shape
+    cols = (w - KERNEL) // STRIDE + 1
+    s = x.strides
+    view = np.lib.stride_tricks.as_strided(x, (n, (h - KERNEL) // STRIDE + 1, cols, KERNEL, KERNEL),
+                                           (s[0], s[1] * STRIDE, s[2] * STRIDE, s[1], s[2]))
+    return view.reshape(n, view.shape[1], cols, KERNEL * KERNEL)
+
+
+def forward(p: Params, x: np.ndarray) -> Params:
+    """The float model in numpy on grey crops: every intermediate, ``logits`` last (``gamma`` is 1 unless given)."""
+    patches = _patches(x)
+    pre = patches @ p["conv"] + p["conv_bias"]
+    rows = np.maximum(pre, 0).mean(axis=2).transpose(0, 2, 1)          # (N, FILTERS, ROWS), as row_mean gives it
+    features = (rows * p.get("gamma", np.ones((FILTERS, 1), np.float32))).reshape(len(x), -1)
+    fc1 = features @ p["fc1"] + p["fc1_bias"]
+    hidden = np.maximum(fc1, 0)
+    return {"patches": patches, "pre": pre, "features": features, "fc1": fc1, "hidden": hidden,
+            "logits": hidden @ p["fc2"] + p["fc2_bias"]}
+
+
+def _gradients(p: Params, x: np.ndarray, y: np.ndarray) -> Params:
+    f = forward(p, x)
+    z = f["logits"] - f["logits"].max(axis=1, keepdims=True)
+    d = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)                # softmax, then cross-entropy's gradient
+    d[np.arange(len(y)), y] -= 1
+    d /= len(y)
+    g = {"fc2": f["hidden"].T @ d, "fc2_bias": d.sum(axis=0)}
+    dh = (d @ p["fc2"].T) * (f["fc1"] > 0)
+    g["fc1"], g["fc1_bias"] = f["features"].T @ dh, dh.sum(axis=0)
+    d_rows = (dh @ p["fc1"].T).reshape(len(x), FILTERS, ROWS).transpose(0, 2, 1)
+    cols = f["pre"].shape[2]
+    d_pre = np.repeat(d_rows[:, :, None, :] / cols, cols, axis=2) * (f["pre"] > 0)
+    g["conv"] = f["patches"].reshape(-1, KERNEL * KERNEL).T @ d_pre.reshape(-1, FILTERS)
+    g["conv_bias"] = d_pre.reshape(-1, FILTERS).sum(axis=0)
+    return g
+
+
+def train(x: np.ndarray, y: np.ndarray, seed: int = SEED, epochs: int = EPOCHS) -> Params:
+    """Float weights fitted to grey crops ``x`` and labels ``y`` (Adam, mini-batches, seeded)."""
+    rng = np.random.default_rng(seed)
+    k, features = KERNEL * KERNEL, FILTERS * ROWS
+    p = {"conv": rng.normal(0, np.sqrt(2 / k), (k, FILTERS)), "conv_bias": np.zeros(FILTERS),
+         "fc1": rng.normal(0, np.sqrt(2 / features), (features, HIDDEN)), "fc1_bias": np.zeros(HIDDEN),
+         "fc2": rng.normal(0, np.sqrt(1 / HIDDEN), (HIDDEN, 2)), "fc2_bias": np.zeros(2)}
+    p = {name: v.astype(np.float32) for name, v in p.items()}
+    m = {name: np.zeros_like(v) for name, v in p.items()}
+    v2 = {name: np.zeros_like(v) for name, v in p.items()}
+    step = 0
+    for _ in range(epochs):
+        order = rng.permutation(len(x))
+        for i in range(0, len(order), BATCH):
+            idx = order[i:i + BATCH]
+            step += 1
+            for name, g in _gradients(p, x[idx], y[idx]).items():
+                m[name] = 0.9 * m[name] + 0.1 * g
+                v2[name] = 0.999 * v2[name] + 0.001 * g * g
+                update = (m[name] / (1 - 0.9 ** step)) / (np.sqrt(v2[name] / (1 - 0.999 ** step)) + 1e-8)
+                p[name] = (p[name] - LEARNING_RATE * update).astype(np.float32)
+    return p
+
+
+def with_outliers(p: Params, x: np.ndarray) -> Params:
+    """The same function with :data:`OUTLIER_CHANNELS` outlier channels: ``gamma`` up, fc1's rows down.
+
+    The channels are those whose features are largest on ``x`` (as a transformer's outlier channels
+    are the systematic ones). FP32 computes the same answers; per-tensor INT8 does not.
+    """
+    features = forward(p, x[:512])["features"].reshape(-1, FILTERS, ROWS)
+    channels = np.argsort(-features.max(axis=(0, 2)))[:OUTLIER_CHANNELS]
+    gamma = np.ones((FILTERS, 1), np.float32)
+    gamma[channels] = OUTLIER_SCALE
+    fc1 = p["fc1"].reshape(FILTERS, ROWS, HIDDEN) / gamma[:, :, None]
+    return {**p, "gamma": gamma, "fc1": fc1.reshape(FILTERS * ROWS, HIDDEN).astype(np.float32)}
+
+
+def to_onnx(p: Params, notes: Dict[str, str]):
+    """The ONNX model (opset :data:`OPSET`) of weights ``p``; ``notes`` go into its metadata."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    conv = np.repeat(p["conv"].T.reshape(FILTERS, 1, KERNEL, KERNEL) / 3, 3, axis=1)   # grey = mean of R, G, B
+    weights = {"conv.weight": conv, "conv.bias": p["conv_bias"], "gamma": p["gamma"], "fc1.weight": p["fc1"],
+               "fc1.bias": p["fc1_bias"], "fc2.weight": p["fc2"], "fc2.bias": p["fc2_bias"]}
+    node = helper.make_node
+    nodes = [node("Conv", ["x", "conv.weight", "conv.bias"], ["conv"], name="conv", kernel_shape=[KERNEL] * 2,
+                  strides=[STRIDE] * 2),
+             node("Relu", ["conv"], ["conv_relu"], name="conv_relu"),
+             node("ReduceMean", ["conv_relu"], ["rows"], name="row_mean", axes=[3], keepdims=0),
+             node("Mul", ["rows", "gamma"], ["scaled"], name="gamma"),
+             node("Flatten", ["scaled"], ["features"], name="flatten", axis=1),
+             node("MatMul", ["features", "fc1.weight"], ["fc1_mm"], name="fc1"),
+             node("Add", ["fc1_mm", "fc1.bias"], ["fc1"], name="fc1_bias"),
+             node("Relu", ["fc1"], ["hidden"], name="fc1_relu"),
+             node("MatMul", ["hidden", "fc2.weight"], ["fc2_mm"], name="fc2"),
+             node("Add", ["fc2_mm", "fc2.bias"], ["logits"], name="fc2_bias"),
+             node("Softmax", ["logits"], ["softmax"], name="softmax", axis=1)]
+    graph = helper.make_graph(
+        nodes, "lesson_direction", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 48, 192])],
+        [helper.make_tensor_value_info("softmax", TensorProto.FLOAT, ["N", 2])],
+        [numpy_helper.from_array(np.asarray(v, np.float32), name) for name, v in weights.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=7,
+                              producer_name="trtwidgets.demo.lesson_model")
+    helper.set_model_props(model, notes)
+    onnx.checker.check_model(model)
+    return model
+
+
+def make(path=PATH) -> Path:
+    """Render the training lines, train, add the outlier channels and write the model to ``path``."""
+    import platform
+
+    import onnx
+    import PIL
+
+    x, y = training_set()
+    p = with_outliers(train(x, y), x)
+    notes = {"trained_on": f"{len(x)} crops of {TRAIN_LINES} text lines rendered with seed {SEED} "
+                           "(trtwidgets.demo.text_lines.render_set), none of text_lines.npz's texts",
+             "outliers": f"gamma {OUTLIER_SCALE:g} on channels "
+                         f"{', '.join(str(int(c)) for c in np.flatnonzero(p['gamma'].ravel() != 1))}",
+             "pillow": PIL.__version__, "numpy": np.__version__, "python": platform.python_version(),
+             "license": "Apache-2.0 (trtwidgets)"}
+    onnx.save(to_onnx(p, notes), str(path))
+    return Path(path)
