@@ -25,7 +25,7 @@ from trtwidgets.core.plan.plan_artifact import Plan
 from trtwidgets.core.plan.plan_file import PlanFileError
 from trtwidgets.core.plan.plan_export import REWRITTEN_FILE, export_plan, pick_file
 from trtwidgets.core.plan.plan_values import Candidate, PlanAccuracy, PlanRanges, PlanTarget
-from trtwidgets.core.plan.planner import REWRITTEN_NAME
+from trtwidgets.core.plan.float_candidates import REWRITTEN_NAME
 from trtwidgets.core.qdq.options import QdqOptions
 
 
@@ -118,7 +118,7 @@ def test_a_model_without_rewrites_has_no_rewritten_candidate():
 def test_an_island_plan_gives_the_rewritten_candidate_the_islands_verdict():
     """The float part that needs an island: every INT8 candidate keeps it, so the rewritten FP16 is judged with it."""
     from trtwidgets.core.plan.accuracy_search import Candidates
-    from trtwidgets.core.plan.planner import _add_rewritten
+    from trtwidgets.core.plan.float_candidates import add_rewritten
 
     fp16, island = PlanAccuracy(0.5, 3.0), PlanAccuracy(0.999, 40.0)
     # The float part's check as the planner holds it: FP16's verdict, the island and the island's verdict.
@@ -127,7 +127,7 @@ def test_an_island_plan_gives_the_rewritten_candidate_the_islands_verdict():
     flat = type("Flat", (), {"kind": "estimate", "estimate": lambda self, layers: 100.0})()  # every candidate alike
     cands = Candidates(flat, Judge(PlanTarget(cosine=0.99)))
     notes: list = []
-    _add_rewritten(cands, (("split_concat", "cat"),), part, notes)
+    add_rewritten(cands, (("split_concat", "cat"),), part, notes)
     (c,) = cands.items
     assert c.rewritten and c.accuracy == island and c.meets_target
     assert "its 2 island nodes kept FP32" in notes[0] and "--candidate 0" in notes[0]

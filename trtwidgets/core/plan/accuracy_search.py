@@ -31,17 +31,23 @@ class Candidates:
     latency: LatencyModel
     judge: Judge
     items: List[Candidate] = field(default_factory=list)
+    #: The FP32 island's extra time (us) in every candidate that keeps it (0: the float part needs no island).
+    island_us: float = 0.0
 
     def __post_init__(self) -> None:
         self.fp16_us = self.latency.estimate(())
 
     def make(self, name: str, quantized: Sequence[str], kept: Sequence[Tuple[str, str]],
-             acc: PlanAccuracy) -> Candidate:
-        return Candidate(name, tuple(quantized), tuple(kept), acc, self.latency.estimate(quantized), self.fp16_us,
-                         self.latency.kind, self.judge.meets(acc))
+             acc: PlanAccuracy, float_island: bool = True) -> Candidate:
+        """A candidate timed by the latency model, plus the FP32 island's time (:attr:`island_us`) where it keeps
+        the island (every candidate but FP16 as given: ``float_island=False``)."""
+        us = self.latency.estimate(quantized) + (self.island_us if float_island else 0.0)
+        return Candidate(name, tuple(quantized), tuple(kept), acc, us, self.fp16_us, self.latency.kind,
+                         self.judge.meets(acc))
 
-    def add(self, name: str, quantized: Sequence[str], kept: Sequence[Tuple[str, str]], acc: PlanAccuracy) -> Candidate:
-        c = self.make(name, quantized, kept, acc)
+    def add(self, name: str, quantized: Sequence[str], kept: Sequence[Tuple[str, str]], acc: PlanAccuracy,
+            float_island: bool = True) -> Candidate:
+        c = self.make(name, quantized, kept, acc, float_island)
         self.items.append(c)
         return c
 

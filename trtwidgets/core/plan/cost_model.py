@@ -37,7 +37,7 @@ import onnx
 from ..model.onnx_graph import WEIGHTED_OPS, GraphIndex, attribute
 from ..model.graph_patterns import node_label
 
-__all__ = ["GpuSpec", "GPUS", "INT8_HALF_GAIN_MACS", "LayerCost", "layer_costs", "static_shapes"]
+__all__ = ["GpuSpec", "GPUS", "INT8_HALF_GAIN_MACS", "IslandCost", "LayerCost", "island_cost", "layer_costs", "static_shapes"]
 
 
 @dataclass(frozen=True)
@@ -234,3 +234,77 @@ def layer_costs(proto: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]
                                spec.launch_us + max(spec.min_kernel_us, 1e6 * t_int8))
     return out
 
+
+
+@dataclass(frozen=True)
+class IslandCost:
+    """Estimated extra time of an FP32 island in an FP16 engine (microseconds), and what it is made of.
+
+    Attributes
+    ----------
+    us : float
+        The extra time: ``memory_us + compute_us + borders * border`` (a border's own time included).
+    memory_us : float
+        The island's tensors read and written at 4 bytes instead of FP16's 2.
+    compute_us : float
+        Its weighted layers at TF32's peak (half FP16's) instead of FP16's.
+    borders : int
+        Tensors crossing its edge: each a reformat (FP16 -> FP32 in, FP32 -> FP16 out).
+    unknown : int
+        Island tensors whose shape is unknown (priced at a launch, no bytes).
+    """
+
+    us: float
+    memory_us: float
+    compute_us: float
+    borders: int
+    unknown: int
+
+
+def island_cost(proto: onnx.ModelProto, island: Sequence[str], shapes: Mapping[str, Tuple[int, ...]],
+                gpu: str = "h100") -> IslandCost:
+    """What keeping ``island`` (node names as ``keep_fp32`` names them) FP32 costs an FP16 engine.
+
+    TensorRT runs an FP32 layer's point-wise work at twice FP16's bytes and its matrix work at TF32 (half the
+    FP16 tensor-core peak), and converts every tensor that crosses the island's edge (a reformat: a launch and
+    the tensor read and written). Data-movement ops (Reshape, Concat ...) cost no arithmetic either way; their
+    bytes are counted as every other tensor's.
+    """
+    from ..qdq.float_island import island_name
+
+    spec = GPUS[gpu.lower()] if gpu.lower() in GPUS else GPUS["h100"]
+    members = set(island)
+    nodes = [n for n in proto.graph.node if island_name(n) in members]
+    produced_inside = {o for n in nodes for o in n.output}
+    consumers: Dict[str, list] = {}
+    for n in proto.graph.node:
+        for i in n.input:
+            consumers.setdefault(i, []).append(island_name(n) in members)
+    consts = {t.name for t in proto.graph.initializer}
+    consts |= {o for n in proto.graph.node if n.op_type == "Constant" for o in n.output}
+    index = GraphIndex(proto.graph)
+    graph_outputs = {o.name for o in proto.graph.output}
+    memory = compute = 0.0
+    borders, unknown = 0, 0
+    crossing = set()
+    for n in nodes:
+        for t in list(n.input) + list(n.output):
+            if not t or t in consts:
+                continue
+            size = _numel(shapes.get(t))
+            unknown += size == 0
+            memory += 2.0 * size / spec.bandwidth  # 4 bytes a value instead of 2
+        for t in n.input:  # an input made outside the island (a graph input included): converted FP16 -> FP32
+            if t and t not in consts and t not in produced_inside:
+                crossing.add(t)
+        for t in n.output:  # read outside the island: converted back to FP16
+            if not all(consumers.get(t, [True])) or t in graph_outputs:
+                crossing.add(t)
+        if n.op_type in WEIGHTED_OPS:  # TF32 takes twice FP16's time: the extra is FP16's compute time once more
+            macs = _macs(n, shapes, index)
+            compute += 2.0 * macs / (spec.fp16_flops * _efficiency(macs)) if macs else 0.0
+    for t in crossing:
+        borders += 1
+        memory += 6.0 * _numel(shapes.get(t)) / spec.bandwidth  # read at 2 bytes, written at 4 (or back)
+    us = 1e6 * (memory + compute) + borders * spec.launch_us
+    return IslandCost(us, 1e6 * memory, 1e6 * compute, borders, unknown)

@@ -45,6 +45,7 @@ from ..qdq.spec import refuse_all_zero
 from .accuracy_search import Candidates, Search, accuracy_search
 from .check_file import check_key
 from .engine_check import EngineCheck
+from .float_candidates import add_float_candidates, island_note, price_island
 from .judge import Judge
 from .latency import LayerLatency
 from .measured.repick import finish_latency, measurement_source
@@ -258,7 +259,7 @@ def _search_plan(found: "_Found", data, calibration, held_back, holdout, seed, m
     if float_part.fixed:  # the same float part under every INT8 candidate: the island stays FP32 in each
         ev.options = ev.options.replace(keep_fp32=tuple(ev.options.keep_fp32) + float_part.island)
         found.opts = opts = opts.replace(keep_fp32=ev.options.keep_fp32)
-        notes.append(_island_note(float_part))
+        notes.append(island_note(float_part))
     per_method, best_method = _timed(seconds, "ranges", lambda: _choose_ranges(search, cal, described, notes))
     amax = found.amax = dict(per_method[best_method][1])
     found.per_method, found.best_method = per_method, best_method
@@ -268,6 +269,8 @@ def _search_plan(found: "_Found", data, calibration, held_back, holdout, seed, m
     latency, pays, kept_latency = _timed(seconds, "latency", lambda: _where_int8_pays(
         loaded.proto, search.layers, input_shapes, gpu, oracle, opts, notes, ev.feeds[0], pdata.axes))
     cands = found.cands = Candidates(_supported(loaded.proto, latency, notes), search.judge)
+    if float_part.fixed:  # every candidate but FP16 keeps the island FP32: priced once, added to each
+        cands.island_us = price_island(loaded.proto, float_part.island, input_shapes, gpu, notes)
     interrupted = _search(search, cands, all_export, amax, best_method, notes, float_part, (lambda: accuracy_search(
         search, cands, amax, per_method, pays, kept_latency, latency, max_ranked, seconds, notes)) if pays else None)
     return found.plan(interrupted)
@@ -369,55 +372,14 @@ def _first_candidates(search: Search, cands: Candidates, all_export, amax, best_
     allow: the two ends."""
     search.say("scoring FP16 and full INT8")
     ev = search.ev
-    cands.add("FP16 (no INT8)", (), (), float_part.verdict.accuracy)
-    if float_part.fixed:
-        cands.add(f"{ISLAND_NAME} ({len(float_part.island)} nodes)", (), (), float_part.island_verdict.accuracy)
+    add_float_candidates(cands, float_part, all_export.report.rewrites, notes)
     if ev.high_precision != ev.eval_dtype:
         notes.append("BF16 is evaluated as FP32 in ONNX Runtime (no BF16 kernels on the CPU)")
-    rewrites = all_export.report.rewrites
-    if rewrites:
-        _add_rewritten(cands, rewrites, float_part, notes)
     layers = search.layers
     cands.add(f"INT8 everywhere the rules allow ({best_method})", layers,
               tuple((sk.node_label, sk.reason) for sk in all_export.report.skipped
                     if sk.op_type in WEIGHTED_OPS and sk.node_label not in layers),
               ev.score(amax, None, export=all_export)[0])  # remembered: "where it pays" may be the same model
-
-
-#: The name of the float candidate that keeps its FP32 island (:mod:`~..qdq.float_island`).
-ISLAND_NAME = "FP16 with an FP32 island"
-#: The name of the float candidate of the rewritten graph (``Candidate.rewritten``).
-REWRITTEN_NAME = "FP16 (rewritten graph)"
-
-
-def _add_rewritten(cands: Candidates, rewrites, float_part, notes: List[str]) -> None:
-    """FP16 of the graph the Q/DQ candidates are written on, with a note on what it is and how it is timed.
-
-    The rewrites are exact (the same arithmetic on the same values), so its accuracy is the float part's: FP16's
-    verdict, or the island's where the float part needed one (every INT8 candidate keeps the island, and so does
-    this one's export). Its estimate is FP16's: the cost model prices weighted layers and precision borders, and
-    the rewrites change neither (they remove copies TensorRT makes around a Concat and move a Transpose), so any
-    gain of theirs is left to the measurement rather than invented here.
-    """
-    acc = float_part.island_verdict.accuracy if float_part.fixed else float_part.verdict.accuracy
-    index = len(cands.items)
-    cand = dataclasses.replace(cands.make(REWRITTEN_NAME, (), (), acc), rewritten=True)
-    cands.items.append(cand)
-    kinds = sorted({kind for kind, _ in rewrites})
-    island = f", its {len(float_part.island)} island nodes kept FP32" if float_part.fixed else ""
-    notes.append(f"the Q/DQ candidates are written with {len(rewrites)} exact graph rewrites ({', '.join(kinds)}; "
-                 f"docs/placement.md, 'Graph rewrites'); '{REWRITTEN_NAME}' is FP16 of that graph{island} "
-                 f"(`plan export --candidate {index}` writes it), so a measurement compares every Q/DQ candidate with the "
-                 "FP16 engine of the same graph and reports the rewrites' own gain; its estimate is FP16's, since "
-                 "the cost model does not price what the rewrites remove (QdqOptions(rewrites=()) writes the graph "
-                 "as it is)")
-
-
-def _island_note(float_part) -> str:
-    """What the float part's check found, naming the island's nodes and why."""
-    fp16 = "; ".join(float_part.verdict.why) or "it misses the target"
-    return (f"FP16 misses the target ({fp16}); {len(float_part.island)} nodes kept FP32 make it meet it, and every "
-            f"INT8 candidate keeps them FP32 too (--keep-fp32): {float_part.describe()}")
 
 
 def _cannot_estimate(found: Optional[Candidates], cands: Sequence[Candidate]) -> List[str]:
