@@ -121,7 +121,15 @@ def __getattr__(name: str) -> Any:
         module, attr = _LAZY[name]
     except KeyError:
         raise AttributeError(f"module 'trtwidgets' has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module), attr)
+    try:
+        value = getattr(importlib.import_module(module), attr)
+    except ModuleNotFoundError as err:  # tw.App or tw.share on a headless install: say which extra brings it
+        from .core.common.errors import lab_extra_missing
+
+        missing = lab_extra_missing(err, f"tw.{name}")
+        if missing is None:
+            raise
+        raise missing from None
     globals()[name] = value  # once resolved, later lookups skip this function
     return value
 

@@ -130,6 +130,14 @@ def _main(argv: Optional[List[str]]) -> int:
     except UserError as err:
         print(f"trtwidgets {args.command}: {err.message}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except ModuleNotFoundError as err:  # a figure or a page on a headless install: the lab extra brings it
+        from ..core.common.errors import lab_extra_missing
+
+        missing = lab_extra_missing(err, f"trtwidgets {args.command}")
+        if missing is None:
+            raise
+        print(f"trtwidgets {args.command}: {missing.message}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except OSError as exc:
         if exc.errno != errno.ENAMETOOLONG:
             raise

@@ -220,8 +220,9 @@ def plan_html(plan, title: str = "Quantization plan") -> str:
 
     try:
         head, chart = plotly_js_head(), figure_html(PlanParetoDisplay.from_plan(plan).figure())
-    except ImportError:  # `plan measure` on the GPU machine's Python 3.9 (numpy, onnx, tensorrt only): no chart
-        head, chart = "", "<p><i>The chart needs plotly, which is not installed where this page was written.</i></p>"
+    except ImportError:  # a headless install, or `plan measure` on the GPU machine's Python 3.9: no chart
+        head, chart = "", ("<p><i>The accuracy/latency chart needs plotly, which is not installed where this page "
+                           "was written: <code>pip install 'trtwidgets[lab]'</code> there draws it.</i></p>")
     rows: List[str] = []
     for i, c in enumerate(plan.candidates):
         kept = "".join(f"<li>{html.escape(k)}: {html.escape(r)}</li>" for k, r in c.kept[:200])

@@ -69,6 +69,29 @@ class TensorRTUnavailable(UserError):
     """TensorRT is not installed, or lacks the feature asked for."""
 
 
+#: What the ``lab`` extra installs beside JupyterLab: the widgets and the figures (``pip install 'trtwidgets[lab]'``).
+#: The command line and the computing steps run without them.
+LAB_PACKAGES = ("plotly", "ipywidgets", "anywidget")
+
+
+class LabExtraMissing(UserError, ModuleNotFoundError):
+    """A widget or a figure asked for where the ``lab`` extra is not installed (a headless install)."""
+
+    def __init__(self, what: str, package: str) -> None:
+        UserError.__init__(self, f"{what} needs {package}, which is not installed here.",
+                           "A plain `pip install trtwidgets` installs the command line and the computing steps; the "
+                           "widgets and the figures come with the lab extra.",
+                           "pip install 'trtwidgets[lab]'")
+        self.name = package
+
+
+def lab_extra_missing(err: ImportError, what: str):
+    """A :class:`LabExtraMissing` for ``err`` when it is a lab package that is missing, else None."""
+    name = getattr(err, "name", None) or ""
+    root = name.split(".")[0]
+    return LabExtraMissing(what, root) if isinstance(err, ModuleNotFoundError) and root in LAB_PACKAGES else None
+
+
 class BuildError(UserError):
     """A TensorRT build failed.
 
