@@ -187,10 +187,10 @@ def _float_model_fp16(model: str, held: str) -> Dict[str, Optional[float]]:
     from trtwidgets.core.model.load import load_model
     from trtwidgets.core.qdq.high_precision import convert_float_part
     from trtwidgets.core.qdq.low_precision_storage import storage_emulation
-    from trtwidgets.core.qdq.placement import plan_qdq
+    from trtwidgets.core.qdq.placement import place_qdq
 
     loaded = load_model(model)
-    patterns = plan_qdq(copy.deepcopy(loaded.proto)).patterns
+    patterns = place_qdq(copy.deepcopy(loaded.proto)).patterns
     fp16, _ = convert_float_part(copy.deepcopy(loaded.proto), "fp16", patterns=patterns, require_opset=False)
     return _two_models(loaded, held, loaded.proto, storage_emulation(fp16)[0])
 

@@ -242,10 +242,10 @@ def kept_float_for(session, build) -> Optional[tuple]:
     sha = own.get("model_sha256") if isinstance(own, dict) else getattr(own, "model_sha256", None)
     if sha == model.sha256:
         return None  # built from the float model itself: implicit quantization
-    from ..core.qdq.placement import plan_qdq
+    from ..core.qdq.placement import place_qdq
 
     try:
-        return tuple(plan_qdq(model.proto).skipped)
+        return tuple(place_qdq(model.proto).skipped)
     except (UserError, ValueError, KeyError):
         return None  # an explanation aid only: the table works without it
 

@@ -10,7 +10,7 @@ from trtwidgets import demo
 from trtwidgets.core.engine.inspector_json import parse_inspector_json
 from trtwidgets.core.engine.layer_table import layer_table
 from trtwidgets.core.engine.why_not_int8 import export_kept_float, group_causes, why_not_int8
-from trtwidgets.core.qdq.placement import plan_qdq
+from trtwidgets.core.qdq.placement import place_qdq
 
 QDQ_BUILD = FIXTURES / "trt86" / "cls_static_qdq_int8" / "engine.graph.json"
 
@@ -23,7 +23,7 @@ def graph():
 @pytest.fixture(scope="module")
 def skipped():
     # The export's own records of what it kept float in the demo model (the engine is its Q/DQ export).
-    return plan_qdq(onnx.load(str(demo.MODEL_PATH))).skipped
+    return place_qdq(onnx.load(str(demo.MODEL_PATH))).skipped
 
 
 def test_rows_are_short_and_name_the_tensor_or_node(graph, skipped):

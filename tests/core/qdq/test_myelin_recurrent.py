@@ -16,7 +16,7 @@ from onnx import TensorProto, helper, numpy_helper
 from trtwidgets.core.model.onnx_graph import GraphIndex
 from trtwidgets.core.qdq.export import QdqOptions, QdqSpec, build_qdq
 from trtwidgets.core.qdq.myelin import MYELIN_RECURRENT_REASON, recurrent_myelin_layers
-from trtwidgets.core.qdq.placement import plan_qdq
+from trtwidgets.core.qdq.placement import place_qdq
 
 from tests.core import qdq_models as qm
 
@@ -96,7 +96,7 @@ def _quantized(plan):
 
 def test_the_matmul_after_an_lstm_stays_float_for_trt86_and_is_quantized_for_trt10():
     model = crnn_lstm()
-    trt8 = plan_qdq(model, trt_version="8.6")
+    trt8 = place_qdq(model, trt_version="8.6")
     assert set(_skips(trt8)) == {"classifier"}
     assert _skips(trt8)["classifier"].startswith(MYELIN_RECURRENT_REASON)
     assert "convertMyelinWeightsToFp32" in _skips(trt8)["classifier"]
@@ -104,11 +104,11 @@ def test_the_matmul_after_an_lstm_stays_float_for_trt86_and_is_quantized_for_trt
     assert _quantized(trt8) == {"conv"}  # convolutions stay TensorRT's own: unaffected
     assert not any(e.node_label == "classifier" for e in trt8.edges)
 
-    trt10 = plan_qdq(model, trt_version="10.16")
+    trt10 = place_qdq(model, trt_version="10.16")
     assert not _skips(trt10)
     assert _quantized(trt10) == {"conv", "classifier"}
     # Unknown target: the form every TensorRT builds.
-    assert set(_skips(plan_qdq(model))) == {"classifier"}
+    assert set(_skips(place_qdq(model))) == {"classifier"}
 
 
 def test_the_export_for_trt86_writes_no_int8_weight_next_to_the_lstm():
@@ -137,12 +137,12 @@ def test_the_export_for_trt10_quantizes_the_matmul_after_the_lstm():
 def test_an_unrolled_cell_and_its_classifier_stay_float_for_trt86():
     model = crnn_unrolled()
     # As the planner places (its cost model, not rule 5, judges these one-row products).
-    trt8 = plan_qdq(model, trt_version="8.6", skip_matrix_vector=False)
+    trt8 = place_qdq(model, trt_version="8.6", skip_matrix_vector=False)
     gemms = {"step0/ih", "step1/ih", "step1/hh", "step2/ih", "step2/hh"}
     assert set(_skips(trt8)) == gemms | {"classifier"}
     assert all("unrolled recurrent cell of weight w_hh" in r for r in _skips(trt8).values())
     assert _quantized(trt8) == {"conv"}
-    assert _quantized(plan_qdq(model, trt_version="10.16", skip_matrix_vector=False)) == gemms | {"conv", "classifier"}
+    assert _quantized(place_qdq(model, trt_version="10.16", skip_matrix_vector=False)) == gemms | {"conv", "classifier"}
 
 
 def test_layers_without_a_recurrence_are_left_alone():

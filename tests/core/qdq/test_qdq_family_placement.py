@@ -9,7 +9,7 @@ from onnx import numpy_helper
 from tests.core import qdq_blocks as qb
 from tests.core import qdq_family_blocks as fb
 from trtwidgets.core.qdq.export import QdqOptions, QdqSpec, build_qdq
-from trtwidgets.core.qdq.placement import plan_qdq
+from trtwidgets.core.qdq.placement import place_qdq
 
 
 def _edges(plan):
@@ -29,7 +29,7 @@ def _scales(model):
 
 @pytest.mark.parametrize("dense", [False, True])
 def test_silu_fuses_as_the_conv_epilogue_and_is_quantized_after_the_mul(dense):
-    plan = plan_qdq(fb.conv_silu(), dense_int8=dense)
+    plan = place_qdq(fb.conv_silu(), dense_int8=dense)
     q = _quantized_tensors(plan)
     # Nothing between a conv and its Sigmoid/Mul (nor BN): the Q sits on the Mul's output, read by the next conv.
     assert not q & {"a", "ab", "act1_s", "c2_o", "c2_act_s"}
@@ -38,7 +38,7 @@ def test_silu_fuses_as_the_conv_epilogue_and_is_quantized_after_the_mul(dense):
 
 @pytest.mark.parametrize("dense", [False, True])
 def test_leaky_relu_and_prelu_fuse_as_the_conv_epilogue(dense):
-    plan = plan_qdq(fb.leaky_prelu(), dense_int8=dense)
+    plan = place_qdq(fb.leaky_prelu(), dense_int8=dense)
     assert not _quantized_tensors(plan) & {"a", "b"}
     assert {("al", "c2"), ("bp", "c3")} <= _edges(plan)
 
@@ -46,7 +46,7 @@ def test_leaky_relu_and_prelu_fuse_as_the_conv_epilogue(dense):
 @pytest.mark.parametrize("dense", [False, True])
 def test_c2f_quantizes_before_the_split_once_and_the_concat_shares_its_scale(dense):
     model = fb.c2f()
-    plan = plan_qdq(model, dense_int8=dense)
+    plan = place_qdq(model, dense_int8=dense)
     edges = _edges(plan)
     # The tensor before the Split is quantized once (the Split reads it quantized); every Concat input too.
     assert ("t", "split") in edges
@@ -56,7 +56,7 @@ def test_c2f_quantizes_before_the_split_once_and_the_concat_shares_its_scale(den
     assert {("m2", "m_add"), ("b", "m_add")} <= edges
     assert ("m_cv2_o", "m_cv2_act_sig") not in edges
     # The add's placement choice "skip" is rule 2 as it was: the add fuses into the conv, its SiLU output read float.
-    skip = _edges(plan_qdq(model, dense_int8=dense, choices={"m_add": "skip"}))
+    skip = _edges(place_qdq(model, dense_int8=dense, choices={"m_add": "skip"}))
     assert ("b", "m_add") in skip and not {("m2", "m_add"), ("m_cv2_o", "m_cv2_act_sig")} & skip
     group = next(g for g in plan.shared_scales if "t" in g)
     assert {"t", "a", "b", "d"} <= set(group)
@@ -78,7 +78,7 @@ def test_c2f_quantizes_before_the_split_once_and_the_concat_shares_its_scale(den
 @pytest.mark.parametrize("dense", [False, True])
 def test_sppf_pools_run_between_quantized_tensors_with_one_scale(dense):
     model = fb.sppf()
-    plan = plan_qdq(model, dense_int8=dense)
+    plan = place_qdq(model, dense_int8=dense)
     edges = _edges(plan)
     assert {("x1", "pool1"), ("p1", "pool2"), ("p2", "pool3")} <= edges
     assert {("x1", "cat"), ("p1", "cat"), ("p2", "cat"), ("p3", "cat")} <= edges
@@ -91,7 +91,7 @@ def test_sppf_pools_run_between_quantized_tensors_with_one_scale(dense):
 
 def test_upsample_neck_quantizes_the_resize_input_and_shares_the_concat_scale():
     model = fb.upsample_neck()
-    plan = plan_qdq(model)
+    plan = place_qdq(model)
     edges = _edges(plan)
     assert {("s", "up"), ("up", "cat"), ("l", "cat")} <= edges
     assert {"s", "up", "l"} <= set(next(g for g in plan.shared_scales if "up" in g))
@@ -100,7 +100,7 @@ def test_upsample_neck_quantizes_the_resize_input_and_shares_the_concat_scale():
 def test_a_linear_resize_is_not_data_movement():
     model = fb.upsample_neck()
     next(n for n in model.graph.node if n.name == "up").attribute[0].s = b"linear"
-    plan = plan_qdq(model)
+    plan = place_qdq(model)
     assert ("s", "up") not in _edges(plan)
     assert not any("s" in g for g in plan.shared_scales)
 
@@ -118,7 +118,7 @@ def test_dfl_head_keeps_softmax_and_the_dfl_conv_float_and_quantizes_both_branch
 
 def test_attention_matmuls_read_quantized_inputs_and_softmax_stays_float():
     # TensorRT's MHA fusion pattern: Q/DQ on both inputs of Q·Kᵀ and of P·V; nothing inside Softmax or LayerNorm.
-    plan = plan_qdq(qb.encoder_layer())
+    plan = place_qdq(qb.encoder_layer())
     edges = _edges(plan)
     assert {("q", "qk"), ("kt", "qk"), ("p", "pv"), ("v", "pv")} <= edges
     assert not [e for e in plan.edges if e.node_label in ("softmax", "ln1", "ln2")]
@@ -126,7 +126,7 @@ def test_attention_matmuls_read_quantized_inputs_and_softmax_stays_float():
 
 
 def test_multi_head_attention_quantizes_both_matmul_inputs_through_the_head_reshapes():
-    plan = plan_qdq(fb.vit_attention())
+    plan = place_qdq(fb.vit_attention())
     reads = {(e.node_label, e.input_index) for e in plan.edges}
     assert {("qk", 0), ("qk", 1), ("pv", 0), ("pv", 1)} <= reads
     assert {("q_proj", 0), ("k_proj", 0), ("v_proj", 0), ("o_proj", 0)} <= reads
@@ -139,7 +139,7 @@ def test_multi_head_attention_quantizes_both_matmul_inputs_through_the_head_resh
 def test_gelu_after_a_gemm_or_conv_fuses_as_its_epilogue(maker, first, reader):
     # Erf form (encoder_layer, conv_gelu) and tanh form: no Q/DQ inside GELU or between the layer and it;
     # the next layer reads its output quantized.
-    plan = plan_qdq(maker())
+    plan = place_qdq(maker())
     gelu = next(p for p in plan.patterns if p.kind == "gelu")
     assert not [e for e in plan.edges if e.tensor in set(gelu.internal_tensors)]
     assert ("g", reader) in _edges(plan)
@@ -159,6 +159,6 @@ def test_every_family_block_exports_and_runs_in_onnx_runtime():
 
 
 def test_excluding_the_movement_ops_turns_rule_9_off():
-    plan = plan_qdq(fb.c2f(), exclude_op_types=["Split", "Concat"])
+    plan = place_qdq(fb.c2f(), exclude_op_types=["Split", "Concat"])
     assert not [e for e in plan.edges if e.op_type in ("Split", "Concat")]
     assert not plan.shared_scales

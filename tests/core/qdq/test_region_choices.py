@@ -10,7 +10,7 @@ from tests.core import region_models as rm
 from trtwidgets.core.common.errors import UserError
 from trtwidgets.core.qdq.exclusions import QdqExclusionError
 from trtwidgets.core.qdq.export import QdqOptions, QdqSpec, build_qdq
-from trtwidgets.core.qdq.placement import plan_qdq
+from trtwidgets.core.qdq.placement import place_qdq
 from trtwidgets.core.qdq.region_cut import RegionCutError, cut_region
 from trtwidgets.core.qdq.regions import find_regions
 
@@ -48,18 +48,18 @@ def test_a_gated_residual_add_reads_both_inputs_quantized_by_default_and_skip_is
 @pytest.mark.parametrize("make,add", [(rm.resnet_stack, "layer0/add"), (rm.inverted_residuals, "ir0/add")])
 def test_an_add_after_a_bn_or_linear_branch_keeps_skip_by_default_and_both_is_a_choice(make, add):
     model = make()
-    plan = plan_qdq(model)
+    plan = place_qdq(model)
     assert sum(1 for e in plan.edges if e.node_label == add) == 1
-    chosen = plan_qdq(model, choices={add: "both"})
+    chosen = place_qdq(model, choices={add: "both"})
     assert sum(1 for e in chosen.edges if e.node_label == add) == 2
 
 
 def test_float_keeps_a_concat_and_its_split_reading_float():
     model = rm.c2f_stack()
     joins = {"c2f1/Split": "float", "c2f1/Concat": "float"}
-    placed = plan_qdq(model, dense_int8=True, choices=joins)
+    placed = place_qdq(model, dense_int8=True, choices=joins)
     assert not [e for e in placed.edges if e.node_label in joins]
-    assert [e for e in plan_qdq(model, dense_int8=True).edges if e.node_label in joins]
+    assert [e for e in place_qdq(model, dense_int8=True).edges if e.node_label in joins]
     assert any(e.node_label == "c2f2/Concat" for e in placed.edges)  # only the nodes named
 
 

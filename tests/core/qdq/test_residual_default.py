@@ -20,7 +20,7 @@ import pytest
 from tests.conftest import ROOT
 from tests.core import region_models as rm
 from tests.core.residual_evidence import add_fused_in_conv, dequantize_layers, silu_in_conv
-from trtwidgets.core.qdq.placement import plan_qdq
+from trtwidgets.core.qdq.placement import place_qdq
 from trtwidgets.core.qdq.regions import find_regions
 
 RESULTS = ROOT / "benchmarks" / "results" / "regions"
@@ -56,7 +56,7 @@ def test_the_default_is_the_scheme_that_ran_faster_in_every_round(blocks):
         model = make()
         res = next(p for p in find_regions(model) if p.kind == "residual")
         add = res.instances[0].anchor
-        reads = sum(1 for e in plan_qdq(model, dense_int8=True).edges if e.node_label == add)
+        reads = sum(1 for e in place_qdq(model, dense_int8=True).edges if e.node_label == add)
         default = "both" if reads == 2 else "skip"
         other = "skip" if default == "both" else "both"
         fast, slow = blocks[f"{block} {default}"], blocks[f"{block} {other}"]

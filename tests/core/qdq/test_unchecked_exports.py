@@ -12,7 +12,7 @@ import pytest
 from tests.core import qdq_blocks as qb
 from tests.core import qdq_family_blocks as fb
 from trtwidgets.core.qdq.export import QdqOptions, QdqSpec, build_qdq, unchecked_exports
-from trtwidgets.core.qdq.placement import plan_qdq
+from trtwidgets.core.qdq.placement import place_qdq
 
 
 def _amax(model, scale: float):
@@ -21,7 +21,7 @@ def _amax(model, scale: float):
 
 
 def _specs(model):
-    layers = sorted({e.node_label for e in plan_qdq(model).edges if e.rule == "weighted-op input"})
+    layers = sorted({e.node_label for e in place_qdq(model).edges if e.rule == "weighted-op input"})
     assert len(layers) >= 2
     opts = QdqOptions(high_precision="fp32", trt_version="8.6")
     return [QdqSpec(_amax(model, 0.5), opts), QdqSpec(_amax(model, 0.25), opts),

@@ -1,6 +1,6 @@
 """Placement rule 8, dense INT8 regions: what an implicit INT8 engine quantizes, as Q/DQ.
 
-Helpers of :func:`~.placement.plan_qdq` (``dense_int8=True``), in the order it applies
+Helpers of :func:`~.placement.place_qdq` (``dense_int8=True``), in the order it applies
 them: a Q/DQ on what a quantized grouped conv writes (:func:`grouped_output_edges`), on
 what a quantized conv writes for point-wise readers only (:func:`conv_output_reads`),
 and the same Q/DQ for every point-wise, pooling or Concat reader of a quantized

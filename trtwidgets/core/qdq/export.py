@@ -55,7 +55,7 @@ from .qdq_writer import QdqWriter
 from .weights import PRECISIONS, quantize_weight
 from .high_precision import MIN_OPSET as HP_MIN_OPSET, convert_float_part, preferred_opset
 from .options import QdqExportError, QdqOptions
-from .placement import QdqPlan, Skip, node_label, plan_qdq
+from .placement import Placement, Skip, node_label, place_qdq
 from .sibling_layers import RULE_TEXT as SIBLING_RULE_TEXT, applies_to as siblings_rule_applies, float_output_siblings
 from .spec import QdqSpec
 from .written import as_written
@@ -156,29 +156,29 @@ def build_qdq(model, spec: QdqSpec) -> QdqExport:
     proto, hp, opset_from, target, rewritten = _prepared(source, opts, unchecked)
     # The node set is checked by placement against the copy at its target opset: the labels a plan holds are
     # those of an export's report (a copy at that opset), and its converter may rename what an unnamed node writes.
-    plan: QdqPlan = plan_qdq(proto, nodes=spec.nodes, exclude=opts.exclude, exclude_op_types=opts.exclude_op_types,
+    placement: Placement = place_qdq(proto, nodes=spec.nodes, exclude=opts.exclude, exclude_op_types=opts.exclude_op_types,
                              skip_matrix_vector=opts.skip_matrix_vector,
                              keep_float_output_grouped_convs=opts.keep_float_output_grouped_convs,
                              dense_int8=opts.dense_int8, trt_version=opts.trt_version, choices=spec.choices)
     writer = QdqWriter(proto, opts.precision, _memo(source))
-    myelin = writer.myelin_weight_layers(plan, opts.trt_version)  # before any input is rewired: inference sees it
-    activations, done_nodes = writer.quantize_activations(plan, spec.amax, spec.zero)
+    myelin = writer.myelin_weight_layers(placement, opts.trt_version)  # before any input is rewired: inference sees it
+    activations, done_nodes = writer.quantize_activations(placement, spec.amax, spec.zero)
     per_channel = opts.weights_per_channel if opts.weights_per_channel is not None else opts.precision == "int8"
-    weights, quantized_layers = writer.quantize_weights(plan, done_nodes, per_channel, myelin)
+    weights, quantized_layers = writer.quantize_weights(placement, done_nodes, per_channel, myelin)
     writer.finish()
     if opts.precision == "int8" and siblings_rule_applies(opts.trt_version):
         groups = float_output_siblings(proto)
         if groups:  # placement rule 12: written, found unbuildable for TensorRT 8.x, placed again without them
             return _siblings_kept_float(model, spec, groups)
-    proto, hp_report, float32_model = _checked(proto, hp, opts.keep_fp32, plan.patterns, unchecked, _memo(source))
+    proto, hp_report, float32_model = _checked(proto, hp, opts.keep_fp32, placement.patterns, unchecked, _memo(source))
     if hp_report is not None:
         written = as_written(activations, weights, float32_model, proto, hp_report, GraphIndex(source.graph).constant)
         activations, weights = list(written[0]), list(written[1])
     report = QdqReport(precision=opts.precision, opset_from=opset_from, opset_to=target, high_precision=hp_report,
                        activations=tuple(activations), weights=tuple(weights), skipped=tuple(writer.skipped),
-                       patterns=plan.patterns, excluded=plan.excluded,
+                       patterns=placement.patterns, excluded=placement.excluded,
                        quantized_layers=tuple(dict.fromkeys(quantized_layers)),
-                       warnings=tuple(plan.warnings), ranges=spec.source,
+                       warnings=tuple(placement.warnings), ranges=spec.source,
                        clipped=tuple((a.tensor, spec.clipping[a.tensor]) for a in activations
                                      if a.tensor in spec.clipping),
                        rewrites=rewritten.changes)

@@ -168,7 +168,7 @@ def compare_held(model: onnx.ModelProto, reference: onnx.ModelProto, feeds: Iter
         {t.name for t in held.graph.initializer}
     have_ref = set(names)
     by_out = {n.output[0]: n for n in held.graph.node if n.op_type == "QuantizeLinear" and n.output}
-    plan = []  # (label, reference Q output, reference Q input or None, model's held input, own output, model Q input)
+    held_list = []  # (label, reference Q output, reference Q input or None, model's held input, own output, model Q input)
     for r, m in pairs:
         qtype = ref_types[r.output[0]]
         if r.output[0] not in have_ref:
@@ -188,7 +188,7 @@ def compare_held(model: onnx.ModelProto, reference: onnx.ModelProto, feeds: Iter
         held.graph.output.append(helper.make_tensor_value_info(own, qtype, None))
         if r_in is not None and m_in is not None:
             held.graph.output.append(helper.make_tensor_value_info(m_in, model_types[m_in], None))
-        plan.append((r.name or r.output[0], r.output[0], r_in if m_in is not None else None, m.output[0], own, m_in))
+        held_list.append((r.name or r.output[0], r.output[0], r_in if m_in is not None else None, m.output[0], own, m_in))
 
     ref_sess, held_sess = open_session(ref), open_session(held)
     ref_names = [o.name for o in ref_sess.get_outputs()]
@@ -196,16 +196,16 @@ def compare_held(model: onnx.ModelProto, reference: onnx.ModelProto, feeds: Iter
     held_inputs = {i.name for i in held_sess.get_inputs()}
     ref_inputs = {i.name for i in ref_sess.get_inputs()}
     outs = {n: Cosine() for n in names}
-    q_in = {p[0]: Cosine() for p in plan if p[2] is not None}
-    q_out = {p[0]: Cosine() for p in plan}
+    q_in = {p[0]: Cosine() for p in held_list if p[2] is not None}
+    q_out = {p[0]: Cosine() for p in held_list}
     for feed in feeds:
         rv = dict(zip(ref_names, ref_sess.run(ref_names, {k: v for k, v in feed.items() if k in ref_inputs})))
         hf = {k: v for k, v in feed.items() if k in held_inputs}
-        hf.update({p[3]: rv[p[1]] for p in plan})
+        hf.update({p[3]: rv[p[1]] for p in held_list})
         hv = dict(zip(held_names, held_sess.run(held_names, hf)))
         for n in names:
             outs[n].add(rv[n], hv[n])
-        for label, r_out, r_in, _, own, m_in in plan:
+        for label, r_out, r_in, _, own, m_in in held_list:
             if r_in is not None:
                 q_in[label].add(rv[r_in], hv[m_in])
             q_out[label].add(rv[r_out], hv[own], integers=True)
@@ -214,4 +214,4 @@ def compare_held(model: onnx.ModelProto, reference: onnx.ModelProto, feeds: Iter
         quantizer_inputs={k: c.value for k, c in q_in.items()},
         quantizer_outputs={k: c.value for k, c in q_out.items()},
         moved=sum(c.moved for c in q_out.values()), far=sum(c.far for c in q_out.values()),
-        values=sum(c.n for c in q_out.values()), held=len(plan), not_held=tuple(not_held))
+        values=sum(c.n for c in q_out.values()), held=len(held_list), not_held=tuple(not_held))

@@ -49,7 +49,7 @@ class QdqOptions:
     precision : {"int8", "fp8"}
         FP8 (E4M3) needs opset 19 and TensorRT 10 or later on Hopper/Ada GPUs.
     dense_int8 : bool
-        Placement rule 8 (:func:`~.placement.plan_qdq`): quantize INT8 regions the way an
+        Placement rule 8 (:func:`~.placement.place_qdq`): quantize INT8 regions the way an
         implicit INT8 engine runs them (depthwise convs with their output, gates in INT8,
         every point-wise reader of a quantized tensor reading it quantized), so a region
         has no reformat layer inside. On by default everywhere.

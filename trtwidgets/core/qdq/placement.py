@@ -135,15 +135,15 @@ from .fusions import epilogue_end
 from ..model.graph_patterns import (PROTECTED_OPS, PatternMatch, ConstIndex, node_key,
                              find_protected_patterns, node_label)
 from .myelin import recurrent_myelin_layers
-from .placement_records import QdqPlan, QuantEdge, Skip, WeightSite
+from .placement_records import Placement, QuantEdge, Skip, WeightSite
 from .region_choices import FLOAT, choice_nodes
 from .residual_adds import place_residual_adds
 from .scale_groups import scale_group_edges, softmax_fed_layers_float
 
 __all__ = [
     "WEIGHTED_OPS", "POOL_OPS", "COPY_OPS", "QdqExclusionError",
-    "QuantEdge", "WeightSite", "Skip", "PatternMatch", "QdqPlan",
-    "node_label", "find_protected_patterns", "match_exclusions", "plan_qdq", "PROTECTED_OPS",
+    "QuantEdge", "WeightSite", "Skip", "PatternMatch", "Placement",
+    "node_label", "find_protected_patterns", "match_exclusions", "place_qdq", "PROTECTED_OPS",
 ]
 
 #: Ops that only move data: a Q/DQ commutes with them.
@@ -217,10 +217,10 @@ def _matrix_vector(node: onnx.NodeProto, shapes: Mapping[str, Tuple[Optional[int
 
 
 
-def plan_qdq(model, *, nodes: Optional[AbstractSet[str]] = None, exclude: Iterable[str] = (),
+def place_qdq(model, *, nodes: Optional[AbstractSet[str]] = None, exclude: Iterable[str] = (),
              exclude_op_types: Iterable[str] = (), skip_matrix_vector: bool = True,
              keep_float_output_grouped_convs: bool = True, dense_int8: bool = False, trt_version=None,
-             choices: Optional[Mapping[str, str]] = None) -> QdqPlan:
+             choices: Optional[Mapping[str, str]] = None) -> Placement:
     """Decide where Q/DQ go (see the module docstring for the rules).
 
     Parameters
@@ -262,7 +262,7 @@ def plan_qdq(model, *, nodes: Optional[AbstractSet[str]] = None, exclude: Iterab
 
     Returns
     -------
-    QdqPlan
+    Placement
 
     Raises
     ------
@@ -327,7 +327,7 @@ def plan_qdq(model, *, nodes: Optional[AbstractSet[str]] = None, exclude: Iterab
                                                     {**excluded, **floats}, internal)
     edges = [e for e in edges if e.node not in floats]  # rules 3 and 8 on a node its choice keeps float
     edges.sort(key=lambda e: (e.node, e.input_index))
-    return QdqPlan(edges=tuple(edges), weights=tuple(weights), skipped=tuple(skipped), patterns=patterns,
+    return Placement(edges=tuple(edges), weights=tuple(weights), skipped=tuple(skipped), patterns=patterns,
                    excluded=by_user, warnings=warnings,
                    shared_scales=shared)
 

@@ -12,7 +12,7 @@ from typing import Mapping, Optional, Tuple
 
 from ..model.graph_patterns import PatternMatch
 
-__all__ = ["QuantEdge", "WeightSite", "Skip", "QdqPlan"]
+__all__ = ["QuantEdge", "WeightSite", "Skip", "Placement"]
 
 
 @dataclass(frozen=True)
@@ -81,10 +81,10 @@ class Skip:
 
 
 @dataclass(frozen=True)
-class QdqPlan:
-    """Where Q/DQ go in one model: the result of :func:`~.placement.plan_qdq`.
+class Placement:
+    """Where Q/DQ go in one model (a placement): the result of :func:`~.placement.place_qdq`.
 
-    Node indices refer to the ``graph.node`` list of the model the plan was made for.
+    Node indices refer to the ``graph.node`` list of the model it was made for.
     """
 
     edges: Tuple[QuantEdge, ...]

@@ -20,7 +20,7 @@ from ..calibration.fake_quant import activation_scale
 from ..model.onnx_graph import GraphIndex, attribute, subgraph_reads
 from .export_report import QuantizedTensor, QuantizedWeight
 from .myelin import myelin_matmuls
-from .placement import QdqPlan, Skip, node_label
+from .placement import Placement, Skip, node_label
 from .weights import quantize_weight, weight_tensor
 
 __all__ = ["Names", "QdqWriter", "ZERO_RANGE"]
@@ -84,19 +84,19 @@ class QdqWriter:
             self.new_inits.append(weight_tensor(name, np.zeros(shape, np.uint8), "fp8"))
         return name
 
-    def quantize_activations(self, plan: QdqPlan, amax: Mapping[str, float], zero: AbstractSet[str] = frozenset()
+    def quantize_activations(self, placement: Placement, amax: Mapping[str, float], zero: AbstractSet[str] = frozenset()
                              ) -> Tuple[List[QuantizedTensor], Dict[int, int]]:
         """A Q/DQ pair on each planned activation with a usable amax; ``(tensors, node -> edges quantized)``.
 
         ``zero``: the tensors that were zero on every calibration sample; one without a range is said to be that.
         """
-        self.skipped.extend(plan.skipped)
+        self.skipped.extend(placement.skipped)
         activations: List[QuantizedTensor] = []
         done_nodes: Dict[int, int] = {}
         names = self.names
-        for tensor in plan.activation_tensors:
-            edges = plan.edges_of(tensor)
-            value = plan.amax_for(tensor, amax)
+        for tensor in placement.activation_tensors:
+            edges = placement.edges_of(tensor)
+            value = placement.amax_for(tensor, amax)
             reason = _range_problem(value)
             if reason and tensor in zero:
                 reason = ZERO_RANGE
@@ -129,7 +129,7 @@ class QdqWriter:
                 quantize_node=q.name, dequantize_node=dq.name))
         return activations, done_nodes
 
-    def quantize_weights(self, plan: QdqPlan, done_nodes: Mapping[int, int], per_channel: bool,
+    def quantize_weights(self, placement: Placement, done_nodes: Mapping[int, int], per_channel: bool,
                          float_weight_nodes: Set[int]) -> Tuple[List[QuantizedWeight], List[str]]:
         """Weights of layers whose activation inputs are all quantized (else the layer stays float).
 
@@ -140,13 +140,13 @@ class QdqWriter:
         (attention's Q·Kᵀ and P·V) have no weight and count when both inputs are quantized.
         """
         planned: Dict[int, int] = {}
-        for e in plan.edges:
+        for e in placement.edges:
             if e.rule == "weighted-op input":
                 planned[e.node] = planned.get(e.node, 0) + 1
         weights: List[QuantizedWeight] = []
         cache: Dict[Tuple[str, Optional[int]], str] = {}
         quantized_layers: List[str] = []
-        for w in plan.weights:
+        for w in placement.weights:
             if done_nodes.get(w.node, 0) < planned.get(w.node, 0) or w.node not in planned:
                 self.skipped.append(Skip(w.node_label, w.op_type, "weights left float: the layer's activation "
                                          "input is not quantized", w.tensor, rule=1))
@@ -164,13 +164,13 @@ class QdqWriter:
                 weights.append(record)
             self._rewire_weight(w, cache[key])
             quantized_layers.append(w.node_label)
-        with_weights = {w.node for w in plan.weights}
+        with_weights = {w.node for w in placement.weights}
         for i, count in planned.items():
             if i not in with_weights and done_nodes.get(i, 0) >= count:
                 quantized_layers.append(node_label(self.graph.node[i]))
         return weights, quantized_layers
 
-    def myelin_weight_layers(self, plan: QdqPlan, trt_version) -> Set[int]:
+    def myelin_weight_layers(self, placement: Placement, trt_version) -> Set[int]:
         """The planned MatMuls whose weights get the FP32-on-the-INT8-grid form: those TensorRT 8.x gives Myelin.
 
         :func:`.myelin.myelin_matmuls` of the graph before :meth:`quantize_activations` rewires any input (after
@@ -178,7 +178,7 @@ class QdqWriter:
         nothing downstream of the first one), from the memo when an export of the same source had the same graph
         (its shape inference is the costly part).
         """
-        nodes = {w.node for w in plan.weights if w.op_type == "MatMul"}
+        nodes = {w.node for w in placement.weights if w.op_type == "MatMul"}
         if self.memo is None or not nodes:
             return myelin_matmuls(self.proto, nodes, trt_version)
         key = ("myelin", str(trt_version), tuple(sorted(nodes)), tuple((o.domain, o.version) for o in

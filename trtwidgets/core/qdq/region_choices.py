@@ -1,7 +1,7 @@
 """Placement choices per node: what a region's placement scheme tells the export, as values.
 
 A :class:`~.spec.QdqSpec` carries ``choices``, node label -> one of :data:`CHOICES`; the placement rules
-(:func:`~.placement.plan_qdq`) read them where a rule has more than one buildable answer:
+(:func:`~.placement.place_qdq`) read them where a rule has more than one buildable answer:
 
 * ``"skip"`` on a residual ``Add`` (rule 2 as it was): the shortcut is read quantized and the add fuses
   into the convolution of the other branch, which writes float;

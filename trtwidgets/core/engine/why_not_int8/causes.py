@@ -69,7 +69,7 @@ def export_kept_float(skipped: Any) -> Dict[str, Tuple[Optional[int], str]]:
 
     Parameters
     ----------
-    skipped : iterable of Skip, a QdqPlan / export report (``.skipped``), or a mapping node -> reason
+    skipped : iterable of Skip, a Placement / export report (``.skipped``), or a mapping node -> reason
     """
     if isinstance(skipped, Mapping):
         return {str(k): (v if isinstance(v, tuple) else (_rule_of(None, str(v)), str(v)))

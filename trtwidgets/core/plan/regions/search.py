@@ -35,11 +35,11 @@ def base_candidate(plan: Plan) -> Optional[int]:
 
 def quantized_reads(proto: onnx.ModelProto, plan: Plan, nodes: AbstractSet[str]) -> AbstractSet[str]:
     """Labels of the nodes without weights that the export of ``nodes`` reads quantized."""
-    from ...qdq.placement import plan_qdq
+    from ...qdq.placement import place_qdq
     from ...model.onnx_graph import WEIGHTED_OPS
 
     o = plan.options
-    placed = plan_qdq(proto, nodes=frozenset(nodes), exclude=o.exclude, exclude_op_types=o.exclude_op_types,
+    placed = place_qdq(proto, nodes=frozenset(nodes), exclude=o.exclude, exclude_op_types=o.exclude_op_types,
                       skip_matrix_vector=False, keep_float_output_grouped_convs=o.keep_float_output_grouped_convs,
                       dense_int8=o.dense_int8, trt_version=o.trt_version)
     return {e.node_label for e in placed.edges if e.op_type not in WEIGHTED_OPS}
