@@ -12,7 +12,7 @@ builds at: the model's static batch-``B`` file (``zoo_shapes.yolov8_at``, the sa
 pattern's representative inputs at batch ``B`` (an ONNX Runtime run of a held-back page tiled ``B`` times). The GPU
 half is ``scripts/gpu_region_search.py`` (``trtwidgets plan measure`` with the region search).
 
-``zoo`` runs :func:`trtwidgets.core.qdq.regions.find_regions` on every zoo model and records each pattern (kind,
+``zoo`` runs :func:`trtwidgets.core.qdq.repeated_patterns.find_regions` on every zoo model and records each pattern (kind,
 signature, instances, their anchors, the ops in order): the record ``tests/core/qdq/test_zoo_regions.py`` holds.
 The YOLO is AGPL-3.0: never commit it or its files.
 """
@@ -108,7 +108,7 @@ def zoo_models() -> dict:
 def zoo(json_out: Path) -> dict:
     import onnx
 
-    from trtwidgets.core.qdq.regions import find_regions
+    from trtwidgets.core.qdq.repeated_patterns import find_regions
 
     doc = {}
     for fam, path in zoo_models().items():

@@ -7,7 +7,7 @@ Python 3.9 with numpy, onnx and tensorrt only. On the GPU machine::
 
 Three residual blocks of ``tests/core/region_models.py`` at batch 32: YOLOv8's C2f bottleneck (the conv branch ends
 in a SiLU), ResNet's basic block (conv + BN, ReLU after the add) and MobileNet's inverted residual (a linear 1x1
-projection). Each block's residual region is found by structure (:func:`~trtwidgets.core.qdq.regions.find_regions`),
+projection). Each block's residual region is found by structure (:func:`~trtwidgets.core.qdq.repeated_patterns.find_regions`),
 cut out of the whole block's export with each scheme (:func:`~trtwidgets.core.qdq.region_cut.cut_region`), built
 with FP16 + INT8 at builder level 1 and timed in interleaved rounds (:func:`trtwidgets.trt.measure.measure`, one
 timing cache). The engines' layers are read back:
@@ -37,7 +37,7 @@ from tests.core.residual_evidence import add_fused_in_conv, dequantize_layers, s
 from tests.gpu.build_helpers import artifacts_dir
 from trtwidgets.core.qdq.export import QdqOptions, QdqSpec, build_qdq
 from trtwidgets.core.qdq.region_cut import cut_region
-from trtwidgets.core.qdq.regions import find_regions
+from trtwidgets.core.qdq.repeated_patterns import find_regions
 
 pytestmark = pytest.mark.usefixtures("no_cublas_cudnn")
 

@@ -35,7 +35,7 @@ __all__ = ["measure_regions", "region_jobs"]
 
 
 def _instance(proto, rec: PatternRecord):
-    from ..core.qdq.regions import find_regions
+    from ..core.qdq.repeated_patterns import find_regions
 
     for p in find_regions(proto, (rec.kind,)):
         if p.name == rec.name:

@@ -344,7 +344,7 @@ def test_dense_shared_reads_make_every_pointwise_reader_of_a_quantized_tensor_re
                     assert (i, k) in reads, (node.name, t)
 
 
-def test_dense_regions_leave_a_transformer_layer_as_rules_1_to_4_place_it():
+def test_dense_int8_leave_a_transformer_layer_as_rules_1_to_4_place_it():
     # Rule 8's evidence is convolutional engines: a transformer's residual stream and attention keep their placement.
     from tests.core import qdq_blocks as qb
 

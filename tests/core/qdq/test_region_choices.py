@@ -12,7 +12,7 @@ from trtwidgets.core.qdq.exclusions import QdqExclusionError
 from trtwidgets.core.qdq.export import QdqOptions, QdqSpec, build_qdq
 from trtwidgets.core.qdq.placement import place_qdq
 from trtwidgets.core.qdq.region_cut import RegionCutError, cut_region
-from trtwidgets.core.qdq.regions import find_regions
+from trtwidgets.core.qdq.repeated_patterns import find_regions
 
 OPTS = QdqOptions(high_precision="fp32", trt_version="8.6")
 

@@ -21,7 +21,7 @@ from tests.conftest import ROOT
 from tests.core import region_models as rm
 from tests.core.residual_evidence import add_fused_in_conv, dequantize_layers, silu_in_conv
 from trtwidgets.core.qdq.placement import place_qdq
-from trtwidgets.core.qdq.regions import find_regions
+from trtwidgets.core.qdq.repeated_patterns import find_regions
 
 RESULTS = ROOT / "benchmarks" / "results" / "regions"
 BLOCKS = {"c2f": rm.c2f_stack, "resnet": rm.resnet_stack, "inverted_residual": rm.inverted_residuals}

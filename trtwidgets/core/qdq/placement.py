@@ -129,7 +129,7 @@ from typing import AbstractSet, Callable, Dict, Iterable, List, Mapping, Optiona
 import onnx
 
 from ..model.onnx_graph import WEIGHTED_OPS, GraphIndex, attribute
-from .dense_regions import POOL_OPS, conv_output_reads, grouped_output_edges, shared_reads
+from .dense_int8 import POOL_OPS, conv_output_reads, grouped_output_edges, shared_reads
 from .exclusions import QdqExclusionError, kept_float_by_plan, match_exclusions
 from .fusions import epilogue_end
 from ..model.graph_patterns import (PROTECTED_OPS, PatternMatch, ConstIndex, node_key,

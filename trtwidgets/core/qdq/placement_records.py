@@ -1,7 +1,7 @@
 """What placement decides, as records: the Q/DQ edges, weight sites, skips and the whole plan.
 
 Kept apart from the rules (:mod:`.placement`) so that the rule helpers
-(:mod:`.dense_regions`) and readers of a plan need no rule code.
+(:mod:`.dense_int8`) and readers of a plan need no rule code.
 """
 
 from __future__ import annotations

@@ -77,7 +77,7 @@ def choice_nodes(graph: onnx.GraphProto, choices: Mapping[str, str]) -> Dict[int
         if i is None:
             raise QdqExclusionError(f"The placement choice names {label!r}, which the model has no node for.",
                                     "Choices are made for one model (its regions' nodes).",
-                                    "Make the choices on this model (trtwidgets.core.qdq.regions.find_regions).")
+                                    "Make the choices on this model (trtwidgets.core.qdq.repeated_patterns.find_regions).")
         op = graph.node[i].op_type
         if choice in (SKIP, BOTH) and op != "Add":
             raise QdqExclusionError(f"{choice!r} is a choice for a residual Add; {label!r} is a {op}.", CHOICES[choice],

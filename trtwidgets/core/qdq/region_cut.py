@@ -52,7 +52,7 @@ def cut_region(qdq: onnx.ModelProto, nodes: Sequence[str], inputs: Sequence[str]
         The whole model's Q/DQ export.
     nodes, inputs, outputs : sequence of str
         The region's node labels, the activations it reads and the tensors it writes for outside
-        (:class:`~.regions.RegionInstance`).
+        (:class:`~.repeated_patterns.RegionInstance`).
     input_shapes : mapping
         Input tensor -> its real shape (every input needs one).
     name : str

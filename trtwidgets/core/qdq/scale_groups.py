@@ -35,7 +35,7 @@ from typing import Dict, List, Mapping, Sequence, Set, Tuple
 import onnx
 
 from ..model.onnx_graph import GraphIndex
-from .dense_regions import conv_feature_map
+from .dense_int8 import conv_feature_map
 from ..model.graph_patterns import node_key, node_label
 from .placement_records import QuantEdge, Skip, WeightSite
 

@@ -92,7 +92,7 @@ class PatternRecord:
     Attributes
     ----------
     name : str
-        ``kind:signature`` (:class:`~trtwidgets.core.qdq.regions.RegionPattern`).
+        ``kind:signature`` (:class:`~trtwidgets.core.qdq.repeated_patterns.RegionPattern`).
     kind, description : str
     instances : tuple of str
         Every instance's anchor node.

@@ -1,6 +1,6 @@
 """Placement schemes per repeated pattern: what can be chosen at each region, as values the export understands.
 
-For every pattern of :func:`~trtwidgets.core.qdq.regions.find_regions` that the base node set quantizes,
+For every pattern of :func:`~trtwidgets.core.qdq.repeated_patterns.find_regions` that the base node set quantizes,
 the schemes are (the default, the placement rules' own answer, first):
 
 * ``residual``: ``"skip"`` (rule 2: the shortcut read quantized, the add fused into the conv) and
@@ -25,7 +25,7 @@ import onnx
 
 from ...model.graph_patterns import ConstIndex, node_key, node_label
 from ...qdq.region_choices import BOTH, FLOAT, SKIP
-from ...qdq.regions import RegionPattern, find_regions
+from ...qdq.repeated_patterns import RegionPattern, find_regions
 from ...qdq.residual_adds import default_choice, fused_branch
 from .records import PatternRecord, SchemeResult
 

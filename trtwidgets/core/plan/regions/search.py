@@ -119,7 +119,7 @@ def score_regions(plan: Plan, model, kinds: Sequence[str] = SCHEME_KINDS, progre
 
 def _rep_inputs(proto: onnx.ModelProto, rec: PatternRecord) -> List[str]:
     """Every instance's inputs (the representative is chosen by their real sizes)."""
-    from ...qdq.regions import find_regions
+    from ...qdq.repeated_patterns import find_regions
 
     for p in find_regions(proto, (rec.kind,)):
         if p.name == rec.name:

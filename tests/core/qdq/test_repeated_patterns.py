@@ -1,4 +1,4 @@
-"""Repeated patterns found by structure (core/qdq/regions.py), on built blocks and on the zoo's record."""
+"""Repeated patterns found by structure (core/qdq/repeated_patterns.py), on built blocks and on the zoo's record."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.core import region_models as rm
-from trtwidgets.core.qdq.regions import find_regions
+from trtwidgets.core.qdq.repeated_patterns import find_regions
 
 ZOO_RECORD = ROOT / "benchmarks" / "results" / "regions" / "zoo_regions.json"
 

@@ -315,7 +315,7 @@ def _movement_feeders(f: _Finder, concat: onnx.NodeProto) -> Set[tuple]:
 
 
 def _concat_region(f: _Finder, node: onnx.NodeProto):
-    from .dense_regions import conv_feature_map
+    from .dense_int8 import conv_feature_map
 
     ins = nonconst_inputs(node, f.index)
     if len(ins) < 2:
