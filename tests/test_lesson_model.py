@@ -66,14 +66,12 @@ def test_outlier_channels_leave_the_float_model_unchanged():
 
 
 def test_the_numpy_forward_pass_is_what_the_shipped_onnx_computes():
-    weights = {i.name: numpy_helper.to_array(i) for i in onnx.load(str(lm.PATH)).graph.initializer}
-    p = {"conv": weights["conv.weight"].sum(axis=1).reshape(lm.FILTERS, -1).T, "conv_bias": weights["conv.bias"],
-         "gamma": weights["gamma"], "fc1": weights["fc1.weight"], "fc1_bias": weights["fc1.bias"],
-         "fc2": weights["fc2.weight"], "fc2_bias": weights["fc2.bias"]}
+    p = lm.from_onnx(lm.PATH)
     x = labelled_set("held_back").inputs()[:16]
     onnx_scores = next(iter(run_model(lm.PATH, [{"x": x}])[0].values()))
     logits = lm.forward(p, x[:, 0])["logits"]
     np.testing.assert_allclose(np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True), onnx_scores, atol=1e-4)
+    np.testing.assert_allclose(lm.head(p, lm.rows(p, x[:, 0]))["logits"], logits, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.slow
@@ -99,3 +97,24 @@ def test_naive_int8_loses_three_points_and_a_float_island_or_entropy_wins_half_b
     for remedy in ("float island", "entropy"):
         won = top1(scores[remedy], labels).correct - top1(scores["naive"], labels).correct
         assert won >= MIN_RECOVERED * loss * len(labels), f"{remedy}: {top1(scores[remedy], labels)}"
+
+
+@pytest.mark.slow
+def test_qat_wins_back_half_the_loss_and_its_export_computes_what_numpy_did():
+    fp32, labels, cal, exports, scores = _measured()
+    ranges = {a.tensor: a.amax for a in exports["naive"].report.activations}
+    p = lm.from_onnx(lm.PATH)
+    x, y = lm.training_set()
+    held = labelled_set("held_back").inputs()
+    # the numpy model with the export's rounding is naive INT8, line by line
+    naive_numpy = lm.head(p, lm.rows(p, held[:, 0], ranges), ranges)["logits"]
+    assert np.mean(naive_numpy.argmax(1) == scores["naive"].argmax(1)) >= 0.995
+    q = lm.qat(p, lm.rows(p, x, ranges), y, ranges)
+    export = tw.export_qdq(lm.to_onnx(q, {"made_by": "test"}), ranges)
+    assert {a.tensor: a.amax for a in export.report.activations} == ranges
+    qat_ort, _ = demo.orientation_scores(export.model, batch_size=128)
+    qat_numpy = lm.head(q, lm.rows(q, held[:, 0], ranges), ranges)["logits"]
+    assert np.mean(qat_ort.argmax(1) == qat_numpy.argmax(1)) >= 0.995
+    loss, _, _ = loss_interval(paired_flips(labels, fp32, scores["naive"]))
+    won, won_low, _ = loss_interval(paired_flips(labels, qat_ort, scores["naive"]))  # what naive loses to QAT
+    assert won_low >= MIN_RECOVERED * loss, f"QAT {top1(qat_ort, labels)}, naive {top1(scores['naive'], labels)}"

@@ -25,6 +25,12 @@ activations are per tensor), set by the outlier channels, and the other 14 chann
 levels of the int8 grid. Keeping fc1 in float (a float island), or a range that clips the outliers,
 wins it back; docs/lesson_model.md has the numbers.
 
+**Quantization-aware training** (notebook 11). :func:`from_onnx` reads the weights back,
+:func:`rows` and :func:`head` compute the model in two parts with the Q/DQ export's rounding
+(``amax`` given: activations per tensor, weights per output channel, as ``tw.export_qdq`` writes
+them), and :func:`qat` fine-tunes the head through that rounding with the straight-through
+estimator, the conv part frozen.
+
 Training needs Pillow (rendering); reading and running the shipped model needs onnx and
 ONNX Runtime only. ``scripts/make_lesson_model.py`` regenerates the file with :func:`make`.
 """
@@ -32,7 +38,7 @@ ONNX Runtime only. ``scripts/make_lesson_model.py`` regenerates the file with :f
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict
+from typing import Callable, Dict, Iterable, Mapping, Optional
 
 import numpy as np
 
@@ -50,6 +56,9 @@ EPOCHS, BATCH, LEARNING_RATE = 12, 64, 3e-3
 OUTLIER_CHANNELS, OUTLIER_SCALE = 2, 64.0
 #: The opset of the demo classifier.
 OPSET = 11
+#: QAT: epochs, Adam's first learning rate (it falls linearly to 0), and the weights it trains.
+QAT_EPOCHS, QAT_LEARNING_RATE = 8, 1e-3
+QAT_TRAINS = ("gamma", "fc1", "fc1_bias", "fc2", "fc2_bias")
 
 Params = Dict[str, np.ndarray]
 
@@ -132,6 +141,120 @@ def train(x: np.ndarray, y: np.ndarray, seed: int = SEED, epochs: int = EPOCHS) 
                 v2[name] = 0.999 * v2[name] + 0.001 * g * g
                 update = (m[name] / (1 - 0.9 ** step)) / (np.sqrt(v2[name] / (1 - 0.999 ** step)) + 1e-8)
                 p[name] = (p[name] - LEARNING_RATE * update).astype(np.float32)
+    return p
+
+
+def from_onnx(path=PATH) -> Params:
+    """The weights of a lesson model file (:func:`to_onnx`'s layout) as :func:`forward` takes them."""
+    import onnx
+    from onnx import numpy_helper
+
+    w = {i.name: numpy_helper.to_array(i) for i in onnx.load(str(path)).graph.initializer}
+    return {"conv": w["conv.weight"].sum(axis=1).reshape(FILTERS, -1).T, "conv_bias": w["conv.bias"],
+            "gamma": w["gamma"], "fc1": w["fc1.weight"], "fc1_bias": w["fc1.bias"], "fc2": w["fc2.weight"],
+            "fc2_bias": w["fc2.bias"]}
+
+
+def _qdq_weights(w: np.ndarray, axis: int) -> np.ndarray:
+    """Weights rounded as the Q/DQ export rounds them: one symmetric int8 scale per slice along ``axis``."""
+    from ..core.calibration.fake_quant import quantize_symmetric, weight_scales
+
+    w = np.asarray(w, np.float32)
+    scale, shape = weight_scales(w, axis, 127.0)
+    return (quantize_symmetric(w, scale.reshape(shape), 127.0) * scale.reshape(shape)).astype(np.float32)
+
+
+def _qdq(v: np.ndarray, amax: float) -> np.ndarray:
+    from ..core.calibration.fake_quant import fake_quant, symmetric_scale
+
+    return fake_quant(v, symmetric_scale(amax))
+
+
+def rows(p: Params, x: np.ndarray, amax: Optional[Mapping[str, float]] = None, batch: int = 256) -> np.ndarray:
+    """``row_mean``'s output ``(N, FILTERS, ROWS)`` of grey crops ``x``: the conv part, before ``gamma``.
+
+    With ``amax`` (tensor name -> range), the input ``x`` is rounded to int8 at ``amax["x"]`` and the conv's
+    weights per filter, as in the Q/DQ export (whose conv sees each grey value three times, a third of the
+    weight each).
+    """
+    conv = p["conv"] if amax is None else 3 * _qdq_weights(p["conv"] / 3, 1)
+    out = []
+    for i in range(0, len(x), batch):
+        xb = x[i:i + batch] if amax is None else _qdq(x[i:i + batch], amax["x"])
+        pre = _patches(xb) @ conv + p["conv_bias"]
+        out.append(np.maximum(pre, 0).mean(axis=2).transpose(0, 2, 1))
+    return np.concatenate(out).astype(np.float32)
+
+
+def head(p: Params, r: np.ndarray, amax: Optional[Mapping[str, float]] = None) -> Params:
+    """The rest of the model on :func:`rows` ``r``: every intermediate, ``logits`` last.
+
+    With ``amax``, ``features`` (fc1's input) and ``hidden`` (fc2's) are rounded to int8 with one scale
+    each (``amax["features"]``, ``amax["hidden"]``) and fc1's and fc2's weights with one scale per output
+    column: what the Q/DQ export computes. ``features_q``, ``fc1_w``, ``hidden_q`` and ``fc2_w`` are what
+    the two MatMuls multiply.
+    """
+    features = (r * p["gamma"]).reshape(len(r), -1)
+    quant = amax is not None
+    f = {"features": features, "features_q": _qdq(features, amax["features"]) if quant else features,
+         "fc1_w": _qdq_weights(p["fc1"], 1) if quant else p["fc1"]}
+    f["fc1"] = f["features_q"] @ f["fc1_w"] + p["fc1_bias"]
+    f["hidden"] = np.maximum(f["fc1"], 0)
+    f["hidden_q"] = _qdq(f["hidden"], amax["hidden"]) if quant else f["hidden"]
+    f["fc2_w"] = _qdq_weights(p["fc2"], 1) if quant else p["fc2"]
+    f["logits"] = f["hidden_q"] @ f["fc2_w"] + p["fc2_bias"]
+    return f
+
+
+def _qat_gradients(p: Params, r: np.ndarray, y: np.ndarray, amax: Mapping[str, float]) -> Params:
+    """Cross-entropy's gradients through :func:`head`'s rounding, by the straight-through estimator."""
+    from ..core.calibration.fake_quant import ste_mask, symmetric_scale
+
+    f = head(p, r, amax)
+    z = f["logits"] - f["logits"].max(axis=1, keepdims=True)
+    d = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    d[np.arange(len(y)), y] -= 1
+    d /= len(y)
+    g = {"fc2": f["hidden_q"].T @ d, "fc2_bias": d.sum(axis=0)}
+    # rounding passes the gradient as if it were the identity; a value clamped at the grid's end passes none
+    dh = (d @ f["fc2_w"].T) * ste_mask(f["hidden"], symmetric_scale(amax["hidden"])) * (f["fc1"] > 0)
+    g["fc1"], g["fc1_bias"] = f["features_q"].T @ dh, dh.sum(axis=0)
+    d_features = (dh @ f["fc1_w"].T) * ste_mask(f["features"], symmetric_scale(amax["features"]))
+    g["gamma"] = (d_features.reshape(r.shape) * r).sum(axis=(0, 2))[:, None]
+    return g
+
+
+def qat(p: Params, r: np.ndarray, y: np.ndarray, amax: Mapping[str, float], epochs: int = QAT_EPOCHS,
+        learning_rate: float = QAT_LEARNING_RATE, trains: Iterable[str] = QAT_TRAINS, seed: int = SEED,
+        after_epoch: Optional[Callable[[int, Params], None]] = None) -> Params:
+    """Quantization-aware fine-tune of ``p`` on :func:`rows` ``r`` (computed with ``amax``) and labels ``y``.
+
+    The forward pass is :func:`head` with ``amax`` (fixed ranges, as a Q/DQ model has them), the backward
+    pass the straight-through estimator; Adam on the weights named in ``trains`` (the conv part is frozen,
+    so ``r`` is computed once), the learning rate falling linearly to 0. The float weights are what is
+    updated; the forward pass always sees them rounded. ``after_epoch(epoch, weights)`` is called after
+    each epoch. Returns new weights; ``p`` is left as it was.
+    """
+    rng = np.random.default_rng(seed)
+    trains = tuple(trains)
+    p = {name: np.array(v, np.float32) for name, v in p.items()}
+    m = {name: np.zeros_like(p[name]) for name in trains}
+    v2 = {name: np.zeros_like(p[name]) for name in trains}
+    total, step = epochs * -(-len(r) // BATCH), 0
+    for epoch in range(epochs):
+        order = rng.permutation(len(r))
+        for i in range(0, len(order), BATCH):
+            idx = order[i:i + BATCH]
+            rate = learning_rate * (1 - step / total)
+            step += 1
+            g = _qat_gradients(p, r[idx], y[idx], amax)
+            for name in trains:
+                m[name] = 0.9 * m[name] + 0.1 * g[name]
+                v2[name] = 0.999 * v2[name] + 0.001 * g[name] * g[name]
+                update = (m[name] / (1 - 0.9 ** step)) / (np.sqrt(v2[name] / (1 - 0.999 ** step)) + 1e-8)
+                p[name] = (p[name] - rate * update).astype(np.float32)
+        if after_epoch is not None:
+            after_epoch(epoch, p)
     return p
 
 
