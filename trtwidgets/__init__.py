@@ -66,6 +66,7 @@ if TYPE_CHECKING:  # what _LAZY resolves to, for editors and type checkers (neve
     from trtwidgets.core.common.errors import RecipeError as RecipeError
     from trtwidgets.core.common.errors import InspectorError as InspectorError
     from trtwidgets.core.common.errors import TensorRTUnavailable as TensorRTUnavailable
+    from trtwidgets.core.common.errors import LabExtraMissing as LabExtraMissing
     from trtwidgets.core.common.errors import BuildError as BuildError
     from trtwidgets.core.common.write_rule import WriteError as WriteError
     from trtwidgets.core.qdq.options import QdqExportError as QdqExportError
@@ -104,6 +105,7 @@ _LAZY: Dict[str, Tuple[str, str]] = {
     "RecipeError": ("trtwidgets.core.common.errors", "RecipeError"),
     "InspectorError": ("trtwidgets.core.common.errors", "InspectorError"),
     "TensorRTUnavailable": ("trtwidgets.core.common.errors", "TensorRTUnavailable"),
+    "LabExtraMissing": ("trtwidgets.core.common.errors", "LabExtraMissing"),
     "BuildError": ("trtwidgets.core.common.errors", "BuildError"),
     "WriteError": ("trtwidgets.core.common.write_rule", "WriteError"),
     "QdqExportError": ("trtwidgets.core.qdq.options", "QdqExportError"),

@@ -87,7 +87,7 @@ def _check_check(result):
     if isinstance(result, EngineCheck):
         n = len(result.feeds)
         assert n >= 1 and all(set(f) for f in result.feeds)
-        for name, ref in result.reference.items():
+        for name, ref in result.outputs.items():
             axis = result.axes.outputs.get(name)
             if axis is not None and ref.ndim > axis:
                 assert ref.shape[axis] == n

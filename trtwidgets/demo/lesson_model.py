@@ -195,13 +195,14 @@ def head(p: Params, r: np.ndarray, amax: Optional[Mapping[str, float]] = None) -
     the two MatMuls multiply.
     """
     features = (r * p["gamma"]).reshape(len(r), -1)
-    quant = amax is not None
-    f = {"features": features, "features_q": _qdq(features, amax["features"]) if quant else features,
-         "fc1_w": _qdq_weights(p["fc1"], 1) if quant else p["fc1"]}
+    f = {"features": features, "features_q": features, "fc1_w": p["fc1"]}
+    if amax is not None:
+        f["features_q"], f["fc1_w"] = _qdq(features, amax["features"]), _qdq_weights(p["fc1"], 1)
     f["fc1"] = f["features_q"] @ f["fc1_w"] + p["fc1_bias"]
     f["hidden"] = np.maximum(f["fc1"], 0)
-    f["hidden_q"] = _qdq(f["hidden"], amax["hidden"]) if quant else f["hidden"]
-    f["fc2_w"] = _qdq_weights(p["fc2"], 1) if quant else p["fc2"]
+    f["hidden_q"], f["fc2_w"] = f["hidden"], p["fc2"]
+    if amax is not None:
+        f["hidden_q"], f["fc2_w"] = _qdq(f["hidden"], amax["hidden"]), _qdq_weights(p["fc2"], 1)
     f["logits"] = f["hidden_q"] @ f["fc2_w"] + p["fc2_bias"]
     return f
 

@@ -87,7 +87,7 @@ class LabExtraMissing(UserError, ModuleNotFoundError):
 
 def lab_extra_missing(err: ImportError, what: str):
     """A :class:`LabExtraMissing` for ``err`` when it is a lab package that is missing, else None."""
-    name = getattr(err, "name", None) or ""
+    name = err.name or ""  # ImportError always has the attribute (None when unknown)
     root = name.split(".")[0]
     return LabExtraMissing(what, root) if isinstance(err, ModuleNotFoundError) and root in LAB_PACKAGES else None
 
