@@ -7,112 +7,24 @@ nodes. The rules follow NVIDIA's "Q/DQ layer-placement recommendations" (TensorR
 developer guide) as implemented by TensorRT Model Optimizer (``modelopt.onnx``)
 and pytorch-quantization:
 
-1. **Weighted layers.** Quantize every input of ``Conv``, ``ConvTranspose``,
-   ``Gemm`` and ``MatMul``: the activation per tensor, the constant weight per
-   channel (bias inputs stay float: TensorRT folds them). Outputs of weighted
-   layers are *not* quantized; the consumer's Q on its input does that, so
-   BatchNormalization, bias and activation epilogues still fuse into the
-   convolution.
-2. **Residual add** (:mod:`.residual_adds`). ``Add(conv_branch, skip)`` where one branch is a Conv
-   followed only by fusible ops (BatchNormalization, a constant bias Add / scale
-   Mul, Relu, a SiLU / HardSwish) whose output feeds nothing else: quantize the
-   *other* input (the skip branch), and TensorRT fuses the add into the
-   convolution's epilogue, reading the skip input in INT8. When both branches are
-   such convolutions the one on the longer path from their lowest common ancestor
-   is fused (as modelopt does) and the shorter (the shortcut) is quantized. When the
-   branch ends in a gated activation (SiLU, HardSwish) **both inputs** are quantized
-   instead: TensorRT 8.6 cannot keep the activation and the add in the conv, and the
-   conv then writes INT8 with its activation (YOLOv8's C2f bottlenecks, H200). A
-   placement choice per Add (:mod:`.region_choices`, a region scheme) overrides it.
-3. **Pooling, where it helps.** ``MaxPool``, ``AveragePool``,
-   ``GlobalAveragePool`` and ``GlobalMaxPool`` get a Q/DQ on their input when
-   every consumer of their output (looking through Reshape/Flatten/Squeeze/
-   Unsqueeze/Transpose/Identity) reads it quantized: the pool then runs in INT8
-   between two quantized tensors instead of forcing a dequantize before it.
-4. **Never inside LayerNorm, Softmax or GELU.** These are found as single ops
-   (``LayerNormalization``, ``Softmax``, ``LogSoftmax``, ``Gelu``) and as their
-   decomposed ONNX patterns (ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div
-   LayerNorm; ReduceMax/Sub/Exp/ReduceSum/Div softmax; Erf- and Tanh-based
-   GELU). No rule places a Q/DQ on a tensor inside them; their nodes are not
-   considered for the residual rule.
-5. **Matrix-vector layers stay float.** A Conv on a 1x1 spatial input with a
-   batch of 1 or a dynamic batch (the squeeze-excite convolutions after a global
-   pool) or a MatMul/Gemm with an
-   output dimension of 1 is memory bound: INT8 gains no speed there and costs
-   accuracy (modelopt leaves GEMV MatMuls unquantized for the same reason).
-   Shapes come from static ONNX shape inference; ``skip_matrix_vector=False``
-   turns the rule off.
-6. **Grouped convolutions whose output is read in float stay float.** A
-   ``Conv`` with ``group > 1`` (e.g. depthwise) is quantized only when the tensor
-   it finally writes (after BatchNormalization, simple activations, bias / scale
-   ops, and a residual add fused into it) is read through a QuantizeLinear by
-   every consumer. Otherwise (read by a GlobalAveragePool or the Mul of a
-   squeeze-excite block, by a decomposed HardSwish ``x * Clip(x + 3, 0, 6) / 6``,
-   a graph output, ...) TensorRT 8.6 cannot fuse the layer: it dequantizes
-   weights and input separately and runs the convolution unfused (FP16 or FP32)
-   with the weights as a tensor input. On an H200 that path computed wrong
-   results (the demo cls engine reached cosine 0.75 against FP32 with the nine
-   squeeze-excite depthwise convolutions quantized, 0.993 with them float); on an
-   H100 a depthwise conv + BN + decomposed HardSwish ran so, in FP32
-   (``tests/gpu/test_qdq_blocks.py``). Whether INT8 would pay there at all is
-   the planner's question (:mod:`..plan.planner`), not this rule's.
-   ``keep_float_output_grouped_convs=False`` turns the rule off.
-7. **User exclusions** keep nodes in high precision: by node name, by output
-   tensor name, by regular expression (``re.fullmatch``) over either, or by op
-   type. An excluded weighted layer gets no Q/DQ on any input; an excluded Add or
-   pool is left out of rules 2 and 3. **A node set** (``nodes``, a
-   :class:`~.spec.QdqSpec`'s: the weighted layers a plan runs in INT8) keeps every
-   other weighted layer in high precision the same way, with the reason "kept float
-   by the plan".
+1. **Weighted layers**: every input of Conv, ConvTranspose, Gemm and MatMul quantized (activations per tensor,
+   weights per channel); their outputs are not, so epilogues still fuse.
+2. **Residual add** (:mod:`.residual_adds`): the skip input quantized so the add fuses into the conv branch; both
+   inputs after a gated activation (SiLU, HardSwish); a region choice overrides it.
+3. **Pooling, where it helps**: a pool's input quantized when every reader of its output reads it quantized.
+4. **Never inside LayerNorm, Softmax or GELU**, found as single ops and as their decomposed patterns.
+5. **Matrix-vector layers stay float** (``skip_matrix_vector``): memory bound, INT8 gains nothing there.
+6. **Grouped convolutions whose output is read in float stay float** (``keep_float_output_grouped_convs``):
+   TensorRT 8.6 cannot fuse them.
+7. **User exclusions** (by name, regex or op type) and **a node set** (the plan's) keep layers in high precision.
+8. **Dense INT8 regions** (``dense_int8``, :mod:`.dense_int8`): quantize as an implicit INT8 engine runs.
+9. **Data movement shares one scale** (:mod:`.scale_groups`): Split, Concat, MaxPool, nearest Resize.
+10. **A weighted layer that reads a Softmax stays float** (YOLOv8's DFL conv).
+11. **MatMul/Gemm layers that TensorRT 8.x compiles with Myelin next to a recurrence stay float** (:mod:`.myelin`).
+12. **Sibling INT8 convs that all write float stay float** (TensorRT below 10, :mod:`.sibling_layers`).
+13. **Myelin's MatMul weights in FP32 on the INT8 grid** (TensorRT below 10, :func:`.myelin.myelin_matmuls`).
 
-8. **Dense INT8 regions** (``dense_int8=True``, what the planner uses): inside
-   the quantized part, quantize the way an implicit INT8 engine runs. A grouped
-   conv that rule 6 would keep float is quantized with a Q/DQ on its output (before
-   a gated activation): TensorRT 8.6 then fuses it INT8 in and INT8 out and runs
-   the HardSwish / squeeze-excite point-wise layers after it in INT8
-   (``tests/gpu/test_qdq_blocks.py``, variant ``dense``). A quantized layer whose
-   output (after its fused epilogue, e.g. a squeeze-excite conv's HardSigmoid) is
-   read in float only by point-wise, pooling or Concat layers writes it quantized:
-   TensorRT 8.6 does not fuse a DequantizeLinear into a point-wise layer whose
-   other input is float (a layer of its own, 7-12 us each on the batch-32
-   classifier, H200). And every such reader of a quantized tensor reads it
-   through the same Q/DQ: a tensor read both quantized and in float is written in
-   float and quantized by a layer of its own. The rule stays in convolutional
-   regions (its evidence); a transformer keeps rules 1-4. On the batch-32
-   classifier (H200) the fully quantized engine then has the implicit engine's
-   layers and formats, without a reformat inside the INT8 region.
-
-9. **Data movement shares one scale** (:mod:`.scale_groups`): Split, Concat, MaxPool and
-   nearest Resize join tensors into a scale group; when one member is read quantized,
-   every read by the group's movement ops is too, all at the group's largest range. A
-   C2f/CSP block then quantizes the tensor before its Split once (not each output), an
-   SPPF's pools and a neck's upsample + Concat move INT8 bytes without requantizing.
-   Residual adds after a SiLU / HardSwish conv epilogue (``x * Sigmoid(x)``) fuse into
-   the conv (rule 2), as do LeakyReLU and PReLU.
-10. **A weighted layer that reads a Softmax stays float** (YOLOv8's DFL 1x1 conv): INT8
-    loses the probabilities' small bins and the layer is too small to gain speed.
-    Attention's ``P·V`` (no weights) keeps its Q/DQ, as TensorRT's MHA fusion wants.
-
-11. **MatMul/Gemm layers that TensorRT 8.x compiles with Myelin next to a recurrence stay
-    float** (:mod:`.myelin`, ``trt_version`` below 10 or unknown). A recurrence is an ``LSTM``,
-    ``GRU``, ``RNN``, ``Loop`` or ``Scan`` node, or an unrolled cell (MatMul/Gemm layers sharing
-    one constant weight, one's output reaching another's input through point-wise and
-    data-movement ops: a traced ``LSTMCell`` loop). Kept with it: the MatMul/Gemm layers whose
-    input comes from, or whose output goes to, the recurrence (or a layer already kept) through
-    point-wise and data-movement ops only, and the layers sharing their weights (other time
-    steps). TensorRT 8.6 gives all of them to one Myelin layer, and Myelin 8.6 asserts on INT8
-    weights (``convertMyelinWeightsToFp32 ... weights.type() != kINT8``): the captcha CRNN's
-    Q/DQ model with its LSTM cells' Gemms and its classifier MatMul quantized did not build
-    (H100, batch 1 and 32). Convolutions stay TensorRT's own and are not affected.
-
-12. **Sibling INT8 convs that all write float stay float** (TensorRT below 10): TensorRT 8.6 asserts in
-    ``chooseHigherPrecision`` on them; the export checks the written model (:mod:`.sibling_layers`).
-13. **Myelin's MatMul weights in FP32 on the INT8 grid** (TensorRT below 10): never INT8 constants, which
-    Myelin 8.6 asserts on; Myelin's MatMuls are read from their activations' ranks, a computed Reshape
-    target followed, an open rank counted (:func:`.myelin.myelin_matmuls`, :class:`.qdq_writer.QdqWriter`).
-
-Evidence for 9 and 10: the family blocks of ``tests/gpu/test_qdq_blocks.py`` on TensorRT 8.6,
-asserted by ``tests/core/qdq/test_qdq_family_blocks.py`` once their run is committed.
+Each rule's reasons and GPU evidence: ``docs/placement.md`` ("The placement rules").
 
 Why hand-written and not a library: modelopt implements these rules but needs
 torch, cupy and onnxruntime-gpu, far too heavy for a CPU / Binder tool whose core
