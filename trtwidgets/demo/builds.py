@@ -75,3 +75,27 @@ def measured_b32_folder(root: Optional[Union[str, os.PathLike]] = None) -> Optio
 
     base = Path(root) if root is not None else saved_builds_root()
     return None if base is None else base / MEASURED_B32
+
+
+def text_line_export(path: Union[str, os.PathLike], samples: int = 16, method: str = "entropy",
+                     trt_version: str = "8.6") -> Path:
+    """Export the demo model as Q/DQ with ranges calibrated on the text lines, and return the export's path.
+
+    The saved Q/DQ build (``cls_static_qdq_int8``) takes its ranges from TensorRT's calibration cache of
+    the bundled scikit-image crops, which are mostly not text. This is the same export (same placement,
+    same TensorRT version) with ranges from ``samples`` lines of the labelled set's calibration part,
+    so that scoring both on the held-back part (:func:`trtwidgets.demo.orientation_scores`) tells what the
+    calibration data costs from what INT8 costs.
+    """
+    from ..core.calibration.calibration import Calibration
+    from ..core.calibration.collect import collect_stats
+    from ..core.model.load import load_model
+    from ..core.qdq.export import export_qdq
+    from ..core.qdq.options import QdqOptions
+    from . import MODEL_PATH
+    from .labelled_set import labelled_set
+
+    model = load_model(MODEL_PATH)
+    stats = collect_stats(model, labelled_set("calibration").feeds(samples), progress=False)
+    export_qdq(model, Calibration.fit(stats, method), path, options=QdqOptions(trt_version=trt_version))
+    return Path(path)
