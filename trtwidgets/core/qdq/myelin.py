@@ -69,16 +69,11 @@ def myelin_matmuls(proto: onnx.ModelProto, nodes: Iterable[int], trt_version,
                    shapes: Optional[Mapping[str, Sequence[int]]] = None) -> Set[int]:
     """The MatMuls among ``nodes`` (indices into ``graph.node``) that TensorRT 8.x compiles with Myelin.
 
-    Empty for TensorRT 10 and later. An unknown version is treated as 8.x (the FP32
-    weight form reads on every TensorRT). A MatMul counts when one of its activation
-    inputs (not a weight) has rank 3 or more. Ranks come from shape inference, completed
-    where a Reshape's target is computed (:func:`_completed_ranks`), then from ``shapes``
-    (tensor -> shape, e.g. the shapes a sample run produced); a rank still open counts
-    (the FP32 weight form is the one that builds either way). A weight's own rank says
-    nothing: PaddleOCR's recognizer (SVTR neck) computes its Reshape targets from
-    ``Shape``, its transformer's rank-2 weights were taken for a classifier FC's, and the
-    export with INT8 weight constants failed in TensorRT 8.6 with the assertion above
-    (H200, ``benchmarks/results/peer/zoo_run/superseded/rec-b*.json``).
+    Empty for TensorRT 10 and later; an unknown version is treated as 8.x. A MatMul counts when one
+    of its activation inputs (never a weight: a weight's rank says nothing) has rank 3 or more. Ranks
+    come from shape inference, completed where a Reshape's target is computed (:func:`_completed_ranks`),
+    then from ``shapes`` (tensor -> shape, e.g. a sample run's); a rank still open counts, since the
+    FP32 weight form builds either way. Evidence: docs/evidence.md, "myelin".
     """
     if myelin_target(trt_version) is False:
         return set()
