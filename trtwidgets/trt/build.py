@@ -1,32 +1,17 @@
 """Build a TensorRT engine from a :class:`~trtwidgets.core.recipe.recipe.Recipe`.
 
-:func:`build` parses the ONNX model, applies everything the recipe says (flags,
-precision constraints, per-layer precisions, optimization profiles, the
-calibrator and its profile, optimization level, workspace, timing cache, tactic
-sources), builds with ``ProfilingVerbosity.DETAILED``, and writes the engine,
-the inspector JSON (execution context at the calibration profile's opt
-shapes), the recipe, the log and the calibration cache into a new build
-directory, published atomically (:mod:`trtwidgets.trt.build_dir`).
+:func:`build` parses the ONNX model, applies everything the recipe says (flags, precision
+constraints, layer precisions, profiles, calibrator, optimization level, workspace, timing cache,
+tactic sources), builds with ``ProfilingVerbosity.DETAILED`` and writes the engine, the inspector
+JSON, the recipe, the log and the calibration cache into a new build directory, published
+atomically (:mod:`trtwidgets.trt.build_dir`). Lint runs first, so a cause it predicts is in the log
+before TensorRT starts; a failure raises :class:`~trtwidgets.core.common.errors.BuildError` with
+TensorRT's decisive lines and, where known, the cause's lint code (:mod:`trtwidgets.trt.diagnose`).
 
-A failure raises :class:`~trtwidgets.core.common.errors.BuildError` with TensorRT's
-decisive lines (errors first) and, where known, the cause as a lint code
-(:mod:`trtwidgets.trt.diagnose`). Lint runs before the build too, so a cause it
-predicts (e.g. ``QDQ_REQUIRES_INT8``) is in the log before TensorRT starts.
-
-:func:`build` reads top to bottom; each phase is a module of
-:mod:`trtwidgets.trt.build_phases`, in the order it runs:
-
-- ``prepare``: the recipe's model, lint, the GPU;
-- ``network``: a Builder and the ONNX model parsed into a network;
-- ``config``: precision flags and constraints, layer precisions, tactic sources;
-- ``timing_cache``, ``profiles``, ``calibrator``: the rest of the builder config;
-- ``engine``: ``build_serialized_network`` and the inspector's view of the engine;
-- ``write``: the build folder (its files and :class:`BuildResult` in ``result``), published atomically.
-
-The phases share one ``state.BuildState``; a failure becomes a BuildError in ``failure``.
-
-Only features that the installed TensorRT has are used: flags that do not
-exist are refused with the explanation from :func:`trtwidgets.trt.features.features`.
+Each phase is a module of :mod:`trtwidgets.trt.build_phases`, in the order it runs: ``prepare``,
+``network``, ``config``, ``timing_cache``, ``profiles``, ``calibrator``, ``engine``, ``write``;
+they share one ``state.BuildState``, and ``failure`` makes the BuildError. Only features the
+installed TensorRT has are used (:func:`trtwidgets.trt.features.features`).
 """
 
 from __future__ import annotations

@@ -1,23 +1,19 @@
 """Measured latency: build FP16, implicit INT8 and Q/DQ candidates once each, time them interleaved.
 
-:func:`measure` is what ``plan --measure`` and ``trtwidgets plan measure PLAN_DIR`` run on
-the GPU machine:
+:func:`measure` is what ``plan --measure`` and ``trtwidgets plan measure PLAN_DIR`` run on the GPU:
 
-1. **One build per distinct placement**, 2. **cached on disk** by its build key, 3. **built in
-   parallel where there are several GPUs**: :mod:`.measure_builds`.
-4. **Timed interleaved**: A B C A B C ... in ``rounds`` rounds (at least 3) of ``runs`` CUDA-event
-   timed runs each, on the same inputs; each engine gets its per-round medians, their median
-   and their spread (:class:`~trtwidgets.core.plan.measured.measurement.Measurement`).
-5. **Judged** where a ``check`` is given: each engine runs the plan's held-back samples after the
-   timing and its verdict becomes the Measurement's ``accuracy``.
-6. **Progress** (builds done and left, rounds done) goes to a callback or stderr, and
-   **Ctrl-C keeps what was measured**: builds already done stay cached, rounds already
-   timed are returned, and the report says it was interrupted.
+1. one build per distinct placement, cached on disk by its build key, in parallel where there are
+   several GPUs (:mod:`.measure_builds`);
+2. timing interleaved, A B C A B C ..., in ``rounds`` rounds (at least 3) of ``runs`` CUDA-event
+   timed runs each on the same inputs: per-round medians, their median and spread
+   (:class:`~trtwidgets.core.plan.measured.measurement.Measurement`);
+3. with a ``check``, each engine judged on the plan's held-back samples after the timing (the
+   Measurement's ``accuracy``);
+4. progress to a callback or stderr; Ctrl-C keeps cached builds and timed rounds, and the report
+   says it was interrupted.
 
-The decision (:func:`~trtwidgets.core.plan.measured.pick.pick_measured`) is pure and lives in core
-(:mod:`trtwidgets.core.plan.measured`, the home of measured latency).
-
-The planner's use is :mod:`.plan_measure`.
+The decision (:func:`~trtwidgets.core.plan.measured.pick.pick_measured`) is pure and lives in
+:mod:`trtwidgets.core.plan.measured`. The planner's use is :mod:`.plan_measure`.
 """
 
 from __future__ import annotations
@@ -184,10 +180,9 @@ def measure(jobs: Sequence[MeasureJob], cache_dir: Union[str, os.PathLike], shap
     feeds : mapping, optional
         Real inputs to time on (default: random at ``shapes``).
     build_limit_s : float, optional
-        Wall time for the builds of this call (None: no limit). Builds run in worker processes
-        then, implicit INT8 (a reference, often the slowest build) last on each GPU; at the limit
-        the workers stop, finished builds are kept in the cache, and each build left says so as
-        its error: the run goes on to time what was built.
+        Wall time for the builds of this call (None: no limit). Builds then run in worker
+        processes, implicit INT8 last on each GPU; at the limit finished builds are kept, each
+        build left gets that as its error, and what was built is timed.
     check : callable, optional
         ``check(engine_path) -> EngineVerdict``: each engine built is judged after the timing (the plan's
         held-back samples, :func:`~trtwidgets.trt.engine_outputs.engine_verdict`); the result is

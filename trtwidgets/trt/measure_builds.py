@@ -4,17 +4,15 @@ Each job's build key (:func:`build_key`) is everything that makes its engine: th
 :func:`~trtwidgets.core.plan.measured.measurement.placement_key` (the graph, its types included, with the
 Q/DQ scales zeroed), its :func:`~trtwidgets.core.plan.measured.measurement.qdq_values_key` (every Q/DQ
 scale and zero point) and the build settings (flags, shapes, optimization level, TensorRT version, GPU);
-jobs with the same key share one engine. Two exports that differ only in their ranges time alike but
-compute differently, and each engine is judged on the held-back samples, so they are two builds (issue 44:
-key format 2; format 1 left the scales out, and an engine cached under it is not found again, only
-rebuilt once). ``<cache_dir>/<key>/`` is a build folder published atomically by
-:func:`trtwidgets.trt.build.build`: a re-plan finds it and does not rebuild. Where there is more than one
-build (or a build limit), the builds are Dask tasks on one worker process per GPU (:mod:`.dask_measure`:
-``CUDA_VISIBLE_DEVICES``, the resource ``GPU=1``; the workers of a cluster the caller gives, or a cluster
-started for them), into the same cache; workers past the limit are restarted: a build that breaks its
-process's CUDA context (a sticky error such as an illegal memory access while TensorRT times a kernel)
-then breaks neither the builds after it, which a new worker process takes up, nor the timing.
-Progress events (:class:`MeasureProgress`) are shared with the timing and the check of :mod:`.measure`.
+jobs with the same key share one engine. Exports that differ only in their ranges are two builds: each
+engine is judged on the held-back samples. ``<cache_dir>/<key>/`` is a build folder published atomically by
+:func:`trtwidgets.trt.build.build`, so a re-plan does not rebuild.
+
+Where there is more than one build (or a build limit), the builds are Dask tasks on one worker process per
+GPU (:mod:`.dask_measure`), into the same cache; workers past the limit are restarted, so a build that
+breaks its process's CUDA context breaks neither the later builds nor the timing. Progress events
+(:class:`MeasureProgress`) are shared with the timing and the check of :mod:`.measure`. History of the key
+format: docs/evidence.md, "measure_builds".
 """
 
 from __future__ import annotations

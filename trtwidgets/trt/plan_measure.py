@@ -3,27 +3,19 @@
 What ``plan --measure``, ``tw.plan(..., measure=True)``, the App's Plan step and
 ``trtwidgets plan measure PLAN_DIR`` run:
 
-1. The candidates to measure are chosen in core
-   (:func:`~trtwidgets.core.plan.measured.repick.measure_targets`); each is exported as it
-   was scored (:func:`~trtwidgets.core.plan.plan_export.export_plan`) into
-   ``<work_dir>/candidates/``; implicit INT8 reads the plan's own ranges as a
-   calibration cache. Where the plan has FP16 of the rewritten graph, that float model is
-   written there too and built with FP16 beside FP16 as given.
-2. :func:`trtwidgets.trt.measure.measure` builds each distinct placement once (cached
-   on disk by model and placement, so a re-plan does not rebuild), times them
-   interleaved in at least three rounds and reports the median and spread. Ctrl-C keeps
-   what was measured.
-3. Every engine built runs the plan's held-back samples and is judged by the plan's target
-   (:mod:`trtwidgets.core.plan.engine_check`, :mod:`.engine_outputs`): the plan's own check
-   in process, ``held_back.npz`` beside plan.json for ``plan measure``.
-4. The pick is made again by measured time among the engines that meet the target
-   (:func:`~trtwidgets.core.plan.measured.repick.apply_measurements`): a candidate whose engine
-   misses it is not picked, nor one that does not win FP16's paired rounds by the sign test;
-   implicit INT8 is picked where its engine meets it and it is the fastest and wins them.
+1. The candidates are chosen in core (:func:`~trtwidgets.core.plan.measured.repick.measure_targets`)
+   and exported as scored (:func:`~trtwidgets.core.plan.plan_export.export_plan`) into
+   ``<work_dir>/candidates/``; implicit INT8 reads the plan's ranges as a calibration cache. FP16 of
+   the rewritten graph, where the plan has it, is built beside FP16 as given.
+2. :func:`trtwidgets.trt.measure.measure` builds each distinct placement once (cached on disk),
+   times them interleaved and reports the median and spread; Ctrl-C keeps what was measured.
+3. Every engine runs the plan's held-back samples and is judged by the plan's target
+   (:mod:`trtwidgets.core.plan.engine_check`, :mod:`.engine_outputs`).
+4. The pick is made again by measured time among the engines that meet the target and win FP16's
+   paired rounds by the sign test (:func:`~trtwidgets.core.plan.measured.repick.apply_measurements`).
 
-The measurement itself is an edge: ``measure_fn`` (default
-:func:`trtwidgets.trt.measure.measure`) takes the jobs and returns a
-:class:`~trtwidgets.trt.measure.MeasureReport`.
+The measurement is an edge: ``measure_fn`` (default :func:`trtwidgets.trt.measure.measure`) takes the
+jobs and returns a :class:`~trtwidgets.trt.measure.MeasureReport`.
 """
 
 from __future__ import annotations
@@ -154,7 +146,7 @@ def measure_plan(plan: Plan, model=None, *, work_dir: Union[str, os.PathLike, No
         The float model (default: the plan's ``model``).
     work_dir : path, optional
         Where the candidates' Q/DQ models and the implicit build's calibration cache are written
-        (default: a temporary folder, removed after: the engines are cached, the exports are not needed).
+        (default: a temporary folder, removed after).
     cache_dir : path, optional
         The engine cache (:func:`default_cache_dir`).
     top : int

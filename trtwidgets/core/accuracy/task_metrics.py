@@ -1,9 +1,8 @@
 """Task metrics by name: what a plan's accuracy target is judged by, built-in or the user's own.
 
-A task metric is ``metric(outputs) -> float``: ``outputs`` maps output names to arrays
-over the held-back samples (samples stacked on the batch axis, as the planner collects
-them); higher is better. It is made from the FP32 reference outputs, so that most
-metrics measure **agreement with FP32** and score 1.0 on FP32 itself.
+A task metric is ``metric(outputs) -> float`` (higher is better): ``outputs`` maps output names
+to arrays over the held-back samples, stacked on the batch axis. It is made from the FP32
+reference outputs, so most metrics measure agreement with FP32 and score 1.0 on FP32 itself.
 
 Built in (:data:`REGISTRY`; ``--metric`` text, then its ``:``-separated options):
 
@@ -22,23 +21,17 @@ Built in (:data:`REGISTRY`; ``--metric`` text, then its ``:``-separated options)
 ``top1`` (needs labels)                top-1 accuracy against the user's labels (each in ``[0, classes)``)
 =====================================  =====================================================
 
-An SNR is no task metric (FP32's SNR against itself is infinite, so "within a drop of FP32's"
-means nothing): it is a target of its own (``--target-snr``, ``PlanTarget(snr_db=...)``).
+An SNR is a target of its own (``--target-snr``), not a task metric: FP32's SNR against itself is infinite.
 
-**The user's own metric** is ``function(reference, candidate) -> float`` with two mappings of
-output name to array (batch first), higher is better. It is called once on
-``(reference, reference)`` when it is made, so a wrong signature or a non-number fails at once
-with a :class:`UserError`, and that call's value is the float model's score
-(``TaskMetric.reference_value``); every call gets copies of the arrays, runs within a time limit
-and must answer with a number (:mod:`.metric_guard`).
+**The user's own metric** is ``function(reference, candidate) -> float`` over two mappings of
+output name to array (batch first). It is called once on ``(reference, reference)`` when made, so a
+wrong signature fails at once with a :class:`UserError`; that value is ``TaskMetric.reference_value``.
+Every call gets copies of the arrays and runs under :mod:`.metric_guard`.
 
-**Data never names code.** A metric is looked up by name in :data:`REGISTRY`: the built-in names
-above, and what the user registers in their own process: :func:`register_metric` (a name and
-its factory, or ``package.module:function`` and the function), or :func:`import_metric` for the
-``package.module:function`` text the user typed themselves (a command line's ``--metric``, the
-API's ``metric=``), which imports that module by name (:mod:`importlib`, never evaluated). A text
-read from a file (plan.json's ``metric_spec``) is only looked up, never imported: an unregistered
-one is a :class:`MetricNotRegistered` error saying how to register it.
+**Data never names code.** Metrics are looked up by name in :data:`REGISTRY`: the built-in ones and
+those registered with :func:`register_metric`. :func:`import_metric` imports ``package.module:function``
+only for text the user typed (``--metric``, ``metric=``); a name read from a file (plan.json's
+``metric_spec``) is only looked up, and an unregistered one raises :class:`MetricNotRegistered`.
 """
 
 from __future__ import annotations

@@ -3,27 +3,17 @@
 Every method computes its range per tensor (:mod:`.ranges`); ``auto`` picks, per tensor, which one
 is exported, and says why (a :class:`RangeChoice`):
 
-* by the tensor's **role** (:mod:`trtwidgets.core.model.tensor_roles`), where the graph knows more
-  than the histogram. Softmax outputs (bounded in [0, 1]; their few large values are the attention
-  paid, which entropy cut to 0.139 on a ViT), attention logits and other Softmax inputs, and the
-  tensors inside a LayerNorm or a GELU take **max**: a normalisation or a non-linearity reads them,
-  and their largest values dominate what it computes (entropy clipped 89-100% of the values of a
-  LayerNorm's variance and square root). LayerNorm and GELU **outputs** take **mse**: transformers'
-  outlier channels and GELU's long positive tail are what the next layer reads, and the range with
-  the least INT8 error on the histogram keeps them where a percentile or entropy cuts them;
-* a tensor with fewer than :data:`MIN_VALUES` calibration values takes **max** (too few values to
-  judge what a clipping range loses: a squeeze-excite block's pooled vector);
+* by the tensor's **role** (:mod:`trtwidgets.core.model.tensor_roles`): Softmax outputs, Softmax
+  inputs (attention logits) and the tensors inside a LayerNorm or a GELU take **max** (their largest
+  values dominate what the next op computes); LayerNorm and GELU **outputs** take **mse** (keeps
+  outlier channels and long tails that a percentile or entropy cuts);
+* a tensor with fewer than :data:`MIN_VALUES` calibration values takes **max**;
 * every other tensor takes **percentile** (99.99 by default): it clips a stated share of the values,
-  the rare outliers of the histogram, and keeps the rest at full resolution. Entropy, TensorRT's
-  default, clips a share nobody states, which the data decides: on the zoo it clipped the tails that
-  a text detector, a text recognizer and a YOLO detector depend on.
-
-The rule was chosen on the model zoo of ``benchmarks/zoo_families.py`` (tuned on some families,
-checked on the others and on a transformer nobody tuned on: ``benchmarks/auto_ranges.py`` prints the
-export check per family for entropy, max, percentile and auto side by side).
+  where entropy clips a share the data decides.
 
 A chosen range that still clips more than :data:`CLIP_NOTE_SHARE` of a tensor's calibration values
-is named by :func:`clipping_notes` with what to do.
+is named by :func:`clipping_notes` with what to do. How the rule was chosen: docs/evidence.md,
+"auto_ranges".
 """
 
 from __future__ import annotations

@@ -1,35 +1,26 @@
 """The one place the toolkit sets up and runs ONNX Runtime.
 
-Calibration statistics, the FP32 reference, Q/DQ validation and per-node local
-errors all run models in ONNX Runtime; they all go through :func:`open_session`,
-so they share one way of choosing providers and threads, of feeding inputs, of
-loading big models, and of explaining a refusal.
+Calibration statistics, the FP32 reference, Q/DQ validation and per-node local errors all go
+through :func:`open_session`, which decides:
 
-- **Providers**: a requested provider this onnxruntime lacks is a
-  :class:`UserError` naming the ones it has (ORT itself only warns and falls back).
+- **Providers**: a requested provider this onnxruntime lacks is a :class:`UserError` naming the
+  ones it has (ORT itself only warns and falls back).
 - **Threads**: intra-op threads default to the CPUs this process may use
-  (``TRTWIDGETS_ORT_THREADS`` overrides it, ``threads=`` overrides both), and are never
-  more than those CPUs (a note says so): ``99999`` made ORT allocate gigabytes of thread
-  stacks, and 256 threads on 2 CPUs ran ten times slower. Inter-op threads default to 1,
-  since the graphs run sequentially.
-- **Optimization**: ``"all"`` (ORT's default), ``"extended"``, ``"basic"`` or
-  ``"disable"``: whoever needs the graph's own tensor names (statistics, the
-  reference) asks for ``"disable"``. A Q/DQ model with FP8/FP16/BF16 initializers
+  (``TRTWIDGETS_ORT_THREADS``, then ``threads=``, override it) and never exceed them (a note says
+  so; evidence: docs/evidence.md, "ort"). Inter-op threads default to 1.
+- **Optimization**: ``"all"`` (ORT's default), ``"extended"``, ``"basic"`` or ``"disable"`` (for
+  callers that need the graph's own tensor names). A Q/DQ model with FP8/FP16/BF16 initializers
   always runs unoptimized (ORT's QLinear fusions have no kernels for them).
-- **Inputs**: feeds are cast to each input's declared element type (an FP16
-  model takes float32 arrays; an int64 input takes int32 ones); a cast that would
-  change values (fractions into an integer, out-of-range values) is an error.
-- **Loading**: a ModelProto over protobuf's 2 GB limit goes through a temporary
-  file with external data; a path is handed to ORT as it is.
-- **ORT's own log**: what ORT logs to standard error while a session is made or run
-  (errors and warnings) is caught and noted, naming the node and what it means
-  (:mod:`.ort_log`); nothing of it reaches the terminal or a Jupyter server's log unexplained.
-- **Refusals**: ORT's ``INVALID_GRAPH`` / ``NOT_IMPLEMENTED`` / type errors
-  become a :class:`ModelLoadError` naming the op and node, saying that the
-  model (not the data) is what ORT refused, and how to fix it.
+- **Inputs**: feeds are cast to each input's declared element type; a cast that would change
+  values is an error.
+- **Loading**: a ModelProto over protobuf's 2 GB limit goes through a temporary file with
+  external data; a path is handed to ORT as it is.
+- **ORT's own log** while a session is made or run is caught and noted with its meaning (:mod:`.ort_log`).
+- **Refusals**: ``INVALID_GRAPH`` / ``NOT_IMPLEMENTED`` / type errors become a
+  :class:`ModelLoadError` naming the op and node and how to fix the model.
 
-onnxruntime is imported inside the functions: ``trtwidgets.core`` imports on
-the GPU machine's Python 3.9, which has no onnxruntime.
+onnxruntime is imported inside the functions: ``trtwidgets.core`` must import without it
+(the GPU machine's Python 3.9).
 """
 
 from __future__ import annotations

@@ -1,26 +1,20 @@
 """Exact graph rewrites that let TensorRT skip work it cannot skip on the graph as exported.
 
-Two patterns cost a YOLOv8n-family detector at batch 32 a fifth of its INT8 engine's time on TensorRT 8.6, in
-FP16 and INT8 alike (per-layer profiles, ``benchmarks/results/peer/b32_variants``); neither is a precision question,
-so no Q/DQ placement can remove them:
+Neither pattern is a precision question, so no Q/DQ placement can remove its cost:
 
-* **a Concat of a Split's outputs** (``split_concat``): a CSP/C2f block splits a convolution's output in two,
-  feeds one half on, and concatenates both halves with what followed. TensorRT copies each half into the Concat
-  (two reformat layers per block); concatenating the Split's input itself is the same tensor, and most of those
-  copies go (the YOLO's all-INT8 engine 39 -> 32 reformats, the C2f stack of ``tests/gpu/test_trt_rewrites.py``
-  5 -> 3).
+* **a Concat of a Split's outputs** (``split_concat``): a CSP/C2f block concatenates both halves of a
+  Split with what followed, and TensorRT copies each half into the Concat; the rewrite concatenates the
+  Split's input itself (the same tensor), and most of those copies go.
 * **a softmax whose bins a 1x1 convolution with one output weighs** (``expectation_head``): a
-  distribution-focal-loss head (YOLOv8/v11, PP-YOLOE, RTMDet) takes the expectation of a 16-bin softmax. Exported,
-  the softmax runs over the innermost axis of 16 bins and a Transpose then puts the bins on the channels for the
-  convolution; TensorRT 8.6 runs that Softmax (268,800 rows of 16 at batch 32) in 0.166 ms, 12% of the whole FP16
-  engine. With the Transpose moved before it, the Softmax runs on the convolution's layout (channel axis) in 0.015
-  ms, and TensorRT merges the two Transposes (``benchmarks/results/rewrites/dfl_forms.json``: the head alone
-  0.227 -> 0.062 ms; two other exact forms, reductions and multiply-sum, measured 0.093 and 0.220 ms).
+  distribution-focal-loss head (YOLOv8/v11, PP-YOLOE, RTMDet) runs its softmax over the innermost axis and
+  a Transpose then puts the bins on the channels; with the Transpose moved before it, the Softmax runs on
+  the convolution's layout and TensorRT merges the two Transposes.
 
-Each rewrite is exact (the same arithmetic on the same values; ONNX Runtime gives the same outputs to float
-rounding, ``tests/core/model/test_trt_rewrites.py``), keeps every node name it does not replace, and leaves the
-model's inputs and outputs as they are. Nothing here changes which layers run INT8; the Q/DQ export places on the
-rewritten graph (``QdqOptions(rewrites=...)``, default :data:`DEFAULT_REWRITES`).
+Each rewrite is exact (the same arithmetic on the same values, ``tests/core/model/test_trt_rewrites.py``),
+keeps every node name it does not replace, and leaves the model's inputs and outputs as they are. Nothing
+here changes which layers run INT8; the Q/DQ export places on the rewritten graph
+(``QdqOptions(rewrites=...)``, default :data:`DEFAULT_REWRITES`). Measurements: docs/placement.md,
+"Graph rewrites", and docs/evidence.md, "trt_rewrites".
 """
 
 from __future__ import annotations

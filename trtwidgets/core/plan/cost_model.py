@@ -1,29 +1,20 @@
 """Where INT8 pays: a latency estimate per layer, FP16 against INT8, without TensorRT.
 
-An explicit INT8 engine is only faster than FP16 where a layer's INT8 kernel
-beats its FP16 kernel by more than the reformats that precision borders add. On
-a modern GPU that is true for large, compute-bound convolutions and matrix
-products, and false for small layers, whose time is kernel launch and memory
-(the bundled classifier at batch 1: TensorRT's implicit INT8 build chose FP16 for
-every layer). Without a GPU the toolkit estimates, per weighted layer:
+An INT8 layer is faster than FP16 only where its kernel gains more than the reformats its
+precision borders add: true for large, compute-bound convolutions and matrix products, false for
+small layers, whose time is kernel launch and memory. Per weighted layer:
 
 ``t(p) = launch + max(floor, 2 * MACs / (peak(p) * efficiency(MACs)), bytes(p) / bandwidth)``
 
-with ``floor`` the shortest a kernel runs (a few microseconds, whatever its work),
-``bytes`` the input, weights and output at ``p``'s element size, and an
-efficiency that grows with the layer's work (small GEMMs reach a tiny fraction
-of the tensor-core peak). INT8's compute term is FP16's divided by a speed-up that
-also grows with the work, from none for small layers to INT8's peak ratio (2x) for
-large ones (:data:`INT8_HALF_GAIN_MACS`): a small kernel's time is mostly a fixed
-part that INT8 does not shorten (ResNet-50 at batch 1: INT8 everywhere ran 0.82-0.95x
-FP16, not the 0.71x of twice-as-fast kernels). Depthwise/grouped convolutions with few channels per
-group get no tensor-core INT8 speed-up (their kernels are memory bound either
-way), only the halved bytes. Each border between an INT8 and a float layer
-costs a reformat (``border`` + bytes / bandwidth).
+with ``floor`` the shortest a kernel runs, ``bytes`` the input, weights and output at ``p``'s element
+size, and an efficiency that grows with the layer's work. INT8's compute term is FP16's divided by a
+speed-up that grows with the work, from none for small layers to INT8's peak ratio (2x) for large
+ones (:data:`INT8_HALF_GAIN_MACS`). Depthwise/grouped convolutions with few channels per group get
+only the halved bytes. Each INT8/float border costs a reformat (``border`` + bytes / bandwidth).
 
-These are estimates, said so wherever they are shown; with TensorRT, the per-layer
-choices and timings of an implicit INT8+FP16 build replace them
-(:mod:`.latency_oracle`).
+These are estimates, said so wherever they are shown; with TensorRT, an implicit INT8+FP16 build's
+per-layer choices and timings replace them (:mod:`.latency_oracle`). Evidence behind the shape of
+the model: docs/evidence.md, "cost_model".
 """
 
 from __future__ import annotations

@@ -6,14 +6,13 @@ A candidate's estimate is a number only where that check supports it; elsewhere 
 "cannot estimate" (NaN), which the judge never picks by and the plan sends to measurement:
 
 * every weighted layer is priced (its shapes known: shape inference, then a sample run,
-  :mod:`.observed_shapes`); a layer it cannot see would be left out of the sum;
-* the model is no transformer (a model with an activation x activation MatMul: attention).
-  TensorRT fuses attention, LayerNorm and GELU into kernels of its own, which Q/DQ anywhere in the
-  graph changes; the zoo's ViT ran 2.5x (batch 1) and 5.2x (batch 32) FP16 with three INT8
-  convolutions of its decoder where the per-layer model said 1.15x and 1.07x;
-* its ratio to FP16 lies within the ratios the zoo measured the cost model within
-  :data:`TOLERANCE` of the measurement (an estimate of 0.3x FP16 where the zoo's span is
-  0.57-1.19x is a number nothing has checked).
+  :mod:`.observed_shapes`);
+* the model is no transformer (no activation x activation MatMul): TensorRT fuses attention,
+  LayerNorm and GELU into kernels of its own, which Q/DQ anywhere in the graph changes;
+* its ratio to FP16 lies within the ratios at which the zoo measured the cost model within
+  :data:`TOLERANCE`.
+
+Evidence: docs/evidence.md, "estimate_support".
 """
 
 from __future__ import annotations

@@ -109,10 +109,8 @@ class LayerLatency:
     def border_us(self, producer: str) -> float:
         """One INT8/float border after ``producer``: a reformat layer (a launch, reading and writing the tensor).
 
-        Measured on an H100 (TensorRT 8.6): ~5 us per border on the batch-32 classifier,
-        ~18 us on the batch-32 detector, whose tensors are larger (benchmarks/results/zoo).
-        An implicit engine picks formats without reformat layers; an explicit one gets what its
-        Q/DQ say, so the oracle's borders cost too.
+        An implicit engine picks formats without reformat layers; an explicit one gets what its Q/DQ say,
+        so the oracle's borders cost too. Measured costs: docs/evidence.md, "latency".
         """
         c = self.costs.get(producer)
         return self.gpu.launch_us + (2e6 * c.out_bytes_fp16 / self.gpu.bandwidth if c is not None else 0.0)

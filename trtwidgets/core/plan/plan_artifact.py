@@ -46,46 +46,40 @@ class Plan:
     candidates : tuple of Candidate
         In the order they were tried; the first is always FP16 (no INT8).
     recommended : int or None
-        Index of the recommendation: the fastest candidate that meets the target, or the float
-        candidate that meets it (FP16, or FP16 with an FP32 island; once measured, FP16 of the rewritten
-        graph where it beats FP16 as given) when no INT8 candidate is faster and accurate enough (by
-        measured time once measured); None when no candidate meets the
-        target, FP16 included (plan.json: ``null``).
+        Index of the fastest candidate that meets the target (by measured time once measured), or of
+        the float candidate that meets it (FP16, FP16 with an FP32 island, or once measured FP16 of
+        the rewritten graph) when no INT8 one is faster and accurate; None when none
+        meets it, FP16 included (plan.json: ``null``).
     reason : str
         Why that one, in a sentence.
     ranges : PlanRanges
         The ranges every candidate was scored with and how they were chosen.
     options : QdqOptions
-        The Q/DQ options every candidate was exported with, so that
-        :func:`~.plan_export.export_plan` writes the same model.
+        The Q/DQ options every candidate was exported with (:func:`~.plan_export.export_plan` reuses them).
     input_shapes : mapping
         Input name -> the shape the engine runs at (latency was estimated there).
     seconds : mapping
         Time spent in each phase of the search.
     notes : tuple of str
     interrupted : bool
-        The search was interrupted (Ctrl-C): the candidates are those measured before it.
+        The search was interrupted: the candidates are those found before it.
     measured : PlanMeasurement, optional
-        The engines built and timed for the plan and the pick by measured time; None until measured.
+        The engines built and timed and the pick by measured time; None until measured.
     estimate : EstimateStanding, optional
-        Where an unmeasured plan's latency came from and how far such latency has been off on the zoo.
+        Where an unmeasured plan's latency came from and how far such estimates have been off.
     held_back : HeldBackSplit, optional
-        Which samples calibrated and which measured accuracy (the source, seed and the sample names
-        of each side); None in a plan.json older than it.
+        Which samples calibrated and which measured accuracy; None in an older plan.json.
     batch_axes : BatchAxes, optional
-        The batch axis of every input and output, and how each was found; None in a plan.json older than it.
+        The batch axis of every input and output, and how each was found; None in an older plan.json.
     fingerprint : ModelFingerprint, optional
-        The model's fingerprint: exporting the plan for another model is refused. None in a plan.json
-        older than it.
+        The model's fingerprint (exporting for another model is refused); None in an older plan.json.
     regions : RegionSearch, optional
-        The region search (:mod:`.regions`): each repeated pattern's placement schemes, their accuracy
-        on the held-back samples, their sub-models' times once measured and the scheme chosen; None
-        when the plan was made without one.
+        The region search (:mod:`.regions`); None when the plan was made without one.
     engine_check : EngineCheck, optional
-        The held-back samples and FP32's outputs on them (:mod:`.engine_check`), for judging
-        built engines; written beside plan.json (``held_back.npz``), not into it.
+        The held-back samples and FP32's outputs on them (:mod:`.engine_check`), written beside
+        plan.json (``held_back.npz``), not into it.
     extra : mapping
-        Keys of a plan.json this version does not know (a newer one's), written back as they were.
+        Keys of a plan.json this version does not know, written back as they were.
     """
 
     model: str

@@ -1,30 +1,21 @@
 """The quantization planner: which layers to quantize so that INT8 is faster than FP16 and accurate.
 
-A Q/DQ export that quantizes everything the placement rules allow can be slower
-than FP16 (small layers gain nothing in INT8 and every INT8/float border costs a
-reformat) and can lose accuracy. :func:`plan` searches, on the CPU:
+Quantizing everything the placement rules allow can be slower than FP16 (small layers gain nothing
+in INT8, every INT8/float border costs a reformat) and can lose accuracy. :func:`plan` searches, on
+the CPU, in phases (each a function over values, run in order):
 
-1. **Statistics once.** A :class:`~..calibration.calibration.Calibration` is fitted
-   once (or the caller's is taken: its statistics, percentile and amax overrides)
-   and every candidate reuses it.
-2. **Ranges.** The calibration's own method (auto by default) and each of the four others
-   (entropy, percentile, MSE, max) is tried on the full placement; the best (by the target) is kept, then each of the
-   most sensitive layers' inputs may switch to another method where that scores
-   higher.
-3. **Where INT8 pays.** With an implicit INT8+FP16 build of the model
-   (``oracle``), exactly the layers TensorRT ran in INT8; without one, the layers
-   the cost model (:mod:`.cost_model`) expects to be faster in INT8, both behind one
-   interface (:class:`~.latency.LatencyModel`). Layers that do not pay stay in high
-   precision, with that reason.
-4. **Accuracy.** Each paying layer's cost is measured (that layer alone in INT8,
-   ONNX Runtime against FP32 on held-back data); layers are taken by latency gain
-   per unit of cost, and a bisection finds the longest such prefix that keeps the
-   target (:mod:`.plan_search`).
-5. **The pick.** The fastest candidate that meets the target, or FP16 when no INT8
-   candidate is both faster and accurate: "FP16 is best here" is a real answer.
-   Which candidate is better is defined once (:class:`~.judge.Judge`).
-
-Each phase is a function over values; :func:`plan` runs them in order.
+1. **Statistics once**: one :class:`~..calibration.calibration.Calibration` (fitted, or the
+   caller's), reused by every candidate.
+2. **Ranges**: the calibration's method and each of the others is tried on the full placement; the
+   best by the target is kept, then the most sensitive layers' inputs may switch method.
+3. **Where INT8 pays**: the layers an implicit INT8+FP16 build ran in INT8 (``oracle``), or else
+   those the cost model (:mod:`.cost_model`) expects to be faster, behind one interface
+   (:class:`~.latency.LatencyModel`). The others stay in high precision, with that reason.
+4. **Accuracy**: each paying layer's cost is measured alone (ONNX Runtime against FP32 on held-back
+   data); layers are taken by latency gain per unit of cost, and a bisection finds the longest
+   prefix that keeps the target (:mod:`.plan_search`).
+5. **The pick**: the fastest candidate that meets the target, or FP16 when no INT8 candidate is both
+   faster and accurate. Which candidate is better is defined once (:class:`~.judge.Judge`).
 """
 
 from __future__ import annotations
@@ -101,15 +92,13 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, calibration=None, 
     model : path, onnx.ModelProto or LoadedModel
         The float model.
     data : anything :func:`~..calibration.data.iter_feeds` takes
-        Samples; a seeded random ``holdout`` fraction of them is held back for accuracy unless
-        ``held_back`` is given (the names of each side go into plan.json), the rest calibrates
-        (unused with ``calibration``; held-back samples its statistics saw are left out where
-        others remain, and a note says so).
+        Samples: a seeded random ``holdout`` fraction is held back for accuracy unless
+        ``held_back`` is given, the rest calibrates (unused with ``calibration``, whose statistics'
+        samples are left out of the held-back ones where others remain).
     target : PlanTarget, optional
         Default: cosine >= 0.99 on the worst channel group of every output
-        (:mod:`.plan_accuracy`). A task metric: ``PlanTarget.for_metric("detection")`` (its
-        labels, for ``"top1"``: one per sample of ``data``, the split picks the held-back ones,
-        or one per held-back sample).
+        (:mod:`.plan_accuracy`); a task metric: ``PlanTarget.for_metric("detection")`` (labels for
+        ``"top1"``: one per sample of ``data`` or one per held-back sample).
     calibration : Calibration, optional
         From :func:`trtwidgets.calibrate` or ``Calibration.load``, as it is: its statistics (collection
         is skipped), percentile and every amax override; its method is tried first.
@@ -138,11 +127,10 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, calibration=None, 
     max_ranked : int
         Rank at most this many layers by accuracy cost (the ones INT8 saves most on).
     measure : bool or callable
-        True: build FP16, implicit INT8 and the top candidates on this GPU, time them in
-        interleaved rounds and pick by measured time (:mod:`trtwidgets.trt.plan_measure`;
-        TensorRT and a GPU are checked before the search). A callable ``f(plan, model) -> Plan``
-        is used as the measurement source. False: the plan says its latency is an estimate
-        and how far estimates have been off on the zoo (``plan.estimate``).
+        True: build and time FP16, implicit INT8 and the top candidates on this GPU and pick by
+        measured time (:mod:`trtwidgets.trt.plan_measure`; TensorRT and a GPU are checked before
+        the search). A callable ``f(plan, model) -> Plan`` is the measurement source. False: the
+        latency is an estimate, said so in ``plan.estimate``.
     progress : bool
         A progress bar per phase.
     on_step : callable, optional
@@ -151,9 +139,8 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, calibration=None, 
         ``on_progress(phase, done, total)`` after each unit of work of a phase that has several
         (range methods, layer costs), for a progress bar of the caller's own.
     cancel : threading.Event or anything with ``is_set()``, optional
-        Set it (from another thread) to stop the search: within a few seconds the planner returns
-        the Plan of what it found so far, ``interrupted=True`` (at least FP16; an ONNX Runtime run in
-        flight is stopped too, :mod:`~..common.cancel`), not measured.
+        Set it (from another thread) to stop the search: the planner returns the Plan of what it
+        found so far (at least FP16), ``interrupted=True``, not measured (:mod:`~..common.cancel`).
     regions : bool
         Search placement schemes per repeated pattern (:mod:`.regions`): each scheme of each pattern
         scored on the held-back samples, for the measurement to time on sub-models (``plan.regions``).

@@ -114,8 +114,8 @@ def shared_reads(graph: onnx.GraphProto, index: GraphIndex, pos: Dict[tuple, int
                  excluded: Mapping[int, str], internal: Mapping[str, str]) -> List[QuantEdge]:
     """Rule 8: the point-wise, pooling and Concat readers of a quantized tensor read it quantized too.
 
-    A tensor read both through a Q and in float makes TensorRT write it in float and
-    quantize it in a layer of its own (8-10 us each on the batch-32 classifier, H200).
+    A tensor read both through a Q and in float makes TensorRT write it in float and quantize it in a
+    layer of its own (docs/evidence.md, "dense_int8").
     """
     done = {(e.node, e.input_index) for e in edges}
     out: List[QuantEdge] = []

@@ -1,33 +1,24 @@
 """Write an explicitly quantized (Q/DQ) ONNX model from the toolkit's ranges.
 
-Explicit quantization is the only way to quantize with TensorRT 11 and the
-recommended one with 10.x; TensorRT 8.6 and 10 build such models with the INT8
-flag set. :func:`export_qdq` (``trtwidgets.export_qdq``) takes a float ONNX model
-and the :class:`~trtwidgets.core.calibration.calibration.Calibration` (its amax: method,
-percentile and amax overrides), the path of a saved one, or ``amax`` per tensor (a
-calibration cache's); :func:`build_qdq` takes a :class:`~.spec.QdqSpec` (the amax, the
-layers to run in INT8 and the :class:`~.options.QdqOptions`). The export writes:
+:func:`export_qdq` (``trtwidgets.export_qdq``) takes a float ONNX model and a
+:class:`~trtwidgets.core.calibration.calibration.Calibration` (or the path of a saved one, or
+``amax`` per tensor); :func:`build_qdq` takes a :class:`~.spec.QdqSpec` (the amax, the layers to
+run in INT8 and the :class:`~.options.QdqOptions`). The export writes:
 
-* **activations**: ``QuantizeLinear -> DequantizeLinear`` per tensor,
-  symmetric: INT8 ``scale = amax / 127``, zero point ``int8 0``; FP8 E4M3
-  ``scale = amax / 448``, zero point ``float8e4m3fn 0`` (opset >= 19);
-* **weights**: per-channel symmetric, stored already quantized (an int8 / fp8
-  initializer followed by ``DequantizeLinear`` with ``axis``): Conv axis 0,
-  ConvTranspose axis 1, Gemm axis 0 if ``transB`` else 1, MatMul the last axis;
-  ``scale_c = max|W_c| / 127``; FP8 weights default to one scale per tensor
-  (``max|W| / 448``), which is what TensorRT's FP8 kernels take. Weights may be initializers or
-  ``Constant`` nodes (Paddle exports, like the demo model, use Constants).
+* **activations**: ``QuantizeLinear -> DequantizeLinear`` per tensor, symmetric: INT8
+  ``scale = amax / 127``; FP8 E4M3 ``scale = amax / 448`` (opset >= 19); zero point 0;
+* **weights**: per-channel symmetric, stored quantized (an int8 / fp8 initializer, then
+  ``DequantizeLinear`` with ``axis``: Conv 0, ConvTranspose 1, Gemm 0 if ``transB`` else 1, MatMul
+  the last); ``scale_c = max|W_c| / 127``; FP8 weights one scale per tensor (``max|W| / 448``), as
+  TensorRT's FP8 kernels take. Weights may be initializers or ``Constant`` nodes.
 
-Placement (which tensors) is :mod:`.placement`. Details TensorRT needs:
+Placement (which tensors) is :mod:`.placement`. What TensorRT needs besides:
 
-* opset >= 13 for per-channel ``axis`` (>= 19 for FP8): older models are
-  upgraded with ``onnx.version_converter`` (the demo is opset 11);
-* a Conv whose weights come from a DequantizeLinear must carry
-  ``kernel_shape`` or TensorRT 8.6's parser rejects it; the exporter adds it;
+* opset >= 13 for per-channel ``axis`` (>= 19 for FP8): older models are upgraded with
+  ``onnx.version_converter``;
+* a Conv whose weights come from a DequantizeLinear carries ``kernel_shape`` (TensorRT 8.6's
+  parser rejects it otherwise);
 * BatchNormalization is left alone: TensorRT folds it into the convolution.
-
-The result is checked with ``onnx.checker``. It is plain ``onnx.helper`` graph
-editing (see :mod:`.placement` for why no library).
 """
 
 from __future__ import annotations

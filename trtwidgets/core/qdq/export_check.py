@@ -2,37 +2,25 @@
 
 Three checks, cheapest first:
 
-1. ``onnx.checker``, and its strict shape and type inference (``full_check``): a
-   ``tensor(float16)`` where an op's schema takes ``tensor(float)`` fails there (where
-   ONNX Runtime loads the model anyway, a strict-inference complaint is only noted);
-2. an ONNX Runtime session on the CPU (imported lazily: the core runs without it,
-   and then this check is skipped and said so). ONNX Runtime refusing the graph
-   fails; a kernel its CPU provider lacks (``NOT_IMPLEMENTED``, e.g. BF16
-   QuantizeLinear) is noted, not failed: the model is valid, TensorRT runs it;
-3. with data and a reference (the same Q/DQ model with its float part in FP32), the float part in its
-   low precision against FP32, at ``min_cosine`` (0.998 by default: issue 21's target for the FP16 float
-   part). Both sides quantize alike: the reference first takes the export's own Q/DQ scales and stored
-   weight integers, widened back to FP32 (:mod:`.same_quantization`; the conversion rounds every scale to
-   FP16, raising a QuantizeLinear scale below 2**-14, re-quantizing a weight whose scale rounds to 0, and
-   records each value it wrote anew: :attr:`~.high_precision.HighPrecisionReport.qdq_values`, which the
-   export's report carries and this check reads).
+1. ``onnx.checker`` with strict shape and type inference (``full_check``); where ONNX Runtime
+   loads the model anyway, a strict-inference complaint is only noted;
+2. an ONNX Runtime CPU session (skipped, and said so, without onnxruntime): a refused graph fails;
+   a kernel the CPU provider lacks (``NOT_IMPLEMENTED``) is noted, not failed;
+3. with data and a reference (the same Q/DQ model with an FP32 float part), the float part in its
+   low precision against FP32, at ``min_cosine`` (0.998 by default). Both sides quantize alike: the
+   reference takes the export's own scales and weight integers (:mod:`.same_quantization`; values the
+   conversion wrote anew are in :attr:`~.high_precision.HighPrecisionReport.qdq_values`).
 
-   The comparison holds every quantizer (:mod:`.held_quantizers`): each QuantizeLinear's output is the
-   reference's integers on both sides, so each span of float computation between quantizers starts from the
-   same values, and the float part is measured where it ends: at the outputs and at every quantizer's input;
-   the model's own quantizers must write the reference's integers too (one-step flips of values next to a
-   boundary aside). End to end, the quantizers' steps hide the float part: the zoo's text detector's FP16
-   float part lands at 0.980 end to end while every span of it matches FP32 at >= 0.99999
-   (``benchmarks/float_part_zoo.py``), and on TensorRT 8.6 two FP32 implementations of its Q/DQ model (the
-   engine and ONNX Runtime) already disagree at 0.9976 (``benchmarks/results/trust/float_part_trt``).
-   The end-to-end cosines are still measured and reported (``end_to_end``); they fail the check only when
-   they are not finite.
+   Every quantizer is held (:mod:`.held_quantizers`): each QuantizeLinear outputs the reference's
+   integers on both sides, so each float span is compared from the same inputs, at the outputs and at
+   every quantizer's input; the model's own quantizers must write the reference's integers too
+   (one-step flips next to a boundary aside). End-to-end cosines are reported (``end_to_end``) but
+   fail the check only when not finite: the quantizers' steps hide the float part's error there
+   (evidence: docs/evidence.md, "export_check").
 
-   The low-precision side is :func:`.low_precision_storage.storage_emulation` of the model: ONNX Runtime's
-   CPU provider runs most ops of an FP16 model in FP32 and rounds a value only where an op with an FP16
-   kernel reads or writes it, where TensorRT's FP16 kernels write every tensor in FP16; the emulation rounds
-   every tensor the model holds in FP16 where it is written, so an overflow or a value lost in FP16 anywhere
-   in the float part fails the check (``tests/core/qdq/test_export_check.py``).
+   The low-precision side is :func:`.low_precision_storage.storage_emulation`: every tensor rounded
+   to FP16 where it is written, as TensorRT's FP16 kernels store it (ONNX Runtime's CPU provider
+   computes most FP16 ops in FP32), so an overflow or a value lost in FP16 anywhere fails the check.
 """
 
 from __future__ import annotations

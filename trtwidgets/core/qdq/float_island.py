@@ -1,28 +1,23 @@
 """A float part you can trust: FP16 judged on held-back samples, and the nodes that break it kept FP32.
 
-An FP16 engine runs every tensor of the float part in FP16. Some graphs cannot take it: a
-log-spectrogram adds ``1e-10`` before its ``Log`` (0 in FP16, so ``Log(0) = -inf`` and the
-normalization after it writes NaN for quiet inputs); a variance squares values above 256; an
-``Exp`` leaves FP16's range. :func:`check_float_part` judges the float part in FP16 by the one
-verdict (:func:`~..accuracy.verdict.evaluate`) as TensorRT's FP16 kernels hold it (every tensor
-rounded where it is written: :func:`~.low_precision_storage.storage_emulation`), and when it fails,
-finds an **FP32 island**:
+Some graphs cannot run every float tensor in FP16 (a ``1e-10`` added before a ``Log`` becomes 0; a
+variance squares values above 256; an ``Exp`` leaves FP16's range). :func:`check_float_part` judges
+the float part in FP16 by the one verdict (:func:`~..accuracy.verdict.evaluate`), every tensor rounded
+where it is written (:func:`~.low_precision_storage.storage_emulation`), and when it fails, finds an
+**FP32 island**:
 
-1. **Suspects, by rule:** nodes reading a constant that FP16 cannot hold (a non-zero value below
-   FP16's smallest subnormal, which becomes 0, or above 65504) and nodes whose FP32 output on the
-   held-back samples leaves FP16's range.
-2. **Suspects, measured:** the FP32 model and the FP16 one run on a few held-back samples with every
-   float tensor exposed; the nodes where NaN or Inf first appears, and the nodes whose outputs FP16
-   moves most (the share of values more than 1% off FP32's, above their inputs' share: an underflow
-   to 0 before a ``Log`` counts there, where an energy-weighted error would not see it).
-3. **Decided by the held-back check:** the suspects are kept FP32 together with the nodes around
-   them (within 1, 2, 4 ... steps through float tensors: the block they compute in) until the float
-   part meets the target (at most :data:`MAX_ISLAND` computing nodes and never every weighted layer,
-   :data:`MAX_TRIES` checks); measured
+1. **Suspects, by rule:** nodes reading a constant FP16 cannot hold (non-zero below FP16's smallest
+   subnormal, or above 65504) and nodes whose FP32 output on the held-back samples leaves FP16's range.
+2. **Suspects, measured:** on a few held-back samples, the nodes where NaN or Inf first appears, and
+   those whose outputs FP16 moves most (the share of values more than 1% off FP32's, above their
+   inputs' share: an underflow to 0 before a ``Log`` counts, where an energy-weighted error would not).
+3. **Decided by the held-back check:** the suspects are kept FP32 with the nodes around them (within
+   1, 2, 4 ... steps through float tensors) until the float part meets the target (at most
+   :data:`MAX_ISLAND` computing nodes, never every weighted layer, :data:`MAX_TRIES` checks); measured
    suspects are added where growing is not enough. Each node kept carries its reason.
 
-ModelOpt's AutoCast is the anchor (it keeps nodes FP32 by data magnitude, initializer range and op
-type); here magnitude rules only propose and the held-back check decides.
+Magnitude rules only propose; the held-back check decides (unlike ModelOpt's AutoCast, which keeps
+nodes FP32 by data magnitude, initializer range and op type).
 """
 
 from __future__ import annotations

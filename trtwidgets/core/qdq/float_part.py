@@ -1,11 +1,10 @@
 """The float part of a Q/DQ model, named: what a weakly typed TensorRT build should run in FP16.
 
-TensorRT 8.6 (and 10 without strong typing) decides the precision of the layers
-between Q/DQ regions by timing, and with the FP16 flag it still ran many of them in
-FP32 (the squeeze-excite convs, a BatchNormalization after a ConvTranspose, a Resize,
-a Sigmoid head: ``tests/gpu/test_qdq_blocks.py`` on an H100). Pinning those layers to
-FP16 with precision constraints (``prefer``) is the weakly typed twin of writing the
-float part in FP16 (:mod:`.high_precision`), which TensorRT 8.6's parser cannot read.
+TensorRT 8.6 (and 10 without strong typing) decides the precision of the layers between Q/DQ
+regions by timing, and with the FP16 flag it may still run some in FP32. Pinning those layers to
+FP16 with precision constraints (``prefer``) is the weakly typed twin of writing the float part in
+FP16 (:mod:`.high_precision`), which TensorRT 8.6's parser cannot read. Evidence: docs/evidence.md,
+"float_part".
 """
 
 from __future__ import annotations

@@ -1,52 +1,23 @@
 """The non-quantized part of a Q/DQ model in FP16 or BF16 (the "high-precision dtype").
 
-In a strongly typed TensorRT network (TensorRT 11, and 10 with the
-``STRONGLY_TYPED`` flag) the model's types decide precision: a Q/DQ model whose
-float part is FP32 runs that part in FP32, with reformats at every INT8/FP32
-border. TensorRT Model Optimizer writes the float part in FP16 for this reason;
-this module does the same for the toolkit's exports:
+In a strongly typed TensorRT network the model's types decide precision: an FP32 float part runs
+in FP32, with reformats at every INT8/FP32 border. So the export writes:
 
-* float initializers and ``Constant`` values become FP16 (BF16), Q/DQ scales too,
-  so a DequantizeLinear outputs FP16 (opset >= 19 allows FP16/BF16 scales);
-* ``Cast(to=FLOAT)`` inside the graph casts to the new type; ``ConstantOfShape``
-  makes it;
-* graph inputs and outputs keep their FP32 type: one ``Cast`` after each float
-  input and before each float output, so callers feed and read what they did;
-* BatchNormalization statistics are first rewritten as the equivalent scale and
-  shift (a running variance above 65504 is common and would not survive FP16).
+* float initializers, ``Constant`` values and Q/DQ scales in FP16 (BF16) (opset >= 19);
+* ``Cast(to=FLOAT)`` and ``ConstantOfShape`` inside the graph in the new type;
+* graph inputs and outputs in FP32: one ``Cast`` after each float input and before each float output;
+* BatchNormalization first as its equivalent scale and shift (a running variance may exceed 65504).
 
-Casts are kept only where an op needs FP32, each listed with its reason in
-:attr:`HighPrecisionReport.kept_fp32`:
-
-* where the ONNX operator schemas refuse the lower type
-  (:mod:`trtwidgets.core.model.type_constraints`): an input whose type constraint
-  does not admit ``tensor(float16)`` (``Range``, ``Resize`` scales, ``TopK``'s K...)
-  keeps FP32, and so does everything that computes it through ops whose output type
-  is tied to their inputs (the Shape -> Cast -> Mul -> Range chains of anchor grids);
-* the variance part of a decomposed LayerNorm (``Pow``/``ReduceMean``/``Sqrt``):
-  ``x**2`` overflows FP16 above 256 and the mean loses precision;
-* ops without an ONNX schema (custom ops) and values read inside If/Loop bodies;
-* ops the user names (``keep_fp32``).
-
-A QuantizeLinear that reads a Concat of DequantizeLinears is written in FP32 too (a Cast, the same scale in
-FP32): ONNX Runtime's default session would fuse the three into a QLinearConcat, which takes no FP16 scale
+FP32 is kept, each case with its reason in :attr:`HighPrecisionReport.kept_fp32`, where an
+operator schema refuses the lower type (:mod:`trtwidgets.core.model.type_constraints`) and for
+whatever computes such an input; for a decomposed LayerNorm's variance (``Pow``/``ReduceMean``/
+``Sqrt``); for ops without a schema and values read inside If/Loop bodies; and for the ops the user
+names (``keep_fp32``). A QuantizeLinear that reads a Concat of DequantizeLinears is written in FP32
 (:mod:`.ort_concat`).
 
-Why not onnxconverter-common's ``convert_float_to_float16`` or ModelOpt's AutoCast:
-the first keeps FP32 by a hand-written op block list (``DEFAULT_OP_BLOCK_LIST``,
-ML-domain ops plus a few ONNX ones) and casts around whole blocked nodes, so an op
-it does not list (a new opset's, a Range fed by a Cast of a Shape) still breaks the
-model; its ``keep_io_types`` is what this module does for graph inputs/outputs.
-AutoCast decides by accuracy and reads schemas too, but it needs modelopt (torch,
-onnxruntime, onnx-graphsurgeon), far too heavy for a core that runs with numpy and
-onnx alone. The schema walk here is ~150 lines and knows Q/DQ scales.
-
-A BF16 float part is exported at opset 22 where the target parses it (TensorRT 10.8+): only from
-there do Conv, MaxPool and GlobalAveragePool take bfloat16 (:func:`preferred_opset`).
-
-TensorRT 8.6's parser reads opset <= 17 and FP32 Q/DQ scales only: for it the
-float part stays FP32 and the FP16 builder flag decides its precision
-(:func:`default_high_precision`).
+A BF16 float part is written at opset 22 where the target parses it (:func:`preferred_opset`); for
+TensorRT 8.6 the float part stays FP32 and the FP16 builder flag decides (:func:`default_high_precision`).
+Why not an existing converter: docs/evidence.md, "high_precision".
 """
 
 from __future__ import annotations

@@ -1,33 +1,20 @@
 """Layers that TensorRT 8.x hands to its Myelin backend, and what that means for INT8.
 
-TensorRT 8.x compiles some subgraphs with Myelin, not with its per-layer kernels, and
-Myelin 8.6 cannot take INT8 weight constants (``convertMyelinWeightsToFp32 ...
-weights.type() != kINT8``, H100). Two kinds of weighted layers end up there:
+TensorRT 8.x compiles some subgraphs with Myelin instead of its per-layer kernels, and Myelin 8.6
+cannot take INT8 weight constants (``convertMyelinWeightsToFp32 ... weights.type() != kINT8``).
+Two kinds of weighted layers end up there:
 
-* **Batched MatMuls** (activations of rank 3 or more: a transformer's projections and
-  attention). The export gives such MatMuls FP32 weights already on the INT8 grid, with
-  their own Q/DQ pair, which Myelin folds itself (:func:`myelin_matmuls`). INT8 does not
-  pay there: an implicit INT8+FP16 build of MiniLM-L6 at batch 32 ran the whole encoder
-  in FP16 (Myelin ignored INT8), and the Q/DQ model that ONNX Runtime scored at cosine
-  0.9915 ran 1.59x slower than FP16 (0.558 ms against 0.352 ms, H200,
-  ``benchmarks/results/zoo``). The planner keeps these MatMuls in high precision for
-  TensorRT below 10. A rank-2 MatMul (a classifier's FC) becomes a convolution and is
-  unaffected.
-* **MatMul/Gemm layers next to a recurrence** (:func:`recurrent_myelin_layers`, placement
-  rule 11): TensorRT 8.6 gives a recurrence to Myelin together with the point-wise and
-  data-movement ops around it and the MatMul/Gemm layers they connect. On the captcha
-  CRNN (DenseNet + a bidirectional LSTM unrolled into 20 ``LSTMCell`` steps of two Gemms
-  each, then a MatMul classifier) every engine that built (FP16, implicit INT8, a Q/DQ
-  model quantizing convolutions only) holds one
-  ``{ForeignNode[lstm_fwd.cell.bias_hh.../Add_30]}`` Myelin layer, from the last conv's
-  residual add, scale and ReLU through the Transpose/Reshape, every cell and the MatMul
-  to the logits' bias add; the convolutions stay TensorRT's own. The Q/DQ model that
-  also had INT8 weights on the cells' Gemms and the MatMul failed to build at batch 1
-  and 32 with the assertion above (H100, TensorRT 8.6, builder level 1). These layers
-  are kept in high precision (no Q/DQ, no INT8 weights) for TensorRT 8.x.
+* **Batched MatMuls** (activations of rank 3 or more): :func:`myelin_matmuls`. The export writes
+  their weights in FP32 on the INT8 grid with their own Q/DQ pair (placement rule 13), and the
+  planner keeps them in high precision below TensorRT 10, where INT8 does not pay. A rank-2 MatMul
+  (a classifier's FC) becomes a convolution and is unaffected.
+* **MatMul/Gemm layers next to a recurrence** (:func:`recurrent_myelin_layers`, placement rule
+  11): TensorRT 8.6 gives a recurrence to Myelin together with the point-wise and data-movement ops
+  around it and the MatMul/Gemm layers they connect; these stay in high precision (no Q/DQ, no INT8
+  weights) for TensorRT 8.x.
 
-The target decides as :func:`myelin_target` says; an unknown version is treated as 8.x
-(the forms every TensorRT builds).
+The target decides as :func:`myelin_target` says; an unknown version is treated as 8.x.
+Evidence: docs/placement.md (rules 11 and 13) and docs/evidence.md, "myelin".
 """
 
 from __future__ import annotations
@@ -82,16 +69,11 @@ def myelin_matmuls(proto: onnx.ModelProto, nodes: Iterable[int], trt_version,
                    shapes: Optional[Mapping[str, Sequence[int]]] = None) -> Set[int]:
     """The MatMuls among ``nodes`` (indices into ``graph.node``) that TensorRT 8.x compiles with Myelin.
 
-    Empty for TensorRT 10 and later. An unknown version is treated as 8.x (the FP32
-    weight form reads on every TensorRT). A MatMul counts when one of its activation
-    inputs (not a weight) has rank 3 or more. Ranks come from shape inference, completed
-    where a Reshape's target is computed (:func:`_completed_ranks`), then from ``shapes``
-    (tensor -> shape, e.g. the shapes a sample run produced); a rank still open counts
-    (the FP32 weight form is the one that builds either way). A weight's own rank says
-    nothing: PaddleOCR's recognizer (SVTR neck) computes its Reshape targets from
-    ``Shape``, its transformer's rank-2 weights were taken for a classifier FC's, and the
-    export with INT8 weight constants failed in TensorRT 8.6 with the assertion above
-    (H200, ``benchmarks/results/peer/zoo_run/superseded/rec-b*.json``).
+    Empty for TensorRT 10 and later; an unknown version is treated as 8.x. A MatMul counts when one
+    of its activation inputs (never a weight: a weight's rank says nothing) has rank 3 or more. Ranks
+    come from shape inference, completed where a Reshape's target is computed (:func:`_completed_ranks`),
+    then from ``shapes`` (tensor -> shape, e.g. a sample run's); a rank still open counts, since the
+    FP32 weight form builds either way. Evidence: docs/evidence.md, "myelin".
     """
     if myelin_target(trt_version) is False:
         return set()

@@ -1,30 +1,15 @@
 """A Concat between quantizers in an FP16/BF16 float part, written so that ONNX Runtime's default session loads it.
 
-ONNX Runtime's extended optimizer (on in a default ``SessionOptions``) fuses ``DequantizeLinear -> Concat ->
-QuantizeLinear`` into its ``QLinearConcat``. The rule (``onnxruntime/core/optimizer/qdq_transformer/
-selectors_actions``: ``VariadicOpQDQRules``, ``VariadicNodeGroupSelector``) matches a Concat whose every input
-is a DequantizeLinear and whose every reader is a QuantizeLinear, all of one integer type; it checks no scale
-type, and ``QLinearConcat`` takes FP32 scales only, so an export whose scales are FP16 fails to load
-(``Type 'tensor(float16)' of input parameter (...) of operator (QLinearConcat) ... is invalid``: the PP-OCRv4
-text detector exported for TensorRT 10, issue 44). ONNX Runtime 1.32's other fusions of such nodes (Add, Mul,
-the pools, Sigmoid, Softmax, Conv, MatMul) load with FP16 scales (``tests/core/qdq/test_ort_default_session.py``).
+ONNX Runtime's extended optimizer (on by default) fuses ``DequantizeLinear -> Concat ->
+QuantizeLinear`` into ``QLinearConcat``, which takes FP32 scales only, so an export with FP16
+scales fails to load. :func:`fp32_concat_quantizers` writes each QuantizeLinear that reads such a
+Concat in FP32: its input through a ``Cast`` to FP32, its scale an FP32 initializer of the same
+value. The fusion no longer matches, and the model computes what it did (the Cast widens exactly).
 
-:func:`fp32_concat_quantizers` writes each QuantizeLinear that reads such a Concat in FP32: its input through a
-``Cast`` to FP32, its scale an FP32 initializer holding the same value (every FP16 or BF16 number is an FP32
-number). The Concat's reader is then a Cast, the rule does not match, and the model computes what it did: the
-Cast widens exactly, and the quantizer divides by the same scale. This is the form ModelOpt's PyTorch export
-writes for every quantizer of an FP16 model (``trt_high_precision_dtype="Float"``: ``Cast`` to FP32, then
-QuantizeLinear with an FP32 scale).
-
-What TensorRT builds stays the same, by its Q/DQ rules. TensorRT 10 builds these exports weakly typed (the FP16
-and INT8 flags): there a model's float types are not precisions, the Q/DQ layers alone fix where INT8 runs, and
-a float-to-float Cast constrains no layer (Torch-TensorRT's mixed-precision guide: weakly typed TensorRT ran the
-layers a model casts to FP16 in FP32). The Concat's QuantizeLinear is still moved backward over the Concat, each
-``DequantizeLinear -> QuantizeLinear`` pair of equal scales it meets there is removed (ModelOpt's
-``get_concat_eliminated_tensors`` describes this elimination), and scales are compared by value, which the FP32
-copy keeps. ``tests/gpu/test_ort_concat_forms.py`` builds both forms and compares every layer's precision; a
-strongly typed build (TensorRT 11) honours the Cast's type, so there it is a layer of its own unless TensorRT
-fuses it into the quantizer.
+TensorRT builds the same engine: in a weakly typed build (TensorRT 10) the Q/DQ layers alone fix
+where INT8 runs, and the Concat's quantizer is still moved backward and equal-scale pairs removed;
+a strongly typed build (TensorRT 11) keeps the Cast as a layer unless it fuses it into the quantizer.
+Evidence: docs/evidence.md, "ort_concat".
 """
 
 from __future__ import annotations

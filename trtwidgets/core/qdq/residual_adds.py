@@ -25,13 +25,9 @@ def default_choice(index: GraphIndex, branch: str) -> str:
     """Rule 2's own answer for an add whose fused branch writes ``branch``: ``"both"`` when the branch ends in a
     gated activation (SiLU, HardSwish), else ``"skip"``.
 
-    TensorRT 8.6 (H200, builder level 1, batch 32; ``tests/gpu/test_residual_schemes.py``,
-    ``benchmarks/results/regions``): with the shortcut alone quantized, a C2f bottleneck's second conv loses its SiLU
-    to a point-wise layer with the add and the shortcut is dequantized in a layer of its own; with both inputs
-    quantized the conv keeps its SiLU and writes INT8 (block: 5 layers instead of 6, 2 reformats instead of 3,
-    0.87x the time; YOLOv8n at 320x320: 1.153 ms against 1.261 ms, the six shortcut dequantize layers gone). After
-    a linear or BN branch (ResNet's basic block, MobileNet's inverted residual) the add fuses into the conv with the
-    shortcut alone quantized, and both inputs quantized ran 1.15x and 1.08x slower: those keep ``"skip"``.
+    After a gated activation, quantizing both inputs lets the conv keep its activation and write INT8;
+    after a linear or BN branch the add fuses into the conv with the shortcut alone quantized.
+    Evidence: docs/placement.md, "Rule 2's two schemes".
     """
     return BOTH if gated_branch(index, branch) else SKIP
 

@@ -1,31 +1,20 @@
 """Placement rules 9 and 10: data movement shares one scale; a Softmax-fed weighted layer stays float.
 
-Rule 9, **data movement shares one scale.** ``Split``, ``Concat``, ``MaxPool`` and
-nearest ``Resize`` move values without computing new ones, so
-quantization commutes with them: TensorRT moves INT8 data through them when their
-inputs and outputs carry the same scale, and otherwise writes the tensor in float
-and quantizes each consumer's copy in a layer of its own (the clones and copy layers
-of a YOLOv8 C2f block whose Split outputs were quantized one by one, issue 21).
-So the tensors they join form a *scale group*; when any member is read quantized
-(a conv after the Concat, a conv on a Split output), every read of a member by the
-group's own movement ops is quantized too, all with the group's largest range:
+Rule 9, **data movement shares one scale.** ``Split``, ``Concat``, ``MaxPool`` and nearest
+``Resize`` move values without computing new ones, so quantization commutes with them. TensorRT
+moves INT8 data through them only when their inputs and outputs carry the same scale; otherwise it
+writes the tensor in float and quantizes each consumer's copy separately. So the tensors they join
+form a *scale group*: when any member is read quantized, every read of a member by the group's own
+movement ops is quantized too, all with the group's largest range (C2f/CSP Split and Concat, SPPF's
+chained MaxPools into a Concat, a neck's nearest Resize + Concat).
 
-* C2f / CSP: the tensor before the ``Split`` is quantized once (the conv's SiLU
-  writes INT8), the Split outputs and the ``Concat`` of the bottleneck outputs
-  share its scale;
-* SPPF: ``x -> MaxPool -> MaxPool -> MaxPool``, all four into a Concat: one scale,
-  no requantization between the pools;
-* necks: ``Resize`` (nearest) + ``Concat``: the upsampled map and the lateral one
-  share the Concat's scale, as TensorRT requires for an INT8 concatenation.
+Excluded nodes (rule 7) are left out: ``exclude_op_types=["Split", "Concat"]`` turns the rule off
+for them. A tensor without a range of its own stays float whatever its group has.
 
-Excluded nodes (rule 7) are left out: ``exclude_op_types=["Split", "Concat"]`` (``--exclude-op-type``)
-turns the rule off for them. A tensor without a range of its own stays float whatever its group has.
-
-Rule 10, **a weighted layer that reads a Softmax stays float.** The DFL head of
-YOLOv8 (``Softmax`` over 16 bins, then a fixed 1x1 conv) and similar expectation
-heads read probabilities: INT8 loses the small bins, and the layer is tiny (one
-output channel), so INT8 gains nothing. Attention's ``P·V`` (a MatMul of two
-activations, no weights) is not affected: TensorRT's MHA fusion wants it quantized.
+Rule 10, **a weighted layer that reads a Softmax stays float** (YOLOv8's DFL head and similar
+expectation heads): INT8 loses the small probabilities and the layer is tiny. Attention's ``P·V``
+(a MatMul of two activations, no weights) is not affected: TensorRT's MHA fusion wants it quantized.
+Evidence: docs/placement.md.
 """
 
 from __future__ import annotations

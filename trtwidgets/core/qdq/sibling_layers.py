@@ -1,25 +1,16 @@
 """Placement rule 12: sibling INT8 convolutions that all write float stay float (TensorRT 8.x cannot build them).
 
 TensorRT 8.6 refuses a Q/DQ model in which two or more INT8 convolutions of the same kernel geometry read one
-quantized tensor and none of them writes its output quantized (every output, after its fused epilogue such as a
-SiLU, is read in float or is a graph output). The build stops in the graph optimizer with::
+quantized tensor and none of them writes its output quantized (every output, after its fused epilogue, is read
+in float or is a graph output). The build stops in the graph optimizer with::
 
     [graphOptimizer.cpp::chooseHigherPrecision::7079] Error Code 2: Internal Error
     (Assertion dt1 == DataType::kFLOAT || dt1 == DataType::kHALF failed. )
 
-Evidence (H200, TensorRT 8.6, FP16 + INT8, builder level 0 and 1; ``scripts/gpu_border_blocks.py``,
-``benchmarks/results/peer/borders_run{1,2}.json``): the blocks of ``tests/core/qdq_border_blocks.py`` with two 3x3
-INT8 convs on one DQ fail when both outputs are read by float convs, are graph outputs, with or without a SiLU, at
-32 channels 16x16 and at YOLOv8's P5 shapes (256 -> 64 channels, 10x10); giving each conv a DQ (or a Q and a DQ) of
-its own does not help. They build when one of the two writes its output quantized, when the kernels differ (3x3 and
-1x1), and a single INT8 conv whose output a float conv reads builds. On YOLOv8n (320x320) the planner's "INT8 where it
-pays" candidate failed so because its P5 head kept ``cv2.2.1`` and ``cv3.2.1`` float while their inputs' convs
-``cv2.2.0`` and ``cv3.2.0`` (siblings on ``model.21``'s output) ran INT8; with those two siblings kept float too
-(49 INT8 convs instead of 51) it builds, as it does with their outputs quantized.
-
 :func:`float_output_siblings` finds such groups in a written Q/DQ model; the export keeps their layers float and
-writes again (:func:`trtwidgets.core.qdq.export.build_qdq`), for TensorRT below 10 or unknown. Untested on
-TensorRT 10/11, and untested whether siblings with different output channel counts trip it too (grouped here).
+writes again (:func:`trtwidgets.core.qdq.export.build_qdq`), for TensorRT below 10 or unknown. Siblings with
+different output channel counts are grouped too. Evidence and what is untested: docs/placement.md (rule 12) and
+docs/evidence.md, "sibling_layers".
 """
 
 from __future__ import annotations

@@ -13,31 +13,26 @@ INT8_NOT_ENABLED         the build's flags lack INT8 (from the recipe; or guesse
 PRECISION_CONSTRAINT     a recipe override pins a fused node to another precision
 NO_INT8_IMPLEMENTATION   the layer type has no INT8 kernel (table :data:`NO_INT8_TYPES`)
 NO_SCALE                 an input or output has no scale: missing from the calibration cache
-                         (implicit) or not surrounded by Q/DQ (explicit); tensors named. For an
-                         explicit engine without the Q/DQ model, the quantized tensors are read
-                         from the engine itself (its Q/DQ layers and INT8 tensors)
-KEPT_FLOAT_BY_EXPORT     (explicit) the Q/DQ export left the layer's node in high precision on
-                         purpose (a placement rule, numbered as in trtwidgets.core.qdq.placement);
+                         (implicit) or not surrounded by Q/DQ (explicit); tensors named. Without
+                         the Q/DQ model, read from the engine's own Q/DQ layers and INT8 tensors
+KEPT_FLOAT_BY_EXPORT     (explicit) the Q/DQ export kept the node in high precision on purpose
+                         (a placement rule, numbered as in trtwidgets.core.qdq.placement);
                          given as ``kept_float`` (the export's Skip records)
 QDQ_NOT_FUSED            (explicit) Q/DQ surround the layer, yet TensorRT found no INT8 fusion
                          for it and ran it in floating point between its Q/DQ
 FIRST_TACTIC             INT8 was allowed and the scales were there, but the build ran at builder
                          optimization level 0, where TensorRT takes the first tactic that runs
-                         instead of timing them (seen on TensorRT 8.6: an INT8 recipe ran FP32)
 HIGHER_PRECISION_FASTER  (implicit) INT8 was allowed and the scales were there, yet TensorRT timed a
-                         FP16/FP32 tactic faster than the INT8 ones it tried. This happens: a whole
-                         calibrated CNN built INT8+FP16 on an H200 with TensorRT 8.6 at builder
-                         optimization level 1 (fewer tactics timed than at the default 3) ran with
-                         zero INT8 layers; the reason says so when the recipe's level is below 3.
+                         FP16/FP32 tactic faster; the reason says so when the recipe's level is below 3
+                         (evidence: docs/evidence.md, "why_not_int8")
 BIAS_FLOAT               (INT8 layers) the bias stays float: expected, said so
 ======================== ==================================================================
 
-In explicit quantization TensorRT does not time INT8 against float for a layer:
-Q/DQ placement decides, so FIRST_TACTIC and HIGHER_PRECISION_FASTER are implicit-only.
+In explicit quantization Q/DQ placement decides, and TensorRT does not time INT8 against float,
+so FIRST_TACTIC and HIGHER_PRECISION_FASTER are implicit-only.
 
-Each reason has a ``short`` text for its table row (naming the tensor or node) and a
-``cause``: the explanation shared by every row with the same cause, which
-:func:`~.causes.group_causes` lists once.
+Each reason has a ``short`` text for its table row and a ``cause`` shared by every row with the
+same cause, which :func:`~.causes.group_causes` lists once.
 """
 
 from __future__ import annotations

@@ -1,14 +1,12 @@
 """Two engines compared round by round: the exact sign test on interleaved rounds.
 
 The engines of a measurement are timed interleaved, A B C A B C ... (:mod:`trtwidgets.trt.measure`), and a
-round counts only when every engine ran in it, so round i of one engine and round i of another ran side by
-side: a pair. A clock that drifts over the run moves both sides of a pair alike; a steady difference shows as
-one engine winning most pairs. The larger round spread (the rule before issue 44) asked a gain to exceed the
-noisiest round of either engine, so one slow round hid a gain seen in 13 of 15 pairs (the 1024x1024 YOLO at
-batch 1). :func:`paired_rounds` counts the pairs each side won (ties and pairs without both times dropped) and
-gives the one-sided exact binomial p of the first engine winning that many by chance; the first is faster when
-p < :data:`PAIRED_ALPHA`. With every pair won, p is ``0.5 ** n``: 3 rounds cannot go below 0.125, and
-:data:`PAIRED_MIN_ROUNDS` is the fewest that can decide.
+round counts only when every engine ran in it, so round i of one engine and round i of another form a pair.
+A clock that drifts moves both sides of a pair alike; a steady difference shows as one engine winning most
+pairs. :func:`paired_rounds` counts the pairs each side won (ties and incomplete pairs dropped) and gives the
+one-sided exact binomial p of the first engine winning that many by chance; the first is faster when
+p < :data:`PAIRED_ALPHA`. With every pair won, p is ``0.5 ** n``, so :data:`PAIRED_MIN_ROUNDS` is the fewest
+rounds that can decide. Why not the round spread: docs/evidence.md, "paired".
 """
 
 from __future__ import annotations

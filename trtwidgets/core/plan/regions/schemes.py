@@ -106,9 +106,8 @@ def pattern_records(proto: onnx.ModelProto, nodes: AbstractSet[str], quantized_r
 
 def _representative(pattern: RegionPattern, shapes: Mapping[str, Tuple[int, ...]]):
     """The instance whose inputs are of the median size among the pattern's (the upper median; graph order breaks
-    ties). Not the largest: on TensorRT 8.6 (H200) YOLOv8n's largest C2f bottleneck, its first (16 channels at
-    80x80), got no fused SiLU epilogue under either scheme while the wider ones did (``benchmarks/results/regions``):
-    the extremes of a pattern are the least typical of it."""
+    ties). Not the largest: a pattern's extremes are its least typical instances (docs/evidence.md, "regions").
+    """
     order = sorted(range(len(pattern.instances)),
                    key=lambda k: (sum(_volume(shapes.get(t)) for t in pattern.instances[k].inputs), k))
     return pattern.instances[order[len(order) // 2]]
