@@ -211,3 +211,16 @@ def test_the_introduction_lists_as_many_parts_as_there_are_sections(name):
     listed = re.findall(r"^\d+\. ", prose[0], flags=re.M)
     sections = re.findall(r"^## \d+\. ", "\n".join(prose), flags=re.M)
     assert len(listed) == len(sections), f"{name}: the introduction lists {len(listed)} parts, {len(sections)} sections"
+
+
+#: A lesson's code cell fits on a screen: longer plumbing goes into a helper the notebook imports (issue 46).
+MAX_CELL_LINES = 20
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_code_cells_fit_on_a_screen(path):
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    long = [(i, len("".join(c["source"]).splitlines())) for i, c in enumerate(cells) if c["cell_type"] == "code"]
+    over = [(i, n) for i, n in long if n > MAX_CELL_LINES]
+    assert not over, (f"{path.name}: code cells over {MAX_CELL_LINES} lines (cell index, lines): {over}; split them at "
+                      "a step, or move the plumbing into a helper the notebook imports")
