@@ -85,7 +85,7 @@ class LabExtraMissing(UserError, ModuleNotFoundError):
         self.name = package
 
 
-def lab_extra_missing(err: ImportError, what: str):
+def lab_extra_missing(err: ImportError, what: str) -> Optional[LabExtraMissing]:
     """A :class:`LabExtraMissing` for ``err`` when it is a lab package that is missing, else None."""
     name = err.name or ""  # ImportError always has the attribute (None when unknown)
     root = name.split(".")[0]
