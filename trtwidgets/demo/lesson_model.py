@@ -95,20 +95,30 @@ def forward(p: Params, x: np.ndarray) -> Params:
     """The float model in numpy on grey crops: every intermediate, ``logits`` last (``gamma`` is 1 unless given)."""
     patches = _patches(x)
     pre = patches @ p["conv"] + p["conv_bias"]
-    rows = np.maximum(pre, 0).mean(axis=2).transpose(0, 2, 1)          # (N, FILTERS, ROWS), as row_mean gives it
-    features = (rows * p.get("gamma", np.ones((FILTERS, 1), np.float32))).reshape(len(x), -1)
-    fc1 = features @ p["fc1"] + p["fc1_bias"]
-    hidden = np.maximum(fc1, 0)
-    return {"patches": patches, "pre": pre, "features": features, "fc1": fc1, "hidden": hidden,
-            "logits": hidden @ p["fc2"] + p["fc2_bias"]}
+    r = np.maximum(pre, 0).mean(axis=2).transpose(0, 2, 1)             # (N, FILTERS, ROWS), as row_mean gives it
+    return dict(head({"gamma": np.ones((FILTERS, 1), np.float32), **p}, r), patches=patches, pre=pre)
+
+
+def _logits_gradient(logits: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Mean cross-entropy's gradient on the logits: softmax minus the one-hot labels, over the batch."""
+    z = logits - logits.max(axis=1, keepdims=True)
+    d = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    d[np.arange(len(y)), y] -= 1
+    return d / len(y)
+
+
+def _adam(p: Params, g: Params, m: Params, v2: Params, names: Iterable[str], step: int, rate: float) -> None:
+    """One Adam step in place on ``p[name]`` for ``names`` (moments ``m``, ``v2``; ``step`` counts from 1)."""
+    for name in names:
+        m[name] = 0.9 * m[name] + 0.1 * g[name]
+        v2[name] = 0.999 * v2[name] + 0.001 * g[name] * g[name]
+        update = (m[name] / (1 - 0.9 ** step)) / (np.sqrt(v2[name] / (1 - 0.999 ** step)) + 1e-8)
+        p[name] = (p[name] - rate * update).astype(np.float32)
 
 
 def _gradients(p: Params, x: np.ndarray, y: np.ndarray) -> Params:
     f = forward(p, x)
-    z = f["logits"] - f["logits"].max(axis=1, keepdims=True)
-    d = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)                # softmax, then cross-entropy's gradient
-    d[np.arange(len(y)), y] -= 1
-    d /= len(y)
+    d = _logits_gradient(f["logits"], y)
     g = {"fc2": f["hidden"].T @ d, "fc2_bias": d.sum(axis=0)}
     dh = (d @ p["fc2"].T) * (f["fc1"] > 0)
     g["fc1"], g["fc1_bias"] = f["features"].T @ dh, dh.sum(axis=0)
@@ -136,11 +146,8 @@ def train(x: np.ndarray, y: np.ndarray, seed: int = SEED, epochs: int = EPOCHS) 
         for i in range(0, len(order), BATCH):
             idx = order[i:i + BATCH]
             step += 1
-            for name, g in _gradients(p, x[idx], y[idx]).items():
-                m[name] = 0.9 * m[name] + 0.1 * g
-                v2[name] = 0.999 * v2[name] + 0.001 * g * g
-                update = (m[name] / (1 - 0.9 ** step)) / (np.sqrt(v2[name] / (1 - 0.999 ** step)) + 1e-8)
-                p[name] = (p[name] - LEARNING_RATE * update).astype(np.float32)
+            g = _gradients(p, x[idx], y[idx])
+            _adam(p, g, m, v2, g, step, LEARNING_RATE)
     return p
 
 
@@ -212,10 +219,7 @@ def _qat_gradients(p: Params, r: np.ndarray, y: np.ndarray, amax: Mapping[str, f
     from ..core.calibration.fake_quant import ste_mask, symmetric_scale
 
     f = head(p, r, amax)
-    z = f["logits"] - f["logits"].max(axis=1, keepdims=True)
-    d = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
-    d[np.arange(len(y)), y] -= 1
-    d /= len(y)
+    d = _logits_gradient(f["logits"], y)
     g = {"fc2": f["hidden_q"].T @ d, "fc2_bias": d.sum(axis=0)}
     # rounding passes the gradient as if it were the identity; a value clamped at the grid's end passes none
     dh = (d @ f["fc2_w"].T) * ste_mask(f["hidden"], symmetric_scale(amax["hidden"])) * (f["fc1"] > 0)
@@ -248,12 +252,7 @@ def qat(p: Params, r: np.ndarray, y: np.ndarray, amax: Mapping[str, float], epoc
             idx = order[i:i + BATCH]
             rate = learning_rate * (1 - step / total)
             step += 1
-            g = _qat_gradients(p, r[idx], y[idx], amax)
-            for name in trains:
-                m[name] = 0.9 * m[name] + 0.1 * g[name]
-                v2[name] = 0.999 * v2[name] + 0.001 * g[name] * g[name]
-                update = (m[name] / (1 - 0.9 ** step)) / (np.sqrt(v2[name] / (1 - 0.999 ** step)) + 1e-8)
-                p[name] = (p[name] - rate * update).astype(np.float32)
+            _adam(p, _qat_gradients(p, r[idx], y[idx], amax), m, v2, trains, step, rate)
         if after_epoch is not None:
             after_epoch(epoch, p)
     return p
