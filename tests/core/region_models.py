@@ -146,3 +146,17 @@ def exported_dfl_head(batch: int = 32, anchors: int = 2100) -> onnx.ModelProto:
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 4, anchors])],
                           [shape, out_shape, w])
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def planned_c2f(folder, regions: bool = False):
+    """``(plan, path)``: :func:`c2f_stack` saved in ``folder`` and planned for TensorRT 8.6 (cosine 0.95), the region
+    search on or off; the export rewrites both C2f blocks."""
+    import trtwidgets as tw
+    from trtwidgets.core.qdq.options import QdqOptions
+
+    model = c2f_stack()
+    path = folder / "c2f.onnx"
+    onnx.save(model, str(path))
+    plan = tw.plan(str(path), feeds(model, 16), progress=False, options=QdqOptions(trt_version="8.6"),
+                   target=tw.PlanTarget(cosine=0.95), regions=regions)
+    return plan, path

@@ -9,7 +9,6 @@ from __future__ import annotations
 import onnx
 import pytest
 
-import trtwidgets as tw
 from tests.core import region_models as rm
 from tests.trt.test_plan_measure_cpu import StandIn
 from trtwidgets import trt
@@ -17,7 +16,6 @@ from trtwidgets.cli import main
 from trtwidgets.core.plan.measured.measurement import FP16, QDQ
 from trtwidgets.core.plan.measured.repick import candidate_job_name
 from trtwidgets.core.plan.plan_export import QDQ_FILE, REWRITTEN_FILE, export_plan
-from trtwidgets.core.qdq.options import QdqOptions
 from trtwidgets.trt.plan_measure import measure_plan
 
 pytestmark = pytest.mark.skipif(trt.available(), reason="TensorRT is installed: tests/gpu measure for real")
@@ -25,13 +23,7 @@ pytestmark = pytest.mark.skipif(trt.available(), reason="TensorRT is installed: 
 
 @pytest.fixture(scope="module")
 def planned(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("rw")
-    model = rm.c2f_stack()
-    path = folder / "c2f.onnx"
-    onnx.save(model, str(path))
-    plan = tw.plan(str(path), rm.feeds(model, 16), progress=False, options=QdqOptions(trt_version="8.6"),
-                   target=tw.PlanTarget(cosine=0.95), regions=False)
-    return plan, path
+    return rm.planned_c2f(tmp_path_factory.mktemp("rw"))
 
 
 def _qdq_nodes(path) -> int:

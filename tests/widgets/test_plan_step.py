@@ -95,20 +95,13 @@ def test_plan_step_exports_a_rewritten_fp16_pick_as_the_float_model(tmp_path):
     import dataclasses
 
     from tests.core import region_models as rm
-    from trtwidgets.core.qdq.options import QdqOptions
 
-    model = rm.c2f_stack()
-    path = tmp_path / "c2f.onnx"
-    onnx.save(model, str(path))
+    plan, path = rm.planned_c2f(tmp_path)
     session = Session()
     assert session.load(path)
     step = PlanStep(session, out_dir=tmp_path / "out")
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "model.qdq.onnx").write_bytes(b"an earlier plan's pick")
-    import trtwidgets as tw
-
-    plan = tw.plan(str(path), rm.feeds(model, 16), progress=False, options=QdqOptions(trt_version="8.6"),
-                   target=tw.PlanTarget(cosine=0.95), regions=False)
     i = next(k for k, c in enumerate(plan.candidates) if c.rewritten)
     session.set_plan(dataclasses.replace(plan, recommended=i))  # what a measured run hands the step
     step.show(session.plan)

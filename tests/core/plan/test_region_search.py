@@ -30,13 +30,7 @@ from trtwidgets.trt.plan_measure import measure_plan
 
 @pytest.fixture(scope="module")
 def planned(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("regions")
-    model = rm.c2f_stack()
-    path = folder / "c2f.onnx"
-    onnx.save(model, str(path))
-    plan = tw.plan(str(path), rm.feeds(model, 16), progress=False, options=QdqOptions(trt_version="8.6"),
-                   target=tw.PlanTarget(cosine=0.95))
-    return plan, path
+    return rm.planned_c2f(tmp_path_factory.mktemp("regions"), regions=True)
 
 
 def test_the_planner_scores_each_patterns_schemes_on_the_held_back_samples(planned):

@@ -31,14 +31,7 @@ from trtwidgets.core.qdq.options import QdqOptions
 
 @pytest.fixture(scope="module")
 def planned(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("rewritten")
-    model = rm.c2f_stack()
-    path = folder / "c2f.onnx"
-    onnx.save(model, str(path))
-    # TensorRT 8.6's float part is FP32: the rewritten export computes what the model does, to float rounding.
-    plan = tw.plan(str(path), rm.feeds(model, 16), progress=False, options=QdqOptions(trt_version="8.6"),
-                   target=tw.PlanTarget(cosine=0.95), regions=False)
-    return plan, path
+    return rm.planned_c2f(tmp_path_factory.mktemp("rewritten"))
 
 
 def _index(plan: Plan) -> int:
