@@ -9,6 +9,17 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_file_module(path: Path, name: str = ""):
+    """The Python file at ``path`` (a script or a benchmark, not a package module) imported as a module."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name or path.stem, path)
+    assert spec is not None and spec.loader is not None, path
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
+
+from tests.conftest import load_file_module
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("placement_evidence", ROOT / "scripts" / "placement_evidence.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_file_module(ROOT / "scripts" / "placement_evidence.py", "placement_evidence")
     return module
 
 

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import load_file_module
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def engines():
-    spec = importlib.util.spec_from_file_location("bench_engines", ROOT / "benchmarks" / "engines.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_file_module(ROOT / "benchmarks" / "engines.py", "bench_engines")
     return mod
 
 

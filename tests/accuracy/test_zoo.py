@@ -12,6 +12,8 @@ import numpy as np
 import onnx
 import pytest
 
+from tests.conftest import load_file_module
+
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "benchmarks"
 RUNS = BENCH / "results" / "zoo" / "h100_trt86"
@@ -22,9 +24,7 @@ RUNS_H200 = BENCH / "results" / "zoo" / "h200_trt86"
 def _module(name: str):
     if str(BENCH) not in sys.path:
         sys.path.insert(0, str(BENCH))
-    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_file_module(BENCH / f"{name}.py", name)
     return mod
 
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, load_file_module
 from trtwidgets import trt
 from trtwidgets.core.plan.measured.measurement import FP16, QDQ, Measurement
 from trtwidgets.core.plan.measured.repick import apply_measurements, candidate_job_name, measure_targets
@@ -16,9 +15,7 @@ from trtwidgets.core.plan.plan_artifact import Plan
 
 @pytest.fixture(scope="module")
 def script():
-    spec = importlib.util.spec_from_file_location("gpu_measured_plan", ROOT / "scripts" / "gpu_measured_plan.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_file_module(ROOT / "scripts" / "gpu_measured_plan.py", "gpu_measured_plan")
     return mod
 
 

@@ -6,7 +6,6 @@ build the budget does not allow is never started (so TensorRT is never asked for
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 
@@ -15,7 +14,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, load_file_module
 from trtwidgets.core.accuracy.target import Target
 from trtwidgets.core.accuracy.task_metrics import make_task_metric
 from trtwidgets.core.model.batch_axis import BatchAxes
@@ -24,9 +23,7 @@ from trtwidgets.core.plan.engine_check import EngineCheck
 
 @pytest.fixture(scope="module")
 def script():
-    spec = importlib.util.spec_from_file_location("gpu_peer_yolo", ROOT / "scripts" / "gpu_peer_yolo.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_file_module(ROOT / "scripts" / "gpu_peer_yolo.py", "gpu_peer_yolo")
     return mod
 
 
@@ -170,9 +167,7 @@ def test_a_cached_engine_keeps_its_build_seconds_and_no_build_starts_past_the_bu
 
 
 def test_packed_models_store_a_shared_weight_once_and_unpack_byte_for_byte(tmp_path):
-    spec = importlib.util.spec_from_file_location("onnx_pack", ROOT / "scripts" / "onnx_pack.py")
-    pack = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(pack)
+    pack = load_file_module(ROOT / "scripts" / "onnx_pack.py", "onnx_pack")
     w = onnx.numpy_helper.from_array(np.arange(4096, dtype=np.float32).reshape(64, 64), "w")
     paths = []
     for name, op in (("a", "MatMul"), ("b", "Add")):
