@@ -59,6 +59,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from trtwidgets.core.plan.plan_values import ratio  # noqa: E402 - after the path is set
+
 
 def parse_only(path: Path) -> dict:
     """TensorRT 8.6's ONNX parser on ``path``: ``{file, parsed, errors, layers}``."""
@@ -182,12 +184,6 @@ def _median(rec) -> float:
         return float("nan")
 
 
-def _ratio(a: float, b: float) -> float:
-    import math
-
-    return a / b if math.isfinite(a) and math.isfinite(b) and b > 0 else float("nan")
-
-
 def _metric(rec) -> float:
     acc = (rec or {}).get("accuracy") or {}
     v = acc.get("metric")
@@ -225,12 +221,12 @@ def same_graph_report(engines: dict, plan: list, pick: str = "toolkit", target_r
             graph = by.get((p["graph"], level))
             same = engines.get(graph["name"], {}) if graph else {}
             row = {"engine": p["name"], "kind": p["kind"], "graph": p["graph"], "median_ms": _median(rec),
-                   "x_fp16_given": _ratio(_median(rec), _median(given)),
+                   "x_fp16_given": ratio(_median(rec), _median(given)),
                    "reformats": (rec.get("summary") or {}).get("reformats"),
                    "build_seconds": rec.get("build_seconds"), "metric": _metric(rec),
                    "cosine": ((rec.get("accuracy") or {}).get("cosine")), "error": rec.get("error", "")}
             if p["kind"] == "qdq":
-                row["x_fp16_same_graph"] = _ratio(_median(rec), _median(same))
+                row["x_fp16_same_graph"] = ratio(_median(rec), _median(same))
                 row["same_graph_fp16"] = graph["name"] if graph else None
             rows[p["base"]] = row
         lv: dict = {"rows": rows}
@@ -246,7 +242,7 @@ def same_graph_report(engines: dict, plan: list, pick: str = "toolkit", target_r
                     continue
                 a, b = engines.get(pk["engine"], {}), engines.get(row["engine"], {})
                 peer_faster = _paired(b, a)
-                peers[base] = {"engine": row["engine"], "pick_vs_peer_ms": _ratio(pk["median_ms"], row["median_ms"]),
+                peers[base] = {"engine": row["engine"], "pick_vs_peer_ms": ratio(pk["median_ms"], row["median_ms"]),
                                "pick_faster": _paired(a, b), "peer_faster": peer_faster,
                                "not_slower": not peer_faster["faster"],
                                "reformats": [pk["reformats"], row["reformats"]],
@@ -259,7 +255,7 @@ def same_graph_report(engines: dict, plan: list, pick: str = "toolkit", target_r
         across = {}
         for base in dict.fromkeys(p["base"] for p in plan):
             a = engines.get(by[(base, first)]["name"], {})
-            across[base] = {str(lv): {"x_time": _ratio(_median(engines.get(by[(base, lv)]["name"], {})), _median(a)),
+            across[base] = {str(lv): {"x_time": ratio(_median(engines.get(by[(base, lv)]["name"], {})), _median(a)),
                                       "build_seconds": engines.get(by[(base, lv)]["name"], {}).get("build_seconds")}
                             for lv in levels}
         out["across_levels"] = {"against_level": first, "models": across}
@@ -512,7 +508,7 @@ def print_table(engines: dict, ref_name: str) -> None:
         s = r.get("summary", {})
         acc = r.get("accuracy") or {}
         med = _median(r)
-        print(f"{name:<22} {med:>10.4f} {_ratio(med, ref):>10.3f} {float(r.get('spread_ms') or 'nan'):>8.4f} "
+        print(f"{name:<22} {med:>10.4f} {ratio(med, ref):>10.3f} {float(r.get('spread_ms') or 'nan'):>8.4f} "
               f"{s.get('layers', '-')} {s.get('int8', '-')} {s.get('reformats', '-')} {s.get('pointwise', '-')} "
               f"{s.get('scale', '-')}  {r.get('build_seconds', '-')}  {acc.get('metric', '-')}  {acc.get('cosine', '-')} "
               f"{(r.get('error') or acc.get('error') or '')[:300]}", flush=True)
