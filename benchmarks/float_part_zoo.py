@@ -185,8 +185,8 @@ def _float_model_fp16(model: str, held: str) -> Dict[str, Optional[float]]:
     import copy
 
     from trtwidgets.core.model.load import load_model
-    from trtwidgets.core.qdq.high_precision import convert_float_part
-    from trtwidgets.core.qdq.low_precision_storage import storage_emulation
+    from trtwidgets.core.qdq.float_part.convert import convert_float_part
+    from trtwidgets.core.qdq.float_part.storage import storage_emulation
     from trtwidgets.core.qdq.placement import place_qdq
 
     loaded = load_model(model)
@@ -217,7 +217,7 @@ def _sensitivity(model: str, stats: Path, held: str) -> Dict[str, Optional[float
 def _two_models(loaded, held: str, first, second) -> Dict[str, Optional[float]]:
     """Output -> cosine of two models' outputs on the held-back samples as read (ONNX Runtime, unoptimized)."""
     from trtwidgets.core.common.ort import open_session
-    from trtwidgets.core.qdq.held_quantizers import Cosine
+    from trtwidgets.core.qdq.float_part.held_quantizers import Cosine
 
     a = open_session(first, optimization="disable", purpose="diagnose")
     b = open_session(second, optimization="disable", purpose="diagnose")

@@ -271,7 +271,7 @@ def build_job(model: str, batch: int, variant: str, path: Path, zoo: Path, work:
         import onnx
 
         from trtwidgets.core.plan.plan_artifact import Plan
-        from trtwidgets.core.qdq.float_part import float_part_nodes, float_part_pattern
+        from trtwidgets.core.qdq.float_part.layer_pins import float_part_nodes, float_part_pattern
         from trtwidgets.core.recipe.fields import LayerPrecision
 
         pick = Plan.load(plan_json).pick.quantized if plan_json is not None and plan_json.exists() else ()

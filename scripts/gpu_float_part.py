@@ -69,7 +69,7 @@ def prepare(families, folder: Path) -> None:
 
 
 def _cos(a, b) -> float:
-    from trtwidgets.core.qdq.held_quantizers import Cosine
+    from trtwidgets.core.qdq.float_part.held_quantizers import Cosine
 
     c = Cosine()
     c.add(a, b)

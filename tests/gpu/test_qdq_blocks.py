@@ -25,7 +25,7 @@ TensorRT 8.6 does with a quantized grouped conv whose output is read in float, a
 fuses INT8 in and out, as in an implicit INT8 engine; the depthwise + HardSwish
 block too). The
 blocks with float layers between INT8 ones are built again with those layers pinned
-to FP16 (precision constraints ``prefer``; ``core.qdq.float_part``), the weakly
+to FP16 (precision constraints ``prefer``; ``core.qdq.float_part.layer_pins``), the weakly
 typed way to an FP16 float part.
 
 The family blocks are built with the planner's dense placement too (``-dense``), and C2f, SPPF and
@@ -78,7 +78,7 @@ def write_results(work):
 @pytest.mark.parametrize("name, variant", VARIANTS, ids=[f"{n}-{v}" if v else n for n, v in VARIANTS])
 def test_block_runs_int8_where_the_export_says(trt, work, name, variant):
     from trtwidgets.core.engine.inspector_json import parse_inspector_json
-    from trtwidgets.core.qdq.float_part import float_part_nodes, float_part_pattern
+    from trtwidgets.core.qdq.float_part.layer_pins import float_part_nodes, float_part_pattern
     from trtwidgets.core.recipe.fields import LayerPrecision
 
     maker, never_int8 = BLOCKS[name]

@@ -17,7 +17,7 @@ from trtwidgets.core.calibration.explorer_data import error_split, int8_levels, 
 from trtwidgets.core.calibration.ranges import RangeResult, compute_amax, evaluate_amax
 from trtwidgets.core.calibration.stats import TensorStats
 from trtwidgets.core.qdq.fp8 import e4m3fn_to_float, float_to_e4m3fn
-from trtwidgets.core.qdq.fp16_weight_scales import weight_scale_fp16
+from trtwidgets.core.qdq.float_part.weight_scales import weight_scale_fp16
 from trtwidgets.core.qdq.weights import quantize_weight
 
 

@@ -138,7 +138,7 @@ def _qdq_model(scale: float, tail, extra_inits=(), n: int = 256) -> onnx.ModelPr
 
 def _fp16(reference: onnx.ModelProto, dtype: str = "fp16"):
     """``(the model with its float part in dtype, the conversion's report)``."""
-    from trtwidgets.core.qdq.high_precision import convert_float_part
+    from trtwidgets.core.qdq.float_part.convert import convert_float_part
 
     return convert_float_part(copy.deepcopy(reference), dtype)
 
@@ -217,7 +217,7 @@ def test_a_float_part_that_loses_precision_in_fp16_still_fails(tail, inits):
 
 
 def test_the_reference_takes_requantized_weights_and_bf16_scales():
-    from trtwidgets.core.qdq.same_quantization import same_quantization
+    from trtwidgets.core.qdq.float_part.same_quantization import same_quantization
 
     # A stored INT8 weight whose per-channel scales round to 0 in FP16 (below 2**-25): the conversion re-quantizes
     # that channel's integers to 2**-24, and the reference takes them with the scale.

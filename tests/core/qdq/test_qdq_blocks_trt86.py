@@ -5,7 +5,7 @@ same precisions and fusions).
 
 The fixture ``tests/fixtures/trt86/qdq_blocks.json`` is that run's layer tables. These tests keep
 the exporter in step with it (the placement it builds is the one TensorRT was given) and state
-what the run showed, which the placement rules and :mod:`trtwidgets.core.qdq.float_part` rest on.
+what the run showed, which the placement rules and :mod:`trtwidgets.core.qdq.float_part.layer_pins` rest on.
 """
 
 from __future__ import annotations

@@ -157,7 +157,7 @@ def test_every_activation_record_is_what_the_model_holds(residual, hp):
 
 
 def test_every_weight_record_says_where_its_scales_are_and_what_the_fp16_part_changed():
-    from tests.core.qdq.test_fp16_weight_scales import _conv_with_tiny_channels
+    from tests.core.qdq.test_float_part_weight_scales import _conv_with_tiny_channels
 
     model = _conv_with_tiny_channels()
     w = numpy_helper.to_array(model.graph.initializer[0])

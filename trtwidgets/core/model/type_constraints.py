@@ -16,7 +16,7 @@ reached is *kept*: it computes in FP32. This covers shape and index arithmetic
 parameters), ``Resize`` scales, ``TopK``'s K and whatever the next opset adds, with
 no list of ops to keep up to date.
 
-Used by the float-part conversion (:mod:`trtwidgets.core.qdq.high_precision`) and by
+Used by the float-part conversion (:mod:`trtwidgets.core.qdq.float_part.convert`) and by
 lint (what the export will keep in FP32, and why).
 """
 

@@ -44,12 +44,12 @@ from ..model.trt_rewrites import apply_rewrites
 from .export_report import QdqExport, QdqReport, QuantizedTensor, QuantizedWeight
 from .qdq_writer import QdqWriter
 from .weights import PRECISIONS, quantize_weight
-from .high_precision import MIN_OPSET as HP_MIN_OPSET, convert_float_part, preferred_opset
+from .float_part.convert import MIN_OPSET as HP_MIN_OPSET, convert_float_part, preferred_opset
 from .options import QdqExportError, QdqOptions
 from .placement import Placement, Skip, node_label, place_qdq
 from .sibling_layers import RULE_TEXT as SIBLING_RULE_TEXT, applies_to as siblings_rule_applies, float_output_siblings
 from .spec import QdqSpec
-from .written import as_written
+from .float_part.as_written import as_written
 
 __all__ = ["PRECISIONS", "QdqExportError", "QdqOptions", "QdqSpec", "QuantizedTensor", "QuantizedWeight", "QdqReport",
            "QdqExport", "build_qdq", "export_qdq", "save_qdq_model", "quantize_weight",

@@ -8,17 +8,17 @@ Three checks, cheapest first:
    a kernel the CPU provider lacks (``NOT_IMPLEMENTED``) is noted, not failed;
 3. with data and a reference (the same Q/DQ model with an FP32 float part), the float part in its
    low precision against FP32, at ``min_cosine`` (0.998 by default). Both sides quantize alike: the
-   reference takes the export's own scales and weight integers (:mod:`.same_quantization`; values the
-   conversion wrote anew are in :attr:`~.high_precision.HighPrecisionReport.qdq_values`).
+   reference takes the export's own scales and weight integers (:mod:`.float_part.same_quantization`; values the
+   conversion wrote anew are in :attr:`~.float_part.convert.FloatPartReport.qdq_values`).
 
-   Every quantizer is held (:mod:`.held_quantizers`): each QuantizeLinear outputs the reference's
+   Every quantizer is held (:mod:`.float_part.held_quantizers`): each QuantizeLinear outputs the reference's
    integers on both sides, so each float span is compared from the same inputs, at the outputs and at
    every quantizer's input; the model's own quantizers must write the reference's integers too
    (one-step flips next to a boundary aside). End-to-end cosines are reported (``end_to_end``) but
    fail the check only when not finite: the quantizers' steps hide the float part's error there
    (evidence: docs/evidence.md, "export_check").
 
-   The low-precision side is :func:`.low_precision_storage.storage_emulation`: every tensor rounded
+   The low-precision side is :func:`.float_part.storage.storage_emulation`: every tensor rounded
    to FP16 where it is written, as TensorRT's FP16 kernels store it (ONNX Runtime's CPU provider
    computes most FP16 ops in FP32), so an overflow or a value lost in FP16 anywhere fails the check.
 """
@@ -32,11 +32,11 @@ import numpy as np
 import onnx
 
 from ..common.errors import UserError
-from .held_quantizers import Cosine, HeldComparison, compare_held
-from .float_part_report import HighPrecisionReport
-from .low_precision_storage import NotEmulable, storage_emulation
+from .float_part.held_quantizers import Cosine, HeldComparison, compare_held
+from .float_part.report import FloatPartReport
+from .float_part.storage import NotEmulable, storage_emulation
 from .options import QdqExportError
-from .same_quantization import carrying_scales
+from .float_part.same_quantization import carrying_scales
 
 __all__ = ["DEFAULT_MIN_COSINE", "ExportCheck", "ExportCheckError", "check_export", "raise_if_failed"]
 
@@ -157,7 +157,7 @@ def _compare(sess, reference: onnx.ModelProto, feeds: Iterable[Mapping[str, np.n
 
 
 def _held(model: onnx.ModelProto, reference: onnx.ModelProto, feeds, notes: List[str]) -> HeldComparison:
-    """:func:`.held_quantizers.compare_held` of the model's low-precision storage emulation (the model itself where
+    """:func:`.float_part.held_quantizers.compare_held` of the model's low-precision storage emulation (the model itself where
     it cannot be emulated, with a note) against the reference."""
     from ..common import ort as common_ort
 
@@ -230,7 +230,7 @@ def _gate(held: HeldComparison, end_to_end: Mapping[str, float], quant: Mapping[
 
 
 def check_export(model: onnx.ModelProto, *, reference: Optional[onnx.ModelProto] = None,
-                 conversion: Optional[HighPrecisionReport] = None,
+                 conversion: Optional[FloatPartReport] = None,
                  feeds: Optional[Iterable[Mapping[str, np.ndarray]]] = None,
                  min_cosine: float = DEFAULT_MIN_COSINE,
                  original: Optional[onnx.ModelProto] = None) -> ExportCheck:
@@ -243,7 +243,7 @@ def check_export(model: onnx.ModelProto, *, reference: Optional[onnx.ModelProto]
         The same Q/DQ model with its float part in FP32 (an export's ``float32_model``); compared on ``feeds``
         after taking ``model``'s Q/DQ scales and stored weights, widened to FP32 (a copy: the caller's
         reference is not changed).
-    conversion : HighPrecisionReport, optional
+    conversion : FloatPartReport, optional
         What the float part's conversion wrote anew (an export's ``report.high_precision``): which scales
         and weights the reference takes from ``model``. Without it the reference keeps its own (a note says so).
     feeds : iterable of dict, optional

@@ -17,7 +17,7 @@ import numpy as np
 import onnx
 
 from ..model.graph_patterns import PatternMatch
-from .float_part_report import HighPrecisionReport
+from .float_part.report import FloatPartReport
 from .placement import Skip
 
 __all__ = ["QuantizedTensor", "QuantizedWeight", "QdqReport", "QdqExport"]
@@ -103,7 +103,7 @@ class QuantizedWeight:
         Scales that the float part's type changed (FP16 / BF16 rounding).
     requantized_channels : int
         Channels whose stored integers the FP16 float part quantized again (a scale that rounds to 0 in FP16
-        is raised to 2**-24, :mod:`.fp16_weight_scales`).
+        is raised to 2**-24, :mod:`.float_part.weight_scales`).
     """
 
     tensor: str
@@ -156,7 +156,7 @@ class QdqReport:
         Weighted layers (Conv, Gemm, ...) whose inputs and weights are all quantized:
         the layers TensorRT will run in INT8/FP8.
     warnings : tuple of str
-    high_precision : HighPrecisionReport, optional
+    high_precision : FloatPartReport, optional
         What the float part's conversion changed (None: the float part is FP32).
     ranges : str
         Where the amax came from, in words (the spec's ``source``: a calibration's method and
@@ -179,7 +179,7 @@ class QdqReport:
     excluded: Tuple[str, ...]
     quantized_layers: Tuple[str, ...]
     warnings: Tuple[str, ...] = field(default=())
-    high_precision: Optional[HighPrecisionReport] = None
+    high_precision: Optional[FloatPartReport] = None
     ranges: str = ""
     clipped: Tuple[Tuple[str, str], ...] = ()
     rewrites: Tuple[Tuple[str, str], ...] = ()

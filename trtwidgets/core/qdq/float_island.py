@@ -3,7 +3,7 @@
 Some graphs cannot run every float tensor in FP16 (a ``1e-10`` added before a ``Log`` becomes 0; a
 variance squares values above 256; an ``Exp`` leaves FP16's range). :func:`check_float_part` judges
 the float part in FP16 by the one verdict (:func:`~..accuracy.verdict.evaluate`), every tensor rounded
-where it is written (:func:`~.low_precision_storage.storage_emulation`), and when it fails, finds an
+where it is written (:func:`~.float_part.storage.storage_emulation`), and when it fails, finds an
 **FP32 island**:
 
 1. **Suspects, by rule:** nodes reading a constant FP16 cannot hold (non-zero below FP16's smallest
@@ -101,8 +101,8 @@ def float_part_model(model, dtype: str = "fp16", keep_fp32: Sequence[str] = ()) 
     """``model`` with its float part in ``dtype`` (``keep_fp32`` kept FP32) as TensorRT's kernels hold it: every
     tensor rounded to ``dtype`` where it is written, computed in FP32 by ONNX Runtime."""
     from ..model.load import as_model_proto
-    from .high_precision import convert_float_part
-    from .low_precision_storage import storage_emulation
+    from .float_part.convert import convert_float_part
+    from .float_part.storage import storage_emulation
 
     copy = onnx.ModelProto()
     copy.CopyFrom(as_model_proto(model))

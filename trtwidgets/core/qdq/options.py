@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Tuple
 
 from ..common.errors import UserError
-from .high_precision import HIGH_PRECISIONS, default_high_precision
+from .float_part.convert import HIGH_PRECISIONS, default_high_precision
 from .weights import PRECISIONS
 from ..model.trt_rewrites import DEFAULT_REWRITES, REWRITES
 

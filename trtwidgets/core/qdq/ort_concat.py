@@ -21,7 +21,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..model.graph_patterns import node_label
-from .low_precision_storage import fresh_name
+from .float_part.storage import fresh_name
 
 __all__ = ["ORT_CONCAT_REASON", "fp32_concat_quantizers"]
 

@@ -4,8 +4,8 @@ Converting the float part to FP16 (or BF16) rounds every Q/DQ scale to that type
 QuantizeLinear scale below 2**-14, re-quantizing a stored weight whose scale rounds to 0). Compared
 with the unrounded scales, the values next to an INT8 step flip: that is the scales' rounding, not
 the float part's precision. :func:`carrying_scales` gives the FP32 reference the values the
-conversion wrote (its own record, :attr:`~.float_part_report.HighPrecisionReport.qdq_values`),
-widened back to FP32, so that the check (:mod:`.export_check`) compares the float parts alone.
+conversion wrote (its own record, :attr:`~.report.FloatPartReport.qdq_values`),
+widened back to FP32, so that the check (:mod:`..export_check`) compares the float parts alone.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .float_part_report import HighPrecisionReport
-from ..model.graph_patterns import node_label
+from .report import FloatPartReport
+from ...model.graph_patterns import node_label
 
 __all__ = ["carrying_scales", "same_quantization"]
 
@@ -55,7 +55,7 @@ def _constant(values, name: str) -> Optional[np.ndarray]:
     return a
 
 
-def same_quantization(model: onnx.ModelProto, reference: onnx.ModelProto, conversion: HighPrecisionReport
+def same_quantization(model: onnx.ModelProto, reference: onnx.ModelProto, conversion: FloatPartReport
                        ) -> Tuple[onnx.ModelProto, int, int, str]:
     """``(reference, scales replaced, stored weights replaced, the model's scale type)``: ``reference`` (the Q/DQ
     model with an FP32 float part) given the Q/DQ scales and stored weight values that the float part's conversion
@@ -132,7 +132,7 @@ def _apply(graph: onnx.GraphProto, changes: Mapping[Tuple[int, int], np.ndarray]
 
 
 def carrying_scales(model: onnx.ModelProto, reference: onnx.ModelProto,
-                     conversion: Optional[HighPrecisionReport], notes: List[str]) -> onnx.ModelProto:
+                     conversion: Optional[FloatPartReport], notes: List[str]) -> onnx.ModelProto:
     """The reference carrying the model's Q/DQ scales (:func:`same_quantization`), with its note; the reference
     as given (and why) when there is no record of the conversion or the record does not fit."""
     if conversion is None:

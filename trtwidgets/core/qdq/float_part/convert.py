@@ -8,12 +8,12 @@ in FP32, with reformats at every INT8/FP32 border. So the export writes:
 * graph inputs and outputs in FP32: one ``Cast`` after each float input and before each float output;
 * BatchNormalization first as its equivalent scale and shift (a running variance may exceed 65504).
 
-FP32 is kept, each case with its reason in :attr:`HighPrecisionReport.kept_fp32`, where an
+FP32 is kept, each case with its reason in :attr:`FloatPartReport.kept_fp32`, where an
 operator schema refuses the lower type (:mod:`trtwidgets.core.model.type_constraints`) and for
 whatever computes such an input; for a decomposed LayerNorm's variance (``Pow``/``ReduceMean``/
 ``Sqrt``); for ops without a schema and values read inside If/Loop bodies; and for the ops the user
 names (``keep_fp32``). A QuantizeLinear that reads a Concat of DequantizeLinears is written in FP32
-(:mod:`.ort_concat`).
+(:mod:`..ort_concat`).
 
 A BF16 float part is written at opset 22 where the target parses it (:func:`preferred_opset`); for
 TensorRT 8.6 the float part stays FP32 and the FP16 builder flag decides (:func:`default_high_precision`).
@@ -28,15 +28,15 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from ..common.errors import UserError
-from ..model.graph_patterns import node_label
-from ..model.onnx_graph import subgraph_reads
-from ..model.type_constraints import float_tensors, low_precision_blockers
-from .float_part_report import HighPrecisionReport, QdqValue
-from .fp16_weight_scales import stored_weight_dqs, weight_scale_fp16
-from .ort_concat import fp32_concat_quantizers
+from ...common.errors import UserError
+from ...model.graph_patterns import node_label
+from ...model.onnx_graph import subgraph_reads
+from ...model.type_constraints import float_tensors, low_precision_blockers
+from .report import FloatPartReport, QdqValue
+from .weight_scales import stored_weight_dqs, weight_scale_fp16
+from ..ort_concat import fp32_concat_quantizers
 
-__all__ = ["HIGH_PRECISIONS", "HighPrecisionError", "HighPrecisionReport", "QdqValue", "default_high_precision",
+__all__ = ["HIGH_PRECISIONS", "HighPrecisionError", "FloatPartReport", "QdqValue", "default_high_precision",
            "convert_float_part", "MIN_OPSET", "PREFERRED_OPSET", "preferred_opset"]
 
 #: Supported high-precision dtypes -> ONNX element type.
@@ -68,7 +68,7 @@ def default_high_precision(trt_version=None) -> str:
     """
     if trt_version is None:
         return "fp16"
-    from ..model.trt_version import parse_trt_version
+    from ...model.trt_version import parse_trt_version
 
     v = parse_trt_version(trt_version)
     return "fp16" if v.major >= 10 else "fp32"
@@ -80,8 +80,8 @@ def preferred_opset(dtype: str, trt_version=None) -> int:
     want = PREFERRED_OPSET.get(dtype, MIN_OPSET)
     if trt_version is None or want <= MIN_OPSET:
         return want
-    from ..model.trt_support import MAX_OPSET
-    from ..model.trt_version import parse_trt_version
+    from ...model.trt_support import MAX_OPSET
+    from ...model.trt_version import parse_trt_version
 
     v = parse_trt_version(trt_version)
     limit = max((o for since, o in MAX_OPSET if v >= since), default=want)
@@ -93,7 +93,7 @@ def _to_dtype(arr: np.ndarray, dtype: str, name: str, clamped: List[str], scale:
     if scale and dtype == "fp16" and np.any((a > 0) & (a < _FP16_MIN_NORMAL)):
         # A QuantizeLinear scale that rounds to 0 (or loses its bits) in FP16 would divide by zero in Q. Its
         # DequantizeLinear reads the same scale, so the pair stays consistent (a coarser step). Never for a
-        # stored weight's scale: its integers were computed with the FP32 scale (:func:`~.fp16_weight_scales.weight_scale_fp16`).
+        # stored weight's scale: its integers were computed with the FP32 scale (:func:`~.weight_scales.weight_scale_fp16`).
         clamped.append(name)
         a = np.where(a > 0, np.maximum(a, _FP16_MIN_NORMAL), a)
     if dtype == "fp16":
@@ -142,7 +142,7 @@ def _check_request(proto: onnx.ModelProto, dtype: str, require_opset: bool) -> N
 
 def convert_float_part(proto: onnx.ModelProto, dtype: str = "fp16", *, keep_fp32: Iterable[str] = (),
                        patterns=(), require_opset: bool = True,
-                       memo: Optional[dict] = None) -> Tuple[onnx.ModelProto, HighPrecisionReport]:
+                       memo: Optional[dict] = None) -> Tuple[onnx.ModelProto, FloatPartReport]:
     """Write the float part of ``proto`` (a Q/DQ or float model, opset >= 19) in ``dtype``.
 
     Parameters
@@ -161,11 +161,11 @@ def convert_float_part(proto: onnx.ModelProto, dtype: str = "fp16", *, keep_fp32
         without Q/DQ at any opset (the planner's FP16 candidate).
     memo : dict, optional
         Kept across conversions of Q/DQ copies of one graph: its tensor types are inferred once
-        (:func:`~..model.type_constraints.float_tensors`).
+        (:func:`~...model.type_constraints.float_tensors`).
 
     Returns
     -------
-    (onnx.ModelProto, HighPrecisionReport)
+    (onnx.ModelProto, FloatPartReport)
 
     Raises
     ------
@@ -174,7 +174,7 @@ def convert_float_part(proto: onnx.ModelProto, dtype: str = "fp16", *, keep_fp32
     """
     _check_request(proto, dtype, require_opset)
     if dtype == "fp32":
-        return proto, HighPrecisionReport("fp32")
+        return proto, FloatPartReport("fp32")
     graph = proto.graph
     _normalize_batchnorms(graph)
     new_type = HIGH_PRECISIONS[dtype]
@@ -199,7 +199,7 @@ def convert_float_part(proto: onnx.ModelProto, dtype: str = "fp16", *, keep_fp32
     kept_rows = tuple((node_label(graph_node), keep[i]) for i, graph_node in rewrite.kept_math())
     n_nodes = len(graph.node)
     kept_rows += tuple(fp32_concat_quantizers(graph))  # so that ONNX Runtime's default session loads it
-    report = HighPrecisionReport(dtype=dtype, converted_initializers=rewrite.converted, kept_fp32=kept_rows,
+    report = FloatPartReport(dtype=dtype, converted_initializers=rewrite.converted, kept_fp32=kept_rows,
                                  casts=rewrite.casts + len(graph.node) - n_nodes,
                                  clamped=tuple(dict.fromkeys(rewrite.clamped)), qdq_values=qdq_values)
     return proto, report

@@ -3,7 +3,7 @@
 ONNX Runtime's CPU provider has no FP16 kernel for most ops (Add, Mul, Conv, MatMul, Softmax...): it runs
 them in FP32 and drops the Casts it put around them, so a chain of such ops is computed in FP32 and rounded
 to FP16 only where an op with an FP16 kernel (QuantizeLinear, DequantizeLinear, LayerNormalization, Cast)
-reads or writes it (``tests/core/qdq/test_low_precision_storage.py`` shows it on a Mul -> Add chain). A
+reads or writes it (``tests/core/qdq/test_float_part_storage.py`` shows it on a Mul -> Add chain). A
 check that runs the FP16 model as it is therefore sees less rounding than TensorRT, whose FP16 kernels
 write every tensor in FP16.
 

@@ -3,7 +3,7 @@
 TensorRT 8.6 (and 10 without strong typing) decides the precision of the layers between Q/DQ
 regions by timing, and with the FP16 flag it may still run some in FP32. Pinning those layers to
 FP16 with precision constraints (``prefer``) is the weakly typed twin of writing the float part in
-FP16 (:mod:`.high_precision`), which TensorRT 8.6's parser cannot read. Evidence: docs/evidence.md,
+FP16 (:mod:`.convert`), which TensorRT 8.6's parser cannot read. Evidence: docs/evidence.md,
 "float_part".
 """
 

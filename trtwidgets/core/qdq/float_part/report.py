@@ -1,4 +1,4 @@
-"""What the float part's conversion (:func:`~.high_precision.convert_float_part`) changed, as records.
+"""What the float part's conversion (:func:`~.convert.convert_float_part`) changed, as records.
 
 Kept apart from the conversion so that readers of an export's report (the export check, the report's
 "as written" values) need none of the conversion's machinery.
@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Tuple
 
-__all__ = ["HighPrecisionReport", "QdqValue"]
+__all__ = ["FloatPartReport", "QdqValue"]
 
 
 @dataclass(frozen=True)
-class HighPrecisionReport:
-    """What :func:`~.high_precision.convert_float_part` changed.
+class FloatPartReport:
+    """What :func:`~.convert.convert_float_part` changed.
 
     Attributes
     ----------
@@ -47,14 +47,14 @@ class HighPrecisionReport:
                 "clamped": list(self.clamped), "qdq_values": [v.to_dict() for v in self.qdq_values]}
 
     def __repr__(self) -> str:
-        return (f"HighPrecisionReport({self.dtype}: {self.converted_initializers} values converted, "
+        return (f"FloatPartReport({self.dtype}: {self.converted_initializers} values converted, "
                 f"{len(self.kept_fp32)} nodes kept FP32, {self.casts} casts, {len(self.clamped)} clamped, "
                 f"{len(self.qdq_values)} Q/DQ values rewritten)")
 
 
 @dataclass(frozen=True)
 class QdqValue:
-    """A value of a Q/DQ node that :func:`~.high_precision.convert_float_part` wrote anew (a scale in the float
+    """A value of a Q/DQ node that :func:`~.convert.convert_float_part` wrote anew (a scale in the float
     part's type, or a stored weight's integers re-quantized to the FP16 scale).
 
     Attributes

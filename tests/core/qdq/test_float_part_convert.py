@@ -11,7 +11,7 @@ from tests.core import qdq_models as qm
 from trtwidgets import demo
 from trtwidgets.core.common.errors import UserError
 from trtwidgets.core.qdq.export import QdqExportError, QdqOptions, QdqSpec, build_qdq
-from trtwidgets.core.qdq.high_precision import convert_float_part, default_high_precision
+from trtwidgets.core.qdq.float_part.convert import convert_float_part, default_high_precision
 from trtwidgets.core.qdq.validate import run_model
 
 

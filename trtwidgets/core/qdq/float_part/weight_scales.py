@@ -5,7 +5,7 @@ FP16 cannot hold (below its smallest normal 2**-14) to 2**-14 keeps the pair con
 weight is different: its integers were computed with the FP32 scale, so its FP16 scale must stay
 the nearest FP16 value (a subnormal), or the weight is multiplied (the zoo's ViT patch embedding:
 4e-6 scales raised to 2**-14 multiplied 36 of 384 channels by up to 14). Used by
-:mod:`.high_precision` when it writes the FP16 float part.
+:mod:`.convert` when it writes the FP16 float part.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from ..calibration.fake_quant import requantize_int8
+from ...calibration.fake_quant import requantize_int8
 
 __all__ = ["stored_weight_dqs", "weight_scale_fp16"]
 

@@ -12,7 +12,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from trtwidgets.core.qdq.export import QdqOptions, QdqSpec, build_qdq
-from trtwidgets.core.qdq.high_precision import _FP16_MIN_NORMAL
+from trtwidgets.core.qdq.float_part.convert import _FP16_MIN_NORMAL
 from trtwidgets.core.qdq.validate import run_model
 
 

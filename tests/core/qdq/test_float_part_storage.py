@@ -1,4 +1,4 @@
-"""The float part as TensorRT's FP16 kernels hold it (core/qdq/low_precision_storage.py)."""
+"""The float part as TensorRT's FP16 kernels hold it (core/qdq/float_part/storage.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from trtwidgets.core.common.ort import open_session
 from trtwidgets.core.qdq.export_check import check_export
-from trtwidgets.core.qdq.high_precision import convert_float_part
-from trtwidgets.core.qdq.low_precision_storage import NotEmulable, storage_emulation
+from trtwidgets.core.qdq.float_part.convert import convert_float_part
+from trtwidgets.core.qdq.float_part.storage import NotEmulable, storage_emulation
 
 pytest.importorskip("onnxruntime")
 

@@ -1,9 +1,9 @@
 """The export's records as the model holds them: scales after the float part's conversion, and what it changed.
 
-:class:`~.qdq_writer.QdqWriter` records each Q/DQ pair and stored weight with FP32 scales; the float
-part's conversion (:func:`~.high_precision.convert_float_part`) then rounds the scales to FP16 / BF16 and
+:class:`~..qdq_writer.QdqWriter` records each Q/DQ pair and stored weight with FP32 scales; the float
+part's conversion (:func:`~.convert.convert_float_part`) then rounds the scales to FP16 / BF16 and
 re-quantizes a weight whose scale rounds to 0, listing each value it wrote anew by the index of the Q/DQ
-node reading it (:class:`~.high_precision.QdqValue`). :func:`as_written` joins the two: the report then says
+node reading it (:class:`~.convert.QdqValue`). :func:`as_written` joins the two: the report then says
 what the file holds, and the export check reads it from there.
 """
 
@@ -16,8 +16,8 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from .export_report import QuantizedTensor, QuantizedWeight
-from .float_part_report import HighPrecisionReport
+from ..export_report import QuantizedTensor, QuantizedWeight
+from .report import FloatPartReport
 
 __all__ = ["as_written", "model_values"]
 
@@ -37,7 +37,7 @@ def model_values(graph: onnx.GraphProto) -> Dict[str, onnx.TensorProto]:
 
 
 def as_written(activations: Sequence[QuantizedTensor], weights: Sequence[QuantizedWeight], before: onnx.ModelProto,
-               after: onnx.ModelProto, conversion: HighPrecisionReport,
+               after: onnx.ModelProto, conversion: FloatPartReport,
                original: Callable[[str], Optional[np.ndarray]]
                ) -> Tuple[Tuple[QuantizedTensor, ...], Tuple[QuantizedWeight, ...]]:
     """``(activations, weights)`` with the scales and values ``after`` holds.
@@ -50,8 +50,8 @@ def as_written(activations: Sequence[QuantizedTensor], weights: Sequence[Quantiz
         The Q/DQ model before the float part's conversion (its node order is the one ``conversion`` indexes).
     after : onnx.ModelProto
         The converted model.
-    conversion : HighPrecisionReport
-        What the conversion wrote anew (:attr:`~.high_precision.HighPrecisionReport.qdq_values`).
+    conversion : FloatPartReport
+        What the conversion wrote anew (:attr:`~.convert.FloatPartReport.qdq_values`).
     original : callable
         Weight name -> its float value in the model before Q/DQ (the rounding error is measured against it).
     """
@@ -100,7 +100,7 @@ def _weight(w: QuantizedWeight, scale_name: Optional[str], values_name: Optional
 def _decoded(t: onnx.TensorProto) -> np.ndarray:
     """The float32 values of stored codes (INT8 integers, or FP8 E4M3FN codes read from their bytes)."""
     if t.data_type == onnx.TensorProto.FLOAT8E4M3FN and t.raw_data:
-        from .fp8 import e4m3fn_to_float
+        from ..fp8 import e4m3fn_to_float
 
         return e4m3fn_to_float(np.frombuffer(t.raw_data, np.uint8).reshape(tuple(t.dims)))
     return numpy_helper.to_array(t).astype(np.float32)

@@ -28,7 +28,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from .low_precision_storage import fresh_name, tensor_types
+from .storage import fresh_name, tensor_types
 
 __all__ = ["HeldComparison", "Cosine", "compare_held"]
 
@@ -143,7 +143,7 @@ def compare_held(model: onnx.ModelProto, reference: onnx.ModelProto, feeds: Iter
     Parameters
     ----------
     model : onnx.ModelProto
-        The Q/DQ model whose float part is checked (e.g. its :func:`~.low_precision_storage.storage_emulation`).
+        The Q/DQ model whose float part is checked (e.g. its :func:`~.storage.storage_emulation`).
     reference : onnx.ModelProto
         The same Q/DQ model with an FP32 float part (and the same scales).
     feeds : iterable of dict
