@@ -23,7 +23,7 @@ import onnx
 from ..model.onnx_graph import WEIGHTED_OPS
 from .cost_model import static_shapes
 
-__all__ = ["observed_shapes", "open_tensors"]
+__all__ = ["batch_scaled", "doubled", "free_batch", "observed_shapes", "open_tensors", "sample_shapes"]
 
 Shape = Tuple[int, ...]
 
@@ -40,18 +40,48 @@ def open_tensors(proto: onnx.ModelProto, known: Mapping[str, Shape]) -> List[str
     return out
 
 
-def _run_shapes(proto: onnx.ModelProto, names: Sequence[str], feed: Mapping[str, np.ndarray]) -> Dict[str, Shape]:
+def sample_shapes(proto: onnx.ModelProto, names: Sequence[str], feed: Mapping[str, np.ndarray],
+                  purpose: str = "find the shapes shape inference leaves open") -> Dict[str, Shape]:
+    """The shapes of ``names`` in one ONNX Runtime run of ``feed`` (those the run can output).
+
+    Parameters
+    ----------
+    proto : onnx.ModelProto
+        The float model.
+    names : sequence of str
+        The tensors wanted.
+    feed : mapping
+        One sample.
+    purpose : str
+        What the run is for, for the error a session that cannot open raises.
+
+    Returns
+    -------
+    dict
+        Tensor name -> its shape in the run.
+    """
     from ..calibration.collect import instrumented_model
     from ..common.ort import open_session
 
-    sess = open_session(instrumented_model(proto, names), optimization="disable",
-                        purpose="find the shapes shape inference leaves open")
+    sess = open_session(instrumented_model(proto, names), optimization="disable", purpose=purpose)
     wanted = [n for n in names if n in sess.output_names]
-    return {n: tuple(int(d) for d in np.shape(v)) for n, v in zip(wanted, sess.run(wanted, feed))}
+    return {n: tuple(int(d) for d in np.shape(v)) for n, v in zip(wanted, sess.run(wanted, dict(feed)))}
 
 
-def _free_batch(proto: onnx.ModelProto, axes: Mapping[str, Optional[int]]) -> onnx.ModelProto:
-    """A copy whose inputs take any batch on their batch axis, other shapes left to ORT (a static batch-1 export)."""
+def free_batch(proto: onnx.ModelProto, axes: Mapping[str, Optional[int]]) -> onnx.ModelProto:
+    """A copy whose inputs take any batch on their batch axis, other shapes left to ORT (a static batch-1 export).
+
+    Parameters
+    ----------
+    proto : onnx.ModelProto
+        The model.
+    axes : mapping
+        Input name -> its batch axis (None: none).
+
+    Returns
+    -------
+    onnx.ModelProto
+    """
     model = onnx.ModelProto()
     model.CopyFrom(proto)
     for vi in model.graph.input:
@@ -65,12 +95,26 @@ def _free_batch(proto: onnx.ModelProto, axes: Mapping[str, Optional[int]]) -> on
     return model
 
 
-def _doubled(feed: Mapping[str, np.ndarray], axes: Mapping[str, Optional[int]]) -> Dict[str, np.ndarray]:
+def doubled(feed: Mapping[str, np.ndarray], axes: Mapping[str, Optional[int]]) -> Dict[str, np.ndarray]:
+    """``feed`` at twice its batch (each input concatenated with itself on its batch axis; no axis: as it is)."""
     return {k: (np.concatenate([v, v], axis=axes[k]) if axes.get(k) is not None else v) for k, v in feed.items()}
 
 
-def _batch_scaled(one: Shape, two: Shape, factor: float) -> Optional[Shape]:
-    """``one`` with the dims that doubled from ``one`` to ``two`` scaled by ``factor`` (None: changed otherwise)."""
+def batch_scaled(one: Shape, two: Shape, factor: float) -> Optional[Shape]:
+    """``one`` with the dims that doubled from ``one`` to ``two`` scaled by ``factor``.
+
+    Parameters
+    ----------
+    one, two : tuple of int
+        A tensor's shape at the sample's batch and at twice it.
+    factor : float
+        The engine's batch over the sample's.
+
+    Returns
+    -------
+    tuple of int or None
+        None where a dim changed otherwise (or the ranks differ).
+    """
     if len(one) != len(two):
         return None
     out = []
@@ -129,10 +173,10 @@ def observed_shapes(proto: onnx.ModelProto, input_shapes: Mapping[str, Sequence[
     from ..common.errors import UserError
 
     try:
-        one = _run_shapes(proto, missing, feed)
+        one = sample_shapes(proto, missing, feed)
         if factor != 1.0:
-            two = _run_shapes(_free_batch(proto, axes), missing, _doubled(feed, axes))
-            one = {n: s for n, s in ((n, _batch_scaled(one[n], two.get(n, ()), factor)) for n in one)
+            two = sample_shapes(free_batch(proto, axes), missing, doubled(feed, axes))
+            one = {n: s for n, s in ((n, batch_scaled(one[n], two.get(n, ()), factor)) for n in one)
                    if s is not None}
     except UserError as err:  # a model that runs at its own static batch only: its sample says nothing of another
         return shapes, [f"{len(missing)} tensors' shapes are open to shape inference, and a sample run could not "

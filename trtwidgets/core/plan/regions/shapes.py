@@ -13,33 +13,12 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import onnx
 
+from ..observed_shapes import batch_scaled, doubled, free_batch, sample_shapes
+
 __all__ = ["real_shapes"]
 
 Shape = Tuple[int, ...]
-
-
-def _run(proto: onnx.ModelProto, names: Sequence[str], feed: Mapping[str, np.ndarray]) -> Dict[str, Shape]:
-    from ...calibration.collect import instrumented_model
-    from ...common.ort import open_session
-
-    sess = open_session(instrumented_model(proto, names), optimization="disable",
-                        purpose="find the shapes of the regions' inputs")
-    wanted = [n for n in names if n in sess.output_names]
-    return {n: tuple(int(d) for d in np.shape(v)) for n, v in zip(wanted, sess.run(wanted, dict(feed)))}
-
-
-def _free_batch(proto: onnx.ModelProto, axes: Mapping[str, Optional[int]]) -> onnx.ModelProto:
-    model = onnx.ModelProto()
-    model.CopyFrom(proto)
-    for vi in model.graph.input:
-        ax = axes.get(vi.name)
-        dims = vi.type.tensor_type.shape.dim
-        if ax is not None and ax < len(dims):
-            dims[ax].dim_param = "trtw_batch"
-    del model.graph.value_info[:]
-    for vi in model.graph.output:
-        vi.type.tensor_type.ClearField("shape")
-    return model
+PURPOSE = "find the shapes of the regions' inputs"
 
 
 def real_shapes(proto: onnx.ModelProto, names: Sequence[str], feed: Mapping[str, np.ndarray],
@@ -67,22 +46,21 @@ def real_shapes(proto: onnx.ModelProto, names: Sequence[str], feed: Mapping[str,
     factors = {input_shapes[k][ax] / np.shape(v)[ax] for k, v in feed.items()
                if (ax := axes.get(k)) is not None and k in input_shapes and np.ndim(v) > ax and np.shape(v)[ax]}
     try:
-        one = _run(proto, names, feed)
+        one = sample_shapes(proto, names, feed, purpose=PURPOSE)
     except UserError as err:
         return {}, [f"the regions' input shapes could not be taken from a sample run ({err.what})"]
     factor = factors.pop() if len(factors) == 1 else 1.0
     if factor == 1.0:
         return one, []
-    doubled = {k: (np.concatenate([v, v], axis=axes[k]) if axes.get(k) is not None else v) for k, v in feed.items()}
     try:
-        two = _run(_free_batch(proto, axes), names, doubled)
+        two = sample_shapes(free_batch(proto, axes), names, doubled(feed, axes), purpose=PURPOSE)
     except UserError as err:
         return {}, [f"the model runs at its own batch only: the regions' shapes at batch x{factor:g} are not known "
                     f"from a sample ({err.what})"]
     out: Dict[str, Shape] = {}
     for n, a in one.items():
-        b = two.get(n, ())
-        if len(a) == len(b) and all(y in (x, 2 * x) for x, y in zip(a, b)):
-            out[n] = tuple(int(round(x * factor)) if y == 2 * x and y != x else x for x, y in zip(a, b))
+        scaled = batch_scaled(a, two.get(n, ()), factor)
+        if scaled is not None:
+            out[n] = scaled
     left = [n for n in names if n not in out]
     return out, ([f"{len(left)} region inputs' shapes did not follow the batch: not known"] if left else [])
