@@ -148,3 +148,14 @@ def subgraph_reads(nodes: Iterable[onnx.NodeProto]) -> Set[str]:
                 read.update(i for n in g.node for i in n.input)
                 read.update(subgraph_reads(g.node))
     return read
+
+
+def graph_values(graph: onnx.GraphProto) -> Dict[str, onnx.TensorProto]:
+    """Name -> value of every initializer and ``Constant`` output (its ``value`` attribute) of ``graph``."""
+    values = {t.name: t for t in graph.initializer}
+    for n in graph.node:
+        if n.op_type == "Constant" and n.output:
+            for a in n.attribute:
+                if a.name == "value":
+                    values[n.output[0]] = a.t
+    return values

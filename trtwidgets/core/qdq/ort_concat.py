@@ -21,6 +21,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..model.graph_patterns import node_label
+from ..model.onnx_graph import graph_values
 from .float_part.storage import fresh_name
 
 __all__ = ["ORT_CONCAT_REASON", "fp32_concat_quantizers"]
@@ -29,16 +30,6 @@ __all__ = ["ORT_CONCAT_REASON", "fp32_concat_quantizers"]
 ORT_CONCAT_REASON = ("reads a Concat of dequantized tensors: ONNX Runtime's default session fuses DequantizeLinear -> "
                      "Concat -> QuantizeLinear into QLinearConcat, which takes FP32 scales only; the same scale in "
                      "FP32 and a Cast keep the pattern unfused (what TensorRT builds is the same)")
-
-
-def _values(graph: onnx.GraphProto) -> Dict[str, onnx.TensorProto]:
-    values = {t.name: t for t in graph.initializer}
-    for n in graph.node:
-        if n.op_type == "Constant" and n.output:
-            for a in n.attribute:
-                if a.name == "value":
-                    values[n.output[0]] = a.t
-    return values
 
 
 def _fused_concats(graph: onnx.GraphProto, values: Dict[str, onnx.TensorProto]) -> Dict[str, List[onnx.NodeProto]]:
@@ -82,7 +73,7 @@ def fp32_concat_quantizers(graph: onnx.GraphProto) -> List[Tuple[str, str]]:
     list of (str, str)
         Each QuantizeLinear written in FP32 (its label) and why.
     """
-    values = _values(graph)
+    values = graph_values(graph)
     fused = _fused_concats(graph, values)
     if not fused:
         return []

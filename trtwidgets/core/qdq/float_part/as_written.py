@@ -17,23 +17,13 @@ import onnx
 from onnx import numpy_helper
 
 from ..export_report import QuantizedTensor, QuantizedWeight
+from ...model.onnx_graph import graph_values
 from .report import FloatPartReport
 
-__all__ = ["as_written", "model_values"]
+__all__ = ["as_written"]
 
 _QDQ = ("QuantizeLinear", "DequantizeLinear")
 _TYPE_NAMES: Dict[int, str] = {onnx.TensorProto.FLOAT: "fp32", onnx.TensorProto.FLOAT16: "fp16", onnx.TensorProto.BFLOAT16: "bf16"}
-
-
-def model_values(graph: onnx.GraphProto) -> Dict[str, onnx.TensorProto]:
-    """Name -> value of every initializer and ``Constant`` output of ``graph``."""
-    values = {t.name: t for t in graph.initializer}
-    for n in graph.node:
-        if n.op_type == "Constant" and n.output:
-            for a in n.attribute:
-                if a.name == "value":
-                    values[n.output[0]] = a.t
-    return values
 
 
 def as_written(activations: Sequence[QuantizedTensor], weights: Sequence[QuantizedWeight], before: onnx.ModelProto,
@@ -57,7 +47,7 @@ def as_written(activations: Sequence[QuantizedTensor], weights: Sequence[Quantiz
     """
     at = {n.name: i for i, n in enumerate(before.graph.node) if n.op_type in _QDQ and n.name}
     changed = {(v.node_index, v.slot): v.name for v in conversion.qdq_values}
-    new_values, old_values = model_values(after.graph), model_values(before.graph)
+    new_values, old_values = graph_values(after.graph), graph_values(before.graph)
     acts = tuple(_activation(a, changed.get((at.get(a.quantize_node, -1), 1)), new_values) for a in activations)
     ws = []
     for w in weights:
