@@ -59,6 +59,7 @@ if TYPE_CHECKING:  # what _LAZY resolves to, for editors and type checkers (neve
     from trtwidgets.plots.share import share as share
     from trtwidgets.trt.build import build as build
     from trtwidgets.widgets.app import App as App
+    from trtwidgets.core.common.progress import ProgressEvent as ProgressEvent
     from trtwidgets.core.common.errors import UserError as UserError
     from trtwidgets.core.common.errors import ModelLoadError as ModelLoadError
     from trtwidgets.core.common.errors import CalibrationDataError as CalibrationDataError
@@ -97,6 +98,8 @@ _LAZY: Dict[str, Tuple[str, str]] = {
     "Plan": ("trtwidgets.core.plan.plan_artifact", "Plan"),
     "share": ("trtwidgets.plots.share", "share"),
     "register_metric": ("trtwidgets.core.accuracy.task_metrics", "register_metric"),
+    # What a progress=callable of calibrate, plan and build receives.
+    "ProgressEvent": ("trtwidgets.core.common.progress", "ProgressEvent"),
     # What the steps raise: a UserError (what, why, fix) and its kinds, for ``except tw.UserError``.
     "UserError": ("trtwidgets.core.common.errors", "UserError"),
     "ModelLoadError": ("trtwidgets.core.common.errors", "ModelLoadError"),

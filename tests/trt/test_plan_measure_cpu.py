@@ -49,7 +49,7 @@ class StandIn:
                                    j.int8_layers, error="" if t else "interrupted before its build",
                                    accuracy=self.accuracy.get(j.kind)))
         if callable(kw.get("progress")):
-            kw["progress"](MeasureProgress("build", 1, len(jobs), jobs[0].name))
+            kw["progress"](MeasureProgress.of("build", 1, len(jobs), jobs[0].name))
         return MeasureReport(tuple(out), rounds=min((len(t) for t in self.times.values()), default=0),
                              interrupted=self.interrupted, built=len(jobs), shapes=dict(kw.get("shapes") or {}))
 

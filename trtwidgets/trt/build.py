@@ -57,7 +57,7 @@ def build(recipe, out_dir: Union[str, os.PathLike, None] = None, progress=True,
         ``$TRTWIDGETS_BUILDS``, replaces ``builds``).
     progress : bool or callable
         True: tqdm bars (plain lines without tqdm); a callable gets every
-        :class:`~trtwidgets.trt.progress.ProgressEvent`; False: silent.
+        :class:`~trtwidgets.core.common.progress.ProgressEvent`; False: silent.
     on_log : callable, optional
         Called with each :class:`~trtwidgets.trt.logger.LogLine` as TensorRT logs it.
     calibration_data : optional

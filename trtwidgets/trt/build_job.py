@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Dict, Mapping, Optional
 
 from ..core.common.errors import UserError
+from ..core.common.progress import ProgressEvent
 from ..core.plan.measured.measurement import FP16, INT8_IMPLICIT, QDQ
 
 __all__ = ["FLAGS", "MeasureProgress", "build_one", "engine_in", "implicit_int8_reason", "notify"]
@@ -23,24 +24,44 @@ FLAGS = {FP16: ("fp16",), INT8_IMPLICIT: ("fp16", "int8"), QDQ: ("fp16", "int8")
 
 
 @dataclass(frozen=True)
-class MeasureProgress:
-    """A progress event: ``stage`` is ``"build"``, ``"time"`` or ``"check"``; ``done`` of ``total``; what it was about."""
+class MeasureProgress(ProgressEvent):
+    """A measurement's :class:`~trtwidgets.core.common.progress.ProgressEvent`: its phase (``stage``) is
+    ``"build"``, ``"time"`` or ``"check"``, ``done`` of ``total`` units, ``name`` the engine it was about.
 
-    stage: str
-    done: int
-    total: int
-    name: str = ""
+    Make one with :meth:`of`; ``stage``, ``done`` and ``name`` read the event's ``phase``, ``step`` and ``detail``.
+    """
+
     cached: bool = False
     failed: bool = False
 
+    @classmethod
+    def of(cls, stage: str, done: int, total: int, name: str = "", cached: bool = False,
+           failed: bool = False) -> "MeasureProgress":
+        """The event of ``done`` of ``total`` units of ``stage`` (a build of ``name``: cached or failed)."""
+        return cls("step", stage, step=done, total=total, detail=name, source="measure", cached=cached,
+                   failed=failed)
+
+    @property
+    def stage(self) -> str:
+        return self.phase
+
+    @property
+    def done(self) -> int:
+        return self.step
+
+    @property
+    def name(self) -> str:
+        return self.detail
+
     def text(self) -> str:
+        """One line: builds done and left (with what happened to this one), the round, or the engine checked."""
+        total = self.total or 0
         if self.stage == "build":
-            left = self.total - self.done
             how = "failed" if self.failed else ("cached" if self.cached else "built")
-            return f"builds {self.done}/{self.total} done, {left} left ({self.name} {how})"
+            return f"builds {self.done}/{total} done, {total - self.done} left ({self.name} {how})"
         if self.stage == "check":
-            return f"accuracy of engine {self.done}/{self.total} on the held-back samples"
-        return f"timing round {self.done}/{self.total}"
+            return f"accuracy of engine {self.done}/{total} on the held-back samples"
+        return f"timing round {self.done}/{total}"
 
 
 def engine_in(folder: Path) -> Optional[Path]:

@@ -171,7 +171,7 @@ def build_on_workers(pool: GpuPool, todo: List[dict], progress, done0: int, tota
             for key, fut in futures.items():
                 if key not in results and fut.done():
                     results[key] = _finished(client, key, fut)
-                    notify(progress, MeasureProgress("build", done0 + len(results), total, names[key],
+                    notify(progress, MeasureProgress.of("build", done0 + len(results), total, names[key],
                                                       failed=bool(results[key]["error"])))
             if limit_s is not None and deadline is not None and time.monotonic() > deadline \
                     and len(results) < len(futures):
@@ -267,5 +267,5 @@ def time_on_worker(pool: GpuPool, built: Mapping[str, dict], shapes, rounds: int
         return {}, {}, True, ""
     done = min((len(v) for v in times.values()), default=0)
     for finished in range(1, done + 1):
-        notify(progress, MeasureProgress("time", finished, rounds))
+        notify(progress, MeasureProgress.of("time", finished, rounds))
     return times, verdicts, interrupted, timed_on

@@ -117,7 +117,7 @@ def _build_in_process(todo: List[dict], progress, done0: int, total: int) -> Dic
     results: Dict[str, dict] = {}
     for spec in todo:
         results[spec["key"]] = build_one(spec)
-        notify(progress, MeasureProgress("build", done0 + len(results), total, spec["name"],
+        notify(progress, MeasureProgress.of("build", done0 + len(results), total, spec["name"],
                                           failed=bool(results[spec["key"]]["error"])))
     return results
 
@@ -138,7 +138,7 @@ def build_all(specs: Mapping[str, dict], progress, gpus: Optional[int], cache: P
             hit = engine_in(Path(spec["out_dir"]))
             if hit is not None:
                 results[key] = {"key": key, "engine_path": str(hit), "build_seconds": 0.0, "cached": True, "error": ""}
-                notify(progress, MeasureProgress("build", len(results), len(specs), spec["name"], cached=True))
+                notify(progress, MeasureProgress.of("build", len(results), len(specs), spec["name"], cached=True))
             else:
                 todo.append(spec)
         if gpus is None:

@@ -18,42 +18,9 @@ import re
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-
-@dataclass(frozen=True)
-class ProgressEvent:
-    """One change of the build's progress.
-
-    Attributes
-    ----------
-    kind : str
-        ``"start"``, ``"step"`` or ``"finish"`` of a phase.
-    phase : str
-        Phase name, e.g. ``"Building engine"``, ``"Calibration"``.
-    parent : str, optional
-        Enclosing phase (IProgressMonitor nests phases).
-    step : int
-        Steps completed so far (for ``"step"``), else 0.
-    total : int, optional
-        Number of steps, when known.
-    detail : str
-        What the step was (a layer name, a batch number), may be empty.
-    source : str
-        ``"monitor"`` (IProgressMonitor), ``"log"`` (parsed from the log) or ``"trtwidgets"``.
-    t : float
-        Seconds since the build started.
-    """
-
-    kind: str
-    phase: str
-    parent: Optional[str] = None
-    step: int = 0
-    total: Optional[int] = None
-    detail: str = ""
-    source: str = "trtwidgets"
-    t: float = 0.0
+from ..core.common.progress import ProgressEvent
 
 
 class BuildProgress:

@@ -35,7 +35,7 @@ def time_interleaved(engines: Mapping[str, str], shapes, rounds: int, runs: int,
                 partial[key] = res.median_ms
             for key, t in partial.items():  # a round counts only when every engine ran in it
                 times[key].append(t)
-            notify(progress, MeasureProgress("time", r + 1, rounds))
+            notify(progress, MeasureProgress.of("time", r + 1, rounds))
     except KeyboardInterrupt:
         return times, True
     finally:
@@ -51,7 +51,7 @@ def judge_engines(engines: Mapping[str, str], check: Callable[[str], EngineVerdi
     try:
         for i, (key, path) in enumerate(engines.items()):
             out[key] = check(path)
-            notify(progress, MeasureProgress("check", i + 1, len(engines)))
+            notify(progress, MeasureProgress.of("check", i + 1, len(engines)))
     except KeyboardInterrupt:
         return out, True
     return out, False

@@ -135,7 +135,7 @@ class BuildPanel(widgets.VBox):
     # -- callbacks from the build (any thread) ------------------------------------------------------
 
     def on_progress(self, event) -> None:
-        """Show a :class:`~trtwidgets.trt.progress.ProgressEvent`."""
+        """Show a :class:`~trtwidgets.core.common.progress.ProgressEvent`."""
         if event.parent is not None and event.kind != "step":
             return
         if event.kind == "start":

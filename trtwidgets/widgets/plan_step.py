@@ -243,9 +243,8 @@ class PlanStep(StepWidget):
         try:
             # Notes (ONNX Runtime's errors and warnings among them) are shown here, not only in the log.
             with self.noting("While planning"):
-                result = plan(self.session.model, data, progress=False, cancel=self._cancel,
-                              on_step=self._on_step, on_progress=self._on_progress, client=self.session.client,
-                              **kwargs)
+                result = plan(self.session.model, data, progress=self._on_event, cancel=self._cancel,
+                              client=self.session.client, **kwargs)
         except (UserError, OSError) as err:
             self.status.value = error_html(err if isinstance(err, UserError) else str(err))
         except Exception as err:
@@ -258,14 +257,15 @@ class PlanStep(StepWidget):
             self.session.set_plan(result, made_with)  # shown by _on_plan
             self._finished = True
 
-    def _on_step(self, text: str) -> None:
-        self.phase.value = f"<i>{esc(text)} ...</i>"
-        self.progress.value = 0
-
-    def _on_progress(self, phase: str, done: int, total: int) -> None:
-        self.progress.max = max(int(total), 1)
-        self.progress.value = min(int(done), self.progress.max)
-        self.phase.value = f"<i>{esc(phase)} {int(done)}/{int(total)}</i>"
+    def _on_event(self, event) -> None:
+        """The planner's :class:`~trtwidgets.core.common.progress.ProgressEvent`: a phase begun, or a unit done."""
+        if event.kind == "start":
+            self.phase.value = f"<i>{esc(event.phase)} ...</i>"
+            self.progress.value = 0
+        elif event.kind == "step" and event.total:
+            self.progress.max = max(int(event.total), 1)
+            self.progress.value = min(int(event.step), self.progress.max)
+            self.phase.value = f"<i>{esc(event.phase)} {int(event.step)}/{int(event.total)}</i>"
 
     # ------------------------------------------------------------------ showing
 

@@ -71,26 +71,32 @@ def test_a_token_without_is_set_is_refused():
 
 
 def _cancel_when(phase: str, token, delay: float, when: dict):
-    """on_progress that cancels (from another thread, ``delay`` s later) once ``phase`` has done a unit."""
+    """A progress callable that cancels (from another thread, ``delay`` s later) once ``phase`` has done a unit."""
 
-    def on_progress(name, done, total):
-        if name == phase and done >= 1 and "at" not in when:
+    def on_event(e):
+        if e.kind == "step" and e.phase == phase and e.step >= 1 and "at" not in when:
             when["at"] = time.perf_counter() + delay
             if delay:
                 _set_later(token, delay)
             else:  # at once: a phase whose remaining units take less than any delay is still cut short
                 token.set()
 
-    return on_progress
+    return on_event
 
 
 def test_cancel_during_the_layer_costs_returns_a_valid_partial_plan_within_5_s(tmp_path):
     token = threading.Event()
     when: dict = {}
     steps = []
-    p = plan(conv_stack(), feeds(), shapes={"x": (16, 64, 56, 56)}, progress=False,
-             target=PlanTarget(cosine=0.9999999), on_step=steps.append,
-             on_progress=_cancel_when("layer cost", token, 0.0, when), cancel=token)
+    cancel_at = _cancel_when("layer cost", token, 0.0, when)
+
+    def on_event(e):
+        if e.kind == "start":
+            steps.append(e.phase)
+        cancel_at(e)
+
+    p = plan(conv_stack(), feeds(), shapes={"x": (16, 64, 56, 56)}, progress=on_event,
+             target=PlanTarget(cosine=0.9999999), cancel=token)
     returned = time.perf_counter()
     assert "at" in when, "the search never reached the layer costs"
     assert returned - when["at"] < 5.0
@@ -120,8 +126,8 @@ def test_cancel_before_any_candidate_returns_fp16_only():
 
 def test_progress_reports_each_phase_unit():
     seen = []
-    plan(conv_stack(), feeds(), shapes={"x": (16, 64, 56, 56)}, progress=False, target=PlanTarget(cosine=0.9999999),
-         on_progress=lambda phase, done, total: seen.append((phase, done, total)))
+    plan(conv_stack(), feeds(), shapes={"x": (16, 64, 56, 56)}, target=PlanTarget(cosine=0.9999999),
+         progress=lambda e: seen.append((e.phase, e.step, e.total)) if e.kind == "step" else None)
     methods = [s for s in seen if s[0] == "range methods"]
     # The calibration's own method (auto by default) and each of the four others.
     assert methods[0][1] == 0 and methods[-1][1] == methods[-1][2] == 1 + len(METHOD_ORDER) == 5

@@ -51,11 +51,11 @@ def test_a_cancel_stops_the_plan_and_cancels_the_questions_in_flight(dask_client
     model, data = _case()
     token = threading.Event()
 
-    def on_progress(phase, done, total):
-        if phase == "layer cost" and done == 1:
+    def on_event(e):
+        if e.phase == "layer cost" and e.kind == "step" and e.step == 1:
             token.set()
 
-    p = plan(model, data, client=dask_client, cancel=token, on_progress=on_progress, **KW)
+    p = plan(model, data, client=dask_client, cancel=token, **dict(KW, progress=on_event))
     assert p.interrupted and p.candidates
     assert any("cancel" in n for n in p.notes)
     # Nothing of the plan is left running or held on the workers (the scheduler hears of it within moments).
@@ -77,12 +77,12 @@ def test_a_worker_killed_mid_plan_is_replaced_and_the_plan_decides_the_same(one_
     with cluster_client(workers=2) as client:
         pids = client.run(os.getpid)
 
-        def on_progress(phase, done, total):
-            if phase == "layer cost" and done == 1 and not killed:  # questions in flight on both workers
+        def on_event(e):
+            if e.phase == "layer cost" and e.step == 1 and not killed:  # questions in flight on both workers
                 pid = next(iter(pids.values()))
                 os.kill(pid, signal.SIGKILL)
                 killed.append(pid)
 
-        many = plan(model, data, client=client, on_progress=on_progress, **KW)
+        many = plan(model, data, client=client, **dict(KW, progress=on_event))
         assert killed and killed[0] not in client.run(os.getpid).values()  # the nanny started a new one
     assert _decisions(many) == _decisions(one_process)

@@ -19,6 +19,7 @@ from ..calibration.data import CalibrationDataSpec
 from ..calibration.stats import zero_note
 from ..common.errors import CalibrationDataError
 from ..common.notes import note
+from ..common.progress import ProgressArg
 from ..recipe.recipe import CalibratorSpec, Recipe
 
 __all__ = ["TRT_CALIBRATOR_METHOD", "calibrate", "calibrate_recipe", "calibration_source", "export_method",
@@ -31,7 +32,7 @@ TRT_CALIBRATOR_METHOD = {"trt_entropy2": "entropy", "trt_entropy": "entropy", "t
 
 def calibrate(model: Any, data: Any = None, *, method: str = "auto", percentile: float = 99.99,
               adapt: Optional[Mapping[str, str]] = None, max_samples: Optional[int] = None,
-              recipe: Any = None, progress: bool = True, providers=None, client=None) -> Calibration:
+              recipe: Any = None, progress: ProgressArg = True, providers=None, client=None) -> Calibration:
     """Activation statistics and INT8 ranges of ``model`` over ``data``.
 
     Parameters
@@ -53,8 +54,9 @@ def calibrate(model: Any, data: Any = None, *, method: str = "auto", percentile:
     recipe : Recipe, optional
         Its profiles (opt shapes) and calibrator are used instead; its unset dynamic
         dimensions are still taken from the data.
-    progress : bool
-        Show a progress bar.
+    progress : bool or callable
+        True: a progress bar; a callable receives a
+        :class:`~..common.progress.ProgressEvent` per batch of samples (no bar).
     providers : sequence, optional
         ONNX Runtime providers.
     client : distributed.Client, optional
@@ -152,7 +154,7 @@ def is_demo_model(model, demo_path) -> bool:
     return model.sha256 == hashlib.sha256(Path(demo_path).read_bytes()).hexdigest()
 
 
-def calibrate_recipe(recipe: Recipe, model=None, data: Any = None, progress: bool = False,
+def calibrate_recipe(recipe: Recipe, model=None, data: Any = None, progress: ProgressArg = False,
                      max_samples: Optional[int] = None, stats=None, providers=None,
                      percentile: Optional[float] = None, client=None) -> Calibration:
     """Calibrate ``model`` as ``recipe`` says.
@@ -166,8 +168,9 @@ def calibrate_recipe(recipe: Recipe, model=None, data: Any = None, progress: boo
         Default: ``recipe.model_path``.
     data : optional
         Overrides the recipe's calibration data (a spec, a folder, ``"demo"`` or feeds).
-    progress : bool
-        Show a progress bar.
+    progress : bool or callable
+        True: a progress bar; a callable receives a
+        :class:`~..common.progress.ProgressEvent` per batch of samples (no bar).
     max_samples : int, optional
     stats : ActivationStats, optional
         Continue from these.

@@ -40,6 +40,7 @@ from .model_inputs import require_inputs
 from .data import iter_labelled_feeds
 from ..common.errors import CalibrationDataError, StatsError, UserError
 from ..common.ort import OrtSession, open_session
+from ..common.progress import ProgressArg, emit, split_progress
 from .held_back import feed_fingerprints
 from .sample_axes import SampleAxes
 from .histogram import DEFAULT_BINS, HistogramAccumulator
@@ -117,6 +118,10 @@ def _defer_interrupt():
             raise KeyboardInterrupt
 
 
+#: The phase name of the statistics' progress (bar label and ProgressEvent phase).
+PHASE = "calibration statistics"
+
+
 def progress_bar(enabled: bool, total: Optional[int]):
     """A tqdm bar of samples (None when disabled, or without tqdm)."""
     if not enabled:
@@ -125,11 +130,11 @@ def progress_bar(enabled: bool, total: Optional[int]):
         from tqdm.auto import tqdm
     except ImportError:  # Python 3.9 GPU environment has no tqdm
         return None
-    return tqdm(total=total, unit="sample", desc="calibration statistics", leave=True, dynamic_ncols=True)
+    return tqdm(total=total, unit="sample", desc=PHASE, leave=True, dynamic_ncols=True)
 
 
 def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequence] = None,
-                  stats: Optional[ActivationStats] = None, progress: bool = True, num_bins: int = DEFAULT_BINS,
+                  stats: Optional[ActivationStats] = None, progress: ProgressArg = True, num_bins: int = DEFAULT_BINS,
                   batch_size: Optional[int] = None, max_samples: Optional[int] = None, adapt=None, opt_shapes=None,
                   threads: Optional[int] = None, batch_axis=None) -> ActivationStats:
     """Run the model over calibration data and return per-tensor statistics.
@@ -143,8 +148,9 @@ def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequ
         ONNX Runtime execution providers (default ``["CPUExecutionProvider"]``).
     stats : ActivationStats, optional
         Earlier statistics of the same model to continue from (e.g. after an interrupt).
-    progress : bool
-        Show a tqdm progress bar with samples per second.
+    progress : bool or callable
+        True: a tqdm bar with samples per second; a callable receives a
+        :class:`~..common.progress.ProgressEvent` per batch (samples done of the total, where known).
     num_bins : int
         Histogram bins per tensor (a power of two).
     batch_size, max_samples, adapt, opt_shapes
@@ -182,7 +188,10 @@ def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequ
     total = _known_total(data)
     if max_samples is not None:
         total = min(total, max_samples) if total is not None else max_samples
-    bar = progress_bar(progress, total)
+    bars, sink = split_progress(progress)
+    bar = progress_bar(bars, total)
+    emit(sink, "start", PHASE, total=total)
+    done = 0
     interrupted = False
     feeds = iter_labelled_feeds(data, loaded.summary, batch_size=batch_size, max_samples=max_samples, adapt=adapt,
                                 opt_shapes=opt_shapes, axes=axes)
@@ -190,8 +199,10 @@ def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequ
     try:
         for label, feed in feeds:
             n = collect_batch(session, wanted, inputs, accs, label, feed, seen, axes, pool)
+            done += n
             if bar is not None:
                 bar.update(n)
+            emit(sink, "step", PHASE, step=done, total=total, detail=str(label))
     except KeyboardInterrupt:
         interrupted = True
     except CalibrationDataError as err:
@@ -203,6 +214,7 @@ def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequ
             pool.shutdown(wait=True, cancel_futures=True)
         if bar is not None:
             bar.close()
+        emit(sink, "finish", PHASE, step=done, total=total)
     if seen.samples == 0 and interrupted:
         raise KeyboardInterrupt
     return stats_of(accs, seen, loaded, interrupted)

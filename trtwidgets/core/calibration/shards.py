@@ -34,6 +34,7 @@ from typing import Any, Deque, Dict, FrozenSet, List, Mapping, Optional, Sequenc
 
 import numpy as np
 
+from ..common.progress import ProgressArg, emit, split_progress
 from .histogram import DEFAULT_BINS, HistogramAccumulator
 from .stats import TRT_BINS, ActivationStats, TensorStats, rebin_to, trt_grid_range
 
@@ -176,7 +177,7 @@ class ShardMerger:
 
 
 def collect_stats_distributed(model, data, client, providers: Optional[Sequence] = None,
-                              stats: Optional[ActivationStats] = None, progress: bool = True,
+                              stats: Optional[ActivationStats] = None, progress: ProgressArg = True,
                               num_bins: int = DEFAULT_BINS, batch_size: Optional[int] = None,
                               max_samples: Optional[int] = None, adapt=None, opt_shapes=None,
                               batch_axis=None, shard_batches: int = SHARD_BATCHES) -> ActivationStats:
@@ -226,13 +227,15 @@ class _Run:
     """The shards of one distributed collection: submitted as the data is read, merged in order."""
 
     def __init__(self, client, model_future, key_of_model: str, merger: ShardMerger, num_bins: int, providers,
-                 progress: bool):
-        from .collect import progress_bar
+                 progress: ProgressArg):
+        from .collect import PHASE, progress_bar
 
         self.client, self.model, self.key_of_model, self.merger = client, model_future, key_of_model, merger
         self.num_bins, self.providers = num_bins, providers
         self.in_flight: Deque[Tuple[Any, Any]] = deque()  # (the shard's data on the cluster, its task)
-        self.bar = progress_bar(progress, None)
+        bars, self.sink = split_progress(progress)
+        self.bar = progress_bar(bars, None)
+        self.done, self.phase = 0, PHASE
         self.axes: Any = None  # a copy of the first read's SampleAxes, without its model
 
     def submit(self, batches: Any) -> None:
@@ -285,8 +288,10 @@ class _Run:
                 continue
             self.in_flight.popleft()
             self.merger.accept(shard)
+            self.done += shard.stats.samples
             if self.bar is not None:
                 self.bar.update(shard.stats.samples)
+            emit(self.sink, "step", self.phase, step=self.done, detail="a shard merged")
 
     def cancel(self) -> None:
         for _, fut in self.in_flight:
@@ -296,4 +301,5 @@ class _Run:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+        emit(self.sink, "finish", self.phase, step=self.done)
         self.model.release()

@@ -30,6 +30,7 @@ import onnx
 from ..calibration.fingerprint import fingerprint_of
 from ..calibration.stats import zero_note
 from ..common.cancel import cancel_scope, cancelled, check
+from ..common.progress import ProgressArg, emit, split_progress, warn_deprecated
 from ..model.onnx_graph import WEIGHTED_OPS
 from ..qdq.options import QdqOptions
 from ..qdq.spec import refuse_all_zero
@@ -81,7 +82,7 @@ def _ranges_record(cal, per_method, best_method: str, amax: Mapping[str, float],
 def plan(model, data, *, target: Optional[PlanTarget] = None, calibration=None, options: Optional[QdqOptions] = None,
          held_back=None, holdout: float = 0.25, seed: int = 0, max_samples: Optional[int] = None, batch_axis=None,
          batch_size: Optional[int] = None, shapes: Optional[Mapping[str, Sequence[int]]] = None, gpu: str = "h100",
-         oracle=None, max_ranked: int = 96, measure=False, progress: bool = True,
+         oracle=None, max_ranked: int = 96, measure=False, progress: ProgressArg = True,
          on_step: Optional[Callable[[str], None]] = None,
          on_progress: Optional[Callable[[str, int, int], None]] = None, cancel=None, regions: bool = True,
          client=None) -> Plan:
@@ -131,13 +132,13 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, calibration=None, 
         measured time (:mod:`trtwidgets.trt.plan_measure`; TensorRT and a GPU are checked before
         the search). A callable ``f(plan, model) -> Plan`` is the measurement source. False: the
         latency is an estimate, said so in ``plan.estimate``.
-    progress : bool
-        A progress bar per phase.
-    on_step : callable, optional
-        Called with a short text before each phase.
-    on_progress : callable, optional
-        ``on_progress(phase, done, total)`` after each unit of work of a phase that has several
-        (range methods, layer costs), for a progress bar of the caller's own.
+    progress : bool or callable
+        True: a progress bar per phase; False: silent; a callable receives a
+        :class:`~..common.progress.ProgressEvent` as each phase starts (``kind="start"``) and after each unit
+        of work of a phase that has several (``kind="step"``: range methods, layer costs), and no bar is drawn.
+    on_step, on_progress : callable, optional
+        Deprecated (``progress=`` takes a callable): ``on_step(text)`` before each phase, ``on_progress(phase,
+        done, total)`` after each unit of work.
     cancel : threading.Event or anything with ``is_set()``, optional
         Set it (from another thread) to stop the search: the planner returns the Plan of what it
         found so far (at least FP16), ``interrupted=True``, not measured (:mod:`~..common.cancel`).
@@ -159,7 +160,7 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, calibration=None, 
     """
     t0 = time.perf_counter()
     source = measurement_source(measure)
-    say = on_step or (lambda text: None)  # the widget's status line
+    bars, say, on_progress = _progress_callbacks(progress, on_step, on_progress)
     opts = _planner_options(options)
     target = target if target is not None else PlanTarget()
     loaded = _loaded(model)
@@ -172,7 +173,7 @@ def plan(model, data, *, target: Optional[PlanTarget] = None, calibration=None, 
         try:
             try:
                 result = _search_plan(found, data, calibration, held_back, holdout, seed, max_samples, batch_axis,
-                                      batch_size, shapes, gpu, oracle, max_ranked, progress, say, on_progress)
+                                      batch_size, shapes, gpu, oracle, max_ranked, bars, say, on_progress)
             finally:
                 if found.ev is not None and found.ev.remote is not None:
                     found.ev.remote.close()
@@ -203,6 +204,30 @@ def _timed_regions(result: Plan, loaded) -> Plan:
         return dataclasses.replace(result, notes=tuple(result.notes) + ("cancelled while scoring region schemes: "
                                                                         "the plan has no region search",))
     return dataclasses.replace(out, seconds=dict(out.seconds, regions=time.perf_counter() - t))
+
+
+def _progress_callbacks(progress: ProgressArg, on_step, on_progress):
+    """``(bars, say, count)`` of ``plan``'s progress arguments: the search's own three (see :class:`~.phases.Progress`).
+
+    A callable ``progress`` hears each phase start and each counted unit as a ProgressEvent; the deprecated
+    ``on_step``/``on_progress`` still hear theirs (with a DeprecationWarning).
+    """
+    bars, sink = split_progress(progress)
+    if on_step is not None or on_progress is not None:
+        warn_deprecated("plan(on_step=..., on_progress=...) is deprecated: pass progress=f, a callable that "
+                        "receives a ProgressEvent")
+
+    def say(text: str) -> None:
+        if on_step is not None:
+            on_step(text)
+        emit(sink, "start", text)
+
+    def count(phase: str, done: int, total: int) -> None:
+        if on_progress is not None:
+            on_progress(phase, done, total)
+        emit(sink, "step", phase, step=done, total=total)
+
+    return bars, say, (count if sink is not None or on_progress is not None else None)
 
 
 def _search_plan(found: "_Found", data, calibration, held_back, holdout, seed, max_samples, batch_axis, batch_size,
