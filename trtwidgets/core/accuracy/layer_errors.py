@@ -33,7 +33,8 @@ from ..common.errors import UserError
 from .intermediates import float_intermediates
 from .local_errors import local_errors
 from .metrics import ComparisonError, OutputMetrics, compare_tensor
-from .noise_db import NSR_FLOOR_DB, json_float, nsr_db
+from ..common.serial import json_float
+from .noise_db import NSR_FLOOR_DB, nsr_db
 from ..model.load import as_model_proto
 
 __all__ = [

@@ -28,6 +28,7 @@ from typing import Dict, Iterable, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from ..common.errors import UserError
+from ..common.serial import fields_json, from_json
 
 __all__ = [
     "ComparisonError",
@@ -187,16 +188,6 @@ def topk_agreement(ref, x, topk: Iterable[int] = (1, 5)) -> Dict[int, float]:
     return out
 
 
-def _json_float(v: float):
-    if math.isfinite(v):
-        return float(v)
-    return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
-
-
-def _from_json_float(v) -> float:
-    return float(v)
-
-
 @dataclass(frozen=True)
 class OutputMetrics:
     """Error of one candidate tensor against its reference.
@@ -237,34 +228,12 @@ class OutputMetrics:
 
     def to_dict(self) -> dict:
         """A JSON-serialisable mapping; non-finite floats become "inf", "-inf", "nan"."""
-        return {
-            "cosine": _json_float(self.cosine),
-            "max_abs": _json_float(self.max_abs),
-            "mean_abs": _json_float(self.mean_abs),
-            "snr_db": _json_float(self.snr_db),
-            "topk_agreement": {str(k): _json_float(v) for k, v in self.topk_agreement.items()},
-            "shape": list(self.shape),
-            "nonfinite_reference": int(self.nonfinite_reference),
-            "nonfinite_candidate": int(self.nonfinite_candidate),
-            "nonfinite_mismatch": int(self.nonfinite_mismatch),
-            "max_abs_reference": _json_float(self.max_abs_reference),
-        }
+        return fields_json(self)
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "OutputMetrics":
         """Inverse of :meth:`to_dict`."""
-        return cls(
-            cosine=_from_json_float(d["cosine"]),
-            max_abs=_from_json_float(d["max_abs"]),
-            mean_abs=_from_json_float(d["mean_abs"]),
-            snr_db=_from_json_float(d["snr_db"]),
-            topk_agreement={int(k): _from_json_float(v) for k, v in d.get("topk_agreement", {}).items()},
-            shape=tuple(int(s) for s in d.get("shape", ())),
-            nonfinite_reference=int(d.get("nonfinite_reference", 0)),
-            nonfinite_candidate=int(d.get("nonfinite_candidate", 0)),
-            nonfinite_mismatch=int(d.get("nonfinite_mismatch", 0)),
-            max_abs_reference=_from_json_float(d.get("max_abs_reference", 0.0)),
-        )
+        return from_json(cls, d)
 
 
 def compare_tensor(reference, candidate, topk: Sequence[int] = (1, 5), name: str = "tensor") -> OutputMetrics:

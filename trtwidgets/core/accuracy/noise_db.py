@@ -9,11 +9,10 @@ and the JSON of every result that carries dB values (``sweep``).
 from __future__ import annotations
 
 import math
-from typing import Union
 
 from .metrics import OutputMetrics
 
-__all__ = ["NSR_FLOOR_DB", "nsr_db", "json_float"]
+__all__ = ["NSR_FLOOR_DB", "nsr_db"]
 
 #: Error floor in dB: float32 rounding of an exact computation sits near -140 dB.
 NSR_FLOOR_DB = -160.0
@@ -26,10 +25,3 @@ def nsr_db(m: OutputMetrics) -> float:
     if m.snr_db == math.inf:
         return NSR_FLOOR_DB
     return max(NSR_FLOOR_DB, -m.snr_db)
-
-
-def json_float(v: float) -> Union[float, str]:
-    """``v`` as strict JSON: finite floats as they are, NaN and infinities as ``"nan"``/``"inf"``/``"-inf"``."""
-    if math.isfinite(v):
-        return float(v)
-    return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")

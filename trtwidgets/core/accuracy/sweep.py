@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from ..common.errors import UserError
 from .layer_errors import ErrorReport
 from .metrics import OutputMetrics
-from .noise_db import json_float
+from ..common.serial import json_float
 
 __all__ = ["SweepStep", "SweepStepResult", "SweepResult", "plan_sweep", "run_sweep"]
 

@@ -15,6 +15,7 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from ..common.errors import UserError
+from ..common.serial import fields_json, from_json
 
 __all__ = ["BenchResult", "latency_stats", "MIN_RUNS"]
 
@@ -60,27 +61,13 @@ class BenchResult:
     extra: Dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        """A JSON-serialisable mapping."""
-        return {
-            "shapes": {k: list(v) for k, v in self.shapes.items()},
-            "batch": self.batch, "runs": self.runs, "warmup": self.warmup,
-            "median_ms": self.median_ms, "p90_ms": self.p90_ms, "p99_ms": self.p99_ms,
-            "mean_ms": self.mean_ms, "min_ms": self.min_ms, "max_ms": self.max_ms,
-            "std_ms": self.std_ms, "throughput": self.throughput, "profile": self.profile,
-            "engine_path": self.engine_path, "extra": dict(self.extra),
-        }
+        """A JSON-serialisable mapping (:func:`~..common.serial.fields_json`)."""
+        return fields_json(self)
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "BenchResult":
         """Inverse of :meth:`to_dict`."""
-        return cls(
-            shapes={k: tuple(int(x) for x in v) for k, v in d["shapes"].items()},
-            batch=int(d["batch"]), runs=int(d["runs"]), warmup=int(d["warmup"]),
-            median_ms=float(d["median_ms"]), p90_ms=float(d["p90_ms"]), p99_ms=float(d["p99_ms"]),
-            mean_ms=float(d["mean_ms"]), min_ms=float(d["min_ms"]), max_ms=float(d["max_ms"]),
-            std_ms=float(d["std_ms"]), throughput=float(d["throughput"]), profile=int(d.get("profile", 0)),
-            engine_path=d.get("engine_path"), extra={k: float(v) for k, v in d.get("extra", {}).items()},
-        )
+        return from_json(cls, d)
 
 
 def _percentile(sorted_ms: np.ndarray, q: float) -> float:

@@ -20,16 +20,16 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field
-from typing import Any, FrozenSet, List, Mapping, Optional, Sequence, Tuple
+from typing import FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import onnx
 
-from ...accuracy.noise_db import json_float
+from ...common.serial import json_float, read_float
 from ..plan_values import EngineVerdict, ratio
 
 __all__ = ["FP16", "INT8_IMPLICIT", "QDQ", "MeasuredRow", "Measurement", "candidate_index", "fp16_of",
-           "measurement_rows", "placement_key", "qdq_values_key", "read_float"]
+           "measurement_rows", "placement_key", "qdq_values_key"]
 
 #: Measurement kinds: the FP16 baseline, TensorRT's implicit INT8 (picked only when its engine was judged on the
 #: held-back samples and met the target), Q/DQ candidates.
@@ -110,11 +110,6 @@ def qdq_values_key(model: onnx.ModelProto, length: int = 16) -> str:
             for a in consts[name].attribute:
                 h.update(a.SerializeToString(deterministic=True))
     return h.hexdigest()[:length]
-
-
-def read_float(v: Any) -> float:
-    """The inverse of :func:`~...accuracy.noise_db.json_float` (None, as older files wrote it, is NaN)."""
-    return float("nan") if v is None else float(v)
 
 
 def _finite_or_none(v: float) -> Optional[float]:

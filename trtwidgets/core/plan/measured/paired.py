@@ -15,8 +15,8 @@ import math
 from dataclasses import dataclass
 from typing import Mapping
 
-from ...accuracy.noise_db import json_float
-from .measurement import Measurement, read_float
+from ...common.serial import fields_json, from_json
+from .measurement import Measurement
 
 __all__ = ["PAIRED_ALPHA", "PAIRED_MIN_ROUNDS", "PairedRounds", "paired_rounds"]
 
@@ -69,12 +69,12 @@ class PairedRounds:
 
     def to_dict(self) -> dict:
         """For plan.json."""
-        return {"won": int(self.won), "lost": int(self.lost), "p": json_float(self.p), "alpha": PAIRED_ALPHA}
+        return dict(fields_json(self), alpha=PAIRED_ALPHA)
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "PairedRounds":
         """Inverse of :meth:`to_dict`."""
-        return cls(int(d["won"]), int(d["lost"]), read_float(d.get("p")))
+        return from_json(cls, d)
 
 
 def paired_rounds(first: Measurement, other: Measurement) -> PairedRounds:

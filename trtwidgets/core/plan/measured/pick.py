@@ -18,8 +18,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ...common.errors import UserError
 from ..plan_values import ratio
-from ...accuracy.noise_db import json_float
-from .measurement import FP16, INT8_IMPLICIT, Measurement, read_float
+from ...common.serial import json_float, read_float
+from .measurement import FP16, INT8_IMPLICIT, Measurement
 from .paired import PairedRounds, paired_rounds
 
 __all__ = ["MeasuredPick", "NONE", "known_estimates", "pick_measured"]
