@@ -14,10 +14,21 @@ with the base model's byte for byte (the node and every initializer it reads), s
 compute is what the base run computed; both run with ONNX Runtime's graph optimizations off, the
 level a Q/DQ model with a low-precision float part always runs at (:func:`~..common.ort.runs_unoptimized`),
 so no fusion can differ between a sub-model and the whole; and the runs are cut into the same
-batches (:func:`~..model.sample_batches.run_in_batches`). Where any of this does not hold (an FP32
-float part runs with ORT's basic fusions; a change upstream of every cached tensor) the caller runs
-the whole export, as before. ``tests/core/plan/test_downstream.py`` checks the scores against whole
-runs on real models.
+batches (:func:`~..model.sample_batches.run_in_batches`).
+
+Where a sub-model may start is ORT's to say. Even unoptimized, ORT runs an FP16 node that has no FP16
+kernel on the CPU (MatMul, Add, Mul, Erf ...) in FP32 between Casts of its own, and a chain of such
+nodes passes FP32 values from one to the next, never rounded to FP16: a ViT's residual stream and
+LayerNorms are such a chain. Such a value cannot be fed (as FP16 it would be rounded; and what an
+added Cast reads there depends on the graph around it: measured, it was neither), so the sub-model
+starts only at tensors ORT writes as the model types them (:func:`cuttable_tensors`), running the
+producers of the others too: a ViT-S block's layer runs about 70% of the model on average, not half.
+
+Where any of this does not hold (an FP32 float part runs with ORT's basic fusions; a change upstream
+of every cached tensor) the caller runs the whole export, as before; and the first question of each
+cache is answered both ways and compared, bit for bit, so an ONNX Runtime that behaves otherwise
+turns the shortcut off (:attr:`DownstreamRuns.disabled`, a note says so) instead of changing a
+plan. ``tests/core/plan/test_downstream.py`` checks the scores against whole runs on real models.
 """
 
 from __future__ import annotations
@@ -180,6 +191,8 @@ class DownstreamRuns:
         # id is not reused by another list while its entry is here.
         self._cache: Dict[int, Tuple[Feeds, Optional[List[Dict[str, np.ndarray]]]]] = {}
         self.runs = 0  # questions answered from the cache (for tests and the benchmark)
+        self.checked = False  # the first answer was compared with a whole run and was the same
+        self.disabled: Optional[str] = None  # why the shortcut is off (a whole run differed), or None
 
     def cached(self, feeds: Feeds) -> Optional[List[Dict[str, np.ndarray]]]:
         """The cached tensors of each batch of ``feeds`` (the base model run once), or None: over the budget."""
@@ -214,14 +227,36 @@ class DownstreamRuns:
             return None
         return kept
 
-    def outputs(self, model: onnx.ModelProto, feeds: Feeds) -> Optional[Dict[str, np.ndarray]]:
-        """``model``'s outputs on ``feeds`` from the cache, or None where it cannot answer (run the whole)."""
+    def outputs(self, model: onnx.ModelProto, feeds: Feeds,
+                whole: Callable[[], Dict[str, np.ndarray]]) -> Optional[Dict[str, np.ndarray]]:
+        """``model``'s outputs on ``feeds`` from the cache, or None where it cannot answer (run the whole).
+
+        ``whole()`` runs the whole model: the first answer is checked against it (see the module docstring).
+        """
+        if self.disabled is not None:
+            return None
+        out = self._outputs(model, feeds)
+        if out is None or self.checked:
+            return out
+        full = whole()
+        if set(out) == set(full) and all(np.array_equal(out[k], full[k], equal_nan=out[k].dtype.kind == "f")
+                                         for k in full):
+            self.checked = True
+        else:
+            from ..common.notes import note
+
+            self.disabled = ("a candidate run from the cached float part differed from its whole run in this "
+                             "ONNX Runtime: every candidate is run whole")
+            note(self.disabled)
+        return full
+
+    def _outputs(self, model: onnx.ModelProto, feeds: Feeds) -> Optional[Dict[str, np.ndarray]]:
         from ..common.ort import open_session, runs_unoptimized
 
         if not runs_unoptimized(model):
             return None
         nodes, outside = changed_closure(model, self.serialized, self.base_inits, self.cuttable)
-        if not outside <= self.keep:
+        if not outside or not outside <= self.keep:  # nothing to start from (the whole model), or not cached
             return None
         cache = self.cached(feeds)
         if cache is None:

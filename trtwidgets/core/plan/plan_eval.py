@@ -138,7 +138,7 @@ class Evaluator:
         """Accuracy of ``model`` on all held-back feeds, or on the ranking subset (``rank``)."""
         feeds, reference, target = self._rank if rank else (self.feeds, self.reference, self.target)
         down = self._downstream()
-        out = down.outputs(model, feeds) if down is not None else None
+        out = down.outputs(model, feeds, lambda: self.run(model, feeds)) if down is not None else None
         if out is None:
             out = self.run(model, feeds)
         self.runs += 1
