@@ -153,4 +153,4 @@ def test_a_whole_plan_is_the_same_with_and_without_the_shortcut(monkeypatch):
     assert fast.recommended == slow.recommended and fast.reason == slow.reason
     names = [c.name for c in fast.candidates]
     assert any("most worth it" in n for n in names) and any("tuned ranges" in n for n in names)
-    assert sum(answered) >= 3  # the layer costs downstream of the attention
+    assert sum(answered) >= 2  # layer costs of the MLP, downstream of the attention and its LayerNorm
