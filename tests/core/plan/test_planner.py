@@ -277,3 +277,19 @@ def test_the_search_stops_when_every_layer_alone_misses_the_target():
     assert any(n.startswith("every layer alone misses the target in INT8") for n in p.notes)
     assert not any(s.startswith("choosing per-tensor ranges") or s.startswith("finding how many") for s in steps)
     assert all(not c.meets_target for c in p.candidates if c.quantized)
+
+
+def test_the_early_stop_gives_the_decision_the_whole_search_gives(monkeypatch):
+    """Issue 42: the stop when every layer alone misses skips per-tensor ranges and the bisection, and only them:
+    the search carried on to the end (the stop turned off) picks the same candidate for the same reason."""
+    import trtwidgets.core.plan.accuracy_search as search
+
+    kw = dict(shapes={"x": (16, 64, 56, 56)}, progress=False, target=PlanTarget(cosine=0.99999), regions=False)
+    stopped = plan(conv_stack(), feeds(), **kw)
+    monkeypatch.setattr(search, "every_layer_misses", lambda *args: None)
+    carried_on = plan(conv_stack(), feeds(), **kw)
+    assert any("most worth it" in c.name for c in carried_on.candidates)  # the bisection ran, and found nothing
+    assert not any(c.meets_target for c in carried_on.candidates if c.quantized)
+    pick = [(p.pick.name if p.pick is not None else None, p.reason) for p in (stopped, carried_on)]
+    assert pick[0] == pick[1]
+    assert len(stopped.candidates) < len(carried_on.candidates)

@@ -29,7 +29,7 @@ from ..common.atomic import atomic_write
 from ..common.errors import UserError
 from ..common.npz_files import open_npz
 
-__all__ = ["Reference", "ReferenceData", "ZERO_ATOL", "load_reference", "make_reference", "numeric_outputs",
+__all__ = ["Reference", "ReferenceData", "ZERO_ATOL", "load_reference", "input_ranks", "make_reference", "numeric_outputs",
            "reference_notes", "run_samples", "save_reference", "zero_outputs"]
 
 Feed = Dict[str, np.ndarray]
@@ -90,6 +90,12 @@ def reference_notes(reference: Mapping[str, np.ndarray], where: str = "on the he
     return notes
 
 
+def input_ranks(proto) -> Dict[str, int]:
+    """Input name -> rank, for every input of ``proto`` (an ``onnx.ModelProto``) that declares its shape."""
+    return {vi.name: len(vi.type.tensor_type.shape.dim) for vi in proto.graph.input
+            if vi.type.tensor_type.HasField("shape")}
+
+
 def run_samples(model, samples: Sequence[Mapping[str, np.ndarray]], axes, batch: int = 1,
                 ranks: Optional[Mapping[str, int]] = None, purpose: str = "score a candidate",
                 providers: Optional[Sequence] = None, optimization: str = "all") -> Dict[str, np.ndarray]:
@@ -112,8 +118,7 @@ def run_samples(model, samples: Sequence[Mapping[str, np.ndarray]], axes, batch:
         raise UserError("No data to run.", "The held-back data holds no sample.", "Give held-back samples.")
     proto = as_model_proto(model)
     if ranks is None:
-        ranks = {vi.name: len(vi.type.tensor_type.shape.dim) for vi in proto.graph.input
-                 if vi.type.tensor_type.HasField("shape")}
+        ranks = input_ranks(proto)
     sess = open_session(proto, providers=providers, optimization=optimization, purpose=purpose)
     names = list(sess.output_names)
 

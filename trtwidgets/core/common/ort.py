@@ -37,7 +37,8 @@ from .notes import note
 from .ort_log import ort_log
 
 __all__ = ["DEFAULT_PROVIDERS", "OPTIMIZATION_LEVELS", "OrtSession", "open_session", "is_available", "ort_version",
-           "default_threads", "check_providers", "cast_feeds", "explain_load_error", "explain_run_error"]
+           "default_threads", "check_providers", "cast_feeds", "runs_unoptimized",
+           "unoptimized_node_outputs", "explain_load_error", "explain_run_error"]
 
 DEFAULT_PROVIDERS = ("CPUExecutionProvider",)
 #: Names of ORT's graph optimization levels, mildest first.
@@ -195,6 +196,41 @@ def _qdq_needs_unfused(proto) -> bool:
     if not any(t.data_type in low for t in proto.graph.initializer):
         return False
     return any(n.op_type in ("QuantizeLinear", "DequantizeLinear") for n in proto.graph.node)
+
+
+def runs_unoptimized(model) -> bool:
+    """True when :func:`open_session` runs ``model`` (an in-memory model) with every graph optimization off,
+    whatever level is asked: a Q/DQ model with FP8, FP16 or BF16 initializers. Its nodes then compute each on its
+    own, so a part of it cut out and run alone computes what it computes inside the whole."""
+    import onnx
+
+    return isinstance(model, onnx.ModelProto) and _qdq_needs_unfused(model)
+
+
+def unoptimized_node_outputs(proto) -> Optional[set]:
+    """``(node name, output name)`` of every node as ONNX Runtime runs ``proto`` with graph optimizations off, or
+    None where it cannot say (a model over protobuf's limit).
+
+    Even then ORT changes the graph: an FP16 node without an FP16 kernel on the CPU runs in FP32 between Casts it
+    inserts, and a run of such nodes passes FP32 values from one to the next (the tensor is renamed, never rounded
+    to FP16). A node that still writes its own output name writes it as the model types it.
+    """
+    import onnx
+
+    ort = _import_ort()
+    opts = _session_options(ort, None, None, "disable", 3)
+    data = _serialized(proto)
+    if data is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="trtw-ort-") as tmp:
+        opts.optimized_model_filepath = os.path.join(tmp, "ran.onnx")
+        try:
+            with ort_log("read the graph ONNX Runtime runs", proto, True):
+                ort.InferenceSession(data, sess_options=opts, providers=list(DEFAULT_PROVIDERS))
+            ran = onnx.load(opts.optimized_model_filepath, load_external_data=False)
+        except Exception:  # any failure only means: the caller runs the whole model
+            return None
+    return {(n.name, o) for n in ran.graph.node for o in n.output}
 
 
 class OrtSession:

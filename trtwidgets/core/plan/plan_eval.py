@@ -53,6 +53,9 @@ class Evaluator:
         Samples per ONNX Runtime run.
     runs : int
         How many ORT runs so far (for the progress line).
+    downstream : bool
+        Score a candidate by running only what its quantizers change, from one cached run of the float part
+        (:mod:`.downstream`; the same outputs to the bit); False runs every candidate whole.
     """
 
     proto: onnx.ModelProto
@@ -63,11 +66,13 @@ class Evaluator:
     axes: Optional[Any] = None
     batch: int = 1
     runs: int = 0
+    downstream: bool = True
     _labels: Dict[str, onnx.NodeProto] = field(default_factory=dict, repr=False)
     _rank: tuple = field(default=(), repr=False)
     _scores: Dict[tuple, Tuple[PlanAccuracy, Tuple[str, ...]]] = field(default_factory=dict, repr=False)
     _rank_is_all: bool = field(default=True, repr=False)
     _export_memo: dict = field(default_factory=dict, repr=False)  # see qdq.export.unchecked_exports
+    _down: Optional[Tuple[QdqOptions, Any]] = field(default=None, repr=False, compare=False)
     #: The Dask workers that answer the questions (:class:`~.remote_eval.RemoteScores`), or None: this process.
     remote: Any = field(default=None, repr=False, compare=False)
 
@@ -78,6 +83,7 @@ class Evaluator:
         self._scores = {}  # a copy (dataclasses.replace) with another reference or metric scores anew
         self._export_memo = {}  # a copy may hold another model
         self.remote = None  # a copy answers its own questions until given workers of its own
+        self._down = None  # a copy caches its own float part's run
 
     @property
     def metric(self) -> Optional[Callable]:
@@ -131,9 +137,28 @@ class Evaluator:
     def score_model(self, model: onnx.ModelProto, rank: bool = False) -> PlanAccuracy:
         """Accuracy of ``model`` on all held-back feeds, or on the ranking subset (``rank``)."""
         feeds, reference, target = self._rank if rank else (self.feeds, self.reference, self.target)
-        out = self.run(model, feeds)
+        down = self._downstream()
+        out = down.outputs(model, feeds, lambda: self.run(model, feeds)) if down is not None else None
+        if out is None:
+            out = self.run(model, feeds)
         self.runs += 1
         return evaluate(out, reference, target).scored
+
+    def _downstream(self):
+        """The :class:`~.downstream.DownstreamRuns` of the float part as the current options write it, or None."""
+        if not self.downstream:
+            return None
+        if self._down is None or self._down[0] != self.options:
+            from ..accuracy.reference import input_ranks
+            from ..model.sample_batches import run_in_batches
+            from .downstream import DownstreamRuns
+
+            base = self.export({}, frozenset()).model
+            axes, batch, ranks = self._axes(), self.batch, input_ranks(base)
+            starts = [node_label(n) for n in base.graph.node if n.op_type in WEIGHTED_OPS]
+            self._down = (self.options, DownstreamRuns(
+                base, lambda run, feeds: run_in_batches(run, list(feeds), axes, batch, ranks), starts))
+        return self._down[1]
 
     def run(self, model, feeds) -> Dict[str, np.ndarray]:
         """``model``'s outputs on ``feeds`` (samples), batch first."""
