@@ -71,13 +71,13 @@ def run(mode: str, target_text: str) -> dict:
         c0, t0 = time.process_time(), time.perf_counter()
         if client is None:
             plan = tw.plan(files["model"], files["calib"], held_back=files["heldback"], target=_target(target_text),
-                           progress=False, on_step=clock)
+                           progress=clock)
         else:
             from distributed import get_task_stream
 
             with get_task_stream(client) as ts:
                 plan = tw.plan(files["model"], files["calib"], held_back=files["heldback"],
-                               target=_target(target_text), progress=False, on_step=clock, client=client)
+                               target=_target(target_text), progress=clock, client=client)
             row["tasks"] = _stream_summary(ts.data)
         clock.close()
         row.update(wall_s=round(time.perf_counter() - t0, 1), client_cpu_s=round(time.process_time() - c0, 1))

@@ -48,7 +48,7 @@ REFERENCE = {"vit": {"total": 301.0, "sensitivity": 292.0, "target": 120.0},
              "unet": {"total": 35 * 60.0, "sensitivity": 880.0, "per-tensor ranges": 630.0, "target": 600.0},
              "unet 0.999": {"total": 571.0, "sensitivity": 205.0, "per-tensor ranges": 67.6, "search": 100.6,
                             "target": 300.0}}
-#: The planner's progress lines (``on_step``) and the phase whose CPU time follows each.
+#: The planner's progress events (phase starts) and the phase whose CPU time follows each.
 STEPS = (("reading data", "reading data"), ("collecting statistics", "statistics, reference, fp16"),
          ("reading the statistics given", "statistics, reference, fp16"),
          ("choosing range methods", "ranges, latency"), ("scoring FP16 and full INT8", "full INT8, where it pays"),
@@ -96,7 +96,7 @@ def wait_for_load(max_load: Optional[float], wait_s: float) -> dict:
 
 
 class StepClock:
-    """CPU and wall time between the planner's progress lines (``on_step``), by phase."""
+    """CPU and wall time between the planner's progress events (phase starts), by phase."""
 
     def __init__(self):
         self.texts: List[str] = []
@@ -104,7 +104,11 @@ class StepClock:
         self.wall: Dict[str, float] = {}
         self.phase, self.c0, self.w0 = "setup", time.process_time(), time.perf_counter()
 
-    def __call__(self, text: str) -> None:
+    def __call__(self, event) -> None:
+        """A plan's ProgressEvent: each phase's start closes the one before."""
+        if event.kind != "start":
+            return
+        text = event.phase
         self.texts.append(text)
         self.close()
         self.phase = next((phase for start, phase in STEPS if text.startswith(start)), text)
@@ -146,7 +150,7 @@ def time_plan(name: str, calibration: bool, target_text: str, max_load=None, wai
     clock = StepClock()
     c0, w0 = time.process_time(), time.perf_counter()
     plan = tw.plan(files["model"], files["calib"], held_back=files["heldback"], target=target, calibration=cal,
-                   progress=False, on_step=clock, options=QdqOptions(trt_version=trt_version))
+                   progress=clock, options=QdqOptions(trt_version=trt_version))
     clock.close()
     row.update(wall_s=time.perf_counter() - w0, cpu_s=time.process_time() - c0, load_after=_load(),
                load_avg_after=os.getloadavg(), seconds={k: round(v, 1) for k, v in plan.seconds.items()},

@@ -220,11 +220,11 @@ def test_oracle_of_another_model_is_refused():
 
 
 def test_an_interrupted_search_keeps_the_candidates_it_measured():
-    def on_step(text):
-        if text.startswith("measuring"):  # Ctrl-C while layers are being ranked
+    def on_event(e):
+        if e.kind == "start" and e.phase.startswith("measuring"):  # Ctrl-C while layers are being ranked
             raise KeyboardInterrupt
 
-    p = plan(conv_stack(), feeds(), shapes={"x": (16, 64, 56, 56)}, progress=False, on_step=on_step,
+    p = plan(conv_stack(), feeds(), shapes={"x": (16, 64, 56, 56)}, progress=on_event,
              target=PlanTarget(cosine=0.9999999))
     assert p.interrupted and len(p.candidates) >= 3
     assert any(n.startswith("interrupted") for n in p.notes)
@@ -232,12 +232,12 @@ def test_an_interrupted_search_keeps_the_candidates_it_measured():
 
 
 def test_an_interrupt_before_any_candidate_propagates():
-    def on_step(text):
-        if text.startswith("choosing"):
+    def on_event(e):
+        if e.kind == "start" and e.phase.startswith("choosing"):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        plan(conv_stack(), feeds(), progress=False, on_step=on_step)
+        plan(conv_stack(), feeds(), progress=on_event)
 
 
 def test_plan_takes_the_calibration_and_writes_the_pick(tmp_path):
@@ -270,8 +270,8 @@ def test_the_search_stops_when_every_layer_alone_misses_the_target():
     """Issue 42: a ViT-S plan under a task metric ranked every layer, tuned ranges and bisected (100 s) to find
     what its least costly layer alone already said: no INT8 candidate meets the target."""
     steps = []
-    p = plan(conv_stack(), feeds(), shapes={"x": (16, 64, 56, 56)}, progress=False,
-             target=PlanTarget(cosine=0.99999), on_step=steps.append, regions=False)
+    p = plan(conv_stack(), feeds(), shapes={"x": (16, 64, 56, 56)}, target=PlanTarget(cosine=0.99999), regions=False,
+             progress=lambda e: steps.append(e.phase) if e.kind == "start" else None)
     names = [c.name for c in p.candidates]
     assert "INT8 in the 1 layer costing least" in names and not any("most worth it" in n for n in names)
     assert any(n.startswith("every layer alone misses the target in INT8") for n in p.notes)
