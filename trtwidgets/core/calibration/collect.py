@@ -122,6 +122,36 @@ def _defer_interrupt():
 PHASE = "calibration statistics"
 
 
+class SampleProgress:
+    """The statistics' progress: a tqdm bar and/or ProgressEvents of samples done (``progress=`` as ever).
+
+    Parameters
+    ----------
+    progress : bool or callable
+        See :func:`~..common.progress.split_progress`.
+    total : int, optional
+        Samples expected, when known.
+    """
+
+    def __init__(self, progress: ProgressArg, total: Optional[int]):
+        bars, self.sink = split_progress(progress)
+        self.bar, self.total, self.done = progress_bar(bars, total), total, 0
+        emit(self.sink, "start", PHASE, total=total)
+
+    def update(self, n: int, detail: str = "") -> None:
+        """``n`` more samples counted."""
+        self.done += n
+        if self.bar is not None:
+            self.bar.update(n)
+        emit(self.sink, "step", PHASE, step=self.done, total=self.total, detail=detail)
+
+    def close(self) -> None:
+        """The phase is over (finished or cut short)."""
+        if self.bar is not None:
+            self.bar.close()
+        emit(self.sink, "finish", PHASE, step=self.done, total=self.total)
+
+
 def progress_bar(enabled: bool, total: Optional[int]):
     """A tqdm bar of samples (None when disabled, or without tqdm)."""
     if not enabled:
@@ -188,10 +218,7 @@ def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequ
     total = _known_total(data)
     if max_samples is not None:
         total = min(total, max_samples) if total is not None else max_samples
-    bars, sink = split_progress(progress)
-    bar = progress_bar(bars, total)
-    emit(sink, "start", PHASE, total=total)
-    done = 0
+    bar = SampleProgress(progress, total)
     interrupted = False
     feeds = iter_labelled_feeds(data, loaded.summary, batch_size=batch_size, max_samples=max_samples, adapt=adapt,
                                 opt_shapes=opt_shapes, axes=axes)
@@ -199,10 +226,7 @@ def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequ
     try:
         for label, feed in feeds:
             n = collect_batch(session, wanted, inputs, accs, label, feed, seen, axes, pool)
-            done += n
-            if bar is not None:
-                bar.update(n)
-            emit(sink, "step", PHASE, step=done, total=total, detail=str(label))
+            bar.update(n, str(label))
     except KeyboardInterrupt:
         interrupted = True
     except CalibrationDataError as err:
@@ -212,9 +236,7 @@ def collect_stats(model: Union[str, LoadedModel], data, providers: Optional[Sequ
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
-        if bar is not None:
-            bar.close()
-        emit(sink, "finish", PHASE, step=done, total=total)
+        bar.close()
     if seen.samples == 0 and interrupted:
         raise KeyboardInterrupt
     return stats_of(accs, seen, loaded, interrupted)
@@ -322,4 +344,4 @@ def _known_total(data) -> Optional[int]:
 
 
 __all__ = ["Seen", "checked_bins", "collect_batch", "collect_stats", "float_tensor_names", "instrumented_model",
-           "make_session", "progress_bar", "stats_of"]
+           "make_session", "progress_bar", "SampleProgress", "stats_of"]

@@ -34,7 +34,7 @@ from typing import Any, Deque, Dict, FrozenSet, List, Mapping, Optional, Sequenc
 
 import numpy as np
 
-from ..common.progress import ProgressArg, emit, split_progress
+from ..common.progress import ProgressArg
 from .histogram import DEFAULT_BINS, HistogramAccumulator
 from .stats import TRT_BINS, ActivationStats, TensorStats, rebin_to, trt_grid_range
 
@@ -228,14 +228,12 @@ class _Run:
 
     def __init__(self, client, model_future, key_of_model: str, merger: ShardMerger, num_bins: int, providers,
                  progress: ProgressArg):
-        from .collect import PHASE, progress_bar
+        from .collect import SampleProgress
 
         self.client, self.model, self.key_of_model, self.merger = client, model_future, key_of_model, merger
         self.num_bins, self.providers = num_bins, providers
         self.in_flight: Deque[Tuple[Any, Any]] = deque()  # (the shard's data on the cluster, its task)
-        bars, self.sink = split_progress(progress)
-        self.bar = progress_bar(bars, None)
-        self.done, self.phase = 0, PHASE
+        self.bar = SampleProgress(progress, None)
         self.axes: Any = None  # a copy of the first read's SampleAxes, without its model
 
     def submit(self, batches: Any) -> None:
@@ -288,10 +286,7 @@ class _Run:
                 continue
             self.in_flight.popleft()
             self.merger.accept(shard)
-            self.done += shard.stats.samples
-            if self.bar is not None:
-                self.bar.update(shard.stats.samples)
-            emit(self.sink, "step", self.phase, step=self.done, detail="a shard merged")
+            self.bar.update(shard.stats.samples, "a shard merged")
 
     def cancel(self) -> None:
         for _, fut in self.in_flight:
@@ -299,7 +294,5 @@ class _Run:
         self.in_flight.clear()
 
     def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-        emit(self.sink, "finish", self.phase, step=self.done)
+        self.bar.close()
         self.model.release()

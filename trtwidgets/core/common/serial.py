@@ -49,8 +49,7 @@ def to_json(obj: Any) -> Any:
     dict, list, float, int, str, bool or None
     """
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        own = getattr(obj, "to_dict", None)
-        return own() if own is not None else fields_json(obj)
+        return obj.to_dict() if hasattr(obj, "to_dict") else fields_json(obj)
     if isinstance(obj, (bool, np.bool_)):
         return bool(obj)
     if isinstance(obj, (int, np.integer)):
@@ -136,8 +135,7 @@ def _value(tp: Any, v: Any, where: str) -> Any:
         if tp is str:
             return v if isinstance(v, str) else _wrong(v, "a string")
         if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-            own = getattr(tp, "from_dict", None)
-            return own(v) if own is not None else from_json(tp, v, where)
+            return tp.from_dict(v) if hasattr(tp, "from_dict") else from_json(tp, v, where)
         if origin in (tuple, list):
             if not isinstance(v, (list, tuple)):
                 return _wrong(v, "a list")
