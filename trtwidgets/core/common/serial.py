@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import collections.abc
 import dataclasses
+import functools
 import math
 import typing
-from typing import Any, Dict, Mapping, Type, TypeVar, Union
+from typing import Any, Dict, Mapping, Type, TypeVar, Union, cast
 
 import numpy as np
 
@@ -102,7 +103,7 @@ def from_json(cls: Type[T], data: Mapping[str, Any], where: str = "") -> T:
     name = where or cls.__name__
     if not isinstance(data, Mapping):
         raise ValueError(f"{name}: expected an object, got {type(data).__name__}")
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cast(type, cls))
     kwargs: Dict[str, Any] = {}
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         if not f.init:
@@ -113,6 +114,12 @@ def from_json(cls: Type[T], data: Mapping[str, Any], where: str = "") -> T:
             continue
         kwargs[f.name] = _value(hints[f.name], data[f.name], f"{name}.{f.name}")
     return cls(**kwargs)
+
+
+@functools.lru_cache(maxsize=None)
+def _hints(cls: type) -> Dict[str, Any]:
+    """``cls``'s resolved annotations, read once per class (a plan.json holds hundreds of its records)."""
+    return typing.get_type_hints(cls)
 
 
 def _value(tp: Any, v: Any, where: str) -> Any:
